@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include <sbxrun/sbxrun.h>
+
+#include "cli.h"
+
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const struct sbxrun_cmd commands[] = {
+    {"help", "show this help, or a subcommand's", cmd_help},
+    {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sbxrun [--version] [--help] <command> [<args>]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'sbxrun <command> --help' for a command's options.\n");
+}
+
+static const struct sbxrun_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            printf("usage: sbxrun version\n\nPrint the version sbxrun was built with and the version of\n"
+                   "the libsbxrun it loaded; exit 1 if they differ in major version.\n");
+            return SBXRUN_EXIT_OK;
+        }
+        fprintf(stderr, "sbxrun version: unexpected argument '%s'\n", argv[1]);
+        return SBXRUN_EXIT_USAGE;
+    }
+    printf("sbxrun %s\nlibsbxrun %s\n", SBX_VERSION_STRING, sbx_version());
+    if ((sbx_version_num() >> 16) != (SBX_VERSION_NUM >> 16)) {
+        fprintf(stderr, "sbxrun: built for libsbxrun %s but loaded %s\n", SBX_VERSION_STRING,
+                sbx_version());
+        return SBXRUN_EXIT_FAIL;
+    }
+    return SBXRUN_EXIT_OK;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc > 1) {
+        const struct sbxrun_cmd *c = find_cmd(argv[1]);
+        char help[] = "--help";
+        char *sub[] = {argv[1], help, NULL};
+        if (!c) {
+            fprintf(stderr, "sbxrun help: unknown command '%s'\n", argv[1]);
+            return SBXRUN_EXIT_USAGE;
+        }
+        return c->run(2, sub);
+    }
+    usage(stdout);
+    return SBXRUN_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    const struct sbxrun_cmd *c;
+
+    if (argc < 2) {
+        usage(stderr);
+        return SBXRUN_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return SBXRUN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(1, argv + 1);
+    c = find_cmd(argv[1]);
+    if (!c) {
+        fprintf(stderr, "sbxrun: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return SBXRUN_EXIT_USAGE;
+    }
+    return c->run(argc - 1, argv + 1);
+}
