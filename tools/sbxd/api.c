@@ -1,0 +1,1345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api: the v1 endpoints of vercel-sandbox-protocol.md. Every request is
+ * validated before anything happens; once something has happened (a sandbox
+ * exists, a command started) the answer is never a 5xx, because the official
+ * SDK retries 5xx responses, POSTs included.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "tarx.h"
+#include "http.h"
+#include "sbxd.h"
+
+static const char *const runtimes[] = {"node24", "node22", "node26", "python3.13", NULL};
+
+static bool seg_is(struct http_req *r, int i, const char *s)
+{
+    return i < r->nseg && strcmp(r->segs[i], s) == 0;
+}
+
+static bool method_is(struct http_req *r, const char *m)
+{
+    return strcmp(r->method, m) == 0;
+}
+
+bool api_wants_spool(const char *method, const char *url)
+{
+    size_t n = strlen(url);
+    return strcmp(method, "POST") == 0 && n > 9 && strcmp(url + n - 9, "/fs/write") == 0;
+}
+
+/* ---- lookups: each returns a referenced object or queues the error ---- */
+
+static struct sandbox *get_sandbox(struct http_req *r, const char *id, enum MHD_Result *ret)
+{
+    struct sandbox *s;
+    pthread_mutex_lock(&g.lock);
+    s = id_is_safe(id) ? sandbox_find(id) : NULL;
+    if (s)
+        sandbox_ref(s);
+    pthread_mutex_unlock(&g.lock);
+    if (!s)
+        *ret = reply_error(r, 404, "not_found", "sandbox %s not found", id);
+    return s;
+}
+
+static void put_sandbox(struct sandbox *s)
+{
+    pthread_mutex_lock(&g.lock);
+    sandbox_unref(s);
+    pthread_mutex_unlock(&g.lock);
+}
+
+static enum MHD_Result gone(struct http_req *r, struct sandbox *s)
+{
+    enum sandbox_status st;
+    pthread_mutex_lock(&g.lock);
+    st = s->status;
+    pthread_mutex_unlock(&g.lock);
+    return reply_error(r, 410, "gone", "sandbox %s is %s", s->id, sandbox_status_name(st));
+}
+
+static json_t *wrap_sandbox(struct sandbox *s, bool routes)
+{
+    json_t *o;
+    pthread_mutex_lock(&g.lock);
+    o = json_pack("{s:o}", "sandbox", sandbox_json(s));
+    if (o && routes)
+        json_object_set_new(o, "routes", sandbox_routes_json(s));
+    pthread_mutex_unlock(&g.lock);
+    return o;
+}
+
+/* ---- parsing helpers ---------------------------------------------------- */
+
+static bool env_key_ok(const char *k)
+{
+    return *k && !strchr(k, '=');
+}
+
+/* An object of string values into KEY=VALUE; -1 with a message. */
+static int parse_env(json_t *j, const char *what, sbx__strlist *out, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    if (!j || json_is_null(j))
+        return 0;
+    if (!json_is_object(j)) {
+        snprintf(err, errlen, "%s must be an object of strings", what);
+        return -1;
+    }
+    json_object_foreach(j, k, v) {
+        size_t n;
+        char *kv;
+        if (!json_is_string(v) || !env_key_ok(k)) {
+            snprintf(err, errlen, "%s: '%s' must be a name without '=' with a string value", what, k);
+            return -1;
+        }
+        n = strlen(k) + json_string_length(v) + 2;
+        if (strlen(json_string_value(v)) != json_string_length(v)) {
+            snprintf(err, errlen, "%s: the value of '%s' contains a NUL byte", what, k);
+            return -1;
+        }
+        kv = sbx__malloc(n);
+        if (!kv) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        snprintf(kv, n, "%s=%s", k, json_string_value(v));
+        if (sbx__strlist_push_take(out, kv) != SBX_OK) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_strings(json_t *j, const char *what, sbx__strlist *out, char *err, size_t errlen)
+{
+    size_t i;
+    json_t *v;
+    if (!j || json_is_null(j))
+        return 0;
+    if (!json_is_array(j)) {
+        snprintf(err, errlen, "%s must be an array of strings", what);
+        return -1;
+    }
+    json_array_foreach(j, i, v) {
+        if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+            snprintf(err, errlen, "%s[%zu] must be a string without NUL bytes", what, i);
+            return -1;
+        }
+        if (sbx__strlist_push(out, json_string_value(v)) != SBX_OK) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_limit(struct http_req *r, int *limit, int64_t *since, int64_t *until,
+                       char *err, size_t errlen)
+{
+    const char *l = req_query(r, "limit"), *s = req_query(r, "since"), *u = req_query(r, "until");
+    char *end;
+    *limit = 50;
+    *since = *until = -1;
+    if (l) {
+        long v = strtol(l, &end, 10);
+        if (*end || v < 1 || v > 100) {
+            snprintf(err, errlen, "limit must be an integer from 1 to 100");
+            return -1;
+        }
+        *limit = (int)v;
+    }
+    if (s) {
+        *since = strtoll(s, &end, 10);
+        if (*end || *since < 0) {
+            snprintf(err, errlen, "since must be a timestamp in milliseconds");
+            return -1;
+        }
+    }
+    if (u) {
+        *until = strtoll(u, &end, 10);
+        if (*end || *until < 0) {
+            snprintf(err, errlen, "until must be a timestamp in milliseconds");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- sandboxes ------------------------------------------------------------- */
+
+static void discard_sandbox(struct sandbox *s)
+{
+    char rel[96], *dir;
+    pthread_mutex_lock(&g.lock);
+    for (struct sandbox **pp = &g.sandboxes; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    g.running--;
+    pthread_mutex_unlock(&g.lock);
+    limits_destroy(s->limits);
+    s->limits = NULL;
+    snprintf(rel, sizeof rel, "sandboxes/%s", s->id);
+    dir = path_join(g.cfg.state_dir, rel);
+    if (dir)
+        rm_rf(dir);
+    sbx__free(dir);
+    pthread_mutex_lock(&g.lock);
+    sandbox_unref(s);
+    pthread_mutex_unlock(&g.lock);
+}
+
+static enum MHD_Result create_sandbox(struct http_req *r)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret), *jv, *src;
+    struct sandbox *s = NULL;
+    struct netpolicy *policy = NULL;
+    struct snapshot *from = NULL;
+    char err[2048] = "";
+    int64_t timeout = g.cfg.default_timeout_ms, vcpus = g.cfg.default_vcpus;
+    const char *runtime = NULL, *project = NULL, *src_type = NULL;
+    int ports[SBXD_MAX_PORTS], nports = 0, st = 400;
+    sbx__strlist env = SBX__STRLIST_INIT;
+    int64_t requested_at = now_ms();
+
+    if (!body)
+        return ret;
+    /* --- validate everything before anything happens --- */
+    if ((jv = json_object_get(body, "projectId")) && !json_is_null(jv)) {
+        if (!json_is_string(jv)) {
+            snprintf(err, sizeof err, "projectId must be a string");
+            goto bad;
+        }
+        project = json_string_value(jv);
+    }
+    if ((jv = json_object_get(body, "runtime")) && !json_is_null(jv)) {
+        bool known = false;
+        runtime = json_string_value(jv);
+        for (int i = 0; runtime && runtimes[i]; i++)
+            known |= strcmp(runtime, runtimes[i]) == 0;
+        if (!known) {
+            snprintf(err, sizeof err, "runtime must be one of node24, node22, node26, python3.13");
+            goto bad;
+        }
+    }
+    if ((jv = json_object_get(body, "timeout")) && !json_is_null(jv)) {
+        if (json_get_int64(body, "timeout", &timeout) != 1 || timeout < 1000 ||
+            timeout > g.cfg.max_timeout_ms) {
+            snprintf(err, sizeof err, "timeout must be milliseconds from 1000 to %lld",
+                     (long long)g.cfg.max_timeout_ms);
+            goto bad;
+        }
+    }
+    if ((jv = json_object_get(body, "resources")) && !json_is_null(jv)) {
+        if (!json_is_object(jv) || json_get_int64(jv, "vcpus", &vcpus) < 0 ||
+            (json_object_get(jv, "vcpus") && (vcpus < 1 || vcpus > g.cfg.max_vcpus))) {
+            snprintf(err, sizeof err, "resources.vcpus must be an integer from 1 to %d",
+                     g.cfg.max_vcpus);
+            goto bad;
+        }
+    }
+    if ((jv = json_object_get(body, "ports")) && !json_is_null(jv)) {
+        size_t i;
+        json_t *p;
+        if (!json_is_array(jv) || json_array_size(jv) > SBXD_MAX_PORTS) {
+            snprintf(err, sizeof err, "ports must be an array of at most %d port numbers",
+                     SBXD_MAX_PORTS);
+            goto bad;
+        }
+        json_array_foreach(jv, i, p) {
+            int64_t v;
+            if (!json_is_integer(p) || (v = json_integer_value(p)) < 1 || v > 65535) {
+                snprintf(err, sizeof err, "ports[%zu] must be a port number from 1 to 65535", i);
+                goto bad;
+            }
+            for (int k = 0; k < nports; k++)
+                if (ports[k] == v) {
+                    snprintf(err, sizeof err, "port %lld is listed twice", (long long)v);
+                    goto bad;
+                }
+            ports[nports++] = (int)v;
+        }
+    }
+    if (parse_env(json_object_get(body, "env"), "env", &env, err, sizeof err) < 0)
+        goto bad;
+    if ((jv = json_object_get(body, "networkPolicy")) && !json_is_null(jv)) {
+        policy = netpolicy_parse(jv, err, sizeof err);
+        if (!policy)
+            goto bad;
+    } else if (!(policy = netpolicy_allow_all())) {
+        goto oom;
+    }
+    src = json_object_get(body, "source");
+    if (src && !json_is_null(src)) {
+        src_type = json_string_value(json_object_get(src, "type"));
+        if (!json_is_object(src) || !src_type ||
+            (strcmp(src_type, "git") && strcmp(src_type, "tarball") && strcmp(src_type, "snapshot"))) {
+            snprintf(err, sizeof err, "source.type must be git, tarball or snapshot");
+            goto bad;
+        }
+        if (strcmp(src_type, "snapshot") == 0) {
+            const char *sid = json_string_value(json_object_get(src, "snapshotId"));
+            if (!sid) {
+                snprintf(err, sizeof err, "source.snapshotId is required for a snapshot source");
+                goto bad;
+            }
+            pthread_mutex_lock(&g.lock);
+            from = id_is_safe(sid) ? snapshot_find(sid) : NULL;
+            if (from && strcmp(from->status, "created") != 0) {
+                pthread_mutex_unlock(&g.lock);
+                json_decref(body);
+                netpolicy_free(policy);
+                sbx__strlist_wipe(&env);
+                return reply_error(r, 410, "gone", "snapshot %s is %s", sid, from->status);
+            }
+            if (from && !runtime && from->runtime)
+                runtime = from->runtime; /* stable: snapshots are never freed */
+            pthread_mutex_unlock(&g.lock);
+            if (!from) {
+                json_decref(body);
+                netpolicy_free(policy);
+                sbx__strlist_wipe(&env);
+                return reply_error(r, 404, "not_found", "snapshot %s not found", sid);
+            }
+        }
+    } else {
+        src = NULL;
+    }
+
+    /* --- create --- */
+    s = sbx__calloc(1, sizeof *s);
+    if (!s)
+        goto oom;
+    s->refs = 1; /* the list's */
+    pthread_cond_init(&s->cond, NULL);
+    for (int k = 0; k < 2; k++) {
+        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
+        s->ctx[k].ctl_fd = -1;
+    }
+    make_id(s->id, sizeof s->id, "sbx_");
+    s->project_id = project ? sbx__strdup(project) : NULL;
+    s->runtime = sbx__strdup(runtime ? runtime : "node24");
+    s->vcpus = limits_effective_vcpus((int)vcpus);
+    s->memory_mb = 2048 * s->vcpus;
+    s->timeout_ms = timeout;
+    s->status = SBX_PENDING;
+    s->requested_at = requested_at;
+    s->active_cpu_ms = -1;
+    s->policy = policy;
+    policy = NULL;
+    s->netmode = s->policy->mode == NP_ALLOW_ALL ? NET_HOST : NET_ISOLATED;
+    s->env = env;
+    env = (sbx__strlist)SBX__STRLIST_INIT;
+    memcpy(s->ports, ports, sizeof ports);
+    s->nports = nports;
+    if (from)
+        s->source_snapshot_id = sbx__strdup(from->id);
+    {
+        char rel[96];
+        snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
+        s->root = path_join(g.cfg.state_dir, rel);
+    }
+    if (!s->runtime || !s->root || (from && !s->source_snapshot_id)) {
+        pthread_mutex_lock(&g.lock);
+        sandbox_unref(s);
+        pthread_mutex_unlock(&g.lock);
+        s = NULL;
+        goto oom;
+    }
+    pthread_mutex_lock(&g.lock);
+    if (g.running >= g.cfg.max_sandboxes) {
+        pthread_mutex_unlock(&g.lock);
+        {
+            struct MHD_Response *resp;
+            char *text;
+            json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
+                                  "too many sandboxes are running; retry shortly");
+            text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+            json_decref(e);
+            json_decref(body);
+            pthread_mutex_lock(&g.lock);
+            sandbox_unref(s);
+            pthread_mutex_unlock(&g.lock);
+            if (!text)
+                return MHD_NO;
+            resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+            if (!resp)
+                return MHD_NO;
+            MHD_add_response_header(resp, "Content-Type", "application/json");
+            MHD_add_response_header(resp, "Retry-After", "1");
+            ret = MHD_queue_response(r->conn, 429, resp);
+            MHD_destroy_response(resp);
+            return ret;
+        }
+    }
+    g.running++;
+    s->created_at = s->updated_at = next_timestamp();
+    s->next = g.sandboxes;
+    g.sandboxes = s;
+    pthread_mutex_unlock(&g.lock);
+
+    if (sandbox_prepare_root(s, err, sizeof err) < 0) {
+        st = 500;
+        goto failed;
+    }
+    if (from && snapshot_restore(from, s->root, err, sizeof err) < 0) {
+        st = 500;
+        goto failed;
+    }
+    if (src_type && strcmp(src_type, "git") == 0 && source_git(s, src, &st, err, sizeof err) < 0)
+        goto failed;
+    if (src_type && strcmp(src_type, "tarball") == 0 &&
+        source_tarball(s, src, &st, err, sizeof err) < 0)
+        goto failed;
+    if (sandbox_boot(s, err, sizeof err) < 0) {
+        st = 500;
+        goto failed_booted;
+    }
+    for (int i = 0; i < s->nports; i++) {
+        s->routes[i] = route_start(s, s->ports[i], err, sizeof err);
+        if (!s->routes[i]) {
+            st = 500;
+            goto failed_booted;
+        }
+    }
+    pthread_mutex_lock(&g.lock);
+    s->status = SBX_RUNNING;
+    s->started_at = s->updated_at = now_ms();
+    s->deadline_mono = mono_ms() + s->timeout_ms;
+    sandbox_persist_locked(s);
+    pthread_mutex_unlock(&g.lock);
+    io_wake(); /* a new deadline */
+    sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s)", s->id, s->runtime,
+             s->vcpus, s->netmode == NET_HOST ? "host" : "isolated",
+             from ? ", from snapshot " : "", from ? from->id : "");
+    json_decref(body);
+    return reply_json(r, 200, wrap_sandbox(s, true));
+
+failed_booted:
+    /* Tear the half-started sandbox down completely; nothing of it remains,
+     * so the error (even a 5xx) is safe for the SDK to retry. */
+    pthread_mutex_lock(&g.lock);
+    if (s->ctx[s->primary].up) {
+        s->status = SBX_RUNNING;
+        sandbox_stop_locked(s, false);
+    }
+    pthread_mutex_unlock(&g.lock);
+    for (int i = 0; i < s->nports; i++) {
+        route_stop(s->routes[i]);
+        s->routes[i] = NULL;
+    }
+    egress_detach(s);
+    pthread_mutex_lock(&g.lock);
+    if (s->status == SBX_STOPPED || s->status == SBX_FAILED)
+        g.running++; /* the finalizer released the slot that discard releases */
+    pthread_mutex_unlock(&g.lock);
+failed:
+    sbxd_log(st >= 500 ? LOG_ERROR : LOG_INFO, "sandbox %s not created: %s", s->id, err);
+    discard_sandbox(s);
+    json_decref(body);
+    return reply_error(r, (unsigned)st, st >= 500 ? "internal" : "bad_request", "%s", err);
+bad:
+    json_decref(body);
+    netpolicy_free(policy);
+    sbx__strlist_wipe(&env);
+    return reply_error(r, 400, "bad_request", "%s", err);
+oom:
+    json_decref(body);
+    netpolicy_free(policy);
+    sbx__strlist_wipe(&env);
+    return reply_error(r, 500, "internal", "out of memory");
+}
+
+static enum MHD_Result list_sandboxes(struct http_req *r)
+{
+    const char *project = req_query(r, "project");
+    int limit, count = 0;
+    int64_t since, until;
+    char err[256];
+    json_t *arr = json_array(), *out;
+    struct sandbox *first = NULL, *last = NULL;
+    bool more = false, newer = false;
+
+    if (parse_limit(r, &limit, &since, &until, err, sizeof err) < 0) {
+        json_decref(arr);
+        return reply_error(r, 400, "bad_request", "%s", err);
+    }
+    pthread_mutex_lock(&g.lock);
+    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        if (project && (!s->project_id || strcmp(project, s->project_id) != 0))
+            continue;
+        if (until >= 0 && s->created_at >= until)
+            continue;
+        if (since >= 0 && s->created_at <= since)
+            continue;
+        if (count == limit) {
+            more = true;
+            break;
+        }
+        if (!first)
+            first = s;
+        last = s;
+        json_array_append_new(arr, sandbox_json(s));
+        count++;
+    }
+    /* Anything newer than the page (within the project)? */
+    for (struct sandbox *s = g.sandboxes; first && s != first; s = s->next)
+        if (!project || (s->project_id && strcmp(project, s->project_id) == 0))
+            newer = true;
+    out = json_pack("{s:o,s:{s:i,s:o,s:o}}", "sandboxes", arr, "pagination", "count", count, "next",
+                    more ? json_integer(last->created_at) : json_null(), "prev",
+                    newer ? json_integer(first->created_at) : json_null());
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, out);
+}
+
+static enum MHD_Result stop_sandbox(struct http_req *r, struct sandbox *s)
+{
+    pthread_mutex_lock(&g.lock);
+    sandbox_stop_locked(s, false);
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, wrap_sandbox(s, false));
+}
+
+static enum MHD_Result extend_timeout(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret);
+    int64_t d = 0;
+
+    if (!body)
+        return ret;
+    if (json_get_int64(body, "duration", &d) != 1 || d <= 0) {
+        json_decref(body);
+        return reply_error(r, 400, "bad_request", "duration must be a positive number of milliseconds");
+    }
+    json_decref(body);
+    pthread_mutex_lock(&g.lock);
+    if (s->status != SBX_RUNNING) {
+        pthread_mutex_unlock(&g.lock);
+        return gone(r, s);
+    }
+    if (s->timeout_ms + d > g.cfg.max_timeout_ms) {
+        int64_t max = g.cfg.max_timeout_ms, cur = s->timeout_ms;
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 400, "bad_request",
+                           "the timeout would become %lld ms; the maximum is %lld ms",
+                           (long long)(cur + d), (long long)max);
+    }
+    s->timeout_ms += d;
+    s->deadline_mono += d;
+    s->updated_at = now_ms();
+    sandbox_persist_locked(s);
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, wrap_sandbox(s, false));
+}
+
+static enum MHD_Result network_policy(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret);
+    struct netpolicy *p;
+    char err[1024];
+
+    if (!body)
+        return ret;
+    p = netpolicy_parse(body, err, sizeof err);
+    json_decref(body);
+    if (!p)
+        return reply_error(r, 400, "bad_request", "%s", err);
+    if (sandbox_set_network(s, p, err, sizeof err) < 0) {
+        bool running;
+        pthread_mutex_lock(&g.lock);
+        running = s->status == SBX_RUNNING;
+        pthread_mutex_unlock(&g.lock);
+        /* The policy is recorded either way; a context that cannot start
+         * leaves the sandbox without the network it asked for (fail closed). */
+        return running ? reply_error(r, 409, "conflict", "%s", err) : gone(r, s);
+    }
+    return reply_json(r, 200, wrap_sandbox(s, false));
+}
+
+static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret), *out;
+    struct snapshot *sn;
+    int64_t ttl = g.cfg.snapshot_ttl_ms;
+    int has;
+
+    if (!body)
+        return ret;
+    has = json_get_int64(body, "expiration", &ttl);
+    json_decref(body);
+    if (has < 0 || ttl < 0)
+        return reply_error(r, 400, "bad_request", "expiration must be milliseconds >= 0 (0 = never)");
+    sn = sbx__calloc(1, sizeof *sn);
+    if (!sn)
+        return reply_error(r, 500, "internal", "out of memory");
+    make_id(sn->id, sizeof sn->id, "snap_");
+    sn->status = sbx__strdup("failed");
+    pthread_mutex_lock(&g.lock);
+    if (s->status != SBX_RUNNING || s->snap_pending) {
+        pthread_mutex_unlock(&g.lock);
+        snapshot_free(sn);
+        return s->snap_pending ? reply_error(r, 409, "conflict", "sandbox %s is being snapshotted", s->id)
+                               : gone(r, s);
+    }
+    sn->source_sandbox_id = sbx__strdup(s->id);
+    sn->project_id = s->project_id ? sbx__strdup(s->project_id) : NULL;
+    sn->runtime = sbx__strdup(s->runtime);
+    sn->created_at = sn->updated_at = next_timestamp();
+    sn->expires_at = ttl > 0 ? sn->created_at + ttl : 0;
+    s->snap_pending = sn;
+    /* Stopping quiesces the tree; the finalizer archives it before removal.
+     * From here on something happened: no 5xx (a failed capture is reported
+     * as status "failed"). */
+    sandbox_stop_locked(s, false);
+    sn->next = g.snapshots;
+    g.snapshots = sn;
+    snapshot_persist_locked(sn);
+    out = json_pack("{s:o,s:o}", "snapshot", snapshot_json(sn), "sandbox", sandbox_json(s));
+    pthread_mutex_unlock(&g.lock);
+    sbxd_log(LOG_INFO, "snapshot %s of %s: %s, %lld bytes", sn->id, s->id, sn->status,
+             (long long)sn->size_bytes);
+    return reply_json(r, 200, out);
+}
+
+/* ---- commands --------------------------------------------------------------- */
+
+struct wait_stream {
+    struct command *c;
+    int phase; /* 0: send started line, 1: wait and send finished line, 2: done */
+};
+
+static ssize_t emit_json_line(json_t *o, char *buf, size_t max)
+{
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    size_t n;
+    json_decref(o);
+    if (!text)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    n = strlen(text);
+    if (n + 1 > max) {
+        free(text);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    memcpy(buf, text, n);
+    buf[n] = '\n';
+    free(text);
+    return (ssize_t)n + 1;
+}
+
+static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct wait_stream *ws = cls;
+    json_t *o;
+    (void)pos;
+    pthread_mutex_lock(&g.lock);
+    if (ws->phase == 0) {
+        /* Line 1 as it was at start: exitCode null, even if it is done now. */
+        o = json_pack("{s:o}", "command", command_json(ws->c));
+        json_object_set_new(json_object_get(o, "command"), "exitCode", json_null());
+        ws->phase = 1;
+    } else if (ws->phase == 1) {
+        while (!ws->c->exited)
+            pthread_cond_wait(&ws->c->cond, &g.lock);
+        o = json_pack("{s:o}", "command", command_json(ws->c));
+        ws->phase = 2;
+    } else {
+        pthread_mutex_unlock(&g.lock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pthread_mutex_unlock(&g.lock);
+    return emit_json_line(o, buf, max);
+}
+
+static void wait_stream_free(void *cls)
+{
+    struct wait_stream *ws = cls;
+    pthread_mutex_lock(&g.lock);
+    command_unref(ws->c);
+    pthread_mutex_unlock(&g.lock);
+    sbx__free(ws);
+}
+
+static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret), *jv;
+    sbx__strlist args = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
+    const char *name, *cwd = NULL;
+    bool sudo = false, wait = false;
+    char err[1024];
+    struct command *c;
+    int status;
+
+    if (!body)
+        return ret;
+    name = json_string_value(json_object_get(body, "command"));
+    if (!name || !*name || strlen(name) != json_string_length(json_object_get(body, "command"))) {
+        snprintf(err, sizeof err, "command must be a non-empty string (a program, not a shell line)");
+        goto bad;
+    }
+    if (parse_strings(json_object_get(body, "args"), "args", &args, err, sizeof err) < 0 ||
+        parse_env(json_object_get(body, "env"), "env", &env, err, sizeof err) < 0)
+        goto bad;
+    if ((jv = json_object_get(body, "cwd")) && !json_is_null(jv)) {
+        if (!json_is_string(jv) || !*json_string_value(jv)) {
+            snprintf(err, sizeof err, "cwd must be a non-empty string");
+            goto bad;
+        }
+        cwd = json_string_value(jv);
+    }
+    if ((jv = json_object_get(body, "sudo")) && !json_is_null(jv)) {
+        if (!json_is_boolean(jv)) {
+            snprintf(err, sizeof err, "sudo must be true or false");
+            goto bad;
+        }
+        sudo = json_is_true(jv);
+    }
+    if ((jv = json_object_get(body, "wait")) && !json_is_null(jv)) {
+        if (!json_is_boolean(jv)) {
+            snprintf(err, sizeof err, "wait must be true or false");
+            goto bad;
+        }
+        wait = json_is_true(jv);
+    }
+    if (sudo && !g.can_sudo) {
+        snprintf(err, sizeof err, "sudo is not available from this sbxd: the host does not allow "
+                                  "nested user namespaces");
+        goto bad;
+    }
+    c = command_start(s, name, &args, cwd, &env, sudo, &status, err, sizeof err);
+    json_decref(body);
+    sbx__strlist_clear(&args);
+    sbx__strlist_wipe(&env);
+    if (!c)
+        return reply_error(r, (unsigned)status,
+                           status == 410 ? "gone" : status == 413 ? "payload_too_large"
+                                                  : status >= 500 ? "internal" : "bad_request",
+                           "%s", err);
+    sbxd_log(LOG_DEBUG, "sandbox %s: %s started %s", s->id, c->id, c->name);
+    if (wait) {
+        struct wait_stream *ws = sbx__calloc(1, sizeof *ws);
+        if (!ws) {
+            /* It runs; answer with the detached form rather than a 5xx. */
+            json_t *o;
+            pthread_mutex_lock(&g.lock);
+            o = json_pack("{s:o}", "command", command_json(c));
+            command_unref(c);
+            pthread_mutex_unlock(&g.lock);
+            return reply_json(r, 200, o);
+        }
+        ws->c = c;
+        return reply_stream(r, "application/x-ndjson", wait_stream_cb, ws, wait_stream_free);
+    }
+    {
+        json_t *o;
+        pthread_mutex_lock(&g.lock);
+        o = json_pack("{s:o}", "command", command_json(c));
+        command_unref(c);
+        pthread_mutex_unlock(&g.lock);
+        return reply_json(r, 200, o);
+    }
+bad:
+    json_decref(body);
+    sbx__strlist_clear(&args);
+    sbx__strlist_wipe(&env);
+    return reply_error(r, 400, "bad_request", "%s", err);
+}
+
+static struct command *get_command(struct http_req *r, struct sandbox *s, const char *id,
+                                   enum MHD_Result *ret)
+{
+    struct command *c;
+    bool released;
+    pthread_mutex_lock(&g.lock);
+    c = command_find(s, id);
+    if (c)
+        command_ref(c);
+    released = !c && s->status == SBX_STOPPED && s->ncommands == 0 &&
+               now_ms() - s->stopped_at >= g.cfg.retain_stopped_ms;
+    pthread_mutex_unlock(&g.lock);
+    if (!c)
+        *ret = released ? reply_error(r, 410, "gone", "command %s of stopped sandbox %s is no longer kept",
+                                      id, s->id)
+                        : reply_error(r, 404, "not_found", "command %s not found in sandbox %s", id, s->id);
+    return c;
+}
+
+static enum MHD_Result command_get(struct http_req *r, struct sandbox *s, const char *id)
+{
+    enum MHD_Result ret = MHD_NO;
+    struct command *c = get_command(r, s, id, &ret);
+    const char *w = req_query(r, "wait");
+    json_t *o;
+    if (!c)
+        return ret;
+    pthread_mutex_lock(&g.lock);
+    if (w && strcmp(w, "true") == 0)
+        while (!c->exited)
+            pthread_cond_wait(&c->cond, &g.lock);
+    o = json_pack("{s:o}", "command", command_json(c));
+    command_unref(c);
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, o);
+}
+
+struct log_stream {
+    struct command *c;
+    size_t chunk;    /* next chunk to send */
+    size_t off;      /* bytes of it already sent */
+    bool done;
+};
+
+static char *log_line(const struct log_chunk *ch, size_t off, size_t len)
+{
+    json_t *o = json_pack("{s:s,s:s%}", "stream", ch->stream == 1 ? "stdout" : "stderr", "data",
+                          ch->data + off, len);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* Replay every chunk from the start, then follow until the command ends.
+ * Whole NDJSON lines only; a chunk whose line does not fit MHD's block is
+ * sent as several lines, cut on character boundaries (the reader keeps its
+ * own offset, the stored chunk is never changed). */
+static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct log_stream *ls = cls;
+    size_t used = 0;
+    (void)pos;
+
+    if (ls->done)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    pthread_mutex_lock(&g.lock);
+    while (ls->chunk == ls->c->nchunks && !ls->c->exited)
+        pthread_cond_wait(&ls->c->cond, &g.lock);
+    while (ls->chunk < ls->c->nchunks) {
+        const struct log_chunk *ch = &ls->c->chunks[ls->chunk];
+        size_t take = ch->len - ls->off;
+        char *text = NULL;
+        size_t len = 0;
+        for (;;) {
+            text = log_line(ch, ls->off, take);
+            if (!text)
+                break;
+            len = strlen(text);
+            if (used + len + 1 <= max || used > 0 || take <= 1)
+                break;
+            free(text);
+            text = NULL;
+            take = sbx__utf8_floor(ch->data + ls->off, take / 2);
+            if (take == 0)
+                take = 1;
+        }
+        if (!text || used + len + 1 > max) {
+            free(text);
+            break;
+        }
+        memcpy(buf + used, text, len);
+        buf[used + len] = '\n';
+        used += len + 1;
+        free(text);
+        ls->off += take;
+        if (ls->off == ch->len) {
+            ls->chunk++;
+            ls->off = 0;
+        }
+    }
+    if (used == 0 && ls->chunk == ls->c->nchunks && ls->c->exited) {
+        ls->done = true;
+        if (ls->c->killed_by_stop) {
+            json_t *o = json_pack("{s:s,s:{s:s,s:s}}", "stream", "error", "data", "code",
+                                  "sandbox_stopped", "message",
+                                  "the sandbox was stopped while the command ran");
+            pthread_mutex_unlock(&g.lock);
+            return emit_json_line(o, buf, max);
+        }
+        pthread_mutex_unlock(&g.lock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pthread_mutex_unlock(&g.lock);
+    return used ? (ssize_t)used : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void log_stream_free(void *cls)
+{
+    struct log_stream *ls = cls;
+    pthread_mutex_lock(&g.lock);
+    command_unref(ls->c);
+    pthread_mutex_unlock(&g.lock);
+    sbx__free(ls);
+}
+
+static enum MHD_Result command_logs(struct http_req *r, struct sandbox *s, const char *id)
+{
+    enum MHD_Result ret = MHD_NO;
+    struct command *c = get_command(r, s, id, &ret);
+    struct log_stream *ls;
+    if (!c)
+        return ret;
+    ls = sbx__calloc(1, sizeof *ls);
+    if (!ls) {
+        pthread_mutex_lock(&g.lock);
+        command_unref(c);
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 500, "internal", "out of memory");
+    }
+    ls->c = c;
+    return reply_stream(r, "application/x-ndjson", log_stream_cb, ls, log_stream_free);
+}
+
+static enum MHD_Result command_kill_ep(struct http_req *r, struct sandbox *s, const char *id)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret), *o;
+    struct command *c;
+    int64_t sig = SIGTERM;
+    int rc;
+
+    if (!body)
+        return ret;
+    if (json_get_int64(body, "signal", &sig) < 0 || sig < 1 || sig > 64) {
+        json_decref(body);
+        return reply_error(r, 400, "bad_request", "signal must be a signal number from 1 to 64");
+    }
+    json_decref(body);
+    c = get_command(r, s, id, &ret);
+    if (!c)
+        return ret;
+    pthread_mutex_lock(&g.lock);
+    rc = c->exited ? 0 : -1;
+    pthread_mutex_unlock(&g.lock);
+    if (rc < 0) {
+        rc = command_kill(c, (int)sig);
+        /* ESRCH: it exited meanwhile; EPIPE: the sandbox stopped. Both are
+         * the "already finished" case. */
+        if (rc != 0 && rc != ESRCH && rc != EPIPE) {
+            pthread_mutex_lock(&g.lock);
+            command_unref(c);
+            pthread_mutex_unlock(&g.lock);
+            return reply_error(r, 400, "bad_request", "cannot signal %s: %s", id, strerror(rc));
+        }
+    }
+    pthread_mutex_lock(&g.lock);
+    o = json_pack("{s:o}", "command", command_json(c));
+    command_unref(c);
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, o);
+}
+
+/* ---- files -------------------------------------------------------------------- */
+
+static int errno_status(int e)
+{
+    switch (e) {
+    case ENOENT: return 404;
+    case EEXIST: return 409;
+    case EACCES:
+    case EPERM:
+    case EROFS: return 403;
+    case EPIPE: return 410;
+    default: return 400;
+    }
+}
+
+static const char *status_code(int st)
+{
+    switch (st) {
+    case 404: return "not_found";
+    case 409: return "conflict";
+    case 403: return "forbidden";
+    case 410: return "gone";
+    default: return "bad_request";
+    }
+}
+
+/* A path operation in the sandbox: {"path", "cwd"?}. */
+static int path_op(struct sandbox *s, uint32_t type, const char *path, const char *cwd, long long mode,
+                   int *fd, char *err, size_t errlen)
+{
+    struct ctl_msg m;
+    int ctx = sandbox_active_ctx(s, err, errlen), rc;
+    if (ctx < 0)
+        return EPIPE;
+    ctl_msg_init(&m, type, 0);
+    if (ctl_put_str(&m, path) < 0 || ctl_put_str(&m, cwd ? cwd : SBXD_CWD) < 0 ||
+        (type == CTL_OPEN_WRITE && ctl_put_int(&m, mode) < 0)) {
+        ctl_msg_free(&m);
+        return ENOMEM;
+    }
+    rc = sandbox_ctl(s, ctx, &m, fd, NULL);
+    ctl_msg_free(&m);
+    if (rc)
+        snprintf(err, errlen, "%s: %s", path, strerror(rc));
+    return rc;
+}
+
+static int body_path(struct http_req *r, json_t *body, const char **path, const char **cwd,
+                     enum MHD_Result *ret)
+{
+    json_t *p = json_object_get(body, "path"), *c = json_object_get(body, "cwd");
+    if (!json_is_string(p) || !*json_string_value(p) ||
+        strlen(json_string_value(p)) != json_string_length(p)) {
+        *ret = reply_error(r, 400, "bad_request", "path must be a non-empty string");
+        return -1;
+    }
+    if (c && !json_is_null(c) && (!json_is_string(c) || json_string_value(c)[0] != '/')) {
+        *ret = reply_error(r, 400, "bad_request", "cwd must be an absolute path");
+        return -1;
+    }
+    *path = json_string_value(p);
+    *cwd = c && json_is_string(c) ? json_string_value(c) : NULL;
+    return 0;
+}
+
+static enum MHD_Result fs_mkdir(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret);
+    const char *path, *cwd;
+    char err[1024];
+    int rc;
+    if (!body)
+        return ret;
+    if (body_path(r, body, &path, &cwd, &ret) < 0) {
+        json_decref(body);
+        return ret;
+    }
+    rc = path_op(s, CTL_MKDIR, path, cwd, 0, NULL, err, sizeof err);
+    json_decref(body);
+    if (rc == EPIPE)
+        return gone(r, s);
+    if (rc)
+        return reply_error(r, (unsigned)errno_status(rc), status_code(errno_status(rc)), "mkdir %s", err);
+    return reply_json(r, 200, json_object());
+}
+
+static enum MHD_Result fs_read(struct http_req *r, struct sandbox *s)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret);
+    const char *path, *cwd;
+    char err[1024];
+    struct stat st;
+    int rc, fd = -1;
+    if (!body)
+        return ret;
+    if (body_path(r, body, &path, &cwd, &ret) < 0) {
+        json_decref(body);
+        return ret;
+    }
+    rc = path_op(s, CTL_OPEN_READ, path, cwd, 0, &fd, err, sizeof err);
+    json_decref(body);
+    if (rc == EPIPE)
+        return gone(r, s);
+    /* 404 is the only failure the SDK understands here; any other status's
+     * body would be taken for the file's contents. */
+    if (rc || fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return reply_error(r, 404, "not_found", "%s", rc ? err : "cannot read the file");
+    }
+    return reply_fd(r, fd, (uint64_t)st.st_size, "application/octet-stream");
+}
+
+/* fs/write: a gzip tar whose regular files land under x-cwd. The whole
+ * archive is checked first, so a bad entry writes nothing. */
+static int tar_pass(struct http_req *r, struct sandbox *s, const char *base, bool write_files,
+                    int *status, char *err, size_t errlen)
+{
+    struct archive *a = archive_read_new();
+    struct archive_entry *e;
+    int rc = -1, files = 0;
+
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+    lseek(r->spool_fd, 0, SEEK_SET);
+    if (archive_read_open_fd(a, r->spool_fd, 65536) != ARCHIVE_OK) {
+        snprintf(err, errlen, "the body is not a tar archive: %s", archive_error_string(a));
+        goto out;
+    }
+    for (;;) {
+        int ar = archive_read_next_header(a, &e);
+        char *name, *full;
+        mode_t type;
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar < ARCHIVE_WARN) {
+            snprintf(err, errlen, "malformed tar: %s", archive_error_string(a));
+            goto out;
+        }
+        type = archive_entry_filetype(e);
+        name = archive_clean_name(archive_entry_pathname(e));
+        if (!name) {
+            snprintf(err, errlen, "tar entry '%s' is absolute or leaves x-cwd",
+                     archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+            goto out;
+        }
+        if (type != AE_IFREG && type != AE_IFDIR) {
+            snprintf(err, errlen, "tar entry '%s' is not a regular file (links and devices are refused)",
+                     name);
+            sbx__free(name);
+            goto out;
+        }
+        if (!write_files) {
+            sbx__free(name);
+            files++;
+            continue;
+        }
+        full = path_join(strcmp(base, "/") == 0 ? "" : base, name);
+        sbx__free(name);
+        if (!full) {
+            snprintf(err, errlen, "out of memory");
+            *status = 500;
+            goto out;
+        }
+        if (type == AE_IFDIR) {
+            int prc = path_op(s, CTL_MKDIR, full, "/", 0, NULL, err, errlen);
+            if (prc && prc != EEXIST) {
+                *status = errno_status(prc);
+                sbx__free(full);
+                goto out;
+            }
+        } else {
+            int fd = -1;
+            int prc = path_op(s, CTL_OPEN_WRITE, full, "/", (long long)(archive_entry_perm(e) & 07777),
+                              &fd, err, errlen);
+            if (prc || fd < 0) {
+                *status = errno_status(prc);
+                sbx__free(full);
+                goto out;
+            }
+            for (;;) {
+                char buf[65536];
+                la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+                if (n < 0) {
+                    snprintf(err, errlen, "malformed tar data for %s: %s", full, archive_error_string(a));
+                    close(fd);
+                    sbx__free(full);
+                    goto out;
+                }
+                if (n == 0)
+                    break;
+                for (la_ssize_t off = 0; off < n;) {
+                    ssize_t w = write(fd, buf + off, (size_t)(n - off));
+                    if (w < 0 && errno == EINTR)
+                        continue;
+                    if (w < 0) {
+                        snprintf(err, errlen, "writing %s: %s", full, strerror(errno));
+                        *status = errno == ENOSPC || errno == EDQUOT ? 413 : 400;
+                        close(fd);
+                        sbx__free(full);
+                        goto out;
+                    }
+                    off += w;
+                }
+            }
+            close(fd);
+        }
+        sbx__free(full);
+        files++;
+    }
+    rc = files;
+out:
+    archive_read_free(a);
+    return rc;
+}
+
+static enum MHD_Result fs_write(struct http_req *r, struct sandbox *s)
+{
+    const char *xcwd = req_header(r, "x-cwd");
+    char err[1024] = "", *base;
+    int status = 400, n;
+
+    if (!xcwd || !*xcwd)
+        xcwd = SBXD_CWD;
+    if (xcwd[0] != '/')
+        base = path_join(SBXD_CWD, xcwd);
+    else
+        base = sbx__strdup(xcwd);
+    if (!base)
+        return reply_error(r, 500, "internal", "out of memory");
+    if (r->body_len == 0) {
+        sbx__free(base);
+        return reply_json(r, 200, json_object()); /* nothing to write */
+    }
+    n = tar_pass(r, s, base, false, &status, err, sizeof err);
+    if (n >= 0)
+        n = tar_pass(r, s, base, true, &status, err, sizeof err);
+    sbx__free(base);
+    if (n < 0) {
+        if (status == 410)
+            return gone(r, s);
+        return reply_error(r, (unsigned)status, status_code(status), "%s", err);
+    }
+    return reply_json(r, 200, json_object());
+}
+
+/* ---- snapshots ------------------------------------------------------------------ */
+
+static enum MHD_Result list_snapshots(struct http_req *r)
+{
+    const char *project = req_query(r, "project");
+    int limit, count = 0;
+    int64_t since, until;
+    char err[256];
+    json_t *arr = json_array(), *out;
+    struct snapshot *first = NULL, *last = NULL;
+    bool more = false, newer = false;
+
+    if (parse_limit(r, &limit, &since, &until, err, sizeof err) < 0) {
+        json_decref(arr);
+        return reply_error(r, 400, "bad_request", "%s", err);
+    }
+    pthread_mutex_lock(&g.lock);
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next) {
+        if (strcmp(sn->status, "deleted") == 0)
+            continue;
+        if (project && (!sn->project_id || strcmp(project, sn->project_id) != 0))
+            continue;
+        if ((until >= 0 && sn->created_at >= until) || (since >= 0 && sn->created_at <= since))
+            continue;
+        if (count == limit) {
+            more = true;
+            break;
+        }
+        if (!first)
+            first = sn;
+        last = sn;
+        json_array_append_new(arr, snapshot_json(sn));
+        count++;
+    }
+    for (struct snapshot *sn = g.snapshots; first && sn != first; sn = sn->next)
+        if (strcmp(sn->status, "deleted") != 0 &&
+            (!project || (sn->project_id && strcmp(project, sn->project_id) == 0)))
+            newer = true;
+    out = json_pack("{s:o,s:{s:i,s:o,s:o}}", "snapshots", arr, "pagination", "count", count, "next",
+                    more ? json_integer(last->created_at) : json_null(), "prev",
+                    newer ? json_integer(first->created_at) : json_null());
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, out);
+}
+
+static enum MHD_Result snapshot_ep(struct http_req *r, const char *id, bool del)
+{
+    struct snapshot *sn;
+    json_t *o;
+    pthread_mutex_lock(&g.lock);
+    sn = id_is_safe(id) ? snapshot_find(id) : NULL;
+    if (!sn) {
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 404, "not_found", "snapshot %s not found", id);
+    }
+    if (del)
+        snapshot_delete_locked(sn);
+    o = json_pack("{s:o}", "snapshot", snapshot_json(sn));
+    pthread_mutex_unlock(&g.lock);
+    return reply_json(r, 200, o);
+}
+
+/* ---- routing ---------------------------------------------------------------------- */
+
+static enum MHD_Result not_allowed(struct http_req *r)
+{
+    return reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s", r->method, r->path);
+}
+
+static enum MHD_Result sandbox_sub(struct http_req *r, struct sandbox *s)
+{
+    /* /v1/sandboxes/{id}/... : segs[3] is the sub-resource. */
+    bool post = method_is(r, "POST");
+    if (r->nseg == 3) {
+        if (!method_is(r, "GET"))
+            return not_allowed(r);
+        return reply_json(r, 200, wrap_sandbox(s, true));
+    }
+    if (r->nseg == 4) {
+        if (seg_is(r, 3, "cmd"))
+            return post ? run_command(r, s) : not_allowed(r);
+        if (seg_is(r, 3, "stop"))
+            return post ? stop_sandbox(r, s) : not_allowed(r);
+        if (seg_is(r, 3, "network-policy"))
+            return post ? network_policy(r, s) : not_allowed(r);
+        if (seg_is(r, 3, "extend-timeout"))
+            return post ? extend_timeout(r, s) : not_allowed(r);
+        if (seg_is(r, 3, "snapshot"))
+            return post ? create_snapshot(r, s) : not_allowed(r);
+    }
+    if (r->nseg == 5 && seg_is(r, 3, "fs")) {
+        if (!post)
+            return not_allowed(r);
+        if (seg_is(r, 4, "mkdir"))
+            return fs_mkdir(r, s);
+        if (seg_is(r, 4, "write"))
+            return fs_write(r, s);
+        if (seg_is(r, 4, "read"))
+            return fs_read(r, s);
+    }
+    if (r->nseg == 5 && seg_is(r, 3, "cmd"))
+        return method_is(r, "GET") ? command_get(r, s, r->segs[4]) : not_allowed(r);
+    /* 1.x kills at /{id}/{cmdId}/kill; later majors at /{id}/cmd/{cmdId}/kill. */
+    if (r->nseg == 5 && seg_is(r, 4, "kill"))
+        return post ? command_kill_ep(r, s, r->segs[3]) : not_allowed(r);
+    if (r->nseg == 6 && seg_is(r, 3, "cmd") && seg_is(r, 5, "logs"))
+        return method_is(r, "GET") ? command_logs(r, s, r->segs[4]) : not_allowed(r);
+    if (r->nseg == 6 && seg_is(r, 3, "cmd") && seg_is(r, 5, "kill"))
+        return post ? command_kill_ep(r, s, r->segs[4]) : not_allowed(r);
+    return reply_error(r, 404, "not_found", "no endpoint %s %s", r->method, r->path);
+}
+
+enum MHD_Result api_dispatch(struct http_req *r)
+{
+    enum MHD_Result ret = MHD_NO;
+    struct sandbox *s;
+
+    if (r->nseg < 2 || !seg_is(r, 0, "v1") || !seg_is(r, 1, "sandboxes"))
+        return reply_error(r, 404, "not_found", "no endpoint %s %s (sbxd speaks /v1/sandboxes)",
+                           r->method, r->path);
+    if (r->nseg == 2) {
+        if (method_is(r, "POST"))
+            return create_sandbox(r);
+        if (method_is(r, "GET"))
+            return list_sandboxes(r);
+        return not_allowed(r);
+    }
+    /* The literal "snapshots" comes before sandbox ids. */
+    if (seg_is(r, 2, "snapshots")) {
+        if (r->nseg == 3)
+            return method_is(r, "GET") ? list_snapshots(r) : not_allowed(r);
+        if (r->nseg == 4) {
+            if (method_is(r, "GET"))
+                return snapshot_ep(r, r->segs[3], false);
+            if (method_is(r, "DELETE"))
+                return snapshot_ep(r, r->segs[3], true);
+            return not_allowed(r);
+        }
+        return reply_error(r, 404, "not_found", "no endpoint %s %s", r->method, r->path);
+    }
+    s = get_sandbox(r, r->segs[2], &ret);
+    if (!s)
+        return ret;
+    ret = sandbox_sub(r, s);
+    put_sandbox(s);
+    return ret;
+}

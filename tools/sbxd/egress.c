@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * egress: an HTTP proxy (CONNECT, and absolute-form plain HTTP) that an
+ * isolated sandbox reaches at 127.0.0.1:3128 inside its own network namespace:
+ * the listening socket is made there by sbxd-init and handed to sbxd, which
+ * accepts on it and connects out from the host. It is the sandbox's only
+ * route out, so the policy decided here is the policy in force:
+ *
+ *  - deny-all refuses everything;
+ *  - custom allows a host whose name matches allowedDomains or any of whose
+ *    addresses is in allowedCIDRs; addresses in deniedCIDRs are never used;
+ *  - loopback, link-local and unspecified addresses are refused unless an
+ *    allowedCIDR names them, so an allowed name that resolves to 127.0.0.1
+ *    (DNS rebinding, a "localhost" entry) cannot reach the host's services.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "relay.h"
+#include "sbxd.h"
+
+#define HEAD_MAX 16384
+#define HEAD_TIMEOUT_MS 30000
+#define CONNECT_TIMEOUT_MS 10000
+
+struct egress {
+    struct sandbox *s;
+    int listen_fd;
+    pthread_t thread;
+};
+
+struct conn {
+    struct sandbox *s;
+    int fd;
+};
+
+static void respond(int fd, int status, const char *reason, const char *msg)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     status, reason, strlen(msg), msg);
+    (void)!send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+}
+
+/* Read until the end of the request head; returns its length (including
+ * the blank line) with any bytes after it also in buf[0..*got). */
+static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got)
+{
+    *got = 0;
+    while (*got < cap) {
+        struct pollfd p = {fd, POLLIN, 0};
+        char *end;
+        ssize_t r;
+        if (poll(&p, 1, HEAD_TIMEOUT_MS) <= 0)
+            return -1;
+        r = read(fd, buf + *got, cap - *got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        *got += (size_t)r;
+        buf[*got < cap ? *got : cap - 1] = '\0';
+        if ((end = strstr(buf, "\r\n\r\n")) != NULL)
+            return end + 4 - buf;
+    }
+    return -1;
+}
+
+static bool special_addr(int family, const unsigned char *a)
+{
+    static const unsigned char v6_loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    static const unsigned char v6_any[16] = {0};
+    if (family == AF_INET)
+        return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254);
+    return memcmp(a, v6_loop, 16) == 0 || memcmp(a, v6_any, 16) == 0 ||
+           (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+}
+
+/* Decide one resolved address; g.lock held. */
+static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, const void *addr)
+{
+    unsigned char v4[4];
+    const unsigned char *a = addr;
+    int verdict;
+
+    /* Judge an IPv4-mapped IPv6 address as the IPv4 address it is. */
+    if (family == AF_INET6 && memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0) {
+        memcpy(v4, a + 12, 4);
+        family = AF_INET;
+        a = v4;
+    }
+    if (p->mode == NP_DENY_ALL)
+        return false;
+    verdict = netpolicy_addr_verdict(p, family, a);
+    if (verdict < 0)
+        return false;
+    if (verdict > 0)
+        return true;
+    if (special_addr(family, a))
+        return false;
+    return p->mode == NP_ALLOW_ALL || name_ok;
+}
+
+static int connect_timeout(const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct pollfd p;
+    int err = 0;
+    socklen_t len = sizeof err;
+
+    if (fd < 0)
+        return -1;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS)
+        goto fail;
+    p.fd = fd;
+    p.events = POLLOUT;
+    if (poll(&p, 1, CONNECT_TIMEOUT_MS) <= 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err)
+        goto fail;
+    /* Back to blocking for the relay. */
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        goto fail;
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
+/* Connect to host:port if the sandbox's policy allows it. Returns the fd, or
+ * -1 with an HTTP status and message for the client. */
+static int open_upstream(struct sandbox *s, const char *host, const char *port, int *status,
+                         char *msg, size_t msglen)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    bool name_ok, any_allowed = false;
+    unsigned char lit[16];
+    bool literal = inet_pton(AF_INET, host, lit) == 1 || inet_pton(AF_INET6, host, lit) == 1;
+    int fd = -1, rc;
+
+    pthread_mutex_lock(&g.lock);
+    name_ok = !literal && s->policy && netpolicy_domain_allowed(s->policy, host);
+    if (!s->policy || s->policy->mode == NP_DENY_ALL ||
+        (s->policy->mode == NP_CUSTOM && !name_ok && s->policy->nallow == 0)) {
+        pthread_mutex_unlock(&g.lock);
+        *status = 403;
+        snprintf(msg, msglen, "sbxd: the sandbox's network policy does not allow %s\n", host);
+        return -1;
+    }
+    pthread_mutex_unlock(&g.lock);
+
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = literal ? AI_NUMERICHOST : 0;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        *status = 502;
+        snprintf(msg, msglen, "sbxd: cannot resolve %s: %s\n", host, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+        const void *addr = ai->ai_family == AF_INET
+                               ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
+                               : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+        bool ok;
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        pthread_mutex_lock(&g.lock);
+        ok = s->policy && addr_allowed(s->policy, name_ok, ai->ai_family, addr);
+        pthread_mutex_unlock(&g.lock);
+        if (!ok)
+            continue;
+        any_allowed = true;
+        fd = connect_timeout(ai);
+    }
+    freeaddrinfo(res);
+    if (fd >= 0)
+        return fd;
+    *status = any_allowed ? 502 : 403;
+    if (any_allowed)
+        snprintf(msg, msglen, "sbxd: cannot connect to %s port %s\n", host, port);
+    else
+        snprintf(msg, msglen, "sbxd: the sandbox's network policy does not allow %s\n", host);
+    return -1;
+}
+
+/* Split "host:port" or "[v6]:port"; host lowercased, trailing dot dropped. */
+static bool split_authority(char *auth, const char *default_port, char **host, const char **port)
+{
+    char *h = auth;
+    const char *p = NULL;
+    if (*h == '[') {
+        char *close_br = strchr(h, ']');
+        if (!close_br)
+            return false;
+        *close_br = '\0';
+        h++;
+        if (close_br[1] == ':')
+            p = close_br + 2;
+        else if (close_br[1])
+            return false;
+    } else {
+        char *colon = strrchr(h, ':');
+        if (colon) {
+            *colon = '\0';
+            p = colon + 1;
+        }
+    }
+    if (!*h)
+        return false;
+    for (char *q = h; *q; q++) {
+        *q = (char)tolower((unsigned char)*q);
+        if (!(isalnum((unsigned char)*q) || *q == '.' || *q == '-' || *q == ':' || *q == '_'))
+            return false;
+    }
+    size_t n = strlen(h);
+    if (n && h[n - 1] == '.')
+        h[n - 1] = '\0';
+    if (!p || !*p)
+        p = default_port;
+    for (const char *q = p; *q; q++)
+        if (!isdigit((unsigned char)*q))
+            return false;
+    if (atoi(p) < 1 || atoi(p) > 65535)
+        return false;
+    *host = h;
+    *port = p;
+    return true;
+}
+
+/* Rewrite a proxy request head for the origin: origin-form target, no
+ * proxy headers, one request per connection. */
+static char *origin_head(const char *method, const char *path, const char *version,
+                         const char *headers, size_t *len)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    const char *line = headers;
+
+    sbx__buf_printf(&b, "%s %s %s\r\n", method, path, version);
+    while (*line) {
+        const char *eol = strstr(line, "\r\n");
+        size_t n = eol ? (size_t)(eol - line) : strlen(line);
+        if (n == 0)
+            break;
+        if (strncasecmp(line, "Proxy-", 6) != 0 && strncasecmp(line, "Connection:", 11) != 0 &&
+            strncasecmp(line, "Keep-Alive:", 11) != 0) {
+            sbx__buf_append(&b, line, n);
+            sbx__buf_puts(&b, "\r\n");
+        }
+        line += n + (eol ? 2 : 0);
+    }
+    sbx__buf_puts(&b, "Connection: close\r\n\r\n");
+    return sbx__buf_detach(&b, len);
+}
+
+static void serve(struct conn *c)
+{
+    char *buf = sbx__malloc(HEAD_MAX + 1);
+    size_t got;
+    ssize_t head_len;
+    char *method, *target, *version, *rest, *host, *sp1, *sp2, *eol;
+    const char *port;
+    char msg[512];
+    int status, up = -1;
+
+    if (!buf)
+        return;
+    head_len = read_head(c->fd, buf, HEAD_MAX, &got);
+    if (head_len < 0) {
+        respond(c->fd, 400, "Bad Request", "sbxd: malformed or incomplete proxy request\n");
+        goto out;
+    }
+    eol = strstr(buf, "\r\n");
+    *eol = '\0';
+    rest = eol + 2;
+    method = buf;
+    if (!(sp1 = strchr(method, ' ')) || !(sp2 = strchr(sp1 + 1, ' '))) {
+        respond(c->fd, 400, "Bad Request", "sbxd: malformed request line\n");
+        goto out;
+    }
+    *sp1 = *sp2 = '\0';
+    target = sp1 + 1;
+    version = sp2 + 1;
+
+    if (strcmp(method, "CONNECT") == 0) {
+        if (!split_authority(target, "443", &host, &port)) {
+            respond(c->fd, 400, "Bad Request", "sbxd: CONNECT needs host:port\n");
+            goto out;
+        }
+        up = open_upstream(c->s, host, port, &status, msg, sizeof msg);
+        if (up < 0) {
+            respond(c->fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
+            goto out;
+        }
+        sbxd_log(LOG_DEBUG, "sandbox %s egress: CONNECT %s:%s", c->s->id, host, port);
+        static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+        if (send(c->fd, ok, sizeof ok - 1, MSG_NOSIGNAL) < 0)
+            goto out;
+        /* Bytes the client sent after the head (a TLS hello) go first. */
+        if (got > (size_t)head_len &&
+            send(up, buf + head_len, got - (size_t)head_len, MSG_NOSIGNAL) < 0)
+            goto out;
+        relay(c->fd, up, NULL, NULL);
+    } else {
+        char *auth, *slash, *head;
+        const char *path = "/";
+        size_t hlen;
+        if (strncasecmp(target, "http://", 7) != 0) {
+            respond(c->fd, 400, "Bad Request",
+                    "sbxd: the proxy takes CONNECT host:port or an absolute http:// URL\n");
+            goto out;
+        }
+        auth = target + 7;
+        slash = strchr(auth, '/');
+        if (slash) {
+            /* Move the authority one byte left so it can end in a NUL while
+             * the path keeps its leading slash for the origin-form target. */
+            memmove(auth - 1, auth, (size_t)(slash - auth));
+            slash[-1] = '\0';
+            auth--;
+            path = slash;
+        }
+        if (!split_authority(auth, "80", &host, &port)) {
+            respond(c->fd, 400, "Bad Request", "sbxd: bad host in the request URL\n");
+            goto out;
+        }
+        up = open_upstream(c->s, host, port, &status, msg, sizeof msg);
+        if (up < 0) {
+            respond(c->fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
+            goto out;
+        }
+        sbxd_log(LOG_DEBUG, "sandbox %s egress: %s http://%s:%s", c->s->id, method, host, port);
+        head = origin_head(method, path, version, rest, &hlen);
+        if (!head || send(up, head, hlen, MSG_NOSIGNAL) < 0 ||
+            (got > (size_t)head_len &&
+             send(up, buf + head_len, got - (size_t)head_len, MSG_NOSIGNAL) < 0)) {
+            sbx__free(head);
+            goto out;
+        }
+        sbx__free(head);
+        relay(c->fd, up, NULL, NULL);
+    }
+out:
+    if (up >= 0)
+        close(up);
+    sbx__free(buf);
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    serve(c);
+    close(c->fd);
+    pthread_mutex_lock(&g.lock);
+    sandbox_unref(c->s);
+    pthread_mutex_unlock(&g.lock);
+    sbx__free(c);
+    return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+    struct egress *e = arg;
+    for (;;) {
+        int fd = accept4(e->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        struct conn *c;
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+                continue;
+            return NULL;
+        }
+        c = sbx__calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->s = e->s;
+        c->fd = fd;
+        pthread_mutex_lock(&g.lock);
+        sandbox_ref(e->s);
+        pthread_mutex_unlock(&g.lock);
+        if (spawn_detached(conn_main, c) < 0) {
+            close(fd);
+            pthread_mutex_lock(&g.lock);
+            sandbox_unref(e->s);
+            pthread_mutex_unlock(&g.lock);
+            sbx__free(c);
+        }
+    }
+}
+
+int egress_attach(struct sandbox *s, int ctx, char *err, size_t errlen)
+{
+    struct ctl_msg m;
+    struct egress *e;
+    int fd = -1, rc;
+
+    pthread_mutex_lock(&g.lock);
+    e = s->egress;
+    pthread_mutex_unlock(&g.lock);
+    if (e)
+        return 0; /* one isolated context per sandbox, one proxy */
+    ctl_msg_init(&m, CTL_LISTEN, 0);
+    rc = ctl_put_int(&m, EGRESS_PORT) < 0 ? ENOMEM : sandbox_ctl(s, ctx, &m, &fd, NULL);
+    ctl_msg_free(&m);
+    if (rc != 0 || fd < 0) {
+        snprintf(err, errlen, "cannot open the egress proxy in sandbox %s: %s", s->id, strerror(rc));
+        return -1;
+    }
+    e = sbx__calloc(1, sizeof *e);
+    if (!e) {
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    e->s = s;
+    e->listen_fd = fd;
+    if (pthread_create(&e->thread, NULL, accept_main, e) != 0) {
+        close(fd);
+        sbx__free(e);
+        snprintf(err, errlen, "cannot start the egress proxy");
+        return -1;
+    }
+    pthread_mutex_lock(&g.lock);
+    s->egress = e;
+    pthread_mutex_unlock(&g.lock);
+    return 0;
+}
+
+void egress_detach(struct sandbox *s)
+{
+    struct egress *e;
+    pthread_mutex_lock(&g.lock);
+    e = s->egress;
+    s->egress = NULL;
+    pthread_mutex_unlock(&g.lock);
+    if (!e)
+        return;
+    shutdown(e->listen_fd, SHUT_RDWR);
+    pthread_join(e->thread, NULL);
+    close(e->listen_fd);
+    sbx__free(e);
+}

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http: libmicrohttpd in thread-per-connection mode, so a handler may block
+ * (a long-poll, a log stream following a running command) without holding
+ * up anyone else. Authentication and the body-size limit are checked on the
+ * first call for a request, before any body is accepted.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "sbxd.h"
+
+static struct MHD_Daemon *daemon_;
+static int listen_fd = -1;
+static char *unix_path;
+
+static enum MHD_Result queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
+{
+    enum MHD_Result ret;
+    if (!resp)
+        return MHD_NO;
+    ret = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    if (status >= 500)
+        sbxd_log(LOG_WARN, "%s %s -> %u", r->method, r->path, status);
+    else
+        sbxd_log(LOG_DEBUG, "%s %s -> %u (%lld ms)", r->method, r->path, status,
+                 (long long)(mono_ms() - r->t0));
+    return ret;
+}
+
+enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    struct MHD_Response *resp;
+    json_decref(body);
+    if (!text)
+        return MHD_NO;
+    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    return queue(r, status, resp);
+}
+
+enum MHD_Result reply_error(struct http_req *r, unsigned status, const char *code,
+                            const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    json_t *body;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (status >= 400 && status < 500)
+        sbxd_log(LOG_DEBUG, "%s %s: %s", r->method, r->path, msg);
+    body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    if (status == 401) {
+        char *text = json_dumps(body, JSON_COMPACT);
+        struct MHD_Response *resp;
+        json_decref(body);
+        if (!text)
+            return MHD_NO;
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(text);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        return queue(r, status, resp);
+    }
+    return reply_json(r, status, body);
+}
+
+enum MHD_Result reply_stream(struct http_req *r, const char *content_type,
+                             MHD_ContentReaderCallback cb, void *cls,
+                             MHD_ContentReaderFreeCallback free_cb)
+{
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, cb,
+                                                                  cls, free_cb);
+    if (!resp) {
+        free_cb(cls);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, 200, resp);
+}
+
+enum MHD_Result reply_fd(struct http_req *r, int fd, uint64_t size, const char *content_type)
+{
+    struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
+    if (!resp) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    return queue(r, 200, resp);
+}
+
+const char *req_query(struct http_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *req_header(struct http_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, key);
+}
+
+json_t *req_json(struct http_req *r, enum MHD_Result *ret)
+{
+    json_error_t je;
+    json_t *j;
+    if (r->body_len == 0)
+        return json_object();
+    j = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
+    if (!j) {
+        *ret = reply_error(r, 400, "bad_request", "the body is not valid JSON: %s (at byte %d)",
+                           je.text, je.position);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        *ret = reply_error(r, 400, "bad_request", "the body must be a JSON object");
+        return NULL;
+    }
+    return j;
+}
+
+static bool token_ok(const char *auth)
+{
+    size_t n;
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    auth += 7;
+    while (*auth == ' ')
+        auth++;
+    n = strlen(auth);
+    return n == strlen(g.token) && CRYPTO_memcmp(auth, g.token, n) == 0;
+}
+
+static void split_path(struct http_req *r)
+{
+    char *p = r->split;
+    r->nseg = 0;
+    while (*p && r->nseg <= HTTP_MAX_SEGS) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        if (r->nseg == HTTP_MAX_SEGS) {
+            r->nseg++; /* too deep: no route matches */
+            break;
+        }
+        r->segs[r->nseg++] = p;
+        while (*p && *p != '/')
+            p++;
+        if (*p)
+            *p++ = '\0';
+    }
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
+{
+    struct http_req *r = *con_cls;
+    (void)cls;
+    (void)version;
+
+    if (!r) {
+        const char *cl;
+        r = sbx__calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->conn = conn;
+        r->method = method;
+        r->path = sbx__strdup(url);
+        r->split = sbx__strdup(url);
+        r->spool_fd = -1;
+        r->t0 = mono_ms();
+        *con_cls = r;
+        if (!r->path || !r->split)
+            return MHD_NO;
+        if (!token_ok(req_header(r, "Authorization"))) {
+            r->rejected = true;
+            return reply_error(r, 401, "unauthorized",
+                               "missing or wrong bearer token (Authorization: Bearer TOKEN)");
+        }
+        if (api_wants_spool(method, url)) {
+            r->limit = g.cfg.max_upload;
+            r->spool_fd = open(g.cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+            if (r->spool_fd < 0) {
+                r->rejected = true;
+                return reply_error(r, 500, "internal", "cannot store the upload: %s",
+                                   strerror(errno));
+            }
+        } else {
+            r->limit = g.cfg.max_json_body;
+        }
+        cl = req_header(r, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > r->limit) {
+            r->rejected = true;
+            return reply_error(r, 413, "payload_too_large",
+                               "the body is %s bytes; the limit for this endpoint is %zu", cl,
+                               r->limit);
+        }
+        return MHD_YES;
+    }
+    if (r->rejected) {
+        *upload_data_size = 0; /* discard what the client still sends */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->too_large || r->body_len + n > r->limit) {
+            r->too_large = true;
+            return MHD_YES;
+        }
+        if (r->spool_fd >= 0) {
+            for (size_t off = 0; off < n;) {
+                ssize_t w = write(r->spool_fd, upload_data + off, n - off);
+                if (w < 0 && errno == EINTR)
+                    continue;
+                if (w < 0)
+                    return MHD_NO;
+                off += (size_t)w;
+            }
+        } else if (sbx__buf_append(&r->body, upload_data, n) != SBX_OK) {
+            return MHD_NO;
+        }
+        r->body_len += n;
+        return MHD_YES;
+    }
+    if (r->too_large)
+        return reply_error(r, 413, "payload_too_large",
+                           "the body is larger than this endpoint's limit of %zu bytes", r->limit);
+    split_path(r);
+    return api_dispatch(r);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    struct http_req *r = *con_cls;
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (!r)
+        return;
+    sbx__buf_free(&r->body);
+    if (r->spool_fd >= 0)
+        close(r->spool_fd);
+    sbx__free(r->path);
+    sbx__free(r->split);
+    sbx__free(r);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    sbxd_log(LOG_DEBUG, "http: %s", msg);
+}
+
+/* Create the listening socket: loopback TCP or a unix socket, nothing else. */
+static int open_listener(const char *spec, char *err, size_t errlen)
+{
+    int fd = -1, one = 1;
+    if (strncmp(spec, "unix:", 5) == 0) {
+        struct sockaddr_un a;
+        const char *path = spec + 5;
+        mode_t old;
+        if (!*path || strlen(path) >= sizeof a.sun_path) {
+            snprintf(err, errlen, "--listen %s: the socket path is empty or too long", spec);
+            return -1;
+        }
+        memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        strcpy(a.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            goto fail;
+        unlink(path); /* a stale socket from an earlier run */
+        old = umask(0177);
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+            umask(old);
+            goto fail;
+        }
+        umask(old);
+        chmod(path, 0600);
+        unix_path = sbx__strdup(path);
+        if (listen(fd, 1024) < 0)
+            goto fail;
+        g.url = sbx__strdup(spec);
+        return fd;
+    }
+    {
+        char host[128];
+        const char *colon = strrchr(spec, ':');
+        char *end;
+        long port;
+        struct sockaddr_storage ss;
+        socklen_t slen;
+        int family;
+        if (!colon || (size_t)(colon - spec) >= sizeof host) {
+            snprintf(err, errlen, "--listen %s: expected HOST:PORT (loopback only) or unix:PATH", spec);
+            return -1;
+        }
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = '\0';
+        port = strtol(colon + 1, &end, 10);
+        if (*end || port < 0 || port > 65535 || colon[1] == '\0') {
+            snprintf(err, errlen, "--listen %s: bad port", spec);
+            return -1;
+        }
+        memset(&ss, 0, sizeof ss);
+        if (strcmp(host, "localhost") == 0)
+            strcpy(host, "127.0.0.1");
+        if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+            memmove(host, host + 1, strlen(host));
+            host[strlen(host) - 1] = '\0';
+        }
+        if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            family = AF_INET;
+            a->sin_family = AF_INET;
+            a->sin_port = htons((uint16_t)port);
+            slen = sizeof *a;
+            if ((ntohl(a->sin_addr.s_addr) >> 24) != 127) {
+                snprintf(err, errlen, "--listen %s: sbxd listens on loopback only (127.0.0.0/8, ::1) "
+                                      "or a unix socket", spec);
+                return -1;
+            }
+        } else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            family = AF_INET6;
+            a->sin6_family = AF_INET6;
+            a->sin6_port = htons((uint16_t)port);
+            slen = sizeof *a;
+            if (!IN6_IS_ADDR_LOOPBACK(&a->sin6_addr)) {
+                snprintf(err, errlen, "--listen %s: sbxd listens on loopback only (127.0.0.0/8, ::1) "
+                                      "or a unix socket", spec);
+                return -1;
+            }
+        } else {
+            snprintf(err, errlen, "--listen %s: '%s' is not a loopback address", spec, host);
+            return -1;
+        }
+        fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            goto fail;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&ss, slen) < 0 || listen(fd, 1024) < 0 ||
+            getsockname(fd, (struct sockaddr *)&ss, &slen) < 0)
+            goto fail;
+        {
+            char url[256], addr[INET6_ADDRSTRLEN];
+            if (family == AF_INET) {
+                struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+                inet_ntop(AF_INET, &a->sin_addr, addr, sizeof addr);
+                snprintf(url, sizeof url, "http://%s:%d", addr, ntohs(a->sin_port));
+            } else {
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+                inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof addr);
+                snprintf(url, sizeof url, "http://[%s]:%d", addr, ntohs(a->sin6_port));
+            }
+            g.url = sbx__strdup(url);
+        }
+        return fd;
+    }
+fail:
+    snprintf(err, errlen, "--listen %s: %s", spec, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+int http_start(void)
+{
+    char err[512];
+    listen_fd = open_listener(g.cfg.listen, err, sizeof err);
+    if (listen_fd < 0) {
+        sbxd_log(LOG_ERROR, "%s", err);
+        return -1;
+    }
+    daemon_ = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
+        NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
+        listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)4096, MHD_OPTION_END);
+    if (!daemon_) {
+        sbxd_log(LOG_ERROR, "cannot start the HTTP server (libmicrohttpd)");
+        return -1;
+    }
+    return 0;
+}
+
+void http_stop(void)
+{
+    if (daemon_)
+        MHD_stop_daemon(daemon_);
+    daemon_ = NULL;
+    if (listen_fd >= 0)
+        close(listen_fd);
+    if (unix_path)
+        unlink(unix_path);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* http: the libmicrohttpd side of sbxd, and the helpers handlers answer with. */
+#ifndef SBXD_HTTP_H
+#define SBXD_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "buf.h"
+
+#define HTTP_MAX_SEGS 8
+
+struct http_req {
+    struct MHD_Connection *conn;
+    const char *method;
+    char *path;             /* as requested, for messages */
+    char *split;            /* a copy cut into segs */
+    char *segs[HTTP_MAX_SEGS];
+    int nseg;
+    sbx__buf body;          /* JSON bodies, in memory */
+    int spool_fd;           /* fs/write bodies, in an unlinked file; -1 otherwise */
+    size_t body_len;
+    size_t limit;
+    bool too_large;
+    bool rejected;          /* answered before the body (401, 413) */
+    int64_t t0;
+};
+
+enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body);
+enum MHD_Result reply_error(struct http_req *r, unsigned status, const char *code,
+                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A streamed body of unknown length (chunked). */
+enum MHD_Result reply_stream(struct http_req *r, const char *content_type,
+                             MHD_ContentReaderCallback cb, void *cls,
+                             MHD_ContentReaderFreeCallback free_cb);
+enum MHD_Result reply_fd(struct http_req *r, int fd, uint64_t size, const char *content_type);
+const char *req_query(struct http_req *r, const char *key);
+const char *req_header(struct http_req *r, const char *key);
+/* Parse the body as a JSON object (an empty body is {}). On failure the
+ * 400 has been queued and NULL is returned with *ret set. */
+json_t *req_json(struct http_req *r, enum MHD_Result *ret);
+
+/* api.c: route a complete request. */
+enum MHD_Result api_dispatch(struct http_req *r);
+/* Whether this request's body is spooled to a file (fs/write). */
+bool api_wants_spool(const char *method, const char *url);
+
+#endif /* SBXD_HTTP_H */

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbxd-init: PID 1 inside a sandbox. It starts the sandbox's commands, reaps
+ * every process, and performs file and socket operations on sbxd's behalf
+ * *inside* the sandbox's namespaces, handing the resulting fds back over the
+ * control socket (fd 3). Because paths are resolved here, in the sandbox's
+ * own mount namespace, a symlink a command plants can never make sbxd touch a
+ * host file. When the control socket closes, init exits and the kernel kills
+ * everything in the sandbox's PID namespace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "ctl.h"
+
+#define CTL_FD 3
+#define SANDBOX_UID 1000
+#define SANDBOX_GID 1000
+
+extern char **environ;
+
+struct child {
+    pid_t pid;
+    uint64_t id;
+};
+
+static struct child *children;
+static size_t nchildren, capchildren;
+
+static void die(const char *what)
+{
+    /* stderr is bwrap's, which sbxd logs. */
+    fprintf(stderr, "sbxd-init: %s: %s\n", what, strerror(errno));
+    _exit(1);
+}
+
+static int track(pid_t pid, uint64_t id)
+{
+    if (nchildren == capchildren) {
+        size_t cap = capchildren ? capchildren * 2 : 64;
+        struct child *c = sbx__realloc(children, cap * sizeof *c);
+        if (!c)
+            return -1;
+        children = c;
+        capchildren = cap;
+    }
+    children[nchildren].pid = pid;
+    children[nchildren].id = id;
+    nchildren++;
+    return 0;
+}
+
+static struct child *find_by_id(uint64_t id)
+{
+    for (size_t i = 0; i < nchildren; i++)
+        if (children[i].id == id)
+            return &children[i];
+    return NULL;
+}
+
+static void reply(uint64_t id, int err, int fd, const char *detail)
+{
+    struct ctl_msg m;
+    ctl_msg_init(&m, CTL_REPLY, id);
+    if (ctl_put_int(&m, err) < 0 || (detail && ctl_put_str(&m, detail) < 0))
+        die("out of memory");
+    if (fd >= 0)
+        ctl_put_fd(&m, fd);
+    if (ctl_send(CTL_FD, &m) < 0)
+        die("send");
+    if (fd >= 0)
+        close(fd);
+    m.nfds = 0; /* the fd is closed above */
+    ctl_msg_free(&m);
+}
+
+/* path resolved against cwd, as the sandbox sees it. */
+static char *resolve(const char *path, const char *cwd)
+{
+    size_t n;
+    char *out;
+    if (path[0] == '/')
+        return sbx__strdup(path);
+    n = strlen(cwd) + strlen(path) + 2;
+    out = sbx__malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", cwd, path);
+    return out;
+}
+
+static int mkdir_parents(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    return 0;
+}
+
+static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int out, int err)
+{
+    sigset_t none;
+    int devnull;
+    const char *prog = argv[0];
+
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    setsid();
+    devnull = open("/dev/null", O_RDONLY);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+        _exit(126);
+    close_range(3, ~0U, 0);
+    if (sudo) {
+        /* "root" for sudo commands: a nested user namespace in which the
+         * sandbox user is uid 0. It holds capabilities only over what the
+         * sandbox user already owns. */
+        char map[64];
+        int fd;
+        if (unshare(CLONE_NEWUSER) < 0) {
+            dprintf(2, "sbxd: sudo: cannot create a user namespace: %s\n", strerror(errno));
+            _exit(126);
+        }
+        if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+            (void)!write(fd, "deny", 4);
+            close(fd);
+        }
+        snprintf(map, sizeof map, "0 %d 1", SANDBOX_UID);
+        if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0) {
+            dprintf(2, "sbxd: sudo: cannot map root: %s\n", strerror(errno));
+            _exit(126);
+        }
+        close(fd);
+        snprintf(map, sizeof map, "0 %d 1", SANDBOX_GID);
+        if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0) {
+            dprintf(2, "sbxd: sudo: cannot map root group: %s\n", strerror(errno));
+            _exit(126);
+        }
+        close(fd);
+    }
+    if (chdir(cwd) < 0) {
+        dprintf(2, "sbxd: cannot change to %s: %s\n", cwd, strerror(errno));
+        _exit(126);
+    }
+    environ = envp;
+    execvp(prog, argv);
+    /* The shell's conventions, so a wait keeps its two-line shape. */
+    if (errno == ENOENT) {
+        dprintf(2, "sbxd: %s: command not found\n", prog);
+        _exit(127);
+    }
+    dprintf(2, "sbxd: %s: %s\n", prog, strerror(errno));
+    _exit(126);
+}
+
+static void do_run(struct ctl_msg *m)
+{
+    struct ctl_reader r;
+    long long sudo, argc;
+    char *cwd = NULL, **argv = NULL, **envp = NULL;
+    size_t nenv = 0;
+    int out = ctl_take_fd(m, 0), err = ctl_take_fd(m, 1);
+    struct stat st;
+    pid_t pid = -1;
+    int e = 0;
+
+    ctl_reader_init(&r, m);
+    if (out < 0 || err < 0 || ctl_get_int(&r, &sudo) < 0 || ctl_get_str(&r, &cwd) < 0 ||
+        ctl_get_int(&r, &argc) < 0 || argc < 1 || argc > CTL_MAX_FIELDS) {
+        e = EPROTO;
+        goto done;
+    }
+    argv = sbx__calloc((size_t)argc + 1, sizeof *argv);
+    envp = sbx__calloc((size_t)(r.left / 4) + 1, sizeof *envp);
+    if (!argv || !envp) {
+        e = ENOMEM;
+        goto done;
+    }
+    for (long long i = 0; i < argc; i++)
+        if (ctl_get_str(&r, &argv[i]) < 0) {
+            e = EPROTO;
+            goto done;
+        }
+    while (r.left > 0)
+        if (ctl_get_str(&r, &envp[nenv++]) < 0) {
+            e = EPROTO;
+            goto done;
+        }
+    if (stat(cwd, &st) < 0) {
+        e = errno;
+        goto done;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        e = ENOTDIR;
+        goto done;
+    }
+    pid = fork();
+    if (pid < 0) {
+        e = errno;
+        goto done;
+    }
+    if (pid == 0)
+        exec_child(argv, envp, cwd, (int)sudo, out, err);
+    if (track(pid, m->id) < 0) {
+        /* Cannot report its exit: do not leave it running untracked. */
+        kill(pid, SIGKILL);
+        e = ENOMEM;
+    }
+done:
+    if (out >= 0)
+        close(out);
+    if (err >= 0)
+        close(err);
+    if (e == 0) {
+        char detail[32];
+        snprintf(detail, sizeof detail, "%d", (int)pid);
+        reply(m->id, 0, -1, detail);
+    } else {
+        reply(m->id, e, -1, NULL);
+    }
+    for (size_t i = 0; argv && argv[i]; i++)
+        sbx__free(argv[i]);
+    for (size_t i = 0; envp && i < nenv; i++)
+        sbx__free(envp[i]);
+    sbx__free(argv);
+    sbx__free(envp);
+    sbx__free(cwd);
+}
+
+static void do_kill(struct ctl_msg *m)
+{
+    struct ctl_reader r;
+    long long target, sig;
+    struct child *c;
+    int e = 0;
+
+    ctl_reader_init(&r, m);
+    if (ctl_get_int(&r, &target) < 0 || ctl_get_int(&r, &sig) < 0 || sig < 0 || sig >= NSIG) {
+        reply(m->id, EINVAL, -1, NULL);
+        return;
+    }
+    c = find_by_id((uint64_t)target);
+    if (!c) {
+        reply(m->id, ESRCH, -1, NULL);
+        return;
+    }
+    /* The whole process group (the command called setsid), then the leader
+     * in case it left its group. */
+    if (kill(-c->pid, (int)sig) < 0 && kill(c->pid, (int)sig) < 0)
+        e = errno;
+    reply(m->id, e, -1, NULL);
+}
+
+/* OPEN_READ, OPEN_WRITE and MKDIR: path operations in the sandbox's view. */
+static void do_path(struct ctl_msg *m)
+{
+    struct ctl_reader r;
+    char *path = NULL, *cwd = NULL, *full = NULL;
+    long long mode = 0644;
+    int fd = -1, e = 0;
+    struct stat st;
+
+    ctl_reader_init(&r, m);
+    if (ctl_get_str(&r, &path) < 0 || ctl_get_str(&r, &cwd) < 0 ||
+        (m->type == CTL_OPEN_WRITE && ctl_get_int(&r, &mode) < 0) || path[0] == '\0') {
+        e = EINVAL;
+        goto done;
+    }
+    full = resolve(path, cwd);
+    if (!full) {
+        e = ENOMEM;
+        goto done;
+    }
+    switch (m->type) {
+    case CTL_OPEN_READ:
+        /* O_NONBLOCK so a FIFO cannot hang us; only regular files are read. */
+        fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+            e = errno;
+        } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        } else {
+            fcntl(fd, F_SETFL, 0);
+        }
+        break;
+    case CTL_OPEN_WRITE:
+        if (mkdir_parents(full) < 0) {
+            e = errno;
+            break;
+        }
+        fd = open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                  (mode_t)(mode & 07777));
+        if (fd < 0) {
+            e = errno;
+        } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            e = EINVAL;
+        } else {
+            fchmod(fd, (mode_t)(mode & 07777));
+            fcntl(fd, F_SETFL, 0);
+        }
+        break;
+    case CTL_MKDIR:
+        if (mkdir(full, 0755) < 0)
+            e = errno;
+        break;
+    }
+done:
+    if (e && fd >= 0) {
+        close(fd);
+        fd = -1;
+    }
+    reply(m->id, e, fd, NULL);
+    sbx__free(path);
+    sbx__free(cwd);
+    sbx__free(full);
+}
+
+/* CONNECT and LISTEN: sockets in the sandbox's network namespace, which
+ * sbxd then uses from its own (routes to exposed ports, the egress proxy). */
+static void do_socket(struct ctl_msg *m)
+{
+    struct ctl_reader r;
+    long long port;
+    struct sockaddr_in a;
+    int fd, e = 0, one = 1;
+
+    ctl_reader_init(&r, m);
+    if (ctl_get_int(&r, &port) < 0 || port < 0 || port > 65535) {
+        reply(m->id, EINVAL, -1, NULL);
+        return;
+    }
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        reply(m->id, errno, -1, NULL);
+        return;
+    }
+    if (m->type == CTL_CONNECT) {
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+            e = errno;
+    } else {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 256) < 0)
+            e = errno;
+    }
+    if (e) {
+        close(fd);
+        fd = -1;
+    }
+    reply(m->id, e, fd, NULL);
+}
+
+static void reap(void)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (size_t i = 0; i < nchildren; i++) {
+            if (children[i].pid != pid)
+                continue;
+            struct ctl_msg m;
+            ctl_msg_init(&m, CTL_EXIT, children[i].id);
+            if (ctl_put_int(&m, status) < 0 || ctl_send(CTL_FD, &m) < 0)
+                die("report exit");
+            ctl_msg_free(&m);
+            children[i] = children[--nchildren];
+            break;
+        }
+    }
+}
+
+int main(void)
+{
+    sigset_t set;
+    int sfd;
+    struct ctl_msg ready;
+    struct stat st;
+
+    if (fstat(CTL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        fprintf(stderr, "sbxd-init: run by sbxd only (fd 3 must be its control socket)\n");
+        return 2;
+    }
+    /* Not dumpable: processes of the same uid in the sandbox cannot ptrace
+     * init or open /proc/1/fd/3 and speak the control protocol. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fcntl(CTL_FD, F_SETFD, FD_CLOEXEC);
+    umask(022);
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        die("signalfd");
+
+    ctl_msg_init(&ready, CTL_READY, 0);
+    if (ctl_send(CTL_FD, &ready) < 0)
+        die("send ready");
+    ctl_msg_free(&ready);
+
+    for (;;) {
+        struct pollfd p[2] = {{CTL_FD, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            die("poll");
+        }
+        if (p[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == sizeof si)
+                ;
+            reap();
+        }
+        if (p[0].revents) {
+            struct ctl_msg m;
+            int r = ctl_recv(CTL_FD, &m);
+            if (r == 0)
+                return 0; /* sbxd closed the sandbox */
+            if (r < 0)
+                die("receive");
+            switch (m.type) {
+            case CTL_RUN: do_run(&m); break;
+            case CTL_KILL: do_kill(&m); break;
+            case CTL_OPEN_READ:
+            case CTL_OPEN_WRITE:
+            case CTL_MKDIR: do_path(&m); break;
+            case CTL_CONNECT:
+            case CTL_LISTEN: do_socket(&m); break;
+            case CTL_PING: reply(m.id, 0, -1, NULL); break;
+            default: reply(m.id, ENOSYS, -1, NULL); break;
+            }
+            ctl_msg_free(&m);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * launcher: every fork+exec of sbxd happens on this one long-lived thread.
+ * bwrap --die-with-parent relies on PR_SET_PDEATHSIG, which fires when the
+ * *thread* that forked the process exits; forking from a libmicrohttpd
+ * connection thread would kill the sandbox when that connection closed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "sbxd.h"
+
+static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static const struct spawn_req *pending;
+static pid_t result;
+static int result_errno;
+static bool done, stop;
+static pthread_t thread;
+/* One caller at a time: the slot holds a single request. */
+static pthread_mutex_t callers = PTHREAD_MUTEX_INITIALIZER;
+
+static void child(const struct spawn_req *r)
+{
+    sigset_t none;
+    int high[4];
+    int null_fd;
+
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    setpgid(0, 0);
+    for (int i = 0; i < r->ncgroups; i++) {
+        int fd = open(r->cgroup_procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+            _exit(125);
+        close(fd);
+    }
+    if (r->rlimit_data > 0) {
+        struct rlimit rl = {(rlim_t)r->rlimit_data, (rlim_t)r->rlimit_data};
+        setrlimit(RLIMIT_DATA, &rl);
+    }
+    if (r->rlimit_nproc > 0) {
+        struct rlimit rl = {(rlim_t)r->rlimit_nproc, (rlim_t)r->rlimit_nproc};
+        setrlimit(RLIMIT_NPROC, &rl);
+    }
+    /* Move the kept fds out of the way before placing them at 3, 4, ... */
+    for (int i = 0; i < r->nkeep; i++)
+        if ((high[i] = fcntl(r->keep_fds[i], F_DUPFD, 64)) < 0)
+            _exit(125);
+    null_fd = open("/dev/null", O_RDWR);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0)
+        _exit(125);
+    if (dup2(r->stdout_fd >= 0 ? r->stdout_fd : null_fd, 1) < 0 ||
+        dup2(r->stderr_fd >= 0 ? r->stderr_fd : null_fd, 2) < 0)
+        _exit(125);
+    for (int i = 0; i < r->nkeep; i++)
+        if (dup2(high[i], 3 + i) < 0)
+            _exit(125);
+    close_range((unsigned)(3 + r->nkeep), ~0U, 0);
+    execvp(r->argv[0], r->argv);
+    _exit(127);
+}
+
+static void *launcher_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lk);
+    for (;;) {
+        while (!pending && !stop)
+            pthread_cond_wait(&cv, &lk);
+        if (stop)
+            break;
+        const struct spawn_req *r = pending;
+        pid_t pid = fork();
+        if (pid == 0)
+            child(r);
+        result = pid;
+        result_errno = pid < 0 ? errno : 0;
+        pending = NULL;
+        done = true;
+        pthread_cond_broadcast(&cv);
+    }
+    pthread_mutex_unlock(&lk);
+    return NULL;
+}
+
+int launcher_start(void)
+{
+    sigset_t all, old;
+    int r;
+    /* The thread blocks every signal; the main thread handles them. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = pthread_create(&thread, NULL, launcher_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r == 0 ? 0 : -1;
+}
+
+void launcher_stop(void)
+{
+    pthread_mutex_lock(&lk);
+    stop = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&lk);
+    pthread_join(thread, NULL);
+}
+
+pid_t launcher_spawn(const struct spawn_req *req)
+{
+    pid_t pid;
+    int e;
+
+    pthread_mutex_lock(&callers);
+    pthread_mutex_lock(&lk);
+    pending = req;
+    done = false;
+    pthread_cond_broadcast(&cv);
+    while (!done)
+        pthread_cond_wait(&cv, &lk);
+    pid = result;
+    e = result_errno;
+    pthread_mutex_unlock(&lk);
+    pthread_mutex_unlock(&callers);
+    if (pid < 0)
+        errno = e;
+    return pid;
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * netpolicy: validation and matching of the API network policy (protocol
+ * section 4.9). Anything sbxd cannot enforce is refused with a message rather
+ * than accepted and ignored: a policy is never silently widened.
+ */
+#include "netpolicy.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "alloc.h"
+
+#define MAX_RULES 1024
+
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+void netpolicy_free(struct netpolicy *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->ndomains; i++)
+        sbx__free(p->domains[i]);
+    sbx__free(p->domains);
+    sbx__free(p->allow);
+    sbx__free(p->deny);
+    json_decref(p->echo);
+    sbx__free(p);
+}
+
+struct netpolicy *netpolicy_allow_all(void)
+{
+    struct netpolicy *p = sbx__calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->mode = NP_ALLOW_ALL;
+    p->echo = json_pack("{s:s}", "mode", "allow-all");
+    if (!p->echo) {
+        sbx__free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* A host name, "*" or "*.name": labels of [a-z0-9-], 1..63 bytes, not
+ * starting or ending with '-', 253 bytes in all. Output is lowercased. */
+static char *normalize_domain(const char *s)
+{
+    size_t n = strlen(s), label = 0;
+    const char *body = s;
+    char *out;
+
+    if (strcmp(s, "*") == 0)
+        return sbx__strdup("*");
+    if (n > 2 && s[0] == '*' && s[1] == '.')
+        body = s + 2;
+    n = strlen(body);
+    if (n && body[n - 1] == '.')
+        n--; /* a fully qualified name's trailing dot */
+    if (n == 0 || n > 253)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)body[i];
+        if (c == '.') {
+            if (label == 0 || body[i - 1] == '-')
+                return NULL;
+            label = 0;
+            continue;
+        }
+        if (!(isalnum(c) || c == '-') || (c == '-' && label == 0) || ++label > 63)
+            return NULL;
+    }
+    if (body[n - 1] == '-')
+        return NULL;
+    out = sbx__malloc(n + 3);
+    if (!out)
+        return NULL;
+    snprintf(out, n + 3, "%s%.*s", body == s ? "" : "*.", (int)n, body);
+    for (char *p = out; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return out;
+}
+
+bool netpolicy_parse_cidr(const char *s, struct cidr *out)
+{
+    char addr[64];
+    const char *slash = strchr(s, '/');
+    size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+    int max;
+
+    if (alen == 0 || alen >= sizeof addr)
+        return false;
+    memcpy(addr, s, alen);
+    addr[alen] = '\0';
+    memset(out, 0, sizeof *out);
+    if (inet_pton(AF_INET, addr, out->addr) == 1) {
+        out->family = AF_INET;
+        max = 32;
+    } else if (inet_pton(AF_INET6, addr, out->addr) == 1) {
+        out->family = AF_INET6;
+        max = 128;
+    } else {
+        return false;
+    }
+    out->prefix = max;
+    if (slash) {
+        char *end;
+        long v;
+        if (!isdigit((unsigned char)slash[1]))
+            return false;
+        v = strtol(slash + 1, &end, 10);
+        if (*end || v < 0 || v > max)
+            return false;
+        out->prefix = (int)v;
+    }
+    return true;
+}
+
+static bool cidr_match(const struct cidr *c, int family, const unsigned char *a)
+{
+    int bits = c->prefix, i = 0;
+    if (c->family != family)
+        return false;
+    for (; bits >= 8; bits -= 8, i++)
+        if (a[i] != c->addr[i])
+            return false;
+    if (bits) {
+        unsigned char mask = (unsigned char)(0xFF << (8 - bits));
+        if ((a[i] & mask) != (c->addr[i] & mask))
+            return false;
+    }
+    return true;
+}
+
+static int string_array(json_t *j, const char *key, json_t **out, char *err, size_t errlen)
+{
+    json_t *v = json_object_get(j, key);
+    size_t i;
+    json_t *e;
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v)) {
+        set_err(err, errlen, "networkPolicy.%s must be an array of strings", key);
+        return -1;
+    }
+    if (json_array_size(v) > MAX_RULES) {
+        set_err(err, errlen, "networkPolicy.%s has too many entries", key);
+        return -1;
+    }
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e)) {
+            set_err(err, errlen, "networkPolicy.%s must be an array of strings", key);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_cidrs(json_t *arr, const char *key, struct cidr **out, size_t *n, char *err,
+                       size_t errlen)
+{
+    size_t i;
+    json_t *e;
+    if (!arr)
+        return 0;
+    *out = sbx__calloc(json_array_size(arr) + 1, sizeof **out);
+    if (!*out) {
+        set_err(err, errlen, "%s", "out of memory");
+        return -1;
+    }
+    json_array_foreach(arr, i, e) {
+        if (!netpolicy_parse_cidr(json_string_value(e), &(*out)[*n])) {
+            snprintf(err, errlen, "networkPolicy.%s: '%s' is not an IPv4 or IPv6 address range "
+                                  "(like 10.0.0.0/8)", key, json_string_value(e));
+            return -1;
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
+struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
+{
+    struct netpolicy *p;
+    json_t *mode, *domains, *allowed, *denied, *inj;
+    const char *m;
+
+    if (!json_is_object(j)) {
+        set_err(err, errlen, "%s", "networkPolicy must be an object with a \"mode\"");
+        return NULL;
+    }
+    mode = json_object_get(j, "mode");
+    m = json_string_value(mode);
+    if (!m) {
+        set_err(err, errlen, "%s", "networkPolicy.mode is required: allow-all, deny-all or custom");
+        return NULL;
+    }
+    p = sbx__calloc(1, sizeof *p);
+    if (!p) {
+        set_err(err, errlen, "%s", "out of memory");
+        return NULL;
+    }
+    if (strcmp(m, "allow-all") == 0) {
+        p->mode = NP_ALLOW_ALL;
+    } else if (strcmp(m, "deny-all") == 0) {
+        p->mode = NP_DENY_ALL;
+    } else if (strcmp(m, "custom") == 0) {
+        p->mode = NP_CUSTOM;
+    } else {
+        set_err(err, errlen, "networkPolicy.mode '%s' is not one of allow-all, deny-all, custom", m);
+        goto fail;
+    }
+    if (p->mode == NP_CUSTOM) {
+        size_t i;
+        json_t *e;
+        if (string_array(j, "allowedDomains", &domains, err, errlen) < 0 ||
+            string_array(j, "allowedCIDRs", &allowed, err, errlen) < 0 ||
+            string_array(j, "deniedCIDRs", &denied, err, errlen) < 0)
+            goto fail;
+        inj = json_object_get(j, "injectionRules");
+        if (inj && !json_is_null(inj) && !(json_is_array(inj) && json_array_size(inj) == 0)) {
+            /* Setting request headers on HTTPS traffic needs TLS interception
+             * with a CA the sandbox trusts; sbxd does not do that, and a rule
+             * it cannot apply must not be accepted as if it were. */
+            set_err(err, errlen, "%s",
+                    "networkPolicy.injectionRules (header transforms) are not supported by sbxd: "
+                    "they need TLS interception; remove the transform or use Vercel Sandbox");
+            goto fail;
+        }
+        if (domains) {
+            p->domains = sbx__calloc(json_array_size(domains) + 1, sizeof *p->domains);
+            if (!p->domains)
+                goto oom;
+            json_array_foreach(domains, i, e) {
+                char *d = normalize_domain(json_string_value(e));
+                if (!d) {
+                    set_err(err, errlen,
+                            "networkPolicy.allowedDomains: '%s' is not a domain name, '*' or "
+                            "'*.domain'", json_string_value(e));
+                    goto fail;
+                }
+                p->domains[p->ndomains++] = d;
+            }
+        }
+        if (parse_cidrs(allowed, "allowedCIDRs", &p->allow, &p->nallow, err, errlen) < 0 ||
+            parse_cidrs(denied, "deniedCIDRs", &p->deny, &p->ndeny, err, errlen) < 0)
+            goto fail;
+    }
+    /* Echo what was given (extra fields are kept, as the protocol says). */
+    p->echo = json_deep_copy(j);
+    if (!p->echo)
+        goto oom;
+    json_object_del(p->echo, "injectionRules");
+    return p;
+oom:
+    set_err(err, errlen, "%s", "out of memory");
+fail:
+    netpolicy_free(p);
+    return NULL;
+}
+
+json_t *netpolicy_json(const struct netpolicy *p)
+{
+    return json_incref(p->echo);
+}
+
+bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host)
+{
+    size_t hl = strlen(host);
+    if (p->mode == NP_ALLOW_ALL)
+        return true;
+    if (p->mode == NP_DENY_ALL)
+        return false;
+    for (size_t i = 0; i < p->ndomains; i++) {
+        const char *d = p->domains[i];
+        if (strcmp(d, "*") == 0)
+            return true;
+        if (d[0] == '*') {
+            size_t sl = strlen(d) - 1; /* ".b.org" */
+            if (hl > sl && strcasecmp(host + hl - sl, d + 1) == 0)
+                return true;
+        } else if (strcasecmp(host, d) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int netpolicy_addr_verdict(const struct netpolicy *p, int family, const void *addr)
+{
+    const unsigned char *a = addr;
+    for (size_t i = 0; i < p->ndeny; i++)
+        if (cidr_match(&p->deny[i], family, a))
+            return -1;
+    for (size_t i = 0; i < p->nallow; i++)
+        if (cidr_match(&p->allow[i], family, a))
+            return 1;
+    return 0;
+}

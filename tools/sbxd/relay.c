@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* relay: the byte pump shared by port routes and the egress proxy. */
+#include "relay.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Idle connections are kept: a long poll or a websocket may be quiet for a
+ * while. Both ends closing, or an error, ends the relay. */
+void relay(int a, int b, uint64_t *ab, uint64_t *ba)
+{
+    char buf[65536];
+    bool a_open = true, b_open = true;
+
+    while (a_open || b_open) {
+        /* A finished direction's fd is left out (-1): a hung-up socket would
+         * otherwise keep poll returning at once. */
+        struct pollfd p[2] = {{a_open ? a : -1, POLLIN, 0}, {b_open ? b : -1, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        for (int i = 0; i < 2; i++) {
+            int from = i == 0 ? a : b, to = i == 0 ? b : a;
+            bool *open = i == 0 ? &a_open : &b_open;
+            uint64_t *count = i == 0 ? ab : ba;
+            ssize_t r;
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            r = read(from, buf, sizeof buf);
+            if (r < 0 && (errno == EINTR || errno == EAGAIN))
+                continue;
+            if (r <= 0) {
+                /* Half-close: pass the end of this direction on. */
+                *open = false;
+                shutdown(to, SHUT_WR);
+                if (r < 0)
+                    return;
+                continue;
+            }
+            for (ssize_t off = 0; off < r;) {
+                ssize_t w = send(to, buf + off, (size_t)(r - off), MSG_NOSIGNAL);
+                if (w < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    return;
+                }
+                off += w;
+            }
+            if (count)
+                *count += (uint64_t)r;
+        }
+    }
+}
+
+int spawn_detached(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    sigset_t all, old;
+    int r;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = pthread_create(&t, &attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return r == 0 ? 0 : -1;
+}

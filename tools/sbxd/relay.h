@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* relay: copy bytes both ways between two connected sockets until both end. */
+#ifndef SBXD_RELAY_H
+#define SBXD_RELAY_H
+
+#include <stdint.h>
+
+/* Returns when both directions are done; closes neither fd. Counts bytes
+ * a->b in *ab and b->a in *ba when given. */
+void relay(int a, int b, uint64_t *ab, uint64_t *ba);
+/* Run fn(arg) on a detached thread; 0 or -1. */
+int spawn_detached(void *(*fn)(void *), void *arg);
+
+#endif /* SBXD_RELAY_H */

@@ -1,0 +1,916 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox: the life of one sandbox. Its filesystem is a host directory
+ * (root/) that bwrap binds as "/", with the host's /usr and a few /etc files
+ * read-only on top; its processes live in one user and PID namespace whose
+ * first process is sbxd-init. Stopping kills that init, which makes the
+ * kernel kill everything else in the namespace; a finalizer thread then
+ * archives (for a snapshot) and removes the directory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "sbxd.h"
+
+#define BOOT_TIMEOUT_MS 15000
+
+const char *sandbox_status_name(enum sandbox_status st)
+{
+    switch (st) {
+    case SBX_PENDING: return "pending";
+    case SBX_RUNNING: return "running";
+    case SBX_STOPPING: return "stopping";
+    case SBX_STOPPED: return "stopped";
+    case SBX_FAILED: return "failed";
+    case SBX_ABORTED: return "aborted";
+    case SBX_SNAPSHOTTING: return "snapshotting";
+    }
+    return "failed";
+}
+
+static enum sandbox_status status_from_name(const char *s)
+{
+    static const enum sandbox_status all[] = {SBX_PENDING, SBX_RUNNING, SBX_STOPPING, SBX_STOPPED,
+                                              SBX_FAILED, SBX_ABORTED, SBX_SNAPSHOTTING};
+    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(s, sandbox_status_name(all[i])) == 0)
+            return all[i];
+    return SBX_STOPPED;
+}
+
+struct sandbox *sandbox_find(const char *id)
+{
+    for (struct sandbox *s = g.sandboxes; s; s = s->next)
+        if (strcmp(s->id, id) == 0)
+            return s;
+    return NULL;
+}
+
+void sandbox_ref(struct sandbox *s)
+{
+    s->refs++;
+}
+
+static void sandbox_free(struct sandbox *s)
+{
+    struct command *c = s->commands;
+    while (c) {
+        struct command *next = c->next;
+        c->sbx = NULL;
+        command_unref(c);
+        c = next;
+    }
+    sbx__free(s->project_id);
+    sbx__free(s->runtime);
+    sbx__free(s->source_snapshot_id);
+    netpolicy_free(s->policy);
+    sbx__strlist_wipe(&s->env);
+    sbx__free(s->root);
+    sbx__free(s->stop_reason);
+    for (int i = 0; i < 2; i++)
+        pthread_mutex_destroy(&s->ctx[i].send_lock);
+    pthread_cond_destroy(&s->cond);
+    sbx__free(s);
+}
+
+void sandbox_unref(struct sandbox *s)
+{
+    if (--s->refs == 0)
+        sandbox_free(s);
+}
+
+/* ---- the root filesystem ---------------------------------------------- */
+
+/* Host directories mounted read-only, and the top-level names that are
+ * symlinks into /usr on merged-/usr systems (recreated, not bound). */
+static const char *const sys_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+static const char *const etc_binds[] = {"ssl", "ca-certificates", "alternatives",
+                                        "ld.so.conf.d", "ld.so.cache"};
+static const char *const etc_copies[] = {"resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+                                         "protocols", "services", "ld.so.conf", "localtime",
+                                         "os-release", "mime.types", "bash.bashrc", "profile",
+                                         "inputrc", "debian_version"};
+
+static int put_file(const char *root, const char *rel, const char *data, mode_t mode)
+{
+    char *p = path_join(root, rel);
+    int r;
+    if (!p)
+        return -1;
+    r = write_file_atomic(p, data, strlen(data), mode);
+    sbx__free(p);
+    return r;
+}
+
+static int copy_host_file(const char *root, const char *name)
+{
+    char src[256];
+    size_t len;
+    char *data, *dst;
+    int r;
+
+    snprintf(src, sizeof src, "/etc/%s", name);
+    data = read_file(src, 1 << 20, &len);
+    if (!data)
+        return 0; /* absent on this host: fine */
+    snprintf(src, sizeof src, "etc/%s", name);
+    dst = path_join(root, src);
+    r = dst ? write_file_atomic(dst, data, len, 0644) : -1;
+    sbx__free(dst);
+    sbx__free(data);
+    return r;
+}
+
+int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen)
+{
+    static const struct { const char *path; mode_t mode; } dirs[] = {
+        {"usr", 0755}, {"etc", 0755}, {"home", 0755}, {"home/" SBXD_USER, 0755},
+        {"vercel", 0755}, {"vercel/sandbox", 0755}, {"tmp", 01777}, {"var", 0755},
+        {"var/tmp", 01777}, {"run", 0755}, {"opt", 0755}, {"root", 0700}, {".sbxd", 0755},
+        {"proc", 0755}, {"dev", 0755},
+    };
+    char hostname[64], hosts[256];
+    char *p;
+
+    if (mkdir_p(s->root, 0755) < 0)
+        goto fail;
+    for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
+        char host[64], target[256];
+        struct stat st;
+        ssize_t n;
+        snprintf(host, sizeof host, "/%s", sys_top[i]);
+        if (lstat(host, &st) < 0)
+            continue;
+        p = path_join(s->root, sys_top[i]);
+        if (!p)
+            goto fail;
+        if (S_ISLNK(st.st_mode) && (n = readlink(host, target, sizeof target - 1)) > 0) {
+            target[n] = '\0';
+            if (symlink(target, p) < 0 && errno != EEXIST) {
+                sbx__free(p);
+                goto fail;
+            }
+        } else if (S_ISDIR(st.st_mode) && mkdir(p, 0755) < 0 && errno != EEXIST) {
+            sbx__free(p);
+            goto fail;
+        }
+        sbx__free(p);
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        p = path_join(s->root, dirs[i].path);
+        if (!p || (mkdir(p, dirs[i].mode) < 0 && errno != EEXIST)) {
+            sbx__free(p);
+            goto fail;
+        }
+        chmod(p, dirs[i].mode); /* mkdir applies the umask */
+        sbx__free(p);
+    }
+    snprintf(hostname, sizeof hostname, "%.20s", s->id);
+    snprintf(hosts, sizeof hosts,
+             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+             hostname);
+    if (put_file(s->root, "etc/passwd",
+                 "root:x:0:0:root:/root:/bin/bash\n" SBXD_USER ":x:1000:1000::" SBXD_HOME
+                 ":/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                 0644) < 0 ||
+        put_file(s->root, "etc/group", "root:x:0:\n" SBXD_USER ":x:1000:\nnogroup:x:65534:\n",
+                 0644) < 0 ||
+        put_file(s->root, "etc/hosts", hosts, 0644) < 0)
+        goto fail;
+    snprintf(hosts, sizeof hosts, "%s\n", hostname);
+    if (put_file(s->root, "etc/hostname", hosts, 0644) < 0)
+        goto fail;
+    for (size_t i = 0; i < sizeof etc_copies / sizeof etc_copies[0]; i++)
+        if (copy_host_file(s->root, etc_copies[i]) < 0)
+            goto fail;
+    return 0;
+fail:
+    snprintf(err, errlen, "cannot lay out the sandbox's filesystem under %s: %s", s->root,
+             strerror(errno));
+    return -1;
+}
+
+/* ---- starting a context ------------------------------------------------- */
+
+static int add(sbx__strlist *a, const char *s)
+{
+    return sbx__strlist_push(a, s) == SBX_OK ? 0 : -1;
+}
+
+static int add3(sbx__strlist *a, const char *x, const char *y, const char *z)
+{
+    return add(a, x) || add(a, y) || (z && add(a, z)) ? -1 : 0;
+}
+
+static int bwrap_args(struct sandbox *s, int ctx, bool isolated, sbx__strlist *a)
+{
+    char path[512];
+    struct stat st;
+    bool secondary = ctx != s->primary;
+
+    if (add(a, g.cfg.bwrap))
+        return -1;
+    if (secondary) {
+        /* Join the primary's user and PID namespaces (fds 5 and 6). */
+        if (add3(a, "--userns", "5", NULL) || add3(a, "--pidns", "6", NULL))
+            return -1;
+    } else {
+        if (add(a, "--unshare-user") || add3(a, "--uid", "1000", NULL) ||
+            add3(a, "--gid", "1000", NULL) || add(a, "--unshare-pid") || add(a, "--as-pid-1"))
+            return -1;
+    }
+    if (add(a, "--unshare-ipc") || add(a, "--unshare-uts") ||
+        add3(a, "--hostname", s->id, NULL) || add(a, "--unshare-cgroup-try") ||
+        (isolated && add(a, "--unshare-net")) || add(a, "--die-with-parent") ||
+        add(a, "--new-session") || add3(a, "--cap-drop", "ALL", NULL) ||
+        add3(a, "--info-fd", "4", NULL) || add3(a, "--bind", s->root, "/") ||
+        add3(a, "--ro-bind", "/usr", "/usr"))
+        return -1;
+    for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
+        snprintf(path, sizeof path, "/%s", sys_top[i]);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && add3(a, "--ro-bind", path, path))
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof etc_binds / sizeof etc_binds[0]; i++) {
+        snprintf(path, sizeof path, "/etc/%s", etc_binds[i]);
+        if (stat(path, &st) == 0 && add3(a, "--ro-bind", path, path))
+            return -1;
+    }
+    if (add3(a, "--ro-bind", g.cfg.init_path, "/.sbxd/init") || add3(a, "--proc", "/proc", NULL) ||
+        add3(a, "--dev", "/dev", NULL) || add3(a, "--chdir", "/", NULL) || add(a, "--clearenv") ||
+        add3(a, "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") ||
+        add(a, "/.sbxd/init"))
+        return -1;
+    return 0;
+}
+
+/* Read bwrap's --info-fd JSON for the host pid of the sandbox's init. */
+static pid_t read_child_pid(int fd, int64_t deadline)
+{
+    char buf[512];
+    size_t len = 0;
+    json_t *j;
+    pid_t pid = -1;
+
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int64_t left = deadline - mono_ms();
+        ssize_t r;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return -1;
+        r = read(fd, buf + len, sizeof buf - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == sizeof buf - 1)
+            break;
+    }
+    buf[len] = '\0';
+    j = json_loadb(buf, len, 0, NULL);
+    if (j && json_is_integer(json_object_get(j, "child-pid")))
+        pid = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
+    json_decref(j);
+    return pid;
+}
+
+static void describe_boot_failure(struct sandbox *s, const char *logpath, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *log = read_file(logpath, 4096, &len);
+    while (log && len && (log[len - 1] == '\n' || log[len - 1] == ' '))
+        log[--len] = '\0';
+    snprintf(err, errlen, "could not start sandbox %s with %s%s%s", s->id, g.cfg.bwrap,
+             log && *log ? ": " : "", log ? log : "");
+    sbx__free(log);
+}
+
+/* Start context `ctx` (network isolated or not). Called without g.lock. */
+static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t errlen)
+{
+    sbx__strlist argv = SBX__STRLIST_INIT;
+    struct spawn_req req;
+    int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[2] = {-1, -1};
+    char logpath[4096];
+    int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
+    struct ctl_msg ready;
+    pid_t pid = -1, child = -1;
+    int r;
+
+    memset(&req, 0, sizeof req);
+    snprintf(logpath, sizeof logpath, "%s/../sandbox.log", s->root);
+    if (bwrap_args(s, ctx, isolated, &argv) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+        pipe2(info, O_CLOEXEC) < 0 ||
+        (logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0) {
+        snprintf(err, errlen, "cannot set up sandbox %s: %s", s->id, strerror(errno));
+        goto fail;
+    }
+    if (ctx != s->primary) {
+        char ns[64];
+        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)s->ctx[s->primary].init_pid);
+        nsfd[0] = open(ns, O_RDONLY | O_CLOEXEC);
+        snprintf(ns, sizeof ns, "/proc/%d/ns/pid", (int)s->ctx[s->primary].init_pid);
+        nsfd[1] = open(ns, O_RDONLY | O_CLOEXEC);
+        if (nsfd[0] < 0 || nsfd[1] < 0) {
+            snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
+            goto fail;
+        }
+    }
+    req.argv = argv.v;
+    req.keep_fds[req.nkeep++] = sv[1];
+    req.keep_fds[req.nkeep++] = info[1];
+    if (nsfd[0] >= 0) {
+        req.keep_fds[req.nkeep++] = nsfd[0];
+        req.keep_fds[req.nkeep++] = nsfd[1];
+    }
+    req.stdout_fd = logfd;
+    req.stderr_fd = logfd;
+    if (s->limits && ctx == s->primary)
+        limits_spawn_setup(s->limits, &req);
+    pid = launcher_spawn(&req);
+    close(sv[1]);
+    close(info[1]);
+    sv[1] = info[1] = -1;
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot run %s: %s", g.cfg.bwrap, strerror(errno));
+        goto fail;
+    }
+    child = read_child_pid(info[0], deadline);
+    if (child <= 0) {
+        /* bwrap failed before starting init: its message is in the log. */
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        pid = -1;
+        describe_boot_failure(s, logpath, err, errlen);
+        goto fail;
+    }
+    {
+        struct pollfd p = {sv[0], POLLIN, 0};
+        int64_t left = deadline - mono_ms();
+        r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r > 0)
+            r = ctl_recv(sv[0], &ready);
+        if (r <= 0 || ready.type != CTL_READY) {
+            if (r > 0)
+                ctl_msg_free(&ready);
+            kill(child, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            pid = -1;
+            describe_boot_failure(s, logpath, err, errlen);
+            goto fail;
+        }
+        ctl_msg_free(&ready);
+    }
+    if (g.cfg.log_level >= LOG_DEBUG)
+        sbxd_log(LOG_DEBUG, "sandbox %s: context %d up (bwrap %d, init %d, %s network)", s->id, ctx,
+                 (int)pid, (int)child, isolated ? "isolated" : "host");
+    /* Keep the sandbox's own OOM kills away from init where we may. */
+    {
+        char path[64];
+        int fd;
+        snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)child);
+        if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+            (void)!write(fd, "-1000", 5);
+            close(fd);
+        }
+    }
+    pthread_mutex_lock(&g.lock);
+    if (ctx != s->primary && (s->status != SBX_RUNNING || !s->ctx[s->primary].up)) {
+        /* The sandbox stopped while this context was starting. */
+        pthread_mutex_unlock(&g.lock);
+        kill(child, SIGKILL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        pid = -1;
+        snprintf(err, errlen, "sandbox %s stopped", s->id);
+        goto fail;
+    }
+    s->ctx[ctx].bwrap_pid = pid;
+    s->ctx[ctx].init_pid = child;
+    s->ctx[ctx].ctl_fd = sv[0];
+    s->ctx[ctx].up = true;
+    r = io_watch_ctl(s, ctx);
+    pthread_mutex_unlock(&g.lock);
+    if (r < 0) {
+        snprintf(err, errlen, "cannot watch sandbox %s: %s", s->id, strerror(errno));
+        kill(child, SIGKILL);
+        return -1; /* the I/O thread never saw it; the caller tears down */
+    }
+    sbx__strlist_clear(&argv);
+    if (nsfd[0] >= 0) {
+        close(nsfd[0]);
+        close(nsfd[1]);
+    }
+    close(info[0]);
+    close(logfd);
+    return 0;
+fail:
+    sbx__strlist_clear(&argv);
+    for (int i = 0; i < 2; i++) {
+        if (sv[i] >= 0)
+            close(sv[i]);
+        if (info[i] >= 0)
+            close(info[i]);
+        if (nsfd[i] >= 0)
+            close(nsfd[i]);
+    }
+    if (logfd >= 0)
+        close(logfd);
+    return -1;
+}
+
+int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
+{
+    bool isolated = s->netmode == NET_ISOLATED;
+    s->primary = isolated ? NET_ISOLATED : NET_HOST;
+    s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    if (ctx_boot(s, s->primary, isolated, err, errlen) < 0)
+        return -1;
+    if (isolated && egress_attach(s, s->primary, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
+{
+    int want, r;
+
+    pthread_mutex_lock(&g.lock);
+    for (;;) {
+        if (s->status != SBX_RUNNING) {
+            pthread_mutex_unlock(&g.lock);
+            snprintf(err, errlen, "sandbox %s is %s", s->id, sandbox_status_name(s->status));
+            return -1;
+        }
+        want = s->netmode == NET_ISOLATED ? NET_ISOLATED : NET_HOST;
+        if (s->ctx[want].up) {
+            pthread_mutex_unlock(&g.lock);
+            return want;
+        }
+        if (!s->ctx[want].watch)
+            break;
+        /* Another request is starting it. */
+        pthread_cond_wait(&s->cond, &g.lock);
+    }
+    s->ctx[want].watch = (void *)1; /* booting marker */
+    pthread_mutex_unlock(&g.lock);
+    r = ctx_boot(s, want, want == NET_ISOLATED, err, errlen);
+    if (r == 0 && want == NET_ISOLATED)
+        r = egress_attach(s, want, err, errlen);
+    pthread_mutex_lock(&g.lock);
+    if (r < 0 && !s->ctx[want].up)
+        s->ctx[want].watch = NULL;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&g.lock);
+    return r < 0 ? -1 : want;
+}
+
+/* ---- control requests --------------------------------------------------- */
+
+int sandbox_ctl(struct sandbox *s, int ctx, struct ctl_msg *m, int *fd, char **detail)
+{
+    struct ctl_wait w, **pp;
+    int rc;
+
+    memset(&w, 0, sizeof w);
+    w.fd = -1;
+    w.ctx = ctx;
+    pthread_mutex_lock(&g.lock);
+    if (!s->ctx[ctx].up) {
+        pthread_mutex_unlock(&g.lock);
+        return EPIPE;
+    }
+    if (m->id == 0)
+        m->id = ++s->next_ctl_id;
+    w.id = m->id;
+    w.next = s->waits;
+    s->waits = &w;
+    pthread_mutex_unlock(&g.lock);
+
+    pthread_mutex_lock(&s->ctx[ctx].send_lock);
+    rc = s->ctx[ctx].ctl_fd >= 0 ? ctl_send(s->ctx[ctx].ctl_fd, m) : (errno = EPIPE, -1);
+    pthread_mutex_unlock(&s->ctx[ctx].send_lock);
+
+    pthread_mutex_lock(&g.lock);
+    if (rc < 0) {
+        w.done = true;
+        w.err = EPIPE;
+    }
+    while (!w.done)
+        pthread_cond_wait(&s->cond, &g.lock);
+    for (pp = &s->waits; *pp; pp = &(*pp)->next)
+        if (*pp == &w) {
+            *pp = w.next;
+            break;
+        }
+    pthread_mutex_unlock(&g.lock);
+    if (fd)
+        *fd = w.fd;
+    else if (w.fd >= 0)
+        close(w.fd);
+    if (detail)
+        *detail = w.detail;
+    else
+        sbx__free(w.detail);
+    return w.err;
+}
+
+/* ---- stopping ------------------------------------------------------------ */
+
+static void *finalize_main(void *arg)
+{
+    struct sandbox *s = arg;
+    struct snapshot *sn;
+    char err[512] = "";
+
+    pthread_mutex_lock(&g.lock);
+    sn = s->snap_pending;
+    pthread_mutex_unlock(&g.lock);
+    /* Every process is gone: the tree is quiet, archive then remove it. */
+    if (sn && snapshot_capture(s, sn, err, sizeof err) < 0)
+        sbxd_log(LOG_ERROR, "snapshot %s of %s failed: %s", sn->id, s->id, err);
+    for (int i = 0; i < 2; i++) {
+        if (s->ctx[i].bwrap_pid > 0)
+            waitpid(s->ctx[i].bwrap_pid, NULL, 0);
+        pthread_mutex_lock(&s->ctx[i].send_lock);
+        if (s->ctx[i].ctl_fd >= 0)
+            close(s->ctx[i].ctl_fd);
+        s->ctx[i].ctl_fd = -1;
+        pthread_mutex_unlock(&s->ctx[i].send_lock);
+    }
+    for (int i = 0; i < s->nports; i++)
+        route_stop(s->routes[i]);
+    egress_detach(s);
+    limits_destroy(s->limits);
+    if (rm_rf(s->root) < 0)
+        sbxd_log(LOG_WARN, "could not remove %s completely: %s", s->root, strerror(errno));
+
+    pthread_mutex_lock(&g.lock);
+    for (int i = 0; i < s->nports; i++)
+        s->routes[i] = NULL;
+    s->limits = NULL;
+    if (s->active_cpu_ms < 0)
+        s->active_cpu_ms = 0;
+    s->status = (s->stop_reason && strcmp(s->stop_reason, "failed") == 0) ? SBX_FAILED : SBX_STOPPED;
+    s->stopped_at = s->updated_at = now_ms();
+    if (sn) {
+        s->snapshotted_at = s->stopped_at;
+        s->snap_pending = NULL;
+    }
+    g.running--;
+    s->finalizing = false;
+    sandbox_persist_locked(s);
+    pthread_cond_broadcast(&s->cond);
+    sbxd_log(LOG_INFO, "sandbox %s stopped (%s)", s->id, s->stop_reason ? s->stop_reason : "stop");
+    sandbox_unref(s);
+    pthread_mutex_unlock(&g.lock);
+    return NULL;
+}
+
+/* Called with g.lock when the last context of a sandbox died. */
+static void start_finalizer(struct sandbox *s)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    if (s->finalizing)
+        return;
+    s->finalizing = true;
+    if (s->status == SBX_RUNNING || s->status == SBX_PENDING) {
+        /* Nobody asked: init died (killed by an OOM in its cgroup, say). */
+        s->status = SBX_STOPPING;
+        if (!s->stop_reason)
+            s->stop_reason = sbx__strdup("failed");
+        s->aborted_at = now_ms();
+    }
+    s->active_cpu_ms = limits_cpu_ms(s->limits);
+    sandbox_ref(s);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, finalize_main, s) != 0) {
+        pthread_mutex_unlock(&g.lock);
+        finalize_main(s); /* no thread: do it here */
+        pthread_mutex_lock(&g.lock);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+void sandbox_ctx_dead(struct sandbox *s, int ctx)
+{
+    bool by_stop = s->status != SBX_RUNNING;
+    bool primary = ctx == s->primary;
+
+    s->ctx[ctx].up = false;
+    s->ctx[ctx].watch = NULL;
+    for (struct command *c = s->commands; c; c = c->next) {
+        if (c->exited || (!primary && c->ctx != ctx))
+            continue;
+        command_drain_and_close(c);
+        command_finish(c, 128 + SIGKILL, by_stop);
+    }
+    for (struct ctl_wait *w = s->waits; w; w = w->next)
+        if (!w->done && (primary || w->ctx == ctx)) {
+            w->done = true;
+            w->err = EPIPE;
+        }
+    if (primary) {
+        /* The PID namespace is gone, so is every other context. */
+        for (int i = 0; i < 2; i++)
+            s->ctx[i].up = false;
+        start_finalizer(s);
+    }
+    pthread_cond_broadcast(&s->cond);
+}
+
+void sandbox_stop_locked(struct sandbox *s, bool by_timeout)
+{
+    if (s->status == SBX_RUNNING) {
+        s->status = s->snap_pending ? SBX_SNAPSHOTTING : SBX_STOPPING;
+        s->requested_stop_at = s->updated_at = now_ms();
+        sbx__free(s->stop_reason);
+        s->stop_reason = sbx__strdup(by_timeout ? "timeout" : s->snap_pending ? "snapshot" : "stop");
+        /* Killing the PID namespace's init kills everything in it. */
+        if (s->ctx[s->primary].init_pid > 0)
+            kill(s->ctx[s->primary].init_pid, SIGKILL);
+        for (int i = 0; i < 2; i++)
+            if (s->ctx[i].bwrap_pid > 0)
+                kill(s->ctx[i].bwrap_pid, SIGKILL);
+        sbxd_log(LOG_INFO, "sandbox %s stopping (%s)", s->id, s->stop_reason ? s->stop_reason : "stop");
+    }
+    if (by_timeout)
+        return; /* the I/O thread must not wait for itself */
+    while (s->status == SBX_STOPPING || s->status == SBX_SNAPSHOTTING)
+        pthread_cond_wait(&s->cond, &g.lock);
+}
+
+int64_t sandbox_next_deadline(void)
+{
+    int64_t best = -1;
+    for (struct sandbox *s = g.sandboxes; s; s = s->next)
+        if (s->status == SBX_RUNNING && (best < 0 || s->deadline_mono < best))
+            best = s->deadline_mono;
+    return best;
+}
+
+/* ---- network policy ------------------------------------------------------ */
+
+int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_t errlen)
+{
+    struct netpolicy *old;
+    pthread_mutex_lock(&g.lock);
+    if (s->status != SBX_RUNNING) {
+        pthread_mutex_unlock(&g.lock);
+        snprintf(err, errlen, "sandbox %s is %s", s->id, sandbox_status_name(s->status));
+        netpolicy_free(p);
+        return -1;
+    }
+    old = s->policy;
+    s->policy = p;
+    s->netmode = p->mode == NP_ALLOW_ALL ? NET_HOST : NET_ISOLATED;
+    s->updated_at = now_ms();
+    sandbox_persist_locked(s);
+    pthread_mutex_unlock(&g.lock);
+    netpolicy_free(old);
+    /* Start the matching context now, so the change is in force (and any
+     * failure reported) before the call returns. */
+    if (sandbox_active_ctx(s, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+/* ---- JSON and persistence -------------------------------------------------- */
+
+static void set_opt_ts(json_t *o, const char *key, int64_t v)
+{
+    if (v > 0)
+        json_object_set_new(o, key, json_integer(v));
+}
+
+json_t *sandbox_json(struct sandbox *s)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "id", json_string(s->id));
+    json_object_set_new(o, "memory", json_integer(s->memory_mb));
+    json_object_set_new(o, "vcpus", json_integer(s->vcpus));
+    json_object_set_new(o, "region", json_string(SBXD_REGION));
+    json_object_set_new(o, "runtime", json_string(s->runtime));
+    json_object_set_new(o, "timeout", json_integer(s->timeout_ms));
+    json_object_set_new(o, "status", json_string(sandbox_status_name(s->status)));
+    json_object_set_new(o, "requestedAt", json_integer(s->requested_at));
+    json_object_set_new(o, "createdAt", json_integer(s->created_at));
+    json_object_set_new(o, "updatedAt", json_integer(s->updated_at));
+    json_object_set_new(o, "cwd", json_string(SBXD_CWD));
+    set_opt_ts(o, "startedAt", s->started_at);
+    set_opt_ts(o, "requestedStopAt", s->requested_stop_at);
+    set_opt_ts(o, "stoppedAt", s->stopped_at);
+    set_opt_ts(o, "abortedAt", s->aborted_at);
+    set_opt_ts(o, "snapshottedAt", s->snapshotted_at);
+    if (s->stopped_at > 0 && s->started_at > 0)
+        json_object_set_new(o, "duration", json_integer(s->stopped_at - s->started_at));
+    if (s->source_snapshot_id)
+        json_object_set_new(o, "sourceSnapshotId", json_string(s->source_snapshot_id));
+    if (s->policy)
+        json_object_set_new(o, "networkPolicy", netpolicy_json(s->policy));
+    if (s->status == SBX_STOPPED && s->active_cpu_ms >= 0 && s->stopped_at > 0)
+        json_object_set_new(o, "activeCpuDurationMs", json_integer(s->active_cpu_ms));
+    if (s->project_id)
+        json_object_set_new(o, "projectId", json_string(s->project_id));
+    return o;
+}
+
+json_t *sandbox_routes_json(struct sandbox *s)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < s->nports; i++) {
+        char sub[96];
+        snprintf(sub, sizeof sub, "%s-%d", s->id, s->ports[i]);
+        for (char *p = sub; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        json_array_append_new(a, json_pack("{s:s,s:s,s:i}", "url",
+                                           s->routes[i] ? route_url(s->routes[i]) : "",
+                                           "subdomain", sub, "port", s->ports[i]));
+    }
+    return a;
+}
+
+void sandbox_persist_locked(struct sandbox *s)
+{
+    json_t *o = json_object(), *ports = json_array();
+    char *text, *path;
+    char rel[128];
+
+    if (!o || !ports)
+        goto out;
+    json_object_set_new(o, "sandbox", sandbox_json(s));
+    for (int i = 0; i < s->nports; i++)
+        json_array_append_new(ports, json_integer(s->ports[i]));
+    json_object_set(o, "ports", ports);
+    text = json_dumps(o, JSON_COMPACT);
+    snprintf(rel, sizeof rel, "sandboxes/%s/meta.json", s->id);
+    path = path_join(g.cfg.state_dir, rel);
+    if (text && path && write_file_atomic(path, text, strlen(text), 0600) < 0)
+        sbxd_log(LOG_WARN, "cannot save %s: %s", path, strerror(errno));
+    sbx__free(path);
+    free(text);
+out:
+    json_decref(ports);
+    json_decref(o);
+}
+
+static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
+{
+    json_t *j = json_object_get(meta, "sandbox"), *ports = json_object_get(meta, "ports");
+    struct sandbox *s = sbx__calloc(1, sizeof *s);
+    json_t *pol;
+    char err[256];
+    size_t i;
+    json_t *e;
+
+    if (!s || !json_is_object(j))
+        goto fail;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    s->refs = 1;
+    pthread_cond_init(&s->cond, NULL);
+    for (int k = 0; k < 2; k++) {
+        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
+        s->ctx[k].ctl_fd = -1;
+    }
+    s->runtime = sbx__strdup(json_string_value(json_object_get(j, "runtime")) ?: "node24");
+    if (json_string_value(json_object_get(j, "projectId")))
+        s->project_id = sbx__strdup(json_string_value(json_object_get(j, "projectId")));
+    if (json_string_value(json_object_get(j, "sourceSnapshotId")))
+        s->source_snapshot_id = sbx__strdup(json_string_value(json_object_get(j, "sourceSnapshotId")));
+    s->memory_mb = (int)json_integer_value(json_object_get(j, "memory"));
+    s->vcpus = (int)json_integer_value(json_object_get(j, "vcpus"));
+    s->timeout_ms = json_integer_value(json_object_get(j, "timeout"));
+    s->status = status_from_name(json_string_value(json_object_get(j, "status")));
+    json_get_int64(j, "requestedAt", &s->requested_at);
+    json_get_int64(j, "createdAt", &s->created_at);
+    json_get_int64(j, "updatedAt", &s->updated_at);
+    json_get_int64(j, "startedAt", &s->started_at);
+    json_get_int64(j, "requestedStopAt", &s->requested_stop_at);
+    json_get_int64(j, "stoppedAt", &s->stopped_at);
+    json_get_int64(j, "abortedAt", &s->aborted_at);
+    json_get_int64(j, "snapshottedAt", &s->snapshotted_at);
+    s->active_cpu_ms = -1;
+    json_get_int64(j, "activeCpuDurationMs", &s->active_cpu_ms);
+    pol = json_object_get(j, "networkPolicy");
+    s->policy = pol ? netpolicy_parse(pol, err, sizeof err) : NULL;
+    if (!s->policy)
+        s->policy = netpolicy_allow_all();
+    json_array_foreach(ports, i, e) {
+        if (s->nports < SBXD_MAX_PORTS && json_is_integer(e))
+            s->ports[s->nports++] = (int)json_integer_value(e);
+    }
+    if (!s->runtime || !s->policy)
+        goto fail;
+    return s;
+fail:
+    if (s)
+        sandbox_free(s);
+    return NULL;
+}
+
+/* Load what a previous sbxd left: every sandbox is listed as stopped now
+ * (its processes died with that sbxd) and its filesystem is removed. */
+int sandbox_load_all(void)
+{
+    char *dir = path_join(g.cfg.state_dir, "sandboxes");
+    DIR *d;
+    struct dirent *e;
+    struct sandbox **tail;
+    int n = 0;
+
+    if (!dir)
+        return -1;
+    d = opendir(dir);
+    if (!d) {
+        sbx__free(dir);
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char rel[256], *path, *text;
+        json_t *meta;
+        struct sandbox *s;
+        if (!id_is_safe(e->d_name) || strncmp(e->d_name, "sbx_", 4) != 0)
+            continue;
+        snprintf(rel, sizeof rel, "%s/meta.json", e->d_name);
+        path = path_join(dir, rel);
+        text = path ? read_file(path, 1 << 20, NULL) : NULL;
+        meta = text ? json_loads(text, 0, NULL) : NULL;
+        s = meta ? sandbox_from_meta(e->d_name, meta) : NULL;
+        json_decref(meta);
+        sbx__free(text);
+        sbx__free(path);
+        if (!s) {
+            sbxd_log(LOG_WARN, "ignoring unreadable sandbox record %s", e->d_name);
+            continue;
+        }
+        snprintf(rel, sizeof rel, "%s/root", e->d_name);
+        s->root = path_join(dir, rel);
+        if (s->root)
+            rm_rf(s->root);
+        if (s->status != SBX_STOPPED && s->status != SBX_FAILED && s->status != SBX_ABORTED) {
+            s->status = SBX_STOPPED;
+            s->stopped_at = s->updated_at = now_ms();
+            s->stop_reason = sbx__strdup("sbxd restarted");
+            sandbox_persist_locked(s);
+        }
+        /* Keep the list newest first. */
+        for (tail = &g.sandboxes; *tail && (*tail)->created_at > s->created_at; tail = &(*tail)->next)
+            ;
+        s->next = *tail;
+        *tail = s;
+        if (s->created_at > g.last_ts)
+            g.last_ts = s->created_at;
+        n++;
+    }
+    closedir(d);
+    sbx__free(dir);
+    return n;
+}
+
+/* Periodic housekeeping on the I/O thread: timeouts are handled there
+ * directly; here, command output of long-stopped sandboxes is released. */
+void sandbox_janitor(void)
+{
+    int64_t now = now_ms();
+    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        if (s->status != SBX_STOPPED && s->status != SBX_FAILED)
+            continue;
+        if (!s->commands || now - s->stopped_at < g.cfg.retain_stopped_ms)
+            continue;
+        struct command **pp = &s->commands;
+        while (*pp) {
+            struct command *c = *pp;
+            if (c->refs > 1) {
+                pp = &c->next;
+                continue;
+            }
+            *pp = c->next;
+            c->sbx = NULL;
+            s->ncommands--;
+            command_unref(c);
+        }
+    }
+    snapshot_expire();
+}

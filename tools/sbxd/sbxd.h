@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbxd: the local sandbox server. Shared declarations of its modules.
+ *
+ * Concurrency: one global mutex (g.lock) guards every sandbox, command and
+ * snapshot object and their lists. HTTP requests run on libmicrohttpd's
+ * thread-per-connection threads and may block on condition variables tied to
+ * that mutex (a command's output or exit, a control reply). One I/O thread
+ * owns the control sockets and output pipes: it reads them, appends output,
+ * records exits and closes the fds. One launcher thread forks bwrap, so that
+ * PR_SET_PDEATHSIG (bwrap --die-with-parent) is tied to a thread that lives as
+ * long as sbxd. Objects are reference-counted under g.lock.
+ */
+#ifndef SBXD_H
+#define SBXD_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "netpolicy.h"
+#include "ctl.h"
+#include "str.h"
+
+#define SBXD_VERSION "1.0.0"
+#define SBXD_REGION "local"
+#define SBXD_CWD "/vercel/sandbox"
+#define SBXD_HOME "/home/vercel-sandbox"
+#define SBXD_USER "vercel-sandbox"
+#define SBXD_MAX_PORTS 4
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+struct sbxd_config {
+    char *listen;          /* 127.0.0.1:PORT, [::1]:PORT or unix:PATH */
+    char *state_dir;
+    char *token_file;
+    char *bwrap;           /* bwrap program */
+    char *init_path;       /* sbxd-init program (host path) */
+    int64_t default_timeout_ms;
+    int64_t max_timeout_ms;
+    int64_t snapshot_ttl_ms;   /* default snapshot expiration; 0 = never */
+    int default_vcpus;
+    int max_vcpus;
+    int max_sandboxes;         /* running at once */
+    int pids_max;              /* processes per sandbox */
+    size_t max_json_body;
+    size_t max_upload;         /* fs/write body */
+    size_t max_cmd_log;        /* stored output per command */
+    size_t max_sandbox_log;    /* stored output per sandbox */
+    int64_t retain_stopped_ms; /* keep command logs of stopped sandboxes */
+    enum log_level log_level;
+};
+
+enum sandbox_status {
+    SBX_PENDING, SBX_RUNNING, SBX_STOPPING, SBX_STOPPED, SBX_FAILED, SBX_ABORTED, SBX_SNAPSHOTTING
+};
+
+enum netmode { NET_HOST, NET_ISOLATED };
+
+struct egress;        /* egress.c */
+struct route;         /* routes.c */
+struct limits;        /* limits.c */
+
+/* A pending request to a sandbox's init. */
+struct ctl_wait {
+    uint64_t id;
+    int ctx;
+    bool done;
+    int err;
+    int fd;
+    char *detail;
+    struct ctl_wait *next;
+};
+
+struct log_chunk {
+    uint8_t stream; /* 1 stdout, 2 stderr */
+    uint32_t len;
+    char *data;     /* valid UTF-8 */
+};
+
+struct command {
+    int refs;
+    char id[40];
+    struct sandbox *sbx;
+    uint64_t ctl_id;
+    int ctx;                  /* which context runs it */
+    char *name;
+    sbx__strlist args;
+    char *cwd;
+    int64_t started_at;
+    bool exited;
+    int exit_code;
+    bool killed_by_stop;      /* ended because the sandbox stopped: logs end in an error line */
+    int pipe_fd[2];           /* read ends, owned by the I/O thread; -1 when closed */
+    unsigned char carry[2][4]; /* incomplete UTF-8 sequence per stream */
+    size_t carry_len[2];
+    struct log_chunk *chunks;
+    size_t nchunks, capchunks;
+    size_t log_bytes;
+    bool log_truncated;
+    pthread_cond_t cond;      /* output appended, or exited */
+    struct command *next;     /* in sbx->commands */
+};
+
+struct sandbox {
+    int refs;
+    char id[40];
+    char *project_id;
+    char *runtime;
+    int vcpus;
+    int memory_mb;
+    int64_t timeout_ms;
+    enum sandbox_status status;
+    int64_t requested_at, created_at, updated_at, started_at;
+    int64_t requested_stop_at, stopped_at, aborted_at, snapshotted_at;
+    int64_t active_cpu_ms;    /* reported after stop, when measurable */
+    char *source_snapshot_id;
+    struct netpolicy *policy;
+    sbx__strlist env;         /* KEY=VALUE, create-time */
+    int ports[SBXD_MAX_PORTS];
+    int nports;
+    struct route *routes[SBXD_MAX_PORTS];
+    char *root;               /* host path of the sandbox's filesystem */
+    enum netmode netmode;     /* of the current policy */
+    /* Runtime. A sandbox runs in up to two contexts, one per network mode:
+     * init processes in the same user and PID namespaces over the same
+     * host-backed root, one in the host network namespace (allow-all), one
+     * in an isolated one. The first context created owns the PID namespace;
+     * a policy change across the host/isolated line starts the other lazily. */
+    struct sbx_ctx {
+        bool up;              /* booted and not dead */
+        pid_t bwrap_pid;
+        pid_t init_pid;       /* as seen from the host */
+        int ctl_fd;
+        pthread_mutex_t send_lock;
+        void *watch;          /* I/O thread's registration */
+    } ctx[2];
+    int primary;              /* index of the context owning the PID namespace */
+    uint64_t next_ctl_id;
+    struct ctl_wait *waits;
+    pthread_cond_t cond;      /* replies, death, status changes */
+    bool finalizing;
+    struct snapshot *snap_pending; /* set by the snapshot request before stopping */
+    char *stop_reason;        /* "timeout", "stop", "snapshot", "failed" */
+    struct command *commands;
+    size_t ncommands;
+    size_t log_bytes;
+    int64_t deadline_mono;    /* monotonic ms when the timeout stops it */
+    struct limits *limits;
+    struct egress *egress;
+    bool persisted_dirty;
+    struct sandbox *next;
+};
+
+struct snapshot {
+    char id[40];
+    char *source_sandbox_id;
+    char *project_id;
+    char *runtime;            /* of the source sandbox, for sandboxes made from it */
+    char *status;             /* created, deleted, failed */
+    int64_t size_bytes;
+    int64_t created_at, updated_at, expires_at; /* expires_at 0 = never */
+    struct snapshot *next;
+};
+
+struct sbxd {
+    struct sbxd_config cfg;
+    char *token;
+    pthread_mutex_t lock;
+    struct sandbox *sandboxes;   /* newest first */
+    struct snapshot *snapshots;  /* newest first */
+    int running;                 /* sandboxes not stopped */
+    int64_t last_ts;             /* for strictly increasing timestamps */
+    int epfd;                    /* I/O thread's epoll */
+    int wake_fd;                 /* eventfd to wake the I/O thread */
+    volatile int shutting_down;
+    pthread_t io_thread, launcher_thread;
+    char *url;                   /* what we listen on, for logs */
+    bool can_sudo;               /* nested user namespaces work */
+};
+
+extern struct sbxd g;
+
+/* util.c */
+void sbxd_log(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int64_t now_ms(void);
+int64_t mono_ms(void);
+int64_t next_timestamp(void); /* strictly increasing wall-clock ms; needs g.lock */
+void make_id(char *out, size_t cap, const char *prefix);
+int random_bytes(void *p, size_t n);
+int mkdir_p(const char *path, mode_t mode);
+int rm_rf(const char *path);
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+char *read_file(const char *path, size_t max, size_t *len);
+char *path_join(const char *a, const char *b);
+json_t *json_str_or_null(const char *s);
+int json_get_int64(json_t *o, const char *key, int64_t *out); /* 1 found, 0 absent, -1 wrong type */
+bool id_is_safe(const char *id);
+
+/* launcher.c: runs fork+exec on a long-lived thread. */
+struct spawn_req {
+    char **argv;
+    int keep_fds[4];          /* fds to place at 3, 4, ... in the child */
+    int nkeep;
+    int stdout_fd, stderr_fd; /* -1 = /dev/null */
+    const char *cgroup_procs[4]; /* cgroup.procs files to join */
+    int ncgroups;
+    int64_t rlimit_data;      /* bytes, 0 = unchanged */
+    int64_t rlimit_nproc;     /* 0 = unchanged */
+};
+int launcher_start(void);
+void launcher_stop(void);
+/* Start the program; returns its pid or -1 with errno. */
+pid_t launcher_spawn(const struct spawn_req *req);
+
+/* limits.c */
+struct limits *limits_create(const char *sandbox_id, int vcpus, int memory_mb, int pids_max);
+void limits_spawn_setup(struct limits *l, struct spawn_req *req);
+int64_t limits_cpu_ms(struct limits *l);
+void limits_destroy(struct limits *l);
+const char *limits_backend(void);  /* "cgroup2", "cgroup1", "rlimit" */
+void limits_probe(void);
+void limits_shutdown(void);
+int limits_effective_vcpus(int requested);
+
+/* sandbox.c */
+struct sandbox *sandbox_find(const char *id);           /* needs g.lock; no ref */
+void sandbox_ref(struct sandbox *s);                     /* needs g.lock */
+void sandbox_unref(struct sandbox *s);                   /* needs g.lock */
+/* Start a prepared sandbox (root laid out, fields set). 0 or -1 with a message. */
+int sandbox_boot(struct sandbox *s, char *err, size_t errlen);
+int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen);
+/* Request to the sandbox's init; returns errno-style result, *fd / *detail
+ * filled when given. Does not need g.lock (takes it). */
+int sandbox_ctl(struct sandbox *s, int ctx, struct ctl_msg *m, int *fd, char **detail);
+/* The context commands and file operations use now (the current policy's);
+ * starts it if needed. -1 with a message when the sandbox is not running. */
+int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen);
+/* Stop: kill everything, wait until stopped. Needs g.lock (released while waiting). */
+void sandbox_stop_locked(struct sandbox *s, bool by_timeout);
+void sandbox_persist_locked(struct sandbox *s);
+json_t *sandbox_json(struct sandbox *s);                 /* needs g.lock */
+json_t *sandbox_routes_json(struct sandbox *s);          /* needs g.lock */
+const char *sandbox_status_name(enum sandbox_status st);
+int sandbox_load_all(void);
+void sandbox_janitor(void);                              /* I/O thread, periodic */
+int64_t sandbox_next_deadline(void);                     /* needs g.lock */
+int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_t errlen);
+
+/* command.c */
+struct command *command_find(struct sandbox *s, const char *id); /* needs g.lock */
+void command_ref(struct command *c);
+void command_unref(struct command *c);
+/* Start a command; returns it (with a reference) or NULL with the HTTP status and message set. */
+struct command *command_start(struct sandbox *s, const char *name, sbx__strlist *args,
+                              const char *cwd, sbx__strlist *env, bool sudo, int *http_status,
+                              char *err, size_t errlen);
+json_t *command_json(struct command *c);                 /* needs g.lock */
+void command_output(struct command *c, int stream, const char *p, size_t n); /* I/O thread, g.lock */
+void command_finish(struct command *c, int exit_code, bool by_stop);         /* I/O thread, g.lock */
+void command_drain_and_close(struct command *c);          /* I/O thread, g.lock */
+/* A context's init died: finish its commands, fail its waits. I/O thread, g.lock. */
+void sandbox_ctx_dead(struct sandbox *s, int ctx);
+int command_kill(struct command *c, int sig);
+
+/* iothread.c */
+int io_start(void);
+void io_stop(void);
+int io_watch_ctl(struct sandbox *s, int ctx); /* register a control socket */
+int io_watch_pipe(struct command *c, int stream);
+void io_unwatch(int fd);
+void io_wake(void);
+
+/* snapshot.c */
+struct snapshot *snapshot_find(const char *id);          /* needs g.lock */
+json_t *snapshot_json(struct snapshot *sn);
+int snapshot_load_all(void);
+void snapshot_persist_locked(struct snapshot *sn);
+/* Archive the sandbox's filesystem; the sandbox must be quiesced. */
+int snapshot_capture(struct sandbox *s, struct snapshot *sn, char *err, size_t errlen);
+int snapshot_restore(struct snapshot *sn, const char *root, char *err, size_t errlen);
+char *snapshot_archive_path(const char *id);
+void snapshot_expire(void);                              /* needs g.lock */
+void snapshot_delete_locked(struct snapshot *sn);
+void snapshot_free(struct snapshot *sn);
+
+/* source.c: populate a new sandbox's workspace from git or a tarball. */
+int source_git(struct sandbox *s, json_t *src, int *http_status, char *err, size_t errlen);
+int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, size_t errlen);
+
+/* egress.c: the proxy through which isolated sandboxes reach what a custom
+ * policy allows. Attaching asks the context's init for a listener on
+ * 127.0.0.1:EGRESS_PORT inside the sandbox's network namespace. */
+#define EGRESS_PORT 3128
+int egress_attach(struct sandbox *s, int ctx, char *err, size_t errlen);
+void egress_detach(struct sandbox *s);
+
+/* routes.c: host listeners forwarding to ports inside a sandbox. */
+struct route *route_start(struct sandbox *s, int port, char *err, size_t errlen);
+const char *route_url(struct route *r);
+void route_stop(struct route *r);
+
+/* http.c */
+int http_start(void);
+void http_stop(void);
+
+#endif /* SBXD_H */

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snapshot: a sandbox's filesystem (what it wrote: workspace, home, /tmp,
+ * /etc changes; not the host's read-only /usr) as a tar.gz in the state
+ * directory, with a JSON record beside it. Records outlive restarts; expired
+ * or deleted snapshots keep their record (status "deleted") and lose the
+ * archive.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "tarx.h"
+#include "sbxd.h"
+
+/* Top-level names that are the host's or bwrap's, not the sandbox's. */
+static const char *const capture_skip[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32",
+                                           "proc", "dev", "sys", ".sbxd", NULL};
+
+struct snapshot *snapshot_find(const char *id)
+{
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
+        if (strcmp(sn->id, id) == 0)
+            return sn;
+    return NULL;
+}
+
+char *snapshot_archive_path(const char *id)
+{
+    char rel[96];
+    snprintf(rel, sizeof rel, "snapshots/%s.tar.gz", id);
+    return path_join(g.cfg.state_dir, rel);
+}
+
+json_t *snapshot_json(struct snapshot *sn)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "id", json_string(sn->id));
+    json_object_set_new(o, "sourceSandboxId", json_string(sn->source_sandbox_id));
+    json_object_set_new(o, "region", json_string(SBXD_REGION));
+    json_object_set_new(o, "status", json_string(sn->status));
+    json_object_set_new(o, "sizeBytes", json_integer(sn->size_bytes));
+    json_object_set_new(o, "createdAt", json_integer(sn->created_at));
+    json_object_set_new(o, "updatedAt", json_integer(sn->updated_at));
+    if (sn->expires_at > 0)
+        json_object_set_new(o, "expiresAt", json_integer(sn->expires_at));
+    if (sn->project_id)
+        json_object_set_new(o, "projectId", json_string(sn->project_id));
+    if (sn->runtime)
+        json_object_set_new(o, "runtime", json_string(sn->runtime));
+    return o;
+}
+
+void snapshot_persist_locked(struct snapshot *sn)
+{
+    char rel[96], *path, *text;
+    json_t *o = snapshot_json(sn);
+    snprintf(rel, sizeof rel, "snapshots/%s.json", sn->id);
+    path = path_join(g.cfg.state_dir, rel);
+    text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (path && text && write_file_atomic(path, text, strlen(text), 0600) < 0)
+        sbxd_log(LOG_WARN, "cannot save %s: %s", path, strerror(errno));
+    free(text);
+    sbx__free(path);
+    json_decref(o);
+}
+
+int snapshot_capture(struct sandbox *s, struct snapshot *sn, char *err, size_t errlen)
+{
+    char *path = snapshot_archive_path(sn->id);
+    int64_t size = 0;
+    int r;
+
+    if (!path) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r = archive_dir(s->root, capture_skip, path, &size, err, errlen);
+    sbx__free(path);
+    pthread_mutex_lock(&g.lock);
+    sbx__free(sn->status);
+    sn->status = sbx__strdup(r == 0 ? "created" : "failed");
+    sn->size_bytes = size;
+    sn->updated_at = now_ms();
+    pthread_mutex_unlock(&g.lock);
+    return r;
+}
+
+int snapshot_restore(struct snapshot *sn, const char *root, char *err, size_t errlen)
+{
+    char *path = snapshot_archive_path(sn->id);
+    int r;
+    if (!path) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r = archive_extract(path, root, err, errlen);
+    sbx__free(path);
+    return r;
+}
+
+static struct snapshot *snapshot_from_json(const char *id, json_t *j)
+{
+    struct snapshot *sn = sbx__calloc(1, sizeof *sn);
+    const char *v;
+    if (!sn)
+        return NULL;
+    snprintf(sn->id, sizeof sn->id, "%s", id);
+    v = json_string_value(json_object_get(j, "sourceSandboxId"));
+    sn->source_sandbox_id = sbx__strdup(v ? v : "");
+    v = json_string_value(json_object_get(j, "status"));
+    sn->status = sbx__strdup(v ? v : "failed");
+    if ((v = json_string_value(json_object_get(j, "projectId"))))
+        sn->project_id = sbx__strdup(v);
+    if ((v = json_string_value(json_object_get(j, "runtime"))))
+        sn->runtime = sbx__strdup(v);
+    json_get_int64(j, "sizeBytes", &sn->size_bytes);
+    json_get_int64(j, "createdAt", &sn->created_at);
+    json_get_int64(j, "updatedAt", &sn->updated_at);
+    json_get_int64(j, "expiresAt", &sn->expires_at);
+    if (!sn->source_sandbox_id || !sn->status) {
+        snapshot_free(sn);
+        return NULL;
+    }
+    return sn;
+}
+
+void snapshot_free(struct snapshot *sn)
+{
+    if (!sn)
+        return;
+    sbx__free(sn->source_sandbox_id);
+    sbx__free(sn->project_id);
+    sbx__free(sn->runtime);
+    sbx__free(sn->status);
+    sbx__free(sn);
+}
+
+int snapshot_load_all(void)
+{
+    char *dir = path_join(g.cfg.state_dir, "snapshots");
+    DIR *d;
+    struct dirent *e;
+    int n = 0;
+
+    if (!dir)
+        return -1;
+    d = opendir(dir);
+    if (!d) {
+        sbx__free(dir);
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char id[64], *path, *text;
+        size_t len = strlen(e->d_name);
+        json_t *j;
+        struct snapshot *sn, **tail;
+        if (len < 6 || len - 5 >= sizeof id || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        memcpy(id, e->d_name, len - 5);
+        id[len - 5] = '\0';
+        if (!id_is_safe(id) || strncmp(id, "snap_", 5) != 0)
+            continue;
+        path = path_join(dir, e->d_name);
+        text = path ? read_file(path, 1 << 20, NULL) : NULL;
+        j = text ? json_loads(text, 0, NULL) : NULL;
+        sn = j ? snapshot_from_json(id, j) : NULL;
+        json_decref(j);
+        sbx__free(text);
+        sbx__free(path);
+        if (!sn) {
+            sbxd_log(LOG_WARN, "ignoring unreadable snapshot record %s", e->d_name);
+            continue;
+        }
+        for (tail = &g.snapshots; *tail && (*tail)->created_at > sn->created_at; tail = &(*tail)->next)
+            ;
+        sn->next = *tail;
+        *tail = sn;
+        if (sn->created_at > g.last_ts)
+            g.last_ts = sn->created_at;
+        n++;
+    }
+    closedir(d);
+    sbx__free(dir);
+    return n;
+}
+
+/* Mark a snapshot deleted and drop its archive; g.lock held. */
+void snapshot_delete_locked(struct snapshot *sn)
+{
+    char *path;
+    if (strcmp(sn->status, "deleted") == 0)
+        return;
+    path = snapshot_archive_path(sn->id);
+    if (path)
+        unlink(path);
+    sbx__free(path);
+    sbx__free(sn->status);
+    sn->status = sbx__strdup("deleted");
+    sn->updated_at = now_ms();
+    snapshot_persist_locked(sn);
+}
+
+void snapshot_expire(void)
+{
+    int64_t now = now_ms();
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
+        if (sn->expires_at > 0 && sn->expires_at <= now && strcmp(sn->status, "created") == 0) {
+            sbxd_log(LOG_INFO, "snapshot %s expired", sn->id);
+            snapshot_delete_locked(sn);
+        }
+}

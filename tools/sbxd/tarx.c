@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tarx: the host-side tar work of sbxd. Capture reads a stopped sandbox's
+ * tree without following its symlinks; extraction validates every name and
+ * uses libarchive's secure-extraction flags, because the archives come from
+ * sandboxes or from the network.
+ */
+#include "tarx.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "buf.h"
+
+char *archive_clean_name(const char *name)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    const char *p = name;
+
+    if (!name || name[0] == '/')
+        return NULL;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            sbx__buf_free(&b);
+            return NULL;
+        }
+        if (n && !(n == 1 && p[0] == '.')) {
+            if (b.len)
+                sbx__buf_putc(&b, '/');
+            sbx__buf_append(&b, p, n);
+        }
+        p += n + (slash ? 1 : 0);
+    }
+    if (!b.len) {
+        sbx__buf_free(&b);
+        return NULL;
+    }
+    return sbx__buf_detach(&b, NULL);
+}
+
+static bool skipped(const char *rel, const char *const *skip)
+{
+    size_t n = strcspn(rel, "/");
+    for (size_t i = 0; skip && skip[i]; i++)
+        if (strlen(skip[i]) == n && strncmp(rel, skip[i], n) == 0)
+            return true;
+    return false;
+}
+
+int archive_dir(const char *dir, const char *const *skip, const char *out, int64_t *size,
+                char *err, size_t errlen)
+{
+    struct archive *disk = archive_read_disk_new(), *w = archive_write_new();
+    struct archive_entry *e;
+    size_t dirlen = strlen(dir);
+    char tmp[4096];
+    int rc = -1, fd;
+    struct stat st;
+    char buf[65536];
+
+    snprintf(tmp, sizeof tmp, "%s.partial", out);
+    if (!disk || !w) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    archive_read_disk_set_symlink_physical(disk);
+    archive_read_disk_set_standard_lookup(disk);
+    archive_write_set_format_pax_restricted(w);
+    archive_write_add_filter_gzip(w);
+    if (archive_write_open_filename(w, tmp) != ARCHIVE_OK ||
+        archive_read_disk_open(disk, dir) != ARCHIVE_OK) {
+        snprintf(err, errlen, "cannot archive %s: %s", dir,
+                 archive_error_string(w) ? archive_error_string(w) : archive_error_string(disk));
+        goto out;
+    }
+    for (;;) {
+        const char *path;
+        int r;
+        e = archive_entry_new();
+        r = archive_read_next_header2(disk, e);
+        if (r == ARCHIVE_EOF) {
+            archive_entry_free(e);
+            break;
+        }
+        if (r < ARCHIVE_WARN) {
+            snprintf(err, errlen, "cannot read %s: %s", dir, archive_error_string(disk));
+            archive_entry_free(e);
+            goto out;
+        }
+        path = archive_entry_pathname(e);
+        /* Names relative to the tree; the root itself is not stored. */
+        if (strncmp(path, dir, dirlen) != 0 || (path[dirlen] != '/' && path[dirlen] != '\0')) {
+            archive_entry_free(e);
+            continue;
+        }
+        if (path[dirlen] == '\0') {
+            archive_read_disk_descend(disk);
+            archive_entry_free(e);
+            continue;
+        }
+        const char *rel = path + dirlen + 1;
+        if (skipped(rel, skip)) {
+            archive_entry_free(e);
+            continue;
+        }
+        mode_t type = archive_entry_filetype(e);
+        if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+            archive_entry_free(e); /* sockets, fifos, devices are not kept */
+            continue;
+        }
+        archive_read_disk_descend(disk);
+        {
+            char *name = sbx__strdup(rel);
+            archive_entry_set_pathname(e, name);
+            sbx__free(name);
+        }
+        if (archive_write_header(w, e) < ARCHIVE_WARN) {
+            snprintf(err, errlen, "cannot archive %s: %s", rel, archive_error_string(w));
+            archive_entry_free(e);
+            goto out;
+        }
+        if (type == AE_IFREG && archive_entry_size(e) > 0) {
+            ssize_t n;
+            fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                while ((n = read(fd, buf, sizeof buf)) > 0)
+                    if (archive_write_data(w, buf, (size_t)n) < 0)
+                        break;
+                close(fd);
+            }
+        }
+        archive_entry_free(e);
+    }
+    if (archive_write_close(w) != ARCHIVE_OK) {
+        snprintf(err, errlen, "cannot finish the archive: %s", archive_error_string(w));
+        goto out;
+    }
+    if (rename(tmp, out) < 0 || stat(out, &st) < 0) {
+        snprintf(err, errlen, "cannot store the archive at %s: %s", out, strerror(errno));
+        goto out;
+    }
+    *size = (int64_t)st.st_size;
+    rc = 0;
+out:
+    if (rc < 0)
+        unlink(tmp);
+    archive_read_free(disk);
+    archive_write_free(w);
+    return rc;
+}
+
+int archive_extract(const char *archive_path, const char *dest, char *err, size_t errlen)
+{
+    struct archive *a = archive_read_new(), *w = archive_write_disk_new();
+    struct archive_entry *e;
+    int rc = -1;
+    size_t dlen = strlen(dest);
+
+    if (!a || !w) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    archive_read_support_filter_all(a);
+    archive_read_support_format_all(a);
+    /* Names are made absolute under dest below, so NOABSOLUTEPATHS cannot be
+     * used; archive_clean_name refuses absolute names and ".." instead. */
+    archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                          ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_UNLINK);
+    if (archive_read_open_filename(a, archive_path, 65536) != ARCHIVE_OK) {
+        snprintf(err, errlen, "cannot read the archive: %s", archive_error_string(a));
+        goto out;
+    }
+    for (;;) {
+        int r = archive_read_next_header(a, &e);
+        char *name, *full;
+        mode_t type;
+        const char *link;
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN) {
+            snprintf(err, errlen, "malformed archive: %s", archive_error_string(a));
+            goto out;
+        }
+        type = archive_entry_filetype(e);
+        if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+            snprintf(err, errlen, "archive entry %s is not a file, directory or symlink",
+                     archive_entry_pathname(e));
+            goto out;
+        }
+        name = archive_clean_name(archive_entry_pathname(e));
+        if (!name) {
+            snprintf(err, errlen, "archive entry name '%s' is absolute or leaves the directory",
+                     archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+            goto out;
+        }
+        full = sbx__malloc(dlen + strlen(name) + 2);
+        if (!full) {
+            sbx__free(name);
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        sprintf(full, "%s/%s", dest, name);
+        archive_entry_set_pathname(e, full);
+        /* A hard link must point inside the tree too. */
+        if ((link = archive_entry_hardlink(e)) != NULL) {
+            char *lname = archive_clean_name(link), *lfull;
+            if (!lname || !(lfull = sbx__malloc(dlen + strlen(lname) + 2))) {
+                snprintf(err, errlen, "archive hard link %s points outside", name);
+                sbx__free(lname);
+                sbx__free(name);
+                sbx__free(full);
+                goto out;
+            }
+            sprintf(lfull, "%s/%s", dest, lname);
+            archive_entry_set_hardlink(e, lfull);
+            sbx__free(lfull);
+            sbx__free(lname);
+        }
+        archive_entry_set_uid(e, getuid());
+        archive_entry_set_gid(e, getgid());
+        r = archive_write_header(w, e);
+        if (r == ARCHIVE_OK && archive_entry_size(e) > 0) {
+            const void *blk;
+            size_t sz;
+            la_int64_t off;
+            while ((r = archive_read_data_block(a, &blk, &sz, &off)) == ARCHIVE_OK)
+                if (archive_write_data_block(w, blk, sz, off) < ARCHIVE_OK)
+                    break;
+            if (r == ARCHIVE_EOF)
+                r = ARCHIVE_OK;
+        }
+        if (r < ARCHIVE_WARN) {
+            snprintf(err, errlen, "cannot extract %s: %s", name,
+                     archive_error_string(w) ? archive_error_string(w) : archive_error_string(a));
+            sbx__free(name);
+            sbx__free(full);
+            goto out;
+        }
+        sbx__free(name);
+        sbx__free(full);
+    }
+    if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
+        snprintf(err, errlen, "cannot extract: %s", archive_error_string(w));
+        goto out;
+    }
+    rc = 0;
+out:
+    archive_read_free(a);
+    archive_write_free(w);
+    return rc;
+}

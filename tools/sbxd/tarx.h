@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* tarx: tar.gz capture and careful extraction on the host side (libarchive). */
+#ifndef SBXD_TARX_H
+#define SBXD_TARX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Archive the tree at dir into a gzip tar at out (written to a temp file,
+ * then renamed). Symlinks are stored, never followed; top-level names in
+ * skip[] are left out. Returns 0, or -1 with a message. */
+int archive_dir(const char *dir, const char *const *skip, const char *out, int64_t *size,
+                char *err, size_t errlen);
+
+/* Extract a tar (any compression libarchive knows) into dest, which must be
+ * a directory path without symlinks. Refuses absolute names, "..", and any
+ * entry that would land through a symlink; only regular files, directories,
+ * symlinks and hard links inside the tree are created. */
+int archive_extract(const char *archive_path, const char *dest, char *err, size_t errlen);
+
+/* A relative tar entry name, normalised: no leading "/", no "." or ".."
+ * components, no empty components. Returns a new string or NULL. */
+char *archive_clean_name(const char *name);
+
+#endif /* SBXD_TARX_H */
