@@ -144,6 +144,24 @@ json_t *req_json(struct http_req *r, enum MHD_Result *ret)
     return j;
 }
 
+/* An anonymous file for an upload: O_TMPFILE where the file system has it,
+ * else a named temp file unlinked at once. */
+static int open_spool(void)
+{
+    char *tmpl;
+    int fd = open(g.cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    tmpl = path_join(g.cfg.state_dir, "upload.XXXXXX");
+    if (!tmpl)
+        return -1;
+    fd = mkostemp(tmpl, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(tmpl);
+    sbx__free(tmpl);
+    return fd;
+}
+
 static bool token_ok(const char *auth)
 {
     size_t n;
@@ -206,7 +224,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         }
         if (api_wants_spool(method, url)) {
             r->limit = g.cfg.max_upload;
-            r->spool_fd = open(g.cfg.state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+            r->spool_fd = open_spool();
             if (r->spool_fd < 0) {
                 r->rejected = true;
                 return reply_error(r, 500, "internal", "cannot store the upload: %s",

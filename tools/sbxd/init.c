@@ -360,8 +360,22 @@ static void do_socket(struct ctl_msg *m)
         return;
     }
     if (m->type == CTL_CONNECT) {
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
-            e = errno;
+        /* Bounded: a listener that never accepts must not stall init (and
+         * with it every request to this sandbox) for a kernel SYN timeout. */
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+            if (errno != EINPROGRESS) {
+                e = errno;
+            } else {
+                struct pollfd p = {fd, POLLOUT, 0};
+                socklen_t len = sizeof e;
+                if (poll(&p, 1, 5000) <= 0)
+                    e = ETIMEDOUT;
+                else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+                    e = errno;
+            }
+        }
+        fcntl(fd, F_SETFL, 0);
     } else {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 256) < 0)

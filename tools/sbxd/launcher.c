@@ -27,7 +27,7 @@ static pthread_mutex_t callers = PTHREAD_MUTEX_INITIALIZER;
 static void child(const struct spawn_req *r)
 {
     sigset_t none;
-    int high[4];
+    int high[6];
     int null_fd;
 
     sigemptyset(&none);

@@ -260,7 +260,7 @@ static int setup_token(void)
         strcpy(tok, "sbxd_");
         for (size_t i = 0; i < sizeof rnd; i++)
             sprintf(tok + 5 + 2 * i, "%02x", rnd[i]);
-        if (write_file_atomic(path, tok, strlen(tok), 0600) < 0) {
+        if (write_file_atomic(path, tok, strlen(tok), 0600, true) < 0) {
             fprintf(stderr, "sbxd: cannot write the token to %s: %s\n", path, strerror(errno));
             sbx__free(path);
             return -1;
@@ -331,6 +331,32 @@ static void stop_everything(void)
         }
     }
     pthread_mutex_unlock(&g.lock);
+}
+
+/* Release everything, so leak checkers see a clean exit. Every sandbox is
+ * stopped and every thread joined by now. */
+static void free_all(void)
+{
+    pthread_mutex_lock(&g.lock);
+    while (g.sandboxes) {
+        struct sandbox *s = g.sandboxes;
+        g.sandboxes = s->next;
+        sandbox_unref(s);
+    }
+    while (g.snapshots) {
+        struct snapshot *sn = g.snapshots;
+        g.snapshots = sn->next;
+        snapshot_free(sn);
+    }
+    pthread_mutex_unlock(&g.lock);
+    sbx__free_secret(g.token);
+    sbx__free(g.url);
+    sbx__free(g.cfg.listen);
+    sbx__free(g.cfg.state_dir);
+    sbx__free(g.cfg.token_file);
+    sbx__free(g.cfg.bwrap);
+    sbx__free(g.cfg.init_path);
+    curl_global_cleanup();
 }
 
 enum {
@@ -486,6 +512,7 @@ int main(int argc, char **argv)
     io_stop();
     launcher_stop();
     limits_shutdown();
+    free_all();
     sbxd_log(LOG_INFO, "bye");
     return 0;
 }

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -108,7 +110,7 @@ static int put_file(const char *root, const char *rel, const char *data, mode_t 
     int r;
     if (!p)
         return -1;
-    r = write_file_atomic(p, data, strlen(data), mode);
+    r = write_file(p, data, strlen(data), mode);
     sbx__free(p);
     return r;
 }
@@ -126,7 +128,7 @@ static int copy_host_file(const char *root, const char *name)
         return 0; /* absent on this host: fine */
     snprintf(src, sizeof src, "etc/%s", name);
     dst = path_join(root, src);
-    r = dst ? write_file_atomic(dst, data, len, 0644) : -1;
+    r = dst ? write_file(dst, data, len, 0644) : -1;
     sbx__free(dst);
     sbx__free(data);
     return r;
@@ -222,8 +224,13 @@ static int bwrap_args(struct sandbox *s, int ctx, bool isolated, sbx__strlist *a
     if (add(a, g.cfg.bwrap))
         return -1;
     if (secondary) {
-        /* Join the primary's user and PID namespaces (fds 5 and 6). */
-        if (add3(a, "--userns", "5", NULL) || add3(a, "--pidns", "6", NULL))
+        /* Join the primary's PID namespace. bwrap --dev made the primary with
+         * two user namespaces: the outer one (uid 0, owner of the mount and
+         * PID namespaces) for set-up, the inner one (uid 1000) for the
+         * sandbox. Set up in the outer (fd 5), enter the PID namespace (fd 6),
+         * then switch to the inner (fd 7), as the primary did. */
+        if (add3(a, "--userns", "5", NULL) || add3(a, "--pidns", "6", NULL) ||
+            add3(a, "--userns2", "7", NULL))
             return -1;
     } else {
         if (add(a, "--unshare-user") || add3(a, "--uid", "1000", NULL) ||
@@ -302,7 +309,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
 {
     sbx__strlist argv = SBX__STRLIST_INIT;
     struct spawn_req req;
-    int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[2] = {-1, -1};
+    int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[3] = {-1, -1, -1};
     char logpath[4096];
     int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
     struct ctl_msg ready;
@@ -323,11 +330,14 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
     }
     if (ctx != s->primary) {
         char ns[64];
-        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)s->ctx[s->primary].init_pid);
-        nsfd[0] = open(ns, O_RDONLY | O_CLOEXEC);
         snprintf(ns, sizeof ns, "/proc/%d/ns/pid", (int)s->ctx[s->primary].init_pid);
         nsfd[1] = open(ns, O_RDONLY | O_CLOEXEC);
-        if (nsfd[0] < 0 || nsfd[1] < 0) {
+        nsfd[0] = nsfd[1] >= 0 ? ioctl(nsfd[1], NS_GET_USERNS) : -1;
+        if (nsfd[0] >= 0)
+            fcntl(nsfd[0], F_SETFD, FD_CLOEXEC);
+        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)s->ctx[s->primary].init_pid);
+        nsfd[2] = open(ns, O_RDONLY | O_CLOEXEC);
+        if (nsfd[0] < 0 || nsfd[1] < 0 || nsfd[2] < 0) {
             snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
             goto fail;
         }
@@ -336,8 +346,8 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
     req.keep_fds[req.nkeep++] = sv[1];
     req.keep_fds[req.nkeep++] = info[1];
     if (nsfd[0] >= 0) {
-        req.keep_fds[req.nkeep++] = nsfd[0];
-        req.keep_fds[req.nkeep++] = nsfd[1];
+        for (int i = 0; i < 3; i++)
+            req.keep_fds[req.nkeep++] = nsfd[i];
     }
     req.stdout_fd = logfd;
     req.stderr_fd = logfd;
@@ -414,19 +424,18 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         return -1; /* the I/O thread never saw it; the caller tears down */
     }
     sbx__strlist_clear(&argv);
-    if (nsfd[0] >= 0) {
-        close(nsfd[0]);
-        close(nsfd[1]);
-    }
+    for (int i = 0; i < 3; i++)
+        if (nsfd[i] >= 0)
+            close(nsfd[i]);
     close(info[0]);
     close(logfd);
     return 0;
 fail:
     sbx__strlist_clear(&argv);
-    for (int i = 0; i < 2; i++) {
-        if (sv[i] >= 0)
+    for (int i = 0; i < 3; i++) {
+        if (i < 2 && sv[i] >= 0)
             close(sv[i]);
-        if (info[i] >= 0)
+        if (i < 2 && info[i] >= 0)
             close(info[i]);
         if (nsfd[i] >= 0)
             close(nsfd[i]);
@@ -767,7 +776,9 @@ void sandbox_persist_locked(struct sandbox *s)
     text = json_dumps(o, JSON_COMPACT);
     snprintf(rel, sizeof rel, "sandboxes/%s/meta.json", s->id);
     path = path_join(g.cfg.state_dir, rel);
-    if (text && path && write_file_atomic(path, text, strlen(text), 0600) < 0)
+    /* No fsync: this runs under g.lock, and a record lost to a power cut
+     * only loses a stopped sandbox from the listing. */
+    if (text && path && write_file_atomic(path, text, strlen(text), 0600, false) < 0)
         sbxd_log(LOG_WARN, "cannot save %s: %s", path, strerror(errno));
     sbx__free(path);
     free(text);

@@ -194,7 +194,11 @@ void make_id(char *out, size_t cap, const char *prefix);
 int random_bytes(void *p, size_t n);
 int mkdir_p(const char *path, mode_t mode);
 int rm_rf(const char *path);
-int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* Replace path's contents via a temp file and rename; `durable` adds an fsync
+ * (for records worth a disk flush; never while holding g.lock). */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable);
+/* Create or truncate path with these contents, no rename, no fsync. */
+int write_file(const char *path, const void *data, size_t len, mode_t mode);
 char *read_file(const char *path, size_t max, size_t *len);
 char *path_join(const char *a, const char *b);
 json_t *json_str_or_null(const char *s);
@@ -204,7 +208,7 @@ bool id_is_safe(const char *id);
 /* launcher.c: runs fork+exec on a long-lived thread. */
 struct spawn_req {
     char **argv;
-    int keep_fds[4];          /* fds to place at 3, 4, ... in the child */
+    int keep_fds[6];          /* fds to place at 3, 4, ... in the child */
     int nkeep;
     int stdout_fd, stderr_fd; /* -1 = /dev/null */
     const char *cgroup_procs[4]; /* cgroup.procs files to join */

@@ -64,7 +64,7 @@ void snapshot_persist_locked(struct snapshot *sn)
     snprintf(rel, sizeof rel, "snapshots/%s.json", sn->id);
     path = path_join(g.cfg.state_dir, rel);
     text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (path && text && write_file_atomic(path, text, strlen(text), 0600) < 0)
+    if (path && text && write_file_atomic(path, text, strlen(text), 0600, false) < 0)
         sbxd_log(LOG_WARN, "cannot save %s: %s", path, strerror(errno));
     free(text);
     sbx__free(path);

@@ -171,12 +171,38 @@ int rm_rf(const char *path)
     return rm_at(AT_FDCWD, path, 0);
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+static int write_all(int fd, const void *data, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, (const char *)data + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    int r;
+    if (fd < 0)
+        return -1;
+    r = write_all(fd, data, len);
+    if (close(fd) < 0)
+        r = -1;
+    return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable)
 {
     size_t n = strlen(path) + 16;
     char *tmp = sbx__malloc(n);
     int fd, r = -1;
-    size_t off = 0;
 
     if (!tmp)
         return -1;
@@ -184,18 +210,12 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         goto out;
-    while (off < len) {
-        ssize_t w = write(fd, (const char *)data + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            close(fd);
-            unlink(tmp);
-            goto out;
-        }
-        off += (size_t)w;
+    if (write_all(fd, data, len) < 0) {
+        close(fd);
+        unlink(tmp);
+        goto out;
     }
-    if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+    if ((durable && fsync(fd) < 0) || close(fd) < 0 || rename(tmp, path) < 0) {
         unlink(tmp);
         goto out;
     }

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/sbxd: latency and capacity of sbxd, measured through its HTTP API on a
+ * unix socket exactly as a client sees it.
+ *
+ *   create              POST /v1/sandboxes until the sandbox is running
+ *   first command       then the first `true` in wait mode (both NDJSON lines)
+ *   create -> first     the two together: what a job waits before its first step
+ *   round trip          `true` in wait mode in a warm sandbox
+ *   at once             N sandboxes, each with 16 commands running at the same
+ *                       time (sleep 2), all checked to exit 0
+ *
+ * usage: bench-sbxd PATH-TO-SBXD [iterations]
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "buf.h"
+
+static char sock[512], token[256], dir[256];
+static pid_t server;
+
+static size_t collect(void *p, size_t size, size_t n, void *user)
+{
+    sbx__buf *b = user;
+    if (sbx__buf_append(b, p, size * n) != SBX_OK)
+        return 0;
+    return size * n;
+}
+
+/* One request; returns the HTTP status and the body in out. */
+static long http(CURL *h, const char *method, const char *path, const char *body, sbx__buf *out)
+{
+    char url[512], auth[300];
+    struct curl_slist *hdr = NULL;
+    long status = 0;
+
+    snprintf(url, sizeof url, "http://sbxd%s", path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    hdr = curl_slist_append(hdr, auth);
+    hdr = curl_slist_append(hdr, "Content-Type: application/json");
+    sbx__buf_clear(out);
+    curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, body ? 0L : 1L);
+    if (!body)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdr);
+    return status;
+}
+
+static char *create_sandbox(CURL *h, sbx__buf *b)
+{
+    static int reported;
+    json_t *j;
+    char *id = NULL;
+    long st = http(h, "POST", "/v1/sandboxes", "{\"projectId\":\"bench\"}", b);
+    if (st != 200) {
+        if (!__atomic_fetch_add(&reported, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "bench-sbxd: create failed: HTTP %ld %s\n", st, b->data ? b->data : "");
+        return NULL;
+    }
+    j = json_loads(b->data, 0, NULL);
+    if (j)
+        id = strdup(json_string_value(json_object_get(json_object_get(j, "sandbox"), "id")));
+    json_decref(j);
+    return id;
+}
+
+/* Run `true` in wait mode; returns its exit code or -1. */
+static int run_true(CURL *h, const char *id, sbx__buf *b)
+{
+    char path[128];
+    const char *nl;
+    json_t *j;
+    int code = -1;
+    snprintf(path, sizeof path, "/v1/sandboxes/%s/cmd", id);
+    if (http(h, "POST", path, "{\"command\":\"true\",\"args\":[],\"wait\":true}", b) != 200)
+        return -1;
+    nl = strchr(b->data, '\n');
+    if (!nl)
+        return -1;
+    j = json_loads(nl + 1, JSON_DISABLE_EOF_CHECK, NULL);
+    if (j && json_is_integer(json_object_get(json_object_get(j, "command"), "exitCode")))
+        code = (int)json_integer_value(json_object_get(json_object_get(j, "command"), "exitCode"));
+    json_decref(j);
+    return code;
+}
+
+static void stop_sandbox(CURL *h, const char *id, sbx__buf *b)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/sandboxes/%s/stop", id);
+    http(h, "POST", path, "", b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    printf("  %-22s p50 %7.2f ms   p95 %7.2f ms   (n=%d)\n", what, v[n / 2] * 1e3,
+           v[(int)(n * 0.95)] * 1e3, n);
+}
+
+static int start_server(const char *bin)
+{
+    int out[2];
+    char line[512];
+    FILE *f;
+    snprintf(dir, sizeof dir, "/tmp/bench-sbxd.XXXXXX");
+    if (!mkdtemp(dir) || pipe(out) < 0)
+        return -1;
+    snprintf(sock, sizeof sock, "%s/sock", dir);
+    server = fork();
+    if (server == 0) {
+        char listen[600], state[300], log[300];
+        snprintf(listen, sizeof listen, "unix:%s", sock);
+        snprintf(state, sizeof state, "%s/state", dir);
+        snprintf(log, sizeof log, "%s/sbxd.log", dir);
+        dup2(out[1], 1);
+        freopen(log, "w", stderr);
+        execl(bin, bin, "--listen", listen, "--state-dir", state, "--log-level", "warn",
+              "--max-sandboxes", "512", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    f = fdopen(out[0], "r");
+    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "sbxd listening on", 17) != 0) {
+        fprintf(stderr, "bench-sbxd: sbxd did not start (see %s/sbxd.log)\n", dir);
+        return -1;
+    }
+    fclose(f);
+    {
+        char path[400];
+        FILE *t;
+        snprintf(path, sizeof path, "%s/state/token", dir);
+        t = fopen(path, "r");
+        if (!t || !fgets(token, sizeof token, t))
+            return -1;
+        token[strcspn(token, "\n")] = '\0';
+        fclose(t);
+    }
+    return 0;
+}
+
+/* ---- capacity: N sandboxes x 16 concurrent commands ---- */
+
+struct cap_job {
+    char *id;
+    int ok;        /* commands that exited 0 */
+    double t_create, t_start, t_wait;
+};
+
+static void *cap_worker(void *arg)
+{
+    struct cap_job *j = arg;
+    CURL *h = curl_easy_init();
+    sbx__buf b = SBX__BUF_INIT;
+    char path[256], ids[16][64];
+    int started = 0;
+
+    double t0 = bench_now();
+    j->id = create_sandbox(h, &b);
+    j->t_create = bench_now() - t0;
+    if (!j->id)
+        goto out;
+    t0 = bench_now();
+    snprintf(path, sizeof path, "/v1/sandboxes/%.40s/cmd", j->id);
+    for (int i = 0; i < 16; i++) {
+        json_t *r;
+        if (http(h, "POST", path, "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 2; echo ok\"]}", &b) != 200)
+            continue;
+        r = json_loads(b.data, 0, NULL);
+        snprintf(ids[started++], sizeof ids[0], "%s",
+                 json_string_value(json_object_get(json_object_get(r, "command"), "id")));
+        json_decref(r);
+    }
+    j->t_start = bench_now() - t0;
+    t0 = bench_now();
+    for (int i = 0; i < started; i++) {
+        json_t *r;
+        snprintf(path, sizeof path, "/v1/sandboxes/%.40s/cmd/%.40s?wait=true", j->id, ids[i]);
+        if (http(h, "GET", path, NULL, &b) != 200)
+            continue;
+        r = json_loads(b.data, 0, NULL);
+        if (json_integer_value(json_object_get(json_object_get(r, "command"), "exitCode")) == 0)
+            j->ok++;
+        json_decref(r);
+    }
+    j->t_wait = bench_now() - t0;
+out:
+    sbx__buf_free(&b);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static void capacity(int n)
+{
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    struct cap_job *jobs = calloc((size_t)n, sizeof *jobs);
+    CURL *h = curl_easy_init();
+    sbx__buf b = SBX__BUF_INIT;
+    int sandboxes = 0, ok = 0;
+    double t0 = bench_now(), el;
+
+    for (int i = 0; i < n; i++)
+        pthread_create(&t[i], NULL, cap_worker, &jobs[i]);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    el = bench_now() - t0;
+    for (int i = 0; i < n; i++) {
+        sandboxes += jobs[i].id != NULL;
+        ok += jobs[i].ok;
+        if (jobs[i].id)
+            stop_sandbox(h, jobs[i].id, &b);
+        free(jobs[i].id);
+    }
+    printf("  %3d sandboxes at once: %d created, %d/%d commands (16 each, sleep 2) exited 0, %.2f s\n",
+           n, sandboxes, ok, n * 16, el);
+    {
+        double *v = calloc((size_t)n, sizeof *v);
+        for (int i = 0; i < n; i++)
+            v[i] = jobs[i].t_create;
+        report("  create under load", v, n);
+        for (int i = 0; i < n; i++)
+            v[i] = jobs[i].t_start;
+        report("  start 16 commands", v, n);
+        for (int i = 0; i < n; i++)
+            v[i] = jobs[i].t_wait;
+        report("  wait for the 16", v, n);
+        free(v);
+    }
+    sbx__buf_free(&b);
+    curl_easy_cleanup(h);
+    free(t);
+    free(jobs);
+}
+
+int main(int argc, char **argv)
+{
+    int iters = argc > 2 ? atoi(argv[2]) : 40, rt_n = 300;
+    double *create, *first, *total, *rt;
+    CURL *h;
+    sbx__buf b = SBX__BUF_INIT;
+    char *id;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench-sbxd PATH-TO-SBXD [iterations]\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (start_server(argv[1]) < 0)
+        return 1;
+    h = curl_easy_init();
+    create = calloc((size_t)iters, sizeof *create);
+    first = calloc((size_t)iters, sizeof *first);
+    total = calloc((size_t)iters, sizeof *total);
+    rt = calloc((size_t)rt_n, sizeof *rt);
+
+    /* Warm-up: page cache, the first bwrap. */
+    for (int i = 0; i < 3; i++) {
+        id = create_sandbox(h, &b);
+        if (id) {
+            run_true(h, id, &b);
+            stop_sandbox(h, id, &b);
+        }
+        free(id);
+    }
+    for (int i = 0; i < iters; i++) {
+        double t0 = bench_now(), t1, t2;
+        id = create_sandbox(h, &b);
+        t1 = bench_now();
+        if (!id || run_true(h, id, &b) != 0) {
+            fprintf(stderr, "bench-sbxd: create/run failed: %s\n", b.data ? b.data : "");
+            return 1;
+        }
+        t2 = bench_now();
+        create[i] = t1 - t0;
+        first[i] = t2 - t1;
+        total[i] = t2 - t0;
+        stop_sandbox(h, id, &b);
+        free(id);
+    }
+    id = create_sandbox(h, &b);
+    for (int i = 0; i < rt_n && id; i++) {
+        double t0 = bench_now();
+        if (run_true(h, id, &b) != 0)
+            return 1;
+        rt[i] = bench_now() - t0;
+    }
+    if (id)
+        stop_sandbox(h, id, &b);
+    free(id);
+
+    printf("bench/sbxd: sbxd over a unix socket, libcurl client, %ld CPUs\n",
+           sysconf(_SC_NPROCESSORS_ONLN));
+    report("create", create, iters);
+    report("first command", first, iters);
+    report("create -> first done", total, iters);
+    report("`true` round trip", rt, rt_n);
+    capacity(64);
+    capacity(128);
+
+    kill(server, SIGTERM);
+    waitpid(server, NULL, 0);
+    {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench-sbxd: could not remove %s\n", dir);
+    }
+    sbx__buf_free(&b);
+    curl_easy_cleanup(h);
+    curl_global_cleanup();
+    return 0;
+}
