@@ -302,20 +302,17 @@ static enum MHD_Result create_sandbox(struct http_req *r)
             pthread_mutex_lock(&g.lock);
             from = id_is_safe(sid) ? snapshot_find(sid) : NULL;
             if (from && strcmp(from->status, "created") != 0) {
+                /* Answer before the body (which owns sid) is released. */
+                ret = reply_error(r, 410, "gone", "snapshot %s is %s", from->id, from->status);
                 pthread_mutex_unlock(&g.lock);
-                json_decref(body);
-                netpolicy_free(policy);
-                sbx__strlist_wipe(&env);
-                return reply_error(r, 410, "gone", "snapshot %s is %s", sid, from->status);
+                goto done;
             }
             if (from && !runtime && from->runtime)
                 runtime = from->runtime; /* stable: snapshots are never freed */
             pthread_mutex_unlock(&g.lock);
             if (!from) {
-                json_decref(body);
-                netpolicy_free(policy);
-                sbx__strlist_wipe(&env);
-                return reply_error(r, 404, "not_found", "snapshot %s not found", sid);
+                ret = reply_error(r, 404, "not_found", "snapshot %s not found", sid);
+                goto done;
             }
         }
     } else {
@@ -455,15 +452,15 @@ failed:
     json_decref(body);
     return reply_error(r, (unsigned)st, st >= 500 ? "internal" : "bad_request", "%s", err);
 bad:
-    json_decref(body);
-    netpolicy_free(policy);
-    sbx__strlist_wipe(&env);
-    return reply_error(r, 400, "bad_request", "%s", err);
+    ret = reply_error(r, 400, "bad_request", "%s", err);
+    goto done;
 oom:
+    ret = reply_error(r, 500, "internal", "out of memory");
+done:
     json_decref(body);
     netpolicy_free(policy);
     sbx__strlist_wipe(&env);
-    return reply_error(r, 500, "internal", "out of memory");
+    return ret;
 }
 
 static enum MHD_Result list_sandboxes(struct http_req *r)
@@ -1050,15 +1047,20 @@ static enum MHD_Result fs_read(struct http_req *r, struct sandbox *s)
     }
     rc = path_op(s, CTL_OPEN_READ, path, cwd, 0, &fd, err, sizeof err);
     json_decref(body);
-    if (rc == EPIPE)
-        return gone(r, s);
-    /* 404 is the only failure the SDK understands here; any other status's
-     * body would be taken for the file's contents. */
+    /* 404 is the only failure the SDK understands here, a stopped sandbox
+     * included: the body of any other status is taken for the file's
+     * contents. */
     if (rc || fd < 0 || fstat(fd, &st) < 0) {
         if (fd >= 0)
             close(fd);
+        if (rc == EPIPE)
+            return reply_error(r, 404, "not_found", "sandbox %s is stopped", s->id);
         return reply_error(r, 404, "not_found", "%s", rc ? err : "cannot read the file");
     }
+    /* Files that report size 0 may still have contents (/proc): stream
+     * them to the end instead of trusting the size. */
+    if (st.st_size == 0)
+        return reply_fd_stream(r, fd, "application/octet-stream");
     return reply_fd(r, fd, (uint64_t)st.st_size, "application/octet-stream");
 }
 

@@ -114,6 +114,41 @@ enum MHD_Result reply_fd(struct http_req *r, int fd, uint64_t size, const char *
     return queue(r, 200, resp);
 }
 
+struct fd_stream {
+    int fd;
+};
+
+static ssize_t fd_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct fd_stream *fs = cls;
+    ssize_t n;
+    (void)pos;
+    do {
+        n = read(fs->fd, buf, max);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+}
+
+static void fd_stream_free(void *cls)
+{
+    struct fd_stream *fs = cls;
+    close(fs->fd);
+    sbx__free(fs);
+}
+
+enum MHD_Result reply_fd_stream(struct http_req *r, int fd, const char *content_type)
+{
+    struct fd_stream *fs = sbx__malloc(sizeof *fs);
+    if (!fs) {
+        close(fd);
+        return MHD_NO;
+    }
+    fs->fd = fd;
+    return reply_stream(r, content_type, fd_stream_cb, fs, fd_stream_free);
+}
+
 const char *req_query(struct http_req *r, const char *key)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);

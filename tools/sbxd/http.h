@@ -35,6 +35,8 @@ enum MHD_Result reply_stream(struct http_req *r, const char *content_type,
                              MHD_ContentReaderCallback cb, void *cls,
                              MHD_ContentReaderFreeCallback free_cb);
 enum MHD_Result reply_fd(struct http_req *r, int fd, uint64_t size, const char *content_type);
+/* The fd's contents to its end, length unknown (chunked); the fd is closed. */
+enum MHD_Result reply_fd_stream(struct http_req *r, int fd, const char *content_type);
 const char *req_query(struct http_req *r, const char *key);
 const char *req_header(struct http_req *r, const char *key);
 /* Parse the body as a JSON object (an empty body is {}). On failure the

@@ -4,8 +4,16 @@
  * bwrap --die-with-parent relies on PR_SET_PDEATHSIG, which fires when the
  * *thread* that forked the process exits; forking from a libmicrohttpd
  * connection thread would kill the sandbox when that connection closed.
+ *
+ * The child shares sbxd's memory until it execs (clone with CLONE_VM |
+ * CLONE_VFORK, what posix_spawn does): copying the page tables of a process
+ * with hundreds of threads is the expensive part of fork, and it would be
+ * paid for every sandbox. So the child calls only async-signal-safe
+ * functions, writes only its own stack, and execs an absolute path.
  */
 #include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -24,8 +32,9 @@ static pthread_t thread;
 /* One caller at a time: the slot holds a single request. */
 static pthread_mutex_t callers = PTHREAD_MUTEX_INITIALIZER;
 
-static void child(const struct spawn_req *r)
+static int child(void *arg)
 {
+    const struct spawn_req *r = arg;
     sigset_t none;
     int high[6];
     int null_fd;
@@ -63,9 +72,11 @@ static void child(const struct spawn_req *r)
         if (dup2(high[i], 3 + i) < 0)
             _exit(125);
     close_range((unsigned)(3 + r->nkeep), ~0U, 0);
-    execvp(r->argv[0], r->argv);
+    execv(r->argv[0], r->argv);
     _exit(127);
 }
+
+#define CHILD_STACK (64 * 1024)
 
 static void *launcher_main(void *arg)
 {
@@ -77,9 +88,21 @@ static void *launcher_main(void *arg)
         if (stop)
             break;
         const struct spawn_req *r = pending;
-        pid_t pid = fork();
-        if (pid == 0)
-            child(r);
+        pid_t pid = -1;
+        if (r->argv[0][0] != '/') {
+            errno = EINVAL; /* only absolute paths: no PATH search in the child */
+        } else {
+            char *stack = malloc(CHILD_STACK);
+            if (stack) {
+                /* The launcher thread is suspended until the child execs. */
+                void *req;
+                memcpy(&req, &r, sizeof req); /* clone's argument is not const */
+                pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, req);
+                free(stack);
+            } else {
+                errno = ENOMEM;
+            }
+        }
         result = pid;
         result_errno = pid < 0 ? errno : 0;
         pending = NULL;
