@@ -7,8 +7,8 @@
  *   first command       then the first `true` in wait mode (both NDJSON lines)
  *   create -> first     the two together: what a job waits before its first step
  *   round trip          `true` in wait mode in a warm sandbox
- *   at once             N sandboxes, each with 16 commands running at the same
- *                       time (sleep 2), all checked to exit 0
+ *   at once             N sandboxes created 16 at a time, then 16 commands
+ *                       (sleep) started in each, all shown alive together
  *
  * usage: bench-sbxd PATH-TO-SBXD [iterations]
  */
@@ -164,97 +164,142 @@ static int start_server(const char *bin)
     return 0;
 }
 
-/* ---- capacity: N sandboxes x 16 concurrent commands ---- */
+/* ---- capacity: N sandboxes x 16 commands alive at once ---- */
 
-struct cap_job {
-    char *id;
-    int ok;        /* commands that exited 0 */
-    double t_create, t_start, t_wait;
+#define PER_SANDBOX 16
+#define CAP_THREADS 16
+#define HOLD_S 20 /* commands sleep this long: longer than starting them all takes */
+
+struct cap {
+    int n;
+    char **ids;            /* sandboxes */
+    char (*cmds)[64];      /* n * PER_SANDBOX command ids */
+    int64_t *started;      /* their startedAt */
+    double *t_create;
+    int next;              /* work queue position */
+    pthread_mutex_t lk;
 };
 
-static void *cap_worker(void *arg)
+static int take(struct cap *c)
 {
-    struct cap_job *j = arg;
+    int i;
+    pthread_mutex_lock(&c->lk);
+    i = c->next++;
+    pthread_mutex_unlock(&c->lk);
+    return i;
+}
+
+static void *cap_create(void *arg)
+{
+    struct cap *c = arg;
     CURL *h = curl_easy_init();
     sbx__buf b = SBX__BUF_INIT;
-    char path[256], ids[16][64];
-    int started = 0;
-
-    double t0 = bench_now();
-    j->id = create_sandbox(h, &b);
-    j->t_create = bench_now() - t0;
-    if (!j->id)
-        goto out;
-    t0 = bench_now();
-    snprintf(path, sizeof path, "/v1/sandboxes/%.40s/cmd", j->id);
-    for (int i = 0; i < 16; i++) {
-        json_t *r;
-        if (http(h, "POST", path, "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 2; echo ok\"]}", &b) != 200)
-            continue;
-        r = json_loads(b.data, 0, NULL);
-        snprintf(ids[started++], sizeof ids[0], "%s",
-                 json_string_value(json_object_get(json_object_get(r, "command"), "id")));
-        json_decref(r);
+    for (int i; (i = take(c)) < c->n;) {
+        double t0 = bench_now();
+        c->ids[i] = create_sandbox(h, &b);
+        c->t_create[i] = bench_now() - t0;
     }
-    j->t_start = bench_now() - t0;
-    t0 = bench_now();
-    for (int i = 0; i < started; i++) {
-        json_t *r;
-        snprintf(path, sizeof path, "/v1/sandboxes/%.40s/cmd/%.40s?wait=true", j->id, ids[i]);
-        if (http(h, "GET", path, NULL, &b) != 200)
-            continue;
-        r = json_loads(b.data, 0, NULL);
-        if (json_integer_value(json_object_get(json_object_get(r, "command"), "exitCode")) == 0)
-            j->ok++;
-        json_decref(r);
-    }
-    j->t_wait = bench_now() - t0;
-out:
     sbx__buf_free(&b);
     curl_easy_cleanup(h);
     return NULL;
 }
 
-static void capacity(int n)
+static void *cap_start(void *arg)
 {
-    pthread_t *t = calloc((size_t)n, sizeof *t);
-    struct cap_job *jobs = calloc((size_t)n, sizeof *jobs);
+    struct cap *c = arg;
     CURL *h = curl_easy_init();
     sbx__buf b = SBX__BUF_INIT;
-    int sandboxes = 0, ok = 0;
-    double t0 = bench_now(), el;
-
-    for (int i = 0; i < n; i++)
-        pthread_create(&t[i], NULL, cap_worker, &jobs[i]);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    el = bench_now() - t0;
-    for (int i = 0; i < n; i++) {
-        sandboxes += jobs[i].id != NULL;
-        ok += jobs[i].ok;
-        if (jobs[i].id)
-            stop_sandbox(h, jobs[i].id, &b);
-        free(jobs[i].id);
-    }
-    printf("  %3d sandboxes at once: %d created, %d/%d commands (16 each, sleep 2) exited 0, %.2f s\n",
-           n, sandboxes, ok, n * 16, el);
-    {
-        double *v = calloc((size_t)n, sizeof *v);
-        for (int i = 0; i < n; i++)
-            v[i] = jobs[i].t_create;
-        report("  create under load", v, n);
-        for (int i = 0; i < n; i++)
-            v[i] = jobs[i].t_start;
-        report("  start 16 commands", v, n);
-        for (int i = 0; i < n; i++)
-            v[i] = jobs[i].t_wait;
-        report("  wait for the 16", v, n);
-        free(v);
+    char path[160], body[128];
+    snprintf(body, sizeof body, "{\"command\":\"sleep\",\"args\":[\"%d\"]}", HOLD_S);
+    for (int k; (k = take(c)) < c->n * PER_SANDBOX;) {
+        const char *id = c->ids[k / PER_SANDBOX];
+        json_t *r, *cmd;
+        if (!id)
+            continue;
+        snprintf(path, sizeof path, "/v1/sandboxes/%.40s/cmd", id);
+        if (http(h, "POST", path, body, &b) != 200)
+            continue;
+        r = json_loads(b.data, 0, NULL);
+        cmd = json_object_get(r, "command");
+        snprintf(c->cmds[k], sizeof c->cmds[k], "%s", json_string_value(json_object_get(cmd, "id")));
+        c->started[k] = json_integer_value(json_object_get(cmd, "startedAt"));
+        json_decref(r);
     }
     sbx__buf_free(&b);
     curl_easy_cleanup(h);
-    free(t);
-    free(jobs);
+    return NULL;
+}
+
+static void *cap_stop(void *arg)
+{
+    struct cap *c = arg;
+    CURL *h = curl_easy_init();
+    sbx__buf b = SBX__BUF_INIT;
+    for (int i; (i = take(c)) < c->n;)
+        if (c->ids[i])
+            stop_sandbox(h, c->ids[i], &b);
+    sbx__buf_free(&b);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static double run_phase(struct cap *c, void *(*fn)(void *))
+{
+    pthread_t t[CAP_THREADS];
+    double t0 = bench_now();
+    c->next = 0;
+    for (int i = 0; i < CAP_THREADS; i++)
+        pthread_create(&t[i], NULL, fn, c);
+    for (int i = 0; i < CAP_THREADS; i++)
+        pthread_join(t[i], NULL);
+    return bench_now() - t0;
+}
+
+/* N sandboxes, then 16 commands in each, all alive together: every command
+ * started (by its startedAt) before the first could have ended. */
+static void capacity(int n)
+{
+    struct cap c;
+    int created = 0, started = 0;
+    int64_t first = 0, last = 0;
+    double t_create, t_start, t_stop;
+
+    memset(&c, 0, sizeof c);
+    c.n = n;
+    c.ids = calloc((size_t)n, sizeof *c.ids);
+    c.cmds = calloc((size_t)n * PER_SANDBOX, sizeof *c.cmds);
+    c.started = calloc((size_t)n * PER_SANDBOX, sizeof *c.started);
+    c.t_create = calloc((size_t)n, sizeof *c.t_create);
+    pthread_mutex_init(&c.lk, NULL);
+
+    t_create = run_phase(&c, cap_create);
+    t_start = run_phase(&c, cap_start);
+    for (int i = 0; i < n; i++)
+        created += c.ids[i] != NULL;
+    for (int k = 0; k < n * PER_SANDBOX; k++) {
+        if (!c.cmds[k][0])
+            continue;
+        started++;
+        if (!first || c.started[k] < first)
+            first = c.started[k];
+        if (c.started[k] > last)
+            last = c.started[k];
+    }
+    t_stop = run_phase(&c, cap_stop);
+    printf("  %3d sandboxes x %d commands: %d created in %.2f s (%.1f/s), %d/%d commands started "
+           "in %.2f s (%.0f/s), all alive at once: %s, stopped in %.2f s\n",
+           n, PER_SANDBOX, created, t_create, created / t_create, started, n * PER_SANDBOX, t_start,
+           started / t_start,
+           started == n * PER_SANDBOX && created == n && last - first < HOLD_S * 1000 ? "yes" : "NO",
+           t_stop);
+    report("  create, 16 in flight", c.t_create, n);
+    for (int i = 0; i < n; i++)
+        free(c.ids[i]);
+    free(c.ids);
+    free(c.cmds);
+    free(c.started);
+    free(c.t_create);
+    pthread_mutex_destroy(&c.lk);
 }
 
 int main(int argc, char **argv)

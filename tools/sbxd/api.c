@@ -414,6 +414,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
             st = 500;
             goto failed_booted;
         }
+        snprintf(s->route_urls[i], sizeof s->route_urls[i], "%s", route_url(s->routes[i]));
     }
     pthread_mutex_lock(&g.lock);
     s->status = SBX_RUNNING;
@@ -620,7 +621,19 @@ static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
 
 /* ---- commands --------------------------------------------------------------- */
 
+/* Waiting for a command, with g.lock held: wake every few seconds to see
+ * whether the client is still there. Returns false when it has gone. */
+static bool wait_command(struct command *c, struct MHD_Connection *conn, bool for_exit, size_t have)
+{
+    while (for_exit ? !c->exited : (c->nchunks == have && !c->exited)) {
+        if (cond_wait_ms(&c->cond, &g.lock, 5000) == ETIMEDOUT && http_client_gone(conn))
+            return false;
+    }
+    return true;
+}
+
 struct wait_stream {
+    struct MHD_Connection *conn;
     struct command *c;
     int phase; /* 0: send started line, 1: wait and send finished line, 2: done */
 };
@@ -655,8 +668,10 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         json_object_set_new(json_object_get(o, "command"), "exitCode", json_null());
         ws->phase = 1;
     } else if (ws->phase == 1) {
-        while (!ws->c->exited)
-            pthread_cond_wait(&ws->c->cond, &g.lock);
+        if (!wait_command(ws->c, ws->conn, true, 0)) {
+            pthread_mutex_unlock(&g.lock);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         o = json_pack("{s:o}", "command", command_json(ws->c));
         ws->phase = 2;
     } else {
@@ -745,6 +760,7 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
             return reply_json(r, 200, o);
         }
         ws->c = c;
+        ws->conn = r->conn;
         return reply_stream(r, "application/x-ndjson", wait_stream_cb, ws, wait_stream_free);
     }
     {
@@ -790,9 +806,11 @@ static enum MHD_Result command_get(struct http_req *r, struct sandbox *s, const 
     if (!c)
         return ret;
     pthread_mutex_lock(&g.lock);
-    if (w && strcmp(w, "true") == 0)
-        while (!c->exited)
-            pthread_cond_wait(&c->cond, &g.lock);
+    if (w && strcmp(w, "true") == 0 && !wait_command(c, r->conn, true, 0)) {
+        command_unref(c);
+        pthread_mutex_unlock(&g.lock);
+        return MHD_NO; /* nobody to answer */
+    }
     o = json_pack("{s:o}", "command", command_json(c));
     command_unref(c);
     pthread_mutex_unlock(&g.lock);
@@ -800,6 +818,7 @@ static enum MHD_Result command_get(struct http_req *r, struct sandbox *s, const 
 }
 
 struct log_stream {
+    struct MHD_Connection *conn;
     struct command *c;
     size_t chunk;    /* next chunk to send */
     size_t off;      /* bytes of it already sent */
@@ -828,8 +847,10 @@ static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
     if (ls->done)
         return MHD_CONTENT_READER_END_OF_STREAM;
     pthread_mutex_lock(&g.lock);
-    while (ls->chunk == ls->c->nchunks && !ls->c->exited)
-        pthread_cond_wait(&ls->c->cond, &g.lock);
+    if (!wait_command(ls->c, ls->conn, false, ls->chunk)) {
+        pthread_mutex_unlock(&g.lock);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
     while (ls->chunk < ls->c->nchunks) {
         const struct log_chunk *ch = &ls->c->chunks[ls->chunk];
         size_t take = ch->len - ls->off;
@@ -902,6 +923,7 @@ static enum MHD_Result command_logs(struct http_req *r, struct sandbox *s, const
         return reply_error(r, 500, "internal", "out of memory");
     }
     ls->c = c;
+    ls->conn = r->conn;
     return reply_stream(r, "application/x-ndjson", log_stream_cb, ls, log_stream_free);
 }
 
@@ -1215,6 +1237,7 @@ static enum MHD_Result list_snapshots(struct http_req *r)
         return reply_error(r, 400, "bad_request", "%s", err);
     }
     pthread_mutex_lock(&g.lock);
+    snapshot_expire();
     for (struct snapshot *sn = g.snapshots; sn; sn = sn->next) {
         if (strcmp(sn->status, "deleted") == 0)
             continue;

@@ -9,14 +9,16 @@
  *  - deny-all refuses everything;
  *  - custom allows a host whose name matches allowedDomains or any of whose
  *    addresses is in allowedCIDRs; addresses in deniedCIDRs are never used;
- *  - loopback, link-local and unspecified addresses are refused unless an
- *    allowedCIDR names them, so an allowed name that resolves to 127.0.0.1
- *    (DNS rebinding, a "localhost" entry) cannot reach the host's services.
+ *  - loopback, link-local and unspecified addresses, and every address of
+ *    the host's own interfaces, are refused unless an allowedCIDR names
+ *    them, so an allowed name that resolves to the host (DNS rebinding, a
+ *    "localhost" entry) cannot reach services listening on it.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -90,6 +92,43 @@ static bool special_addr(int family, const unsigned char *a)
            (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
 }
 
+/* The host's own addresses, re-read at most every few seconds: interfaces
+ * come and go (DHCP, VPNs). */
+#define HOSTADDR_TTL_MS 5000
+static pthread_mutex_t hostaddr_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char hostaddr[64][17]; /* family byte + 16 address bytes */
+static int nhostaddr;
+static int64_t hostaddr_at;
+
+static bool host_addr(int family, const unsigned char *a)
+{
+    bool found = false;
+    pthread_mutex_lock(&hostaddr_lock);
+    if (mono_ms() - hostaddr_at > HOSTADDR_TTL_MS || hostaddr_at == 0) {
+        struct ifaddrs *ifs, *i;
+        nhostaddr = 0;
+        if (getifaddrs(&ifs) == 0) {
+            for (i = ifs; i && nhostaddr < 64; i = i->ifa_next) {
+                if (!i->ifa_addr)
+                    continue;
+                if (i->ifa_addr->sa_family == AF_INET) {
+                    hostaddr[nhostaddr][0] = AF_INET;
+                    memcpy(hostaddr[nhostaddr++] + 1, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+                } else if (i->ifa_addr->sa_family == AF_INET6) {
+                    hostaddr[nhostaddr][0] = AF_INET6;
+                    memcpy(hostaddr[nhostaddr++] + 1, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+                }
+            }
+            freeifaddrs(ifs);
+        }
+        hostaddr_at = mono_ms();
+    }
+    for (int k = 0; k < nhostaddr && !found; k++)
+        found = hostaddr[k][0] == family && memcmp(hostaddr[k] + 1, a, family == AF_INET ? 4 : 16) == 0;
+    pthread_mutex_unlock(&hostaddr_lock);
+    return found;
+}
+
 /* Decide one resolved address; g.lock held. */
 static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, const void *addr)
 {
@@ -110,7 +149,7 @@ static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, co
         return false;
     if (verdict > 0)
         return true;
-    if (special_addr(family, a))
+    if (special_addr(family, a) || host_addr(family, a))
         return false;
     return p->mode == NP_ALLOW_ALL || name_ok;
 }

@@ -12,10 +12,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -197,6 +200,71 @@ static int open_spool(void)
     return fd;
 }
 
+bool http_client_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct pollfd p;
+    if (!ci)
+        return false;
+    p.fd = ci->connect_fd;
+    p.events = POLLRDHUP;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+int cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(cond, lock, &ts);
+}
+
+/* A refused request is answered after its body has been read (up to
+ * DRAIN_MAX): answering first and closing the connection makes many
+ * clients see a reset instead of the answer, and the SDK retries a network
+ * error. A client that asked for 100-continue gets the answer at once. */
+#define DRAIN_MAX (64u << 20)
+
+static enum MHD_Result reject(struct http_req *r, unsigned status, const char *code,
+                              const char *msg)
+{
+    const char *expect = req_header(r, "Expect");
+    json_t *body;
+    r->rejected = true;
+    if (expect && strcasecmp(expect, "100-continue") == 0)
+        return reply_error(r, status, code, "%s", msg);
+    body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    r->reject_json = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    r->reject_status = status;
+    return r->reject_json ? MHD_YES : MHD_NO;
+}
+
+static enum MHD_Result send_rejection(struct http_req *r)
+{
+    struct MHD_Response *resp;
+    char *text = r->reject_json;
+    r->reject_json = NULL;
+    if (!text)
+        return MHD_NO;
+    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (r->reject_status == 401)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    return queue(r, r->reject_status, resp);
+}
+
 static bool token_ok(const char *auth)
 {
     size_t n;
@@ -252,11 +320,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         *con_cls = r;
         if (!r->path || !r->split)
             return MHD_NO;
-        if (!token_ok(req_header(r, "Authorization"))) {
-            r->rejected = true;
-            return reply_error(r, 401, "unauthorized",
-                               "missing or wrong bearer token (Authorization: Bearer TOKEN)");
-        }
+        if (!token_ok(req_header(r, "Authorization")))
+            return reject(r, 401, "unauthorized",
+                          "missing or wrong bearer token (Authorization: Bearer TOKEN)");
         if (api_wants_spool(method, url)) {
             r->limit = g.cfg.max_upload;
             r->spool_fd = open_spool();
@@ -270,16 +336,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         }
         cl = req_header(r, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > r->limit) {
-            r->rejected = true;
-            return reply_error(r, 413, "payload_too_large",
-                               "the body is %s bytes; the limit for this endpoint is %zu", cl,
-                               r->limit);
+            char msg[160];
+            snprintf(msg, sizeof msg, "the body is %.30s bytes; the limit for this endpoint is %zu",
+                     cl, r->limit);
+            return reject(r, 413, "payload_too_large", msg);
         }
         return MHD_YES;
     }
     if (r->rejected) {
-        *upload_data_size = 0; /* discard what the client still sends */
-        return MHD_YES;
+        /* Discard what the client still sends, then answer. */
+        r->drained += *upload_data_size;
+        if (*upload_data_size && r->drained <= DRAIN_MAX) {
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        *upload_data_size = 0;
+        return r->reject_json ? send_rejection(r) : MHD_YES;
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
@@ -320,6 +392,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     sbx__buf_free(&r->body);
+    free(r->reject_json);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     sbx__free(r->path);

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "buf.h"
@@ -23,7 +24,10 @@ struct http_req {
     size_t body_len;
     size_t limit;
     bool too_large;
-    bool rejected;          /* answered before the body (401, 413) */
+    bool rejected;          /* refused before the body (401, 413) */
+    unsigned reject_status; /* answered once the body is drained */
+    char *reject_json;
+    size_t drained;
     int64_t t0;
 };
 
@@ -42,6 +46,13 @@ const char *req_header(struct http_req *r, const char *key);
 /* Parse the body as a JSON object (an empty body is {}). On failure the
  * 400 has been queued and NULL is returned with *ret set. */
 json_t *req_json(struct http_req *r, enum MHD_Result *ret);
+
+/* Whether the client of this connection has gone away (closed or reset):
+ * long waits give up for a client nobody is listening for. */
+bool http_client_gone(struct MHD_Connection *conn);
+/* Wait on cond (with g.lock held) for at most ms; returns like
+ * pthread_cond_timedwait. */
+int cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms);
 
 /* api.c: route a complete request. */
 enum MHD_Result api_dispatch(struct http_req *r);

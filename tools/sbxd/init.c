@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -20,7 +22,9 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -409,13 +413,124 @@ static void reap(void)
     }
 }
 
-int main(void)
+/* ---- --join: a second context of a running sandbox --------------------- */
+
+/* fds given by sbxd (launcher keeps them at these numbers). */
+enum { J_CTL = 3, J_INFO = 4, J_OUTER_USER = 5, J_PID = 6, J_INNER_USER = 7, J_MNT = 8, J_UTS = 9,
+       J_IPC = 10 };
+
+static void join_die(const char *what)
+{
+    fprintf(stderr, "sbxd-init --join: %s: %s\n", what, strerror(errno));
+    _exit(1);
+}
+
+static void loopback_up(void)
+{
+    struct ifreq ifr;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        join_die("socket");
+    memset(&ifr, 0, sizeof ifr);
+    strcpy(ifr.ifr_name, "lo");
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        join_die("get lo flags");
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        join_die("bring lo up");
+    close(fd);
+}
+
+static void drop_all_caps(void)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    for (int c = 0; c < 64; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+            join_die("drop the bounding set");
+    memset(d, 0, sizeof d);
+    if (syscall(SYS_capset, &h, d) < 0)
+        join_die("capset");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        join_die("no_new_privs");
+}
+
+/*
+ * Start another init in the namespaces of a running sandbox, by file
+ * descriptor only: the sandbox's files are never looked at from the host
+ * (bwrap would bind its root again and create mount points through whatever
+ * symlinks the sandbox planted there). Order matters: enter the outer user
+ * namespace (which owns the mount and PID namespaces, so we hold
+ * capabilities over them), the mount, UTS and IPC namespaces, make a
+ * network namespace if asked, the PID namespace (for the child), then the
+ * inner user namespace (uid 1000), drop every capability and exec init from
+ * inside the sandbox.
+ */
+static int join_main(const char *net)
+{
+    pid_t pid;
+    int status;
+    char info[64];
+
+    /* Die with the thread that started us, like bwrap --die-with-parent. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (setns(J_OUTER_USER, CLONE_NEWUSER) < 0)
+        join_die("enter the outer user namespace");
+    if (setns(J_MNT, CLONE_NEWNS) < 0)
+        join_die("enter the mount namespace");
+    if (chdir("/") < 0)
+        join_die("chdir /");
+    if (setns(J_UTS, CLONE_NEWUTS) < 0 || setns(J_IPC, CLONE_NEWIPC) < 0)
+        join_die("enter the UTS/IPC namespaces");
+    if (strcmp(net, "isolated") == 0) {
+        if (unshare(CLONE_NEWNET) < 0)
+            join_die("create a network namespace");
+        loopback_up();
+    } else if (strcmp(net, "host") != 0) {
+        errno = EINVAL;
+        join_die("network must be 'host' or 'isolated'");
+    }
+    if (setns(J_PID, CLONE_NEWPID) < 0)
+        join_die("enter the PID namespace");
+    if (setns(J_INNER_USER, CLONE_NEWUSER) < 0)
+        join_die("enter the sandbox user namespace");
+    drop_all_caps();
+    for (int fd = J_OUTER_USER; fd <= J_IPC; fd++)
+        close(fd);
+
+    pid = fork();
+    if (pid < 0)
+        join_die("fork");
+    if (pid == 0) {
+        char prog[] = "/.sbxd/init";
+        char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        char *argv[] = {prog, NULL};
+        char *envp[] = {path, NULL};
+        close(J_INFO);
+        setsid();
+        execve(argv[0], argv, envp);
+        join_die("exec /.sbxd/init");
+    }
+    /* What bwrap's --info-fd says, so sbxd reads both the same way. */
+    snprintf(info, sizeof info, "{\"child-pid\": %d}\n", (int)pid);
+    if (write(J_INFO, info, strlen(info)) < 0)
+        join_die("report the pid");
+    close(J_INFO);
+    close(J_CTL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     sigset_t set;
     int sfd;
     struct ctl_msg ready;
     struct stat st;
 
+    if (argc == 3 && strcmp(argv[1], "--join") == 0)
+        return join_main(argv[2]);
     if (fstat(CTL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "sbxd-init: run by sbxd only (fd 3 must be its control socket)\n");
         return 2;

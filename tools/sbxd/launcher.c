@@ -36,7 +36,7 @@ static int child(void *arg)
 {
     const struct spawn_req *r = arg;
     sigset_t none;
-    int high[6];
+    int high[8];
     int null_fd;
 
     sigemptyset(&none);

@@ -462,6 +462,18 @@ int main(int argc, char **argv)
                 c->init_path ? c->init_path : "?");
         return 1;
     }
+    /* Absolute paths: programs are started without a PATH search. */
+    {
+        char real[PATH_MAX];
+        if (realpath(c->init_path, real)) {
+            sbx__free(c->init_path);
+            c->init_path = sbx__strdup(real);
+        }
+        if (realpath(c->bwrap, real)) {
+            sbx__free(c->bwrap);
+            c->bwrap = sbx__strdup(real);
+        }
+    }
     if (!c->state_dir)
         c->state_dir = default_state_dir();
     if (!c->state_dir || setup_state_dir() < 0)

@@ -25,7 +25,7 @@
 #include "alloc.h"
 #include "sbxd.h"
 
-#define BOOT_TIMEOUT_MS 15000
+#define BOOT_TIMEOUT_MS 60000 /* a saturated host can take long; failing is worse */
 
 const char *sandbox_status_name(enum sandbox_status st)
 {
@@ -215,28 +215,15 @@ static int add3(sbx__strlist *a, const char *x, const char *y, const char *z)
     return add(a, x) || add(a, y) || (z && add(a, z)) ? -1 : 0;
 }
 
-static int bwrap_args(struct sandbox *s, int ctx, bool isolated, sbx__strlist *a)
+/* The first context of a sandbox: bwrap makes every namespace. */
+static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
 {
     char path[512];
     struct stat st;
-    bool secondary = ctx != s->primary;
 
-    if (add(a, g.cfg.bwrap))
+    if (add(a, g.cfg.bwrap) || add(a, "--unshare-user") || add3(a, "--uid", "1000", NULL) ||
+        add3(a, "--gid", "1000", NULL) || add(a, "--unshare-pid") || add(a, "--as-pid-1"))
         return -1;
-    if (secondary) {
-        /* Join the primary's PID namespace. bwrap --dev made the primary with
-         * two user namespaces: the outer one (uid 0, owner of the mount and
-         * PID namespaces) for set-up, the inner one (uid 1000) for the
-         * sandbox. Set up in the outer (fd 5), enter the PID namespace (fd 6),
-         * then switch to the inner (fd 7), as the primary did. */
-        if (add3(a, "--userns", "5", NULL) || add3(a, "--pidns", "6", NULL) ||
-            add3(a, "--userns2", "7", NULL))
-            return -1;
-    } else {
-        if (add(a, "--unshare-user") || add3(a, "--uid", "1000", NULL) ||
-            add3(a, "--gid", "1000", NULL) || add(a, "--unshare-pid") || add(a, "--as-pid-1"))
-            return -1;
-    }
     if (add(a, "--unshare-ipc") || add(a, "--unshare-uts") ||
         add3(a, "--hostname", s->id, NULL) || add(a, "--unshare-cgroup-try") ||
         (isolated && add(a, "--unshare-net")) || add(a, "--die-with-parent") ||
@@ -304,12 +291,40 @@ static void describe_boot_failure(struct sandbox *s, const char *logpath, char *
     sbx__free(log);
 }
 
+/* A second context joins the first one's namespaces by fd (sbxd-init
+ * --join): bwrap would bind the root again and create its mount points
+ * through whatever symlinks the sandbox has planted in its own tree. bwrap
+ * --dev made the first context with two user namespaces, the outer (uid 0,
+ * owner of the mount and PID namespaces) and the inner (uid 1000); the fds
+ * are, from 5: outer user, PID, inner user, mount, UTS, IPC. */
+static int join_args(bool isolated, sbx__strlist *a)
+{
+    return add(a, g.cfg.init_path) || add(a, "--join") || add(a, isolated ? "isolated" : "host");
+}
+
+static int open_ns_fds(pid_t pid, int *fds)
+{
+    static const char *const names[] = {NULL, "pid", "user", "mnt", "uts", "ipc"};
+    char path[64];
+    for (int i = 1; i < 6; i++) {
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, names[i]);
+        if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            return -1;
+    }
+    /* The outer user namespace is the one that owns the PID namespace. */
+    fds[0] = ioctl(fds[1], NS_GET_USERNS);
+    if (fds[0] < 0)
+        return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
 /* Start context `ctx` (network isolated or not). Called without g.lock. */
 static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t errlen)
 {
     sbx__strlist argv = SBX__STRLIST_INIT;
     struct spawn_req req;
-    int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[3] = {-1, -1, -1};
+    int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[6] = {-1, -1, -1, -1, -1, -1};
     char logpath[4096];
     int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
     struct ctl_msg ready;
@@ -318,7 +333,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
 
     memset(&req, 0, sizeof req);
     snprintf(logpath, sizeof logpath, "%s/../sandbox.log", s->root);
-    if (bwrap_args(s, ctx, isolated, &argv) < 0) {
+    if ((ctx == s->primary ? bwrap_args(s, isolated, &argv) : join_args(isolated, &argv)) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -328,30 +343,21 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         snprintf(err, errlen, "cannot set up sandbox %s: %s", s->id, strerror(errno));
         goto fail;
     }
-    if (ctx != s->primary) {
-        char ns[64];
-        snprintf(ns, sizeof ns, "/proc/%d/ns/pid", (int)s->ctx[s->primary].init_pid);
-        nsfd[1] = open(ns, O_RDONLY | O_CLOEXEC);
-        nsfd[0] = nsfd[1] >= 0 ? ioctl(nsfd[1], NS_GET_USERNS) : -1;
-        if (nsfd[0] >= 0)
-            fcntl(nsfd[0], F_SETFD, FD_CLOEXEC);
-        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)s->ctx[s->primary].init_pid);
-        nsfd[2] = open(ns, O_RDONLY | O_CLOEXEC);
-        if (nsfd[0] < 0 || nsfd[1] < 0 || nsfd[2] < 0) {
-            snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
-            goto fail;
-        }
+    if (ctx != s->primary && open_ns_fds(s->ctx[s->primary].init_pid, nsfd) < 0) {
+        snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
+        goto fail;
     }
     req.argv = argv.v;
     req.keep_fds[req.nkeep++] = sv[1];
     req.keep_fds[req.nkeep++] = info[1];
     if (nsfd[0] >= 0) {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 6; i++)
             req.keep_fds[req.nkeep++] = nsfd[i];
     }
     req.stdout_fd = logfd;
     req.stderr_fd = logfd;
-    if (s->limits && ctx == s->primary)
+    /* Both contexts in the sandbox's cgroup: the limits cover all of it. */
+    if (s->limits)
         limits_spawn_setup(s->limits, &req);
     pid = launcher_spawn(&req);
     close(sv[1]);
@@ -424,7 +430,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         return -1; /* the I/O thread never saw it; the caller tears down */
     }
     sbx__strlist_clear(&argv);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 6; i++)
         if (nsfd[i] >= 0)
             close(nsfd[i]);
     close(info[0]);
@@ -432,7 +438,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
     return 0;
 fail:
     sbx__strlist_clear(&argv);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 6; i++) {
         if (i < 2 && sv[i] >= 0)
             close(sv[i]);
         if (i < 2 && info[i] >= 0)
@@ -445,10 +451,90 @@ fail:
     return -1;
 }
 
+/* Make rel (and every directory above it) inside the tree at rootfd a real
+ * directory (want_dir) or leave room for a regular file, never a symlink or
+ * anything else bwrap would follow while creating its mount point. */
+static int ensure_mount_point(int rootfd, const char *rel, bool want_dir)
+{
+    char path[256], *comp, *save = NULL, *next;
+    int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0), r = -1;
+
+    snprintf(path, sizeof path, "%s", rel);
+    comp = strtok_r(path, "/", &save);
+    while (comp && dfd >= 0) {
+        struct stat st;
+        bool last;
+        next = strtok_r(NULL, "/", &save);
+        last = next == NULL;
+        if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            bool ok = (!last || want_dir) ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+            if (!ok && rm_rf_at(dfd, comp) < 0)
+                goto out;
+            if (!ok && !(!last || want_dir))
+                goto done; /* a file mount point: bwrap creates it */
+        } else if (errno != ENOENT) {
+            goto out;
+        }
+        if (!last || want_dir) {
+            int nfd;
+            if (mkdirat(dfd, comp, 0755) < 0 && errno != EEXIST)
+                goto out;
+            nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            close(dfd);
+            dfd = nfd;
+        }
+        comp = next;
+    }
+done:
+    r = dfd >= 0 ? 0 : -1;
+out:
+    if (dfd >= 0)
+        close(dfd);
+    return r;
+}
+
+/* Before a first boot (the tree may come from a snapshot, which holds
+ * whatever the sandbox put there): every path bwrap mounts on is the
+ * sandbox's own directory or file, so bwrap, which runs with the host's
+ * root at hand while it sets up, never creates anything through a link. */
+static int sanitize_root(struct sandbox *s, char *err, size_t errlen)
+{
+    char host[64], rel[64];
+    struct stat st;
+    int rootfd = open(s->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int r = 0;
+
+    if (rootfd < 0)
+        goto fail;
+    r |= ensure_mount_point(rootfd, "usr", true);
+    r |= ensure_mount_point(rootfd, "proc", true);
+    r |= ensure_mount_point(rootfd, "dev", true);
+    r |= ensure_mount_point(rootfd, ".sbxd/init", false);
+    for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
+        snprintf(host, sizeof host, "/%s", sys_top[i]);
+        if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
+            r |= ensure_mount_point(rootfd, sys_top[i], true);
+    }
+    for (size_t i = 0; i < sizeof etc_binds / sizeof etc_binds[0]; i++) {
+        snprintf(host, sizeof host, "/etc/%s", etc_binds[i]);
+        snprintf(rel, sizeof rel, "etc/%s", etc_binds[i]);
+        if (stat(host, &st) == 0)
+            r |= ensure_mount_point(rootfd, rel, S_ISDIR(st.st_mode));
+    }
+    close(rootfd);
+    if (r == 0)
+        return 0;
+fail:
+    snprintf(err, errlen, "cannot prepare the mount points of sandbox %s: %s", s->id, strerror(errno));
+    return -1;
+}
+
 int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
 {
     bool isolated = s->netmode == NET_ISOLATED;
     s->primary = isolated ? NET_ISOLATED : NET_HOST;
+    if (sanitize_root(s, err, errlen) < 0)
+        return -1;
     s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
     if (ctx_boot(s, s->primary, isolated, err, errlen) < 0)
         return -1;
@@ -754,8 +840,7 @@ json_t *sandbox_routes_json(struct sandbox *s)
         for (char *p = sub; *p; p++)
             if (*p == '_')
                 *p = '-';
-        json_array_append_new(a, json_pack("{s:s,s:s,s:i}", "url",
-                                           s->routes[i] ? route_url(s->routes[i]) : "",
+        json_array_append_new(a, json_pack("{s:s,s:s,s:i}", "url", s->route_urls[i],
                                            "subdomain", sub, "port", s->ports[i]));
     }
     return a;
@@ -763,16 +848,19 @@ json_t *sandbox_routes_json(struct sandbox *s)
 
 void sandbox_persist_locked(struct sandbox *s)
 {
-    json_t *o = json_object(), *ports = json_array();
+    json_t *o = json_object(), *ports = json_array(), *urls = json_array();
     char *text, *path;
     char rel[128];
 
     if (!o || !ports)
         goto out;
     json_object_set_new(o, "sandbox", sandbox_json(s));
-    for (int i = 0; i < s->nports; i++)
+    for (int i = 0; i < s->nports; i++) {
         json_array_append_new(ports, json_integer(s->ports[i]));
+        json_array_append_new(urls, json_string(s->route_urls[i]));
+    }
     json_object_set(o, "ports", ports);
+    json_object_set(o, "routeUrls", urls);
     text = json_dumps(o, JSON_COMPACT);
     snprintf(rel, sizeof rel, "sandboxes/%s/meta.json", s->id);
     path = path_join(g.cfg.state_dir, rel);
@@ -783,6 +871,7 @@ void sandbox_persist_locked(struct sandbox *s)
     sbx__free(path);
     free(text);
 out:
+    json_decref(urls);
     json_decref(ports);
     json_decref(o);
 }
@@ -829,8 +918,11 @@ static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
     if (!s->policy)
         s->policy = netpolicy_allow_all();
     json_array_foreach(ports, i, e) {
-        if (s->nports < SBXD_MAX_PORTS && json_is_integer(e))
+        if (s->nports < SBXD_MAX_PORTS && json_is_integer(e)) {
+            const char *url = json_string_value(json_array_get(json_object_get(meta, "routeUrls"), i));
+            snprintf(s->route_urls[s->nports], sizeof s->route_urls[0], "%s", url ? url : "");
             s->ports[s->nports++] = (int)json_integer_value(e);
+        }
     }
     if (!s->runtime || !s->policy)
         goto fail;

@@ -124,6 +124,7 @@ struct sandbox {
     int ports[SBXD_MAX_PORTS];
     int nports;
     struct route *routes[SBXD_MAX_PORTS];
+    char route_urls[SBXD_MAX_PORTS][64]; /* kept after stop and across restarts */
     char *root;               /* host path of the sandbox's filesystem */
     enum netmode netmode;     /* of the current policy */
     /* Runtime. A sandbox runs in up to two contexts, one per network mode:
@@ -194,6 +195,8 @@ void make_id(char *out, size_t cap, const char *prefix);
 int random_bytes(void *p, size_t n);
 int mkdir_p(const char *path, mode_t mode);
 int rm_rf(const char *path);
+/* The same, for name relative to the directory dirfd. */
+int rm_rf_at(int dirfd, const char *name);
 /* Replace path's contents via a temp file and rename; `durable` adds an fsync
  * (for records worth a disk flush; never while holding g.lock). */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable);
@@ -208,7 +211,7 @@ bool id_is_safe(const char *id);
 /* launcher.c: runs fork+exec on a long-lived thread. */
 struct spawn_req {
     char **argv;
-    int keep_fds[6];          /* fds to place at 3, 4, ... in the child */
+    int keep_fds[8];          /* fds to place at 3, 4, ... in the child */
     int nkeep;
     int stdout_fd, stderr_fd; /* -1 = /dev/null */
     const char *cgroup_procs[4]; /* cgroup.procs files to join */

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,11 +22,21 @@
 static const char *const capture_skip[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32",
                                            "proc", "dev", "sys", ".sbxd", NULL};
 
+static bool expired(const struct snapshot *sn, int64_t now)
+{
+    return sn->expires_at > 0 && sn->expires_at <= now && strcmp(sn->status, "created") == 0;
+}
+
 struct snapshot *snapshot_find(const char *id)
 {
-    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
-        if (strcmp(sn->id, id) == 0)
-            return sn;
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next) {
+        if (strcmp(sn->id, id) != 0)
+            continue;
+        /* Expiry takes effect at once, not at the janitor's next round. */
+        if (expired(sn, now_ms()))
+            snapshot_delete_locked(sn);
+        return sn;
+    }
     return NULL;
 }
 
@@ -211,7 +222,7 @@ void snapshot_expire(void)
 {
     int64_t now = now_ms();
     for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
-        if (sn->expires_at > 0 && sn->expires_at <= now && strcmp(sn->status, "created") == 0) {
+        if (expired(sn, now)) {
             sbxd_log(LOG_INFO, "snapshot %s expired", sn->id);
             snapshot_delete_locked(sn);
         }

@@ -87,11 +87,14 @@ static int run_fetcher(const char *workspace, const char *local_repo, sbx__strli
     for (size_t i = 0; i < sizeof ro / sizeof ro[0]; i++)
         if (add(&a, "--ro-bind-try") || add(&a, ro[i]) || add(&a, ro[i]))
             goto oom;
+    /* /tmp first: a local repository under /tmp is bound on top of it. */
+    if (add(&a, "--tmpfs") || add(&a, "/tmp"))
+        goto oom;
     if (local_repo && (add(&a, "--ro-bind") || add(&a, local_repo) || add(&a, local_repo)))
         goto oom;
-    if (add(&a, "--bind") || add(&a, workspace) || add(&a, "/vercel/sandbox") || add(&a, "--tmpfs") ||
-        add(&a, "/tmp") || add(&a, "--proc") || add(&a, "/proc") || add(&a, "--dev") ||
-        add(&a, "/dev") || add(&a, "--chdir") || add(&a, "/vercel/sandbox") || add(&a, "--clearenv"))
+    if (add(&a, "--bind") || add(&a, workspace) || add(&a, "/vercel/sandbox") || add(&a, "--proc") ||
+        add(&a, "/proc") || add(&a, "--dev") || add(&a, "/dev") || add(&a, "--chdir") ||
+        add(&a, "/vercel/sandbox") || add(&a, "--clearenv"))
         goto oom;
     for (size_t i = 0; i < env->n; i++) {
         const char *eq = strchr(env->v[i], '=');

@@ -171,6 +171,11 @@ int rm_rf(const char *path)
     return rm_at(AT_FDCWD, path, 0);
 }
 
+int rm_rf_at(int dirfd, const char *name)
+{
+    return rm_at(dirfd, name, 0);
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
     size_t off = 0;
