@@ -179,6 +179,12 @@ fail:
     return -1;
 }
 
+static bool is_localhost(const char *host)
+{
+    size_t n = strlen(host);
+    return strcmp(host, "localhost") == 0 || (n > 10 && strcmp(host + n - 10, ".localhost") == 0);
+}
+
 /* Connect to host:port if the sandbox's policy allows it. Returns the fd, or
  * -1 with an HTTP status and message for the client. */
 static int open_upstream(struct sandbox *s, const char *host, const char *port, int *status,
@@ -189,6 +195,7 @@ static int open_upstream(struct sandbox *s, const char *host, const char *port, 
     unsigned char lit[16];
     bool literal = inet_pton(AF_INET, host, lit) == 1 || inet_pton(AF_INET6, host, lit) == 1;
     int fd = -1, rc;
+    const char *lookup = host;
 
     pthread_mutex_lock(&g.lock);
     name_ok = !literal && s->policy && netpolicy_domain_allowed(s->policy, host);
@@ -204,7 +211,13 @@ static int open_upstream(struct sandbox *s, const char *host, const char *port, 
     memset(&hints, 0, sizeof hints);
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = literal ? AI_NUMERICHOST : 0;
-    rc = getaddrinfo(host, port, &hints, &res);
+    if (is_localhost(host)) {
+        /* Loopback by definition (RFC 6761), whatever /etc/hosts says or
+         * lacks: never asked of a resolver. */
+        lookup = "127.0.0.1";
+        hints.ai_flags = AI_NUMERICHOST;
+    }
+    rc = getaddrinfo(lookup, port, &hints, &res);
     if (rc != 0) {
         *status = 502;
         snprintf(msg, msglen, "sbxd: cannot resolve %s: %s\n", host, gai_strerror(rc));
