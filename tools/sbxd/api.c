@@ -179,11 +179,72 @@ static int parse_limit(struct http_req *r, int *limit, int64_t *since, int64_t *
     return 0;
 }
 
+/* ---- lists ------------------------------------------------------------------ */
+
+/* One candidate of a list, newest first; g.lock held while the page is built. */
+struct list_item {
+    int64_t created_at;
+    const char *project;
+    json_t *(*to_json)(void *);
+    void *obj;
+};
+
+/* The protocol's pagination over items (newest first): project filter,
+ * since/until exclusive on createdAt, limit; next = createdAt of the last
+ * item when older ones remain, prev = createdAt of the first when newer ones
+ * exist. */
+static enum MHD_Result reply_page(struct http_req *r, const char *key, struct list_item *items,
+                                  size_t n)
+{
+    const char *project = req_query(r, "project");
+    int limit, count = 0;
+    int64_t since, until;
+    char err[256];
+    json_t *arr, *out;
+    size_t first = SIZE_MAX, last = 0;
+    bool more = false, newer = false;
+
+    if (parse_limit(r, &limit, &since, &until, err, sizeof err) < 0)
+        return reply_error(r, 400, "bad_request", "%s", err);
+    arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct list_item *it = &items[i];
+        if (project && (!it->project || strcmp(project, it->project) != 0))
+            continue;
+        if (first == SIZE_MAX && ((until >= 0 && it->created_at >= until)))
+            newer = true;
+        if ((until >= 0 && it->created_at >= until) || (since >= 0 && it->created_at <= since))
+            continue;
+        if (count == limit) {
+            more = true;
+            break;
+        }
+        if (first == SIZE_MAX)
+            first = i;
+        last = i;
+        json_array_append_new(arr, it->to_json(it->obj));
+        count++;
+    }
+    out = json_pack("{s:o,s:{s:i,s:o,s:o}}", key, arr, "pagination", "count", count, "next",
+                    more ? json_integer(items[last].created_at) : json_null(), "prev",
+                    newer && count ? json_integer(items[first].created_at) : json_null());
+    return reply_json(r, 200, out);
+}
+
+static json_t *sandbox_item_json(void *obj)
+{
+    return sandbox_json(obj);
+}
+
+static json_t *snapshot_item_json(void *obj)
+{
+    return snapshot_json(obj);
+}
+
 /* ---- sandboxes ------------------------------------------------------------- */
 
 static void discard_sandbox(struct sandbox *s)
 {
-    char rel[96], *dir;
     pthread_mutex_lock(&g.lock);
     for (struct sandbox **pp = &g.sandboxes; *pp; pp = &(*pp)->next)
         if (*pp == s) {
@@ -194,11 +255,7 @@ static void discard_sandbox(struct sandbox *s)
     pthread_mutex_unlock(&g.lock);
     limits_destroy(s->limits);
     s->limits = NULL;
-    snprintf(rel, sizeof rel, "sandboxes/%s", s->id);
-    dir = path_join(g.cfg.state_dir, rel);
-    if (dir)
-        rm_rf(dir);
-    sbx__free(dir);
+    sandbox_remove_state(s);
     pthread_mutex_lock(&g.lock);
     sandbox_unref(s);
     pthread_mutex_unlock(&g.lock);
@@ -320,15 +377,9 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     }
 
     /* --- create --- */
-    s = sbx__calloc(1, sizeof *s);
+    s = sandbox_alloc(); /* its reference becomes the list's */
     if (!s)
         goto oom;
-    s->refs = 1; /* the list's */
-    pthread_cond_init(&s->cond, NULL);
-    for (int k = 0; k < 2; k++) {
-        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
-        s->ctx[k].ctl_fd = -1;
-    }
     make_id(s->id, sizeof s->id, "sbx_");
     s->project_id = project ? sbx__strdup(project) : NULL;
     s->runtime = sbx__strdup(runtime ? runtime : "node24");
@@ -337,7 +388,6 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->timeout_ms = timeout;
     s->status = SBX_PENDING;
     s->requested_at = requested_at;
-    s->active_cpu_ms = -1;
     s->policy = policy;
     policy = NULL;
     s->netmode = s->policy->mode == NP_ALLOW_ALL ? NET_HOST : NET_ISOLATED;
@@ -361,29 +411,16 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     }
     pthread_mutex_lock(&g.lock);
     if (g.running >= g.cfg.max_sandboxes) {
+        /* Nothing happened: a short Retry-After makes the SDK try again. */
         pthread_mutex_unlock(&g.lock);
-        {
-            struct MHD_Response *resp;
-            char *text;
-            json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-                                  "too many sandboxes are running; retry shortly");
-            text = e ? json_dumps(e, JSON_COMPACT) : NULL;
-            json_decref(e);
-            json_decref(body);
-            pthread_mutex_lock(&g.lock);
-            sandbox_unref(s);
-            pthread_mutex_unlock(&g.lock);
-            if (!text)
-                return MHD_NO;
-            resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-            if (!resp)
-                return MHD_NO;
-            MHD_add_response_header(resp, "Content-Type", "application/json");
-            MHD_add_response_header(resp, "Retry-After", "1");
-            ret = MHD_queue_response(r->conn, 429, resp);
-            MHD_destroy_response(resp);
-            return ret;
-        }
+        ret = reply_error_retry(r, 429, "rate_limited", "1",
+                                "%d sandboxes are running (--max-sandboxes); retry shortly",
+                                g.cfg.max_sandboxes);
+        pthread_mutex_lock(&g.lock);
+        sandbox_unref(s);
+        pthread_mutex_unlock(&g.lock);
+        json_decref(body);
+        return ret;
     }
     g.running++;
     s->created_at = s->updated_at = next_timestamp();
@@ -466,45 +503,25 @@ done:
 
 static enum MHD_Result list_sandboxes(struct http_req *r)
 {
-    const char *project = req_query(r, "project");
-    int limit, count = 0;
-    int64_t since, until;
-    char err[256];
-    json_t *arr = json_array(), *out;
-    struct sandbox *first = NULL, *last = NULL;
-    bool more = false, newer = false;
+    struct list_item *items;
+    size_t n = 0;
+    enum MHD_Result ret;
 
-    if (parse_limit(r, &limit, &since, &until, err, sizeof err) < 0) {
-        json_decref(arr);
-        return reply_error(r, 400, "bad_request", "%s", err);
-    }
     pthread_mutex_lock(&g.lock);
-    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
-        if (project && (!s->project_id || strcmp(project, s->project_id) != 0))
-            continue;
-        if (until >= 0 && s->created_at >= until)
-            continue;
-        if (since >= 0 && s->created_at <= since)
-            continue;
-        if (count == limit) {
-            more = true;
-            break;
-        }
-        if (!first)
-            first = s;
-        last = s;
-        json_array_append_new(arr, sandbox_json(s));
-        count++;
+    for (struct sandbox *s = g.sandboxes; s; s = s->next)
+        n++;
+    items = sbx__calloc(n + 1, sizeof *items);
+    if (!items) {
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 500, "internal", "out of memory");
     }
-    /* Anything newer than the page (within the project)? */
-    for (struct sandbox *s = g.sandboxes; first && s != first; s = s->next)
-        if (!project || (s->project_id && strcmp(project, s->project_id) == 0))
-            newer = true;
-    out = json_pack("{s:o,s:{s:i,s:o,s:o}}", "sandboxes", arr, "pagination", "count", count, "next",
-                    more ? json_integer(last->created_at) : json_null(), "prev",
-                    newer ? json_integer(first->created_at) : json_null());
+    n = 0;
+    for (struct sandbox *s = g.sandboxes; s; s = s->next)
+        items[n++] = (struct list_item){s->created_at, s->project_id, sandbox_item_json, s};
+    ret = reply_page(r, "sandboxes", items, n);
     pthread_mutex_unlock(&g.lock);
-    return reply_json(r, 200, out);
+    sbx__free(items);
+    return ret;
 }
 
 static enum MHD_Result stop_sandbox(struct http_req *r, struct sandbox *s)
@@ -1224,46 +1241,27 @@ static enum MHD_Result fs_write(struct http_req *r, struct sandbox *s)
 
 static enum MHD_Result list_snapshots(struct http_req *r)
 {
-    const char *project = req_query(r, "project");
-    int limit, count = 0;
-    int64_t since, until;
-    char err[256];
-    json_t *arr = json_array(), *out;
-    struct snapshot *first = NULL, *last = NULL;
-    bool more = false, newer = false;
+    struct list_item *items;
+    size_t n = 0;
+    enum MHD_Result ret;
 
-    if (parse_limit(r, &limit, &since, &until, err, sizeof err) < 0) {
-        json_decref(arr);
-        return reply_error(r, 400, "bad_request", "%s", err);
-    }
     pthread_mutex_lock(&g.lock);
     snapshot_expire();
-    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next) {
-        if (strcmp(sn->status, "deleted") == 0)
-            continue;
-        if (project && (!sn->project_id || strcmp(project, sn->project_id) != 0))
-            continue;
-        if ((until >= 0 && sn->created_at >= until) || (since >= 0 && sn->created_at <= since))
-            continue;
-        if (count == limit) {
-            more = true;
-            break;
-        }
-        if (!first)
-            first = sn;
-        last = sn;
-        json_array_append_new(arr, snapshot_json(sn));
-        count++;
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
+        n++;
+    items = sbx__calloc(n + 1, sizeof *items);
+    if (!items) {
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 500, "internal", "out of memory");
     }
-    for (struct snapshot *sn = g.snapshots; first && sn != first; sn = sn->next)
-        if (strcmp(sn->status, "deleted") != 0 &&
-            (!project || (sn->project_id && strcmp(project, sn->project_id) == 0)))
-            newer = true;
-    out = json_pack("{s:o,s:{s:i,s:o,s:o}}", "snapshots", arr, "pagination", "count", count, "next",
-                    more ? json_integer(last->created_at) : json_null(), "prev",
-                    newer ? json_integer(first->created_at) : json_null());
+    n = 0;
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
+        if (strcmp(sn->status, "deleted") != 0) /* deleted ones are left out */
+            items[n++] = (struct list_item){sn->created_at, sn->project_id, snapshot_item_json, sn};
+    ret = reply_page(r, "snapshots", items, n);
     pthread_mutex_unlock(&g.lock);
-    return reply_json(r, 200, out);
+    sbx__free(items);
+    return ret;
 }
 
 static enum MHD_Result snapshot_ep(struct http_req *r, const char *id, bool del)

@@ -43,11 +43,6 @@ struct egress {
     pthread_t thread;
 };
 
-struct conn {
-    struct sandbox *s;
-    int fd;
-};
-
 static void respond(int fd, int status, const char *reason, const char *msg)
 {
     char buf[1024];
@@ -318,8 +313,9 @@ static char *origin_head(const char *method, const char *path, const char *versi
     return sbx__buf_detach(&b, len);
 }
 
-static void serve(struct conn *c)
+static void serve(struct sandbox *s, int fd, void *arg)
 {
+    (void)arg;
     char *buf = sbx__malloc(HEAD_MAX + 1);
     size_t got;
     ssize_t head_len;
@@ -330,9 +326,9 @@ static void serve(struct conn *c)
 
     if (!buf)
         return;
-    head_len = read_head(c->fd, buf, HEAD_MAX, &got);
+    head_len = read_head(fd, buf, HEAD_MAX, &got);
     if (head_len < 0) {
-        respond(c->fd, 400, "Bad Request", "sbxd: malformed or incomplete proxy request\n");
+        respond(fd, 400, "Bad Request", "sbxd: malformed or incomplete proxy request\n");
         goto out;
     }
     eol = strstr(buf, "\r\n");
@@ -340,7 +336,7 @@ static void serve(struct conn *c)
     rest = eol + 2;
     method = buf;
     if (!(sp1 = strchr(method, ' ')) || !(sp2 = strchr(sp1 + 1, ' '))) {
-        respond(c->fd, 400, "Bad Request", "sbxd: malformed request line\n");
+        respond(fd, 400, "Bad Request", "sbxd: malformed request line\n");
         goto out;
     }
     *sp1 = *sp2 = '\0';
@@ -349,29 +345,29 @@ static void serve(struct conn *c)
 
     if (strcmp(method, "CONNECT") == 0) {
         if (!split_authority(target, "443", &host, &port)) {
-            respond(c->fd, 400, "Bad Request", "sbxd: CONNECT needs host:port\n");
+            respond(fd, 400, "Bad Request", "sbxd: CONNECT needs host:port\n");
             goto out;
         }
-        up = open_upstream(c->s, host, port, &status, msg, sizeof msg);
+        up = open_upstream(s, host, port, &status, msg, sizeof msg);
         if (up < 0) {
-            respond(c->fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
+            respond(fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
             goto out;
         }
-        sbxd_log(LOG_DEBUG, "sandbox %s egress: CONNECT %s:%s", c->s->id, host, port);
+        sbxd_log(LOG_DEBUG, "sandbox %s egress: CONNECT %s:%s", s->id, host, port);
         static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
-        if (send(c->fd, ok, sizeof ok - 1, MSG_NOSIGNAL) < 0)
+        if (send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL) < 0)
             goto out;
         /* Bytes the client sent after the head (a TLS hello) go first. */
         if (got > (size_t)head_len &&
             send(up, buf + head_len, got - (size_t)head_len, MSG_NOSIGNAL) < 0)
             goto out;
-        relay(c->fd, up, NULL, NULL);
+        relay(fd, up, NULL, NULL);
     } else {
         char *auth, *slash, *head;
         const char *path = "/";
         size_t hlen;
         if (strncasecmp(target, "http://", 7) != 0) {
-            respond(c->fd, 400, "Bad Request",
+            respond(fd, 400, "Bad Request",
                     "sbxd: the proxy takes CONNECT host:port or an absolute http:// URL\n");
             goto out;
         }
@@ -386,15 +382,15 @@ static void serve(struct conn *c)
             path = slash;
         }
         if (!split_authority(auth, "80", &host, &port)) {
-            respond(c->fd, 400, "Bad Request", "sbxd: bad host in the request URL\n");
+            respond(fd, 400, "Bad Request", "sbxd: bad host in the request URL\n");
             goto out;
         }
-        up = open_upstream(c->s, host, port, &status, msg, sizeof msg);
+        up = open_upstream(s, host, port, &status, msg, sizeof msg);
         if (up < 0) {
-            respond(c->fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
+            respond(fd, status, status == 403 ? "Forbidden" : "Bad Gateway", msg);
             goto out;
         }
-        sbxd_log(LOG_DEBUG, "sandbox %s egress: %s http://%s:%s", c->s->id, method, host, port);
+        sbxd_log(LOG_DEBUG, "sandbox %s egress: %s http://%s:%s", s->id, method, host, port);
         head = origin_head(method, path, version, rest, &hlen);
         if (!head || send(up, head, hlen, MSG_NOSIGNAL) < 0 ||
             (got > (size_t)head_len &&
@@ -403,7 +399,7 @@ static void serve(struct conn *c)
             goto out;
         }
         sbx__free(head);
-        relay(c->fd, up, NULL, NULL);
+        relay(fd, up, NULL, NULL);
     }
 out:
     if (up >= 0)
@@ -411,47 +407,11 @@ out:
     sbx__free(buf);
 }
 
-static void *conn_main(void *arg)
-{
-    struct conn *c = arg;
-    serve(c);
-    close(c->fd);
-    pthread_mutex_lock(&g.lock);
-    sandbox_unref(c->s);
-    pthread_mutex_unlock(&g.lock);
-    sbx__free(c);
-    return NULL;
-}
-
 static void *accept_main(void *arg)
 {
     struct egress *e = arg;
-    for (;;) {
-        int fd = accept4(e->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        struct conn *c;
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
-                continue;
-            return NULL;
-        }
-        c = sbx__calloc(1, sizeof *c);
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        c->s = e->s;
-        c->fd = fd;
-        pthread_mutex_lock(&g.lock);
-        sandbox_ref(e->s);
-        pthread_mutex_unlock(&g.lock);
-        if (spawn_detached(conn_main, c) < 0) {
-            close(fd);
-            pthread_mutex_lock(&g.lock);
-            sandbox_unref(e->s);
-            pthread_mutex_unlock(&g.lock);
-            sbx__free(c);
-        }
-    }
+    serve_connections(e->listen_fd, e->s, serve, NULL);
+    return NULL;
 }
 
 int egress_attach(struct sandbox *s, int ctx, char *err, size_t errlen)

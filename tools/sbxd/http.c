@@ -46,11 +46,11 @@ static enum MHD_Result queue(struct http_req *r, unsigned status, struct MHD_Res
     return ret;
 }
 
-enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body)
+/* Queue a JSON text (malloc'd, taken) with an optional extra header. */
+static enum MHD_Result reply_text(struct http_req *r, unsigned status, char *text,
+                                  const char *hname, const char *hvalue)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     struct MHD_Response *resp;
-    json_decref(body);
     if (!text)
         return MHD_NO;
     resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -59,37 +59,64 @@ enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body)
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (hname)
+        MHD_add_response_header(resp, hname, hvalue);
     return queue(r, status, resp);
+}
+
+static char *error_text(const char *code, const char *msg)
+{
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return text;
+}
+
+enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    return reply_text(r, status, text, NULL, NULL);
+}
+
+static enum MHD_Result reply_errorv(struct http_req *r, unsigned status, const char *code,
+                                    const char *hname, const char *hvalue, const char *fmt,
+                                    va_list ap) __attribute__((format(printf, 6, 0)));
+
+static enum MHD_Result reply_errorv(struct http_req *r, unsigned status, const char *code,
+                                    const char *hname, const char *hvalue, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (status >= 400 && status < 500)
+        sbxd_log(LOG_DEBUG, "%s %s: %s", r->method, r->path, msg);
+    if (status == 401 && !hname) {
+        hname = "WWW-Authenticate";
+        hvalue = "Bearer";
+    }
+    return reply_text(r, status, error_text(code, msg), hname, hvalue);
 }
 
 enum MHD_Result reply_error(struct http_req *r, unsigned status, const char *code,
                             const char *fmt, ...)
 {
-    char msg[2048];
     va_list ap;
-    json_t *body;
+    enum MHD_Result ret;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ret = reply_errorv(r, status, code, NULL, NULL, fmt, ap);
     va_end(ap);
-    if (status >= 400 && status < 500)
-        sbxd_log(LOG_DEBUG, "%s %s: %s", r->method, r->path, msg);
-    body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
-    if (status == 401) {
-        char *text = json_dumps(body, JSON_COMPACT);
-        struct MHD_Response *resp;
-        json_decref(body);
-        if (!text)
-            return MHD_NO;
-        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-            free(text);
-            return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", "application/json");
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-        return queue(r, status, resp);
-    }
-    return reply_json(r, status, body);
+    return ret;
+}
+
+enum MHD_Result reply_error_retry(struct http_req *r, unsigned status, const char *code,
+                                  const char *retry_after, const char *fmt, ...)
+{
+    va_list ap;
+    enum MHD_Result ret;
+    va_start(ap, fmt);
+    ret = reply_errorv(r, status, code, "Retry-After", retry_after, fmt, ap);
+    va_end(ap);
+    return ret;
 }
 
 enum MHD_Result reply_stream(struct http_req *r, const char *content_type,
@@ -236,33 +263,20 @@ static enum MHD_Result reject(struct http_req *r, unsigned status, const char *c
                               const char *msg)
 {
     const char *expect = req_header(r, "Expect");
-    json_t *body;
     r->rejected = true;
     if (expect && strcasecmp(expect, "100-continue") == 0)
         return reply_error(r, status, code, "%s", msg);
-    body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
-    r->reject_json = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
+    r->reject_json = error_text(code, msg);
     r->reject_status = status;
     return r->reject_json ? MHD_YES : MHD_NO;
 }
 
 static enum MHD_Result send_rejection(struct http_req *r)
 {
-    struct MHD_Response *resp;
     char *text = r->reject_json;
     r->reject_json = NULL;
-    if (!text)
-        return MHD_NO;
-    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    if (r->reject_status == 401)
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-    return queue(r, r->reject_status, resp);
+    return reply_text(r, r->reject_status, text, r->reject_status == 401 ? "WWW-Authenticate" : NULL,
+                      "Bearer");
 }
 
 static bool token_ok(const char *auth)

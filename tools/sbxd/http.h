@@ -34,6 +34,10 @@ struct http_req {
 enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body);
 enum MHD_Result reply_error(struct http_req *r, unsigned status, const char *code,
                             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* An error with a Retry-After header (429 and the like). */
+enum MHD_Result reply_error_retry(struct http_req *r, unsigned status, const char *code,
+                                  const char *retry_after, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* A streamed body of unknown length (chunked). */
 enum MHD_Result reply_stream(struct http_req *r, const char *content_type,
                              MHD_ContentReaderCallback cb, void *cls,

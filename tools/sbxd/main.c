@@ -161,21 +161,15 @@ static void explain_failure(const char *err)
 /* Create, use (with sudo too) and stop a real sandbox. */
 static int self_test(char *err, size_t errlen)
 {
-    struct sandbox *s = sbx__calloc(1, sizeof *s);
+    struct sandbox *s = sandbox_alloc();
     struct command *c;
     sbx__strlist args = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
-    char rel[96], *dir;
+    char rel[96];
     int status, rc = -1;
 
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return -1;
-    }
-    s->refs = 1;
-    pthread_cond_init(&s->cond, NULL);
-    for (int k = 0; k < 2; k++) {
-        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
-        s->ctx[k].ctl_fd = -1;
     }
     make_id(s->id, sizeof s->id, "sbx_selftest");
     snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
@@ -185,7 +179,6 @@ static int self_test(char *err, size_t errlen)
     s->netmode = NET_HOST;
     s->vcpus = 1;
     s->memory_mb = 2048;
-    s->active_cpu_ms = -1;
     if (!s->root || !s->runtime || !s->policy) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -224,11 +217,7 @@ static int self_test(char *err, size_t errlen)
     pthread_mutex_unlock(&g.lock);
 out:
     sbx__strlist_clear(&args);
-    snprintf(rel, sizeof rel, "sandboxes/%s", s->id);
-    dir = path_join(g.cfg.state_dir, rel);
-    if (dir)
-        rm_rf(dir);
-    sbx__free(dir);
+    sandbox_remove_state(s);
     pthread_mutex_lock(&g.lock);
     sandbox_unref(s);
     pthread_mutex_unlock(&g.lock);

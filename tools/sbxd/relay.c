@@ -10,6 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "sbxd.h"
+
 /* Idle connections are kept: a long poll or a websocket may be quiet for a
  * while. Both ends closing, or an error, ends the relay. */
 void relay(int a, int b, uint64_t *ab, uint64_t *ba)
@@ -75,4 +78,56 @@ int spawn_detached(void *(*fn)(void *), void *arg)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     return r == 0 ? 0 : -1;
+}
+
+struct served {
+    struct sandbox *s;
+    int fd;
+    void (*serve)(struct sandbox *s, int fd, void *arg);
+    void *arg;
+};
+
+static void *served_main(void *p)
+{
+    struct served *c = p;
+    c->serve(c->s, c->fd, c->arg);
+    close(c->fd);
+    pthread_mutex_lock(&g.lock);
+    sandbox_unref(c->s);
+    pthread_mutex_unlock(&g.lock);
+    sbx__free(c);
+    return NULL;
+}
+
+void serve_connections(int listen_fd, struct sandbox *s,
+                       void (*serve)(struct sandbox *s, int fd, void *arg), void *arg)
+{
+    for (;;) {
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        struct served *c;
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+                continue;
+            return; /* shut down */
+        }
+        c = sbx__malloc(sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->s = s;
+        c->fd = fd;
+        c->serve = serve;
+        c->arg = arg;
+        pthread_mutex_lock(&g.lock);
+        sandbox_ref(s);
+        pthread_mutex_unlock(&g.lock);
+        if (spawn_detached(served_main, c) < 0) {
+            close(fd);
+            pthread_mutex_lock(&g.lock);
+            sandbox_unref(s);
+            pthread_mutex_unlock(&g.lock);
+            sbx__free(c);
+        }
+    }
 }

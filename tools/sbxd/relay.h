@@ -11,4 +11,11 @@ void relay(int a, int b, uint64_t *ab, uint64_t *ba);
 /* Run fn(arg) on a detached thread; 0 or -1. */
 int spawn_detached(void *(*fn)(void *), void *arg);
 
+struct sandbox;
+/* Accept connections on listen_fd until it is shut down. Each one is served
+ * by serve(s, fd, arg) on a thread of its own that holds a reference to s;
+ * the fd is closed afterwards. */
+void serve_connections(int listen_fd, struct sandbox *s,
+                       void (*serve)(struct sandbox *s, int fd, void *arg), void *arg);
+
 #endif /* SBXD_RELAY_H */

@@ -26,67 +26,30 @@ struct route {
     bool thread_started;
 };
 
-struct conn {
-    struct route *r;
-    struct sandbox *s;
-    int fd;
-};
-
-static void *conn_main(void *arg)
+static void serve_route(struct sandbox *s, int fd, void *arg)
 {
-    struct conn *c = arg;
+    struct route *r = arg;
     struct ctl_msg m;
     int inner = -1, ctx;
     char err[256];
 
-    ctx = sandbox_active_ctx(c->s, err, sizeof err);
+    ctx = sandbox_active_ctx(s, err, sizeof err);
     ctl_msg_init(&m, CTL_CONNECT, 0);
-    if (ctx >= 0 && ctl_put_int(&m, c->r->port) == 0 &&
-        sandbox_ctl(c->s, ctx, &m, &inner, NULL) == 0 && inner >= 0)
-        relay(c->fd, inner, NULL, NULL);
+    if (ctx >= 0 && ctl_put_int(&m, r->port) == 0 && sandbox_ctl(s, ctx, &m, &inner, NULL) == 0 &&
+        inner >= 0)
+        relay(fd, inner, NULL, NULL);
     /* Nothing listens on the port (yet): the client sees the connection
      * close, as with any refused upstream behind a proxy. */
     ctl_msg_free(&m);
     if (inner >= 0)
         close(inner);
-    close(c->fd);
-    pthread_mutex_lock(&g.lock);
-    sandbox_unref(c->s);
-    pthread_mutex_unlock(&g.lock);
-    sbx__free(c);
-    return NULL;
 }
 
 static void *accept_main(void *arg)
 {
     struct route *r = arg;
-    for (;;) {
-        int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        struct conn *c;
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
-                continue;
-            return NULL; /* shut down by route_stop */
-        }
-        c = sbx__calloc(1, sizeof *c);
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        c->r = r;
-        c->s = r->s;
-        c->fd = fd;
-        pthread_mutex_lock(&g.lock);
-        sandbox_ref(r->s);
-        pthread_mutex_unlock(&g.lock);
-        if (spawn_detached(conn_main, c) < 0) {
-            close(fd);
-            pthread_mutex_lock(&g.lock);
-            sandbox_unref(r->s);
-            pthread_mutex_unlock(&g.lock);
-            sbx__free(c);
-        }
-    }
+    serve_connections(r->listen_fd, r->s, serve_route, r);
+    return NULL;
 }
 
 struct route *route_start(struct sandbox *s, int port, char *err, size_t errlen)

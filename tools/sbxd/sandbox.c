@@ -51,6 +51,31 @@ static enum sandbox_status status_from_name(const char *s)
     return SBX_STOPPED;
 }
 
+struct sandbox *sandbox_alloc(void)
+{
+    struct sandbox *s = sbx__calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->refs = 1;
+    s->active_cpu_ms = -1;
+    pthread_cond_init(&s->cond, NULL);
+    for (int k = 0; k < 2; k++) {
+        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
+        s->ctx[k].ctl_fd = -1;
+    }
+    return s;
+}
+
+void sandbox_remove_state(struct sandbox *s)
+{
+    char rel[96], *dir;
+    snprintf(rel, sizeof rel, "sandboxes/%s", s->id);
+    dir = path_join(g.cfg.state_dir, rel);
+    if (dir)
+        rm_rf(dir);
+    sbx__free(dir);
+}
+
 struct sandbox *sandbox_find(const char *id)
 {
     for (struct sandbox *s = g.sandboxes; s; s = s->next)
@@ -879,7 +904,7 @@ out:
 static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
 {
     json_t *j = json_object_get(meta, "sandbox"), *ports = json_object_get(meta, "ports");
-    struct sandbox *s = sbx__calloc(1, sizeof *s);
+    struct sandbox *s = sandbox_alloc();
     json_t *pol;
     char err[256];
     size_t i;
@@ -888,12 +913,6 @@ static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
     if (!s || !json_is_object(j))
         goto fail;
     snprintf(s->id, sizeof s->id, "%s", id);
-    s->refs = 1;
-    pthread_cond_init(&s->cond, NULL);
-    for (int k = 0; k < 2; k++) {
-        pthread_mutex_init(&s->ctx[k].send_lock, NULL);
-        s->ctx[k].ctl_fd = -1;
-    }
     s->runtime = sbx__strdup(json_string_value(json_object_get(j, "runtime")) ?: "node24");
     if (json_string_value(json_object_get(j, "projectId")))
         s->project_id = sbx__strdup(json_string_value(json_object_get(j, "projectId")));
@@ -911,7 +930,6 @@ static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
     json_get_int64(j, "stoppedAt", &s->stopped_at);
     json_get_int64(j, "abortedAt", &s->aborted_at);
     json_get_int64(j, "snapshottedAt", &s->snapshotted_at);
-    s->active_cpu_ms = -1;
     json_get_int64(j, "activeCpuDurationMs", &s->active_cpu_ms);
     pol = json_object_get(j, "networkPolicy");
     s->policy = pol ? netpolicy_parse(pol, err, sizeof err) : NULL;
@@ -951,18 +969,16 @@ int sandbox_load_all(void)
         return 0;
     }
     while ((e = readdir(d)) != NULL) {
-        char rel[256], *path, *text;
+        char rel[256], *path;
         json_t *meta;
         struct sandbox *s;
         if (!id_is_safe(e->d_name) || strncmp(e->d_name, "sbx_", 4) != 0)
             continue;
         snprintf(rel, sizeof rel, "%s/meta.json", e->d_name);
         path = path_join(dir, rel);
-        text = path ? read_file(path, 1 << 20, NULL) : NULL;
-        meta = text ? json_loads(text, 0, NULL) : NULL;
+        meta = path ? load_json_file(path) : NULL;
         s = meta ? sandbox_from_meta(e->d_name, meta) : NULL;
         json_decref(meta);
-        sbx__free(text);
         sbx__free(path);
         if (!s) {
             sbxd_log(LOG_WARN, "ignoring unreadable sandbox record %s", e->d_name);

@@ -203,6 +203,8 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 /* Create or truncate path with these contents, no rename, no fsync. */
 int write_file(const char *path, const void *data, size_t len, mode_t mode);
 char *read_file(const char *path, size_t max, size_t *len);
+/* A JSON file of at most 1 MiB, parsed; NULL if missing or malformed. */
+json_t *load_json_file(const char *path);
 char *path_join(const char *a, const char *b);
 json_t *json_str_or_null(const char *s);
 int json_get_int64(json_t *o, const char *key, int64_t *out); /* 1 found, 0 absent, -1 wrong type */
@@ -235,6 +237,10 @@ void limits_shutdown(void);
 int limits_effective_vcpus(int requested);
 
 /* sandbox.c */
+/* A zeroed sandbox with its locks ready and one reference (the caller's). */
+struct sandbox *sandbox_alloc(void);
+/* Remove STATE/sandboxes/ID (record, tree, log). */
+void sandbox_remove_state(struct sandbox *s);
 struct sandbox *sandbox_find(const char *id);           /* needs g.lock; no ref */
 void sandbox_ref(struct sandbox *s);                     /* needs g.lock */
 void sandbox_unref(struct sandbox *s);                   /* needs g.lock */

@@ -168,7 +168,7 @@ int snapshot_load_all(void)
         return 0;
     }
     while ((e = readdir(d)) != NULL) {
-        char id[64], *path, *text;
+        char id[64], *path;
         size_t len = strlen(e->d_name);
         json_t *j;
         struct snapshot *sn, **tail;
@@ -179,11 +179,9 @@ int snapshot_load_all(void)
         if (!id_is_safe(id) || strncmp(id, "snap_", 5) != 0)
             continue;
         path = path_join(dir, e->d_name);
-        text = path ? read_file(path, 1 << 20, NULL) : NULL;
-        j = text ? json_loads(text, 0, NULL) : NULL;
+        j = path ? load_json_file(path) : NULL;
         sn = j ? snapshot_from_json(id, j) : NULL;
         json_decref(j);
-        sbx__free(text);
         sbx__free(path);
         if (!sn) {
             sbxd_log(LOG_WARN, "ignoring unreadable snapshot record %s", e->d_name);

@@ -289,3 +289,11 @@ int json_get_int64(json_t *o, const char *key, int64_t *out)
     }
     return -1;
 }
+
+json_t *load_json_file(const char *path)
+{
+    char *text = read_file(path, 1 << 20, NULL);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    sbx__free(text);
+    return j;
+}
