@@ -253,25 +253,39 @@ it('network policy: custom policy with subnets round-trips through create and ge
   }
 });
 
-// sbxd refuses header-injection rules on purpose (they need TLS
-// interception, which it does not do). The SDK must get a clean, final
-// 4xx APIError for them, not a retried 5xx or a half-applied policy.
-it('network policy: header transforms (injectionRules) are refused with a 400 APIError', async () => {
-  const sent = server.requestCount;
-  await assert.rejects(
-    Sandbox.create({
-      ...server.credentials,
-      timeout: 60_000,
-      networkPolicy: {
-        allow: {
-          'api.example.com': [{ transform: [{ headers: { authorization: 'Bearer secret-value' } }] }],
-          'example.org': [],
-        },
+// Header transforms (credential brokering): the SDK turns `allow: {domain:
+// [{transform: [{headers}]}]}` into API injectionRules; sbxd applies them
+// and echoes only the header names, which the SDK maps back to
+// "<redacted>". The values never come back.
+it('network policy: header transforms are accepted and echoed redacted', async () => {
+  const sandbox = await Sandbox.create({
+    ...server.credentials,
+    timeout: 60_000,
+    networkPolicy: {
+      allow: {
+        'api.example.com': [{ transform: [{ headers: { authorization: 'Bearer secret-value' } }] }],
+        'example.org': [],
       },
-    }),
-    (err) => err instanceof APIError && err.response.status === 400 && /injectionRules/.test(err.text),
-  );
-  assert.equal(server.requestCount - sent, 1, 'a 4xx must not be retried');
+    },
+  });
+  try {
+    const policy = sandbox.networkPolicy;
+    assert.deepEqual(policy, {
+      allow: {
+        'api.example.com': [{ transform: [{ headers: { authorization: '<redacted>' } }] }],
+        'example.org': [],
+      },
+    });
+    const answered = server.exchanges.map((e) => e.responseBody ?? '').join('\n');
+    assert.ok(answered.includes('headerNames'), 'sbxd should echo the rule by header names');
+    assert.ok(!answered.includes('secret-value'), 'the header value must never come back from sbxd');
+    const updated = await sandbox.updateNetworkPolicy({
+      allow: { '*': [{ transform: [{ headers: { 'x-api-key': 'k2' } }] }] },
+    });
+    assert.deepEqual(updated, { allow: { '*': [{ transform: [{ headers: { 'x-api-key': '<redacted>' } }] }] } });
+  } finally {
+    await cleanup(sandbox);
+  }
 });
 
 it('timeout: extendTimeout grows sandbox.timeout', async () => {

@@ -1383,6 +1383,7 @@ static void *host_server_main(void *arg)
             if (strstr(buf, "\r\n\r\n"))
                 break;
         }
+        memcpy(s->last_head, buf, got + 1);
         __atomic_add_fetch(&s->hits, 1, __ATOMIC_SEQ_CST);
         n = snprintf(reply, sizeof reply,
                      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"

@@ -227,6 +227,7 @@ struct host_server {
     int port;
     char body[256];
     volatile int hits;
+    char last_head[8192];   /* the last request head received */
     pthread_t thread;
 };
 struct host_server *host_server_start(const char *body);

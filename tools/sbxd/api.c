@@ -179,6 +179,17 @@ static int parse_limit(struct http_req *r, int *limit, int64_t *since, int64_t *
     return 0;
 }
 
+/* Injection rules need the egress CA; without it they are refused rather
+ * than accepted and not applied. */
+static bool injection_ok(const struct netpolicy *p, char *err, size_t errlen)
+{
+    if (p->ninject == 0 || g.can_inject)
+        return true;
+    snprintf(err, errlen, "networkPolicy.injectionRules cannot be applied: sbxd has no egress CA "
+                          "(see its log)");
+    return false;
+}
+
 /* ---- lists ------------------------------------------------------------------ */
 
 /* One candidate of a list, newest first; g.lock held while the page is built. */
@@ -337,7 +348,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         goto bad;
     if ((jv = json_object_get(body, "networkPolicy")) && !json_is_null(jv)) {
         policy = netpolicy_parse(jv, err, sizeof err);
-        if (!policy)
+        if (!policy || !injection_ok(policy, err, sizeof err))
             goto bad;
     } else if (!(policy = netpolicy_allow_all())) {
         goto oom;
@@ -576,8 +587,10 @@ static enum MHD_Result network_policy(struct http_req *r, struct sandbox *s)
         return ret;
     p = netpolicy_parse(body, err, sizeof err);
     json_decref(body);
-    if (!p)
+    if (!p || !injection_ok(p, err, sizeof err)) {
+        netpolicy_free(p);
         return reply_error(r, 400, "bad_request", "%s", err);
+    }
     if (sandbox_set_network(s, p, err, sizeof err) < 0) {
         bool running;
         pthread_mutex_lock(&g.lock);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "mitm.h"
 #include "sbxd.h"
 
 static const char REPLACEMENT[] = "\xEF\xBF\xBD";
@@ -294,6 +295,12 @@ static int build_env(struct sandbox *s, int ctx, sbx__strlist *cmd_env, sbx__str
         }
         if (env_set(out, "no_proxy=localhost,127.0.0.1,::1") < 0 ||
             env_set(out, "NO_PROXY=localhost,127.0.0.1,::1") < 0)
+            return -1;
+        /* Runtimes that do not read the system store, for domains whose
+         * requests get headers injected (and so intercepted). */
+        if (mitm_ca_path() && env_set(out, "NODE_EXTRA_CA_CERTS=" MITM_SANDBOX_CA) < 0)
+            return -1;
+        if (mitm_bundle_path() && env_set(out, "REQUESTS_CA_BUNDLE=" MITM_SANDBOX_BUNDLE) < 0)
             return -1;
     }
     for (size_t i = 0; i < s->env.n; i++)

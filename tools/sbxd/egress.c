@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "mitm.h"
 #include "relay.h"
 #include "sbxd.h"
 
@@ -291,7 +292,8 @@ static bool split_authority(char *auth, const char *default_port, char **host, c
 /* Rewrite a proxy request head for the origin: origin-form target, no
  * proxy headers, one request per connection. */
 static char *origin_head(const char *method, const char *path, const char *version,
-                         const char *headers, size_t *len)
+                         const char *headers, char *const *names, char *const *values, size_t ninj,
+                         size_t *len)
 {
     sbx__buf b = SBX__BUF_INIT;
     const char *line = headers;
@@ -300,22 +302,54 @@ static char *origin_head(const char *method, const char *path, const char *versi
     while (*line) {
         const char *eol = strstr(line, "\r\n");
         size_t n = eol ? (size_t)(eol - line) : strlen(line);
+        const char *colon = memchr(line, ':', n);
+        size_t nl = colon ? (size_t)(colon - line) : n;
+        bool keep;
         if (n == 0)
             break;
-        if (strncasecmp(line, "Proxy-", 6) != 0 && strncasecmp(line, "Connection:", 11) != 0 &&
-            strncasecmp(line, "Keep-Alive:", 11) != 0) {
+        keep = strncasecmp(line, "Proxy-", 6) != 0 && strncasecmp(line, "Connection:", 11) != 0 &&
+               strncasecmp(line, "Keep-Alive:", 11) != 0;
+        /* Injected headers replace the sandbox's own. */
+        for (size_t i = 0; keep && i < ninj; i++)
+            if (names[i] && strlen(names[i]) == nl && strncasecmp(line, names[i], nl) == 0)
+                keep = false;
+        if (keep) {
             sbx__buf_append(&b, line, n);
             sbx__buf_puts(&b, "\r\n");
         }
         line += n + (eol ? 2 : 0);
     }
+    for (size_t i = 0; i < ninj; i++)
+        if (names[i] && values[i])
+            sbx__buf_printf(&b, "%s: %s\r\n", names[i], values[i]);
     sbx__buf_puts(&b, "Connection: close\r\n\r\n");
     return sbx__buf_detach(&b, len);
 }
 
+/* The headers the policy sets on requests to host; g.lock is taken. */
+static size_t injections(struct sandbox *s, const char *host, char ***names, char ***values)
+{
+    size_t n;
+    pthread_mutex_lock(&g.lock);
+    n = s->policy ? netpolicy_inject_for(s->policy, host, names, values) : 0;
+    pthread_mutex_unlock(&g.lock);
+    if (!n)
+        *names = *values = NULL;
+    return n;
+}
+
+static void free_injections(char **names, char **values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sbx__free(names[i]);
+        sbx__free_secret(values[i]);
+    }
+    sbx__free(names);
+    sbx__free(values);
+}
+
 static void serve(struct sandbox *s, int fd, void *arg)
 {
-    (void)arg;
     char *buf = sbx__malloc(HEAD_MAX + 1);
     size_t got;
     ssize_t head_len;
@@ -323,7 +357,10 @@ static void serve(struct sandbox *s, int fd, void *arg)
     const char *port;
     char msg[512];
     int status, up = -1;
+    char **inj_names = NULL, **inj_values = NULL;
+    size_t ninj = 0;
 
+    (void)arg;
     if (!buf)
         return;
     head_len = read_head(fd, buf, HEAD_MAX, &got);
@@ -354,6 +391,16 @@ static void serve(struct sandbox *s, int fd, void *arg)
             goto out;
         }
         sbxd_log(LOG_DEBUG, "sandbox %s egress: CONNECT %s:%s", s->id, host, port);
+        ninj = injections(s, host, &inj_names, &inj_values);
+        if (ninj) {
+            /* Headers to set inside TLS: intercept this one connection. */
+            if (got > (size_t)head_len) {
+                respond(fd, 400, "Bad Request", "sbxd: data sent before the CONNECT was answered\n");
+                goto out;
+            }
+            mitm_serve(fd, up, host, inj_names, inj_values, ninj);
+            goto out;
+        }
         static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
         if (send(fd, ok, sizeof ok - 1, MSG_NOSIGNAL) < 0)
             goto out;
@@ -391,17 +438,19 @@ static void serve(struct sandbox *s, int fd, void *arg)
             goto out;
         }
         sbxd_log(LOG_DEBUG, "sandbox %s egress: %s http://%s:%s", s->id, method, host, port);
-        head = origin_head(method, path, version, rest, &hlen);
+        ninj = injections(s, host, &inj_names, &inj_values);
+        head = origin_head(method, path, version, rest, inj_names, inj_values, ninj, &hlen);
         if (!head || send(up, head, hlen, MSG_NOSIGNAL) < 0 ||
             (got > (size_t)head_len &&
              send(up, buf + head_len, got - (size_t)head_len, MSG_NOSIGNAL) < 0)) {
-            sbx__free(head);
+            sbx__free_secret(head);
             goto out;
         }
-        sbx__free(head);
+        sbx__free_secret(head);
         relay(fd, up, NULL, NULL);
     }
 out:
+    free_injections(inj_names, inj_values, ninj);
     if (up >= 0)
         close(up);
     sbx__free(buf);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "mitm.h"
 #include "sbxd.h"
 
 #ifndef SBXD_LIBEXECDIR
@@ -50,6 +51,8 @@ static void usage(FILE *out)
 "  --max-sandbox-log-bytes N  stored output per sandbox [268435456]\n"
 "  --max-upload BYTES      largest fs/write body and tarball source [536870912]\n"
 "  --snapshot-expiration MS  default snapshot lifetime, 0 = never [604800000]\n"
+"  --upstream-ca FILE      CA certificates (PEM) the egress proxy also trusts when it\n"
+"                          connects upstream for header injection [host store only]\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
 "  --check                 check that sandboxes can be created, then exit\n"
 "  --version, --help\n"
@@ -345,13 +348,14 @@ static void free_all(void)
     sbx__free(g.cfg.token_file);
     sbx__free(g.cfg.bwrap);
     sbx__free(g.cfg.init_path);
+    sbx__free(g.cfg.upstream_ca);
     curl_global_cleanup();
 }
 
 enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
-    O_HELP
+    O_HELP, O_UPSTREAM_CA
 };
 
 int main(int argc, char **argv)
@@ -373,6 +377,7 @@ int main(int argc, char **argv)
         {"snapshot-expiration", required_argument, NULL, O_SNAPEXP},
         {"log-level", required_argument, NULL, O_LOGLEVEL},
         {"check", no_argument, NULL, O_CHECK},
+        {"upstream-ca", required_argument, NULL, O_UPSTREAM_CA},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -424,6 +429,7 @@ int main(int argc, char **argv)
             else { fprintf(stderr, "sbxd: --log-level is error, warn, info or debug\n"); return 2; }
             break;
         case O_CHECK: check_only = true; break;
+        case O_UPSTREAM_CA: c->upstream_ca = sbx__strdup(optarg); break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -477,6 +483,15 @@ int main(int argc, char **argv)
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
     limits_probe();
+    if (mitm_init(err, sizeof err) < 0) {
+        if (c->upstream_ca) {
+            fprintf(stderr, "sbxd: %s\n", err);
+            return 1;
+        }
+        sbxd_log(LOG_WARN, "%s: network policies with injectionRules will be refused", err);
+    }
+    else
+        g.can_inject = true;
     if (launcher_start() < 0 || io_start() < 0) {
         fprintf(stderr, "sbxd: cannot start its threads\n");
         return 1;

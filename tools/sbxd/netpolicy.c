@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "alloc.h"
+#include "str.h"
 
 #define MAX_RULES 1024
 
@@ -27,10 +29,24 @@ __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errl
     va_end(ap);
 }
 
+static void inject_free(struct np_inject *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        sbx__free(r->names[i]);
+        sbx__free_secret(r->values[i]);
+    }
+    sbx__free(r->names);
+    sbx__free(r->values);
+    sbx__free(r->domain);
+}
+
 void netpolicy_free(struct netpolicy *p)
 {
     if (!p)
         return;
+    for (size_t i = 0; i < p->ninject; i++)
+        inject_free(&p->inject[i]);
+    sbx__free(p->inject);
     for (size_t i = 0; i < p->ndomains; i++)
         sbx__free(p->domains[i]);
     sbx__free(p->domains);
@@ -193,6 +209,89 @@ static int parse_cidrs(json_t *arr, const char *key, struct cidr **out, size_t *
     return 0;
 }
 
+static bool header_name_ok(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || strchr("!#$%&'*+-.^_`|~", *s)))
+            return false;
+    return true;
+}
+
+static bool header_value_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\r' || s[i] == '\n' || s[i] == '\0')
+            return false;
+    return true;
+}
+
+/* injectionRules: [{"domain": d, "headers": {name: value}}]. The echo keeps
+ * only the names ("headerNames"), as the protocol asks. */
+static int parse_inject(struct netpolicy *p, json_t *rules, json_t *echo_rules, char *err, size_t errlen)
+{
+    size_t i;
+    json_t *rule;
+    if (json_array_size(rules) > MAX_RULES) {
+        set_err(err, errlen, "networkPolicy.injectionRules has too many entries");
+        return -1;
+    }
+    p->inject = sbx__calloc(json_array_size(rules) + 1, sizeof *p->inject);
+    if (!p->inject)
+        goto oom;
+    json_array_foreach(rules, i, rule) {
+        json_t *dom = json_object_get(rule, "domain"), *hdrs = json_object_get(rule, "headers");
+        json_t *names, *v;
+        struct np_inject *r = &p->inject[p->ninject];
+        const char *k;
+        if (!json_is_object(rule) || !json_is_string(dom) ||
+            !(r->domain = normalize_domain(json_string_value(dom)))) {
+            set_err(err, errlen, "networkPolicy.injectionRules[%zu].domain must be a domain name, '*' "
+                                 "or '*.domain'", i);
+            return -1;
+        }
+        p->ninject++;
+        if (hdrs && !json_is_object(hdrs)) {
+            set_err(err, errlen, "networkPolicy.injectionRules[%zu].headers must be an object of "
+                                 "strings", i);
+            return -1;
+        }
+        r->names = sbx__calloc(json_object_size(hdrs) + 1, sizeof *r->names);
+        r->values = sbx__calloc(json_object_size(hdrs) + 1, sizeof *r->values);
+        names = json_array();
+        if (!r->names || !r->values || !names) {
+            json_decref(names);
+            goto oom;
+        }
+        json_object_foreach(hdrs, k, v) {
+            if (!header_name_ok(k) || !json_is_string(v) ||
+                !header_value_ok(json_string_value(v), json_string_length(v))) {
+                json_decref(names);
+                set_err(err, errlen, "networkPolicy.injectionRules[%zu].headers: '%s' must be a header "
+                                     "name with a string value without line breaks", i, k);
+                return -1;
+            }
+            r->names[r->n] = sbx__strdup(k);
+            r->values[r->n] = sbx__strdup(json_string_value(v));
+            if (!r->names[r->n] || !r->values[r->n]) {
+                sbx__free(r->names[r->n]);
+                sbx__free_secret(r->values[r->n]);
+                json_decref(names);
+                goto oom;
+            }
+            r->n++;
+            json_array_append_new(names, json_string(k));
+        }
+        json_array_append_new(echo_rules, json_pack("{s:s,s:o}", "domain", json_string_value(dom),
+                                                    "headerNames", names));
+    }
+    return 0;
+oom:
+    set_err(err, errlen, "out of memory");
+    return -1;
+}
+
 struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
 {
     struct netpolicy *p;
@@ -232,13 +331,8 @@ struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
             string_array(j, "deniedCIDRs", &denied, err, errlen) < 0)
             goto fail;
         inj = json_object_get(j, "injectionRules");
-        if (inj && !json_is_null(inj) && !(json_is_array(inj) && json_array_size(inj) == 0)) {
-            /* Setting request headers on HTTPS traffic needs TLS interception
-             * with a CA the sandbox trusts; sbxd does not do that, and a rule
-             * it cannot apply must not be accepted as if it were. */
-            set_err(err, errlen, "%s",
-                    "networkPolicy.injectionRules (header transforms) are not supported by sbxd: "
-                    "they need TLS interception; remove the transform or use Vercel Sandbox");
+        if (inj && !json_is_null(inj) && !json_is_array(inj)) {
+            set_err(err, errlen, "%s", "networkPolicy.injectionRules must be an array");
             goto fail;
         }
         if (domains) {
@@ -260,11 +354,20 @@ struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
             parse_cidrs(denied, "deniedCIDRs", &p->deny, &p->ndeny, err, errlen) < 0)
             goto fail;
     }
-    /* Echo what was given (extra fields are kept, as the protocol says). */
+    /* Echo what was given (extra fields are kept, as the protocol says),
+     * with injection rules reduced to their header names. */
     p->echo = json_deep_copy(j);
     if (!p->echo)
         goto oom;
     json_object_del(p->echo, "injectionRules");
+    if (p->mode == NP_CUSTOM && json_array_size(inj) > 0) {
+        json_t *echo_rules = json_array();
+        if (!echo_rules)
+            goto oom;
+        json_object_set_new(p->echo, "injectionRules", echo_rules);
+        if (parse_inject(p, inj, echo_rules, err, errlen) < 0)
+            goto fail;
+    }
     return p;
 oom:
     set_err(err, errlen, "%s", "out of memory");
@@ -278,26 +381,68 @@ json_t *netpolicy_json(const struct netpolicy *p)
     return json_incref(p->echo);
 }
 
-bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host)
+bool netpolicy_domain_match(const char *d, const char *host)
 {
     size_t hl = strlen(host);
+    if (strcmp(d, "*") == 0)
+        return true;
+    if (d[0] == '*') {
+        size_t sl = strlen(d) - 1; /* ".b.org" */
+        return hl > sl && strcasecmp(host + hl - sl, d + 1) == 0;
+    }
+    return strcasecmp(host, d) == 0;
+}
+
+bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host)
+{
     if (p->mode == NP_ALLOW_ALL)
         return true;
     if (p->mode == NP_DENY_ALL)
         return false;
-    for (size_t i = 0; i < p->ndomains; i++) {
-        const char *d = p->domains[i];
-        if (strcmp(d, "*") == 0)
+    for (size_t i = 0; i < p->ndomains; i++)
+        if (netpolicy_domain_match(p->domains[i], host))
             return true;
-        if (d[0] == '*') {
-            size_t sl = strlen(d) - 1; /* ".b.org" */
-            if (hl > sl && strcasecmp(host + hl - sl, d + 1) == 0)
-                return true;
-        } else if (strcasecmp(host, d) == 0) {
-            return true;
+    return false;
+}
+
+size_t netpolicy_inject_for(const struct netpolicy *p, const char *host, char ***names, char ***values)
+{
+    size_t n = 0, cap = 0;
+    char **nv = NULL, **vv = NULL;
+    for (size_t i = 0; i < p->ninject; i++) {
+        const struct np_inject *r = &p->inject[i];
+        if (!netpolicy_domain_match(r->domain, host))
+            continue;
+        for (size_t k = 0; k < r->n; k++) {
+            size_t at = n;
+            /* A later rule overwrites the same header (names are case-blind). */
+            for (size_t x = 0; x < n; x++)
+                if (strcasecmp(nv[x], r->names[k]) == 0)
+                    at = x;
+            if (at == n) {
+                if (n == cap) {
+                    size_t c2 = cap ? cap * 2 : 4;
+                    char **a = sbx__realloc(nv, c2 * sizeof *a), **b;
+                    if (!a)
+                        break;
+                    nv = a;
+                    b = sbx__realloc(vv, c2 * sizeof *b);
+                    if (!b)
+                        break;
+                    vv = b;
+                    cap = c2;
+                }
+                nv[n] = sbx__strdup(r->names[k]);
+                vv[n] = NULL;
+                n++;
+            }
+            sbx__free_secret(vv[at]);
+            vv[at] = sbx__strdup(r->values[k]);
         }
     }
-    return false;
+    *names = nv;
+    *values = vv;
+    return n;
 }
 
 int netpolicy_addr_verdict(const struct netpolicy *p, int family, const void *addr)

@@ -16,8 +16,18 @@ struct cidr {
     int prefix;
 };
 
+/* Headers set (overwritten) on requests to a domain: credential brokering.
+ * Values are secrets: never echoed, logged or written to disk. */
+struct np_inject {
+    char *domain;          /* as allowedDomains: "*", "*.x.y" or "x.y" */
+    char **names, **values;
+    size_t n;
+};
+
 struct netpolicy {
     enum np_mode mode;
+    struct np_inject *inject;
+    size_t ninject;
     char **domains;        /* lowercase; "*", "*.x.y" or "x.y" */
     size_t ndomains;
     struct cidr *allow, *deny;
@@ -39,5 +49,10 @@ bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host);
  * everything), 1 allowed by allowedCIDRs, 0 neither. */
 int netpolicy_addr_verdict(const struct netpolicy *p, int family, const void *addr);
 bool netpolicy_parse_cidr(const char *s, struct cidr *out);
+/* Whether a domain pattern ("*", "*.b.org", "a.b.org") matches host. */
+bool netpolicy_domain_match(const char *pattern, const char *host);
+/* The headers to inject for host, later rules overwriting earlier ones, as
+ * "Name: value" lines in out (cleared first); returns how many. */
+size_t netpolicy_inject_for(const struct netpolicy *p, const char *host, char ***names, char ***values);
 
 #endif /* SBXD_NETPOLICY_H */

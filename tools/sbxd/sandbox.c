@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "mitm.h"
 #include "sbxd.h"
 
 #define BOOT_TIMEOUT_MS 60000 /* a saturated host can take long; failing is worse */
@@ -266,6 +267,13 @@ static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
         if (stat(path, &st) == 0 && add3(a, "--ro-bind", path, path))
             return -1;
     }
+    /* The egress CA (header injection intercepts TLS): the bundle every
+     * OpenSSL/GnuTLS tool reads, and the CA alone for NODE_EXTRA_CA_CERTS. */
+    if (mitm_bundle_path() && stat(MITM_SANDBOX_BUNDLE, &st) == 0 &&
+        add3(a, "--ro-bind", mitm_bundle_path(), MITM_SANDBOX_BUNDLE))
+        return -1;
+    if (mitm_ca_path() && add3(a, "--ro-bind", mitm_ca_path(), MITM_SANDBOX_CA))
+        return -1;
     if (add3(a, "--ro-bind", g.cfg.init_path, "/.sbxd/init") || add3(a, "--proc", "/proc", NULL) ||
         add3(a, "--dev", "/dev", NULL) || add3(a, "--chdir", "/", NULL) || add(a, "--clearenv") ||
         add3(a, "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") ||
@@ -535,6 +543,7 @@ static int sanitize_root(struct sandbox *s, char *err, size_t errlen)
     r |= ensure_mount_point(rootfd, "proc", true);
     r |= ensure_mount_point(rootfd, "dev", true);
     r |= ensure_mount_point(rootfd, ".sbxd/init", false);
+    r |= ensure_mount_point(rootfd, ".sbxd/ca.crt", false);
     for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
         snprintf(host, sizeof host, "/%s", sys_top[i]);
         if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))

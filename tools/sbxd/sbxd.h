@@ -40,6 +40,7 @@ struct sbxd_config {
     char *token_file;
     char *bwrap;           /* bwrap program */
     char *init_path;       /* sbxd-init program (host path) */
+    char *upstream_ca;     /* extra CAs the egress proxy trusts upstream */
     int64_t default_timeout_ms;
     int64_t max_timeout_ms;
     int64_t snapshot_ttl_ms;   /* default snapshot expiration; 0 = never */
@@ -182,6 +183,7 @@ struct sbxd {
     pthread_t io_thread, launcher_thread;
     char *url;                   /* what we listen on, for logs */
     bool can_sudo;               /* nested user namespaces work */
+    bool can_inject;             /* the egress CA is set up: injection rules work */
 };
 
 extern struct sbxd g;
