@@ -1,10 +1,47 @@
 /* SPDX-License-Identifier: MIT */
-/* engine: libcurl multi engine; for now the process-wide libcurl set-up. */
+/*
+ * engine: libcurl multi behind one epoll descriptor. libcurl tells us which
+ * sockets to watch (CURLMOPT_SOCKETFUNCTION) and when it wants a timeout
+ * (CURLMOPT_TIMERFUNCTION); the epoll fd also holds a timerfd, armed for the
+ * earliest of libcurl's timeout, a retry or a deadline, and an eventfd for
+ * wakeups from other threads. A host loop watches that one fd.
+ *
+ * Above libcurl sits a FIFO queue with a global and a per-project limit on
+ * short requests, and the retry policy:
+ *  - a request marked idempotent is retried after a network error, a 429 or
+ *    a 5xx, with jittered exponential backoff, honouring Retry-After;
+ *  - any other request (creating a sandbox, starting a command) is retried
+ *    only when it cannot have reached the server: the connection was never
+ *    made, or libcurl reports that no byte of the request was sent, or the
+ *    server answered 429 (it did not take it). So it never runs twice.
+ *  - a streamed response is not retried once bytes of it were delivered:
+ *    the caller resumes it knowing what it already has.
+ */
 #include "internal.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "buf.h"
 #include "engine.h"
+#include "str.h"
+
+#define BACKOFF_BASE_MS 100
+#define BACKOFF_MAX_MS 10000
+#define RETRY_AFTER_MAX_S 60 /* a longer wait is reported, not slept */
+#define ERROR_BODY_MAX 65536
 
 sbx_status sbx__engine_global_init(void)
 {
@@ -17,4 +54,969 @@ sbx_status sbx__engine_global_init(void)
 void sbx__engine_global_cleanup(void)
 {
     curl_global_cleanup();
+}
+
+int64_t sbx__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum req_state { R_NEW, R_QUEUED, R_ACTIVE, R_RETRY_WAIT, R_DONE };
+
+struct sbx__req {
+    sbx__engine *e;
+    enum req_state state;
+    CURL *easy;
+    char *method, *url, *project;
+    struct curl_slist *headers;
+    sbx__strlist secret_headers;  /* wiped on free */
+    sbx__buf body_in;             /* a request body in memory */
+    bool has_body;
+    char *content_type_in;
+    sbx__read_fn read_fn;
+    sbx__rewind_fn rewind_fn;
+    void *read_user;
+    uint64_t body_size;           /* of a streamed body */
+    size_t body_off;              /* read_cb's position in body_in */
+    bool idempotent, follow, counted;
+    int64_t deadline;
+    sbx__data_fn data_fn;
+    void *data_user;
+    sbx__done_fn done_fn;
+    void *done_user;
+    bool paused, resume_pending;
+    bool too_large;               /* the buffered body passed max_response */
+    atomic_bool cancel;
+    /* results */
+    sbx__buf body;                /* buffered body, or the error body of a stream */
+    long http_status;
+    char content_type[128];
+    char retry_after[64];
+    sbx_status status;
+    char *error;
+    bool maybe_sent;
+    unsigned attempts;
+    uint64_t streamed;
+    int64_t retry_due;
+    CURLcode last_code;
+    char errbuf[CURL_ERROR_SIZE];
+    struct sbx__req *prev, *next; /* in the engine's list of all requests */
+};
+
+struct project_count {
+    char *project;
+    unsigned n;
+    struct project_count *next;
+};
+
+struct sbx__engine {
+    CURLM *multi;
+    int epfd, tfd, efd;
+    int64_t curl_due;          /* -1: none */
+    atomic_llong next_due;     /* for sbx__engine_timeout() from other threads */
+    struct sbx__req *reqs;     /* every request not freed */
+    unsigned active, pending;
+    struct project_count *projects;
+    struct sbx__engine_limits limits;
+    char *unix_path;
+    char *user_agent;
+    bool in_process;
+};
+
+/* ---- epoll plumbing ---------------------------------------------------------- */
+
+static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    sbx__engine *e = userp;
+    struct epoll_event ev;
+    (void)easy;
+    memset(&ev, 0, sizeof ev);
+    ev.data.fd = s;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(e->multi, s, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (socketp) {
+        epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+    } else {
+        if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+            epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+        curl_multi_assign(e->multi, s, e); /* any non-NULL marks "registered" */
+    }
+    return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+    sbx__engine *e = userp;
+    (void)multi;
+    e->curl_due = timeout_ms < 0 ? -1 : sbx__mono_ms() + timeout_ms;
+    return 0;
+}
+
+sbx__engine *sbx__engine_new(void)
+{
+    sbx__engine *e = sbx__calloc(1, sizeof *e);
+    struct epoll_event ev;
+    if (!e)
+        return NULL;
+    e->epfd = e->tfd = e->efd = -1;
+    e->curl_due = -1;
+    atomic_store(&e->next_due, -1);
+    e->limits.global = 64;
+    e->limits.per_project = 32;
+    e->limits.retry_max = 5;
+    e->limits.max_response = 16u << 20;
+    e->multi = curl_multi_init();
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!e->multi || e->epfd < 0 || e->tfd < 0 || e->efd < 0)
+        goto fail;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.fd = e->tfd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev) < 0)
+        goto fail;
+    ev.data.fd = e->efd;
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->efd, &ev) < 0)
+        goto fail;
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    return e;
+fail:
+    sbx__engine_free(e);
+    return NULL;
+}
+
+static void finish(sbx__req *r, sbx_status st, const char *msg);
+static void detach_easy(sbx__req *r);
+
+void sbx__engine_free(sbx__engine *e)
+{
+    if (!e)
+        return;
+    /* Requests still owned by callers lose their engine: they are aborted
+     * without callbacks; freeing them later stays safe. */
+    for (sbx__req *r = e->reqs, *next; r; r = next) {
+        next = r->next;
+        detach_easy(r);
+        r->state = R_DONE;
+        r->e = NULL;
+        r->prev = r->next = NULL;
+    }
+    e->reqs = NULL;
+    while (e->projects) {
+        struct project_count *p = e->projects;
+        e->projects = p->next;
+        sbx__free(p->project);
+        sbx__free(p);
+    }
+    if (e->multi)
+        curl_multi_cleanup(e->multi);
+    if (e->epfd >= 0)
+        close(e->epfd);
+    if (e->tfd >= 0)
+        close(e->tfd);
+    if (e->efd >= 0)
+        close(e->efd);
+    sbx__free(e->unix_path);
+    sbx__free(e->user_agent);
+    sbx__free(e);
+}
+
+sbx_status sbx__engine_set_unix_socket(sbx__engine *e, const char *path)
+{
+    char *p = path ? sbx__strdup(path) : NULL;
+    if (path && !p)
+        return SBX_E_NOMEM;
+    sbx__free(e->unix_path);
+    e->unix_path = p;
+    return SBX_OK;
+}
+
+sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua)
+{
+    char *p = ua ? sbx__strdup(ua) : NULL;
+    if (ua && !p)
+        return SBX_E_NOMEM;
+    sbx__free(e->user_agent);
+    e->user_agent = p;
+    return SBX_OK;
+}
+
+void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l)
+{
+    e->limits = *l;
+}
+
+void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l)
+{
+    *l = e->limits;
+}
+
+int sbx__engine_fd(const sbx__engine *e)
+{
+    return e->epfd;
+}
+
+unsigned sbx__engine_pending(const sbx__engine *e)
+{
+    return e->pending;
+}
+
+void sbx__engine_wakeup(sbx__engine *e)
+{
+    uint64_t one = 1;
+    (void)!write(e->efd, &one, sizeof one);
+}
+
+/* ---- limits --------------------------------------------------------------- */
+
+static struct project_count *project_slot(sbx__engine *e, const char *project, bool create)
+{
+    struct project_count *p;
+    for (p = e->projects; p; p = p->next)
+        if (strcmp(p->project, project) == 0)
+            return p;
+    if (!create)
+        return NULL;
+    p = sbx__calloc(1, sizeof *p);
+    if (!p || !(p->project = sbx__strdup(project))) {
+        sbx__free(p);
+        return NULL;
+    }
+    p->next = e->projects;
+    e->projects = p;
+    return p;
+}
+
+static bool may_start(sbx__engine *e, sbx__req *r)
+{
+    struct project_count *p;
+    if (r->follow)
+        return true; /* long-lived listeners are not rationed */
+    if (e->limits.global && e->active >= e->limits.global)
+        return false;
+    if (r->project && e->limits.per_project && (p = project_slot(e, r->project, false)) &&
+        p->n >= e->limits.per_project)
+        return false;
+    return true;
+}
+
+static void count(sbx__req *r, int delta)
+{
+    sbx__engine *e = r->e;
+    struct project_count *p;
+    if (r->follow)
+        return;
+    if (delta > 0) {
+        e->active++;
+        r->counted = true;
+        if (r->project && (p = project_slot(e, r->project, true)))
+            p->n++;
+    } else if (r->counted) {
+        e->active--;
+        r->counted = false;
+        if (r->project && (p = project_slot(e, r->project, false)) && p->n)
+            p->n--;
+    }
+}
+
+/* ---- one attempt ----------------------------------------------------------- */
+
+static size_t header_cb(char *line, size_t size, size_t n, void *user)
+{
+    sbx__req *r = user;
+    size_t len = size * n;
+    const char *names[] = {"content-type:", "retry-after:"};
+    char *dest[] = {r->content_type, r->retry_after};
+    size_t caps[] = {sizeof r->content_type, sizeof r->retry_after};
+
+    if (len > 5 && strncmp(line, "HTTP/", 5) == 0) {
+        /* A new response (after a 100 Continue, or a redirect): forget the
+         * previous one's headers. */
+        r->content_type[0] = r->retry_after[0] = '\0';
+        return len;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        size_t nl = strlen(names[i]), vlen;
+        const char *v;
+        if (len <= nl || strncasecmp(line, names[i], nl) != 0)
+            continue;
+        v = line + nl;
+        vlen = len - nl;
+        while (vlen && (*v == ' ' || *v == '\t')) {
+            v++;
+            vlen--;
+        }
+        while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+            vlen--;
+        if (vlen >= caps[i])
+            vlen = caps[i] - 1;
+        memcpy(dest[i], v, vlen);
+        dest[i][vlen] = '\0';
+    }
+    return len;
+}
+
+static size_t write_cb(char *data, size_t size, size_t n, void *user)
+{
+    sbx__req *r = user;
+    size_t len = size * n;
+    long code = 0;
+
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (r->data_fn && code >= 200 && code < 300) {
+        int a = r->data_fn(r, data, len, r->data_user);
+        if (a == SBX__DATA_PAUSE) {
+            r->paused = true;
+            return CURL_WRITEFUNC_PAUSE; /* the same bytes come again on resume */
+        }
+        if (a == SBX__DATA_ABORT)
+            return 0;
+        r->streamed += len;
+        return len;
+    }
+    /* Buffered bodies, and error bodies of streams (kept small). */
+    if (sbx__buf_append(&r->body, data, len) != SBX_OK) {
+        if (r->data_fn)
+            return len; /* an oversized error body is cut, not fatal */
+        r->too_large = true;
+        return 0;       /* the request fails with BUDGET_EXCEEDED */
+    }
+    return len;
+}
+
+static size_t read_cb(char *buf, size_t size, size_t n, void *user)
+{
+    sbx__req *r = user;
+    size_t want = size * n, got;
+    if (!r->read_fn) {
+        /* An in-memory body that must not be replayed by libcurl. */
+        got = r->body_in.len - r->body_off < want ? r->body_in.len - r->body_off : want;
+        memcpy(buf, r->body_in.data + r->body_off, got);
+        r->body_off += got;
+        return got;
+    }
+    got = r->read_fn(buf, want, r->read_user);
+    return got == SIZE_MAX ? CURL_READFUNC_ABORT : got;
+}
+
+/* libcurl wants the body again (a resend on a fresh connection). */
+static int seek_cb(void *user, curl_off_t offset, int origin)
+{
+    sbx__req *r = user;
+    if (offset != 0 || origin != SEEK_SET)
+        return CURL_SEEKFUNC_CANTSEEK;
+    if (!r->read_fn) {
+        r->body_off = 0;
+        return CURL_SEEKFUNC_OK;
+    }
+    return r->rewind_fn && r->rewind_fn(r->read_user) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
+}
+
+static sbx_status attach_easy(sbx__req *r)
+{
+    sbx__engine *e = r->e;
+    CURL *h = curl_easy_init();
+    if (!h)
+        return SBX_E_NOMEM;
+    r->easy = h;
+    r->errbuf[0] = '\0';
+    r->content_type[0] = r->retry_after[0] = '\0';
+    r->http_status = 0;
+    r->paused = false;
+    r->too_large = false;
+    sbx__buf_free(&r->body);
+    sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
+    curl_easy_setopt(h, CURLOPT_URL, r->url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    /* HTTP/2 where TLS negotiates it; sbxd (plain, or a unix socket) speaks 1.1. */
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    if (e->unix_path)
+        curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
+    if (e->user_agent)
+        curl_easy_setopt(h, CURLOPT_USERAGENT, e->user_agent);
+    if (r->read_fn || (r->has_body && !r->idempotent)) {
+        /* Bodies go through read_cb when streamed, and always for requests
+         * that must not run twice: libcurl silently resends a request whose
+         * reused connection died before any answer, which needs a rewind;
+         * only idempotent bodies can rewind (seek_cb), so for the others
+         * that resend fails instead, and we report "may have reached the
+         * server". */
+        r->body_off = 0;
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, read_cb);
+        curl_easy_setopt(h, CURLOPT_READDATA, r);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(r->read_fn ? r->body_size : r->body_in.len));
+        if (r->idempotent) {
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
+        }
+    } else if (r->has_body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body_in.data ? r->body_in.data : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_in.len);
+    } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "DELETE") != 0) {
+        /* A body-less POST still sends Content-Length: 0. */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    }
+    if (curl_multi_add_handle(e->multi, h) != CURLM_OK) {
+        curl_easy_cleanup(h);
+        r->easy = NULL;
+        return SBX_E_INTERNAL;
+    }
+    r->attempts++;
+    r->state = R_ACTIVE;
+    return SBX_OK;
+}
+
+static void detach_easy(sbx__req *r)
+{
+    if (!r->easy)
+        return;
+    if (r->e)
+        curl_multi_remove_handle(r->e->multi, r->easy);
+    curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+}
+
+/* ---- outcomes ------------------------------------------------------------------- */
+
+static void unlink_req(sbx__req *r)
+{
+    sbx__engine *e = r->e;
+    if (!e)
+        return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (e->reqs == r)
+        e->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void finish(sbx__req *r, sbx_status st, const char *msg)
+{
+    sbx__engine *e = r->e;
+    detach_easy(r);
+    count(r, -1);
+    if (r->state != R_DONE && e)
+        e->pending--;
+    r->state = R_DONE;
+    r->status = st;
+    sbx__free(r->error);
+    r->error = msg ? sbx__strdup(msg) : NULL;
+    if (r->done_fn)
+        r->done_fn(r, r->done_user); /* may free r */
+}
+
+/* Seconds from a Retry-After value: an integer or an HTTP date. -1 if none. */
+static long retry_after_s(const char *v)
+{
+    char *end;
+    long s;
+    time_t t;
+    if (!v[0])
+        return -1;
+    s = strtol(v, &end, 10);
+    if (end != v && *end == '\0')
+        return s < 0 ? 0 : s;
+    t = curl_getdate(v, NULL);
+    if (t < 0)
+        return -1;
+    s = (long)(t - time(NULL));
+    return s < 0 ? 0 : s;
+}
+
+static int64_t backoff_ms(unsigned attempt)
+{
+    uint32_t rnd = 0;
+    int64_t base = BACKOFF_BASE_MS;
+    for (unsigned i = 1; i < attempt && base < BACKOFF_MAX_MS; i++)
+        base *= 2;
+    if (base > BACKOFF_MAX_MS)
+        base = BACKOFF_MAX_MS;
+    (void)!getrandom(&rnd, sizeof rnd, GRND_NONBLOCK);
+    /* Jitter: 50% to 150% of the base. */
+    return base / 2 + (int64_t)(rnd % (uint32_t)(base + 1));
+}
+
+static bool not_sent(CURLcode code, CURL *h)
+{
+    curl_off_t sent = 0;
+    if (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+        code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_SSL_CONNECT_ERROR ||
+        code == CURLE_PEER_FAILED_VERIFICATION)
+        return true;
+    /* No byte of the request went out on this attempt. */
+    return curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK && sent == 0;
+}
+
+static void schedule_retry(sbx__req *r, int64_t delay_ms)
+{
+    detach_easy(r);
+    count(r, -1);
+    r->state = R_RETRY_WAIT;
+    r->retry_due = sbx__mono_ms() + delay_ms;
+    if (r->rewind_fn && r->rewind_fn(r->read_user) != 0)
+        finish(r, SBX_E_IO, "the request body could not be replayed for a retry");
+}
+
+/* An attempt ended (libcurl says so). Retry, or report. */
+static void attempt_done(sbx__req *r, CURLcode code)
+{
+    sbx__engine *e = r->e;
+    bool retryable_left = r->attempts <= e->limits.retry_max;
+    char msg[CURL_ERROR_SIZE + 128];
+    int64_t now = sbx__mono_ms();
+
+    r->last_code = code;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+    if (atomic_load(&r->cancel)) {
+        finish(r, SBX_E_CANCELLED, "cancelled");
+        return;
+    }
+    if (code != CURLE_OK) {
+        bool unsent = not_sent(code, r->easy);
+        r->maybe_sent = !unsent;
+        if (code == CURLE_WRITE_ERROR && r->too_large) {
+            snprintf(msg, sizeof msg, "the response is larger than %zu bytes", r->body.limit);
+            finish(r, SBX_E_BUDGET_EXCEEDED, msg);
+            return;
+        }
+        if (code == CURLE_WRITE_ERROR && r->data_fn) {
+            finish(r, SBX_E_CANCELLED, "the receiver stopped the stream");
+            return;
+        }
+        snprintf(msg, sizeof msg, "%s %s: %s", r->method, r->url,
+                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+        if (r->deadline && now >= r->deadline) {
+            finish(r, SBX_E_TIMEOUT, msg);
+            return;
+        }
+        /* A stream that delivered bytes is resumed by its owner, who knows
+         * how much it has; anything else retries if it is safe. */
+        if (retryable_left && r->streamed == 0 && (r->idempotent || unsent)) {
+            schedule_retry(r, backoff_ms(r->attempts));
+            return;
+        }
+        finish(r, SBX_E_TRANSPORT, msg);
+        return;
+    }
+    r->maybe_sent = true;
+    if (r->http_status == 429 && retryable_left) {
+        /* The server did not take the request: safe to send again. */
+        long ra = retry_after_s(r->retry_after);
+        if (ra <= RETRY_AFTER_MAX_S) {
+            int64_t delay = ra >= 0 ? ra * 1000 : backoff_ms(r->attempts);
+            if (!r->deadline || now + delay < r->deadline) {
+                schedule_retry(r, delay);
+                return;
+            }
+        }
+    }
+    if (r->http_status >= 500 && r->http_status <= 599 && r->idempotent && retryable_left &&
+        r->streamed == 0) {
+        schedule_retry(r, backoff_ms(r->attempts));
+        return;
+    }
+    finish(r, SBX_OK, NULL);
+}
+
+static void check_messages(sbx__engine *e)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(e->multi, &left)) != NULL) {
+        sbx__req *r = NULL;
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (r)
+            attempt_done(r, m->data.result);
+    }
+}
+
+/* Cancellations, deadlines, due retries, and the queue. */
+static void housekeeping(sbx__engine *e)
+{
+    int64_t now = sbx__mono_ms();
+    sbx__req *r, *next;
+
+    for (r = e->reqs; r; r = next) {
+        next = r->next;
+        if (r->state == R_DONE || r->state == R_NEW)
+            continue;
+        if (atomic_load(&r->cancel)) {
+            finish(r, SBX_E_CANCELLED, "cancelled");
+            continue;
+        }
+        if (r->deadline && now >= r->deadline) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s %s: deadline passed", r->method, r->url);
+            r->maybe_sent = r->state == R_ACTIVE || r->attempts > 0;
+            finish(r, SBX_E_TIMEOUT, msg);
+            continue;
+        }
+        if (r->resume_pending && r->easy) {
+            r->resume_pending = false;
+            r->paused = false;
+            /* Resuming re-delivers the held bytes: the handler may pause
+             * again at once, which is fine. */
+            curl_easy_pause(r->easy, CURLPAUSE_CONT);
+        }
+    }
+    /* FIFO: requests start in the order they were submitted (the list is
+     * oldest first), retries when due. */
+    for (r = e->reqs; r; r = next) {
+        next = r->next;
+        if ((r->state == R_QUEUED || (r->state == R_RETRY_WAIT && r->retry_due <= now)) &&
+            may_start(e, r)) {
+            sbx_status st;
+            count(r, +1);
+            st = attach_easy(r);
+            if (st != SBX_OK)
+                finish(r, st, "cannot start the request");
+        }
+    }
+}
+
+static void rearm(sbx__engine *e)
+{
+    int64_t due = e->curl_due, now = sbx__mono_ms();
+    struct itimerspec its;
+
+    for (sbx__req *r = e->reqs; r; r = r->next) {
+        if (r->state == R_DONE || r->state == R_NEW)
+            continue;
+        if (r->state == R_RETRY_WAIT && (due < 0 || r->retry_due < due))
+            due = r->retry_due;
+        if (r->deadline && (due < 0 || r->deadline < due))
+            due = r->deadline;
+        if (r->resume_pending || atomic_load(&r->cancel))
+            due = now;
+    }
+    atomic_store(&e->next_due, due);
+    memset(&its, 0, sizeof its);
+    if (due >= 0) {
+        int64_t d = due - now;
+        if (d < 1)
+            d = 1; /* 0 would disarm the timer */
+        its.it_value.tv_sec = d / 1000;
+        its.it_value.tv_nsec = (d % 1000) * 1000000;
+    }
+    timerfd_settime(e->tfd, 0, &its, NULL);
+}
+
+sbx_status sbx__engine_process(sbx__engine *e)
+{
+    struct epoll_event ev[64];
+    int n, running;
+
+    n = epoll_wait(e->epfd, ev, 64, 0);
+    for (int i = 0; i < n; i++) {
+        int fd = ev[i].data.fd;
+        if (fd == e->tfd || fd == e->efd) {
+            uint64_t v;
+            (void)!read(fd, &v, sizeof v);
+            continue;
+        }
+        curl_multi_socket_action(e->multi, fd,
+                                 (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                                     (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                                     (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0),
+                                 &running);
+    }
+    if (e->curl_due >= 0 && sbx__mono_ms() >= e->curl_due) {
+        e->curl_due = -1;
+        curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    check_messages(e);
+    housekeeping(e);
+    /* Starting requests may have completed some at once (a refused connect). */
+    check_messages(e);
+    rearm(e);
+    return SBX_OK;
+}
+
+int64_t sbx__engine_timeout(const sbx__engine *e)
+{
+    int64_t due = atomic_load(&e->next_due), now;
+    if (due < 0)
+        return -1;
+    now = sbx__mono_ms();
+    return due <= now ? 0 : due - now;
+}
+
+sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
+{
+    int64_t t = sbx__engine_timeout(e);
+    int r;
+    if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
+        t = timeout_ms;
+    if (t > INT32_MAX)
+        t = INT32_MAX;
+    /* Polling the epoll fd itself: readiness only, nothing consumed. */
+    do {
+        struct pollfd p = {e->epfd, POLLIN, 0};
+        r = poll(&p, 1, (int)t);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return SBX_E_IO;
+    return r > 0 || sbx__engine_timeout(e) == 0 ? SBX_OK : SBX_E_TIMEOUT;
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+sbx__req *sbx__req_new(sbx__engine *e, const char *method, const char *url)
+{
+    sbx__req *r = sbx__calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->e = e;
+    r->method = sbx__strdup(method);
+    r->url = sbx__strdup(url);
+    atomic_init(&r->cancel, false);
+    if (!r->method || !r->url) {
+        sbx__req_free(r);
+        return NULL;
+    }
+    /* Newest last: the queue starts requests in submission order. */
+    if (!e->reqs) {
+        e->reqs = r;
+    } else {
+        sbx__req *t = e->reqs;
+        while (t->next)
+            t = t->next;
+        t->next = r;
+        r->prev = t;
+    }
+    return r;
+}
+
+static sbx_status add_header(sbx__req *r, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(r->headers, line);
+    if (!l)
+        return SBX_E_NOMEM;
+    r->headers = l;
+    return SBX_OK;
+}
+
+sbx_status sbx__req_add_header(sbx__req *r, const char *line)
+{
+    return add_header(r, line);
+}
+
+sbx_status sbx__req_add_secret_header(sbx__req *r, const char *line)
+{
+    /* libcurl copies the line; we keep our copy to wipe both on free. */
+    if (sbx__strlist_push(&r->secret_headers, line) != SBX_OK)
+        return SBX_E_NOMEM;
+    return add_header(r, line);
+}
+
+static sbx_status set_content_type(sbx__req *r, const char *content_type)
+{
+    char *ct = content_type ? sbx__strdup(content_type) : NULL;
+    if (content_type && !ct)
+        return SBX_E_NOMEM;
+    sbx__free(r->content_type_in);
+    r->content_type_in = ct;
+    return SBX_OK;
+}
+
+sbx_status sbx__req_set_body(sbx__req *r, const void *p, size_t n, const char *content_type)
+{
+    sbx__buf_clear(&r->body_in);
+    if (sbx__buf_append(&r->body_in, p, n) != SBX_OK)
+        return SBX_E_NOMEM;
+    r->has_body = true;
+    return set_content_type(r, content_type);
+}
+
+sbx_status sbx__req_set_body_stream(sbx__req *r, sbx__read_fn read, sbx__rewind_fn rewind, void *user,
+                                    uint64_t size, const char *content_type)
+{
+    r->read_fn = read;
+    r->rewind_fn = rewind;
+    r->read_user = user;
+    r->body_size = size;
+    return set_content_type(r, content_type);
+}
+
+void sbx__req_set_idempotent(sbx__req *r, bool yes)
+{
+    r->idempotent = yes;
+}
+
+void sbx__req_set_follow(sbx__req *r, bool yes)
+{
+    r->follow = yes;
+}
+
+void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms)
+{
+    r->deadline = mono_ms;
+}
+
+sbx_status sbx__req_set_project(sbx__req *r, const char *project)
+{
+    char *p = project ? sbx__strdup(project) : NULL;
+    if (project && !p)
+        return SBX_E_NOMEM;
+    sbx__free(r->project);
+    r->project = p;
+    return SBX_OK;
+}
+
+void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user)
+{
+    r->data_fn = fn;
+    r->data_user = user;
+}
+
+void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user)
+{
+    r->done_fn = fn;
+    r->done_user = user;
+}
+
+sbx_status sbx__req_submit(sbx__req *r)
+{
+    char line[200];
+    if (!r->e || r->state != R_NEW)
+        return SBX_E_MISUSE;
+    /* Every request says application/json unless its body is something
+     * else, as the protocol's clients do. */
+    snprintf(line, sizeof line, "Content-Type: %s",
+             r->content_type_in ? r->content_type_in : "application/json");
+    if (add_header(r, line) != SBX_OK)
+        return SBX_E_NOMEM;
+    /* Long-lived streams end when their command does, not on a default. */
+    if (!r->deadline && r->e->limits.timeout_ms > 0 && !r->follow)
+        r->deadline = sbx__mono_ms() + r->e->limits.timeout_ms;
+    r->state = R_QUEUED;
+    r->e->pending++;
+    /* Due now: the fd turns readable and the timeout reads 0. */
+    atomic_store(&r->e->next_due, sbx__mono_ms());
+    sbx__engine_wakeup(r->e);
+    return SBX_OK;
+}
+
+void sbx__req_cancel(sbx__req *r)
+{
+    atomic_store(&r->cancel, true);
+    if (r->e)
+        sbx__engine_wakeup(r->e);
+}
+
+void sbx__req_resume(sbx__req *r)
+{
+    if (r->paused) {
+        r->resume_pending = true;
+        if (r->e) {
+            atomic_store(&r->e->next_due, sbx__mono_ms());
+            sbx__engine_wakeup(r->e);
+        }
+    }
+}
+
+void sbx__req_free(sbx__req *r)
+{
+    if (!r)
+        return;
+    if (r->e) {
+        if (r->state != R_DONE && r->state != R_NEW)
+            r->e->pending--;
+        detach_easy(r);
+        count(r, -1);
+        unlink_req(r);
+    }
+    /* libcurl's copies of the header lines hold the token too. */
+    for (struct curl_slist *l = r->headers; l; l = l->next)
+        sbx__wipe(l->data, strlen(l->data));
+    curl_slist_free_all(r->headers);
+    sbx__strlist_wipe(&r->secret_headers);
+    sbx__buf_wipe_free(&r->body_in);
+    sbx__buf_free(&r->body);
+    sbx__free(r->content_type_in);
+    sbx__free(r->method);
+    sbx__free(r->url);
+    sbx__free(r->project);
+    sbx__free(r->error);
+    sbx__free(r);
+}
+
+sbx_status sbx__req_status(const sbx__req *r)
+{
+    return r->status;
+}
+
+const char *sbx__req_error(const sbx__req *r)
+{
+    return r->error ? r->error : "";
+}
+
+long sbx__req_http_status(const sbx__req *r)
+{
+    return r->http_status;
+}
+
+const char *sbx__req_body(const sbx__req *r, size_t *len)
+{
+    if (len)
+        *len = r->body.len;
+    return r->body.data ? r->body.data : "";
+}
+
+const char *sbx__req_content_type(const sbx__req *r)
+{
+    return r->content_type;
+}
+
+bool sbx__req_maybe_sent(const sbx__req *r)
+{
+    return r->maybe_sent;
+}
+
+unsigned sbx__req_attempts(const sbx__req *r)
+{
+    return r->attempts;
+}
+
+uint64_t sbx__req_streamed(const sbx__req *r)
+{
+    return r->streamed;
+}
+
+bool sbx__req_idempotent(const sbx__req *r)
+{
+    return r->idempotent;
 }

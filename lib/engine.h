@@ -1,13 +1,118 @@
 /* SPDX-License-Identifier: MIT */
-/* engine: the libcurl side of the library (the only module that includes curl). */
+/*
+ * engine: every HTTP request of a client, on one libcurl multi handle driven
+ * through one epoll descriptor. The only module that includes libcurl.
+ */
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include <sbxrun/common.h>
+
+#include "error.h"
 
 /* Process-wide set-up and tear-down of libcurl, called by sbx_global_init()
  * and sbx_global_cleanup() under their lock. */
 sbx_status sbx__engine_global_init(void);
 void sbx__engine_global_cleanup(void);
+
+typedef struct sbx__engine sbx__engine;
+typedef struct sbx__req sbx__req;
+
+/* Stream data handler's answers. */
+enum { SBX__DATA_OK = 0, SBX__DATA_ABORT = 1, SBX__DATA_PAUSE = 2 };
+
+/* Response bytes of a streamed 2xx response as they arrive. */
+typedef int (*sbx__data_fn)(sbx__req *r, const char *data, size_t len, void *user);
+/* The request is over (after any retries): success, HTTP error or failure.
+ * The engine does not touch the request after calling it; it may be freed
+ * inside. */
+typedef void (*sbx__done_fn)(sbx__req *r, void *user);
+/* A streamed request body: fill buf, return the count, 0 at the end, or
+ * SIZE_MAX on failure. rewind restarts it for a retry (0 ok). */
+typedef size_t (*sbx__read_fn)(char *buf, size_t n, void *user);
+typedef int (*sbx__rewind_fn)(void *user);
+
+struct sbx__engine_limits {
+    unsigned global;        /* short requests in flight */
+    unsigned per_project;
+    unsigned retry_max;     /* retries of one request */
+    size_t max_response;    /* largest buffered body */
+    int64_t timeout_ms;     /* default deadline of a request, 0 none */
+};
+
+sbx__engine *sbx__engine_new(void);
+void sbx__engine_free(sbx__engine *e);
+/* All requests go through this unix socket (sbxd), or TCP when NULL. */
+sbx_status sbx__engine_set_unix_socket(sbx__engine *e, const char *path);
+sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua);
+void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l);
+void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l);
+
+int sbx__engine_fd(const sbx__engine *e);
+/* ms until work is due (0 now, -1 none). Readable from any thread. */
+int64_t sbx__engine_timeout(const sbx__engine *e);
+/* Ready I/O, timers, retries, queue; done callbacks run here. */
+sbx_status sbx__engine_process(sbx__engine *e);
+/* Block until the fd is readable or something is due, at most timeout_ms
+ * (-1: no limit). Returns SBX_OK, SBX_E_TIMEOUT, or SBX_E_IO (poll failed).
+ * No callbacks. */
+sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms);
+void sbx__engine_wakeup(sbx__engine *e);
+/* Requests not done yet. */
+unsigned sbx__engine_pending(const sbx__engine *e);
+
+/* ---- requests ---- */
+
+sbx__req *sbx__req_new(sbx__engine *e, const char *method, const char *url);
+sbx_status sbx__req_add_header(sbx__req *r, const char *line);
+/* Replace a secret header (Authorization): wiped on free. */
+sbx_status sbx__req_add_secret_header(sbx__req *r, const char *line);
+sbx_status sbx__req_set_body(sbx__req *r, const void *p, size_t n, const char *content_type);
+/* A body produced by read as it is sent, size bytes long (sent with
+ * Content-Length). */
+sbx_status sbx__req_set_body_stream(sbx__req *r, sbx__read_fn read, sbx__rewind_fn rewind, void *user,
+                                    uint64_t size, const char *content_type);
+/* May be sent again after it could have reached the server. */
+void sbx__req_set_idempotent(sbx__req *r, bool yes);
+/* A long-lived response (command wait, logs): not counted in the limits. */
+void sbx__req_set_follow(sbx__req *r, bool yes);
+/* Absolute deadline (sbx__mono_ms()), 0 for the engine's default. */
+void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms);
+sbx_status sbx__req_set_project(sbx__req *r, const char *project);
+/* Stream a 2xx response body to fn instead of buffering it. */
+void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user);
+void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user);
+/* Queue it. Fails only on misuse (submitted twice) or memory. */
+sbx_status sbx__req_submit(sbx__req *r);
+/* Abort it: it finishes with SBX_E_CANCELLED at the next process. */
+void sbx__req_cancel(sbx__req *r);
+/* Resume a stream paused by its data handler. */
+void sbx__req_resume(sbx__req *r);
+/* Release it; a request not done is aborted without its callback. */
+void sbx__req_free(sbx__req *r);
+
+/* Results, valid once done. status: SBX_OK when an HTTP response arrived
+ * (of any status; see http_status), else SBX_E_TRANSPORT, SBX_E_TIMEOUT,
+ * SBX_E_CANCELLED, SBX_E_BUDGET_EXCEEDED (response larger than allowed),
+ * SBX_E_NOMEM. */
+sbx_status sbx__req_status(const sbx__req *r);
+const char *sbx__req_error(const sbx__req *r);
+long sbx__req_http_status(const sbx__req *r);
+/* The buffered body (also the error body of a streamed request), NUL-terminated. */
+const char *sbx__req_body(const sbx__req *r, size_t *len);
+const char *sbx__req_content_type(const sbx__req *r);
+/* Whether any byte of the request may have reached the server in the
+ * attempt that ended the request. */
+bool sbx__req_maybe_sent(const sbx__req *r);
+unsigned sbx__req_attempts(const sbx__req *r);
+bool sbx__req_idempotent(const sbx__req *r);
+/* Bytes handed to the stream handler. */
+uint64_t sbx__req_streamed(const sbx__req *r);
+
+int64_t sbx__mono_ms(void);
 
 #endif /* SBX_ENGINE_H */

@@ -36,6 +36,7 @@ static const struct status_info status_table[] = {
     [SBX_E_INTEGRITY] = {"SBX_E_INTEGRITY", "integrity check failed"},
     [SBX_E_PATCH] = {"SBX_E_PATCH", "patch does not apply"},
     [SBX_E_INTERNAL] = {"SBX_E_INTERNAL", "internal error in libsbxrun"},
+    [SBX_E_AGAIN] = {"SBX_E_AGAIN", "not finished yet, or nothing available now"},
 };
 
 static const struct status_info *status_lookup(sbx_status code)

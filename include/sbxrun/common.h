@@ -76,7 +76,9 @@ typedef enum sbx_status {
     /** A patch does not apply, or touches paths it may not. */
     SBX_E_PATCH = 20,
     /** An internal invariant broke: a bug in libsbxrun; please report it. */
-    SBX_E_INTERNAL = 21
+    SBX_E_INTERNAL = 21,
+    /** Not finished yet, or nothing available now: try again later. */
+    SBX_E_AGAIN = 22
 } sbx_status;
 
 /**

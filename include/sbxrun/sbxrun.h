@@ -10,5 +10,8 @@
 
 #include <sbxrun/version.h>
 #include <sbxrun/common.h>
+#include <sbxrun/client.h>
+#include <sbxrun/sandbox.h>
+#include <sbxrun/command.h>
 
 #endif /* SBXRUN_SBXRUN_H */

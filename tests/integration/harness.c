@@ -1048,7 +1048,7 @@ json_t *sbx_get_sandbox(struct sbxd *d, const char *sid)
     return s;
 }
 
-const char *sbx_status(struct sbxd *d, const char *sid)
+const char *sbx_status_str(struct sbxd *d, const char *sid)
 {
     static char st[64];
     json_t *s = sbx_get_sandbox(d, sid);
@@ -1062,7 +1062,7 @@ bool sbx_wait_status(struct sbxd *d, const char *sid, const char *status, int64_
 {
     int64_t deadline = mono_ms() + timeout_ms;
     for (;;) {
-        if (strcmp(sbx_status(d, sid), status) == 0)
+        if (strcmp(sbx_status_str(d, sid), status) == 0)
             return true;
         if (mono_ms() >= deadline)
             return false;

@@ -156,7 +156,7 @@ char *sbx_create(struct sbxd *d, json_t *body);
 /* GET the sandbox; asserts 200; returns the "sandbox" object (new reference). */
 json_t *sbx_get_sandbox(struct sbxd *d, const char *sid);
 /* Its status string (static storage, overwritten by the next call). */
-const char *sbx_status(struct sbxd *d, const char *sid);
+const char *sbx_status_str(struct sbxd *d, const char *sid);
 /* Poll (every 50 ms, up to timeout_ms) until the sandbox has this status. */
 bool sbx_wait_status(struct sbxd *d, const char *sid, const char *status, int64_t timeout_ms);
 

@@ -883,7 +883,7 @@ START_TEST(test_sbxd_api_stop)
     ck_assert_msg(strcmp(st, "stopped") == 0 || strcmp(st, "stopping") == 0, "after stop: %s", st);
     ck_assert(json_is_integer(json_object_get(s, "requestedStopAt")));
     http_resp_free(r);
-    ck_assert_msg(sbx_wait_status(d, sid, "stopped", 15000), "not stopped: %s", sbx_status(d, sid));
+    ck_assert_msg(sbx_wait_status(d, sid, "stopped", 15000), "not stopped: %s", sbx_status_str(d, sid));
     s = sbx_get_sandbox(d, sid);
     check_sandbox_shape(s);
     ck_assert(json_is_integer(json_object_get(s, "stoppedAt")));
@@ -955,7 +955,7 @@ START_TEST(test_sbxd_api_extend_timeout)
     expect_status(r, 200);
     ck_assert_int_eq(json_integer_value(jget(r->json, "sandbox", "timeout")), 600000);
     http_resp_free(r);
-    ck_assert_str_eq(sbx_status(d, sid), "running");
+    ck_assert_str_eq(sbx_status_str(d, sid), "running");
     free(sid);
     sbxd_stop(d);
 }
@@ -1098,7 +1098,7 @@ START_TEST(test_sbxd_api_snapshot_create)
     ck_assert_str_eq(jstr(s, "status", NULL), "stopped");
     ck_assert(json_is_integer(json_object_get(s, "snapshottedAt")));
     json_decref(out);
-    ck_assert_str_eq(sbx_status(d, sid), "stopped");
+    ck_assert_str_eq(sbx_status_str(d, sid), "stopped");
     ck_assert_int_eq(sbx_cmd_wait(d, sid, cid), 137);
     r = http_post(d, jpack("{s:s}", "command", "true"), "/v1/sandboxes/%s/cmd", sid);
     expect_error(r, 410, "gone");

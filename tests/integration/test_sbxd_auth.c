@@ -263,7 +263,7 @@ START_TEST(test_sbxd_auth_wrong_types_400)
     expect_status(r, 200);
     ck_assert_int_eq(json_array_size(json_object_get(r->json, "sandboxes")), 1);
     http_resp_free(r);
-    ck_assert_str_eq(sbx_status(d, sid), "running");
+    ck_assert_str_eq(sbx_status_str(d, sid), "running");
     free(sid);
     sbxd_stop(d);
 }
@@ -315,7 +315,7 @@ START_TEST(test_sbxd_auth_oversized_body_413)
     free(body);
     free(path);
     /* Nothing ran, the server is fine. */
-    ck_assert_str_eq(sbx_status(d, sid), "running");
+    ck_assert_str_eq(sbx_status_str(d, sid), "running");
     free(sid);
     sbxd_stop(d);
 }

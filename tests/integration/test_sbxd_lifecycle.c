@@ -75,7 +75,7 @@ START_TEST(test_sbxd_lifecycle_timeout_stops_sandbox)
     code = sbx_cmd_wait(d, sid, cid);
     ck_assert_int_eq(code, 137);
     ck_assert_msg(mono_ms() - t0 < 15000, "the 2 s timeout took %lld ms", (long long)(mono_ms() - t0));
-    ck_assert_msg(sbx_wait_status(d, sid, "stopped", 10000), "status after the timeout: %s", sbx_status(d, sid));
+    ck_assert_msg(sbx_wait_status(d, sid, "stopped", 10000), "status after the timeout: %s", sbx_status_str(d, sid));
     s = sbx_get_sandbox(d, sid);
     ck_assert(json_is_integer(json_object_get(s, "stoppedAt")));
     ck_assert_int_ge(json_integer_value(json_object_get(s, "stoppedAt")) -
@@ -434,7 +434,7 @@ START_TEST(test_sbxd_lifecycle_sighup_keeps_serving)
     c = sbx_sh(d, sid, "echo alive");
     ck_assert_str_eq(c->out, "alive\n");
     cmd_result_free(c);
-    ck_assert_str_eq(sbx_status(d, sid), "running");
+    ck_assert_str_eq(sbx_status_str(d, sid), "running");
     free(sid);
     sbxd_stop(d); /* and SIGTERM still stops it cleanly */
 }

@@ -8,7 +8,7 @@
 #include "str.h"
 
 /* The highest code this version defines; bump when appending a code. */
-#define LAST_CODE SBX_E_INTERNAL
+#define LAST_CODE SBX_E_AGAIN
 
 START_TEST(test_error_every_code_has_name_and_text)
 {
@@ -36,6 +36,7 @@ START_TEST(test_error_codes_keep_their_values)
     ck_assert_int_eq(SBX_E_NOMEM, 3);
     ck_assert_int_eq(SBX_E_CANCELLED, 13);
     ck_assert_int_eq(SBX_E_INTERNAL, 21);
+    ck_assert_int_eq(SBX_E_AGAIN, 22);
     ck_assert_str_eq(sbx_status_name(SBX_E_BUDGET_EXCEEDED), "SBX_E_BUDGET_EXCEEDED");
     ck_assert_str_eq(sbx_status_name(SBX_E_POLICY_DENIED), "SBX_E_POLICY_DENIED");
 }

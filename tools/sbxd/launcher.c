@@ -31,6 +31,22 @@ static bool done, stop;
 static pthread_t thread;
 /* One caller at a time: the slot holds a single request. */
 static pthread_mutex_t callers = PTHREAD_MUTEX_INITIALIZER;
+/* The descriptor limit sbxd started with: what sandboxes get. */
+static struct rlimit nofile_orig;
+static bool nofile_raised;
+
+void launcher_raise_nofile(void)
+{
+    /* A connection costs sbxd a descriptor (and a thread): serve as many
+     * as the hard limit allows. Children get the limit back (child()). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &nofile_orig) != 0 || nofile_orig.rlim_cur >= nofile_orig.rlim_max)
+        return;
+    rl = nofile_orig;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile_raised = true;
+}
 
 static int child(void *arg)
 {
@@ -58,6 +74,8 @@ static int child(void *arg)
         struct rlimit rl = {(rlim_t)r->rlimit_nproc, (rlim_t)r->rlimit_nproc};
         setrlimit(RLIMIT_NPROC, &rl);
     }
+    if (nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &nofile_orig);
     /* Move the kept fds out of the way before placing them at 3, 4, ... */
     for (int i = 0; i < r->nkeep; i++)
         if ((high[i] = fcntl(r->keep_fds[i], F_DUPFD, 64)) < 0)

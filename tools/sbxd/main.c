@@ -482,6 +482,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    launcher_raise_nofile();
     limits_probe();
     if (mitm_init(err, sizeof err) < 0) {
         if (c->upstream_ca) {

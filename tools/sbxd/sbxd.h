@@ -223,6 +223,8 @@ struct spawn_req {
     int64_t rlimit_data;      /* bytes, 0 = unchanged */
     int64_t rlimit_nproc;     /* 0 = unchanged */
 };
+/* Raise the descriptor limit to the hard one (sandboxes keep the old). */
+void launcher_raise_nofile(void);
 int launcher_start(void);
 void launcher_stop(void);
 /* Start the program; returns its pid or -1 with errno. */

@@ -6,11 +6,15 @@
 #include <sbxrun/sbxrun.h>
 
 #include "cli.h"
+#include "remote.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const struct sbxrun_cmd commands[] = {
+    {"exec", "run a program in a sandbox, streaming its output", cmd_exec},
+    {"sandbox", "create, list, inspect, stop or snapshot sandboxes", cmd_sandbox},
+    {"cp", "copy files into or out of a sandbox", cmd_cp},
     {"help", "show this help, or a subcommand's", cmd_help},
     {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
 };

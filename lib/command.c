@@ -1,0 +1,1003 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * command: running a program in a sandbox and following it.
+ *
+ * A followed command is three requests in a row, never more than one of
+ * them long-lived (the SDK holds two streams per command):
+ *
+ *   1. POST .../cmd (detached form): starts it; answers with its id. Not
+ *      idempotent: never sent twice once it may have reached the server.
+ *   2. GET .../cmd/ID/logs: the output, NDJSON, replayed from the start and
+ *      ending when the command exits. When it breaks, it is requested again
+ *      and the bytes already delivered (counted per stream) are skipped.
+ *   3. GET .../cmd/ID?wait=true: the exit code, at once since the command
+ *      has exited. Only a code the server sent is ever reported.
+ *
+ * The command's deadline is put on each request; when it passes, the
+ * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "ndjson.h"
+#include "sandbox_int.h"
+#include "str.h"
+
+#define OUTPUT_LIMIT_DEFAULT (1u << 20)
+#define LOG_LINE_MAX (4u << 20)
+#define RECONNECTS_MAX 5   /* in a row without new output */
+#define KILL_DEADLINE_MS 10000
+
+struct sbx_command {
+    struct sbx__target t;
+    struct sbx__core *core;
+    sbx_sandbox *sbx;
+    sbx__err err;
+    /* what to run */
+    sbx__strlist argv, env;
+    char *cwd;
+    bool sudo, detached;
+    int64_t timeout_ms;
+    sbx_output_cb cb;
+    void *cb_user;
+    size_t limit;
+    /* state */
+    bool started;             /* a start or attach was made */
+    bool running;             /* its follow op is pending */
+    bool output_ended;        /* every byte of output has arrived */
+    bool blocking;            /* sbx_command_run: keep the tail, never pause */
+    struct sbx__command_info info;
+    sbx__buf out[2];
+    uint64_t delivered[2];
+    struct cmd_run *run;      /* the pending follow op's state */
+};
+
+struct cmd_run {
+    sbx_command *cmd;
+    sbx_op *op;
+    sbx__req *start, *logs, *wait, *kill;
+    sbx__ndjson nd;
+    sbx__buf data;            /* one decoded log line */
+    uint64_t seen[2];         /* bytes of this logs connection */
+    uint64_t progress_mark;
+    unsigned reconnects;
+    int64_t deadline;         /* absolute (monotonic), 0 none */
+    bool detached, paused, timed_out;
+    sbx_status stream_fail;   /* why our data handler stopped the logs */
+    char *server_error;       /* an error line of the log stream */
+};
+
+static int idx(int stream)
+{
+    return stream == SBX_STREAM_STDERR ? 1 : 0;
+}
+
+/* ---- the handle ------------------------------------------------------------------------ */
+
+static void command_destroy(struct sbx__target *t)
+{
+    sbx_command *cmd = (sbx_command *)t;
+    struct sbx__core *c = cmd->core;
+    sbx__err_free(&cmd->err);
+    sbx__strlist_clear(&cmd->argv);
+    sbx__strlist_wipe(&cmd->env);
+    sbx__free(cmd->cwd);
+    sbx__command_info_free(&cmd->info);
+    sbx__buf_free(&cmd->out[0]);
+    sbx__buf_free(&cmd->out[1]);
+    sbx__target_unref(&cmd->sbx->t);
+    sbx__free(cmd);
+    sbx__core_unref(c);
+}
+
+sbx_command *sbx_command_new(sbx_sandbox *s)
+{
+    sbx_command *cmd;
+    if (!s || sbx__core_in_callback(s->core))
+        return NULL;
+    cmd = sbx__calloc(1, sizeof *cmd);
+    if (!cmd)
+        return NULL;
+    sbx__target_init(&cmd->t, command_destroy);
+    cmd->core = s->core;
+    sbx__core_ref(cmd->core);
+    cmd->sbx = s;
+    sbx__target_ref(&s->t);
+    cmd->limit = OUTPUT_LIMIT_DEFAULT;
+    cmd->info.exit_code = -1;
+    cmd->info.started_at = -1;
+    return cmd;
+}
+
+void sbx_command_free(sbx_command *cmd)
+{
+    if (cmd)
+        sbx__target_release(&cmd->t);
+}
+
+const char *sbx_command_last_error(const sbx_command *cmd)
+{
+    return cmd ? sbx__err_msg(&cmd->err) : "";
+}
+
+#define CHECK_CMD(cmd)                                                                           \
+    do {                                                                                         \
+        if (!(cmd))                                                                              \
+            return SBX_E_INVALID_ARG;                                                            \
+        if (sbx__core_in_callback((cmd)->core))                                                  \
+            return sbx__err_set(&(cmd)->err, SBX_E_MISUSE, "not allowed inside a callback");      \
+    } while (0)
+
+static sbx_status not_started(sbx_command *cmd)
+{
+    if (cmd->started)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has started; settings apply before");
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_argv(sbx_command *cmd, uint32_t argc, const char *const *argv)
+{
+    sbx__strlist l = SBX__STRLIST_INIT;
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    if (argc == 0 || !argv || !argv[0] || !argv[0][0])
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv: at least a non-empty program name");
+    for (uint32_t i = 0; i < argc; i++) {
+        if (!argv[i])
+            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv[%u] is NULL", i);
+        if (!sbx__utf8_valid(argv[i], strlen(argv[i]))) /* it travels in JSON */
+            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv[%u] is not valid UTF-8", i);
+    }
+    if (sbx__strlist_set(&l, argv, argc) != SBX_OK)
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    sbx__strlist_clear(&cmd->argv);
+    cmd->argv = l;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd)
+{
+    char *p = NULL;
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    if (cwd && !*cwd)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "cwd: a directory, or NULL for the sandbox's");
+    if (cwd && !sbx__utf8_valid(cwd, strlen(cwd)))
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "cwd: not valid UTF-8");
+    if (cwd && !(p = sbx__strdup(cwd)))
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    sbx__free(cmd->cwd);
+    cmd->cwd = p;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_env(sbx_command *cmd, const char *name, const char *value)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    return sbx__env_set(&cmd->env, name, value, &cmd->err);
+}
+
+sbx_status sbx_command_set_sudo(sbx_command *cmd, int sudo)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    cmd->sudo = sudo != 0;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_detached(sbx_command *cmd, int detached)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    cmd->detached = detached != 0;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_timeout_ms(sbx_command *cmd, int64_t ms)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    if (ms < 0)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "timeout: milliseconds >= 0 (0: none)");
+    cmd->timeout_ms = ms;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_output_cb(sbx_command *cmd, sbx_output_cb cb, void *user)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    cmd->cb = cb;
+    cmd->cb_user = cb ? user : NULL;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes)
+{
+    CHECK_CMD(cmd);
+    if (not_started(cmd))
+        return SBX_E_MISUSE;
+    if (bytes == 0)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "output limit: at least 1 byte");
+    cmd->limit = bytes;
+    return SBX_OK;
+}
+
+/* ---- paths ------------------------------------------------------------------------------ */
+
+/* /v1/sandboxes/SID + mid + CID + tail (CID omitted when mid is NULL). */
+static char *cmd_path(sbx_command *cmd, const char *mid, const char *tail)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    if (sbx__buf_puts(&p, "/v1/sandboxes/") != SBX_OK || sbx__api_escape(&p, cmd->sbx->info.id) != SBX_OK ||
+        (mid && (sbx__buf_puts(&p, mid) != SBX_OK || sbx__api_escape(&p, cmd->info.id) != SBX_OK)) ||
+        sbx__buf_puts(&p, tail) != SBX_OK) {
+        sbx__buf_free(&p);
+        return NULL;
+    }
+    return sbx__buf_detach(&p, NULL);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+/* Keep the last `limit` bytes of a blocking run's stream, amortised: the
+ * buffer may reach twice the limit before it is cut. */
+static void trim_tail(sbx__buf *b, size_t limit, size_t slack)
+{
+    if (b->len <= limit + slack)
+        return;
+    sbx__buf_consume(b, b->len - limit);
+    /* Do not start inside a UTF-8 sequence. */
+    while (b->len && ((unsigned char)b->data[0] & 0xC0) == 0x80)
+        sbx__buf_consume(b, 1);
+}
+
+static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
+{
+    sbx_command *cmd = run->cmd;
+    int i = idx(stream);
+    cmd->delivered[i] += n;
+    if (cmd->cb) {
+        int stop;
+        cmd->core->in_callback++;
+        stop = cmd->cb(stream, data, n, cmd->cb_user);
+        cmd->core->in_callback--;
+        if (stop) {
+            sbx__err_set(&run->op->err, SBX_E_CANCELLED, "the output callback stopped the command's operation");
+            return false;
+        }
+        return true;
+    }
+    if (sbx__buf_append(&cmd->out[i], data, n) != SBX_OK) {
+        sbx__err_set(&run->op->err, SBX_E_NOMEM, "out of memory");
+        return false;
+    }
+    if (cmd->blocking)
+        trim_tail(&cmd->out[i], cmd->limit, cmd->limit);
+    return true;
+}
+
+/* A log chunk of this connection: skip what an earlier connection already
+ * delivered (the endpoint replays from the start). */
+static bool take_chunk(struct cmd_run *run, int stream, const char *data, size_t len)
+{
+    int i = idx(stream);
+    uint64_t start = run->seen[i], have = run->cmd->delivered[i];
+    run->seen[i] += len;
+    if (run->seen[i] <= have)
+        return true;
+    if (have > start) {
+        size_t off = (size_t)(have - start);
+        data += off;
+        len -= off;
+    }
+    return give(run, stream, data, len);
+}
+
+/* ---- the follow op ------------------------------------------------------------------------ */
+
+static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...) SBX__PRINTF(3, 4);
+
+static void cancel_reqs(struct cmd_run *run)
+{
+    sbx__req *v[] = {run->start, run->logs, run->wait, run->kill};
+    for (size_t k = 0; k < SBX__ARRAY_LEN(v); k++)
+        if (v[k])
+            sbx__req_cancel(v[k]);
+}
+
+static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
+{
+    sbx_command *cmd = run->cmd;
+    sbx_op *op = run->op;
+    if (op->done)
+        return;
+    if (st != SBX_OK && fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        sbx__err_setv(&op->err, st, fmt, ap);
+        va_end(ap);
+    }
+    cancel_reqs(run);
+    if (cmd->run == run) {
+        cmd->run = NULL;
+        cmd->running = false;
+        cmd->output_ended = true;
+        if (cmd->blocking) {
+            trim_tail(&cmd->out[0], cmd->limit, 0);
+            trim_tail(&cmd->out[1], cmd->limit, 0);
+        }
+    }
+    sbx__op_finish(op, st, NULL);
+}
+
+static void run_cancel(sbx_op *op)
+{
+    struct cmd_run *run = op->state;
+    cancel_reqs(run);
+}
+
+static void run_release(sbx_op *op)
+{
+    struct cmd_run *run = op->state;
+    sbx__req_free(run->start);
+    sbx__req_free(run->logs);
+    sbx__req_free(run->wait);
+    sbx__req_free(run->kill);
+    sbx__ndjson_free(&run->nd);
+    sbx__buf_free(&run->data);
+    sbx__free(run->server_error);
+    if (run->cmd->run == run) {
+        run->cmd->run = NULL;
+        run->cmd->running = false;
+    }
+    sbx__free(run);
+}
+
+static const struct sbx__op_ops run_ops = {run_cancel, run_release};
+
+static sbx__req *new_req(struct cmd_run *run, const char *method, const char *path, bool idempotent)
+{
+    sbx__req *r = sbx__core_request(run->cmd->core, method, path, idempotent, &run->op->err);
+    if (r && run->deadline)
+        sbx__req_set_deadline(r, run->deadline);
+    return r;
+}
+
+static void start_logs(struct cmd_run *run);
+static void start_wait(struct cmd_run *run);
+static void on_timeout(struct cmd_run *run);
+
+/* Common outcome handling of this op's requests. Returns true when the
+ * request succeeded (2xx); otherwise the op is finished or being finished. */
+static bool req_ok(struct cmd_run *run, sbx__req *r, const char *what)
+{
+    sbx_status st;
+    if (run->op->done)
+        return false;
+    st = sbx__op_check_response(run->op, r, what);
+    if (st == SBX_OK)
+        return true;
+    if (st == SBX_E_TIMEOUT) {
+        on_timeout(run);
+        return false;
+    }
+    if (st == SBX_E_CANCELLED && atomic_load(&run->op->cancel))
+        sbx__err_set(&run->op->err, st, "%s",
+                     run->cmd->info.id ? "cancelled (the command keeps running in the sandbox)"
+                                       : "cancelled before the server confirmed that the command started");
+    run_finish(run, st, NULL);
+    return false;
+}
+
+/* 3. the exit code */
+static void wait_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_command *cmd = run->cmd;
+    struct sbx__command_info in = {0};
+    size_t len;
+    const char *body;
+    sbx_status st;
+
+    if (run->timed_out || !req_ok(run, r, "wait for the command"))
+        return;
+    body = sbx__req_body(r, &len);
+    in.exit_code = -1;
+    st = sbx__api_parse_command(body, len, &in, &run->op->err);
+    if (st == SBX_OK && in.exit_code < 0)
+        st = sbx__err_set(&run->op->err, SBX_E_PROTOCOL, "the server's wait ended without an exit code");
+    if (st != SBX_OK) {
+        sbx__command_info_free(&in);
+        run_finish(run, st, NULL);
+        return;
+    }
+    cmd->info.exit_code = in.exit_code;
+    if (cmd->info.started_at < 0)
+        cmd->info.started_at = in.started_at;
+    sbx__command_info_free(&in);
+    if (run->server_error)
+        run_finish(run, SBX_E_CONFLICT, "the command's output ended with an error: %s (exit code %d)",
+                   run->server_error, cmd->info.exit_code);
+    else
+        run_finish(run, SBX_OK, NULL);
+}
+
+static void start_wait(struct cmd_run *run)
+{
+    char *path = cmd_path(run->cmd, "/cmd/", "?wait=true");
+    sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
+    sbx__free(path);
+    if (!r) {
+        run_finish(run, SBX_E_NOMEM, "out of memory");
+        return;
+    }
+    sbx__req_set_follow(r, true); /* a long poll: not rationed */
+    sbx__req_on_done(r, wait_done, run);
+    run->wait = r;
+    if (sbx__req_submit(r) != SBX_OK)
+        run_finish(run, SBX_E_NOMEM, "out of memory");
+}
+
+/* 2. the output */
+static int log_line(const char *line, size_t len, void *user)
+{
+    struct cmd_run *run = user;
+    int stream;
+    sbx_status st = sbx__api_parse_log(line, len, &stream, &run->data, &run->op->err);
+    if (st != SBX_OK)
+        return 1;
+    if (stream == SBX__LOG_ERROR) {
+        /* The last line: the server says why the output ended. */
+        char *e = sbx__strndup(run->data.data ? run->data.data : "", run->data.len);
+        if (!e) {
+            sbx__err_set(&run->op->err, SBX_E_NOMEM, "out of memory");
+            return 1;
+        }
+        sbx__free(run->server_error);
+        run->server_error = e;
+        return 0;
+    }
+    if (run->data.len == 0)
+        return 0;
+    return take_chunk(run, stream == SBX__LOG_STDERR ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT,
+                      run->data.data, run->data.len)
+               ? 0
+               : 1;
+}
+
+static int logs_data(sbx__req *r, const char *data, size_t len, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_command *cmd = run->cmd;
+    sbx_status st;
+    (void)r;
+    if (run->op->done)
+        return SBX__DATA_ABORT;
+    /* Backpressure: a full buffer nobody drains stops the reading (the
+     * bytes wait in the kernel and at the server). */
+    if (!cmd->cb && !cmd->blocking && (cmd->out[0].len >= cmd->limit || cmd->out[1].len >= cmd->limit)) {
+        run->paused = true;
+        return SBX__DATA_PAUSE;
+    }
+    st = sbx__ndjson_feed(&run->nd, data, len, log_line, run);
+    if (st == SBX_OK)
+        return SBX__DATA_OK;
+    if (st == SBX_E_BUDGET_EXCEEDED)
+        sbx__err_set(&run->op->err, st, "a log line is longer than %u bytes", LOG_LINE_MAX);
+    else if (st == SBX_E_NOMEM)
+        sbx__err_set(&run->op->err, st, "out of memory");
+    /* else log_line or give recorded the failure */
+    run->stream_fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
+    return SBX__DATA_ABORT;
+}
+
+static void logs_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_op *op = run->op;
+    sbx_status st;
+
+    if (op->done || run->timed_out)
+        return;
+    if (run->stream_fail != SBX_OK) {
+        /* Our data handler stopped the stream: its reason stands. */
+        run_finish(run, run->stream_fail, NULL);
+        return;
+    }
+    st = sbx__req_status(r);
+    if (st == SBX_OK && sbx__req_http_status(r) >= 200 && sbx__req_http_status(r) < 300) {
+        /* A clean end: the command has exited. */
+        st = sbx__ndjson_finish(&run->nd, log_line, run);
+        if (st != SBX_OK) {
+            run_finish(run, op->err.code ? op->err.code : SBX_E_PROTOCOL, NULL);
+            return;
+        }
+        run->cmd->output_ended = true;
+        sbx__req_free(run->logs);
+        run->logs = NULL;
+        start_wait(run);
+        return;
+    }
+    if (st == SBX_E_TRANSPORT && sbx__req_streamed(r) > 0) {
+        /* The stream broke after output arrived: ask again, skip what we
+         * have. Give up only after reconnects that bring nothing new. */
+        uint64_t now = run->cmd->delivered[0] + run->cmd->delivered[1];
+        if (now > run->progress_mark) {
+            run->progress_mark = now;
+            run->reconnects = 0;
+        }
+        if (++run->reconnects > RECONNECTS_MAX) {
+            run_finish(run, SBX_E_TRANSPORT,
+                       "the command's output stream broke %u times in a row without new output (%s); the "
+                       "command %s may still be running",
+                       RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id);
+            return;
+        }
+        sbx__req_free(run->logs);
+        run->logs = NULL;
+        start_logs(run);
+        return;
+    }
+    req_ok(run, r, "read the command's output");
+}
+
+static void start_logs(struct cmd_run *run)
+{
+    char *path = cmd_path(run->cmd, "/cmd/", "/logs");
+    sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
+    sbx__free(path);
+    if (!r) {
+        run_finish(run, SBX_E_NOMEM, "out of memory");
+        return;
+    }
+    sbx__ndjson_reset(&run->nd);
+    run->seen[0] = run->seen[1] = 0;
+    run->paused = false;
+    sbx__req_set_follow(r, true);
+    sbx__req_set_stream(r, logs_data, run);
+    sbx__req_on_done(r, logs_done, run);
+    run->logs = r;
+    if (sbx__req_submit(r) != SBX_OK)
+        run_finish(run, SBX_E_NOMEM, "out of memory");
+}
+
+/* 1. the start */
+static void start_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_command *cmd = run->cmd;
+    struct sbx__command_info in = {0};
+    size_t len;
+    const char *body;
+    sbx_status st;
+
+    if (run->timed_out || !req_ok(run, r, "start the command"))
+        return;
+    body = sbx__req_body(r, &len);
+    in.exit_code = -1;
+    st = sbx__api_parse_command(body, len, &in, &run->op->err);
+    if (st != SBX_OK) {
+        sbx__command_info_free(&in);
+        run_finish(run, st, NULL);
+        return;
+    }
+    sbx__command_info_free(&cmd->info);
+    cmd->info = in;
+    sbx__req_free(run->start);
+    run->start = NULL;
+    if (run->detached)
+        run_finish(run, SBX_OK, NULL);
+    else
+        start_logs(run);
+}
+
+/* The deadline passed: kill it (if it has an id), then report. */
+static void kill_after_timeout_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    struct sbx__command_info in = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    sbx__err tmp = {0};
+    long http = sbx__req_http_status(r);
+    in.exit_code = -1;
+    if (sbx__req_status(r) == SBX_OK && http >= 200 && http < 300 &&
+        sbx__api_parse_command(body, len, &in, &tmp) == SBX_OK && in.exit_code >= 0)
+        run->cmd->info.exit_code = in.exit_code;
+    sbx__command_info_free(&in);
+    sbx__err_free(&tmp);
+    if (sbx__req_status(r) == SBX_OK && http >= 200 && http < 300)
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline and was killed (SIGKILL)",
+                   (long long)run->cmd->timeout_ms);
+    else
+        run_finish(run, SBX_E_TIMEOUT,
+                   "the command ran past its %lld ms deadline; killing it failed (%s%ld), it may still run",
+                   (long long)run->cmd->timeout_ms, sbx__req_error(r)[0] ? sbx__req_error(r) : "HTTP ", http);
+}
+
+static void on_timeout(struct cmd_run *run)
+{
+    sbx_command *cmd = run->cmd;
+    char *path, *body;
+    sbx__req *r;
+
+    if (run->timed_out)
+        return;
+    run->timed_out = true;
+    /* Stop listening; keep the requests until the op ends. */
+    if (run->logs)
+        sbx__req_cancel(run->logs);
+    if (run->wait)
+        sbx__req_cancel(run->wait);
+    if (!cmd->info.id) {
+        run_finish(run, SBX_E_TIMEOUT,
+                   "the server did not confirm the command's start before the deadline; it may have started");
+        return;
+    }
+    path = cmd_path(cmd, "/", "/kill");
+    body = sbx__api_int_body("signal", 9);
+    r = path && body ? sbx__core_request(cmd->core, "POST", path, true, &run->op->err) : NULL;
+    if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
+        sbx__req_free(r);
+        r = NULL;
+    }
+    sbx__free(path);
+    sbx__free(body);
+    if (!r) {
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its deadline; out of memory to kill it");
+        return;
+    }
+    /* Killing with SIGKILL twice is harmless: idempotent. */
+    sbx__req_set_deadline(r, sbx__mono_ms() + KILL_DEADLINE_MS);
+    sbx__req_on_done(r, kill_after_timeout_done, run);
+    run->kill = r;
+    if (sbx__req_submit(r) != SBX_OK)
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its deadline; out of memory to kill it");
+}
+
+static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
+{
+    struct cmd_run *run;
+    sbx_op *op;
+    sbx_status st;
+
+    if (!cmd->sbx->info.id)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the sandbox is not created or attached yet");
+    if (cmd->started)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command handle was already started; use a new one");
+    if (!attach_id && cmd->argv.n == 0)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "no program: call sbx_command_set_argv() first");
+    if ((st = sbx__core_ready(cmd->core, &cmd->err)) != SBX_OK)
+        return st;
+    run = sbx__calloc(1, sizeof *run);
+    if (!run)
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    run->cmd = cmd;
+    run->detached = cmd->detached && !attach_id;
+    sbx__ndjson_init(&run->nd, LOG_LINE_MAX);
+    op = sbx__op_new(cmd->core, &cmd->t, &run_ops, run);
+    if (!op) {
+        sbx__ndjson_free(&run->nd);
+        sbx__free(run);
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    }
+    run->op = op;
+    if (cmd->timeout_ms > 0)
+        run->deadline = sbx__mono_ms() + cmd->timeout_ms;
+    if (attach_id) {
+        sbx__command_info_free(&cmd->info);
+        cmd->info.exit_code = -1;
+        cmd->info.started_at = -1;
+        if (!(cmd->info.id = sbx__strdup(attach_id))) {
+            sbx__op_destroy(op);
+            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        }
+    } else {
+        char *path = cmd_path(cmd, NULL, "/cmd");
+        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo, false);
+        sbx__req *r = path && body ? new_req(run, "POST", path, false) : NULL;
+        if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
+            sbx__req_free(r);
+            r = NULL;
+        }
+        sbx__free(path);
+        sbx__free_secret(body); /* it holds the environment */
+        if (!r) {
+            sbx__op_destroy(op);
+            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        }
+        sbx__req_on_done(r, start_done, run);
+        run->start = r;
+        if (sbx__req_submit(r) != SBX_OK) {
+            sbx__op_destroy(op);
+            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        }
+    }
+    cmd->started = true;
+    cmd->running = true;
+    cmd->run = run;
+    if (attach_id)
+        start_logs(run); /* may finish the op at once (out of memory) */
+    *out = op;
+    return SBX_OK;
+}
+
+sbx_status sbx_command_start(sbx_command *cmd, sbx_op **op)
+{
+    CHECK_CMD(cmd);
+    if (!op)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    *op = NULL;
+    return begin(cmd, NULL, op);
+}
+
+sbx_status sbx_command_run(sbx_command *cmd)
+{
+    sbx_op *op;
+    sbx_status st;
+    CHECK_CMD(cmd);
+    if (cmd->started)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command handle was already started; use a new one");
+    cmd->blocking = !cmd->detached;
+    st = begin(cmd, NULL, &op);
+    if (st != SBX_OK) {
+        cmd->blocking = false;
+        return st;
+    }
+    return sbx__op_block(op, &cmd->err);
+}
+
+static sbx_status check_id(sbx_command *cmd, const char *id)
+{
+    if (!id || !*id || strlen(id) > 256)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: non-empty, at most 256 bytes");
+    for (const char *p = id; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: control characters");
+    return SBX_OK;
+}
+
+sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **op)
+{
+    CHECK_CMD(cmd);
+    if (!op)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    *op = NULL;
+    if (check_id(cmd, id) != SBX_OK)
+        return SBX_E_INVALID_ARG;
+    if (cmd->info.id && strcmp(cmd->info.id, id) != 0)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the handle is bound to command %s", cmd->info.id);
+    if (cmd->running)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command is already being followed");
+    /* A detached start, or a get, may come before: following is still one. */
+    cmd->started = false;
+    return begin(cmd, id, op);
+}
+
+sbx_status sbx_command_attach(sbx_command *cmd, const char *id)
+{
+    sbx_op *op;
+    sbx_status st;
+    CHECK_CMD(cmd);
+    cmd->blocking = true;
+    st = sbx_command_attach_start(cmd, id, &op);
+    if (st != SBX_OK) {
+        cmd->blocking = false;
+        return st;
+    }
+    return sbx__op_block(op, &cmd->err);
+}
+
+/* ---- one-request calls: get, wait for exit, kill ------------------------------------------ */
+
+struct info_arg {
+    sbx_command *cmd;
+    bool need_exit;
+    char *id;     /* get: the id to bind */
+};
+
+static void info_arg_free(void *p)
+{
+    struct info_arg *a = p;
+    sbx__free(a->id);
+    sbx__free(a);
+}
+
+static sbx_status info_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    struct info_arg *a = arg;
+    sbx_command *cmd = a->cmd;
+    struct sbx__command_info in = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    sbx_status st;
+    in.exit_code = -1;
+    st = sbx__api_parse_command(body, len, &in, &op->err);
+    if (st == SBX_OK && a->need_exit && in.exit_code < 0)
+        st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "the server's wait ended without an exit code");
+    if (st == SBX_OK && cmd->info.id && strcmp(cmd->info.id, in.id) != 0)
+        st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "the server answered about another command (%s)", in.id);
+    if (st == SBX_OK) {
+        if (!cmd->info.id) {
+            cmd->info.id = in.id;
+            in.id = NULL;
+        }
+        cmd->info.started_at = in.started_at;
+        if (in.exit_code >= 0)
+            cmd->info.exit_code = in.exit_code;
+    }
+    sbx__command_info_free(&in);
+    return st;
+}
+
+static sbx_status info_call(sbx_command *cmd, const char *what, const char *method, const char *mid,
+                            const char *tail, const char *body, bool idempotent, bool need_exit, bool follow,
+                            sbx_op **op)
+{
+    struct info_arg *a;
+    struct sbx__simple *sm;
+    char *path;
+
+    if (!cmd->sbx->info.id)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the sandbox is not created or attached yet");
+    if (!cmd->info.id)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has no id yet (not started, or its start is pending)");
+    if (!(a = sbx__calloc(1, sizeof *a)))
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    a->cmd = cmd;
+    a->need_exit = need_exit;
+    if (!(path = cmd_path(cmd, mid, tail))) {
+        info_arg_free(a);
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    }
+    sm = sbx__simple_new(cmd->core, what, method, path, idempotent, info_reply, a, info_arg_free, &cmd->err);
+    sbx__free(path);
+    if (!sm)
+        return cmd->err.code;
+    if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
+        sbx__simple_discard(sm);
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    }
+    sbx__req_set_follow(sm->req, follow);
+    if (follow && cmd->timeout_ms > 0)
+        sbx__req_set_deadline(sm->req, sbx__mono_ms() + cmd->timeout_ms);
+    return sbx__simple_submit(cmd->core, &cmd->t, sm, op, &cmd->err);
+}
+
+sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op)
+{
+    sbx_status st;
+    CHECK_CMD(cmd);
+    if (!op)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    *op = NULL;
+    if (check_id(cmd, id) != SBX_OK)
+        return SBX_E_INVALID_ARG;
+    if (cmd->info.id && strcmp(cmd->info.id, id) != 0)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the handle is bound to command %s", cmd->info.id);
+    if (!cmd->info.id) {
+        if (cmd->running)
+            return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command's start is pending");
+        if (!(cmd->info.id = sbx__strdup(id)))
+            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        cmd->started = true; /* it exists: the handle cannot start another */
+    }
+    st = info_call(cmd, "get command", "GET", "/cmd/", "", NULL, true, false, false, op);
+    return st;
+}
+
+sbx_status sbx_command_get(sbx_command *cmd, const char *id)
+{
+    sbx_op *op;
+    sbx_status st = sbx_command_get_start(cmd, id, &op);
+    return st == SBX_OK ? sbx__op_block(op, &cmd->err) : st;
+}
+
+sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op)
+{
+    CHECK_CMD(cmd);
+    if (!op)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    *op = NULL;
+    return info_call(cmd, "wait for the command", "GET", "/cmd/", "?wait=true", NULL, true, true, true, op);
+}
+
+sbx_status sbx_command_wait_exit(sbx_command *cmd)
+{
+    sbx_op *op;
+    sbx_status st = sbx_command_wait_exit_start(cmd, &op);
+    return st == SBX_OK ? sbx__op_block(op, &cmd->err) : st;
+}
+
+sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op)
+{
+    char *body;
+    sbx_status st;
+    CHECK_CMD(cmd);
+    if (!op)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    *op = NULL;
+    if (signal < 1 || signal > 64)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "signal %d: a Linux signal number, 1 to 64", signal);
+    if (!(body = sbx__api_int_body("signal", signal)))
+        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+    /* The 1.x path has no cmd/ segment (protocol 4.7). */
+    st = info_call(cmd, "kill command", "POST", "/", "/kill", body, false, false, false, op);
+    sbx__free(body);
+    return st;
+}
+
+sbx_status sbx_command_kill(sbx_command *cmd, int signal)
+{
+    sbx_op *op;
+    sbx_status st = sbx_command_kill_start(cmd, signal, &op);
+    return st == SBX_OK ? sbx__op_block(op, &cmd->err) : st;
+}
+
+/* ---- reading output and state ---------------------------------------------------------------- */
+
+sbx_status sbx_command_read_output(sbx_command *cmd, int stream, char *buf, size_t cap, size_t *n)
+{
+    sbx__buf *b;
+    size_t k;
+    if (!cmd || !n)
+        return cmd ? sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "n must not be NULL") : SBX_E_INVALID_ARG;
+    *n = 0;
+    if ((stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR) || !buf || cap == 0)
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG,
+                            "stream must be SBX_STREAM_STDOUT or SBX_STREAM_STDERR, buf non-NULL, cap > 0");
+    if (cmd->cb)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the output goes to a callback");
+    b = &cmd->out[idx(stream)];
+    if (!cmd->started)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has not been started");
+    if (b->len == 0)
+        return cmd->output_ended || (!cmd->running && cmd->started) ? SBX_E_NOT_FOUND : SBX_E_AGAIN;
+    k = b->len < cap ? b->len : cap;
+    memcpy(buf, b->data, k);
+    sbx__buf_consume(b, k);
+    *n = k;
+    /* Drained below the limit: let the stream flow again. */
+    if (cmd->run && cmd->run->paused && cmd->run->logs && cmd->out[0].len < cmd->limit &&
+        cmd->out[1].len < cmd->limit) {
+        cmd->run->paused = false;
+        sbx__req_resume(cmd->run->logs);
+    }
+    return SBX_OK;
+}
+
+const char *sbx_command_id(const sbx_command *cmd)
+{
+    return cmd ? cmd->info.id : NULL;
+}
+
+int sbx_command_exit_code(const sbx_command *cmd)
+{
+    return cmd ? cmd->info.exit_code : -1;
+}
+
+int64_t sbx_command_started_at(const sbx_command *cmd)
+{
+    return cmd && cmd->info.id ? cmd->info.started_at : -1;
+}
+
+uint64_t sbx_command_output_bytes(const sbx_command *cmd, int stream)
+{
+    if (!cmd || (stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR))
+        return 0;
+    return cmd->delivered[idx(stream)];
+}

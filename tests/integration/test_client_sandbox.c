@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/* client_sandbox: sbx_sandbox configuration and lifecycle, and sbx_snapshot, against sbxd. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client_it.h"
+
+static json_t *parse_ok(const char *text)
+{
+    json_error_t e;
+    json_t *j;
+    ck_assert_ptr_nonnull(text);
+    j = json_loads(text, 0, &e);
+    ck_assert_msg(j != NULL, "not JSON: %s: %s", e.text, text);
+    return j;
+}
+
+START_TEST(test_client_sandbox_create_with_options)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c), *g;
+    int port = free_port();
+    json_t *j;
+
+    /* Before creation the getters say "unknown". */
+    ck_assert_ptr_null(sbx_sandbox_id(s));
+    ck_assert_ptr_null(sbx_sandbox_status(s));
+    ck_assert_ptr_null(sbx_sandbox_json(s));
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), -1);
+    ck_assert_int_eq(sbx_sandbox_created_at(s), -1);
+    ck_assert_int_eq(sbx_sandbox_vcpus(s), 0);
+
+    ok_s(sbx_sandbox_set_runtime(s, "python3.13"), s);
+    ok_s(sbx_sandbox_set_timeout_ms(s, 600000), s);
+    ok_s(sbx_sandbox_set_vcpus(s, 1), s);
+    ok_s(sbx_sandbox_add_port(s, (uint32_t)port), s);
+    ok_s(sbx_sandbox_set_env(s, "GREETING", "hello from env"), s);
+    ok_s(sbx_sandbox_set_env(s, "DROPPED", "x"), s);
+    ok_s(sbx_sandbox_set_env(s, "DROPPED", NULL), s);
+    ok_s(sbx_sandbox_set_network_policy_json(s, "{\"mode\":\"deny-all\"}"), s);
+    ok_s(sbx_sandbox_create(s), s);
+
+    ck_assert_str_eq(sbx_sandbox_runtime(s), "python3.13");
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 600000);
+    ck_assert_int_eq(sbx_sandbox_vcpus(s), 1);
+    ck_assert_int_eq(sbx_sandbox_memory_mb(s), 2048);
+    ck_assert_str_eq(sbx_sandbox_region(s), "local");
+    ck_assert(sbx_sandbox_created_at(s) > 1700000000000LL);
+    ck_assert(strcmp(sbx_sandbox_status(s), "running") == 0 || strcmp(sbx_sandbox_status(s), "pending") == 0);
+    ck_assert_ptr_nonnull(sbx_sandbox_route_url(s, (uint32_t)port));
+    ck_assert_ptr_null(sbx_sandbox_route_url(s, 1));
+    j = parse_ok(sbx_sandbox_network_policy_json(s));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "deny-all");
+    json_decref(j);
+    j = parse_ok(sbx_sandbox_json(s));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "sandbox"), "id")), sbx_sandbox_id(s));
+    json_decref(j);
+    expect_sh_out(s, "echo \"$GREETING|${DROPPED-unset}\"", "hello from env|unset\n");
+
+    /* Configuration is for creation only. */
+    expect_st(sbx_sandbox_set_runtime(s, "node22"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_add_port(s, 9), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_create(s), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+
+    /* Another handle attaches by id and sees the same. */
+    g = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_get(g, sbx_sandbox_id(s)), g);
+    ck_assert_str_eq(sbx_sandbox_id(g), sbx_sandbox_id(s));
+    ck_assert_str_eq(sbx_sandbox_runtime(g), "python3.13");
+    ck_assert_ptr_nonnull(sbx_sandbox_route_url(g, (uint32_t)port));
+    /* Bound: another id is refused; the same id refreshes. */
+    expect_st(sbx_sandbox_get(g, "sbx_other"), SBX_E_MISUSE, sbx_sandbox_last_error, g);
+    ok_s(sbx_sandbox_get(g, sbx_sandbox_id(s)), g);
+    sbx_sandbox_free(g);
+
+    ok_s(sbx_sandbox_stop(s), s);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+START_TEST(test_client_sandbox_bad_configuration)
+{
+    sbx_client *c = sbx_client_new();
+    sbx_sandbox *s = sbx_sandbox_new(c);
+    ck_assert_ptr_null(sbx_sandbox_new(NULL));
+    expect_st(sbx_sandbox_set_timeout_ms(s, -1), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_vcpus(s, 65), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_add_port(s, 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_add_port(s, 70000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    for (uint32_t p = 3000; p < 3004; p++)
+        ok_s(sbx_sandbox_add_port(s, p), s);
+    expect_st(sbx_sandbox_add_port(s, 3000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "twice"));
+    expect_st(sbx_sandbox_add_port(s, 4000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "at most 4"));
+    expect_st(sbx_sandbox_set_env(s, "", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_env(s, "A=B", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_env(s, "A\nB", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_env(s, NULL, "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_network_policy_json(s, "{"), SBX_E_PARSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_network_policy_json(s, "{\"allow\":[]}"), SBX_E_PARSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_network_policy_json(s, "[]"), SBX_E_PARSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_source_git(s, "", NULL, 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_source_git(s, "https://x", "", 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_source_git_auth(s, "user", NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_source_tarball(s, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_source_snapshot(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_runtime(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+
+    /* By name. */
+    ok_s(sbx_sandbox_set_option(s, "runtime", "node22"), s);
+    ok_s(sbx_sandbox_set_option(s, "timeout_ms", "120000"), s);
+    ok_s(sbx_sandbox_set_option(s, "vcpus", "2"), s);
+    ok_s(sbx_sandbox_set_option(s, "env.NAME", "value"), s);
+    ok_s(sbx_sandbox_set_option(s, "network_policy", "{\"mode\":\"allow-all\"}"), s);
+    expect_st(sbx_sandbox_set_option(s, "source.revision", "main"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    ok_s(sbx_sandbox_set_option(s, "source.git", "https://example.com/r.git"), s);
+    ok_s(sbx_sandbox_set_option(s, "source.revision", "main"), s);
+    ok_s(sbx_sandbox_set_option(s, "source.depth", "1"), s);
+    ok_s(sbx_sandbox_set_option(s, "source.tarball", "https://example.com/t.tgz"), s);
+    ok_s(sbx_sandbox_set_option(s, "source.snapshot", "snap_x"), s);
+    expect_st(sbx_sandbox_set_option(s, "vcpus", "-1"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_option(s, "vcpus", "2x"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_option(s, "timeout_ms", "soon"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_option(s, "port", "99999"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_option(s, "colour", "red"), SBX_E_UNKNOWN_OPTION, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "colour"));
+    expect_st(sbx_sandbox_set_option(s, NULL, "x"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+
+    /* Calls that need a sandbox. */
+    expect_st(sbx_sandbox_refresh(s), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_stop(s), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_extend_timeout(s, 1000), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update_network_policy(s, "{\"mode\":\"deny-all\"}"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_mkdir(s, "x"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_get(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_get(s, "bad\nid"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_create_start(s, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert_int_eq(sbx_sandbox_create(NULL), SBX_E_INVALID_ARG);
+    ck_assert_str_eq(sbx_sandbox_last_error(NULL), "");
+    sbx_sandbox_free(NULL);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+}
+END_TEST
+
+START_TEST(test_client_sandbox_get_unknown)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c);
+    sbx_op *op;
+    expect_st(sbx_sandbox_get(s, "sbx_nope"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "404"));
+    ck_assert_ptr_null(sbx_sandbox_id(s));
+    /* Reusable after a failed get; the op form reports the same. */
+    ok_s(sbx_sandbox_get_start(s, "sbx_nope2", &op), s);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_E_NOT_FOUND);
+    ck_assert_int_eq(sbx_op_http_status(op), 404);
+    ck_assert(contains(sbx_op_last_error(op), "not_found"));
+    sbx_op_free(op);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+START_TEST(test_client_sandbox_stop_extend_policy)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = it_sandbox(c);
+    int64_t before = sbx_sandbox_timeout_ms(s);
+    sbx_op *op;
+    json_t *j;
+
+    ok_s(sbx_sandbox_extend_timeout(s, 60000), s);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), before + 60000);
+    ok_s(sbx_sandbox_extend_timeout_start(s, 1000, &op), s);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), before + 61000);
+    expect_st(sbx_sandbox_extend_timeout(s, 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_extend_timeout(s, 1000LL * 3600 * 24 * 365), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+
+    /* Live network policy. */
+    ok_s(sbx_sandbox_update_network_policy(s, "{\"mode\":\"custom\",\"allowedDomains\":[\"example.com\"]}"), s);
+    j = parse_ok(sbx_sandbox_network_policy_json(s));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "custom");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "allowedDomains"), 0)), "example.com");
+    json_decref(j);
+    ok_s(sbx_sandbox_update_network_policy_start(s, "{\"mode\":\"deny-all\"}", &op), s);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+    ck_assert(contains(sbx_sandbox_network_policy_json(s), "deny-all"));
+    expect_st(sbx_sandbox_update_network_policy(s, "nope"), SBX_E_PARSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update_network_policy(s, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    /* The server refuses a policy it cannot enforce. */
+    expect_st(sbx_sandbox_update_network_policy(s, "{\"mode\":\"sideways\"}"), SBX_E_INVALID_ARG,
+              sbx_sandbox_last_error, s);
+
+    /* Refresh, stop, stop again. */
+    ok_s(sbx_sandbox_refresh(s), s);
+    ck_assert_str_eq(sbx_sandbox_status(s), "running");
+    ok_s(sbx_sandbox_refresh_start(s, &op), s);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+    ok_s(sbx_sandbox_stop(s), s);
+    ck_assert(strcmp(sbx_sandbox_status(s), "stopped") == 0 || strcmp(sbx_sandbox_status(s), "stopping") == 0);
+    ok_s(sbx_sandbox_stop_start(s, &op), s);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+
+    /* A stopped sandbox refuses work with a conflict. */
+    {
+        sbx_command *k = it_sh_cmd(s, "true", NULL);
+        expect_st(sbx_command_run(k), SBX_E_CONFLICT, sbx_command_last_error, k);
+        sbx_command_free(k);
+    }
+    expect_st(sbx_sandbox_extend_timeout(s, 1000), SBX_E_CONFLICT, sbx_sandbox_last_error, s);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+START_TEST(test_client_sandbox_git_source)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s;
+    char dir[] = "/var/tmp/sbx-client-git-XXXXXX", url[400];
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    sbxd_cleanup_path(d, dir);
+    ck_assert_int_eq(host_sh("set -e; cd '%s'; git init -q -b main repo; cd repo; echo one > f.txt; git add -A;"
+                             "git -c user.name=t -c user.email=t@e commit -qm 1; git checkout -q -b side;"
+                             "echo two > f.txt; git -c user.name=t -c user.email=t@e commit -qam 2; git checkout -q main",
+                             dir),
+                     0);
+    snprintf(url, sizeof url, "file://%s/repo", dir);
+    s = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_set_source_git(s, url, "side", 1), s);
+    ok_s(sbx_sandbox_create(s), s);
+    expect_sh_out(s, "cat /vercel/sandbox/f.txt", "two\n");
+    sbx_sandbox_free(s);
+
+    /* A repository that does not exist: the server says why. */
+    s = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_set_source_git(s, "file:///nonexistent/repo", NULL, 0), s);
+    expect_st(sbx_sandbox_create(s), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "400"));
+    ck_assert_ptr_null(sbx_sandbox_id(s));
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+START_TEST(test_client_sandbox_tarball_source)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s;
+    struct tar_ent e[] = {{"hello.txt", "from a tarball\n", 15, 0644, 'f', NULL}};
+    size_t len;
+    void *t = tar_gz(e, 1, TAR_PAX, &len);
+    char path[400], url[420];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/src.tgz", d->dir);
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(t, 1, len, f), len);
+    fclose(f);
+    free(t);
+    snprintf(url, sizeof url, "file://%s", path);
+    s = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_set_source_tarball(s, url), s);
+    ok_s(sbx_sandbox_create(s), s);
+    expect_sh_out(s, "cat /vercel/sandbox/hello.txt", "from a tarball\n");
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+START_TEST(test_client_snapshot_round_trip)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = it_sandbox(c), *r;
+    sbx_snapshot *sn = sbx_snapshot_new(c), *g;
+    sbx_op *op;
+    char *json;
+    json_t *j;
+
+    ck_assert_ptr_null(sbx_snapshot_id(sn));
+    ck_assert_int_eq(sbx_snapshot_size_bytes(sn), -1);
+    ck_assert_int_eq(sbx_snapshot_expires_at(sn), -1);
+    expect_st(sbx_snapshot_delete(sn), SBX_E_MISUSE, sbx_snapshot_last_error, sn);
+    ok_s(sbx_sandbox_write_file(s, "kept.txt", "state\n", 6, 0644), s);
+    ok_s(sbx_sandbox_snapshot(s, 0, sn), s);
+    ck_assert_ptr_nonnull(sbx_snapshot_id(sn));
+    ck_assert_str_eq(sbx_snapshot_status(sn), "created");
+    ck_assert_str_eq(sbx_snapshot_source_sandbox_id(sn), sbx_sandbox_id(s));
+    ck_assert(sbx_snapshot_size_bytes(sn) > 0);
+    ck_assert_int_eq(sbx_snapshot_expires_at(sn), 0); /* never */
+    ck_assert(contains(sbx_snapshot_json(sn), sbx_snapshot_id(sn)));
+    /* Snapshotting stops the sandbox; the handle knows. */
+    ck_assert(strcmp(sbx_sandbox_status(s), "stopped") == 0 || strcmp(sbx_sandbox_status(s), "snapshotting") == 0);
+    /* A stopped sandbox cannot be snapshotted again. */
+    {
+        sbx_snapshot *again = sbx_snapshot_new(c);
+        expect_st(sbx_sandbox_snapshot(s, -1, again), SBX_E_CONFLICT, sbx_sandbox_last_error, s);
+        sbx_snapshot_free(again);
+    }
+
+    /* A new sandbox from it has the file. */
+    r = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_set_source_snapshot(r, sbx_snapshot_id(sn)), r);
+    ok_s(sbx_sandbox_create(r), r);
+    expect_sh_out(r, "cat /vercel/sandbox/kept.txt", "state\n");
+    sbx_sandbox_free(r);
+
+    /* Get by id, list, delete. */
+    g = sbx_snapshot_new(c);
+    ok_sn(sbx_snapshot_get(g, sbx_snapshot_id(sn)), g);
+    ck_assert_str_eq(sbx_snapshot_id(g), sbx_snapshot_id(sn));
+    ck_assert_int_eq(sbx_snapshot_size_bytes(g), sbx_snapshot_size_bytes(sn));
+    ok_c(sbx_client_list_snapshots(c, NULL, 0, -1, -1, &json), c);
+    j = json_loads(json, 0, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "snapshots")), 1);
+    json_decref(j);
+    sbx_free(json);
+    ok_sn(sbx_snapshot_delete_start(g, &op), g);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+    ck_assert_str_eq(sbx_snapshot_status(g), "deleted");
+    sbx_snapshot_free(g);
+
+    /* A snapshot with an expiry, through the op form. */
+    {
+        sbx_sandbox *s2 = it_sandbox(c);
+        sbx_snapshot *sn2 = sbx_snapshot_new(c);
+        int64_t now_ms = sbx_sandbox_created_at(s2);
+        ok_s(sbx_sandbox_snapshot_start(s2, 3600000, sn2, &op), s2);
+        ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+        sbx_op_free(op);
+        ck_assert(sbx_snapshot_expires_at(sn2) >= now_ms + 3600000);
+        ok_sn(sbx_snapshot_delete(sn2), sn2);
+        sbx_snapshot_free(sn2);
+        sbx_sandbox_free(s2);
+    }
+
+    /* Unknown, bad arguments. */
+    g = sbx_snapshot_new(c);
+    expect_st(sbx_snapshot_get(g, "snap_nope"), SBX_E_NOT_FOUND, sbx_snapshot_last_error, g);
+    expect_st(sbx_snapshot_get(g, ""), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
+    expect_st(sbx_snapshot_get_start(g, "snap_x", NULL), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
+    expect_st(sbx_sandbox_snapshot(s, -2, g), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_snapshot(s, 0, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    sbx_snapshot_free(g);
+    ck_assert_ptr_null(sbx_snapshot_new(NULL));
+    ck_assert_str_eq(sbx_snapshot_last_error(NULL), "");
+
+    /* Creating from a deleted snapshot fails. */
+    r = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_set_source_snapshot(r, sbx_snapshot_id(sn)), r);
+    ck_assert_int_ne(sbx_sandbox_create(r), SBX_OK);
+    sbx_sandbox_free(r);
+
+    sbx_snapshot_free(sn);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+/* Many creates in flight from one thread, queued under a small limit. */
+START_TEST(test_client_sandbox_concurrent_creates_limited)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s[12];
+    sbx_op *op[12];
+    char *json;
+    json_t *j;
+
+    ok_c(sbx_client_set_option(c, "limit.global", "3"), c);
+    ok_c(sbx_client_set_option(c, "limit.project", "2"), c);
+    for (int i = 0; i < 12; i++) {
+        s[i] = sbx_sandbox_new(c);
+        ok_s(sbx_sandbox_create_start(s[i], &op[i]), s[i]);
+    }
+    ok_c(sbx_client_run(c, 60000), c);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_msg(sbx_op_status(op[i]) == SBX_OK, "create %d: %s", i, sbx_op_last_error(op[i]));
+        ck_assert_ptr_nonnull(sbx_sandbox_id(s[i]));
+        sbx_op_free(op[i]);
+    }
+    ok_c(sbx_client_list_sandboxes(c, NULL, 100, -1, -1, &json), c);
+    j = json_loads(json, 0, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "sandboxes")), 12);
+    json_decref(j);
+    sbx_free(json);
+    for (int i = 0; i < 12; i++)
+        sbx_sandbox_free(s[i]);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+Suite *sbx_test_suite(void)
+{
+    Suite *s = suite_create("client_sandbox");
+    TCase *tc = sbx_tcase("sandbox", 120);
+    tcase_add_test(tc, test_client_sandbox_create_with_options);
+    tcase_add_test(tc, test_client_sandbox_bad_configuration);
+    tcase_add_test(tc, test_client_sandbox_get_unknown);
+    tcase_add_test(tc, test_client_sandbox_stop_extend_policy);
+    tcase_add_test(tc, test_client_sandbox_git_source);
+    tcase_add_test(tc, test_client_sandbox_tarball_source);
+    tcase_add_test(tc, test_client_snapshot_round_trip);
+    tcase_add_test(tc, test_client_sandbox_concurrent_creates_limited);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# sbxrun's remote subcommands (sandbox, exec, cp) against a real sbxd:
+#   check-cli-remote.sh SBXRUN SBXD
+# Starts its own sbxd on a unix socket in a temporary directory; TAP output.
+set -u
+[ $# -eq 2 ] || { echo "usage: $0 SBXRUN SBXD" >&2; exit 2; }
+sbxrun=$1 sbxd=$2
+dir=$(mktemp -d /tmp/sbxrun-cli-XXXXXX)
+n=0 fail=0
+cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+# expect WANT_RC WANT_STDOUT_SUBSTRING DESCRIPTION -- ARGS...
+expect() {
+  local want=$1 text=$2 what=$3; shift 4
+  out=$("$sbxrun" "$@" 2>"$dir/err"); rc=$?
+  if [ "$rc" -ne "$want" ]; then not_ok "$what" "exit $rc, expected $want" "stdout: $out" "stderr: $(cat "$dir/err")"; return; fi
+  case "$out" in *"$text"*) ok "$what" ;; *) not_ok "$what" "stdout: $out" "expected: $text" "stderr: $(cat "$dir/err")" ;; esac
+}
+
+"$sbxd" --listen "unix:$dir/sbxd.sock" --state-dir "$dir/state" >"$dir/out" 2>"$dir/sbxd.log" &
+pid=$!
+for _ in $(seq 100); do grep -q 'listening' "$dir/out" 2>/dev/null && break; sleep 0.1; done
+grep -q 'listening' "$dir/out" || { echo "Bail out! sbxd did not start: $(tail -5 "$dir/sbxd.log")"; exit 1; }
+# The token beside the socket is not there (it is in state/): pass it explicitly.
+export SBXRUN_ENDPOINT="unix:$dir/sbxd.sock" SBXRUN_TOKEN="$(cat "$dir/state/token")"
+
+id=$("$sbxrun" sandbox create --env GREETING=hi --port 3000 --runtime node22 2>"$dir/err")
+case "$id" in sbx_*) ok "sandbox create prints the id" ;; *) not_ok "sandbox create" "$id" "$(cat "$dir/err")" ;; esac
+expect 0 '"runtime": "node22"' "sandbox get --json" -- sandbox get "$id" --json
+expect 0 "status:    running" "sandbox get" -- sandbox get "$id"
+expect 0 "$id" "sandbox list shows it" -- sandbox list
+expect 0 '"sandboxes"' "sandbox list --json" -- sandbox list --json --limit 5
+expect 1 "" "sandbox get of an unknown id fails" -- sandbox get sbx_nope
+expect 1 '"SBX_E_NOT_FOUND"' "errors as JSON with --json" -- sandbox get sbx_nope --json
+expect 2 "" "unknown subcommand" -- sandbox frob
+expect 2 "" "option of another subcommand" -- sandbox list --runtime node24
+expect 2 "" "get needs an id" -- sandbox get
+
+# exec: output, exit code, env, cwd, --json.
+expect 0 "hi" "exec in a sandbox, with its env" -- exec --sandbox "$id" -- sh -c 'echo $GREETING'
+expect 7 "" "exec passes the exit code" -- exec --sandbox "$id" -- sh -c 'exit 7'
+out=$("$sbxrun" exec --sandbox "$id" -- sh -c 'echo to-out; echo to-err >&2' 2>"$dir/err")
+[ "$out" = "to-out" ] && [ "$(cat "$dir/err")" = "to-err" ] && ok "exec streams stdout and stderr apart" ||
+  not_ok "exec streams" "out=$out" "err=$(cat "$dir/err")"
+expect 0 "/tmp" "exec --cwd" -- exec --sandbox "$id" --cwd /tmp -- pwd
+expect 0 "v1 v2" "exec --env" -- exec --sandbox "$id" --env A=v1 --env B=v2 -- sh -c 'echo $A $B'
+expect 3 '"exitCode": 3' "exec --json (exit status still the program's)" -- exec --json --sandbox "$id" -- sh -c 'echo j; exit 3'
+expect 0 "-n x" "program options are the program's" -- exec --sandbox "$id" -- echo -n x -n x
+expect 125 "" "exec --timeout kills" -- exec --sandbox "$id" --timeout 500 -- sleep 20
+expect 127 "" "program not found" -- exec --sandbox "$id" -- no-such-program
+expect 2 "" "exec without a program" -- exec --sandbox "$id"
+expect 125 "" "exec in an unknown sandbox" -- exec --sandbox sbx_nope -- true
+# A one-shot exec makes its own sandbox and stops it.
+before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
+expect 0 "fresh" "exec without --sandbox" -- exec -- sh -c 'echo fresh'
+after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
+[ "$before" = "$after" ] && ok "its sandbox was stopped" || not_ok "its sandbox was stopped" "$before -> $after"
+
+# cp both ways, a tree in.
+mkdir -p "$dir/tree/sub" && echo one > "$dir/tree/a.txt" && echo two > "$dir/tree/sub/b.txt"
+expect 0 "" "cp a tree in" -- cp "$dir/tree" "$id:tree"
+expect 0 "one two" "the tree arrived" -- exec --sandbox "$id" -- sh -c 'echo $(cat tree/a.txt tree/sub/b.txt)'
+expect 0 "" "cp a file out" -- cp "$id:tree/sub/b.txt" "$dir/b.out"
+[ "$(cat "$dir/b.out" 2>/dev/null)" = two ] && ok "the file came out" || not_ok "the file came out"
+mkdir "$dir/outdir"
+expect 0 '"direction": "out"' "cp into a directory keeps the name" -- cp --json "$id:tree/a.txt" "$dir/outdir"
+[ "$(cat "$dir/outdir/a.txt" 2>/dev/null)" = one ] && ok "named a.txt" || not_ok "named a.txt"
+expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
+[ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"
+expect 2 "" "cp needs one remote side" -- cp "$dir/a" "$dir/b"
+
+# snapshot and stop.
+snap=$("$sbxrun" sandbox snapshot "$id" --expiration 0 2>"$dir/err")
+case "$snap" in snap_*) ok "sandbox snapshot prints the id" ;; *) not_ok "snapshot" "$snap" "$(cat "$dir/err")" ;; esac
+id2=$("$sbxrun" sandbox create --snapshot "$snap")
+expect 0 "one" "a sandbox from the snapshot" -- exec --sandbox "$id2" -- cat tree/a.txt
+expect 0 "stopped" "sandbox stop" -- sandbox stop "$id2"
+expect 0 "" "help sandbox" -- help sandbox
+expect 0 "usage: sbxrun exec" "exec --help" -- exec --help
+expect 0 "usage: sbxrun cp" "cp --help" -- cp --help
+
+# No endpoint and no local sbxd: a clear error naming what to set.
+out=$(env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN HOME="$dir/home" \
+      XDG_STATE_HOME="$dir/xdg" "$sbxrun" sandbox list 2>&1); rc=$?
+if [ "$(id -u)" != 0 ] && [ $rc -eq 1 ] && [[ "$out" == *VERCEL_OIDC_TOKEN* ]]; then ok "no endpoint: clear error"
+elif [ "$(id -u)" = 0 ] && [ $rc -ne 0 ]; then ok "no endpoint: error ($rc)"
+else not_ok "no endpoint: clear error" "rc=$rc" "$out"; fi
+
+echo "1..$n"
+exit $fail

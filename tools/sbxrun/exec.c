@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbxrun exec: run one program in a sandbox, its output streamed to ours,
+ * its exit code ours. Without --sandbox a new sandbox is made for it and
+ * stopped afterwards (on the local sbxd, a private one when none runs).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remote.h"
+
+/* sbxrun's own failure, distinct from the program's exit codes (as env(1),
+ * docker run). */
+#define EXIT_EXEC_FAILED 125
+
+static const char usage_text[] =
+    "usage: sbxrun exec [--sandbox ID] [--cwd DIR] [--env NAME=VALUE]... [--sudo]\n"
+    "                   [--timeout MS] [options] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Run PROGRAM (no shell) in a sandbox: its stdout and stderr are streamed to\n"
+    "sbxrun's as they arrive, and sbxrun exits with its exit code (128+N when a\n"
+    "signal N ended it). Without --sandbox a sandbox is created for the run and\n"
+    "stopped after it.\n"
+    "\n"
+    "  --sandbox ID        run in this existing sandbox\n"
+    "  --cwd DIR           working directory [/vercel/sandbox]\n"
+    "  --env NAME=VALUE    environment variable (repeatable)\n"
+    "  --sudo              run as root of the sandbox\n"
+    "  --timeout MS        kill the program (SIGKILL) after MS milliseconds\n"
+    "  --runtime NAME      the runtime of a new sandbox [node24]\n"
+    "  --network-policy P  allow-all, deny-all or JSON, for a new sandbox\n" REMOTE_OPTS_HELP
+    "\n"
+    "With --json nothing is streamed: one JSON object is printed at the end with\n"
+    "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
+    "counts and durationMs. Exit status: the program's, or 125 when sbxrun could\n"
+    "not run it (the reason on stderr).\n";
+
+enum { O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_POLICY, O_HELP };
+
+struct sink {
+    bool json;
+};
+
+static int stream_out(int stream, const char *data, size_t len, void *user)
+{
+    FILE *f = stream == SBX_STREAM_STDERR ? stderr : stdout;
+    (void)user;
+    fwrite(data, 1, len, f);
+    fflush(f);
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+static sbx_op *volatile running_op;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    /* sbx_op_cancel() only flags and wakes: safe enough from a handler
+     * (an atomic store and an eventfd write). */
+    if (running_op)
+        sbx_op_cancel(running_op);
+}
+
+static json_t *tail_json(sbx_command *k, int stream)
+{
+    char buf[65536];
+    size_t n;
+    json_t *s;
+    char *all = NULL;
+    size_t len = 0;
+    while (sbx_command_read_output(k, stream, buf, sizeof buf, &n) == SBX_OK) {
+        char *p = realloc(all, len + n + 1);
+        if (!p)
+            break;
+        all = p;
+        memcpy(all + len, buf, n);
+        len += n;
+    }
+    s = json_stringn_nocheck(all ? all : "", len);
+    free(all);
+    return s;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"sandbox", required_argument, NULL, O_SANDBOX}, {"cwd", required_argument, NULL, O_CWD},
+        {"env", required_argument, NULL, O_ENV},         {"sudo", no_argument, NULL, O_SUDO},
+        {"timeout", required_argument, NULL, O_TIMEOUT}, {"runtime", required_argument, NULL, O_RUNTIME},
+        {"network-policy", required_argument, NULL, O_POLICY}, {"help", no_argument, NULL, O_HELP},
+        REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
+    struct remote_opts o = {0};
+    struct remote r;
+    const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL;
+    const char *envs[256];
+    int nenv = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
+    long long timeout = 0;
+    char err[1024];
+    sbx_sandbox *s = NULL;
+    sbx_command *k = NULL;
+    sbx_op *op = NULL;
+    sbx_status st;
+    bool own_sandbox;
+    struct timespec t0, t1;
+
+    optind = 1;
+    /* "+": stop at the first non-option, so PROGRAM's options are its own. */
+    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        if (remote_opt(&o, c, optarg))
+            continue;
+        switch (c) {
+        case O_SANDBOX: sandbox_id = optarg; break;
+        case O_CWD: cwd = optarg; break;
+        case O_ENV:
+            if (nenv == 256 || !strchr(optarg, '=') || optarg[0] == '=') {
+                fprintf(stderr, "sbxrun exec: --env wants NAME=VALUE (at most 256), not '%s'\n", optarg);
+                return SBXRUN_EXIT_USAGE;
+            }
+            envs[nenv++] = optarg;
+            break;
+        case O_SUDO: sudo = 1; break;
+        case O_TIMEOUT: {
+            char *end;
+            timeout = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || timeout <= 0) {
+                fprintf(stderr, "sbxrun exec: --timeout wants milliseconds > 0, not '%s'\n", optarg);
+                return SBXRUN_EXIT_USAGE;
+            }
+            break;
+        }
+        case O_RUNTIME: runtime = optarg; break;
+        case O_POLICY:
+            policy = strcmp(optarg, "allow-all") == 0   ? "{\"mode\":\"allow-all\"}"
+                     : strcmp(optarg, "deny-all") == 0 ? "{\"mode\":\"deny-all\"}"
+                                                       : optarg;
+            break;
+        case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
+        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "sbxrun exec: no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])\n");
+        return SBXRUN_EXIT_USAGE;
+    }
+    if (sandbox_id && (runtime || policy)) {
+        fprintf(stderr, "sbxrun exec: --runtime and --network-policy are for a new sandbox, not --sandbox\n");
+        return SBXRUN_EXIT_USAGE;
+    }
+    own_sandbox = sandbox_id == NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (remote_open(&r, &o, own_sandbox, err, sizeof err) < 0) {
+        fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
+        remote_close(&r);
+        return EXIT_EXEC_FAILED;
+    }
+    s = sbx_sandbox_new(r.client);
+    if (!s)
+        goto oom;
+    if (own_sandbox) {
+        if ((runtime && (st = sbx_sandbox_set_runtime(s, runtime)) != SBX_OK) ||
+            (policy && (st = sbx_sandbox_set_network_policy_json(s, policy)) != SBX_OK)) {
+            fprintf(stderr, "sbxrun exec: %s\n", sbx_sandbox_last_error(s));
+            rc = SBXRUN_EXIT_USAGE;
+            goto out;
+        }
+        st = sbx_sandbox_create(s);
+    } else {
+        st = sbx_sandbox_get(s, sandbox_id);
+    }
+    if (st != SBX_OK) {
+        fail_msg(o.json, own_sandbox ? "create a sandbox" : "find the sandbox", st, sbx_sandbox_last_error(s));
+        goto out;
+    }
+    k = sbx_command_new(s);
+    if (!k)
+        goto oom;
+    if ((st = sbx_command_set_argv(k, (uint32_t)(argc - optind), (const char *const *)argv + optind)) != SBX_OK ||
+        (cwd && (st = sbx_command_set_cwd(k, cwd)) != SBX_OK) || (st = sbx_command_set_sudo(k, sudo)) != SBX_OK ||
+        (timeout && (st = sbx_command_set_timeout_ms(k, timeout)) != SBX_OK)) {
+        fprintf(stderr, "sbxrun exec: %s\n", sbx_command_last_error(k));
+        rc = SBXRUN_EXIT_USAGE;
+        goto out;
+    }
+    for (int i = 0; i < nenv; i++) {
+        char name[256];
+        const char *eq = strchr(envs[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - envs[i]), envs[i]);
+        if ((st = sbx_command_set_env(k, name, eq + 1)) != SBX_OK) {
+            fprintf(stderr, "sbxrun exec: %s\n", sbx_command_last_error(k));
+            rc = SBXRUN_EXIT_USAGE;
+            goto out;
+        }
+    }
+    if (!o.json)
+        sbx_command_set_output_cb(k, stream_out, NULL);
+    else
+        sbx_command_set_output_limit(k, 1u << 20);
+
+    /* Ctrl-C cancels the wait; the program is then killed, not left behind. */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    if (o.json) {
+        /* A blocking run keeps the tail of each stream for the JSON. */
+        st = sbx_command_run(k);
+    } else {
+        st = sbx_command_start(k, &op);
+        if (st == SBX_OK) {
+            running_op = op;
+            st = sbx_op_wait(op);
+            running_op = NULL;
+            if (st != SBX_OK)
+                snprintf(err, sizeof err, "%s", sbx_op_last_error(op));
+            sbx_op_free(op);
+        } else {
+            snprintf(err, sizeof err, "%s", sbx_command_last_error(k));
+        }
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (st == SBX_E_CANCELLED && interrupted && sbx_command_id(k))
+        sbx_command_kill(k, 9);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
+        fail_msg(o.json, "exec", st, o.json ? sbx_command_last_error(k) : err);
+        goto out;
+    }
+    rc = sbx_command_exit_code(k);
+    if (rc < 0 || rc > 255)
+        rc = EXIT_EXEC_FAILED;
+    if (o.json) {
+        json_t *j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
+                              sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
+                              tail_json(k, SBX_STREAM_STDOUT), "stderr", tail_json(k, SBX_STREAM_STDERR),
+                              "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
+                              "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
+                              "durationMs",
+                              (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+        if (j)
+            print_json(j);
+    }
+    goto out;
+oom:
+    fail_msg(o.json, "exec", SBX_E_NOMEM, "out of memory");
+out:
+    sbx_command_free(k);
+    if (own_sandbox && s && sbx_sandbox_id(s))
+        sbx_sandbox_stop(s);
+    sbx_sandbox_free(s);
+    remote_close(&r);
+    return rc;
+}

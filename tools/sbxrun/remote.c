@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote: which endpoint a subcommand talks to, and the client for it.
+ *
+ * In order: --endpoint (or SBXRUN_ENDPOINT) with --token-file (or
+ * SBXRUN_TOKEN); Vercel when VERCEL_OIDC_TOKEN or VERCEL_TOKEN is set; else
+ * the local sbxd at STATE/sbxd.sock (STATE as sbxd's default: /var/lib/sbxd
+ * for root, else $XDG_STATE_HOME/sbxd or ~/.local/state/sbxd), token from
+ * STATE/token. A one-shot job (exec without --sandbox) that finds no local
+ * sbxd starts a private one for its duration.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "remote.h"
+
+static char *read_token_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char buf[512];
+    size_t n;
+    if (!f) {
+        snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    if (!n) {
+        snprintf(err, errlen, "the token file %s is empty", path);
+        return NULL;
+    }
+    return strdup(buf);
+}
+
+static char *state_dir(void)
+{
+    const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char buf[PATH_MAX];
+    if (geteuid() == 0)
+        return strdup("/var/lib/sbxd");
+    if (x && *x)
+        snprintf(buf, sizeof buf, "%s/sbxd", x);
+    else if (home && *home)
+        snprintf(buf, sizeof buf, "%s/.local/state/sbxd", home);
+    else
+        return strdup("/tmp/sbxd");
+    return strdup(buf);
+}
+
+/* Whether something accepts connections on this unix socket. */
+static bool socket_alive(const char *path)
+{
+    struct sockaddr_un a;
+    int fd, r;
+    if (strlen(path) >= sizeof a.sun_path)
+        return false;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    strcpy(a.sun_path, path);
+    r = connect(fd, (struct sockaddr *)&a, sizeof a);
+    close(fd);
+    return r == 0;
+}
+
+/* sbxd next to this program (installed, or in the build tree), else PATH. */
+static char *find_sbxd(void)
+{
+    char self[PATH_MAX], cand[PATH_MAX + 32];
+    const char *env = getenv("SBXD");
+    ssize_t n;
+    if (env && *env)
+        return strdup(env);
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        char *slash;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(cand, sizeof cand, "%s/sbxd", self);
+            if (access(cand, X_OK) == 0)
+                return strdup(cand);
+            snprintf(cand, sizeof cand, "%s/../sbxd/sbxd", self);
+            if (access(cand, X_OK) == 0)
+                return strdup(cand);
+        }
+    }
+    return strdup("sbxd");
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(p);
+    return 0;
+}
+
+/* Start a private sbxd in a new temporary directory; fills r. */
+static int start_private(struct remote *r, char *err, size_t errlen)
+{
+    char tmpl[] = "/tmp/sbxrun-XXXXXX", sock[PATH_MAX], state[PATH_MAX], listen_arg[PATH_MAX + 8], line[512];
+    char tokpath[PATH_MAX + 8];
+    char *sbxd = find_sbxd();
+    int out[2];
+    pid_t pid;
+    FILE *f;
+
+    if (!mkdtemp(tmpl)) {
+        snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+        free(sbxd);
+        return -1;
+    }
+    r->tmpdir = strdup(tmpl);
+    snprintf(sock, sizeof sock, "%s/sbxd.sock", tmpl);
+    snprintf(state, sizeof state, "%s/state", tmpl);
+    snprintf(listen_arg, sizeof listen_arg, "unix:%s", sock);
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        free(sbxd);
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        free(sbxd);
+        return -1;
+    }
+    if (pid == 0) {
+        int null_fd = open("/dev/null", O_WRONLY);
+        char logp[PATH_MAX + 16];
+        int log_fd;
+        snprintf(logp, sizeof logp, "%s/sbxd.log", tmpl);
+        log_fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(out[1], 1);
+        dup2(log_fd >= 0 ? log_fd : null_fd, 2);
+        setpgid(0, 0);
+        execlp(sbxd, sbxd, "--listen", listen_arg, "--state-dir", state, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    r->sbxd_pid = pid;
+    f = fdopen(out[0], "r");
+    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "sbxd listening on ", 18) != 0) {
+        char logp[PATH_MAX + 16], tail[400] = "";
+        FILE *lf;
+        if (f)
+            fclose(f);
+        snprintf(logp, sizeof logp, "%s/sbxd.log", tmpl);
+        if ((lf = fopen(logp, "r"))) {
+            size_t n = fread(tail, 1, sizeof tail - 1, lf);
+            tail[n] = '\0';
+            fclose(lf);
+        }
+        snprintf(err, errlen, "could not start a local sbxd (%s)%s%s", sbxd, tail[0] ? ": " : "", tail);
+        free(sbxd);
+        return -1;
+    }
+    fclose(f);
+    free(sbxd);
+    snprintf(tokpath, sizeof tokpath, "%s/token", state);
+    r->token = read_token_file(tokpath, err, errlen);
+    if (!r->token)
+        return -1;
+    r->endpoint = malloc(strlen(listen_arg) + 1);
+    strcpy(r->endpoint, listen_arg);
+    return 0;
+}
+
+int remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen)
+{
+    const char *ep = o->endpoint ? o->endpoint : getenv("SBXRUN_ENDPOINT");
+    const char *tok_env = getenv("SBXRUN_TOKEN");
+    sbx_status st;
+
+    memset(r, 0, sizeof *r);
+    if (ep && *ep) {
+        r->endpoint = strdup(ep);
+        if (o->token_file && !(r->token = read_token_file(o->token_file, err, errlen)))
+            return -1;
+        if (!r->token && tok_env && *tok_env)
+            r->token = strdup(tok_env);
+        /* A local socket in a state directory: its token sits beside it. */
+        if (!r->token && strncmp(ep, "unix:", 5) == 0) {
+            char tp[PATH_MAX + 8], *slash;
+            snprintf(tp, sizeof tp, "%s", ep + 5);
+            if ((slash = strrchr(tp, '/'))) {
+                strcpy(slash + 1, "token");
+                if (access(tp, R_OK) == 0)
+                    r->token = read_token_file(tp, err, errlen);
+            }
+        }
+    } else if ((getenv("VERCEL_OIDC_TOKEN") && *getenv("VERCEL_OIDC_TOKEN")) ||
+               (getenv("VERCEL_TOKEN") && *getenv("VERCEL_TOKEN"))) {
+        r->endpoint = NULL; /* the library's default, credentials from the environment */
+    } else {
+        char *st_dir = state_dir(), sock[PATH_MAX], tp[PATH_MAX];
+        snprintf(sock, sizeof sock, "%s/sbxd.sock", st_dir);
+        snprintf(tp, sizeof tp, "%s/token", st_dir);
+        if (socket_alive(sock)) {
+            size_t n = strlen(sock) + 6;
+            r->endpoint = malloc(n);
+            snprintf(r->endpoint, n, "unix:%s", sock);
+            r->token = read_token_file(tp, err, errlen);
+            free(st_dir);
+            if (!r->token)
+                return -1;
+        } else if (allow_private) {
+            free(st_dir);
+            if (start_private(r, err, errlen) < 0)
+                return -1;
+        } else {
+            snprintf(err, errlen,
+                     "no endpoint: set VERCEL_OIDC_TOKEN (or VERCEL_TOKEN and VERCEL_PROJECT_ID) for Vercel, "
+                     "or start a local sbxd (sbxd --listen unix:%s &), or give --endpoint",
+                     sock);
+            free(st_dir);
+            return -1;
+        }
+    }
+    r->client = sbx_client_new();
+    if (!r->client) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (r->endpoint && (st = sbx_client_set_endpoint(r->client, r->endpoint)) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
+        return -1;
+    }
+    if (r->token && (st = sbx_client_set_credentials(r->client, r->token, NULL, NULL)) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
+        return -1;
+    }
+    if ((st = sbx_client_resolve_credentials(r->client)) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
+        return -1;
+    }
+    return 0;
+}
+
+void remote_close(struct remote *r)
+{
+    sbx_client_free(r->client);
+    if (r->sbxd_pid > 0) {
+        int status;
+        kill(r->sbxd_pid, SIGTERM);
+        waitpid(r->sbxd_pid, &status, 0);
+    }
+    if (r->tmpdir) {
+        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(r->tmpdir);
+    }
+    if (r->token) {
+        memset(r->token, 0, strlen(r->token));
+        free(r->token);
+    }
+    free(r->endpoint);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- output helpers ------------------------------------------------------------------------- */
+
+void print_json_value(const char *json)
+{
+    json_t *j = json ? json_loads(json, 0, NULL) : NULL;
+    if (j) {
+        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(j);
+    } else {
+        fputs(json ? json : "null", stdout);
+    }
+    putchar('\n');
+}
+
+void print_json(json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(j);
+}
+
+void fail_msg(bool json, const char *what, sbx_status st, const char *msg)
+{
+    if (json) {
+        json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "status", sbx_status_name(st) ? sbx_status_name(st) : "?",
+                              "what", what, "message", msg ? msg : "");
+        print_json(j);
+    }
+    fprintf(stderr, "sbxrun: %s: %s\n", what, msg && *msg ? msg : sbx_strerror(st));
+}

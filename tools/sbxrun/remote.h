@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* remote: the endpoint and client of the subcommands that talk to sandboxes. */
+#ifndef SBXRUN_REMOTE_H
+#define SBXRUN_REMOTE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <sbxrun/sbxrun.h>
+
+/* Options every remote subcommand takes. */
+struct remote_opts {
+    const char *endpoint;     /* --endpoint */
+    const char *token_file;   /* --token-file */
+    bool json;                /* --json */
+};
+
+struct remote {
+    sbx_client *client;
+    char *endpoint, *token;
+    char *tmpdir;             /* a private sbxd's directory */
+    pid_t sbxd_pid;           /* a private sbxd, 0 if none */
+};
+
+/* Pick the endpoint and make the client (remote.c explains the order).
+ * allow_private: with no endpoint at all, start a private sbxd. */
+int remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen);
+void remote_close(struct remote *r);
+
+/* The common options' help lines and parsing, for getopt_long users. */
+#define REMOTE_OPTS_HELP                                                                        \
+    "  --endpoint URL      https://vercel.com/api, http://127.0.0.1:PORT or unix:PATH\n"       \
+    "                      [SBXRUN_ENDPOINT; else Vercel if VERCEL_OIDC_TOKEN or VERCEL_TOKEN\n" \
+    "                      is set; else the local sbxd]\n"                                     \
+    "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
+    "  --json              machine-readable output on stdout\n"
+enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON };
+#define REMOTE_LONGOPTS                                                                         \
+    {"endpoint", required_argument, NULL, OPT_ENDPOINT},                                        \
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE}, {"json", no_argument, NULL, OPT_JSON}
+/* Handle one of the common options; 1 if it was one. */
+static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
+{
+    switch (c) {
+    case OPT_ENDPOINT: o->endpoint = arg; return 1;
+    case OPT_TOKEN_FILE: o->token_file = arg; return 1;
+    case OPT_JSON: o->json = true; return 1;
+    default: return 0;
+    }
+}
+
+/* Pretty-print JSON text (or a value, consumed) on stdout. */
+void print_json_value(const char *json);
+void print_json(json_t *j);
+/* Report a failure: on stderr, and as {"error":{...}} on stdout with --json. */
+void fail_msg(bool json, const char *what, sbx_status st, const char *msg);
+
+int cmd_sandbox(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+
+#endif /* SBXRUN_REMOTE_H */

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/* sbxrun sandbox create|list|get|stop|snapshot. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "remote.h"
+
+static const char usage_text[] =
+    "usage: sbxrun sandbox create [options]\n"
+    "       sbxrun sandbox list [--limit N] [--since MS] [--until MS] [--project ID]\n"
+    "       sbxrun sandbox get ID\n"
+    "       sbxrun sandbox stop ID\n"
+    "       sbxrun sandbox snapshot ID [--expiration MS]\n"
+    "\n"
+    "Create, list, inspect, stop and snapshot sandboxes.\n"
+    "\n"
+    "create options:\n"
+    "  --runtime NAME      node24 (default), node22, node26, python3.13\n"
+    "  --timeout MS        lifetime [the server's default]\n"
+    "  --vcpus N           virtual CPUs (2048 MB of memory each)\n"
+    "  --port PORT         publish a port (up to 4 times)\n"
+    "  --env NAME=VALUE    environment of every command (repeatable)\n"
+    "  --network-policy P  allow-all, deny-all, or the protocol's JSON object\n"
+    "  --git URL           clone a repository into /vercel/sandbox\n"
+    "  --revision REV      its branch, tag or commit; --depth N: shallow clone\n"
+    "  --git-username U    with the password from $SBXRUN_GIT_PASSWORD\n"
+    "  --tarball URL       extract a tarball into /vercel/sandbox\n"
+    "  --snapshot ID       start from a snapshot\n"
+    "list options:\n"
+    "  --limit N           sandboxes per page; --until MS: the page's pagination.next\n"
+    "snapshot options:\n"
+    "  --expiration MS     lifetime of the snapshot, 0 = never [the server's default]\n"
+    "common options:\n" REMOTE_OPTS_HELP
+    "\n"
+    "create prints the new sandbox's id, snapshot the snapshot's id; with --json\n"
+    "every subcommand prints the server's JSON.\n";
+
+enum { O_RUNTIME = 1, O_TIMEOUT, O_VCPUS, O_PORT, O_ENV, O_POLICY, O_GIT, O_REV, O_DEPTH, O_GITUSER, O_TARBALL,
+       O_SNAPSHOT, O_LIMIT, O_SINCE, O_UNTIL, O_PROJECT, O_EXPIRATION, O_HELP };
+
+static int parse_num(const char *opt, const char *v, long long min, long long *out)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < min) {
+        fprintf(stderr, "sbxrun sandbox: %s wants a number >= %lld, not '%s'\n", opt, min, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* "allow-all" / "deny-all" or JSON. */
+static const char *policy_json(const char *p)
+{
+    if (strcmp(p, "allow-all") == 0)
+        return "{\"mode\":\"allow-all\"}";
+    if (strcmp(p, "deny-all") == 0)
+        return "{\"mode\":\"deny-all\"}";
+    return p;
+}
+
+static void print_sandbox(const sbx_sandbox *s, bool json)
+{
+    if (json) {
+        print_json_value(sbx_sandbox_json(s));
+        return;
+    }
+    printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %u\nmemory:    %u MB\n"
+           "timeout:   %lld ms\n",
+           sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s), sbx_sandbox_region(s),
+           sbx_sandbox_vcpus(s), sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
+    if (sbx_sandbox_network_policy_json(s))
+        printf("network:   %s\n", sbx_sandbox_network_policy_json(s));
+}
+
+static int do_list(struct remote *r, const struct remote_opts *o, long long limit, long long since,
+                   long long until, const char *project)
+{
+    char *page = NULL;
+    json_t *j, *arr, *e;
+    size_t i;
+    sbx_status st = sbx_client_list_sandboxes(r->client, project, (uint32_t)limit, since, until, &page);
+    if (st != SBX_OK) {
+        fail_msg(o->json, "list sandboxes", st, sbx_client_last_error(r->client));
+        return SBXRUN_EXIT_FAIL;
+    }
+    if (o->json) {
+        print_json_value(page);
+        sbx_free(page);
+        return SBXRUN_EXIT_OK;
+    }
+    j = json_loads(page, 0, NULL);
+    sbx_free(page);
+    arr = json_object_get(j, "sandboxes");
+    printf("%-28s %-12s %-11s %s\n", "ID", "STATUS", "RUNTIME", "CREATED");
+    json_array_foreach(arr, i, e) {
+        time_t t = (time_t)(json_integer_value(json_object_get(e, "createdAt")) / 1000);
+        char when[32];
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
+        printf("%-28s %-12s %-11s %s\n", json_string_value(json_object_get(e, "id")),
+               json_string_value(json_object_get(e, "status")), json_string_value(json_object_get(e, "runtime")),
+               when);
+    }
+    e = json_object_get(json_object_get(j, "pagination"), "next");
+    if (json_is_integer(e))
+        printf("(more: --until %lld)\n", (long long)json_integer_value(e));
+    json_decref(j);
+    return SBXRUN_EXIT_OK;
+}
+
+int cmd_sandbox(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"runtime", required_argument, NULL, O_RUNTIME},   {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"vcpus", required_argument, NULL, O_VCPUS},       {"port", required_argument, NULL, O_PORT},
+        {"env", required_argument, NULL, O_ENV},           {"network-policy", required_argument, NULL, O_POLICY},
+        {"git", required_argument, NULL, O_GIT},           {"revision", required_argument, NULL, O_REV},
+        {"depth", required_argument, NULL, O_DEPTH},       {"git-username", required_argument, NULL, O_GITUSER},
+        {"tarball", required_argument, NULL, O_TARBALL},   {"snapshot", required_argument, NULL, O_SNAPSHOT},
+        {"limit", required_argument, NULL, O_LIMIT},       {"since", required_argument, NULL, O_SINCE},
+        {"until", required_argument, NULL, O_UNTIL},       {"project", required_argument, NULL, O_PROJECT},
+        {"expiration", required_argument, NULL, O_EXPIRATION}, {"help", no_argument, NULL, O_HELP},
+        REMOTE_LONGOPTS,                                   {NULL, 0, NULL, 0}};
+    struct remote_opts o = {0};
+    struct remote r;
+    const char *sub, *id = NULL, *project = NULL, *git = NULL, *rev = NULL, *git_user = NULL;
+    const char *create_opts[64][2];
+    int ncreate = 0, c, rc = SBXRUN_EXIT_FAIL;
+    long long limit = 0, since = -1, until = -1, expiration = -1, depth = 0;
+    char err[1024];
+    sbx_sandbox *s = NULL;
+    sbx_status st;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    }
+    sub = argv[1];
+    if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
+        strcmp(sub, "snapshot")) {
+        fprintf(stderr, "sbxrun sandbox: unknown subcommand '%s'\n", sub);
+        return SBXRUN_EXIT_USAGE;
+    }
+    optind = 1;
+    argc--;
+    argv++;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (remote_opt(&o, c, optarg))
+            continue;
+        if (c == O_HELP) {
+            fputs(usage_text, stdout);
+            return SBXRUN_EXIT_OK;
+        }
+        if (c == '?')
+            return SBXRUN_EXIT_USAGE;
+        /* Options of another subcommand are an error, not ignored. */
+        if ((c <= O_SNAPSHOT && strcmp(sub, "create") != 0) ||
+            (c >= O_LIMIT && c <= O_PROJECT && strcmp(sub, "list") != 0) ||
+            (c == O_EXPIRATION && strcmp(sub, "snapshot") != 0)) {
+            fprintf(stderr, "sbxrun sandbox %s: option --%s belongs to another subcommand\n", sub,
+                    longopts[c - 1].name);
+            return SBXRUN_EXIT_USAGE;
+        }
+        switch (c) {
+        case O_GIT: git = optarg; break;
+        case O_REV: rev = optarg; break;
+        case O_GITUSER: git_user = optarg; break;
+        case O_DEPTH:
+            if (parse_num("--depth", optarg, 1, &depth))
+                return SBXRUN_EXIT_USAGE;
+            break;
+        case O_LIMIT:
+            if (parse_num("--limit", optarg, 1, &limit))
+                return SBXRUN_EXIT_USAGE;
+            break;
+        case O_SINCE:
+            if (parse_num("--since", optarg, 0, &since))
+                return SBXRUN_EXIT_USAGE;
+            break;
+        case O_UNTIL:
+            if (parse_num("--until", optarg, 0, &until))
+                return SBXRUN_EXIT_USAGE;
+            break;
+        case O_PROJECT: project = optarg; break;
+        case O_EXPIRATION:
+            if (parse_num("--expiration", optarg, 0, &expiration))
+                return SBXRUN_EXIT_USAGE;
+            break;
+        default: {
+            static const char *keys[] = {NULL, "runtime", "timeout_ms", "vcpus", "port", "env.", "network_policy"};
+            if (ncreate == 64) {
+                fprintf(stderr, "sbxrun sandbox create: too many options\n");
+                return SBXRUN_EXIT_USAGE;
+            }
+            if (c == O_TARBALL)
+                create_opts[ncreate][0] = "source.tarball";
+            else if (c == O_SNAPSHOT)
+                create_opts[ncreate][0] = "source.snapshot";
+            else
+                create_opts[ncreate][0] = keys[c];
+            create_opts[ncreate++][1] = c == O_POLICY ? policy_json(optarg) : optarg;
+        }
+        }
+    }
+    if (strcmp(sub, "create") && strcmp(sub, "list")) {
+        if (optind != argc - 1) {
+            fprintf(stderr, "sbxrun sandbox %s: expected one sandbox ID\n", sub);
+            return SBXRUN_EXIT_USAGE;
+        }
+        id = argv[optind];
+    } else if (optind != argc) {
+        fprintf(stderr, "sbxrun sandbox %s: unexpected argument '%s'\n", sub, argv[optind]);
+        return SBXRUN_EXIT_USAGE;
+    }
+    if ((rev || depth || git_user) && !git) {
+        fprintf(stderr, "sbxrun sandbox create: --revision, --depth and --git-username need --git\n");
+        return SBXRUN_EXIT_USAGE;
+    }
+
+    if (remote_open(&r, &o, false, err, sizeof err) < 0) {
+        fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
+        remote_close(&r);
+        return SBXRUN_EXIT_FAIL;
+    }
+    if (strcmp(sub, "list") == 0) {
+        rc = do_list(&r, &o, limit, since, until, project);
+        goto out;
+    }
+    s = sbx_sandbox_new(r.client);
+    if (!s) {
+        fail_msg(o.json, sub, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (strcmp(sub, "create") == 0) {
+        for (int i = 0; i < ncreate; i++) {
+            const char *k = create_opts[i][0], *v = create_opts[i][1];
+            char key[300];
+            if (strcmp(k, "env.") == 0) {
+                const char *eq = strchr(v, '=');
+                if (!eq || eq == v) {
+                    fprintf(stderr, "sbxrun sandbox create: --env wants NAME=VALUE, not '%s'\n", v);
+                    rc = SBXRUN_EXIT_USAGE;
+                    goto out;
+                }
+                snprintf(key, sizeof key, "env.%.*s", (int)(eq - v), v);
+                k = key;
+                v = eq + 1;
+            }
+            if ((st = sbx_sandbox_set_option(s, k, v)) != SBX_OK) {
+                fprintf(stderr, "sbxrun sandbox create: %s\n", sbx_sandbox_last_error(s));
+                rc = SBXRUN_EXIT_USAGE;
+                goto out;
+            }
+        }
+        if (git) {
+            const char *pw = getenv("SBXRUN_GIT_PASSWORD");
+            if ((st = sbx_sandbox_set_source_git(s, git, rev, (uint32_t)depth)) != SBX_OK ||
+                (git_user && (st = sbx_sandbox_set_source_git_auth(s, git_user, pw ? pw : "")) != SBX_OK)) {
+                fprintf(stderr, "sbxrun sandbox create: %s\n", sbx_sandbox_last_error(s));
+                rc = SBXRUN_EXIT_USAGE;
+                goto out;
+            }
+        }
+        st = sbx_sandbox_create(s);
+        if (st != SBX_OK) {
+            fail_msg(o.json, "create", st, sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if (o.json)
+            print_json_value(sbx_sandbox_json(s));
+        else
+            printf("%s\n", sbx_sandbox_id(s));
+        rc = SBXRUN_EXIT_OK;
+        goto out;
+    }
+    if ((st = sbx_sandbox_get(s, id)) != SBX_OK) {
+        fail_msg(o.json, sub, st, sbx_sandbox_last_error(s));
+        goto out;
+    }
+    if (strcmp(sub, "get") == 0) {
+        print_sandbox(s, o.json);
+        rc = SBXRUN_EXIT_OK;
+    } else if (strcmp(sub, "stop") == 0) {
+        if ((st = sbx_sandbox_stop(s)) != SBX_OK) {
+            fail_msg(o.json, "stop", st, sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if (o.json)
+            print_json_value(sbx_sandbox_json(s));
+        else
+            printf("%s %s\n", sbx_sandbox_id(s), sbx_sandbox_status(s));
+        rc = SBXRUN_EXIT_OK;
+    } else {
+        sbx_snapshot *sn = sbx_snapshot_new(r.client);
+        if (!sn || (st = sbx_sandbox_snapshot(s, expiration, sn)) != SBX_OK) {
+            fail_msg(o.json, "snapshot", sn ? st : SBX_E_NOMEM, sn ? sbx_sandbox_last_error(s) : "out of memory");
+            sbx_snapshot_free(sn);
+            goto out;
+        }
+        if (o.json)
+            print_json_value(sbx_snapshot_json(sn));
+        else
+            printf("%s\n", sbx_snapshot_id(sn));
+        sbx_snapshot_free(sn);
+        rc = SBXRUN_EXIT_OK;
+    }
+out:
+    sbx_sandbox_free(s);
+    remote_close(&r);
+    return rc;
+}
