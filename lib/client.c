@@ -899,16 +899,23 @@ sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, 
     return list_start(cl, "list sandboxes", "sandboxes", project, limit, since, until, op);
 }
 
-sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
-                                     int64_t until, char **json)
+/* The blocking form of a list: start it, drive it, hand out its JSON. */
+static sbx_status list_blocking(sbx_client *cl, const char *what, const char *key, const char *project,
+                                uint32_t limit, int64_t since, int64_t until, char **json)
 {
     sbx_op *op;
     sbx_status st;
     if (!cl || !json)
         return cl ? sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "json must not be NULL") : SBX_E_INVALID_ARG;
     *json = NULL;
-    st = sbx_client_list_sandboxes_start(cl, project, limit, since, until, &op);
+    st = list_start(cl, what, key, project, limit, since, until, &op);
     return st == SBX_OK ? list_block(cl, op, json) : st;
+}
+
+sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
+                                     int64_t until, char **json)
+{
+    return list_blocking(cl, "list sandboxes", "sandboxes", project, limit, since, until, json);
 }
 
 sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, uint32_t limit,
@@ -920,11 +927,5 @@ sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, 
 sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    sbx_op *op;
-    sbx_status st;
-    if (!cl || !json)
-        return cl ? sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "json must not be NULL") : SBX_E_INVALID_ARG;
-    *json = NULL;
-    st = sbx_client_list_snapshots_start(cl, project, limit, since, until, &op);
-    return st == SBX_OK ? list_block(cl, op, json) : st;
+    return list_blocking(cl, "list snapshots", "snapshots", project, limit, since, until, json);
 }

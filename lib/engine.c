@@ -21,13 +21,13 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/timerfd.h>
@@ -122,32 +122,88 @@ struct sbx__engine {
     struct sbx__engine_limits limits;
     char *unix_path;
     char *user_agent;
-    bool in_process;
+    bool in_process;           /* inside sbx__engine_process (the driving thread) */
+    bool kick;                 /* a request was submitted inside process */
+    atomic_bool woken;         /* the eventfd was written and not yet read */
+    int64_t armed;             /* when the timerfd fires; -1: disarmed */
+    uint8_t *fds;              /* per socket: FD_* (what epoll has registered) */
+    size_t nfds;
+    /* Events sbx__engine_wait already took from epoll, for the next
+     * process call (which may run on another thread, after a handoff). */
+    pthread_mutex_t ready_lock;
+    struct epoll_event ready[64];
+    int nready;
 };
 
+/* A socket's registration: FD_IN/FD_OUT as registered with epoll, FD_REG
+ * once it is in the epoll set at all, FD_IDLE while libcurl has stopped
+ * watching it (a connection parked in the cache between requests). An
+ * idle socket stays registered, so reusing it costs no epoll_ctl; it is
+ * removed when it reports an event nobody wants, or when it is closed. */
+enum { FD_IN = 1, FD_OUT = 2, FD_REG = 4, FD_IDLE = 8 };
+
 /* ---- epoll plumbing ---------------------------------------------------------- */
+
+static uint8_t *fd_slot(sbx__engine *e, curl_socket_t s)
+{
+    if (s < 0)
+        return NULL;
+    if ((size_t)s >= e->nfds) {
+        size_t n = e->nfds ? e->nfds : 64;
+        uint8_t *p;
+        while (n <= (size_t)s)
+            n *= 2;
+        if (!(p = sbx__realloc(e->fds, n)))
+            return NULL;
+        memset(p + e->nfds, 0, n - e->nfds);
+        e->fds = p;
+        e->nfds = n;
+    }
+    return &e->fds[s];
+}
 
 static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
     sbx__engine *e = userp;
     struct epoll_event ev;
+    uint8_t *st = fd_slot(e, s), want;
     (void)easy;
-    memset(&ev, 0, sizeof ev);
-    ev.data.fd = s;
+    (void)socketp;
+    if (!st)
+        return -1; /* out of memory: libcurl fails the transfer */
     if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
-        curl_multi_assign(e->multi, s, NULL);
+        if (*st & FD_REG)
+            *st |= FD_IDLE;
         return 0;
     }
-    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-    if (socketp) {
-        epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
-    } else {
-        if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
-            epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
-        curl_multi_assign(e->multi, s, e); /* any non-NULL marks "registered" */
+    want = (uint8_t)((what & CURL_POLL_IN ? FD_IN : 0) | (what & CURL_POLL_OUT ? FD_OUT : 0));
+    if ((*st & FD_REG) && (*st & (FD_IN | FD_OUT)) == want) {
+        *st = (uint8_t)(FD_REG | want);
+        return 0;
     }
+    memset(&ev, 0, sizeof ev);
+    ev.data.fd = s;
+    ev.events = (want & FD_IN ? EPOLLIN : 0) | (want & FD_OUT ? EPOLLOUT : 0);
+    if (*st & FD_REG) {
+        if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+            epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
+    } else if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST) {
+        epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+    }
+    *st = (uint8_t)(FD_REG | want);
     return 0;
+}
+
+/* libcurl closes a connection: forget its registration (the fd number
+ * will be reused). */
+static int close_cb(void *user, curl_socket_t s)
+{
+    sbx__engine *e = user;
+    if (s >= 0 && (size_t)s < e->nfds && (e->fds[s] & FD_REG)) {
+        epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+        e->fds[s] = 0;
+    }
+    return close(s);
 }
 
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
@@ -166,6 +222,8 @@ sbx__engine *sbx__engine_new(void)
         return NULL;
     e->epfd = e->tfd = e->efd = -1;
     e->curl_due = -1;
+    e->armed = -1;
+    pthread_mutex_init(&e->ready_lock, NULL);
     atomic_store(&e->next_due, -1);
     e->limits.global = 64;
     e->limits.per_project = 32;
@@ -229,6 +287,8 @@ void sbx__engine_free(sbx__engine *e)
         close(e->efd);
     sbx__free(e->unix_path);
     sbx__free(e->user_agent);
+    sbx__free(e->fds);
+    pthread_mutex_destroy(&e->ready_lock);
     sbx__free(e);
 }
 
@@ -275,7 +335,10 @@ unsigned sbx__engine_pending(const sbx__engine *e)
 void sbx__engine_wakeup(sbx__engine *e)
 {
     uint64_t one = 1;
-    (void)!write(e->efd, &one, sizeof one);
+    /* One write until the driving thread reads it: any number of wakeups
+     * between two process calls cost one syscall. */
+    if (!atomic_exchange(&e->woken, true))
+        (void)!write(e->efd, &one, sizeof one);
 }
 
 /* ---- limits --------------------------------------------------------------- */
@@ -447,6 +510,8 @@ static sbx_status attach_easy(sbx__req *r)
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, e);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -723,13 +788,23 @@ static void rearm(sbx__engine *e)
             due = now;
     }
     atomic_store(&e->next_due, due);
+    /* The timerfd only has to fire no later than due: it is reprogrammed
+     * when due is earlier than what is armed (or nothing is). One that
+     * fires early costs a process call that finds nothing to do; one that
+     * stays armed with nothing due costs the same, once. Most calls move a
+     * deadline later and so cost no syscall. */
+    if (e->armed >= 0 && e->armed <= now)
+        e->armed = -1; /* it has fired */
+    if (due < 0 || (e->armed >= 0 && e->armed <= due))
+        return;
     memset(&its, 0, sizeof its);
-    if (due >= 0) {
+    {
         int64_t d = due - now;
         if (d < 1)
             d = 1; /* 0 would disarm the timer */
         its.it_value.tv_sec = d / 1000;
         its.it_value.tv_nsec = (d % 1000) * 1000000;
+        e->armed = now + d;
     }
     timerfd_settime(e->tfd, 0, &its, NULL);
 }
@@ -739,12 +814,32 @@ sbx_status sbx__engine_process(sbx__engine *e)
     struct epoll_event ev[64];
     int n, running;
 
-    n = epoll_wait(e->epfd, ev, 64, 0);
+    e->in_process = true;
+    pthread_mutex_lock(&e->ready_lock);
+    n = e->nready;
+    memcpy(ev, e->ready, (size_t)n * sizeof *ev);
+    e->nready = 0;
+    pthread_mutex_unlock(&e->ready_lock);
+    /* Events handed over by wait may be stale by now; that is harmless
+     * (libcurl meets EAGAIN, the eventfd and timerfd are non-blocking). */
+    if (n == 0)
+        n = epoll_wait(e->epfd, ev, 64, 0);
     for (int i = 0; i < n; i++) {
         int fd = ev[i].data.fd;
         if (fd == e->tfd || fd == e->efd) {
             uint64_t v;
             (void)!read(fd, &v, sizeof v);
+            if (fd == e->efd)
+                atomic_store(&e->woken, false); /* after the read: no wakeup is lost */
+            else
+                e->armed = -1;
+            continue;
+        }
+        if (fd >= 0 && (size_t)fd < e->nfds && (e->fds[fd] & FD_IDLE)) {
+            /* A parked connection has news (the server closed it): stop
+             * listening; libcurl sees it is dead when it next tries it. */
+            epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+            e->fds[fd] = 0;
             continue;
         }
         curl_multi_socket_action(e->multi, fd,
@@ -753,15 +848,31 @@ sbx_status sbx__engine_process(sbx__engine *e)
                                      (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0),
                                  &running);
     }
-    if (e->curl_due >= 0 && sbx__mono_ms() >= e->curl_due) {
-        e->curl_due = -1;
-        curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    /* Completions submit follow-up requests (a command's logs after its
+     * start); housekeeping hands them to libcurl, whose timer then says
+     * "now": a few more rounds here send them in this call instead of a
+     * wakeup and another call. Bounded, so a storm cannot starve the
+     * caller's loop. */
+    for (int round = 0; round < 4; round++) {
+        if (e->curl_due >= 0 && sbx__mono_ms() >= e->curl_due) {
+            e->curl_due = -1;
+            curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        check_messages(e);
+        e->kick = false;
+        housekeeping(e);
+        /* Starting requests may have completed some at once (a refused connect). */
+        check_messages(e);
+        if (!e->kick && (e->curl_due < 0 || e->curl_due > sbx__mono_ms()))
+            break;
     }
-    check_messages(e);
-    housekeeping(e);
-    /* Starting requests may have completed some at once (a refused connect). */
-    check_messages(e);
+    e->in_process = false;
     rearm(e);
+    if (e->kick) { /* submitted in the last round: the next call starts it */
+        e->kick = false;
+        atomic_store(&e->next_due, sbx__mono_ms());
+        sbx__engine_wakeup(e);
+    }
     return SBX_OK;
 }
 
@@ -782,10 +893,20 @@ sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
         t = timeout_ms;
     if (t > INT32_MAX)
         t = INT32_MAX;
-    /* Polling the epoll fd itself: readiness only, nothing consumed. */
+    /* epoll_wait rather than a poll of the epoll fd: the events it returns
+     * are kept for the process call that follows, which then needs no
+     * syscall of its own to learn them. */
     do {
-        struct pollfd p = {e->epfd, POLLIN, 0};
-        r = poll(&p, 1, (int)t);
+        struct epoll_event ev[64];
+        r = epoll_wait(e->epfd, ev, 64, (int)t);
+        if (r > 0) {
+            pthread_mutex_lock(&e->ready_lock);
+            if (e->nready == 0) { /* else process has not run: these come back */
+                memcpy(e->ready, ev, (size_t)r * sizeof *ev);
+                e->nready = r;
+            }
+            pthread_mutex_unlock(&e->ready_lock);
+        }
     } while (r < 0 && errno == EINTR);
     if (r < 0)
         return SBX_E_IO;
@@ -924,16 +1045,27 @@ sbx_status sbx__req_submit(sbx__req *r)
         r->deadline = sbx__mono_ms() + r->e->limits.timeout_ms;
     r->state = R_QUEUED;
     r->e->pending++;
-    /* Due now: the fd turns readable and the timeout reads 0. */
+    /* Due now: the fd turns readable and the timeout reads 0. Inside
+     * process (a completion submitting the next request) the rounds there
+     * start it; no wakeup needed. */
     atomic_store(&r->e->next_due, sbx__mono_ms());
-    sbx__engine_wakeup(r->e);
+    if (r->e->in_process)
+        r->e->kick = true;
+    else
+        sbx__engine_wakeup(r->e);
     return SBX_OK;
 }
 
 void sbx__req_cancel(sbx__req *r)
 {
     atomic_store(&r->cancel, true);
-    if (r->e)
+    /* On the driving thread inside process, another round there applies
+     * it; a request that is over needs nobody woken. */
+    if (!r->e || r->state == R_DONE || r->state == R_NEW)
+        return;
+    if (r->e->in_process)
+        r->e->kick = true;
+    else
         sbx__engine_wakeup(r->e);
 }
 

@@ -140,6 +140,14 @@ START_TEST(test_client_command_settings)
         const char *holes[] = {"sh", NULL};
         expect_st(sbx_command_set_argv(k, 1, empty), SBX_E_INVALID_ARG, sbx_command_last_error, k);
         expect_st(sbx_command_set_argv(k, 2, holes), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+        /* The protocol is JSON: text that is not UTF-8 is refused by name,
+         * not reported later as something else. */
+        const char *latin1[] = {"printf", "caf\xe9"};
+        expect_st(sbx_command_set_argv(k, 2, latin1), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+        ck_assert_ptr_nonnull(strstr(sbx_command_last_error(k), "argv[1]"));
+        expect_st(sbx_command_set_cwd(k, "/tmp/\xff"), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+        expect_st(sbx_command_set_env(k, "NAME", "\xc3("), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+        ck_assert_ptr_nonnull(strstr(sbx_command_last_error(k), "NAME"));
     }
     expect_st(sbx_command_set_cwd(k, ""), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     expect_st(sbx_command_set_env(k, "A=B", "x"), SBX_E_INVALID_ARG, sbx_command_last_error, k);

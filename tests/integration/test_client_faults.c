@@ -1275,16 +1275,19 @@ START_TEST(test_client_faults_logs_cut_with_backpressure)
     int64_t until;
     bool ended[2] = {false, false};
 
+    /* 20000 lines: enough that even a replay of the finished command,
+     * which sbxd sends in few large lines, is longer than the last cut
+     * (on a slow machine the command ends before the third request). */
     fx_start(&x, true, NULL, NULL);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_RESET_MID, 20000);
     faultd_rule(x.f, "GET", "/logs$", 2, FAULT_TRUNCATE, 70000);
     faultd_rule(x.f, "GET", "/logs$", 3, FAULT_RESET_MID, 130000);
-    k = sh_cmd(x.s, "i=0; while [ $i -lt 6000 ]; do i=$((i+1)); echo out$i; echo err$i >&2; done", NULL);
+    k = sh_cmd(x.s, "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); echo out$i; echo err$i >&2; done", NULL);
     ok_k(sbx_command_set_output_limit(k, 4096), k);
     ok_k(sbx_command_start(k, &op), k);
-    want[0] = malloc(6000 * 12);
-    want[1] = malloc(6000 * 12);
-    for (int i = 1; i <= 6000; i++) {
+    want[0] = malloc(20000 * 12);
+    want[1] = malloc(20000 * 12);
+    for (int i = 1; i <= 20000; i++) {
         wlen[0] += (size_t)sprintf(want[0] + wlen[0], "out%d\n", i);
         wlen[1] += (size_t)sprintf(want[1] + wlen[1], "err%d\n", i);
     }

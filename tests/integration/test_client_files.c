@@ -98,6 +98,7 @@ START_TEST(test_client_files_mkdir)
     ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s, "cd /vercel/sandbox && find a -type d | sort", "a\na/b\na/b/c\n");
+    expect_st(sbx_sandbox_mkdir(e.s, "d\xff"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
     expect_st(sbx_sandbox_mkdir(e.s, "a"), SBX_E_CONFLICT, sbx_sandbox_last_error, e.s);
     expect_st(sbx_sandbox_mkdir(e.s, "x/y/z"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, e.s);
     expect_st(sbx_sandbox_mkdir(e.s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);

@@ -103,6 +103,8 @@ START_TEST(test_client_sandbox_bad_configuration)
     expect_st(sbx_sandbox_set_env(s, "A=B", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_env(s, "A\nB", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_env(s, NULL, "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_env(s, "K", "\xff"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_set_runtime(s, "node\xe9"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_network_policy_json(s, "{"), SBX_E_PARSE, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_network_policy_json(s, "{\"allow\":[]}"), SBX_E_PARSE, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_network_policy_json(s, "[]"), SBX_E_PARSE, sbx_sandbox_last_error, s);
