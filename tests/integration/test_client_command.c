@@ -409,6 +409,39 @@ START_TEST(test_client_command_detached_attach_kill)
 END_TEST
 
 /* A server started by one command is reachable from a later one. */
+/* The op forms of get and wait-for-exit, on a handle that did not start the
+ * command: get sees it running, wait_exit_start completes with its code. */
+START_TEST(test_client_command_get_and_wait_ops)
+{
+    struct env e = setup();
+    sbx_command *k = it_sh_cmd(e.s, "sleep 0.5; exit 7", NULL), *g;
+    sbx_op *op, *w;
+
+    ok_cmd(sbx_command_set_detached(k, 1), k);
+    ok_cmd(sbx_command_run(k), k);
+    g = sbx_command_new(e.s);
+    /* wait_exit needs a command to wait for. */
+    w = (sbx_op *)g;
+    expect_st(sbx_command_wait_exit_start(g, &w), SBX_E_MISUSE, sbx_command_last_error, g);
+    ck_assert_ptr_null(w);
+    ok_cmd(sbx_command_get_start(g, sbx_command_id(k), &op), g);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    sbx_op_free(op);
+    ck_assert_str_eq(sbx_command_id(g), sbx_command_id(k));
+    ck_assert_int_eq(sbx_command_exit_code(g), -1); /* still running */
+    ok_cmd(sbx_command_wait_exit_start(g, &w), g);
+    ck_assert_int_eq(sbx_op_done(w), 0);
+    ck_assert_int_eq(sbx_op_wait(w), SBX_OK);
+    ck_assert_int_eq(sbx_command_exit_code(g), 7);
+    sbx_op_free(w);
+    expect_st(sbx_command_get_start(g, "cmd_other", &op), SBX_E_MISUSE, sbx_command_last_error, g);
+    ck_assert_ptr_null(op);
+    sbx_command_free(g);
+    sbx_command_free(k);
+    teardown(&e);
+}
+END_TEST
+
 START_TEST(test_client_command_detached_server)
 {
     struct env e = setup();
@@ -497,6 +530,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_command_callback_stops);
     tcase_add_test(tc, test_client_command_timeout_kills);
     tcase_add_test(tc, test_client_command_detached_attach_kill);
+    tcase_add_test(tc, test_client_command_get_and_wait_ops);
     tcase_add_test(tc, test_client_command_detached_server);
     tcase_add_test(tc, test_client_command_sandbox_stopped);
     tcase_add_test(tc, test_client_command_many_in_flight);
