@@ -23,10 +23,11 @@
  *              each) kept in flight until TOTAL are done: throughput, CPU per
  *              request, peak RSS;
  *        cmd   K commands `sleep S` started at once (sbx_command_start,
- *              followed to their exit: each holds a log stream open), spread
- *              over sandboxes of 64 commands: all K are alive together
- *              (checked from their startedAt), so K long-lived requests are
- *              open at once; CPU and RSS per command.
+ *              followed to their exit: each holds its start stream and
+ *              its log stream open), spread over sandboxes of 64 commands:
+ *              all K are alive together (checked from their startedAt), so
+ *              2K long-lived requests are open at once; CPU and RSS per
+ *              command.
  *      While a child runs, the parent samples sbxd's threads and open fds.
  *
  * usage: bench-client PATH-TO-SBXD [options]
@@ -977,16 +978,16 @@ int main(int argc, char **argv)
                "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
             scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0);
-        printf("cmd: K commands `sleep S` started at once and followed to their exit (a log stream\n"
-               "each), 64 per sandbox. exits: first to last completion; all K were alive together\n"
-               "if that is under S (each lives S seconds).\n");
+        printf("cmd: K commands `sleep S` started at once and followed to their exit (a start\n"
+               "stream and a log stream each), 64 per sandbox. exits: first to last completion; all K\n"
+               "were alive together if that is under S (each lives S seconds).\n");
         printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "K", "S", "wall s", "exits s",
                "all", "CPU us/c", "HWM MB", "maxrss", "KB/cmd", "+sockets", "sbxd", "sbxd");
         printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "alive", "", "", "MB",
                "", "", "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
-            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 100);
-        printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 3\n"
+            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50); /* sbxd needs ~13 s to start 1,000 */
+        printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 2\n"
                "  requests); HWM: the child's VmHWM (peak RSS of its own image); maxrss: ru_maxrss\n"
                "  from wait4; KB/cmd: (HWM - RSS before the step) / K; +sockets: most fds open at once\n"
                "  beyond those before the step (connections in use, sampled); sbxd thr/fds: the\n"

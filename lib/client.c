@@ -307,6 +307,7 @@ static void propagate_cancels(struct sbx__core *c)
 
 void sbx__core_process(struct sbx__core *c)
 {
+    sbx__engine_take_poke(c->engine); /* before the flags are read */
     propagate_cancels(c);
     sbx__engine_process(c->engine);
 }
@@ -740,7 +741,7 @@ sbx_status sbx_op_cancel(sbx_op *op)
      * it (propagate_cancels). */
     if (!atomic_exchange(&op->cancel, true)) {
         atomic_fetch_add(&op->core->cancels, 1);
-        sbx__engine_wakeup(op->core->engine);
+        sbx__engine_notify(op->core->engine);
     }
     return SBX_OK;
 }

@@ -2,16 +2,24 @@
 /*
  * command: running a program in a sandbox and following it.
  *
- * A followed command is three requests in a row, never more than one of
- * them long-lived (the SDK holds two streams per command):
+ * A followed command costs two requests, both open while it runs:
  *
- *   1. POST .../cmd (detached form): starts it; answers with its id. Not
- *      idempotent: never sent twice once it may have reached the server.
- *   2. GET .../cmd/ID/logs: the output, NDJSON, replayed from the start and
- *      ending when the command exits. When it breaks, it is requested again
- *      and the bytes already delivered (counted per stream) are skipped.
- *   3. GET .../cmd/ID?wait=true: the exit code, at once since the command
- *      has exited. Only a code the server sent is ever reported.
+ *   1. POST .../cmd with "wait": true. An NDJSON stream of two lines: the
+ *      command as started (its id), then the command as finished (its exit
+ *      code). Not idempotent: never sent twice once it may have reached the
+ *      server. Once the first line is in, the request is long-lived and
+ *      leaves the client's limits (sbx__req_become_follow).
+ *   2. GET .../cmd/ID/logs, sent when the first line names the command: the
+ *      output, NDJSON, replayed from the start and ending when the command
+ *      exits. When it breaks, it is requested again and the bytes already
+ *      delivered (counted per stream) are skipped.
+ *
+ * The op ends when the output has ended and the exit code is known. If the
+ * start stream breaks after its first line, the exit code is asked for
+ * with GET .../cmd/ID?wait=true (idempotent, retried) once the output has
+ * ended; the command is never started again. Only a code the server sent is
+ * ever reported. Detached starts are the plain POST (no wait); attaching to
+ * a command by id is requests 2 and then the GET.
  *
  * The command's deadline is put on each request; when it passes, the
  * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT.
@@ -61,7 +69,12 @@ struct cmd_run {
     sbx_command *cmd;
     sbx_op *op;
     sbx__req *start, *logs, *wait, *kill;
-    sbx__ndjson nd;
+    sbx__ndjson nd;           /* the log stream */
+    sbx__ndjson snd;          /* the start stream (wait mode) */
+    unsigned start_lines;     /* lines of the start stream taken */
+    bool exit_known;          /* cmd->info.exit_code came from the server */
+    bool start_open;          /* the start stream may still bring the exit code */
+    sbx_status start_fail;    /* why our handler stopped the start stream */
     sbx__buf data;            /* one decoded log line */
     uint64_t seen[2];         /* bytes of this logs connection */
     uint64_t progress_mark;
@@ -358,6 +371,7 @@ static void run_release(sbx_op *op)
     sbx__req_free(run->wait);
     sbx__req_free(run->kill);
     sbx__ndjson_free(&run->nd);
+    sbx__ndjson_free(&run->snd);
     sbx__buf_free(&run->data);
     sbx__free(run->server_error);
     if (run->cmd->run == run) {
@@ -403,7 +417,30 @@ static bool req_ok(struct cmd_run *run, sbx__req *r, const char *what)
     return false;
 }
 
-/* 3. the exit code */
+/* The output has ended and the exit code is known: report. */
+static void finish_exited(struct cmd_run *run)
+{
+    if (run->server_error)
+        run_finish(run, SBX_E_CONFLICT, "the command's output ended with an error: %s (exit code %d)",
+                   run->server_error, run->cmd->info.exit_code);
+    else
+        run_finish(run, SBX_OK, NULL);
+}
+
+/* One step closer to the end: the output ended, or the exit code arrived,
+ * or the start stream closed. */
+static void advance(struct cmd_run *run)
+{
+    if (run->op->done || run->timed_out || !run->cmd->output_ended)
+        return;
+    if (run->exit_known)
+        finish_exited(run);
+    else if (!run->start_open && !run->wait)
+        start_wait(run);
+    /* else the start stream or the GET brings the code */
+}
+
+/* Fallback for the exit code (and the only way when attached) */
 static void wait_done(sbx__req *r, void *user)
 {
     struct cmd_run *run = user;
@@ -429,11 +466,8 @@ static void wait_done(sbx__req *r, void *user)
     if (cmd->info.started_at < 0)
         cmd->info.started_at = in.started_at;
     sbx__command_info_free(&in);
-    if (run->server_error)
-        run_finish(run, SBX_E_CONFLICT, "the command's output ended with an error: %s (exit code %d)",
-                   run->server_error, cmd->info.exit_code);
-    else
-        run_finish(run, SBX_OK, NULL);
+    run->exit_known = true;
+    finish_exited(run);
 }
 
 static void start_wait(struct cmd_run *run)
@@ -529,7 +563,7 @@ static void logs_done(sbx__req *r, void *user)
         run->cmd->output_ended = true;
         sbx__req_free(run->logs);
         run->logs = NULL;
-        start_wait(run);
+        advance(run);
         return;
     }
     if (st == SBX_E_TRANSPORT && sbx__req_streamed(r) > 0) {
@@ -541,10 +575,16 @@ static void logs_done(sbx__req *r, void *user)
             run->reconnects = 0;
         }
         if (++run->reconnects > RECONNECTS_MAX) {
-            run_finish(run, SBX_E_TRANSPORT,
-                       "the command's output stream broke %u times in a row without new output (%s); the "
-                       "command %s may still be running",
-                       RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id);
+            if (run->exit_known)
+                run_finish(run, SBX_E_TRANSPORT,
+                           "the command's output stream broke %u times in a row without new output (%s); the "
+                           "command %s exited with code %d, its output is incomplete",
+                           RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id, run->cmd->info.exit_code);
+            else
+                run_finish(run, SBX_E_TRANSPORT,
+                           "the command's output stream broke %u times in a row without new output (%s); the "
+                           "command %s may still be running",
+                           RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id);
             return;
         }
         sbx__req_free(run->logs);
@@ -576,33 +616,131 @@ static void start_logs(struct cmd_run *run)
 }
 
 /* 1. the start */
-static void start_done(sbx__req *r, void *user)
+
+/* Take a command object from the start request's answer: the detached
+ * reply, or a line of the wait-mode stream. */
+static sbx_status take_command(struct cmd_run *run, const char *body, size_t len)
 {
-    struct cmd_run *run = user;
     sbx_command *cmd = run->cmd;
     struct sbx__command_info in = {0};
-    size_t len;
-    const char *body;
     sbx_status st;
 
-    if (run->timed_out || !req_ok(run, r, "start the command"))
-        return;
-    body = sbx__req_body(r, &len);
     in.exit_code = -1;
     st = sbx__api_parse_command(body, len, &in, &run->op->err);
     if (st != SBX_OK) {
         sbx__command_info_free(&in);
+        return st;
+    }
+    if (cmd->info.id) {
+        /* The finished line: the same command, now with its exit code. */
+        bool same = in.id && strcmp(in.id, cmd->info.id) == 0;
+        int code = in.exit_code;
+        sbx__command_info_free(&in);
+        if (!same)
+            return sbx__err_set(&run->op->err, SBX_E_PROTOCOL,
+                                "the start stream's second line is about another command");
+        if (code < 0)
+            return sbx__err_set(&run->op->err, SBX_E_PROTOCOL,
+                                "the start stream's second line has no exit code");
+        cmd->info.exit_code = code;
+        run->exit_known = true;
+        return SBX_OK;
+    }
+    cmd->info = in;
+    return SBX_OK;
+}
+
+static int start_line(const char *line, size_t len, void *user)
+{
+    struct cmd_run *run = user;
+    if (++run->start_lines > 2) {
+        sbx__err_set(&run->op->err, SBX_E_PROTOCOL, "the start stream has more than two lines");
+        return 1;
+    }
+    if (take_command(run, line, len) != SBX_OK)
+        return 1;
+    if (run->start_lines == 1) {
+        /* It runs: follow its output, and stop counting this request
+         * against the limits (it lasts as long as the command). */
+        sbx__req_become_follow(run->start, run->deadline);
+        start_logs(run);
+    }
+    return 0;
+}
+
+static int start_data(sbx__req *r, const char *data, size_t len, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_status st;
+    (void)r;
+    if (run->op->done)
+        return SBX__DATA_ABORT;
+    st = sbx__ndjson_feed(&run->snd, data, len, start_line, run);
+    if (st == SBX_OK)
+        return SBX__DATA_OK;
+    if (st == SBX_E_BUDGET_EXCEEDED)
+        sbx__err_set(&run->op->err, st, "a line of the start stream is longer than %u bytes", LOG_LINE_MAX);
+    else if (st == SBX_E_NOMEM)
+        sbx__err_set(&run->op->err, st, "out of memory");
+    run->start_fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
+    return SBX__DATA_ABORT;
+}
+
+static void start_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_op *op = run->op;
+    sbx_status st;
+    long http;
+
+    if (op->done || run->timed_out)
+        return;
+    if (run->detached) {
+        size_t len;
+        const char *body;
+        if (!req_ok(run, r, "start the command"))
+            return;
+        body = sbx__req_body(r, &len);
+        st = take_command(run, body, len);
         run_finish(run, st, NULL);
         return;
     }
-    sbx__command_info_free(&cmd->info);
-    cmd->info = in;
+    if (run->start_fail != SBX_OK) {
+        /* Our handler stopped the stream: its reason stands. Before the
+         * first line, nothing says whether the command runs. */
+        if (!run->cmd->info.id) {
+            char *why = sbx__strdup(sbx__err_msg(&op->err));
+            sbx__err_set(&op->err, run->start_fail, "start the command: %s; it may have started",
+                         why ? why : sbx_strerror(run->start_fail));
+            sbx__free(why);
+        }
+        run_finish(run, run->start_fail, NULL);
+        return;
+    }
+    st = sbx__req_status(r);
+    http = sbx__req_http_status(r);
+    if (st == SBX_OK && http >= 200 && http < 300 && !run->exit_known) {
+        /* A clean end; a last line may lack its newline. */
+        if (sbx__ndjson_finish(&run->snd, start_line, run) != SBX_OK) {
+            run_finish(run, op->err.code ? op->err.code : SBX_E_PROTOCOL, NULL);
+            return;
+        }
+    }
+    if (run->start_lines == 0 || st == SBX_E_TIMEOUT || st == SBX_E_CANCELLED) {
+        if (!req_ok(run, r, "start the command"))
+            return;
+        /* 2xx, yet not a line: nothing says whether it runs. */
+        run_finish(run, SBX_E_PROTOCOL,
+                   "start the command: the server's stream ended before the command was confirmed; "
+                   "it may have started");
+        return;
+    }
+    /* It started. The stream is over, with the exit code or without it
+     * (broken: the GET fallback asks for it once the output has ended). */
+    run->start_open = false;
     sbx__req_free(run->start);
     run->start = NULL;
-    if (run->detached)
-        run_finish(run, SBX_OK, NULL);
-    else
-        start_logs(run);
+    advance(run);
 }
 
 /* The deadline passed: kill it (if it has an id), then report. */
@@ -639,6 +777,8 @@ static void on_timeout(struct cmd_run *run)
         return;
     run->timed_out = true;
     /* Stop listening; keep the requests until the op ends. */
+    if (run->start)
+        sbx__req_cancel(run->start);
     if (run->logs)
         sbx__req_cancel(run->logs);
     if (run->wait)
@@ -689,9 +829,11 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     run->cmd = cmd;
     run->detached = cmd->detached && !attach_id;
     sbx__ndjson_init(&run->nd, LOG_LINE_MAX);
+    sbx__ndjson_init(&run->snd, LOG_LINE_MAX);
     op = sbx__op_new(cmd->core, &cmd->t, &run_ops, run);
     if (!op) {
         sbx__ndjson_free(&run->nd);
+        sbx__ndjson_free(&run->snd);
         sbx__free(run);
         return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
     }
@@ -708,7 +850,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         }
     } else {
         char *path = cmd_path(cmd, NULL, "/cmd");
-        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo, false);
+        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo, !run->detached);
         sbx__req *r = path && body ? new_req(run, "POST", path, false) : NULL;
         if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
             sbx__req_free(r);
@@ -719,6 +861,10 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         if (!r) {
             sbx__op_destroy(op);
             return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        }
+        if (!run->detached) {
+            sbx__req_set_stream(r, start_data, run);
+            run->start_open = true;
         }
         sbx__req_on_done(r, start_done, run);
         run->start = r;

@@ -65,6 +65,8 @@ int64_t sbx__mono_ms(void)
 
 enum req_state { R_NEW, R_QUEUED, R_ACTIVE, R_RETRY_WAIT, R_DONE };
 
+#define EASY_SPARE_MAX 64
+
 struct sbx__req {
     sbx__engine *e;
     enum req_state state;
@@ -125,7 +127,19 @@ struct sbx__engine {
     bool in_process;           /* inside sbx__engine_process (the driving thread) */
     bool kick;                 /* a request was submitted inside process */
     atomic_bool woken;         /* the eventfd was written and not yet read */
+    /* Work became due outside process (a submit, a cancel): the next wait
+     * must not sleep. The eventfd is written for it only when someone may
+     * be asleep on the epoll fd: a thread inside sbx__engine_wait, or a
+     * host loop that took the fd. A caller that submits and then waits on
+     * the same thread costs no eventfd write and read. */
+    atomic_bool poke;
+    atomic_uint waiters;       /* threads inside sbx__engine_wait */
+    atomic_bool exported;      /* the fd was handed to a host loop */
     int64_t armed;             /* when the timerfd fires; -1: disarmed */
+    /* Finished easy handles, reset, for the next requests: curl_easy_init
+     * and cleanup per request cost more than the request's own parsing. */
+    CURL *spare[EASY_SPARE_MAX];
+    unsigned nspare;
     uint8_t *fds;              /* per socket: FD_* (what epoll has registered) */
     size_t nfds;
     /* Events sbx__engine_wait already took from epoll, for the next
@@ -277,6 +291,8 @@ void sbx__engine_free(sbx__engine *e)
         sbx__free(p->project);
         sbx__free(p);
     }
+    while (e->nspare)
+        curl_easy_cleanup(e->spare[--e->nspare]);
     if (e->multi)
         curl_multi_cleanup(e->multi);
     if (e->epfd >= 0)
@@ -322,14 +338,30 @@ void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l)
     *l = e->limits;
 }
 
-int sbx__engine_fd(const sbx__engine *e)
+int sbx__engine_fd(sbx__engine *e)
 {
+    atomic_store(&e->exported, true);
     return e->epfd;
 }
 
 unsigned sbx__engine_pending(const sbx__engine *e)
 {
     return e->pending;
+}
+
+/* Work is due now (see poke). seq_cst on both sides: either the waiter,
+ * having counted itself, sees poke and does not sleep, or the notifier
+ * sees the waiter and writes the eventfd. */
+void sbx__engine_notify(sbx__engine *e)
+{
+    atomic_store(&e->poke, true);
+    if (atomic_load(&e->exported) || atomic_load(&e->waiters) > 0)
+        sbx__engine_wakeup(e);
+}
+
+void sbx__engine_take_poke(sbx__engine *e)
+{
+    atomic_store(&e->poke, false);
 }
 
 void sbx__engine_wakeup(sbx__engine *e)
@@ -489,7 +521,7 @@ static int seek_cb(void *user, curl_off_t offset, int origin)
 static sbx_status attach_easy(sbx__req *r)
 {
     sbx__engine *e = r->e;
-    CURL *h = curl_easy_init();
+    CURL *h = e->nspare ? e->spare[--e->nspare] : curl_easy_init();
     if (!h)
         return SBX_E_NOMEM;
     r->easy = h;
@@ -562,11 +594,19 @@ static sbx_status attach_easy(sbx__req *r)
 
 static void detach_easy(sbx__req *r)
 {
+    sbx__engine *e = r->e;
     if (!r->easy)
         return;
-    if (r->e)
-        curl_multi_remove_handle(r->e->multi, r->easy);
-    curl_easy_cleanup(r->easy);
+    if (e)
+        curl_multi_remove_handle(e->multi, r->easy);
+    if (e && e->nspare < EASY_SPARE_MAX) {
+        /* Every option back to its default (our pointers into r among them);
+         * connections stay with the multi handle, not with the easy one. */
+        curl_easy_reset(r->easy);
+        e->spare[e->nspare++] = r->easy;
+    } else {
+        curl_easy_cleanup(r->easy);
+    }
     r->easy = NULL;
 }
 
@@ -871,7 +911,7 @@ sbx_status sbx__engine_process(sbx__engine *e)
     if (e->kick) { /* submitted in the last round: the next call starts it */
         e->kick = false;
         atomic_store(&e->next_due, sbx__mono_ms());
-        sbx__engine_wakeup(e);
+        sbx__engine_notify(e);
     }
     return SBX_OK;
 }
@@ -879,6 +919,8 @@ sbx_status sbx__engine_process(sbx__engine *e)
 int64_t sbx__engine_timeout(const sbx__engine *e)
 {
     int64_t due = atomic_load(&e->next_due), now;
+    if (atomic_load(&e->poke))
+        return 0;
     if (due < 0)
         return -1;
     now = sbx__mono_ms();
@@ -887,8 +929,10 @@ int64_t sbx__engine_timeout(const sbx__engine *e)
 
 sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
 {
-    int64_t t = sbx__engine_timeout(e);
+    int64_t t;
     int r;
+    atomic_fetch_add(&e->waiters, 1); /* before poke is read (notify) */
+    t = sbx__engine_timeout(e);
     if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
         t = timeout_ms;
     if (t > INT32_MAX)
@@ -908,6 +952,7 @@ sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
             pthread_mutex_unlock(&e->ready_lock);
         }
     } while (r < 0 && errno == EINTR);
+    atomic_fetch_sub(&e->waiters, 1);
     if (r < 0)
         return SBX_E_IO;
     return r > 0 || sbx__engine_timeout(e) == 0 ? SBX_OK : SBX_E_TIMEOUT;
@@ -1002,6 +1047,19 @@ void sbx__req_set_follow(sbx__req *r, bool yes)
     r->follow = yes;
 }
 
+void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
+{
+    count(r, -1); /* before follow is set: count ignores followers */
+    r->follow = true;
+    r->deadline = mono_ms;
+    /* A slot is free: the queue may move. Called from a data handler, so
+     * normally inside process, where another round starts the next one. */
+    if (r->e && r->e->in_process)
+        r->e->kick = true;
+    else if (r->e)
+        sbx__engine_notify(r->e);
+}
+
 void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms)
 {
     r->deadline = mono_ms;
@@ -1052,7 +1110,7 @@ sbx_status sbx__req_submit(sbx__req *r)
     if (r->e->in_process)
         r->e->kick = true;
     else
-        sbx__engine_wakeup(r->e);
+        sbx__engine_notify(r->e);
     return SBX_OK;
 }
 
@@ -1066,7 +1124,7 @@ void sbx__req_cancel(sbx__req *r)
     if (r->e->in_process)
         r->e->kick = true;
     else
-        sbx__engine_wakeup(r->e);
+        sbx__engine_notify(r->e);
 }
 
 void sbx__req_resume(sbx__req *r)
@@ -1075,7 +1133,7 @@ void sbx__req_resume(sbx__req *r)
         r->resume_pending = true;
         if (r->e) {
             atomic_store(&r->e->next_due, sbx__mono_ms());
-            sbx__engine_wakeup(r->e);
+            sbx__engine_notify(r->e);
         }
     }
 }

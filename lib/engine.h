@@ -52,7 +52,9 @@ sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua);
 void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l);
 void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l);
 
-int sbx__engine_fd(const sbx__engine *e);
+/* The epoll fd, for a host loop: from then on every notify writes the
+ * eventfd, since the loop may be asleep on it. */
+int sbx__engine_fd(sbx__engine *e);
 /* ms until work is due (0 now, -1 none). Readable from any thread. */
 int64_t sbx__engine_timeout(const sbx__engine *e);
 /* Ready I/O, timers, retries, queue; done callbacks run here. */
@@ -61,7 +63,15 @@ sbx_status sbx__engine_process(sbx__engine *e);
  * (-1: no limit). Returns SBX_OK, SBX_E_TIMEOUT, or SBX_E_IO (poll failed).
  * No callbacks. */
 sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms);
+/* Make a sleeping sbx__engine_wait (or host loop) return: always writes the
+ * eventfd (sbx_client_wakeup). */
 void sbx__engine_wakeup(sbx__engine *e);
+/* Work is due: the next wait returns at once; the eventfd is written only
+ * if someone may be asleep on the fd. Any thread. */
+void sbx__engine_notify(sbx__engine *e);
+/* Called first by each process round of the owner, before it looks at any
+ * flag a notifier sets: a notify after this is seen by the next wait. */
+void sbx__engine_take_poke(sbx__engine *e);
 /* Requests not done yet. */
 unsigned sbx__engine_pending(const sbx__engine *e);
 
@@ -80,6 +90,10 @@ sbx_status sbx__req_set_body_stream(sbx__req *r, sbx__read_fn read, sbx__rewind_
 void sbx__req_set_idempotent(sbx__req *r, bool yes);
 /* A long-lived response (command wait, logs): not counted in the limits. */
 void sbx__req_set_follow(sbx__req *r, bool yes);
+/* A request in flight turned long-lived (a command started in wait mode,
+ * once its start line is in): its slot in the limits goes to the queue and
+ * its deadline becomes mono_ms (0 none), replacing a default one. */
+void sbx__req_become_follow(sbx__req *r, int64_t mono_ms);
 /* Absolute deadline (sbx__mono_ms()), 0 for the engine's default. */
 void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms);
 sbx_status sbx__req_set_project(sbx__req *r, const char *project);

@@ -16,8 +16,6 @@
  */
 #include "internal.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -30,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archive_dl.h"
 #include "buf.h"
 #include "tarball.h"
 
@@ -52,6 +51,7 @@ struct sbx__tar {
     size_t skipped;
     time_t mtime;
     /* generation */
+    const struct sbx__archive_api *ar; /* libarchive, loaded on first use */
     struct archive *a;
     sbx__buf out;        /* produced, not yet read */
     size_t next;         /* next entry to start */
@@ -60,6 +60,7 @@ struct sbx__tar {
     uint64_t remaining;  /* bytes of cur still to write */
     size_t data_off;
     bool closed, failed;
+    bool no_archive;     /* libarchive could not be loaded */
     char *chunk;
     char error[512];
     /* a body small enough to keep: rendered once, replayed from memory */
@@ -247,7 +248,7 @@ static la_ssize_t out_cb(struct archive *a, void *user, const void *buf, size_t 
     sbx__tar *t = user;
     (void)a;
     if (sbx__buf_append(&t->out, buf, n) != SBX_OK) {
-        archive_set_error(a, ENOMEM, "out of memory");
+        t->ar->set_error(a, ENOMEM, "out of memory");
         return -1;
     }
     return (la_ssize_t)n;
@@ -275,7 +276,13 @@ static void close_cur(sbx__tar *t)
 
 static bool open_archive(sbx__tar *t)
 {
-    t->a = archive_write_new();
+    const char *why = NULL;
+    if (!t->ar && !(t->ar = sbx__archive_api(&why))) {
+        fail(t, "%s", why ? why : "libarchive could not be loaded");
+        t->no_archive = true;
+        return false;
+    }
+    t->a = t->ar->write_new();
     if (!t->a) {
         fail(t, "out of memory");
         return false;
@@ -284,14 +291,14 @@ static bool open_archive(sbx__tar *t)
         fail(t, "out of memory");
         return false;
     }
-    if (archive_write_add_filter_gzip(t->a) != ARCHIVE_OK ||
+    if (t->ar->write_add_filter_gzip(t->a) != ARCHIVE_OK ||
         /* No time in the gzip header: a regenerated body is the same bytes. */
-        archive_write_set_filter_option(t->a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
-        archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
-        archive_write_set_format_option(t->a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
-        archive_write_set_bytes_per_block(t->a, 0) != ARCHIVE_OK ||
-        archive_write_open(t->a, t, NULL, out_cb, NULL) != ARCHIVE_OK) {
-        fail(t, "cannot start the tar: %s", archive_error_string(t->a));
+        t->ar->write_set_filter_option(t->a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
+        t->ar->write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
+        t->ar->write_set_format_option(t->a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
+        t->ar->write_set_bytes_per_block(t->a, 0) != ARCHIVE_OK ||
+        t->ar->write_open(t->a, t, NULL, out_cb, NULL) != ARCHIVE_OK) {
+        fail(t, "cannot start the tar: %s", t->ar->error_string(t->a));
         return false;
     }
     return true;
@@ -299,7 +306,7 @@ static bool open_archive(sbx__tar *t)
 
 static bool start_entry(sbx__tar *t, struct entry *e)
 {
-    struct archive_entry *ae = archive_entry_new();
+    struct archive_entry *ae = t->ar->entry_new();
     struct stat sb;
     int64_t size = (int64_t)e->len;
     int r;
@@ -311,7 +318,7 @@ static bool start_entry(sbx__tar *t, struct entry *e)
     if (e->local) {
         t->fd = open(e->local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (t->fd < 0 || fstat(t->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            archive_entry_free(ae);
+            t->ar->entry_free(ae);
             if (t->fd >= 0)
                 close(t->fd);
             t->fd = -1;
@@ -320,7 +327,7 @@ static bool start_entry(sbx__tar *t, struct entry *e)
         }
         size = (int64_t)sb.st_size;
         if (e->sized && e->size != size) {
-            archive_entry_free(ae);
+            t->ar->entry_free(ae);
             close(t->fd);
             t->fd = -1;
             fail(t, "%s: its size changed from %lld to %lld bytes while it was being uploaded", e->local,
@@ -332,17 +339,17 @@ static bool start_entry(sbx__tar *t, struct entry *e)
     }
     /* Names are UTF-8 bytes already: stored as they are (hdrcharset
      * BINARY), so no conversion through the process's locale can fail. */
-    archive_entry_copy_pathname(ae, e->name);
-    archive_entry_set_filetype(ae, AE_IFREG);
-    archive_entry_set_perm(ae, e->mode ? e->mode & 07777 : 0644);
-    archive_entry_set_size(ae, size);
-    archive_entry_set_mtime(ae, t->mtime, 0);
-    archive_entry_set_uid(ae, 0);
-    archive_entry_set_gid(ae, 0);
-    r = archive_write_header(t->a, ae);
-    archive_entry_free(ae);
+    t->ar->entry_copy_pathname(ae, e->name);
+    t->ar->entry_set_filetype(ae, AE_IFREG);
+    t->ar->entry_set_perm(ae, e->mode ? e->mode & 07777 : 0644);
+    t->ar->entry_set_size(ae, size);
+    t->ar->entry_set_mtime(ae, t->mtime, 0);
+    t->ar->entry_set_uid(ae, 0);
+    t->ar->entry_set_gid(ae, 0);
+    r = t->ar->write_header(t->a, ae);
+    t->ar->entry_free(ae);
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-        fail(t, "tar header: %s", archive_error_string(t->a));
+        fail(t, "tar header: %s", t->ar->error_string(t->a));
         return false;
     }
     t->cur = e;
@@ -358,8 +365,8 @@ static bool step(sbx__tar *t)
         return false;
     if (!t->cur) {
         if (t->next == t->n) {
-            if (archive_write_close(t->a) != ARCHIVE_OK) {
-                fail(t, "closing the tar: %s", archive_error_string(t->a));
+            if (t->ar->write_close(t->a) != ARCHIVE_OK) {
+                fail(t, "closing the tar: %s", t->ar->error_string(t->a));
                 return false;
             }
             t->closed = true;
@@ -368,8 +375,8 @@ static bool step(sbx__tar *t)
         return start_entry(t, &t->v[t->next++]);
     }
     if (t->remaining == 0) {
-        if (archive_write_finish_entry(t->a) != ARCHIVE_OK) {
-            fail(t, "tar entry: %s", archive_error_string(t->a));
+        if (t->ar->write_finish_entry(t->a) != ARCHIVE_OK) {
+            fail(t, "tar entry: %s", t->ar->error_string(t->a));
             return false;
         }
         close_cur(t);
@@ -397,8 +404,8 @@ static bool step(sbx__tar *t)
             got = (ssize_t)want;
             t->data_off += want;
         }
-        if (archive_write_data(t->a, p, (size_t)got) != got) {
-            fail(t, "tar data: %s", archive_error_string(t->a));
+        if (t->ar->write_data(t->a, p, (size_t)got) != got) {
+            fail(t, "tar data: %s", t->ar->error_string(t->a));
             return false;
         }
         t->remaining -= (uint64_t)got;
@@ -438,7 +445,7 @@ static void reset(sbx__tar *t)
 {
     close_cur(t);
     if (t->a)
-        archive_write_free(t->a);
+        t->ar->write_free(t->a);
     t->a = NULL;
     sbx__buf_free(&t->out);
     t->next = 0;
@@ -478,8 +485,11 @@ sbx_status sbx__tar_prepare(sbx__tar *t, size_t mem_limit, uint64_t *size, sbx__
         sbx__buf_clear(&t->out);
     }
     if (t->failed) {
-        sbx_status st = sbx__err_set(err, strstr(t->error, "out of memory") ? SBX_E_NOMEM : SBX_E_IO, "%s",
-                                     t->error);
+        sbx_status st = sbx__err_set(err,
+                                     t->no_archive                        ? SBX_E_UNSUPPORTED
+                                     : strstr(t->error, "out of memory") ? SBX_E_NOMEM
+                                                                          : SBX_E_IO,
+                                     "%s", t->error);
         reset(t);
         sbx__buf_free(&t->whole);
         return st;

@@ -389,6 +389,12 @@ START_TEST(test_client_host_loop)
     for (int i = 0; i < 3; i++)
         sbx_op_set_user(ops[i], c);
     ck_assert_ptr_eq(sbx_op_user(ops[0]), c);
+    {
+        /* A loop that took the fd learns of new work from the fd alone,
+         * without asking for the timeout again. */
+        struct pollfd p = {fd, POLLIN, 0};
+        ck_assert_int_eq(poll(&p, 1, 0), 1);
+    }
 
     /* A foreign loop: poll the one fd, honour the timeout, process. */
     while (seen < 3) {

@@ -516,6 +516,50 @@ START_TEST(test_client_command_many_in_flight)
 }
 END_TEST
 
+/* A running command holds no slot of the client's limits: with room for
+ * one request at a time, commands that can only finish together (each
+ * waits for the others' marker files) all run, and a short request still
+ * gets through while they do. */
+START_TEST(test_client_command_running_holds_no_slot)
+{
+    struct env e = setup();
+    enum { N = 3 };
+    sbx_command *k[N];
+    sbx_op *op[N], *get;
+    struct it_out o[N];
+    char script[256];
+
+    ok_c(sbx_client_set_option(e.c, "limit.global", "1"), e.c);
+    ok_c(sbx_client_set_option(e.c, "limit.project", "1"), e.c);
+    memset(o, 0, sizeof o);
+    for (int i = 0; i < N; i++) {
+        snprintf(script, sizeof script,
+                 "touch m%d; while [ ! -e m0 ] || [ ! -e m1 ] || [ ! -e m2 ]; do "
+                 "sleep 0.05; done; echo met-%d",
+                 i, i);
+        k[i] = it_sh_cmd(e.s, script, &o[i]);
+        /* A deadlock (a slot held) ends in this timeout, not a hang. */
+        ok_cmd(sbx_command_set_timeout_ms(k[i], 20000), k[i]);
+        ok_cmd(sbx_command_start(k[i], &op[i]), k[i]);
+    }
+    ok_s(sbx_sandbox_refresh_start(e.s, &get), e.s);
+    ok_c(sbx_client_run(e.c, 60000), e.c);
+    ck_assert_msg(sbx_op_status(get) == SBX_OK, "get: %s", sbx_op_last_error(get));
+    sbx_op_free(get);
+    for (int i = 0; i < N; i++) {
+        char want[16];
+        ck_assert_msg(sbx_op_status(op[i]) == SBX_OK, "%d: %s", i, sbx_op_last_error(op[i]));
+        ck_assert_int_eq(sbx_command_exit_code(k[i]), 0);
+        snprintf(want, sizeof want, "met-%d\n", i);
+        ck_assert_str_eq(it_str(&o[i], 0), want);
+        sbx_op_free(op[i]);
+        sbx_command_free(k[i]);
+        it_out_free(&o[i]);
+    }
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_command");
@@ -534,6 +578,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_command_detached_server);
     tcase_add_test(tc, test_client_command_sandbox_stopped);
     tcase_add_test(tc, test_client_command_many_in_flight);
+    tcase_add_test(tc, test_client_command_running_holds_no_slot);
     suite_add_tcase(s, tc);
     return s;
 }

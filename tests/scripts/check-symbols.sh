@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The export gate: the shared library's dynamic symbols, the version script and
 # the SBX_API declarations in the public headers must be the same set, and every
-# one of them must start with sbx_.
+# one of them must start with sbx_. Also: the SONAME, and no libarchive link.
 #   check-symbols.sh SRCDIR LIBRARY
 set -u
 [ $# -eq 2 ] || { echo "usage: $0 SRCDIR LIBRARY" >&2; exit 2; }
@@ -40,6 +40,11 @@ if [ -s "$tmp/nodes" ] && ! diff -u "$tmp/mapnodes" "$tmp/nodes" >"$tmp/d3"; the
 fi
 if ! readelf -d "$lib" | grep -q 'Library soname: \[libsbxrun.so.1\]'; then
   echo "FAIL: SONAME is not libsbxrun.so.1:"; readelf -d "$lib" | grep SONAME; fail=1
+fi
+# libarchive is loaded on first use (lib/archive_dl.h), never linked: linking
+# it would put libxml2, ICU and libstdc++ into every client process.
+if readelf -d "$lib" | grep -q 'NEEDED.*libarchive'; then
+  echo "FAIL: the library links libarchive; it must load it with dlopen (lib/archive_dl.c)"; fail=1
 fi
 [ $fail = 0 ] && echo "OK: $(wc -l <"$tmp/exported") exported symbols, all sbx_, matching map and headers; SONAME libsbxrun.so.1"
 exit $fail

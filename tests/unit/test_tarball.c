@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archive_dl.h"
 #include "tarball.h"
 
 /* ---- byte strings and files owned by the test (plain malloc: never fault-injected) ---- */
@@ -1018,6 +1019,41 @@ START_TEST(test_tarball_out_of_memory_with_tree)
 }
 END_TEST
 
+/* libarchive is loaded when first needed: the table is complete, and a
+ * library that is missing or is not libarchive gives a message that says
+ * what to install, never a crash. */
+START_TEST(test_tarball_archive_loader)
+{
+    static const char *const real[] = {"libarchive-none.so.99", SBX_LIBARCHIVE_SONAME, NULL};
+    static const char *const missing[] = {"libarchive-none.so.99", NULL};
+    static const char *const other[] = {"libz.so.1", NULL};
+    struct sbx__archive_api api;
+    char buf[512];
+    const char *why = NULL;
+    const struct sbx__archive_api *shared;
+
+    memset(&api, 0, sizeof api);
+    ck_assert_int_eq(sbx__archive_load(real, &api, buf, sizeof buf, &why), 0);
+    /* Every member filled: the struct is all function pointers. */
+    for (size_t i = 0; i < sizeof api / sizeof(void (*)(void)); i++) {
+        void (*f)(void);
+        memcpy(&f, (char *)&api + i * sizeof f, sizeof f);
+        ck_assert_msg(f != NULL, "member %zu of the table is NULL", i);
+    }
+    ck_assert_ptr_eq(api.write_new, archive_write_new); /* the same library this test links */
+
+    ck_assert_int_eq(sbx__archive_load(missing, &api, buf, sizeof buf, &why), -1);
+    ck_assert_msg(strstr(why, "libarchive-none.so.99") && strstr(why, "apt-get install -y libarchive13"),
+                  "message: %s", why);
+    ck_assert_int_eq(sbx__archive_load(other, &api, buf, sizeof buf, &why), -1);
+    ck_assert_msg(strstr(why, "libz.so.1") && strstr(why, "lacks archive_write_new"), "message: %s", why);
+
+    shared = sbx__archive_api(&why);
+    ck_assert_ptr_nonnull(shared);
+    ck_assert_ptr_eq(sbx__archive_api(NULL), shared);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("tarball");
@@ -1034,6 +1070,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(mem, test_tarball_read_without_prepare);
     SBX_TEST_ADD(mem, test_tarball_long_and_non_ascii_names);
     SBX_TEST_ADD(mem, test_tarball_invalid_names_rejected);
+    SBX_TEST_ADD(mem, test_tarball_archive_loader);
     tcase_set_timeout(mem, 60);
     suite_add_tcase(s, mem);
 
