@@ -513,11 +513,27 @@ static int log_line(const char *line, size_t len, void *user)
                : 1;
 }
 
+/* Bytes of one of the op's NDJSON streams into its line handler. On failure
+ * the reason is in the op's error (the handler's own, or the splitter's)
+ * and its code in *fail; the stream is to be stopped. */
+static int feed(struct cmd_run *run, sbx__ndjson *nd, const char *data, size_t len, sbx__line_cb cb,
+                const char *what, sbx_status *fail)
+{
+    sbx_status st = sbx__ndjson_feed(nd, data, len, cb, run);
+    if (st == SBX_OK)
+        return SBX__DATA_OK;
+    if (st == SBX_E_BUDGET_EXCEEDED)
+        sbx__err_set(&run->op->err, st, "%s is longer than %u bytes", what, LOG_LINE_MAX);
+    else if (st == SBX_E_NOMEM)
+        sbx__err_set(&run->op->err, st, "out of memory");
+    *fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
+    return SBX__DATA_ABORT;
+}
+
 static int logs_data(sbx__req *r, const char *data, size_t len, void *user)
 {
     struct cmd_run *run = user;
     sbx_command *cmd = run->cmd;
-    sbx_status st;
     (void)r;
     if (run->op->done)
         return SBX__DATA_ABORT;
@@ -527,16 +543,7 @@ static int logs_data(sbx__req *r, const char *data, size_t len, void *user)
         run->paused = true;
         return SBX__DATA_PAUSE;
     }
-    st = sbx__ndjson_feed(&run->nd, data, len, log_line, run);
-    if (st == SBX_OK)
-        return SBX__DATA_OK;
-    if (st == SBX_E_BUDGET_EXCEEDED)
-        sbx__err_set(&run->op->err, st, "a log line is longer than %u bytes", LOG_LINE_MAX);
-    else if (st == SBX_E_NOMEM)
-        sbx__err_set(&run->op->err, st, "out of memory");
-    /* else log_line or give recorded the failure */
-    run->stream_fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
-    return SBX__DATA_ABORT;
+    return feed(run, &run->nd, data, len, log_line, "a log line", &run->stream_fail);
 }
 
 static void logs_done(sbx__req *r, void *user)
@@ -671,19 +678,10 @@ static int start_line(const char *line, size_t len, void *user)
 static int start_data(sbx__req *r, const char *data, size_t len, void *user)
 {
     struct cmd_run *run = user;
-    sbx_status st;
     (void)r;
     if (run->op->done)
         return SBX__DATA_ABORT;
-    st = sbx__ndjson_feed(&run->snd, data, len, start_line, run);
-    if (st == SBX_OK)
-        return SBX__DATA_OK;
-    if (st == SBX_E_BUDGET_EXCEEDED)
-        sbx__err_set(&run->op->err, st, "a line of the start stream is longer than %u bytes", LOG_LINE_MAX);
-    else if (st == SBX_E_NOMEM)
-        sbx__err_set(&run->op->err, st, "out of memory");
-    run->start_fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
-    return SBX__DATA_ABORT;
+    return feed(run, &run->snd, data, len, start_line, "a line of the start stream", &run->start_fail);
 }
 
 static void start_done(sbx__req *r, void *user)
