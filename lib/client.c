@@ -183,6 +183,7 @@ sbx_op *sbx__op_new(struct sbx__core *c, struct sbx__target *t, const struct sbx
     if (c->ops)
         c->ops->prev = op;
     c->ops = op;
+    c->nops++;
     if (t) {
         op->target = t;
         sbx__target_ref(t);
@@ -209,6 +210,8 @@ static void detach_target(sbx_op *op)
 static void unlink_pending(sbx_op *op)
 {
     struct sbx__core *c = op->core;
+    if (op->prev || c->ops == op)
+        c->nops--;
     if (op->prev)
         op->prev->next = op->next;
     else if (c->ops == op)
@@ -649,13 +652,10 @@ sbx_status sbx_client_get_timeout(sbx_client *cl, int64_t *ms)
 
 sbx_status sbx_client_process(sbx_client *cl, uint32_t *running)
 {
-    unsigned n = 0;
     CHECK_CLIENT(cl);
     sbx__core_process(cl->core);
-    for (sbx_op *op = cl->core->ops; op; op = op->next)
-        n++;
     if (running)
-        *running = n;
+        *running = cl->core->nops;
     return SBX_OK;
 }
 

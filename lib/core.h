@@ -30,6 +30,7 @@ struct sbx__core {
     bool auth_explicit, auth_resolved;
     sbx__err endpoint_err;  /* a malformed SBXRUN_ENDPOINT, until replaced */
     struct sbx_op *ops;     /* pending */
+    unsigned nops;          /* how many (sbx_client_process reports it) */
     struct sbx_op *done_head, *done_tail;
     sbx_op_done_cb done_cb;
     void *done_user;

@@ -406,6 +406,9 @@ START_TEST(test_client_host_loop)
             ck_assert_int_eq(sbx_op_status(got), SBX_OK);
             seen++;
         }
+        /* Ops finish only inside process: what it called running, plus
+         * what it finished (all handed out now), is every op. */
+        ck_assert_int_eq(running + (uint32_t)seen, 3);
     }
     ck_assert_int_eq(running, 0);
     ck_assert_int_eq(log.n, 3);
