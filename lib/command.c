@@ -909,9 +909,8 @@ static sbx_status check_id(sbx_command *cmd, const char *id)
 {
     if (!id || !*id || strlen(id) > 256)
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: non-empty, at most 256 bytes");
-    for (const char *p = id; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: control characters");
+    if (!sbx__text_ok(id, false))
+        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: control characters or invalid UTF-8");
     return SBX_OK;
 }
 

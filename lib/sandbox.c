@@ -99,7 +99,7 @@ static sbx_status need_sandbox(sbx_sandbox *s)
     return SBX_OK;
 }
 
-static bool text_ok(const char *v, bool allow_empty)
+bool sbx__text_ok(const char *v, bool allow_empty)
 {
     if (!v || (!allow_empty && !*v))
         return false;
@@ -111,7 +111,7 @@ static bool text_ok(const char *v, bool allow_empty)
 
 static bool id_ok(const char *id)
 {
-    return text_ok(id, false) && strlen(id) <= ID_MAX;
+    return sbx__text_ok(id, false) && strlen(id) <= ID_MAX;
 }
 
 static sbx_status replace_str(sbx__err *err, char **dst, const char *v, bool secret)
@@ -134,7 +134,7 @@ sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
     CHECK_HANDLE(s);
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (runtime && !text_ok(runtime, false))
+    if (runtime && !sbx__text_ok(runtime, false))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "runtime: a name such as \"node24\" or NULL");
     return replace_str(&s->err, &s->runtime, runtime, false);
 }
@@ -182,7 +182,7 @@ sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sb
 {
     size_t nlen;
     char *kv;
-    if (!text_ok(name, false) || strchr(name, '='))
+    if (!sbx__text_ok(name, false) || strchr(name, '='))
         return sbx__err_set(err, SBX_E_INVALID_ARG,
                             "environment variable name: non-empty, without '=' or control characters");
     nlen = strlen(name);
@@ -255,7 +255,7 @@ sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const cha
     CHECK_HANDLE(s);
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!text_ok(url, false) || (revision && !text_ok(revision, false)))
+    if (!sbx__text_ok(url, false) || (revision && !sbx__text_ok(revision, false)))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
                             "git source: a URL, and a revision that is NULL or non-empty, without control characters");
     if (depth > 1000000)
@@ -282,7 +282,7 @@ sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username,
     CHECK_HANDLE(s);
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!username != !password || (username && (!text_ok(username, false) || !text_ok(password, false))))
+    if (!username != !password || (username && (!sbx__text_ok(username, false) || !sbx__text_ok(password, false))))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
                             "git credentials: a username and a password, or neither");
     if (username && (!(u = sbx__strdup(username)) || !(p = sbx__strdup(password)))) {
@@ -302,7 +302,7 @@ sbx_status sbx_sandbox_set_source_tarball(sbx_sandbox *s, const char *url)
     CHECK_HANDLE(s);
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!text_ok(url, false))
+    if (!sbx__text_ok(url, false))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "tarball source: a URL");
     if (!(u = sbx__strdup(url)))
         return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
@@ -379,7 +379,7 @@ sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *v
         }
         if (configurable(s) != SBX_OK)
             return SBX_E_MISUSE;
-        if (!text_ok(value, false))
+        if (!sbx__text_ok(value, false))
             return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "source.revision: a branch, tag or commit");
         return replace_str(&s->err, &s->src_rev, value, false);
     }

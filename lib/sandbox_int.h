@@ -31,6 +31,9 @@ struct sbx_snapshot {
     struct sbx__snapshot_info info;
 };
 
+/* A string that may travel in JSON and URLs as given: no control
+ * characters, valid UTF-8, and non-empty unless allow_empty. */
+bool sbx__text_ok(const char *v, bool allow_empty);
 /* Set (value) or remove (NULL) NAME in a NAME=VALUE list of secrets. */
 sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err);
 /* The sandbox's working directory (as the server reported it). */

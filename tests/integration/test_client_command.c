@@ -399,6 +399,12 @@ START_TEST(test_client_command_detached_attach_kill)
     g = sbx_command_new(e.s);
     expect_st(sbx_command_attach(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);
     expect_st(sbx_command_attach(g, ""), SBX_E_INVALID_ARG, sbx_command_last_error, g);
+    /* Ids go into URLs: control characters and broken UTF-8 are refused
+     * before anything is sent. */
+    expect_st(sbx_command_attach(g, "cmd_a\nb"), SBX_E_INVALID_ARG, sbx_command_last_error, g);
+    ck_assert(strstr(sbx_command_last_error(g), "control characters") != NULL);
+    expect_st(sbx_command_get(g, "cmd_\xff"), SBX_E_INVALID_ARG, sbx_command_last_error, g);
+    ck_assert(strstr(sbx_command_last_error(g), "invalid UTF-8") != NULL);
     sbx_command_free(g);
 
     it_out_free(&o);
