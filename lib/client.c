@@ -389,6 +389,10 @@ static void simple_done(sbx__req *r, void *user)
     }
     if (s->on_end)
         s->on_end(op, st, s->arg);
+    /* on_end may have named the real cause of a failure (an upload whose
+     * body generator failed): its code and message stand. */
+    if (st != SBX_OK && op->err.code != SBX_OK)
+        st = op->err.code;
     sbx__op_finish(op, st, NULL);
 }
 

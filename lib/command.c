@@ -73,7 +73,6 @@ struct cmd_run {
     sbx__ndjson snd;          /* the start stream (wait mode) */
     unsigned start_lines;     /* lines of the start stream taken */
     bool exit_known;          /* cmd->info.exit_code came from the server */
-    bool start_open;          /* the start stream may still bring the exit code */
     sbx_status start_fail;    /* why our handler stopped the start stream */
     sbx__buf data;            /* one decoded log line */
     uint64_t seen[2];         /* bytes of this logs connection */
@@ -435,7 +434,7 @@ static void advance(struct cmd_run *run)
         return;
     if (run->exit_known)
         finish_exited(run);
-    else if (!run->start_open && !run->wait)
+    else if (!run->start && !run->wait) /* no stream left to bring the code */
         start_wait(run);
     /* else the start stream or the GET brings the code */
 }
@@ -735,7 +734,6 @@ static void start_done(sbx__req *r, void *user)
     }
     /* It started. The stream is over, with the exit code or without it
      * (broken: the GET fallback asks for it once the output has ended). */
-    run->start_open = false;
     sbx__req_free(run->start);
     run->start = NULL;
     advance(run);
@@ -839,13 +837,16 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     if (cmd->timeout_ms > 0)
         run->deadline = sbx__mono_ms() + cmd->timeout_ms;
     if (attach_id) {
-        sbx__command_info_free(&cmd->info);
-        cmd->info.exit_code = -1;
-        cmd->info.started_at = -1;
-        if (!(cmd->info.id = sbx__strdup(attach_id))) {
+        /* Copied first: attach_id may be cmd->info.id itself. */
+        char *id = sbx__strdup(attach_id);
+        if (!id) {
             sbx__op_destroy(op);
             return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
         }
+        sbx__command_info_free(&cmd->info);
+        cmd->info.exit_code = -1;
+        cmd->info.started_at = -1;
+        cmd->info.id = id;
     } else {
         char *path = cmd_path(cmd, NULL, "/cmd");
         char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo, !run->detached);
@@ -860,10 +861,8 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
             sbx__op_destroy(op);
             return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
         }
-        if (!run->detached) {
+        if (!run->detached)
             sbx__req_set_stream(r, start_data, run);
-            run->start_open = true;
-        }
         sbx__req_on_done(r, start_done, run);
         run->start = r;
         if (sbx__req_submit(r) != SBX_OK) {
@@ -873,6 +872,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     }
     cmd->started = true;
     cmd->running = true;
+    cmd->output_ended = false; /* a detached start before an attach ended "its" output */
     cmd->run = run;
     if (attach_id)
         start_logs(run); /* may finish the op at once (out of memory) */
@@ -926,9 +926,17 @@ sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **o
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the handle is bound to command %s", cmd->info.id);
     if (cmd->running)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command is already being followed");
-    /* A detached start, or a get, may come before: following is still one. */
-    cmd->started = false;
-    return begin(cmd, id, op);
+    /* A detached start, or a get, may come before: following is still one.
+     * If the attach fails, the handle stays as it was. */
+    {
+        bool was = cmd->started;
+        sbx_status st;
+        cmd->started = false;
+        st = begin(cmd, id, op);
+        if (st != SBX_OK)
+            cmd->started = was;
+        return st;
+    }
 }
 
 sbx_status sbx_command_attach(sbx_command *cmd, const char *id)

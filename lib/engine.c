@@ -382,6 +382,18 @@ void sbx__engine_notify(sbx__engine *e)
         sbx__engine_wakeup(e);
 }
 
+/* Work is due now. Inside process (a completion submitting the next
+ * request, a data handler freeing a slot) another round there does it, with
+ * no wakeup; outside, the next wait must not sleep. Driving thread only:
+ * other threads use sbx__engine_notify. */
+static void due_now(sbx__engine *e)
+{
+    if (e->in_process)
+        e->kick = true;
+    else
+        sbx__engine_notify(e);
+}
+
 void sbx__engine_take_poke(sbx__engine *e)
 {
     atomic_store(&e->poke, false);
@@ -1088,7 +1100,6 @@ sbx_status sbx__engine_process(sbx__engine *e)
     rearm(e);
     if (e->kick) { /* submitted in the last round: the next call starts it */
         e->kick = false;
-        atomic_store(&e->next_due, sbx__mono_ms());
         sbx__engine_notify(e);
     }
     return SBX_OK;
@@ -1227,12 +1238,9 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
     r->follow = true;
     r->deadline = mono_ms;
     timer_update(r);
-    /* A slot is free: the queue may move. Called from a data handler, so
-     * normally inside process, where another round starts the next one. */
-    if (r->e && r->e->in_process)
-        r->e->kick = true;
-    else if (r->e)
-        sbx__engine_notify(r->e);
+    /* A slot is free: the queue may move. */
+    if (r->e)
+        due_now(r->e);
 }
 
 void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms)
@@ -1281,14 +1289,9 @@ sbx_status sbx__req_submit(sbx__req *r)
     r->e->pending++;
     q_push(r);
     timer_update(r);
-    /* Due now: the fd turns readable and the timeout reads 0. Inside
-     * process (a completion submitting the next request) the rounds there
-     * start it; no wakeup needed. */
-    atomic_store(&r->e->next_due, sbx__mono_ms());
-    if (r->e->in_process)
-        r->e->kick = true;
-    else
-        sbx__engine_notify(r->e);
+    if (atomic_load(&r->cancel)) /* cancelled before it was submitted: never sent */
+        atomic_store(&r->e->flagged, true);
+    due_now(r->e);
     return SBX_OK;
 }
 
@@ -1300,10 +1303,7 @@ void sbx__req_cancel(sbx__req *r)
     if (!r->e || r->state == R_DONE || r->state == R_NEW)
         return;
     atomic_store(&r->e->flagged, true);
-    if (r->e->in_process)
-        r->e->kick = true;
-    else
-        sbx__engine_notify(r->e);
+    due_now(r->e);
 }
 
 void sbx__req_resume(sbx__req *r)
@@ -1312,8 +1312,7 @@ void sbx__req_resume(sbx__req *r)
         r->resume_pending = true;
         if (r->e) {
             atomic_store(&r->e->flagged, true);
-            atomic_store(&r->e->next_due, sbx__mono_ms());
-            sbx__engine_notify(r->e);
+            due_now(r->e);
         }
     }
 }

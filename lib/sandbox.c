@@ -114,6 +114,23 @@ static bool id_ok(const char *id)
     return sbx__text_ok(id, false) && strlen(id) <= ID_MAX;
 }
 
+/* The process's umask, read without changing it: umask() can only set it,
+ * and setting it, even for an instant, changes the mode of files other
+ * threads create meanwhile. Linux has it in /proc/self/status; 022 if not. */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[128];
+    unsigned v = 022;
+    if (!f)
+        return 022;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &v) == 1)
+            break;
+    fclose(f);
+    return (mode_t)(v & 0777);
+}
+
 static sbx_status replace_str(sbx__err *err, char **dst, const char *v, bool secret)
 {
     char *p = v ? sbx__strdup(v) : NULL;
@@ -214,10 +231,8 @@ sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sb
     }
     if (!kv)
         return SBX_OK;
-    if (sbx__strlist_push_take(l, kv) != SBX_OK) {
-        /* push_take freed kv, but not wiped: wipe-before-free is ours. */
+    if (sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes kv on failure */
         return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
-    }
     return SBX_OK;
 }
 
@@ -1212,11 +1227,7 @@ sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const ch
                             strerror(e));
     }
     /* mkostemp makes it 0600; a downloaded file gets the usual mode. */
-    {
-        mode_t um = umask(0);
-        umask(um);
-        (void)fchmod(rs->fd, 0666 & ~um);
-    }
+    (void)fchmod(rs->fd, 0666 & ~current_umask());
     return read_start(s, path, rs, op);
 }
 

@@ -28,7 +28,7 @@ static sbx_status strlist_grow(sbx__strlist *l)
 sbx_status sbx__strlist_push_take(sbx__strlist *l, char *s)
 {
     if (strlist_grow(l) != SBX_OK) {
-        sbx__free(s);
+        sbx__free_secret(s); /* lists hold secrets too (environments) */
         return SBX_E_NOMEM;
     }
     l->v[l->n++] = s;

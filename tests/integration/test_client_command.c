@@ -376,6 +376,44 @@ START_TEST(test_client_command_detached_attach_kill)
     expect_st(sbx_command_kill(k, 0), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     expect_st(sbx_command_kill(k, 65), SBX_E_INVALID_ARG, sbx_command_last_error, k);
 
+    /* The handle that started it detached follows it itself, by its own id
+     * (the string the handle owns), into its buffers. */
+    {
+        sbx_command *d = it_sh_cmd(e.s, "sleep 0.3; echo late", NULL);
+        sbx_op *dop;
+        char *out;
+        ok_cmd(sbx_command_set_detached(d, 1), d);
+        ok_cmd(sbx_command_run(d), d);
+        ok_cmd(sbx_command_attach_start(d, sbx_command_id(d), &dop), d);
+        ck_assert_int_eq(sbx_op_wait(dop), SBX_OK);
+        sbx_op_free(dop);
+        ck_assert_int_eq(sbx_command_exit_code(d), 0);
+        out = drain(d, SBX_STREAM_STDOUT, NULL);
+        ck_assert_str_eq(out, "late\n");
+        free(out);
+        /* While it streams, an empty buffer says "later", not "no more". */
+        sbx_command_free(d);
+        d = it_sh_cmd(e.s, "sleep 1; echo later", NULL);
+        ok_cmd(sbx_command_set_detached(d, 1), d);
+        ok_cmd(sbx_command_run(d), d);
+        ok_cmd(sbx_command_attach_start(d, sbx_command_id(d), &dop), d);
+        {
+            char b[8];
+            size_t n;
+            ck_assert_int_eq(sbx_command_read_output(d, SBX_STREAM_STDOUT, b, sizeof b, &n), SBX_E_AGAIN);
+        }
+        ck_assert_int_eq(sbx_op_wait(dop), SBX_OK);
+        sbx_op_free(dop);
+        sbx_command_free(d);
+        /* A failed attach leaves the handle as it was: still started. */
+        d = it_sh_cmd(e.s, "true", NULL);
+        ok_cmd(sbx_command_set_detached(d, 1), d);
+        ok_cmd(sbx_command_run(d), d);
+        expect_st(sbx_command_attach_start(d, "cmd_\xff", &dop), SBX_E_INVALID_ARG, sbx_command_last_error, d);
+        expect_st(sbx_command_run(d), SBX_E_MISUSE, sbx_command_last_error, d);
+        sbx_command_free(d);
+    }
+
     /* Attach to a finished command: the whole output, then its exit. */
     it_out_free(&o);
     g = sbx_command_new(e.s);

@@ -206,8 +206,27 @@ START_TEST(test_client_files_large_round_trip)
     ck_assert_int_eq(got, n);
     ck_assert(memcmp(b, want, n) == 0);
     free(b);
+    {
+        /* The download gets the mode a new file gets here (umask). */
+        struct stat st;
+        mode_t um = umask(022);
+        umask(um);
+        ck_assert_int_eq(stat(back, &st), 0);
+        ck_assert_int_eq(st.st_mode & 0777, 0666 & ~um);
+    }
     /* Only the two files: no temporary left behind. */
     ck_assert_int_eq(count_entries(e.local), 2);
+
+    /* Too big to keep (> 8 MiB), so generated again while sent: a file cut
+     * short after it was measured fails the upload with the real reason,
+     * not the aborted transfer's. */
+    ok_s(sbx_sandbox_upload_start(e.s, path, "big2.bin", &op), e.s);
+    ck_assert_int_eq(truncate(path, 1000), 0);
+    ck_assert_int_eq(sbx_op_wait(op), SBX_E_IO);
+    ck_assert_msg(strstr(sbx_op_last_error(op), "write files:") &&
+                      strstr(sbx_op_last_error(op), "big.bin"),
+                  "message: %s", sbx_op_last_error(op));
+    sbx_op_free(op);
     free(want);
     teardown(&e);
 }
