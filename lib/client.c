@@ -97,11 +97,6 @@ sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err)
     return SBX_OK;
 }
 
-sbx_status sbx__path_seg(sbx__buf *b, const char *s)
-{
-    return sbx__api_escape(b, s);
-}
-
 sbx__req *sbx__core_request(struct sbx__core *c, const char *method, const char *path, bool idempotent,
                             sbx__err *err)
 {
@@ -344,12 +339,6 @@ sbx_status sbx__op_block(sbx_op *op, sbx__err *err)
         sbx__err_copy(err, &op->err);
     sbx__op_destroy(op);
     return st;
-}
-
-sbx_status sbx__op_out(sbx_op *op, sbx_op **out)
-{
-    *out = op;
-    return SBX_OK;
 }
 
 /* ---- one-request ops ------------------------------------------------------------------ */
@@ -829,11 +818,8 @@ static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
     struct list_arg *la = arg;
     size_t len;
     const char *body = sbx__req_body(r, &len);
-    sbx_status st = sbx__api_check_list(body, len, la->key, &op->err);
-    if (st != SBX_OK)
-        return st;
-    op->result_json = sbx__strndup(body, len);
-    return op->result_json ? SBX_OK : sbx__err_set(&op->err, SBX_E_NOMEM, "out of memory");
+    /* simple_done keeps the body as the op's result_json. */
+    return sbx__api_check_list(body, len, la->key, &op->err);
 }
 
 static sbx_status list_start(sbx_client *cl, const char *what, const char *key, const char *project,

@@ -706,10 +706,10 @@ static void start_done(sbx__req *r, void *user)
         /* Our handler stopped the stream: its reason stands. Before the
          * first line, nothing says whether the command runs. */
         if (!run->cmd->info.id) {
-            char *why = sbx__strdup(sbx__err_msg(&op->err));
+            /* err_set formats before it frees the old message. */
+            const char *why = sbx__err_msg(&op->err);
             sbx__err_set(&op->err, run->start_fail, "start the command: %s; it may have started",
-                         why ? why : sbx_strerror(run->start_fail));
-            sbx__free(why);
+                         why[0] ? why : sbx_strerror(run->start_fail));
         }
         run_finish(run, run->start_fail, NULL);
         return;
@@ -772,13 +772,9 @@ static void on_timeout(struct cmd_run *run)
     if (run->timed_out)
         return;
     run->timed_out = true;
-    /* Stop listening; keep the requests until the op ends. */
-    if (run->start)
-        sbx__req_cancel(run->start);
-    if (run->logs)
-        sbx__req_cancel(run->logs);
-    if (run->wait)
-        sbx__req_cancel(run->wait);
+    /* Stop listening (there is no kill request yet); keep the requests
+     * until the op ends. */
+    cancel_reqs(run);
     if (!cmd->info.id) {
         run_finish(run, SBX_E_TIMEOUT,
                    "the server did not confirm the command's start before the deadline; it may have started");

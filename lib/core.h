@@ -106,8 +106,6 @@ sbx_status sbx__op_drive(sbx_op *op);
 void sbx__op_destroy(sbx_op *op);
 /* Cancel on the driving thread, at once. */
 void sbx__op_cancel_now(sbx_op *op);
-/* Hand an op out to the caller of a _start function. */
-sbx_status sbx__op_out(sbx_op *op, sbx_op **out);
 
 /* ---- a one-request op ---- */
 /* Parses a 2xx answer into the target; returns the op's status. */
@@ -143,8 +141,5 @@ void sbx__target_ref(struct sbx__target *t);
 void sbx__target_unref(struct sbx__target *t);
 /* The caller let go of the handle: cancel its pending ops, drop its ref. */
 void sbx__target_release(struct sbx__target *t);
-
-/* Append to b a path segment, percent-encoded. */
-sbx_status sbx__path_seg(sbx__buf *b, const char *s);
 
 #endif /* SBX_CORE_H */

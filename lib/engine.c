@@ -102,7 +102,6 @@ struct sbx__req {
     unsigned attempts;
     uint64_t streamed;
     int64_t retry_due;
-    CURLcode last_code;
     char errbuf[CURL_ERROR_SIZE];
     struct sbx__req *prev, *next; /* in the engine's list of all requests */
     /* Timers: position in the engine's heap (NO_HEAP when not in it) and
@@ -642,7 +641,9 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
     size_t len = size * n;
     long code = 0;
 
-    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+    /* Only a stream needs the status, per chunk (its error body is buffered). */
+    if (r->data_fn)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     if (r->data_fn && code >= 200 && code < 300) {
         int a = r->data_fn(r, data, len, r->data_user);
         if (a == SBX__DATA_PAUSE) {
@@ -738,8 +739,7 @@ static sbx_status attach_easy(sbx__req *r)
          * that resend fails instead, and we report "may have reached the
          * server". */
         r->body_off = 0;
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
+        curl_easy_setopt(h, CURLOPT_POST, 1L); /* CUSTOMREQUEST (set above) still names the method */
         curl_easy_setopt(h, CURLOPT_READFUNCTION, read_cb);
         curl_easy_setopt(h, CURLOPT_READDATA, r);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -881,7 +881,6 @@ static void attempt_done(sbx__req *r, CURLcode code)
     char msg[CURL_ERROR_SIZE + 128];
     int64_t now = sbx__mono_ms();
 
-    r->last_code = code;
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
     if (atomic_load(&r->cancel)) {
         finish(r, SBX_E_CANCELLED, "cancelled");
