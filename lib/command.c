@@ -56,13 +56,12 @@ struct sbx_command {
     size_t limit;
     /* state */
     bool started;             /* a start or attach was made */
-    bool running;             /* its follow op is pending */
     bool output_ended;        /* every byte of output has arrived */
     bool blocking;            /* sbx_command_run: keep the tail, never pause */
     struct sbx__command_info info;
     sbx__buf out[2];
     uint64_t delivered[2];
-    struct cmd_run *run;      /* the pending follow op's state */
+    struct cmd_run *run;      /* the pending follow op's state; NULL when none */
 };
 
 struct cmd_run {
@@ -346,7 +345,6 @@ static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
     cancel_reqs(run);
     if (cmd->run == run) {
         cmd->run = NULL;
-        cmd->running = false;
         cmd->output_ended = true;
         if (cmd->blocking) {
             trim_tail(&cmd->out[0], cmd->limit, 0);
@@ -373,10 +371,8 @@ static void run_release(sbx_op *op)
     sbx__ndjson_free(&run->snd);
     sbx__buf_free(&run->data);
     sbx__free(run->server_error);
-    if (run->cmd->run == run) {
+    if (run->cmd->run == run)
         run->cmd->run = NULL;
-        run->cmd->running = false;
-    }
     sbx__free(run);
 }
 
@@ -867,7 +863,6 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         }
     }
     cmd->started = true;
-    cmd->running = true;
     cmd->output_ended = false; /* a detached start before an attach ended "its" output */
     cmd->run = run;
     if (attach_id)
@@ -920,7 +915,7 @@ sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **o
         return SBX_E_INVALID_ARG;
     if (cmd->info.id && strcmp(cmd->info.id, id) != 0)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the handle is bound to command %s", cmd->info.id);
-    if (cmd->running)
+    if (cmd->run)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command is already being followed");
     /* A detached start, or a get, may come before: following is still one.
      * If the attach fails, the handle stays as it was. */
@@ -1037,7 +1032,7 @@ sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op)
     if (cmd->info.id && strcmp(cmd->info.id, id) != 0)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the handle is bound to command %s", cmd->info.id);
     if (!cmd->info.id) {
-        if (cmd->running)
+        if (cmd->run)
             return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command's start is pending");
         if (!(cmd->info.id = sbx__strdup(id)))
             return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
@@ -1113,7 +1108,7 @@ sbx_status sbx_command_read_output(sbx_command *cmd, int stream, char *buf, size
     if (!cmd->started)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has not been started");
     if (b->len == 0)
-        return cmd->output_ended || (!cmd->running && cmd->started) ? SBX_E_NOT_FOUND : SBX_E_AGAIN;
+        return cmd->output_ended || (!cmd->run && cmd->started) ? SBX_E_NOT_FOUND : SBX_E_AGAIN;
     k = b->len < cap ? b->len : cap;
     memcpy(buf, b->data, k);
     sbx__buf_consume(b, k);

@@ -111,6 +111,7 @@ struct sbx__req {
     /* In the start queue (submitted or waiting for a retry, not started). */
     struct sbx__req *qprev, *qnext;
     bool queued;
+    struct project_count *slot;   /* its project's count, found at submit */
 };
 
 #define NO_HEAP SIZE_MAX
@@ -548,14 +549,13 @@ static void q_remove(sbx__req *r)
 
 /* ---- limits --------------------------------------------------------------- */
 
-static struct project_count *project_slot(sbx__engine *e, const char *project, bool create)
+/* The count of a project's requests, made on first use. */
+static struct project_count *project_slot(sbx__engine *e, const char *project)
 {
     struct project_count *p;
     for (p = e->projects; p; p = p->next)
         if (strcmp(p->project, project) == 0)
             return p;
-    if (!create)
-        return NULL;
     p = sbx__calloc(1, sizeof *p);
     if (!p || !(p->project = sbx__strdup(project))) {
         sbx__free(p);
@@ -568,13 +568,11 @@ static struct project_count *project_slot(sbx__engine *e, const char *project, b
 
 static bool may_start(sbx__engine *e, sbx__req *r)
 {
-    struct project_count *p;
     if (r->follow)
         return true; /* long-lived listeners are not rationed */
     if (e->limits.global && e->active >= e->limits.global)
         return false;
-    if (r->project && e->limits.per_project && (p = project_slot(e, r->project, false)) &&
-        p->n >= e->limits.per_project)
+    if (r->slot && e->limits.per_project && r->slot->n >= e->limits.per_project)
         return false;
     return true;
 }
@@ -582,19 +580,18 @@ static bool may_start(sbx__engine *e, sbx__req *r)
 static void count(sbx__req *r, int delta)
 {
     sbx__engine *e = r->e;
-    struct project_count *p;
     if (r->follow)
         return;
     if (delta > 0) {
         e->active++;
         r->counted = true;
-        if (r->project && (p = project_slot(e, r->project, true)))
-            p->n++;
+        if (r->slot)
+            r->slot->n++;
     } else if (r->counted) {
         e->active--;
         r->counted = false;
-        if (r->project && (p = project_slot(e, r->project, false)) && p->n)
-            p->n--;
+        if (r->slot && r->slot->n)
+            r->slot->n--;
     }
 }
 
@@ -802,15 +799,21 @@ static void unlink_req(sbx__req *r)
     r->prev = r->next = NULL;
 }
 
-static void finish(sbx__req *r, sbx_status st, const char *msg)
+/* Out of everything the engine keeps for a live request: libcurl, the
+ * limits, the timers, the queue, the pending count. */
+static void retire(sbx__req *r)
 {
-    sbx__engine *e = r->e;
     detach_easy(r);
     count(r, -1);
     heap_remove(r);
     q_remove(r);
-    if (r->state != R_DONE && e)
-        e->pending--;
+    if (r->e && r->state != R_DONE && r->state != R_NEW)
+        r->e->pending--;
+}
+
+static void finish(sbx__req *r, sbx_status st, const char *msg)
+{
+    retire(r);
     r->state = R_DONE;
     r->status = st;
     sbx__free(r->error);
@@ -1279,6 +1282,10 @@ sbx_status sbx__req_submit(sbx__req *r)
      * else, as the protocol's clients do. */
     snprintf(line, sizeof line, "Content-Type: %s",
              r->content_type_in ? r->content_type_in : "application/json");
+    /* The project's count is found (or made) once, here, where running out
+     * of memory can still be reported, rather than on every start. */
+    if (r->project && !(r->slot = project_slot(r->e, r->project)))
+        return SBX_E_NOMEM;
     if (heap_reserve(r->e, (size_t)r->e->pending + 1) != SBX_OK || add_header(r, line) != SBX_OK)
         return SBX_E_NOMEM;
     /* Long-lived streams end when their command does, not on a default. */
@@ -1321,12 +1328,7 @@ void sbx__req_free(sbx__req *r)
     if (!r)
         return;
     if (r->e) {
-        if (r->state != R_DONE && r->state != R_NEW)
-            r->e->pending--;
-        detach_easy(r);
-        count(r, -1);
-        heap_remove(r);
-        q_remove(r);
+        retire(r);
         unlink_req(r);
     }
     /* libcurl's copies of the header lines hold the token too. */
