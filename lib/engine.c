@@ -99,6 +99,8 @@ struct sbx__req {
     sbx_status status;
     char *error;
     bool maybe_sent;
+    unsigned sends;               /* prereq_cb calls in this attempt */
+    bool resend_stopped;          /* prereq_cb stopped libcurl's resend */
     unsigned attempts;
     uint64_t streamed;
     int64_t retry_due;
@@ -683,6 +685,8 @@ static int seek_cb(void *user, curl_off_t offset, int origin)
     sbx__req *r = user;
     if (offset != 0 || origin != SEEK_SET)
         return CURL_SEEKFUNC_CANTSEEK;
+    if (!r->idempotent)
+        return CURL_SEEKFUNC_FAIL; /* the body must not be sent twice */
     if (!r->read_fn) {
         r->body_off = 0;
         return CURL_SEEKFUNC_OK;
@@ -690,30 +694,36 @@ static int seek_cb(void *user, curl_off_t offset, int origin)
     return r->rewind_fn && r->rewind_fn(r->read_user) == 0 ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_FAIL;
 }
 
-static sbx_status attach_easy(sbx__req *r)
+/* libcurl resends, on a fresh connection, a request whose reused
+ * connection died before any answer. For a request that must not run twice
+ * the second send is stopped here, before it leaves: the first may have
+ * reached the server. (Called before every send of the request.) */
+static int prereq_cb(void *user, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port)
 {
-    sbx__engine *e = r->e;
-    CURL *h = e->nspare ? e->spare[--e->nspare] : curl_easy_init();
+    sbx__req *r = user;
+    (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+    if (r->idempotent)
+        return CURL_PREREQFUNC_OK;
+    if (r->sends++ == 0)
+        return CURL_PREREQFUNC_OK;
+    r->resend_stopped = true;
+    return CURL_PREREQFUNC_ABORT;
+}
+
+/* A new easy handle with the options every request shares; handles go back
+ * to the spare pool without curl_easy_reset, so attach_easy sets every
+ * option that differs between requests, each time. */
+static CURL *new_easy(sbx__engine *e)
+{
+    CURL *h = curl_easy_init();
     if (!h)
-        return SBX_E_NOMEM;
-    r->easy = h;
-    r->errbuf[0] = '\0';
-    r->content_type[0] = r->retry_after[0] = '\0';
-    r->http_status = 0;
-    r->paused = false;
-    r->too_large = false;
-    sbx__buf_free(&r->body);
-    sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
-    curl_easy_setopt(h, CURLOPT_URL, r->url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+        return NULL;
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, read_cb);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
     curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
     curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, e);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -728,23 +738,57 @@ static sbx_status attach_easy(sbx__req *r)
         curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
     if (e->user_agent)
         curl_easy_setopt(h, CURLOPT_USERAGENT, e->user_agent);
-    if (r->read_fn || (r->has_body && !r->idempotent)) {
-        /* Bodies go through read_cb when streamed, and always for requests
-         * that must not run twice: libcurl silently resends a request whose
-         * reused connection died before any answer, which needs a rewind;
-         * only idempotent bodies can rewind (seek_cb), so for the others
-         * that resend fails instead, and we report "may have reached the
-         * server". */
-        r->body_off = 0;
-        curl_easy_setopt(h, CURLOPT_POST, 1L); /* CUSTOMREQUEST (set above) still names the method */
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, read_cb);
-        curl_easy_setopt(h, CURLOPT_READDATA, r);
+    return h;
+}
+
+#ifdef SBX_FAULT_INJECTION
+bool sbx__engine_no_prereq; /* tests: take the path of a libcurl < 7.80 */
+#define NO_PREREQ sbx__engine_no_prereq
+#else
+#define NO_PREREQ false
+#endif
+
+static sbx_status attach_easy(sbx__req *r)
+{
+    sbx__engine *e = r->e;
+    CURL *h = e->nspare ? e->spare[--e->nspare] : new_easy(e);
+    /* A small body that must not run twice goes with the headers in one
+     * write when prereq_cb can stop libcurl's resend (libcurl >= 7.80);
+     * otherwise through read_cb, which cannot rewind, so the resend fails. */
+    bool guarded = false;
+    if (!h)
+        return SBX_E_NOMEM;
+    r->easy = h;
+    r->errbuf[0] = '\0';
+    r->content_type[0] = r->retry_after[0] = '\0';
+    r->http_status = 0;
+    r->paused = false;
+    r->too_large = false;
+    r->sends = 0;
+    r->resend_stopped = false;
+    r->body_off = 0;
+    sbx__buf_free(&r->body);
+    sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
+    curl_easy_setopt(h, CURLOPT_URL, r->url);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_READDATA, r);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+    if (r->has_body && !r->read_fn && !r->idempotent && !NO_PREREQ)
+        guarded = curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, prereq_cb) == CURLE_OK &&
+                  curl_easy_setopt(h, CURLOPT_PREREQDATA, r) == CURLE_OK;
+    else
+        curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, NULL);
+    if (r->read_fn || (r->has_body && !r->idempotent && !guarded)) {
+        /* Streamed bodies, and unguarded ones that must not run twice (the
+         * seek_cb refuses to rewind those). */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)(r->read_fn ? r->body_size : r->body_in.len));
-        if (r->idempotent) {
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_cb);
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
-        }
     } else if (r->has_body) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body_in.data ? r->body_in.data : "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_in.len);
@@ -752,7 +796,13 @@ static sbx_status attach_easy(sbx__req *r)
         /* A body-less POST still sends Content-Length: 0. */
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    } else {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
+    /* After the body options: they reset the method libcurl would use. */
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
     if (curl_multi_add_handle(e->multi, h) != CURLM_OK) {
         curl_easy_cleanup(h);
         r->easy = NULL;
@@ -773,9 +823,10 @@ static void detach_easy(sbx__req *r)
     if (e)
         curl_multi_remove_handle(e->multi, r->easy);
     if (e && e->nspare < EASY_SPARE_MAX) {
-        /* Every option back to its default (our pointers into r among them);
-         * connections stay with the multi handle, not with the easy one. */
-        curl_easy_reset(r->easy);
+        /* Kept as they are: attach_easy sets again every option that
+         * differs between requests (ours point into r). Connections stay
+         * with the multi handle, not with the easy one. */
+        curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, NULL); /* r goes away */
         e->spare[e->nspare++] = r->easy;
     } else {
         curl_easy_cleanup(r->easy);
@@ -890,7 +941,7 @@ static void attempt_done(sbx__req *r, CURLcode code)
         return;
     }
     if (code != CURLE_OK) {
-        bool unsent = not_sent(code, r->easy);
+        bool unsent = !r->resend_stopped && not_sent(code, r->easy);
         r->maybe_sent = !unsent;
         if (code == CURLE_WRITE_ERROR && r->too_large) {
             snprintf(msg, sizeof msg, "the response is larger than %zu bytes", r->body.limit);
@@ -902,7 +953,9 @@ static void attempt_done(sbx__req *r, CURLcode code)
             return;
         }
         snprintf(msg, sizeof msg, "%s %s: %s", r->method, r->url,
-                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+                 r->resend_stopped ? "the connection closed before any answer"
+                 : r->errbuf[0]    ? r->errbuf
+                                   : curl_easy_strerror(code));
         if (r->deadline && now >= r->deadline) {
             finish(r, SBX_E_TIMEOUT, msg);
             return;

@@ -1770,8 +1770,22 @@ Suite *sbx_test_suite(void)
         {"cancel_message", test_client_faults_cancel_message_unstarted},
         {"connection_refused", test_client_faults_connection_refused},
     };
+#ifdef SBX_TEST_NO_PREREQ
+    /* This build links the fault-injection copy of the library and takes
+     * the path for libcurl < 7.80 (no CURLOPT_PREREQFUNCTION): bodies with
+     * an effect through a read callback that refuses to rewind. Only the
+     * cases about requests that must not run twice. */
+    extern bool sbx__engine_no_prereq;
+    sbx__engine_no_prereq = true;
+#endif
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = sbx_tcase(cases[i].name, 60);
+        TCase *tc;
+#ifdef SBX_TEST_NO_PREREQ
+        if (strncmp(cases[i].name, "cmd_", 4) != 0 && strncmp(cases[i].name, "create_", 7) != 0 &&
+            strcmp(cases[i].name, "other_posts_once") != 0)
+            continue;
+#endif
+        tc = sbx_tcase(cases[i].name, 60);
         tcase_add_test(tc, cases[i].test);
         suite_add_tcase(s, tc);
     }
