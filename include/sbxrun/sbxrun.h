@@ -13,5 +13,7 @@
 #include <sbxrun/client.h>
 #include <sbxrun/sandbox.h>
 #include <sbxrun/command.h>
+#include <sbxrun/policy.h>
+#include <sbxrun/netpolicy.h>
 
 #endif /* SBXRUN_SBXRUN_H */

@@ -18,4 +18,8 @@ struct sbxrun_cmd {
     int (*run)(int argc, char **argv);
 };
 
+/* Local subcommands (no network): policy_cmd.c, netpolicy_cmd.c. */
+int cmd_policy(int argc, char **argv);
+int cmd_netpolicy(int argc, char **argv);
+
 #endif /* SBXRUN_CLI_H */

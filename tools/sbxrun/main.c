@@ -15,6 +15,8 @@ static const struct sbxrun_cmd commands[] = {
     {"exec", "run a program in a sandbox, streaming its output", cmd_exec},
     {"sandbox", "create, list, inspect, stop or snapshot sandboxes", cmd_sandbox},
     {"cp", "copy files into or out of a sandbox", cmd_cp},
+    {"policy", "check a command against the command policy", cmd_policy},
+    {"netpolicy", "show the network-policy preset of a job type", cmd_netpolicy},
     {"help", "show this help, or a subcommand's", cmd_help},
     {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
 };

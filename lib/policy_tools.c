@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-policy rules for sed, rg, node, bun, ls and cat: which arguments
+ * are files, which are text, and the options that run programs or write. */
+#include <string.h>
+
+#include "policy_int.h"
+
+/* ---- sed ---------------------------------------------------------------------------------- */
+
+static const char *skip_ws(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/* Past a delimited part (regex or replacement) ending in an unescaped d;
+ * NULL when it does not end. */
+static const char *past_delim(const char *s, char d)
+{
+    for (; *s; s++) {
+        if (*s == '\\' && s[1])
+            s++;
+        else if (*s == d)
+            return s + 1;
+    }
+    return NULL;
+}
+
+/* Past one address, or s itself when there is none; NULL when malformed. */
+static const char *past_addr(const char *s)
+{
+    if (*s >= '0' && *s <= '9') {
+        while ((*s >= '0' && *s <= '9') || *s == '~')
+            s++;
+        return s;
+    }
+    if (*s == '$')
+        return s + 1;
+    if (*s == '/' || *s == '\\') {
+        char d = *s == '\\' ? s[1] : '/';
+        if (*s == '\\' && (!d || d == '\n'))
+            return NULL;
+        s = past_delim(s + (*s == '\\' ? 2 : 1), d);
+        while (s && (*s == 'I' || *s == 'M'))
+            s++;
+        return s;
+    }
+    return s;
+}
+
+/* Past text to the end of the line (a, i, c; labels), honouring
+ * backslash-newline continuations. */
+static const char *past_line(const char *s, bool stop_at_semicolon)
+{
+    for (; *s && *s != '\n'; s++) {
+        if (*s == '\\' && s[1])
+            s++;
+        else if (stop_at_semicolon && *s == ';')
+            break;
+    }
+    return s;
+}
+
+/* The flags of an `s` command; NULL when allowed, else why not. */
+static const char *s_flags(const char **sp)
+{
+    const char *s = *sp;
+    for (;; s++) {
+        switch (*s) {
+        case 'g': case 'p': case 'i': case 'I': case 'm': case 'M':
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+            continue;
+        case 'e':
+            return "the s command's e flag runs the pattern space as a command";
+        case 'w':
+            return "the s command's w flag writes a file";
+        default:
+            *sp = s;
+            s = skip_ws(s);
+            if (*s && *s != ';' && *s != '\n' && *s != '}' && *s != '#')
+                return "an s command has a flag sed does not know";
+            return NULL;
+        }
+    }
+}
+
+/* NULL when a sed script only edits text, else why not. Anything it
+ * cannot read is refused: GNU sed would read it some way we did not. */
+static const char *sed_script(const char *s)
+{
+    for (;;) {
+        char cmd;
+        s = skip_ws(s);
+        while (*s == ';' || *s == '\n' || *s == ' ' || *s == '\t')
+            s++;
+        if (!*s)
+            return NULL;
+        if (!(s = past_addr(s)))
+            return "an address is not terminated";
+        s = skip_ws(s);
+        if (*s == ',') {
+            s = skip_ws(s + 1);
+            if (*s == '+' || *s == '~')
+                s++;
+            if (!(s = past_addr(s)))
+                return "an address is not terminated";
+        }
+        s = skip_ws(s);
+        while (*s == '!')
+            s = skip_ws(s + 1);
+        cmd = *s ? *s++ : '\0';
+        switch (cmd) {
+        case '{': case '}': case '=': case 'd': case 'D': case 'g': case 'G': case 'h': case 'H': case 'n':
+        case 'N': case 'p': case 'P': case 'x': case 'z': case 'F':
+            break;
+        case 'q': case 'Q': case 'l': case 'L':
+            s = skip_ws(s);
+            while (*s >= '0' && *s <= '9')
+                s++;
+            break;
+        case '#':
+        case 'a': case 'i': case 'c':
+            s = past_line(s, false);
+            break;
+        case ':': case 'b': case 't': case 'T': case 'v':
+            s = past_line(s, true);
+            break;
+        case 's': {
+            const char *why;
+            char d = *s;
+            if (!d || d == '\n' || d == '\\')
+                return "an s command has no delimiter";
+            if (!(s = past_delim(s + 1, d)) || !(s = past_delim(s, d)))
+                return "an s command is not terminated";
+            if ((why = s_flags(&s)))
+                return why;
+            break;
+        }
+        case 'y': {
+            char d = *s;
+            if (!d || d == '\n' || d == '\\' || !(s = past_delim(s + 1, d)) || !(s = past_delim(s, d)))
+                return "a y command is not terminated";
+            break;
+        }
+        case 'e':
+            return "the e command runs a program";
+        case 'r': case 'R':
+            return "the r and R commands read a file";
+        case 'w': case 'W':
+            return "the w and W commands write a file";
+        case '\0':
+            return "an address has no command";
+        default:
+            return "a command sed does not know";
+        }
+    }
+}
+
+static bool sed_check_script(sbx__pctx *c, size_t i, const char *script)
+{
+    const char *why = c->dry ? NULL : sed_script(script);
+    char b[96];
+    if (!why)
+        return false;
+    return sbx__deny(c, SBX_POLICY_SCRIPT, "sed script \"%s\" (argument %zu): %s", sbx__pshow(script, b, sizeof b),
+                     i, why);
+}
+
+/* -i's suffix: with a '/', GNU sed takes it as where the backup goes. */
+static bool sed_suffix(sbx__pctx *c, size_t i, const char *suffix)
+{
+    return strchr(suffix, '/') && sbx__p_file(c, i, suffix);
+}
+
+static const sbx__popt sed_long[] = {
+    {"--expression", SBX__V_TEXT}, {"--file", SBX__V_DENY},         {"--in-place", SBX__V_OPT},
+    {"--line-length", SBX__V_TEXT}, {"--null-data", SBX__V_NONE},   {"--zero-terminated", SBX__V_NONE},
+    {"--quiet", SBX__V_NONE},      {"--silent", SBX__V_NONE},       {"--regexp-extended", SBX__V_NONE},
+    {"--separate", SBX__V_NONE},   {"--unbuffered", SBX__V_NONE},   {"--posix", SBX__V_NONE},
+    {"--debug", SBX__V_NONE},      {"--sandbox", SBX__V_NONE},      {"--follow-symlinks", SBX__V_NONE},
+    {"--binary", SBX__V_NONE},     {"--help", SBX__V_NONE},         {"--version", SBX__V_NONE},
+    {NULL, SBX__V_NONE},
+};
+
+/* A short-option cluster: -n -r -E -s -u -z -b are flags; -i takes the rest
+ * as a suffix; -e and -l take the rest or the next word; -f is refused. */
+static bool sed_short(sbx__pctx *c, size_t *ip, bool *have_script)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i];
+    char b[96];
+    for (size_t k = 1; a[k]; k++) {
+        switch (a[k]) {
+        case 'n': case 'r': case 'E': case 's': case 'u': case 'z': case 'b':
+            continue;
+        case 'i':
+            return sed_suffix(c, i, a + k + 1);
+        case 'e': case 'l': {
+            const char *v = a[k + 1] ? a + k + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+            if (!v)
+                return sbx__deny(c, SBX_POLICY_OPTION, "sed option -%c (argument %zu) has no value", a[k], i);
+            if (a[k] == 'e') {
+                *have_script = true;
+                return sed_check_script(c, *ip, v);
+            }
+            return false;
+        }
+        case 'f':
+            return sbx__deny(c, SBX_POLICY_OPTION, "sed -f (argument %zu) reads a script file; give the script inline", i);
+        default:
+            return sbx__deny(c, SBX_POLICY_OPTION, "sed option \"%s\" (argument %zu) is not known to the policy",
+                             sbx__pshow(a, b, sizeof b), i);
+        }
+    }
+    return false;
+}
+
+static bool sed_long_opt(sbx__pctx *c, size_t *ip, bool *have_script)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i], *eq = strchr(a, '=');
+    const sbx__popt *o = sbx__p_find(sed_long, a, eq ? (size_t)(eq - a) : strlen(a));
+    char b[96];
+    if (!o)
+        return sbx__deny(c, SBX_POLICY_OPTION, "sed option \"%s\" (argument %zu) is not known to the policy",
+                         sbx__pshow(a, b, sizeof b), i);
+    if (o->role == SBX__V_DENY)
+        return sbx__deny(c, SBX_POLICY_OPTION, "sed %s (argument %zu) reads a script file; give the script inline",
+                         o->name, i);
+    if (o->role == SBX__V_OPT)
+        return eq && sed_suffix(c, i, eq + 1);
+    if (o->role == SBX__V_TEXT) {
+        const char *v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+        if (!v)
+            return sbx__deny(c, SBX_POLICY_OPTION, "sed option %s (argument %zu) has no value", o->name, i);
+        if (strcmp(o->name, "--expression") == 0) {
+            *have_script = true;
+            return sed_check_script(c, *ip, v);
+        }
+    }
+    return false;
+}
+
+/* sed and rg read the same way: options anywhere (GNU getopt and rg
+ * permute), and the first operand is the script or the pattern unless an
+ * option gave one, in which case every operand is a file. */
+struct operands {
+    bool (*long_opt)(sbx__pctx *c, size_t *ip, bool *by_option);
+    bool (*short_opt)(sbx__pctx *c, size_t *ip, bool *by_option);
+    bool (*first)(sbx__pctx *c, size_t i, const char *a); /* NULL: text */
+};
+
+static bool operands_pass(sbx__pctx *c, const struct operands *r, bool by_option, bool *saw)
+{
+    bool first = !by_option, opts = true;
+    for (size_t i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (opts && strcmp(a, "--") == 0) {
+            opts = false;
+        } else if (opts && a[0] == '-' && a[1] == '-') {
+            if (r->long_opt(c, &i, saw))
+                return true;
+        } else if (opts && a[0] == '-' && a[1]) {
+            if (r->short_opt(c, &i, saw))
+                return true;
+        } else if (first) {
+            first = false;
+            if (r->first && r->first(c, i, a))
+                return true;
+        } else if (sbx__p_file(c, i, a)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A dry pass finds whether an option gives the script or pattern (it may
+ * come after the operands), then the real one decides. */
+static bool operands_check(sbx__pctx *c, const struct operands *r)
+{
+    sbx__pctx scan = *c;
+    bool by_option = false, unused = false;
+    scan.dry = true;
+    operands_pass(&scan, r, false, &by_option);
+    return operands_pass(c, r, by_option, &unused);
+}
+
+bool sbx__p_sed(sbx__pctx *c)
+{
+    static const struct operands r = {sed_long_opt, sed_short, sed_check_script};
+    return operands_check(c, &r);
+}
+
+/* ---- rg ----------------------------------------------------------------------------------- */
+
+static const sbx__popt rg_long[] = {
+    {"--pre", SBX__V_DENY},           {"--search-zip", SBX__V_DENY},   {"--hostname-bin", SBX__V_DENY},
+    {"--regexp", SBX__V_TEXT},        {"--file", SBX__V_PATH},         {"--ignore-file", SBX__V_PATH},
+    {"--after-context", SBX__V_TEXT}, {"--before-context", SBX__V_TEXT}, {"--context", SBX__V_TEXT},
+    {"--context-separator", SBX__V_TEXT}, {"--colors", SBX__V_TEXT},  {"--color", SBX__V_TEXT},
+    {"--dfa-size-limit", SBX__V_TEXT}, {"--encoding", SBX__V_TEXT},   {"--engine", SBX__V_TEXT},
+    {"--field-context-separator", SBX__V_TEXT}, {"--field-match-separator", SBX__V_TEXT},
+    {"--glob", SBX__V_TEXT},          {"--iglob", SBX__V_TEXT},        {"--max-columns", SBX__V_TEXT},
+    {"--max-count", SBX__V_TEXT},     {"--max-depth", SBX__V_TEXT},    {"--maxdepth", SBX__V_TEXT},
+    {"--max-filesize", SBX__V_TEXT},  {"--path-separator", SBX__V_TEXT}, {"--pre-glob", SBX__V_TEXT},
+    {"--regex-size-limit", SBX__V_TEXT}, {"--replace", SBX__V_TEXT},  {"--sort", SBX__V_TEXT},
+    {"--sortr", SBX__V_TEXT},         {"--threads", SBX__V_TEXT},      {"--type", SBX__V_TEXT},
+    {"--type-add", SBX__V_TEXT},      {"--type-clear", SBX__V_TEXT},   {"--type-not", SBX__V_TEXT},
+    {"--hyperlink-format", SBX__V_TEXT}, {"--generate", SBX__V_TEXT}, {"--sort-files", SBX__V_NONE},
+    {"--files", SBX__V_NONE},
+    {NULL, SBX__V_NONE},
+};
+
+/* Short options of rg that take a value (the rest of the cluster or the
+ * next word); z is refused. */
+static bool rg_short(sbx__pctx *c, size_t *ip, bool *have_pattern)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i];
+    for (size_t k = 1; a[k]; k++) {
+        const char *v;
+        if (a[k] == 'z')
+            return sbx__deny(c, SBX_POLICY_OPTION, "rg -z (argument %zu) runs decompression programs", i);
+        if (!strchr("ABCEefgjmMrtTd", a[k]))
+            continue;
+        v = a[k + 1] ? a + k + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+        if (!v)
+            return sbx__deny(c, SBX_POLICY_OPTION, "rg option -%c (argument %zu) has no value", a[k], i);
+        if (a[k] == 'e' || a[k] == 'f')
+            *have_pattern = true;
+        return a[k] == 'f' && sbx__p_file(c, *ip, v);
+    }
+    return false;
+}
+
+static bool rg_long_opt(sbx__pctx *c, size_t *ip, bool *have_pattern)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i], *eq = strchr(a, '='), *v;
+    const sbx__popt *o = sbx__p_find(rg_long, a, eq ? (size_t)(eq - a) : strlen(a));
+    char b[96];
+    if (!o) /* a flag we do not list: its value, if any, is judged */
+        return eq && sbx__p_maybe_path(c, i, eq + 1);
+    if (o->role == SBX__V_DENY)
+        return sbx__deny(c, SBX_POLICY_OPTION, "rg %s (argument %zu) runs other programs", o->name, i);
+    if (o->role == SBX__V_NONE) {
+        if (strcmp(o->name, "--files") == 0)
+            *have_pattern = true; /* no pattern: every operand is a path */
+        return false;
+    }
+    v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+    if (!v)
+        return sbx__deny(c, SBX_POLICY_OPTION, "rg option %s (argument %zu) has no value",
+                         sbx__pshow(a, b, sizeof b), i);
+    if (strcmp(o->name, "--regexp") == 0 || strcmp(o->name, "--file") == 0)
+        *have_pattern = true;
+    return o->role == SBX__V_PATH && sbx__p_file(c, *ip, v);
+}
+
+bool sbx__p_rg(sbx__pctx *c)
+{
+    static const struct operands r = {rg_long_opt, rg_short, NULL};
+    return operands_check(c, &r);
+}
+
+/* ---- node --------------------------------------------------------------------------------- */
+
+static const sbx__popt node_long[] = {
+    {"--eval", SBX__V_DENY},          {"--print", SBX__V_DENY},          {"--require", SBX__V_PATH},
+    {"--import", SBX__V_PATH},        {"--loader", SBX__V_PATH},         {"--experimental-loader", SBX__V_PATH},
+    {"--conditions", SBX__V_TEXT},    {"--input-type", SBX__V_TEXT},     {"--title", SBX__V_TEXT},
+    {"--test-reporter", SBX__V_TEXT}, {"--test-name-pattern", SBX__V_TEXT}, {"--test-skip-pattern", SBX__V_TEXT},
+    {"--inspect-port", SBX__V_TEXT},  {"--redirect-warnings", SBX__V_PATH}, {"--env-file", SBX__V_PATH},
+    {"--test-reporter-destination", SBX__V_PATH}, {"--report-dir", SBX__V_PATH},
+    {"--report-directory", SBX__V_PATH}, {"--diagnostic-dir", SBX__V_PATH}, {"--cpu-prof-dir", SBX__V_PATH},
+    {"--heap-prof-dir", SBX__V_PATH}, {"--watch-path", SBX__V_PATH},     {"--experimental-policy", SBX__V_PATH},
+    {"--icu-data-dir", SBX__V_PATH},  {"--openssl-config", SBX__V_PATH}, {"--tls-keylog", SBX__V_PATH},
+    {NULL, SBX__V_NONE},
+};
+
+/* A module to preload: a file of the workspace (or a package resolved from
+ * its node_modules), not code in a URL. */
+static bool node_preload(sbx__pctx *c, size_t i, const char *v)
+{
+    const char *colon = strchr(v, ':'), *slash = strchr(v, '/');
+    char b[96];
+    if (colon && (!slash || colon < slash)) {
+        if (strncmp(v, "data:", 5) == 0)
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "node preload \"%s\" (argument %zu) is inline code",
+                             sbx__pshow(v, b, sizeof b), i);
+        return sbx__deny(c, SBX_POLICY_PATH_OUTSIDE,
+                         "node preload \"%s\" (argument %zu) is not a file of the workspace",
+                         sbx__pshow(v, b, sizeof b), i);
+    }
+    return sbx__p_file(c, i, v);
+}
+
+static bool node_long_opt(sbx__pctx *c, size_t *ip)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i], *eq = strchr(a, '='), *v;
+    const sbx__popt *o = sbx__p_find(node_long, a, eq ? (size_t)(eq - a) : strlen(a));
+    if (!o)
+        return eq && sbx__p_maybe_path(c, i, eq + 1);
+    if (o->role == SBX__V_DENY)
+        return sbx__deny(c, SBX_POLICY_SCRIPT, "node %s (argument %zu) runs inline code", o->name, i);
+    v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+    if (!v)
+        return sbx__deny(c, SBX_POLICY_OPTION, "node option %s (argument %zu) has no value", o->name, i);
+    if (o->role == SBX__V_TEXT)
+        return false;
+    if (strcmp(o->name, "--require") == 0 || strcmp(o->name, "--import") == 0 || strstr(o->name, "loader"))
+        return node_preload(c, *ip, v);
+    return sbx__p_file(c, *ip, v);
+}
+
+static bool node_short(sbx__pctx *c, size_t *ip)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i];
+    for (size_t k = 1; a[k]; k++) {
+        const char *v;
+        if (a[k] == 'e' || a[k] == 'p')
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "node -%c (argument %zu) runs inline code", a[k], i);
+        if (a[k] != 'r' && a[k] != 'C')
+            continue;
+        v = a[k + 1] ? a + k + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+        if (!v)
+            return sbx__deny(c, SBX_POLICY_OPTION, "node option -%c (argument %zu) has no value", a[k], i);
+        return a[k] == 'r' && node_preload(c, *ip, v);
+    }
+    return false;
+}
+
+bool sbx__p_node(sbx__pctx *c)
+{
+    size_t i;
+    for (i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-") == 0)
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "node - (argument %zu) runs code from standard input", i);
+        if (a[0] != '-')
+            break;
+        if (a[1] == '-' ? node_long_opt(c, &i) : node_short(c, &i))
+            return true;
+    }
+    if (i < c->argc && sbx__p_file(c, i, c->argv[i])) /* the script */
+        return true;
+    for (i++; i < c->argc; i++)
+        if (sbx__p_generic(c, i))
+            return true;
+    return false;
+}
+
+/* ---- bun ---------------------------------------------------------------------------------- */
+
+static const char *const bun_denied[] = {
+    "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "update", "link", "unlink", "pm",
+    "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions", "discord",
+    "help", NULL,
+};
+
+static bool bun_inline(const char *a)
+{
+    return strcmp(a, "-e") == 0 || strcmp(a, "-p") == 0 || strcmp(a, "--eval") == 0 || strcmp(a, "--print") == 0 ||
+           strncmp(a, "--eval=", 7) == 0 || strncmp(a, "--print=", 8) == 0;
+}
+
+bool sbx__p_bun(sbx__pctx *c)
+{
+    size_t i;
+    const char *sub = NULL;
+    char b[96];
+    for (i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (bun_inline(a))
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "bun %s (argument %zu) runs inline code", a, i);
+        if (sub == NULL && a[0] != '-') {
+            sub = a;
+            if (strcmp(a, "x") == 0)
+                return sbx__p_package_exec(c, "bun x", i + 1);
+            for (const char *const *d = bun_denied; *d; d++)
+                if (strcmp(a, *d) == 0)
+                    return sbx__deny(c, SBX_POLICY_SUBCOMMAND, "bun %s (argument %zu) is not allowed", a, i);
+            if (strcmp(a, "test") && strcmp(a, "run") && strcmp(a, "install") && strcmp(a, "i") &&
+                strcmp(a, "build") && sbx__p_file(c, i, a)) /* a file or script of the workspace */
+                return true;
+            continue;
+        }
+        if (sub && (strcmp(sub, "install") == 0 || strcmp(sub, "i") == 0) &&
+            (strcmp(a, "-g") == 0 || strcmp(a, "--global") == 0))
+            return sbx__deny(c, SBX_POLICY_OPTION, "bun install %s (argument %zu) writes outside the workspace",
+                             sbx__pshow(a, b, sizeof b), i);
+        if (sbx__p_generic(c, i))
+            return true;
+    }
+    return false;
+}
+
+/* ---- ls, cat ------------------------------------------------------------------------------ */
+
+static const sbx__popt ls_long[] = {
+    {"--ignore", SBX__V_TEXT},     {"--hide", SBX__V_TEXT},       {"--tabsize", SBX__V_TEXT},
+    {"--width", SBX__V_TEXT},      {"--format", SBX__V_TEXT},     {"--color", SBX__V_TEXT},
+    {"--time-style", SBX__V_TEXT}, {"--block-size", SBX__V_TEXT}, {"--quoting-style", SBX__V_TEXT},
+    {"--indicator-style", SBX__V_TEXT}, {"--sort", SBX__V_TEXT},  {"--time", SBX__V_TEXT},
+    {"--hyperlink", SBX__V_TEXT},  {NULL, SBX__V_NONE},
+};
+
+bool sbx__p_ls_cat(sbx__pctx *c)
+{
+    bool ls = strcmp(c->argv[0], "ls") == 0, opts = true;
+    for (size_t i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (opts && strcmp(a, "--") == 0) {
+            opts = false;
+        } else if (opts && a[0] == '-' && a[1] == '-') {
+            const char *eq = strchr(a, '=');
+            const sbx__popt *o = ls ? sbx__p_find(ls_long, a, eq ? (size_t)(eq - a) : strlen(a)) : NULL;
+            if (!o) {
+                if (eq && sbx__p_maybe_path(c, i, eq + 1))
+                    return true;
+            } else if (!eq && (strcmp(o->name, "--ignore") == 0 || strcmp(o->name, "--hide") == 0 ||
+                               strcmp(o->name, "--tabsize") == 0 || strcmp(o->name, "--width") == 0)) {
+                i++; /* these take the next word when not attached */
+            }
+        } else if (opts && a[0] == '-' && a[1]) {
+            size_t k = 1;
+            while (a[k] && !(ls && strchr("ITw", a[k])))
+                k++;
+            if (a[k] && !a[k + 1])
+                i++; /* -I PATTERN, -T COLS, -w COLS */
+        } else if (sbx__p_file(c, i, a)) {
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# sbxrun policy check: exit codes, the stderr line, --json, --policy, --cwd, --job.
+#   check-cli-policy.sh SBXRUN SRCDIR
+set -u
+[ $# -eq 2 ] || { echo "usage: $0 SBXRUN SRCDIR" >&2; exit 2; }
+sbxrun=$1 src=$2
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect EXIT STDOUT-SUBSTRING STDERR-SUBSTRING ARGS...
+expect() {
+  local want=$1 out_want=$2 err_want=$3; shift 3
+  "$sbxrun" policy "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local out err; out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+  if [ $rc -ne "$want" ]; then
+    echo "FAIL: sbxrun policy $* exited $rc, expected $want (stdout '$out', stderr '$err')"; fail=1; return
+  fi
+  case "$out" in *"$out_want"*) ;; *) echo "FAIL: sbxrun policy $*: stdout '$out' lacks '$out_want'"; fail=1; return ;; esac
+  case "$err" in *"$err_want"*) ;; *) echo "FAIL: sbxrun policy $*: stderr '$err' lacks '$err_want'"; fail=1; return ;; esac
+  echo "ok: sbxrun policy $* -> $rc"
+}
+
+expect 0 "" "" check -- git status
+expect 0 "" "" check -- ls -la
+expect 3 "" "denied: program_path: " check -- /usr/bin/git status
+expect 3 "" "denied: program_not_allowed: " check -- python3 -c 1
+expect 3 "" "denied: empty_argv: " check --
+expect 3 "" "denied: empty_argv: " check
+expect 3 "" "denied: path_outside: " check -- cat ../../etc/passwd
+expect 3 "" '"../../etc/passwd"' check -- cat ../../etc/passwd
+expect 3 "" "denied: config: " check -- git -c core.pager=sh log
+expect 3 "" "denied: package_exec: " check -- npx cowsay
+# The program's own options are not sbxrun's.
+expect 0 "" "" check -- ls --json
+expect 3 "" "denied: script: " check -- node --json -e 1
+
+# --cwd
+expect 0 "" "" check --cwd /vercel/sandbox/sub -- cat ../a
+expect 3 "" "denied: path_outside: " check --cwd /vercel/sandbox/sub -- cat ../../a
+expect 3 "" "denied: cwd_outside: " check --cwd /tmp -- ls
+
+# --json: one object on stdout, the exit code unchanged.
+expect 0 '{"decision": "allow", "reason": "allow", "message": ""}' "" check --json -- git status
+expect 3 '"decision": "deny", "reason": "path_outside"' "denied: path_outside" check --json -- cat /etc/passwd
+"$sbxrun" policy check --json -- rg --pre cat x 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["decision"] == "deny" and d["reason"] == "option" and "--pre" in d["message"], d
+' || { echo "FAIL: --json output does not parse as the expected decision"; fail=1; }
+
+# --policy and --job
+cat >"$tmp/p.json" <<'EOF'
+{"version": 1,
+ "allow": {"packages": ["eslint@9.1.0"]},
+ "deny": {"programs": ["sed"]},
+ "jobTypes": {"verify.build": {"allow": {"programs": ["make"]}}}}
+EOF
+expect 0 "" "" check --policy "$tmp/p.json" -- npx eslint@9.1.0 .
+expect 3 "" "denied: package_exec" check --policy "$tmp/p.json" -- npx eslint@9.2.0 .
+expect 3 "" "denied: program_not_allowed" check --policy "$tmp/p.json" -- sed p f
+expect 0 "" "" check --policy "$tmp/p.json" --job verify.build -- make all
+expect 3 "" "denied: program_not_allowed" check --policy "$tmp/p.json" --job verify.test -- make all
+expect 0 "" "" check --policy "$src/examples/policy.json" --job verify.lint -- bunx eslint@9.14.0 src
+
+# Usage errors: 2, with a message.
+printf '{"version": 1, "alow": {}}' >"$tmp/bad.json"
+expect 2 "" "alow: unknown key" check --policy "$tmp/bad.json" -- ls
+expect 2 "" "cannot open the policy file" check --policy "$tmp/missing.json" -- ls
+expect 2 "" "unknown job type" check --job verify.nope -- ls
+expect 2 "" "unknown or incomplete option" check --frobnicate -- ls
+expect 2 "" "unknown or incomplete option" check --policy
+expect 2 "" "unknown subcommand 'lint'" lint -- ls
+expect 2 "" "usage: sbxrun policy check"
+expect 0 "usage: sbxrun policy check" "" --help
+expect 0 "usage: sbxrun policy check" "" check --help
+exit $fail

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* sbxrun policy check: ask the command policy about one argv, offline. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sbxrun/sbxrun.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: sbxrun policy check [--policy FILE] [--cwd DIR] [--job TYPE] [--json]\n"
+    "                           -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Decide whether PROGRAM ARGS may run under the command policy (the default\n"
+    "policy, or FILE's: doc/policy.md). Nothing is run.\n"
+    "\n"
+    "  --policy FILE  a JSON policy file\n"
+    "  --cwd DIR      the working directory [/vercel/sandbox]\n"
+    "  --job TYPE     apply the rules of this job type too (verify.lint, ...)\n"
+    "  --json         print the decision as JSON on stdout\n"
+    "\n"
+    "Exit status: 0 allowed, 3 denied (one line on stderr: denied: REASON:\n"
+    "MESSAGE), 2 usage errors (including a policy file that does not load).\n";
+
+enum { O_POLICY = 1, O_CWD, O_JOB, O_JSON, O_HELP };
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sbxrun policy: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'sbxrun policy --help')\n");
+    return SBXRUN_EXIT_USAGE;
+}
+
+static void print_json(sbx_status st, sbx_policy_reason reason, const char *msg)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s}", "decision", st == SBX_OK ? "allow" : "deny", "reason",
+                          sbx_policy_reason_name((int)reason), "message", msg);
+    char *s = o ? json_dumps(o, 0) : NULL;
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    json_decref(o);
+}
+
+static int check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"policy", required_argument, NULL, O_POLICY}, {"cwd", required_argument, NULL, O_CWD},
+        {"job", required_argument, NULL, O_JOB},       {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
+    };
+    const char *file = NULL, *cwd = NULL, *job = NULL;
+    bool json = false;
+    int o, rc;
+    sbx_policy *p;
+    sbx_policy_reason reason;
+    sbx_status st;
+    char msg[1024];
+
+    opterr = 0;
+    optind = 1;
+    /* '+': options end at the program, so its own options are left alone. */
+    while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (o) {
+        case O_POLICY: file = optarg; break;
+        case O_CWD: cwd = optarg; break;
+        case O_JOB: job = optarg; break;
+        case O_JSON: json = true; break;
+        case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
+        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!(p = sbx_policy_new())) {
+        fprintf(stderr, "sbxrun policy: out of memory\n");
+        return SBXRUN_EXIT_FAIL;
+    }
+    if (file && sbx_policy_load_file(p, file) != SBX_OK) {
+        rc = usage_error("%s", sbx_policy_last_error(p));
+        sbx_policy_free(p);
+        return rc;
+    }
+    st = sbx_policy_check(p, job, (const char *const *)(argv + optind), (size_t)(argc - optind), cwd, &reason,
+                          msg, sizeof msg);
+    sbx_policy_free(p);
+    if (st != SBX_OK && st != SBX_E_POLICY_DENIED)
+        return usage_error("%s", msg);
+    if (json)
+        print_json(st, reason, msg);
+    if (st == SBX_OK)
+        return SBXRUN_EXIT_OK;
+    fprintf(stderr, "denied: %s: %s\n", sbx_policy_reason_name((int)reason), msg);
+    return SBXRUN_EXIT_DENIED;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "check") != 0)
+        return usage_error("unknown subcommand '%s' (expected 'check')", argv[1]);
+    return check(argc - 1, argv + 1);
+}
