@@ -41,29 +41,46 @@ expect 2 "" "option of another subcommand" -- sandbox list --runtime node24
 expect 2 "" "get needs an id" -- sandbox get
 
 # exec: output, exit code, env, cwd, --json.
-expect 0 "hi" "exec in a sandbox, with its env" -- exec --sandbox "$id" -- sh -c 'echo $GREETING'
-expect 7 "" "exec passes the exit code" -- exec --sandbox "$id" -- sh -c 'exit 7'
-out=$("$sbxrun" exec --sandbox "$id" -- sh -c 'echo to-out; echo to-err >&2' 2>"$dir/err")
+expect 0 "hi" "exec in a sandbox, with its env" -- exec --sandbox "$id" --allow sh -- sh -c 'echo $GREETING'
+expect 7 "" "exec passes the exit code" -- exec --sandbox "$id" --allow sh -- sh -c 'exit 7'
+out=$("$sbxrun" exec --sandbox "$id" --allow sh -- sh -c 'echo to-out; echo to-err >&2' 2>"$dir/err")
 [ "$out" = "to-out" ] && [ "$(cat "$dir/err")" = "to-err" ] && ok "exec streams stdout and stderr apart" ||
   not_ok "exec streams" "out=$out" "err=$(cat "$dir/err")"
-expect 0 "/tmp" "exec --cwd" -- exec --sandbox "$id" --cwd /tmp -- pwd
-expect 0 "v1 v2" "exec --env" -- exec --sandbox "$id" --env A=v1 --env B=v2 -- sh -c 'echo $A $B'
-expect 3 '"exitCode": 3' "exec --json (exit status still the program's)" -- exec --json --sandbox "$id" -- sh -c 'echo j; exit 3'
-expect 0 "-n x" "program options are the program's" -- exec --sandbox "$id" -- echo -n x -n x
-expect 125 "" "exec --timeout kills" -- exec --sandbox "$id" --timeout 500 -- sleep 20
-expect 127 "" "program not found" -- exec --sandbox "$id" -- no-such-program
+expect 0 "/tmp" "exec --cwd" -- exec --sandbox "$id" --no-policy --cwd /tmp -- pwd
+expect 0 "v1 v2" "exec --env" -- exec --sandbox "$id" --env A=v1 --env B=v2 --allow sh -- sh -c 'echo $A $B'
+expect 3 '"exitCode": 3' "exec --json (exit status still the program's)" -- exec --json --sandbox "$id" --allow sh -- sh -c 'echo j; exit 3'
+expect 0 "-n x" "program options are the program's" -- exec --sandbox "$id" --allow echo -- echo -n x -n x
+expect 125 "" "exec --timeout kills" -- exec --sandbox "$id" --timeout 500 --allow sleep -- sleep 20
+expect 127 "" "program not found" -- exec --sandbox "$id" --allow no-such-program -- no-such-program
 expect 2 "" "exec without a program" -- exec --sandbox "$id"
-expect 125 "" "exec in an unknown sandbox" -- exec --sandbox sbx_nope -- true
+expect 125 "" "exec in an unknown sandbox" -- exec --sandbox sbx_nope --allow true -- true
+# The command policy is checked before anything is created or run.
+expect 3 "" "exec refuses a program the policy does not allow" -- exec --sandbox "$id" -- sh -c 'echo no'
+grep -q "denied: program_not_allowed" "$dir/err" && ok "the reason is on stderr" || not_ok "denied reason" "$(cat "$dir/err")"
+expect 3 "" "exec refuses a path outside the workspace" -- exec --sandbox "$id" -- cat /etc/passwd
+grep -q "denied: path_outside" "$dir/err" && ok "path_outside on stderr" || not_ok "path_outside reason" "$(cat "$dir/err")"
+expect 3 '"SBX_E_POLICY_DENIED"' "exec --json reports a denial as JSON" -- exec --json --sandbox "$id" -- node -e 1
+before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
+expect 3 "" "a denied one-shot exec" -- exec -- python3 -c 1
+after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
+[ "$before" = "$after" ] && ok "a denied exec creates no sandbox" || not_ok "denied exec created a sandbox" "$before -> $after"
+printf '{"version": 1, "allow": {"programs": ["sh"]}}' >"$dir/policy.json"
+expect 0 "from-policy" "exec --policy FILE" -- exec --sandbox "$id" --policy "$dir/policy.json" -- sh -c 'echo from-policy'
+expect 0 ".." "the default programs run without --allow" -- exec --sandbox "$id" -- ls -a
+expect 2 "" "a policy file that does not load" -- exec --sandbox "$id" --policy "$dir/nope.json" -- ls
+expect 2 "" "--no-policy with --allow" -- exec --sandbox "$id" --no-policy --allow sh -- sh
+expect 2 "" "a bad --allow name" -- exec --sandbox "$id" --allow /bin/sh -- sh
+
 # A one-shot exec makes its own sandbox and stops it.
 before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
-expect 0 "fresh" "exec without --sandbox" -- exec -- sh -c 'echo fresh'
+expect 0 "fresh" "exec without --sandbox" -- exec --allow sh -- sh -c 'echo fresh'
 after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
 [ "$before" = "$after" ] && ok "its sandbox was stopped" || not_ok "its sandbox was stopped" "$before -> $after"
 
 # cp both ways, a tree in.
 mkdir -p "$dir/tree/sub" && echo one > "$dir/tree/a.txt" && echo two > "$dir/tree/sub/b.txt"
 expect 0 "" "cp a tree in" -- cp "$dir/tree" "$id:tree"
-expect 0 "one two" "the tree arrived" -- exec --sandbox "$id" -- sh -c 'echo $(cat tree/a.txt tree/sub/b.txt)'
+expect 0 "one two" "the tree arrived" -- exec --sandbox "$id" --allow sh -- sh -c 'echo $(cat tree/a.txt tree/sub/b.txt)'
 expect 0 "" "cp a file out" -- cp "$id:tree/sub/b.txt" "$dir/b.out"
 [ "$(cat "$dir/b.out" 2>/dev/null)" = two ] && ok "the file came out" || not_ok "the file came out"
 mkdir "$dir/outdir"

@@ -34,14 +34,73 @@ static const char usage_text[] =
     "  --sudo              run as root of the sandbox\n"
     "  --timeout MS        kill the program (SIGKILL) after MS milliseconds\n"
     "  --runtime NAME      the runtime of a new sandbox [node24]\n"
-    "  --network-policy P  allow-all, deny-all or JSON, for a new sandbox\n" REMOTE_OPTS_HELP
+    "  --network-policy P  allow-all, deny-all or JSON, for a new sandbox\n"
+    "  --policy FILE       check PROGRAM ARGS against this command policy\n"
+    "                      (doc/policy.md) instead of the default one\n"
+    "  --allow PROGRAM     also allow this program (repeatable); `--allow sh`\n"
+    "                      lets a shell run anything: the policy cannot read it\n"
+    "  --no-policy         do not check the command at all\n" REMOTE_OPTS_HELP
+    "\n"
+    "Before anything is created the command is checked against the command\n"
+    "policy (by default: git, bun, node, ls, cat, sed, rg, paths inside\n"
+    "/vercel/sandbox); a denied command exits 3 with the reason on stderr.\n"
     "\n"
     "With --json nothing is streamed: one JSON object is printed at the end with\n"
     "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
     "counts and durationMs. Exit status: the program's, or 125 when sbxrun could\n"
     "not run it (the reason on stderr).\n";
 
-enum { O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_POLICY, O_HELP };
+enum { O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY, O_HELP };
+
+#define MAX_ALLOW 64
+
+/* The command policy's verdict on argv, before anything is created: 0 to
+ * go on, else sbxrun's exit status. */
+static int check_policy(const char *file, const char *const *allow, int nallow, const char *cwd, int argc,
+                        char **argv, bool json)
+{
+    sbx_policy *p = sbx_policy_new();
+    sbx_policy_reason why = SBX_POLICY_ALLOW;
+    char msg[1024], dir[4096];
+    sbx_status st;
+    int rc = 0;
+    if (!p) {
+        fprintf(stderr, "sbxrun exec: out of memory\n");
+        return EXIT_EXEC_FAILED;
+    }
+    if (file && sbx_policy_load_file(p, file) != SBX_OK) {
+        fprintf(stderr, "sbxrun exec: --policy: %s\n", sbx_policy_last_error(p));
+        sbx_policy_free(p);
+        return SBXRUN_EXIT_USAGE;
+    }
+    for (int i = 0; i < nallow; i++) {
+        if (sbx_policy_allow_program(p, NULL, allow[i]) != SBX_OK) {
+            fprintf(stderr, "sbxrun exec: --allow: %s\n", sbx_policy_last_error(p));
+            sbx_policy_free(p);
+            return SBXRUN_EXIT_USAGE;
+        }
+    }
+    /* A relative --cwd is under the workspace, as the server takes it. */
+    if (cwd && cwd[0] != '/')
+        snprintf(dir, sizeof dir, "/vercel/sandbox/%s", cwd);
+    st = sbx_policy_check(p, NULL, (const char *const *)argv, (size_t)argc, cwd && cwd[0] != '/' ? dir : cwd, &why,
+                          msg, sizeof msg);
+    if (st == SBX_E_POLICY_DENIED) {
+        if (json) {
+            json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "status", "SBX_E_POLICY_DENIED", "reason",
+                                  sbx_policy_reason_name((int)why), "message", msg);
+            if (j)
+                print_json(j);
+        }
+        fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name((int)why), msg);
+        rc = SBXRUN_EXIT_DENIED;
+    } else if (st != SBX_OK) {
+        fprintf(stderr, "sbxrun exec: %s\n", msg);
+        rc = SBXRUN_EXIT_USAGE;
+    }
+    sbx_policy_free(p);
+    return rc;
+}
 
 struct sink {
     bool json;
@@ -95,13 +154,16 @@ int cmd_exec(int argc, char **argv)
         {"sandbox", required_argument, NULL, O_SANDBOX}, {"cwd", required_argument, NULL, O_CWD},
         {"env", required_argument, NULL, O_ENV},         {"sudo", no_argument, NULL, O_SUDO},
         {"timeout", required_argument, NULL, O_TIMEOUT}, {"runtime", required_argument, NULL, O_RUNTIME},
-        {"network-policy", required_argument, NULL, O_POLICY}, {"help", no_argument, NULL, O_HELP},
+        {"network-policy", required_argument, NULL, O_NETPOLICY}, {"help", no_argument, NULL, O_HELP},
+        {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
+        {"no-policy", no_argument, NULL, O_NO_POLICY},
         REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
-    const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL;
-    const char *envs[256];
-    int nenv = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
+    const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
+    const char *envs[256], *allow[MAX_ALLOW];
+    int nenv = 0, nallow = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
+    bool no_policy = false;
     long long timeout = 0;
     char err[1024];
     sbx_sandbox *s = NULL;
@@ -137,7 +199,16 @@ int cmd_exec(int argc, char **argv)
             break;
         }
         case O_RUNTIME: runtime = optarg; break;
-        case O_POLICY:
+        case O_POLICY: cmd_policy = optarg; break;
+        case O_NO_POLICY: no_policy = true; break;
+        case O_ALLOW:
+            if (nallow == MAX_ALLOW) {
+                fprintf(stderr, "sbxrun exec: at most %d --allow\n", MAX_ALLOW);
+                return SBXRUN_EXIT_USAGE;
+            }
+            allow[nallow++] = optarg;
+            break;
+        case O_NETPOLICY:
             policy = strcmp(optarg, "allow-all") == 0   ? "{\"mode\":\"allow-all\"}"
                      : strcmp(optarg, "deny-all") == 0 ? "{\"mode\":\"deny-all\"}"
                                                        : optarg;
@@ -154,6 +225,13 @@ int cmd_exec(int argc, char **argv)
         fprintf(stderr, "sbxrun exec: --runtime and --network-policy are for a new sandbox, not --sandbox\n");
         return SBXRUN_EXIT_USAGE;
     }
+    if (no_policy && (cmd_policy || nallow)) {
+        fprintf(stderr, "sbxrun exec: --no-policy does not go with --policy or --allow\n");
+        return SBXRUN_EXIT_USAGE;
+    }
+    if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0)
+        return rc;
+    rc = EXIT_EXEC_FAILED;
     own_sandbox = sandbox_id == NULL;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (remote_open(&r, &o, own_sandbox, err, sizeof err) < 0) {
