@@ -566,6 +566,16 @@ bool sbx__p_file(sbx__pctx *c, size_t i, const char *s)
                      sbx__pshow(s, b, sizeof b), SBX__WORKSPACE);
 }
 
+bool sbx__p_chdir(sbx__pctx *c, size_t i, const char *s)
+{
+    if (sbx__p_file(c, i, s))
+        return true;
+    if (s[0] == '/')
+        memset(&c->cwd, 0, sizeof c->cwd);
+    ppath_walk(&c->cwd, s);
+    return false;
+}
+
 bool sbx__p_maybe_path(sbx__pctx *c, size_t i, const char *s)
 {
     /* A URL is judged too, as the relative path a program that does not
@@ -653,6 +663,38 @@ static bool pkg_named(sbx__pctx *c, const char *how, size_t i, const char *spec)
                      how, sbx__pshow(spec, b, sizeof b), i);
 }
 
+/* With --package, the command is looked up among the packages' binaries
+ * and then on PATH: it must be one of the named packages' own names, or a
+ * program the policy allows. */
+static bool pkg_command(sbx__pctx *c, const char *how, size_t i, size_t first)
+{
+    const char *cmd = c->argv[i];
+    char b[96];
+    if (sbx__p_program_allowed(c, cmd))
+        return false;
+    for (size_t k = first; k < i; k++) {
+        const char *a = c->argv[k], *v = NULL, *slash;
+        size_t n;
+        if (strcmp(a, "-p") == 0 || strcmp(a, "--package") == 0)
+            v = c->argv[k + 1];
+        else if (strncmp(a, "--package=", 10) == 0)
+            v = a + 10;
+        if (!v || !(n = pkg_name_len(v)))
+            continue;
+        slash = memchr(v, '/', n);
+        if (slash && (size_t)(slash - v) < n) {
+            n -= (size_t)(slash + 1 - v);
+            v = slash + 1;
+        }
+        if (strlen(cmd) == n && memcmp(cmd, v, n) == 0)
+            return false;
+    }
+    return sbx__deny(c, SBX_POLICY_PACKAGE_EXEC,
+                     "%s --package: the command \"%s\" (argument %zu) is neither a named package nor an allowed "
+                     "program",
+                     how, sbx__pshow(cmd, b, sizeof b), i);
+}
+
 bool sbx__p_package_exec(sbx__pctx *c, const char *how, size_t first)
 {
     size_t i = first;
@@ -684,8 +726,7 @@ bool sbx__p_package_exec(sbx__pctx *c, const char *how, size_t first)
             return false;
         return sbx__deny(c, SBX_POLICY_PACKAGE_EXEC, "%s without a package", how);
     }
-    /* With --package the word is a binary of the named packages. */
-    if (!named && pkg_named(c, how, i, c->argv[i]))
+    if (named ? pkg_command(c, how, i, first) : pkg_named(c, how, i, c->argv[i]))
         return true;
     for (i++; i < c->argc; i++)
         if (sbx__p_generic(c, i))
@@ -734,17 +775,30 @@ static bool check_cwd(sbx__pctx *c, const char *cwd)
     return false;
 }
 
-/* The package-exec front ends, recognised before the allowlist. */
+/* The package-exec front ends. npm, pnpm and yarn take options before
+ * their command and npm accepts abbreviated commands, so any word (before
+ * `--`) that is an exec verb makes it one; `init` and `create` run
+ * create-<name> packages. */
 static bool package_exec_form(sbx__pctx *c, bool *handled)
 {
-    const char *p = c->argv[0], *s = c->argc > 1 ? c->argv[1] : "";
+    static const char *const npm_verbs[] = {"exec", "exe", "x", "init", "innit", "create", NULL};
+    static const char *const pnpm_verbs[] = {"dlx", "exec", "create", "init", NULL};
+    static const char *const yarn_verbs[] = {"dlx", "exec", "create", NULL};
+    const char *p = c->argv[0];
+    const char *const *verbs = !strcmp(p, "npm") ? npm_verbs : !strcmp(p, "pnpm") ? pnpm_verbs
+                               : !strcmp(p, "yarn") ? yarn_verbs : NULL;
+    char how[32];
     *handled = true;
     if (strcmp(p, "npx") == 0 || strcmp(p, "bunx") == 0)
         return sbx__p_package_exec(c, p, 1);
-    if (strcmp(p, "npm") == 0 && (strcmp(s, "exec") == 0 || strcmp(s, "x") == 0))
-        return sbx__p_package_exec(c, "npm exec", 2);
-    if ((strcmp(p, "pnpm") == 0 || strcmp(p, "yarn") == 0) && strcmp(s, "dlx") == 0)
-        return sbx__p_package_exec(c, p[0] == 'p' ? "pnpm dlx" : "yarn dlx", 2);
+    for (size_t i = 1; verbs && i < c->argc && strcmp(c->argv[i], "--") != 0; i++) {
+        for (const char *const *v = verbs; *v; v++) {
+            if (strcmp(c->argv[i], *v) == 0) {
+                snprintf(how, sizeof how, "%s %s", p, *v);
+                return sbx__p_package_exec(c, how, i + 1);
+            }
+        }
+    }
     *handled = false;
     return false;
 }

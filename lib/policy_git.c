@@ -35,7 +35,7 @@ static const sbx__popt glong[] = {
     {"--reference-if-able", SBX__V_PATH}, {"--directory", SBX__V_PATH}, {"--file", SBX__V_PATH},
     {"--pathspec-from-file", SBX__V_PATH}, {"--exclude-from", SBX__V_PATH}, {"--orderfile", SBX__V_PATH},
     {"--message", SBX__V_TEXT},      {"--grep", SBX__V_TEXT},         {"--author", SBX__V_TEXT},
-    {"--committer", SBX__V_TEXT},    {"--format", SBX__V_TEXT},       {"--pretty", SBX__V_TEXT},
+    {"--committer", SBX__V_TEXT},    {"--format", SBX__V_TEXT},       
     {"--date", SBX__V_TEXT},         {"--since", SBX__V_TEXT},        {"--until", SBX__V_TEXT},
     {"--after", SBX__V_TEXT},        {"--before", SBX__V_TEXT},       {"--trailer", SBX__V_TEXT},
     {"--depth", SBX__V_TEXT},        {"--shallow-since", SBX__V_TEXT}, {"--shallow-exclude", SBX__V_TEXT},
@@ -45,12 +45,14 @@ static const sbx__popt glong[] = {
     {"--no-merged", SBX__V_TEXT},    {"--set-upstream-to", SBX__V_TEXT}, {"--orphan", SBX__V_TEXT},
     {"--source", SBX__V_TEXT},       {"--diff-filter", SBX__V_TEXT},  {"--encoding", SBX__V_TEXT},
     {"--max-count", SBX__V_TEXT},    {"--skip", SBX__V_TEXT},         {"--strategy", SBX__V_TEXT},
-    {"--strategy-option", SBX__V_TEXT}, {"--cleanup", SBX__V_TEXT},   {"--fixup", SBX__V_TEXT},
-    {"--squash", SBX__V_TEXT},       {"--reuse-message", SBX__V_TEXT}, {"--reedit-message", SBX__V_TEXT},
+    {"--strategy-option", SBX__V_TEXT}, {"--cleanup", SBX__V_TEXT},   
+    {"--reuse-message", SBX__V_TEXT}, {"--reedit-message", SBX__V_TEXT},
     {"--whitespace", SBX__V_TEXT},   {"--exclude", SBX__V_TEXT},      {"--include", SBX__V_TEXT},
     {"--server-option", SBX__V_TEXT}, {"--initial-branch", SBX__V_TEXT}, {"--local-user", SBX__V_TEXT},
     {"--word-diff-regex", SBX__V_TEXT}, {"--exclude-per-directory", SBX__V_TEXT},
     {"--config", SBX__V_OPT}, /* clone's: a configuration key, checked as -c */
+    {"--bundle-uri", SBX__V_OPT}, /* clone's: a URL, checked as a repository */
+    {"--help", SBX__V_DENY},  /* runs man (or a browser) */
     {NULL, SBX__V_NONE},
 };
 
@@ -65,7 +67,7 @@ static const sbx__popt gglobal[] = {
     {"--no-optional-locks", SBX__V_NONE}, {"-p", SBX__V_NONE},          {"--paginate", SBX__V_NONE},
     {"-P", SBX__V_NONE},            {"--no-pager", SBX__V_NONE},       {"--html-path", SBX__V_NONE},
     {"--man-path", SBX__V_NONE},    {"--info-path", SBX__V_NONE},      {"--version", SBX__V_NONE},
-    {"--help", SBX__V_NONE},        {"--no-advice", SBX__V_NONE},      {NULL, SBX__V_NONE},
+    {"--help", SBX__V_DENY},        {"--no-advice", SBX__V_NONE},      {NULL, SBX__V_NONE},
 };
 
 /* A configuration assignment (`key=value`, `key`, or for --config-env
@@ -138,7 +140,8 @@ static bool git_globals(sbx__pctx *c, size_t *ip)
         v = eq ? eq + 1 : a[1] != '-' && a[2] ? a + 2 : (i + 1 < c->argc ? c->argv[++i] : NULL);
         if (!v)
             return sbx__deny(c, SBX_POLICY_OPTION, "git option %s (argument %zu) has no value", o->name, i);
-        if (git_value(c, i, o->role, v, o->role == SBX__V_OPT))
+        /* -C applies in order: later paths resolve from it. */
+        if (strcmp(o->name, "-C") == 0 ? sbx__p_chdir(c, i, v) : git_value(c, i, o->role, v, o->role == SBX__V_OPT))
             return true;
     }
     *ip = i;
@@ -195,14 +198,16 @@ static bool git_long(sbx__pctx *c, const struct gsub *g, size_t *ip)
         o = git_abbrev(a, eq ? (size_t)(eq - a) : strlen(a));
     if (!o)
         return eq && sbx__p_maybe_path(c, i, eq + 1);
-    config = o->role == SBX__V_OPT;
+    config = o->role == SBX__V_OPT && strcmp(o->name, "--config") == 0;
     if (o->role == SBX__V_DENY)
         return sbx__deny(c, SBX_POLICY_OPTION, "git %s %s (argument %zu) is not allowed", g->name, o->name, i);
-    if (config && strcmp(g->name, "clone") != 0)
+    if (o->role == SBX__V_OPT && strcmp(g->name, "clone") != 0)
         return eq && sbx__p_maybe_path(c, i, eq + 1);
     v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
     if (!v)
         return sbx__deny(c, SBX_POLICY_OPTION, "git %s %s (argument %zu) has no value", g->name, o->name, i);
+    if (o->role == SBX__V_OPT && !config)
+        return git_operand(c, *ip, v); /* --bundle-uri: a URL like a repository */
     return git_value(c, *ip, o->role, v, config);
 }
 
@@ -232,7 +237,7 @@ bool sbx__p_git(sbx__pctx *c)
 {
     size_t s = 1, i;
     const struct gsub *g;
-    bool opts = true, message = false;
+    bool opts = true, message = false, repo_seen = false;
     char b[96];
     if (git_globals(c, &s))
         return true;
@@ -247,7 +252,7 @@ bool sbx__p_git(sbx__pctx *c)
         return git_read_only_forms(c, g, s);
     for (i = s + 1; i < c->argc; i++) {
         const char *a = c->argv[i];
-        if (opts && strcmp(a, "--") == 0) {
+        if (opts && (strcmp(a, "--") == 0 || strcmp(a, "--end-of-options") == 0)) {
             opts = false;
         } else if (opts && a[0] == '-' && a[1] == '-') {
             if (git_long(c, g, &i))
@@ -257,8 +262,13 @@ bool sbx__p_git(sbx__pctx *c)
                 return true;
         } else if (!strcmp(g->name, "stash") && (message || (i == s + 1 && !strcmp(a, "save")))) {
             message = true; /* `stash save MESSAGE`: text */
-        } else if (opts || fetching(g) ? git_operand(c, i, a) : sbx__p_file(c, i, a)) {
-            /* After `--` clone, fetch and pull still take repositories. */
+        } else if (fetching(g) && !repo_seen) {
+            /* The repository of clone, fetch and pull (also after `--`);
+             * their other operands (a directory, refspecs) are paths. */
+            repo_seen = true;
+            if (git_operand(c, i, a))
+                return true;
+        } else if (sbx__p_file(c, i, a)) {
             return true;
         }
     }

@@ -32,6 +32,7 @@ typedef struct sbx__pctx {
     char *msg;
     size_t cap;
     bool dry; /* a scanning pass: nothing is denied */
+    const char *aux; /* a program's note between passes (sed: the -i suffix) */
 } sbx__pctx;
 
 /* Record a denial (the first one wins) and return true, so rules can
@@ -48,6 +49,9 @@ bool sbx__p_pathlike(const char *s);
 /* s (argument i, or part of it) as a file name: it must resolve inside the
  * workspace (or be /dev/null). Denies with PATH_OUTSIDE. */
 bool sbx__p_file(sbx__pctx *c, size_t i, const char *s);
+/* A directory the program changes into (git -C, bun --cwd): judged as a
+ * file, then the paths after it resolve from there. */
+bool sbx__p_chdir(sbx__pctx *c, size_t i, const char *s);
 /* s judged as a path only if it looks like one. */
 bool sbx__p_maybe_path(sbx__pctx *c, size_t i, const char *s);
 /* An argument whose role is not known: `--opt=value` judges the value,

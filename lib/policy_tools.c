@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Command-policy rules for sed, rg, node, bun, ls and cat: which arguments
  * are files, which are text, and the options that run programs or write. */
+#include <stdio.h>
 #include <string.h>
 
 #include "policy_int.h"
@@ -14,15 +15,39 @@ static const char *skip_ws(const char *s)
     return s;
 }
 
-/* Past a delimited part (regex or replacement) ending in an unescaped d;
- * NULL when it does not end. */
-static const char *past_delim(const char *s, char d)
+/* Past a delimited part ending in an unescaped d; NULL when it does not
+ * end. In a regex (GNU sed, as in POSIX) d inside a bracket expression does
+ * not end it: `s/[/]/x/` is one command. A backslash, or d, right before the
+ * ']' of a bracket is ambiguous between readings: refused (NULL). */
+static const char *past_delim(const char *s, char d, bool regex)
 {
     for (; *s; s++) {
-        if (*s == '\\' && s[1])
+        if (*s == '\\' && s[1]) {
             s++;
-        else if (*s == d)
+        } else if (*s == d) {
             return s + 1;
+        } else if (regex && *s == '[') {
+            const char *b = s + 1;
+            if (*b == '^')
+                b++;
+            if (*b == ']')
+                b++; /* a leading ']' is literal */
+            for (; *b && *b != ']'; b++) {
+                if (*b == '[' && (b[1] == ':' || b[1] == '=' || b[1] == '.')) {
+                    const char *e = strchr(b + 2, b[1]);
+                    if (!e || e[1] != ']')
+                        return NULL;
+                    b = e + 1;
+                } else if (*b == '\\' && (b[1] == ']' || b[1] == d)) {
+                    return NULL;
+                } else if (*b == '\n') {
+                    return NULL;
+                }
+            }
+            if (!*b)
+                return NULL;
+            s = b;
+        }
     }
     return NULL;
 }
@@ -41,7 +66,7 @@ static const char *past_addr(const char *s)
         char d = *s == '\\' ? s[1] : '/';
         if (*s == '\\' && (!d || d == '\n'))
             return NULL;
-        s = past_delim(s + (*s == '\\' ? 2 : 1), d);
+        s = past_delim(s + (*s == '\\' ? 2 : 1), d, true);
         while (s && (*s == 'I' || *s == 'M'))
             s++;
         return s;
@@ -49,16 +74,24 @@ static const char *past_addr(const char *s)
     return s;
 }
 
-/* Past text to the end of the line (a, i, c; labels), honouring
- * backslash-newline continuations. */
-static const char *past_line(const char *s, bool stop_at_semicolon)
+/* Past the text of a, i and c: to the end of the line, a backslash-newline
+ * continuing it. */
+static const char *past_text(const char *s)
 {
-    for (; *s && *s != '\n'; s++) {
+    for (; *s && *s != '\n'; s++)
         if (*s == '\\' && s[1])
             s++;
-        else if (stop_at_semicolon && *s == ';')
-            break;
-    }
+    return s;
+}
+
+/* Past a label (:, b, t, T) or v's version: GNU sed ends it at whitespace
+ * or ';' as well as at the end of the line; what follows is read as
+ * commands. (Reading more as commands than sed does only ever refuses.) */
+static const char *past_label(const char *s)
+{
+    s = skip_ws(s);
+    while (*s && *s != '\n' && *s != ';' && *s != ' ' && *s != '\t')
+        s++;
     return s;
 }
 
@@ -119,27 +152,30 @@ static const char *sed_script(const char *s)
             while (*s >= '0' && *s <= '9')
                 s++;
             break;
-        case '#':
+        case '#': /* to the end of the line: no continuation in a comment */
+            while (*s && *s != '\n')
+                s++;
+            break;
         case 'a': case 'i': case 'c':
-            s = past_line(s, false);
+            s = past_text(s);
             break;
         case ':': case 'b': case 't': case 'T': case 'v':
-            s = past_line(s, true);
+            s = past_label(s);
             break;
         case 's': {
             const char *why;
             char d = *s;
             if (!d || d == '\n' || d == '\\')
                 return "an s command has no delimiter";
-            if (!(s = past_delim(s + 1, d)) || !(s = past_delim(s, d)))
-                return "an s command is not terminated";
+            if (!(s = past_delim(s + 1, d, true)) || !(s = past_delim(s, d, false)))
+                return "an s command is not terminated (or has a bracket expression read two ways)";
             if ((why = s_flags(&s)))
                 return why;
             break;
         }
         case 'y': {
             char d = *s;
-            if (!d || d == '\n' || d == '\\' || !(s = past_delim(s + 1, d)) || !(s = past_delim(s, d)))
+            if (!d || d == '\n' || d == '\\' || !(s = past_delim(s + 1, d, false)) || !(s = past_delim(s, d, false)))
                 return "a y command is not terminated";
             break;
         }
@@ -170,7 +206,37 @@ static bool sed_check_script(sbx__pctx *c, size_t i, const char *script)
 /* -i's suffix: with a '/', GNU sed takes it as where the backup goes. */
 static bool sed_suffix(sbx__pctx *c, size_t i, const char *suffix)
 {
+    c->aux = suffix;
     return strchr(suffix, '/') && sbx__p_file(c, i, suffix);
+}
+
+/* A file operand of sed; with a -i suffix holding '/', GNU sed writes the
+ * backup at the suffix with each '*' replaced by the operand as written
+ * (or the operand followed by the suffix), resolved from the cwd. */
+static bool sed_file(sbx__pctx *c, size_t i, const char *a)
+{
+    char path[4096];
+    size_t n = 0;
+    const char *sfx = c->aux;
+    if (sbx__p_file(c, i, a))
+        return true;
+    if (!sfx || !strchr(sfx, '/'))
+        return false;
+    if (!strchr(sfx, '*')) {
+        n = (size_t)snprintf(path, sizeof path, "%s%s", a, sfx);
+    } else {
+        for (; *sfx && n < sizeof path; sfx++) {
+            size_t k = *sfx == '*' ? strlen(a) : 1;
+            if (n + k >= sizeof path)
+                break;
+            memcpy(path + n, *sfx == '*' ? a : sfx, k);
+            n += k;
+        }
+        path[n < sizeof path ? n : sizeof path - 1] = '\0';
+    }
+    if (n >= sizeof path - 1)
+        return sbx__deny(c, SBX_POLICY_PATH_OUTSIDE, "sed -i backup of argument %zu: the path is too long", i);
+    return sbx__p_file(c, i, path);
 }
 
 static const sbx__popt sed_long[] = {
@@ -249,6 +315,7 @@ struct operands {
     bool (*long_opt)(sbx__pctx *c, size_t *ip, bool *by_option);
     bool (*short_opt)(sbx__pctx *c, size_t *ip, bool *by_option);
     bool (*first)(sbx__pctx *c, size_t i, const char *a); /* NULL: text */
+    bool (*file)(sbx__pctx *c, size_t i, const char *a);  /* the other operands */
 };
 
 static bool operands_pass(sbx__pctx *c, const struct operands *r, bool by_option, bool *saw)
@@ -268,7 +335,7 @@ static bool operands_pass(sbx__pctx *c, const struct operands *r, bool by_option
             first = false;
             if (r->first && r->first(c, i, a))
                 return true;
-        } else if (sbx__p_file(c, i, a)) {
+        } else if (r->file(c, i, a)) {
             return true;
         }
     }
@@ -283,12 +350,13 @@ static bool operands_check(sbx__pctx *c, const struct operands *r)
     bool by_option = false, unused = false;
     scan.dry = true;
     operands_pass(&scan, r, false, &by_option);
+    c->aux = scan.aux; /* e.g. a -i suffix given after the files */
     return operands_pass(c, r, by_option, &unused);
 }
 
 bool sbx__p_sed(sbx__pctx *c)
 {
-    static const struct operands r = {sed_long_opt, sed_short, sed_check_script};
+    static const struct operands r = {sed_long_opt, sed_short, sed_check_script, sed_file};
     return operands_check(c, &r);
 }
 
@@ -360,7 +428,7 @@ static bool rg_long_opt(sbx__pctx *c, size_t *ip, bool *have_pattern)
 
 bool sbx__p_rg(sbx__pctx *c)
 {
-    static const struct operands r = {rg_long_opt, rg_short, NULL};
+    static const struct operands r = {rg_long_opt, rg_short, NULL, sbx__p_file};
     return operands_check(c, &r);
 }
 
@@ -370,8 +438,10 @@ static const sbx__popt node_long[] = {
     {"--eval", SBX__V_DENY},          {"--print", SBX__V_DENY},          {"--require", SBX__V_PATH},
     {"--import", SBX__V_PATH},        {"--loader", SBX__V_PATH},         {"--experimental-loader", SBX__V_PATH},
     {"--conditions", SBX__V_TEXT},    {"--input-type", SBX__V_TEXT},     {"--title", SBX__V_TEXT},
-    {"--test-reporter", SBX__V_TEXT}, {"--test-name-pattern", SBX__V_TEXT}, {"--test-skip-pattern", SBX__V_TEXT},
-    {"--inspect-port", SBX__V_TEXT},  {"--redirect-warnings", SBX__V_PATH}, {"--env-file", SBX__V_PATH},
+    {"--test-reporter", SBX__V_PATH}, {"--test-name-pattern", SBX__V_TEXT}, {"--test-skip-pattern", SBX__V_TEXT},
+    {"--inspect", SBX__V_DENY},       {"--inspect-brk", SBX__V_DENY},    {"--inspect-wait", SBX__V_DENY},
+    {"--inspect-port", SBX__V_DENY},  {"--debug-port", SBX__V_DENY},     {"--interactive", SBX__V_DENY},
+    {"--snapshot-blob", SBX__V_PATH}, {"--experimental-sea-config", SBX__V_PATH},  {"--redirect-warnings", SBX__V_PATH}, {"--env-file", SBX__V_PATH},
     {"--test-reporter-destination", SBX__V_PATH}, {"--report-dir", SBX__V_PATH},
     {"--report-directory", SBX__V_PATH}, {"--diagnostic-dir", SBX__V_PATH}, {"--cpu-prof-dir", SBX__V_PATH},
     {"--heap-prof-dir", SBX__V_PATH}, {"--watch-path", SBX__V_PATH},     {"--experimental-policy", SBX__V_PATH},
@@ -396,21 +466,38 @@ static bool node_preload(sbx__pctx *c, size_t i, const char *v)
     return sbx__p_file(c, i, v);
 }
 
+/* Node reads `_` as `-` in option names (--experimental_loader). */
+static const sbx__popt *node_find(const char *a, size_t n)
+{
+    char name[64];
+    if (n >= sizeof name)
+        return NULL;
+    for (size_t k = 0; k < n; k++)
+        name[k] = a[k] == '_' ? '-' : a[k];
+    return sbx__p_find(node_long, name, n);
+}
+
 static bool node_long_opt(sbx__pctx *c, size_t *ip)
 {
     size_t i = *ip;
     const char *a = c->argv[i], *eq = strchr(a, '='), *v;
-    const sbx__popt *o = sbx__p_find(node_long, a, eq ? (size_t)(eq - a) : strlen(a));
+    const sbx__popt *o = node_find(a, eq ? (size_t)(eq - a) : strlen(a));
     if (!o)
         return eq && sbx__p_maybe_path(c, i, eq + 1);
-    if (o->role == SBX__V_DENY)
+    if (o->role == SBX__V_DENY) {
+        if (strncmp(o->name, "--inspect", 9) == 0 || strcmp(o->name, "--debug-port") == 0)
+            return sbx__deny(c, SBX_POLICY_OPTION, "node %s (argument %zu) opens a debugger that runs code", o->name,
+                             i);
         return sbx__deny(c, SBX_POLICY_SCRIPT, "node %s (argument %zu) runs inline code", o->name, i);
+    }
     v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
     if (!v)
         return sbx__deny(c, SBX_POLICY_OPTION, "node option %s (argument %zu) has no value", o->name, i);
     if (o->role == SBX__V_TEXT)
         return false;
-    if (strcmp(o->name, "--require") == 0 || strcmp(o->name, "--import") == 0 || strstr(o->name, "loader"))
+    /* Options that import a module: a workspace file or a package name. */
+    if (strcmp(o->name, "--require") == 0 || strcmp(o->name, "--import") == 0 || strstr(o->name, "loader") ||
+        strcmp(o->name, "--test-reporter") == 0)
         return node_preload(c, *ip, v);
     return sbx__p_file(c, *ip, v);
 }
@@ -421,8 +508,9 @@ static bool node_short(sbx__pctx *c, size_t *ip)
     const char *a = c->argv[i];
     for (size_t k = 1; a[k]; k++) {
         const char *v;
-        if (a[k] == 'e' || a[k] == 'p')
-            return sbx__deny(c, SBX_POLICY_SCRIPT, "node -%c (argument %zu) runs inline code", a[k], i);
+        if (a[k] == 'e' || a[k] == 'p' || a[k] == 'i')
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "node -%c (argument %zu) runs %s", a[k], i,
+                             a[k] == 'i' ? "code from standard input" : "inline code");
         if (a[k] != 'r' && a[k] != 'C')
             continue;
         v = a[k + 1] ? a + k + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
@@ -431,6 +519,19 @@ static bool node_short(sbx__pctx *c, size_t *ip)
         return a[k] == 'r' && node_preload(c, *ip, v);
     }
     return false;
+}
+
+/* Without a script node runs what standard input holds, unless it only
+ * prints something or runs the test runner. */
+static bool node_runs_stdin(const sbx__pctx *c)
+{
+    static const char *const ok[] = {"--test", "--version", "-v", "--help", "-h", "--v8-options", "-c", "--check",
+                                     "--completion-bash", NULL};
+    for (size_t i = 1; i < c->argc; i++)
+        for (const char *const *o = ok; *o; o++)
+            if (strcmp(c->argv[i], *o) == 0)
+                return false;
+    return true;
 }
 
 bool sbx__p_node(sbx__pctx *c)
@@ -449,7 +550,12 @@ bool sbx__p_node(sbx__pctx *c)
         if (a[1] == '-' ? node_long_opt(c, &i) : node_short(c, &i))
             return true;
     }
-    if (i < c->argc && sbx__p_file(c, i, c->argv[i])) /* the script */
+    if (i >= c->argc) {
+        if (node_runs_stdin(c))
+            return sbx__deny(c, SBX_POLICY_SCRIPT, "node without a script runs code from standard input");
+        return false;
+    }
+    if (sbx__p_file(c, i, c->argv[i])) /* the script */
         return true;
     for (i++; i < c->argc; i++)
         if (sbx__p_generic(c, i))
@@ -460,42 +566,136 @@ bool sbx__p_node(sbx__pctx *c)
 /* ---- bun ---------------------------------------------------------------------------------- */
 
 static const char *const bun_denied[] = {
-    "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "update", "link", "unlink", "pm",
-    "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions", "discord",
-    "help", NULL,
+    "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "r", "uninstall", "un", "update", "link",
+    "unlink", "pm", "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions",
+    "discord", "help", NULL,
 };
 
-static bool bun_inline(const char *a)
+/* `bun run NAME` and `bun NAME` fall back to any program on PATH: these
+ * would run code the policy cannot see. */
+static const char *const bun_not_scripts[] = {
+    "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "sudo", "su", "xargs", "find",
+    "awk", "gawk", "mawk", "perl", "python", "python3", "ruby", "php", "lua", "curl", "wget", "nc", "ncat",
+    "socat", "ssh", "scp", "rsync", "script", "expect", "timeout", "nohup", "setsid", "chroot", "nsenter",
+    "unshare", "bun", "bunx", "npx", "npm", "pnpm", "yarn", "deno", NULL,
+};
+
+static bool in_words(const char *const *w, const char *a)
 {
-    return strcmp(a, "-e") == 0 || strcmp(a, "-p") == 0 || strcmp(a, "--eval") == 0 || strcmp(a, "--print") == 0 ||
-           strncmp(a, "--eval=", 7) == 0 || strncmp(a, "--print=", 8) == 0;
+    for (; *w; w++)
+        if (strcmp(*w, a) == 0)
+            return true;
+    return false;
+}
+
+/* Options of bun whose value is the next word: text, a file, or a
+ * directory bun changes into. */
+static const sbx__popt bun_long[] = {
+    {"--cwd", SBX__V_OPT},         {"--preload", SBX__V_PATH},   {"--config", SBX__V_PATH},
+    {"--env-file", SBX__V_PATH},   {"--outdir", SBX__V_PATH},    {"--outfile", SBX__V_PATH},
+    {"--test-name-pattern", SBX__V_TEXT}, {"--timeout", SBX__V_TEXT}, {"--define", SBX__V_TEXT},
+    {"--external", SBX__V_TEXT},   {"--target", SBX__V_TEXT},    {"--format", SBX__V_TEXT},
+    {"--sourcemap", SBX__V_TEXT},  {"--filter", SBX__V_TEXT},    {"--reporter", SBX__V_TEXT},
+    {"--coverage-reporter", SBX__V_TEXT}, {NULL, SBX__V_NONE},
+};
+
+/* Inline code: --eval/--print in any form, and -e/-p anywhere in a short
+ * cluster or attached (`-econsole.log(1)`), except `bun build -e PKG`
+ * (--external). */
+static bool bun_inline(const char *a, bool build)
+{
+    if (!strcmp(a, "--eval") || !strcmp(a, "--print") || !strncmp(a, "--eval=", 7) || !strncmp(a, "--print=", 8))
+        return true;
+    if (a[0] != '-' || a[1] == '-' || !a[1])
+        return false;
+    if (build && a[1] == 'e')
+        return false;
+    return strchr(a + 1, 'e') != NULL || strchr(a + 1, 'p') != NULL;
+}
+
+/* The script or file word of `bun NAME` / `bun run NAME`. */
+static bool bun_target(sbx__pctx *c, size_t i)
+{
+    const char *a = c->argv[i];
+    if (in_words(bun_not_scripts, a))
+        return sbx__deny(c, SBX_POLICY_SUBCOMMAND,
+                         "bun would run the program \"%s\" (argument %zu) from PATH; run it directly", a, i);
+    if (strcmp(a, c->argv[0]) != 0 && sbx__p_program_allowed(c, a) && !strchr(a, '/')) {
+        /* An allowed program: its own rules, on the rest of the words. */
+        sbx__pctx sub = *c;
+        sub.argv = c->argv + i;
+        sub.argc = c->argc - i;
+        if (!strcmp(a, "git") ? sbx__p_git(&sub) : !strcmp(a, "node") ? sbx__p_node(&sub)
+            : !strcmp(a, "sed") ? sbx__p_sed(&sub) : !strcmp(a, "rg") ? sbx__p_rg(&sub)
+            : (!strcmp(a, "ls") || !strcmp(a, "cat")) ? sbx__p_ls_cat(&sub) : false) {
+            c->reason = sub.reason;
+            return true;
+        }
+    }
+    return sbx__p_file(c, i, a);
+}
+
+static bool bun_option(sbx__pctx *c, size_t *ip, const char *sub)
+{
+    size_t i = *ip;
+    const char *a = c->argv[i], *eq = a[1] == '-' ? strchr(a, '=') : NULL, *v;
+    const sbx__popt *o;
+    char b[96];
+    if (!strcmp(a, "-g") || !strcmp(a, "--global"))
+        return sbx__deny(c, SBX_POLICY_OPTION, "bun %s (argument %zu) works outside the workspace",
+                         sbx__pshow(a, b, sizeof b), i);
+    if (a[1] != '-') { /* -r FILE, -t PATTERN, -c FILE, -d TEXT */
+        if (strlen(a) == 2 && strchr("rtcd", a[1]) && i + 1 < c->argc) {
+            (*ip)++;
+            return a[1] == 'r' || a[1] == 'c' ? sbx__p_file(c, *ip, c->argv[*ip]) : false;
+        }
+        if (sub && !strcmp(sub, "build") && !strcmp(a, "-e") && i + 1 < c->argc)
+            (*ip)++; /* --external PKG */
+        return sbx__p_generic(c, i);
+    }
+    o = sbx__p_find(bun_long, a, eq ? (size_t)(eq - a) : strlen(a));
+    if (!o)
+        return sbx__p_generic(c, i);
+    v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
+    if (!v)
+        return false;
+    if (o->role == SBX__V_OPT)
+        return sbx__p_chdir(c, *ip, v); /* --cwd: later paths resolve from it */
+    return o->role == SBX__V_PATH && sbx__p_file(c, *ip, v);
 }
 
 bool sbx__p_bun(sbx__pctx *c)
 {
-    size_t i;
     const char *sub = NULL;
-    char b[96];
-    for (i = 1; i < c->argc; i++) {
+    for (size_t i = 1; i < c->argc; i++) {
         const char *a = c->argv[i];
-        if (bun_inline(a))
+        if (bun_inline(a, sub && !strcmp(sub, "build")))
             return sbx__deny(c, SBX_POLICY_SCRIPT, "bun %s (argument %zu) runs inline code", a, i);
-        if (sub == NULL && a[0] != '-') {
-            sub = a;
-            if (strcmp(a, "x") == 0)
-                return sbx__p_package_exec(c, "bun x", i + 1);
-            for (const char *const *d = bun_denied; *d; d++)
-                if (strcmp(a, *d) == 0)
-                    return sbx__deny(c, SBX_POLICY_SUBCOMMAND, "bun %s (argument %zu) is not allowed", a, i);
-            if (strcmp(a, "test") && strcmp(a, "run") && strcmp(a, "install") && strcmp(a, "i") &&
-                strcmp(a, "build") && sbx__p_file(c, i, a)) /* a file or script of the workspace */
+        if (a[0] == '-' && a[1]) {
+            if (bun_option(c, &i, sub))
                 return true;
             continue;
         }
-        if (sub && (strcmp(sub, "install") == 0 || strcmp(sub, "i") == 0) &&
-            (strcmp(a, "-g") == 0 || strcmp(a, "--global") == 0))
-            return sbx__deny(c, SBX_POLICY_OPTION, "bun install %s (argument %zu) writes outside the workspace",
-                             sbx__pshow(a, b, sizeof b), i);
+        if (sub == NULL) {
+            sub = a;
+            if (strcmp(a, "x") == 0)
+                return sbx__p_package_exec(c, "bun x", i + 1);
+            if (in_words(bun_denied, a))
+                return sbx__deny(c, SBX_POLICY_SUBCOMMAND, "bun %s (argument %zu) is not allowed", a, i);
+            if (strcmp(a, "test") && strcmp(a, "run") && strcmp(a, "install") && strcmp(a, "i") &&
+                strcmp(a, "build")) {
+                if (bun_target(c, i)) /* a file or script of the workspace */
+                    return true;
+                sub = "";
+            }
+            continue;
+        }
+        if (!strcmp(sub, "run")) {
+            sub = ""; /* the script: the words after it are its own */
+            if (bun_target(c, i))
+                return true;
+            continue;
+        }
         if (sbx__p_generic(c, i))
             return true;
     }
