@@ -97,6 +97,15 @@ static bool has_control(const char *s)
     return false;
 }
 
+/* U+0080..U+009F, in UTF-8 C2 80..C2 9F. */
+static bool has_c1(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)s[0] == 0xc2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] <= 0x9f)
+            return true;
+    return false;
+}
+
 /* NULL when name is a valid bare program name, else why not. */
 static const char *bad_program(const char *name)
 {
@@ -145,7 +154,8 @@ static size_t pkg_name_len(const char *s)
  * (`npm:`), URLs, git or file specs. */
 static bool pkg_version_ok(const char *v)
 {
-    if (!*v)
+    /* npm reads a spec starting with '.' as a folder (`eslint@..`). */
+    if (!*v || *v == '.' || strstr(v, ".."))
         return false;
     for (; *v; v++) {
         unsigned char ch = (unsigned char)*v;
@@ -528,9 +538,12 @@ static bool ppath_inside(const sbx__ppath *pp)
     return pp->depth >= 2 && comp_is(pp->c0, pp->l0, "vercel") && comp_is(pp->c1, pp->l1, "sandbox");
 }
 
+/* /dev/null, /dev/stdout, /dev/stderr: harmless wherever a file goes. */
 static bool ppath_dev_null(const sbx__ppath *pp)
 {
-    return pp->depth == 2 && comp_is(pp->c0, pp->l0, "dev") && comp_is(pp->c1, pp->l1, "null");
+    return pp->depth == 2 && comp_is(pp->c0, pp->l0, "dev") &&
+           (comp_is(pp->c1, pp->l1, "null") || comp_is(pp->c1, pp->l1, "stdout") ||
+            comp_is(pp->c1, pp->l1, "stderr"));
 }
 
 bool sbx__p_is_url(const char *s)
@@ -670,8 +683,8 @@ static bool pkg_command(sbx__pctx *c, const char *how, size_t i, size_t first)
 {
     const char *cmd = c->argv[i];
     char b[96];
-    if (sbx__p_program_allowed(c, cmd))
-        return false;
+    if (!strchr(cmd, '/') && sbx__p_program_allowed(c, cmd))
+        return sbx__p_run_as(c, i); /* an allowed program keeps its own rules */
     for (size_t k = first; k < i; k++) {
         const char *a = c->argv[k], *v = NULL, *slash;
         size_t n;
@@ -765,7 +778,8 @@ static bool check_cwd(sbx__pctx *c, const char *cwd)
 {
     char b[96];
     memset(&c->cwd, 0, sizeof c->cwd);
-    if (cwd[0] != '/' || has_control(cwd) || !sbx__utf8_valid(cwd, strlen(cwd)))
+    if (cwd[0] != '/' || has_control(cwd) || !sbx__utf8_valid(cwd, strlen(cwd)) ||
+        has_c1(cwd))
         return sbx__deny(c, SBX_POLICY_CWD_OUTSIDE, "the working directory \"%s\" is not an absolute path",
                          sbx__pshow(cwd, b, sizeof b));
     ppath_walk(&c->cwd, cwd);
@@ -776,12 +790,13 @@ static bool check_cwd(sbx__pctx *c, const char *cwd)
 }
 
 /* The package-exec front ends. npm, pnpm and yarn take options before
- * their command and npm accepts abbreviated commands, so any word (before
- * `--`) that is an exec verb makes it one; `init` and `create` run
- * create-<name> packages. */
+ * their command and npm accepts abbreviated commands, so any word that is
+ * an exec verb makes it one (a script named `create` is then refused: the
+ * cautious reading); `init` and `create` run create-<name> packages. */
 static bool package_exec_form(sbx__pctx *c, bool *handled)
 {
-    static const char *const npm_verbs[] = {"exec", "exe", "x", "init", "innit", "create", NULL};
+    static const char *const npm_verbs[] = {"exec", "exe", "ex", "x", "init", "ini", "innit", "inni", "inn",
+                                            "create", "creat", "crea", "cre", "cr", NULL};
     static const char *const pnpm_verbs[] = {"dlx", "exec", "create", "init", NULL};
     static const char *const yarn_verbs[] = {"dlx", "exec", "create", NULL};
     const char *p = c->argv[0];
@@ -791,7 +806,8 @@ static bool package_exec_form(sbx__pctx *c, bool *handled)
     *handled = true;
     if (strcmp(p, "npx") == 0 || strcmp(p, "bunx") == 0)
         return sbx__p_package_exec(c, p, 1);
-    for (size_t i = 1; verbs && i < c->argc && strcmp(c->argv[i], "--") != 0; i++) {
+    /* Every word: `npm -- exec pkg` still execs. */
+    for (size_t i = 1; verbs && i < c->argc; i++) {
         for (const char *const *v = verbs; *v; v++) {
             if (strcmp(c->argv[i], *v) == 0) {
                 snprintf(how, sizeof how, "%s %s", p, *v);
@@ -827,6 +843,13 @@ static bool decide(sbx__pctx *c, const char *cwd)
         return sbx__deny(c, SBX_POLICY_PROGRAM_NOT_ALLOWED, "the program \"%s\" is not allowed by the policy",
                          sbx__pshow(prog, b, sizeof b));
     }
+    return sbx__p_program_rules(c);
+}
+
+bool sbx__p_program_rules(sbx__pctx *c)
+{
+    const char *prog = c->argv[0];
+    bool handled;
     if (strcmp(prog, "git") == 0)
         return sbx__p_git(c);
     if (strcmp(prog, "sed") == 0)
@@ -846,6 +869,19 @@ static bool decide(sbx__pctx *c, const char *cwd)
         if (sbx__p_generic(c, i))
             return true;
     return false;
+}
+
+bool sbx__p_run_as(sbx__pctx *c, size_t i)
+{
+    sbx__pctx sub = *c;
+    sub.argv = c->argv + i;
+    sub.argc = c->argc - i;
+    sub.aux = NULL;
+    sub.carry = false;
+    if (!sbx__p_program_rules(&sub))
+        return false;
+    c->reason = sub.reason;
+    return true;
 }
 
 sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, const char *const *argv, size_t argc,

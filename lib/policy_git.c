@@ -88,12 +88,15 @@ static bool git_config(sbx__pctx *c, size_t i, const char *kv)
                      sbx__pshow(kv, b, sizeof b), i);
 }
 
-/* A remote or repository operand: URLs and scp-style `host:path` are not
- * local paths, but transports that run programs or read the host are
- * refused; anything else is a local path. */
+/* A word of clone, fetch or pull (a repository, a directory, a refspec, an
+ * option's value): transports that run programs or read the host are
+ * refused, and the word is then judged as the path git takes it for when
+ * it is not a remote. A URL or scp-style remote stays inside as a relative
+ * path (`https:/github.com/a/b`); one with enough `..` is a local path that
+ * escapes. We do not rely on telling which word is the repository: an option
+ * git knows and we do not could move it. */
 static bool git_operand(sbx__pctx *c, size_t i, const char *a)
 {
-    const char *colon = strchr(a, ':'), *slash = strchr(a, '/');
     char b[96];
     size_t k = 0;
     while (isalnum((unsigned char)a[k]) || a[k] == '+' || a[k] == '.' || a[k] == '-' || a[k] == '_')
@@ -101,22 +104,20 @@ static bool git_operand(sbx__pctx *c, size_t i, const char *a)
     if (k && a[k] == ':' && a[k + 1] == ':')
         return sbx__deny(c, SBX_POLICY_TRANSPORT, "git transport \"%s\" (argument %zu) is not allowed",
                          sbx__pshow(a, b, sizeof b), i);
-    if (sbx__p_is_url(a)) {
-        if (strncasecmp(a, "file:", 5) == 0)
-            return sbx__deny(c, SBX_POLICY_TRANSPORT, "git file:// URL \"%s\" (argument %zu) is not allowed",
-                             sbx__pshow(a, b, sizeof b), i);
-        return false;
-    }
-    if (colon && colon != a && (!slash || colon < slash))
-        return false; /* scp-style remote, or a rev:path of the repository */
+    if (strncasecmp(a, "file:", 5) == 0)
+        return sbx__deny(c, SBX_POLICY_TRANSPORT, "git file: URL \"%s\" (argument %zu) is not allowed",
+                         sbx__pshow(a, b, sizeof b), i);
     return sbx__p_file(c, i, a);
 }
 
-/* An option's value by role. */
+/* An option's value by role; in clone, fetch and pull every value is also
+ * a word that could be a repository (see git_operand). */
 static bool git_value(sbx__pctx *c, size_t i, enum sbx__prole role, const char *v, bool config)
 {
     if (config)
         return git_config(c, i, v);
+    if (c->aux)
+        return git_operand(c, i, v);
     if (role == SBX__V_PATH)
         return sbx__p_file(c, i, v);
     return false;
@@ -145,6 +146,16 @@ static bool git_globals(sbx__pctx *c, size_t *ip)
             return true;
     }
     *ip = i;
+    /* git resolves --git-dir and --work-tree after every -C, wherever they
+     * were written: judge them again from the last directory. */
+    for (size_t k = 1; k < i; k++) {
+        const char *a = c->argv[k];
+        const char *v = !strncmp(a, "--git-dir=", 10) ? a + 10 : !strncmp(a, "--work-tree=", 12) ? a + 12
+                        : (!strcmp(a, "--git-dir") || !strcmp(a, "--work-tree")) && k + 1 < i ? c->argv[k + 1]
+                                                                                                : NULL;
+        if (v && sbx__p_file(c, k, v))
+            return true;
+    }
     return false;
 }
 
@@ -237,7 +248,7 @@ bool sbx__p_git(sbx__pctx *c)
 {
     size_t s = 1, i;
     const struct gsub *g;
-    bool opts = true, message = false, repo_seen = false;
+    bool opts = true, message = false;
     char b[96];
     if (git_globals(c, &s))
         return true;
@@ -250,6 +261,7 @@ bool sbx__p_git(sbx__pctx *c)
                          sbx__pshow(c->argv[s], b, sizeof b), s);
     if (!strcmp(g->name, "config") || !strcmp(g->name, "remote"))
         return git_read_only_forms(c, g, s);
+    c->aux = fetching(g) ? g->name : NULL; /* git_value: values are words too */
     for (i = s + 1; i < c->argc; i++) {
         const char *a = c->argv[i];
         if (opts && (strcmp(a, "--") == 0 || strcmp(a, "--end-of-options") == 0)) {
@@ -262,13 +274,7 @@ bool sbx__p_git(sbx__pctx *c)
                 return true;
         } else if (!strcmp(g->name, "stash") && (message || (i == s + 1 && !strcmp(a, "save")))) {
             message = true; /* `stash save MESSAGE`: text */
-        } else if (fetching(g) && !repo_seen) {
-            /* The repository of clone, fetch and pull (also after `--`);
-             * their other operands (a directory, refspecs) are paths. */
-            repo_seen = true;
-            if (git_operand(c, i, a))
-                return true;
-        } else if (sbx__p_file(c, i, a)) {
+        } else if (fetching(g) ? git_operand(c, i, a) : sbx__p_file(c, i, a)) {
             return true;
         }
     }

@@ -33,6 +33,7 @@ typedef struct sbx__pctx {
     size_t cap;
     bool dry; /* a scanning pass: nothing is denied */
     const char *aux; /* a program's note between passes (sed: the -i suffix) */
+    bool carry;      /* sed: the previous -e ended inside a, i or c text */
 } sbx__pctx;
 
 /* Record a denial (the first one wins) and return true, so rules can
@@ -66,6 +67,12 @@ bool sbx__p_package_exec(sbx__pctx *c, const char *how, size_t first);
 bool sbx__p_program_allowed(const sbx__pctx *c, const char *name);
 /* Whether the policy names this package spec for this decision. */
 bool sbx__p_package_allowed(const sbx__pctx *c, const char *spec);
+
+/* The rules of the program argv[0] names (an allowed one): true when
+ * they denied. */
+bool sbx__p_program_rules(sbx__pctx *c);
+/* argv[i..] checked as a command of its own, by sbx__p_program_rules. */
+bool sbx__p_run_as(sbx__pctx *c, size_t i);
 
 /* Per-program rules: true when they denied. */
 bool sbx__p_git(sbx__pctx *c);

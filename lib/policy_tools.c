@@ -3,6 +3,7 @@
  * are files, which are text, and the options that run programs or write. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy_int.h"
 
@@ -26,6 +27,8 @@ static const char *past_delim(const char *s, char d, bool regex)
             s++;
         } else if (*s == d) {
             return s + 1;
+        } else if (*s == '\n') {
+            return NULL; /* GNU sed: "unterminated `s' command" */
         } else if (regex && *s == '[') {
             const char *b = s + 1;
             if (*b == '^')
@@ -118,10 +121,30 @@ static const char *s_flags(const char **sp)
     }
 }
 
-/* NULL when a sed script only edits text, else why not. Anything it
- * cannot read is refused: GNU sed would read it some way we did not. */
-static const char *sed_script(const char *s)
+/* Whether the text that ends at t (a, i or c) ends in an unescaped
+ * backslash: GNU sed then continues it on the next line, which for -e is
+ * the first line of the next -e (sed joins them with newlines). */
+static bool continues(const char *from, const char *t)
 {
+    size_t n = 0;
+    while (t > from && t[-1] == '\\') {
+        t--;
+        n++;
+    }
+    return n % 2 == 1;
+}
+
+/* NULL when a sed script only edits text, else why not. Anything it
+ * cannot read is refused: GNU sed would read it some way we did not.
+ * *carry: on entry, the script starts inside text (the previous -e ended in
+ * a continued a/i/c); on return, whether this one does. */
+static const char *sed_script(const char *s, bool *carry)
+{
+    if (*carry) {
+        const char *t = past_text(s);
+        *carry = !*t && continues(s, t);
+        s = t;
+    }
     for (;;) {
         char cmd;
         s = skip_ws(s);
@@ -156,9 +179,12 @@ static const char *sed_script(const char *s)
             while (*s && *s != '\n')
                 s++;
             break;
-        case 'a': case 'i': case 'c':
-            s = past_text(s);
+        case 'a': case 'i': case 'c': {
+            const char *t = past_text(s);
+            *carry = !*t && continues(s, t);
+            s = t;
             break;
+        }
         case ':': case 'b': case 't': case 'T': case 'v':
             s = past_label(s);
             break;
@@ -195,7 +221,7 @@ static const char *sed_script(const char *s)
 
 static bool sed_check_script(sbx__pctx *c, size_t i, const char *script)
 {
-    const char *why = c->dry ? NULL : sed_script(script);
+    const char *why = c->dry ? NULL : sed_script(script, &c->carry);
     char b[96];
     if (!why)
         return false;
@@ -434,18 +460,38 @@ bool sbx__p_rg(sbx__pctx *c)
 
 /* ---- node --------------------------------------------------------------------------------- */
 
+/* Node's options, by the role of their value. Every option node 20 lists
+ * with a required value is here (`node --help`): an unlisted one would make
+ * its value look like the script. */
 static const sbx__popt node_long[] = {
     {"--eval", SBX__V_DENY},          {"--print", SBX__V_DENY},          {"--require", SBX__V_PATH},
     {"--import", SBX__V_PATH},        {"--loader", SBX__V_PATH},         {"--experimental-loader", SBX__V_PATH},
+    {"--test-reporter", SBX__V_PATH}, {"--inspect", SBX__V_DENY},       {"--inspect-brk", SBX__V_DENY},
+    {"--inspect-wait", SBX__V_DENY},  {"--inspect-port", SBX__V_DENY},  {"--debug-port", SBX__V_DENY},
+    {"--inspect-publish-uid", SBX__V_DENY}, {"--interactive", SBX__V_DENY},
+    /* files and directories */
+    {"--snapshot-blob", SBX__V_PATH}, {"--experimental-sea-config", SBX__V_PATH}, {"--redirect-warnings", SBX__V_PATH},
+    {"--env-file", SBX__V_PATH},      {"--env-file-if-exists", SBX__V_PATH}, {"--test-reporter-destination", SBX__V_PATH},
+    {"--report-dir", SBX__V_PATH},    {"--report-directory", SBX__V_PATH}, {"--report-filename", SBX__V_PATH},
+    {"--diagnostic-dir", SBX__V_PATH}, {"--cpu-prof-dir", SBX__V_PATH},  {"--heap-prof-dir", SBX__V_PATH},
+    {"--watch-path", SBX__V_PATH},    {"--experimental-policy", SBX__V_PATH}, {"--icu-data-dir", SBX__V_PATH},
+    {"--openssl-config", SBX__V_PATH}, {"--tls-keylog", SBX__V_PATH},    {"--allow-fs-read", SBX__V_PATH},
+    {"--allow-fs-write", SBX__V_PATH}, {"--build-snapshot-config", SBX__V_PATH},
+    {"--trace-event-file-pattern", SBX__V_PATH},
+    /* text */
     {"--conditions", SBX__V_TEXT},    {"--input-type", SBX__V_TEXT},     {"--title", SBX__V_TEXT},
-    {"--test-reporter", SBX__V_PATH}, {"--test-name-pattern", SBX__V_TEXT}, {"--test-skip-pattern", SBX__V_TEXT},
-    {"--inspect", SBX__V_DENY},       {"--inspect-brk", SBX__V_DENY},    {"--inspect-wait", SBX__V_DENY},
-    {"--inspect-port", SBX__V_DENY},  {"--debug-port", SBX__V_DENY},     {"--interactive", SBX__V_DENY},
-    {"--snapshot-blob", SBX__V_PATH}, {"--experimental-sea-config", SBX__V_PATH},  {"--redirect-warnings", SBX__V_PATH}, {"--env-file", SBX__V_PATH},
-    {"--test-reporter-destination", SBX__V_PATH}, {"--report-dir", SBX__V_PATH},
-    {"--report-directory", SBX__V_PATH}, {"--diagnostic-dir", SBX__V_PATH}, {"--cpu-prof-dir", SBX__V_PATH},
-    {"--heap-prof-dir", SBX__V_PATH}, {"--watch-path", SBX__V_PATH},     {"--experimental-policy", SBX__V_PATH},
-    {"--icu-data-dir", SBX__V_PATH},  {"--openssl-config", SBX__V_PATH}, {"--tls-keylog", SBX__V_PATH},
+    {"--test-name-pattern", SBX__V_TEXT}, {"--test-skip-pattern", SBX__V_TEXT}, {"--cpu-prof-interval", SBX__V_TEXT},
+    {"--cpu-prof-name", SBX__V_TEXT}, {"--disable-proto", SBX__V_TEXT},  {"--disable-warning", SBX__V_TEXT},
+    {"--dns-result-order", SBX__V_TEXT}, {"--experimental-default-type", SBX__V_TEXT},
+    {"--heap-prof-interval", SBX__V_TEXT}, {"--heap-prof-name", SBX__V_TEXT},
+    {"--heapsnapshot-near-heap-limit", SBX__V_TEXT}, {"--heapsnapshot-signal", SBX__V_TEXT},
+    {"--max-http-header-size", SBX__V_TEXT}, {"--network-family-autoselection-attempt-timeout", SBX__V_TEXT},
+    {"--policy-integrity", SBX__V_TEXT}, {"--report-signal", SBX__V_TEXT}, {"--secure-heap", SBX__V_TEXT},
+    {"--secure-heap-min", SBX__V_TEXT}, {"--test-concurrency", SBX__V_TEXT}, {"--test-shard", SBX__V_TEXT},
+    {"--test-timeout", SBX__V_TEXT},  {"--tls-cipher-list", SBX__V_TEXT}, {"--trace-event-categories", SBX__V_TEXT},
+    {"--trace-require-module", SBX__V_TEXT}, {"--unhandled-rejections", SBX__V_TEXT},
+    {"--use-largepages", SBX__V_TEXT}, {"--v8-pool-size", SBX__V_TEXT}, {"--stack-size", SBX__V_TEXT},
+    {"--max-old-space-size", SBX__V_TEXT}, {"--max-semi-space-size", SBX__V_TEXT},
     {NULL, SBX__V_NONE},
 };
 
@@ -456,7 +502,9 @@ static bool node_preload(sbx__pctx *c, size_t i, const char *v)
     const char *colon = strchr(v, ':'), *slash = strchr(v, '/');
     char b[96];
     if (colon && (!slash || colon < slash)) {
-        if (strncmp(v, "data:", 5) == 0)
+        if (strncasecmp(v, "node:", 5) == 0)
+            return false; /* a built-in module */
+        if (strncasecmp(v, "data:", 5) == 0)
             return sbx__deny(c, SBX_POLICY_SCRIPT, "node preload \"%s\" (argument %zu) is inline code",
                              sbx__pshow(v, b, sizeof b), i);
         return sbx__deny(c, SBX_POLICY_PATH_OUTSIDE,
@@ -565,19 +613,19 @@ bool sbx__p_node(sbx__pctx *c)
 
 /* ---- bun ---------------------------------------------------------------------------------- */
 
-static const char *const bun_denied[] = {
-    "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "r", "uninstall", "un", "update", "link",
-    "unlink", "pm", "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions",
-    "discord", "help", NULL,
-};
 
-/* `bun run NAME` and `bun NAME` fall back to any program on PATH: these
- * would run code the policy cannot see. */
+/* `bun run NAME` and `bun NAME` fall back to any program on PATH. A NAME
+ * that is a shell, an interpreter or a program that runs others is refused:
+ * a fixed list and a few patterns, a heuristic (the policy cannot know the
+ * workspace's package.json scripts). */
 static const char *const bun_not_scripts[] = {
-    "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "fish", "busybox", "env", "sudo", "su", "xargs", "find",
-    "awk", "gawk", "mawk", "perl", "python", "python3", "ruby", "php", "lua", "curl", "wget", "nc", "ncat",
-    "socat", "ssh", "scp", "rsync", "script", "expect", "timeout", "nohup", "setsid", "chroot", "nsenter",
-    "unshare", "bun", "bunx", "npx", "npm", "pnpm", "yarn", "deno", NULL,
+    "env", "sudo", "su", "doas", "runuser", "setpriv", "capsh", "xargs", "find", "nice", "ionice", "stdbuf",
+    "timeout", "nohup", "setsid", "time", "chrt", "taskset", "flock", "watch", "strace", "ltrace", "gdb",
+    "chroot", "unshare", "nsenter", "script", "expect", "parallel", "busybox", "toybox", "systemd-run", "at",
+    "batch", "crontab", "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "ssh", "scp", "sftp",
+    "rsync", "tar", "zip", "unzip", "dd", "tee", "cp", "mv", "rm", "ln", "chmod", "chown", "install", "make",
+    "npx", "npm", "pnpm", "yarn", "bunx", "bun", "deno", "tsx", "ts-node", "vim", "vi", "nano", "emacs", "less",
+    "more", "man", "sqlite3", "psql", "mysql", NULL,
 };
 
 static bool in_words(const char *const *w, const char *a)
@@ -588,15 +636,38 @@ static bool in_words(const char *const *w, const char *a)
     return false;
 }
 
+static bool interpreter_like(const char *a)
+{
+    static const char *const prefixes[] = {"python", "perl", "ruby", "php", "lua", "node", "deno", "tclsh", "wish",
+                                           "awk", "gawk", "mawk", "nawk", "pwsh", "irb", "jruby", "R", "Rscript",
+                                           "osascript", "java", "jshell", NULL};
+    size_t n = strlen(a);
+    if (n >= 2 && strcmp(a + n - 2, "sh") == 0)
+        return true; /* sh, bash, zsh, dash, ksh, csh, tcsh, fish-like shells, pwsh */
+    for (const char *const *p = prefixes; *p; p++)
+        if (strncmp(a, *p, strlen(*p)) == 0)
+            return true;
+    return in_words(bun_not_scripts, a);
+}
+
+static const char *const bun_denied[] = {
+    "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "r", "uninstall", "un", "update", "link",
+    "unlink", "pm", "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions",
+    "discord", "help", NULL,
+};
+
 /* Options of bun whose value is the next word: text, a file, or a
- * directory bun changes into. */
+ * directory bun changes into (--cwd, applied before anything else). */
 static const sbx__popt bun_long[] = {
     {"--cwd", SBX__V_OPT},         {"--preload", SBX__V_PATH},   {"--config", SBX__V_PATH},
     {"--env-file", SBX__V_PATH},   {"--outdir", SBX__V_PATH},    {"--outfile", SBX__V_PATH},
     {"--test-name-pattern", SBX__V_TEXT}, {"--timeout", SBX__V_TEXT}, {"--define", SBX__V_TEXT},
     {"--external", SBX__V_TEXT},   {"--target", SBX__V_TEXT},    {"--format", SBX__V_TEXT},
     {"--sourcemap", SBX__V_TEXT},  {"--filter", SBX__V_TEXT},    {"--reporter", SBX__V_TEXT},
-    {"--coverage-reporter", SBX__V_TEXT}, {NULL, SBX__V_NONE},
+    {"--coverage-reporter", SBX__V_TEXT}, {"--parallel", SBX__V_DENY}, {"--sequential", SBX__V_DENY},
+    {"--shell", SBX__V_DENY},      {"--interactive", SBX__V_DENY}, {"--inspect", SBX__V_DENY},
+    {"--inspect-brk", SBX__V_DENY}, {"--inspect-wait", SBX__V_DENY}, {"--global", SBX__V_DENY},
+    {NULL, SBX__V_NONE},
 };
 
 /* Inline code: --eval/--print in any form, and -e/-p anywhere in a short
@@ -606,6 +677,8 @@ static bool bun_inline(const char *a, bool build)
 {
     if (!strcmp(a, "--eval") || !strcmp(a, "--print") || !strncmp(a, "--eval=", 7) || !strncmp(a, "--print=", 8))
         return true;
+    if (!strcmp(a, "-"))
+        return true; /* code from standard input */
     if (a[0] != '-' || a[1] == '-' || !a[1])
         return false;
     if (build && a[1] == 'e')
@@ -613,25 +686,16 @@ static bool bun_inline(const char *a, bool build)
     return strchr(a + 1, 'e') != NULL || strchr(a + 1, 'p') != NULL;
 }
 
-/* The script or file word of `bun NAME` / `bun run NAME`. */
+/* A word bun may run: a script name, a file of the workspace, or (PATH
+ * fallback) a program; allowed programs keep their own rules. */
 static bool bun_target(sbx__pctx *c, size_t i)
 {
     const char *a = c->argv[i];
-    if (in_words(bun_not_scripts, a))
+    if (!strchr(a, '/') && sbx__p_program_allowed(c, a) && strcmp(a, "bun") != 0)
+        return sbx__p_run_as(c, i);
+    if (!strchr(a, '/') && interpreter_like(a))
         return sbx__deny(c, SBX_POLICY_SUBCOMMAND,
                          "bun would run the program \"%s\" (argument %zu) from PATH; run it directly", a, i);
-    if (strcmp(a, c->argv[0]) != 0 && sbx__p_program_allowed(c, a) && !strchr(a, '/')) {
-        /* An allowed program: its own rules, on the rest of the words. */
-        sbx__pctx sub = *c;
-        sub.argv = c->argv + i;
-        sub.argc = c->argc - i;
-        if (!strcmp(a, "git") ? sbx__p_git(&sub) : !strcmp(a, "node") ? sbx__p_node(&sub)
-            : !strcmp(a, "sed") ? sbx__p_sed(&sub) : !strcmp(a, "rg") ? sbx__p_rg(&sub)
-            : (!strcmp(a, "ls") || !strcmp(a, "cat")) ? sbx__p_ls_cat(&sub) : false) {
-            c->reason = sub.reason;
-            return true;
-        }
-    }
     return sbx__p_file(c, i, a);
 }
 
@@ -641,10 +705,10 @@ static bool bun_option(sbx__pctx *c, size_t *ip, const char *sub)
     const char *a = c->argv[i], *eq = a[1] == '-' ? strchr(a, '=') : NULL, *v;
     const sbx__popt *o;
     char b[96];
-    if (!strcmp(a, "-g") || !strcmp(a, "--global"))
-        return sbx__deny(c, SBX_POLICY_OPTION, "bun %s (argument %zu) works outside the workspace",
-                         sbx__pshow(a, b, sizeof b), i);
-    if (a[1] != '-') { /* -r FILE, -t PATTERN, -c FILE, -d TEXT */
+    if (a[1] != '-') { /* -r FILE, -t PATTERN, -c FILE, -d TEXT; g anywhere: global */
+        if (strchr(a + 1, 'g'))
+            return sbx__deny(c, SBX_POLICY_OPTION, "bun %s (argument %zu) works outside the workspace",
+                             sbx__pshow(a, b, sizeof b), i);
         if (strlen(a) == 2 && strchr("rtcd", a[1]) && i + 1 < c->argc) {
             (*ip)++;
             return a[1] == 'r' || a[1] == 'c' ? sbx__p_file(c, *ip, c->argv[*ip]) : false;
@@ -656,23 +720,45 @@ static bool bun_option(sbx__pctx *c, size_t *ip, const char *sub)
     o = sbx__p_find(bun_long, a, eq ? (size_t)(eq - a) : strlen(a));
     if (!o)
         return sbx__p_generic(c, i);
+    if (o->role == SBX__V_DENY)
+        return sbx__deny(c, SBX_POLICY_OPTION, "bun %s (argument %zu) is not allowed", o->name, i);
     v = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[++*ip] : NULL);
-    if (!v)
+    if (!v || o->role == SBX__V_OPT) /* --cwd: applied first, see sbx__p_bun */
         return false;
-    if (o->role == SBX__V_OPT)
-        return sbx__p_chdir(c, *ip, v); /* --cwd: later paths resolve from it */
     return o->role == SBX__V_PATH && sbx__p_file(c, *ip, v);
+}
+
+/* bun applies --cwd before anything else: every relative path on the line
+ * resolves from the last one. */
+static bool bun_cwd(sbx__pctx *c)
+{
+    for (size_t i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (!strncmp(a, "--cwd=", 6) && sbx__p_chdir(c, i, a + 6))
+            return true;
+        if (!strcmp(a, "--cwd") && i + 1 < c->argc && sbx__p_chdir(c, i + 1, c->argv[i + 1]))
+            return true;
+    }
+    return false;
 }
 
 bool sbx__p_bun(sbx__pctx *c)
 {
     const char *sub = NULL;
+    bool script = false; /* the words after a script are its own */
+    if (bun_cwd(c))
+        return true;
     for (size_t i = 1; i < c->argc; i++) {
         const char *a = c->argv[i];
-        if (bun_inline(a, sub && !strcmp(sub, "build")))
+        if (!script && bun_inline(a, sub && !strcmp(sub, "build")))
             return sbx__deny(c, SBX_POLICY_SCRIPT, "bun %s (argument %zu) runs inline code", a, i);
-        if (a[0] == '-' && a[1]) {
+        if (a[0] == '-' && a[1] && !script) {
             if (bun_option(c, &i, sub))
+                return true;
+            continue;
+        }
+        if (script && a[0] == '-') {
+            if (sbx__p_generic(c, i))
                 return true;
             continue;
         }
@@ -684,19 +770,20 @@ bool sbx__p_bun(sbx__pctx *c)
                 return sbx__deny(c, SBX_POLICY_SUBCOMMAND, "bun %s (argument %zu) is not allowed", a, i);
             if (strcmp(a, "test") && strcmp(a, "run") && strcmp(a, "install") && strcmp(a, "i") &&
                 strcmp(a, "build")) {
+                script = true;
                 if (bun_target(c, i)) /* a file or script of the workspace */
                     return true;
-                sub = "";
             }
             continue;
         }
-        if (!strcmp(sub, "run")) {
-            sub = ""; /* the script: the words after it are its own */
-            if (bun_target(c, i))
-                return true;
-            continue;
-        }
-        if (sbx__p_generic(c, i))
+        if (!strcmp(sub, "run"))
+            script = true;
+        if (!strcmp(sub, "install") || !strcmp(sub, "i"))
+            return sbx__deny(c, SBX_POLICY_SUBCOMMAND,
+                             "bun %s %s (argument %zu) adds a package; only the lockfile's are installed", sub, a, i);
+        /* After run (or a script), any word may be what bun runs: an option we
+         * do not know could take the word before it. */
+        if (strcmp(sub, "test") && strcmp(sub, "build") ? bun_target(c, i) : sbx__p_generic(c, i))
             return true;
     }
     return false;
