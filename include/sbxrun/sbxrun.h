@@ -15,5 +15,6 @@
 #include <sbxrun/command.h>
 #include <sbxrun/policy.h>
 #include <sbxrun/netpolicy.h>
+#include <sbxrun/redact.h>
 
 #endif /* SBXRUN_SBXRUN_H */

@@ -21,5 +21,6 @@ struct sbxrun_cmd {
 /* Local subcommands (no network): policy_cmd.c, netpolicy_cmd.c. */
 int cmd_policy(int argc, char **argv);
 int cmd_netpolicy(int argc, char **argv);
+int cmd_redact(int argc, char **argv);
 
 #endif /* SBXRUN_CLI_H */

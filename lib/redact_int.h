@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The redactor's shape rules (redact_shapes.c), used by its streaming
+ * engine (redact.c): credentials recognised by their form rather than by a
+ * registered value. */
+#ifndef SBX_REDACT_INT_H
+#define SBX_REDACT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What a shape's matcher says about the text at a trigger. */
+enum sbx__shape_result {
+    SBX__SHAPE_NO = 0,   /* not a credential here */
+    SBX__SHAPE_YES = 1,  /* a credential: redact [*start, *end) */
+    SBX__SHAPE_MORE = 2, /* cannot tell yet: needs bytes past len (only when more is true) */
+};
+
+/*
+ * A shape rule. The engine finds `trigger` (a literal, compared ASCII
+ * case-insensitively when icase) and calls match() with:
+ *   buf, len  the text from the first byte of the trigger on (len >=
+ *             strlen(trigger)); never more than `window` bytes;
+ *   prev      the byte just before the trigger, or -1 at the start of the
+ *             stream (for word boundaries);
+ *   more      whether more input may follow buf (false at the end of the
+ *             stream or when len == window).
+ * It returns SBX__SHAPE_YES with the span to replace, relative to buf
+ * (start may be past the trigger: `Authorization: Bearer ` keeps its name
+ * and scheme, a URL keeps its scheme and host), SBX__SHAPE_NO, or
+ * SBX__SHAPE_MORE when the answer depends on bytes not yet seen. The answer
+ * must depend only on the bytes, never on where a chunk ended: given more
+ * bytes a matcher must not change a YES or NO it could already give.
+ */
+typedef struct sbx__shape {
+    const char *kind;    /* short lowercase label: "github", "aws", "jwt"... */
+    const char *trigger; /* literal that starts a candidate */
+    bool icase;
+    size_t window;       /* the most bytes match() ever needs, trigger included */
+    enum sbx__shape_result (*match)(const char *buf, size_t len, int prev, bool more, size_t *start, size_t *end);
+} sbx__shape;
+
+/* The built-in shapes, and how many. */
+extern const sbx__shape sbx__shapes[];
+extern const size_t sbx__nshapes;
+
+#endif /* SBX_REDACT_INT_H */

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Differential fuzz target for the redactor: the input is split into a
+ * secret (first line, if 8..64 bytes) and a text; the text redacted in one
+ * piece must equal the text fed in chunks of every size the input picks,
+ * and the registered secret must not survive. Built with libFuzzer by
+ * -Dfuzz=true (clang); built without it (FUZZ_STANDALONE) it runs over the
+ * files named on its command line, which `meson test` does on the seeds.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sbxrun/sbxrun.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char *run(const sbx_redactor *r, const char *text, size_t len, size_t chunk, size_t *outlen)
+{
+    sbx_redact_stream *s = sbx_redact_stream_new(r);
+    char *all = malloc(len * 4 + 64);
+    size_t o = 0, n, cap = len * 4 + 64;
+    const char *out;
+    if (!s || !all)
+        abort();
+    for (size_t i = 0; i <= len; i += chunk) {
+        size_t k = len - i < chunk ? len - i : chunk;
+        if (i == len)
+            break;
+        if (sbx_redact_stream_feed(s, text + i, k, &out, &n) != SBX_OK)
+            abort();
+        if (o + n > cap && !(all = realloc(all, cap = (o + n) * 2)))
+            abort();
+        memcpy(all + o, out, n);
+        o += n;
+    }
+    if (sbx_redact_stream_finish(s, &out, &n) != SBX_OK)
+        abort();
+    if (o + n > cap && !(all = realloc(all, o + n)))
+        abort();
+    memcpy(all + o, out, n);
+    *outlen = o + n;
+    sbx_redact_stream_free(s);
+    return all;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *nl = memchr(data, '\n', size < 65 ? size : 65);
+    sbx_redactor *r = sbx_redactor_new();
+    const char *text = (const char *)data;
+    size_t len = size, reflen, gotlen, secret = 0;
+    char *ref;
+    if (!r)
+        abort();
+    if (nl && nl - data >= 8) {
+        secret = (size_t)(nl - data);
+        if (sbx_redactor_add_secret(r, data, secret) != SBX_OK)
+            abort();
+        text = (const char *)nl + 1;
+        len = size - secret - 1;
+    }
+    ref = run(r, text, len, len ? len : 1, &reflen);
+    if (secret && memmem(ref, reflen, data, secret))
+        abort(); /* the registered value leaked */
+    for (size_t chunk = 1; chunk <= 17 && chunk < len; chunk += (chunk < 4 ? 1 : 5)) {
+        char *got = run(r, text, len, chunk, &gotlen);
+        if (gotlen != reflen || memcmp(got, ref, reflen) != 0)
+            abort(); /* the output depends on the chunking */
+        free(got);
+    }
+    free(ref);
+    sbx_redactor_free(r);
+    return 0;
+}
+
+#ifdef FUZZ_STANDALONE
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        FILE *f = fopen(argv[i], "rb");
+        uint8_t *buf;
+        long n;
+        if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+            return 2;
+        buf = malloc((size_t)n + 1);
+        if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+            return 2;
+        fclose(f);
+        LLVMFuzzerTestOneInput(buf, (size_t)n);
+        free(buf);
+    }
+    printf("fuzz_redact: %d inputs, no difference between chunked and whole output\n", argc - 1);
+    return 0;
+}
+#endif

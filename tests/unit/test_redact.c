@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/* The redactor: known values and their forms, every shape (the table in
+ * redact_shapes_cases.h), chunk independence at every chunk size, hold-back,
+ * counts, streams keeping their rules, and allocation failures. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "redact_shapes_cases.h"
+
+/* Redact text whole with r; the caller frees. */
+static char *whole(const sbx_redactor *r, const char *text)
+{
+    char *out = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(sbx_redactor_redact(r, text, strlen(text), &out, &n), SBX_OK);
+    ck_assert_uint_eq(strlen(out), n);
+    return out;
+}
+
+/* Redact text fed in chunks of `chunk` bytes; the caller frees. */
+static char *chunked(const sbx_redactor *r, const char *text, size_t len, size_t chunk)
+{
+    sbx_redact_stream *s = sbx_redact_stream_new(r);
+    char *all = malloc(len * 3 + 64 + 1);
+    size_t o = 0, n;
+    const char *out;
+    ck_assert_ptr_nonnull(s);
+    for (size_t i = 0; i < len; i += chunk) {
+        size_t k = len - i < chunk ? len - i : chunk;
+        ck_assert_int_eq(sbx_redact_stream_feed(s, text + i, k, &out, &n), SBX_OK);
+        all = realloc(all, o + n + len * 3 + 64 + 1);
+        memcpy(all + o, out, n);
+        o += n;
+    }
+    ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_OK);
+    all = realloc(all, o + n + 1);
+    memcpy(all + o, out, n);
+    o += n;
+    all[o] = '\0';
+    sbx_redact_stream_free(s);
+    return all;
+}
+
+static void expect_redacted(const sbx_redactor *r, const char *text, const char *want)
+{
+    char *got = whole(r, text);
+    ck_assert_msg(strcmp(got, want) == 0, "in:   %s\nwant: %s\ngot:  %s", text, want, got);
+    sbx_free(got);
+    for (size_t c = 1; c <= 7; c += 3) {
+        char *g = chunked(r, text, strlen(text), c);
+        ck_assert_msg(strcmp(g, want) == 0, "chunk %zu\nin:   %s\nwant: %s\ngot:  %s", c, text, want, g);
+        free(g);
+    }
+}
+
+#define SECRET "hunter2-correct-horse"
+
+START_TEST(test_redact_known_value_forms)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"s3cr3t/p@ss w0rd\"x", 18), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)), SBX_OK);
+    /* raw, at any place */
+    expect_redacted(r, "pw=" SECRET ";", "pw=[REDACTED:secret];");
+    expect_redacted(r, SECRET SECRET, "[REDACTED:secret][REDACTED:secret]");
+    /* percent-encoded, both hex cases */
+    expect_redacted(r, "u=s3cr3t%2Fp%40ss%20w0rd%22x&", "u=[REDACTED:secret]&");
+    expect_redacted(r, "u=s3cr3t%2fp%40ss%20w0rd%22x&", "u=[REDACTED:secret]&");
+    /* JSON-escaped, with and without \/ */
+    expect_redacted(r, "{\"p\":\"s3cr3t/p@ss w0rd\\\"x\"}", "{\"p\":\"[REDACTED:secret]\"}");
+    expect_redacted(r, "{\"p\":\"s3cr3t\\/p@ss w0rd\\\"x\"}", "{\"p\":\"[REDACTED:secret]\"}");
+    /* base64 of "user:" SECRET (alignment 2), of SECRET alone (0), of "x" SECRET (1) */
+    expect_redacted(r, "aHVudGVyMi1jb3JyZWN0LWhvcnNl", "[REDACTED:secret]");
+    {
+        char *g = whole(r, "Basic dXNlcjpodW50ZXIyLWNvcnJlY3QtaG9yc2U=");
+        ck_assert_msg(!strstr(g, "aHVudGVy") && strstr(g, "[REDACTED:secret]"), "%s", g);
+        sbx_free(g);
+        g = whole(r, "eGh1bnRlcjItY29ycmVjdC1ob3JzZQ==");
+        ck_assert_msg(strstr(g, "[REDACTED:secret]"), "%s", g);
+        sbx_free(g);
+    }
+    /* words around it survive byte for byte */
+    expect_redacted(r, "no secret here, just hunter2 and correct-horse", "no secret here, just hunter2 and correct-horse");
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_multiline_value)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    static const char v[] = "first-line-secret\nsecond-line-secret\r\nshort\n";
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v)), SBX_OK);
+    expect_redacted(r, "a second-line-secret b", "a [REDACTED:secret] b");
+    expect_redacted(r, "x first-line-secret y", "x [REDACTED:secret] y");
+    expect_redacted(r, "short stays", "short stays");
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_value_rules)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    char big[5000];
+    memset(big, 'x', sizeof big);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"1234567", 7), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_redactor_last_error(r), "7 bytes"), "%s", sbx_redactor_last_error(r));
+    ck_assert_ptr_null(strstr(sbx_redactor_last_error(r), "1234567"));
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)big, sizeof big), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, NULL, 9), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_redactor_add_secret(NULL, (const uint8_t *)"12345678", 8), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"12345678", 8), SBX_OK);
+    ck_assert_str_eq(sbx_redactor_last_error(r), "");
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"12345678", 8), SBX_OK); /* twice: once */
+    setenv("SBX_TEST_REDACT_TOKEN", "env-value-0123456789", 1);
+    setenv("SBX_TEST_REDACT_SHORT", "abc", 1);
+    unsetenv("SBX_TEST_REDACT_UNSET");
+    ck_assert_int_eq(sbx_redactor_add_secret_env(r, "SBX_TEST_REDACT_TOKEN"), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_add_secret_env(r, "SBX_TEST_REDACT_UNSET"), SBX_E_NOT_FOUND);
+    ck_assert_int_eq(sbx_redactor_add_secret_env(r, "SBX_TEST_REDACT_SHORT"), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_redactor_last_error(r), "SBX_TEST_REDACT_SHORT") &&
+                      !strstr(sbx_redactor_last_error(r), "abc"),
+                  "%s", sbx_redactor_last_error(r));
+    expect_redacted(r, "tok env-value-0123456789 and 12345678", "tok [REDACTED:secret] and [REDACTED:secret]");
+    ck_assert_int_eq(sbx_redactor_set_shapes(NULL, 1), SBX_E_INVALID_ARG);
+    sbx_redactor_free(r);
+    sbx_redactor_free(NULL);
+}
+END_TEST
+
+START_TEST(test_redact_shapes_table)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    for (size_t i = 0; i < SBX__ARRAY_LEN(redact_shape_cases); i++)
+        expect_redacted(r, redact_shape_cases[i].text, redact_shape_cases[i].want);
+    ck_assert_int_eq(sbx_redactor_set_shapes(r, 0), SBX_OK);
+    for (size_t i = 0; i < SBX__ARRAY_LEN(redact_shape_cases); i++)
+        expect_redacted(r, redact_shape_cases[i].text, redact_shape_cases[i].text);
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_self_overlapping_prefix)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"aaaaaaab", 8), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"abababac", 8), SBX_OK);
+    /* "aa...ab" arrives as "aaaaaaaa" then "ab": the match starts one byte in. */
+    expect_redacted(r, "aaaaaaaaab", "aa[REDACTED:secret]");
+    expect_redacted(r, "abababababac!", "abab[REDACTED:secret]!");
+    {
+        sbx_redact_stream *s = sbx_redact_stream_new(r);
+        const char *out;
+        size_t n;
+        ck_assert_int_eq(sbx_redact_stream_feed(s, "aaaaaaaa", 8, &out, &n), SBX_OK);
+        ck_assert_uint_eq(n, 1); /* only the byte that can no longer start it */
+        ck_assert_int_eq(sbx_redact_stream_feed(s, "ab", 2, &out, &n), SBX_OK);
+        ck_assert_str_eq(out, "a[REDACTED:secret]");
+        ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_OK);
+        ck_assert_uint_eq(n, 0);
+        sbx_redact_stream_free(s);
+    }
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_holds_back_little)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    sbx_redact_stream *s;
+    const char *out;
+    size_t n;
+    char text[4096];
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)), SBX_OK);
+    s = sbx_redact_stream_new(r);
+    /* Text that starts nothing is passed on at once, whole. */
+    memset(text, 'z', sizeof text);
+    ck_assert_int_eq(sbx_redact_stream_feed(s, text, sizeof text, &out, &n), SBX_OK);
+    ck_assert_uint_eq(n, sizeof text);
+    /* A possible start is held back, and only from there. */
+    ck_assert_int_eq(sbx_redact_stream_feed(s, "log: hunter2-corr", 17, &out, &n), SBX_OK);
+    ck_assert_uint_eq(n, 5);
+    ck_assert_int_eq(sbx_redact_stream_feed(s, "ect-horse done!", 15, &out, &n), SBX_OK);
+    ck_assert_str_eq(out, "[REDACTED:secret] done!");
+    /* At the end, a held prefix that did not become a match is given back. */
+    ck_assert_int_eq(sbx_redact_stream_feed(s, " hunter2-co", 11, &out, &n), SBX_OK);
+    ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_OK);
+    ck_assert_str_eq(out, "hunter2-co");
+    ck_assert_int_eq(sbx_redact_stream_feed(s, "x", 1, &out, &n), SBX_E_MISUSE);
+    ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_E_MISUSE);
+    ck_assert_int_eq(sbx_redact_stream_feed(NULL, "x", 1, &out, &n), SBX_E_INVALID_ARG);
+    sbx_redact_stream_free(s);
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_counts)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    sbx_redact_stream *s;
+    const char *out;
+    size_t n;
+    char *json;
+    static const char text[] = SECRET " and " SECRET " and ghp_0123456789abcdefghijABCDEFGHIJ012345 .";
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)), SBX_OK);
+    s = sbx_redact_stream_new(r);
+    ck_assert_int_eq(sbx_redact_stream_feed(s, text, strlen(text), &out, &n), SBX_OK);
+    ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_OK);
+    ck_assert_uint_eq(sbx_redact_stream_count(s, "secret"), 2);
+    ck_assert_uint_eq(sbx_redact_stream_count(s, "github"), 1);
+    ck_assert_uint_eq(sbx_redact_stream_count(s, NULL), 3);
+    ck_assert_uint_eq(sbx_redact_stream_count(s, "aws"), 0);
+    ck_assert_uint_eq(sbx_redact_stream_count(NULL, NULL), 0);
+    ck_assert_int_eq(sbx_redact_stream_counts_json(s, &json), SBX_OK);
+    ck_assert_str_eq(json, "{\"secret\": 2, \"github\": 1}");
+    sbx_free(json);
+    sbx_redact_stream_free(s);
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_stream_keeps_its_rules)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    sbx_redact_stream *old = sbx_redact_stream_new(r), *cur;
+    const char *out;
+    size_t n;
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)), SBX_OK);
+    cur = sbx_redact_stream_new(r);
+    sbx_redactor_free(r); /* streams outlive it */
+    ck_assert_int_eq(sbx_redact_stream_feed(old, SECRET, strlen(SECRET), &out, &n), SBX_OK);
+    ck_assert_int_eq(sbx_redact_stream_finish(old, &out, &n), SBX_OK);
+    ck_assert_int_eq(sbx_redact_stream_feed(cur, SECRET "!", strlen(SECRET) + 1, &out, &n), SBX_OK);
+    ck_assert_str_eq(out, "[REDACTED:secret]!");
+    ck_assert_int_eq(sbx_redact_stream_finish(cur, &out, &n), SBX_OK);
+    ck_assert_uint_eq(sbx_redact_stream_count(old, NULL), 0);
+    sbx_redact_stream_free(old);
+    sbx_redact_stream_free(cur);
+}
+END_TEST
+
+/* ---- the property: any chunking gives the same output and leaks nothing ---- */
+
+static uint64_t rng;
+static uint32_t next_rand(void)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33);
+}
+
+static const char *const values[] = {"s3cr3t-v4lue-0001", "another/secret:value", "aaaaaaaaab", "pass word 99!"};
+
+/* Text: words, paths, hashes, and now and then a secret in some form or a
+ * shape from the table. */
+static size_t generate(char *buf, size_t cap)
+{
+    static const char *const words[] = {"build", "ok", "src/index.ts", "2f1c0e", " ", "\n", "--flag", "aaaa",
+                                        "sk-", "ghp_", "://", "Authorization: ", "eyJ", "%2F", "\\\""};
+    size_t o = 0;
+    while (o + 300 < cap) {
+        uint32_t k = next_rand() % 20;
+        const char *w;
+        if (k < 14)
+            w = words[next_rand() % SBX__ARRAY_LEN(words)];
+        else if (k < 17)
+            w = values[next_rand() % SBX__ARRAY_LEN(values)];
+        else
+            w = redact_shape_cases[next_rand() % SBX__ARRAY_LEN(redact_shape_cases)].text;
+        size_t n = strlen(w);
+        if (o + n + 1 >= cap)
+            break;
+        memcpy(buf + o, w, n);
+        o += n;
+        buf[o++] = next_rand() % 3 ? ' ' : '\n';
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+START_TEST(test_redact_any_chunking_same_output)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    static char text[20000];
+    size_t len;
+    char *ref;
+    rng = 42 + (uint64_t)_i;
+    for (size_t i = 0; i < SBX__ARRAY_LEN(values); i++)
+        ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)values[i], strlen(values[i])), SBX_OK);
+    len = generate(text, sizeof text);
+    ref = chunked(r, text, len, len);
+    /* Zero leaks: no registered value survives. */
+    for (size_t i = 0; i < SBX__ARRAY_LEN(values); i++)
+        ck_assert_msg(strstr(ref, values[i]) == NULL, "value %zu leaked", i);
+    for (size_t c = 1; c <= 64; c++) {
+        char *got = chunked(r, text, len, c);
+        ck_assert_msg(strcmp(got, ref) == 0, "chunk size %zu differs", c);
+        free(got);
+    }
+    for (size_t c = 997; c < len; c *= 3) {
+        char *got = chunked(r, text, len, c);
+        ck_assert_msg(strcmp(got, ref) == 0, "chunk size %zu differs", c);
+        free(got);
+    }
+    free(ref);
+    sbx_redactor_free(r);
+}
+END_TEST
+
+/* ---- threads, allocation failures ---- */
+
+static void *thread_main(void *arg)
+{
+    const sbx_redactor *r = arg;
+    char *out = whole(r, "token " SECRET " ghp_0123456789abcdefghijABCDEFGHIJ012345");
+    bool ok = strcmp(out, "token [REDACTED:secret] [REDACTED:github]") == 0;
+    sbx_free(out);
+    return ok ? arg : NULL;
+}
+
+START_TEST(test_redact_shared_between_threads)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    pthread_t t[4];
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)), SBX_OK);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, thread_main, r);
+    for (int i = 0; i < 4; i++) {
+        void *res;
+        pthread_join(t[i], &res);
+        ck_assert_ptr_eq(res, r);
+    }
+    sbx_redactor_free(r);
+}
+END_TEST
+
+static sbx_status oom_once(void *ctx)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    sbx_redact_stream *s = NULL;
+    const char *out;
+    size_t n;
+    sbx_status st;
+    char *json = NULL;
+    (void)ctx;
+    if (!r)
+        return SBX_E_NOMEM;
+    st = sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET));
+    if (st == SBX_OK && !(s = sbx_redact_stream_new(r)))
+        st = SBX_E_NOMEM;
+    if (st == SBX_OK)
+        st = sbx_redact_stream_feed(s, "a " SECRET " ghp_0123456789abcdefghijABCDEF",
+                                    strlen("a " SECRET " ghp_0123456789abcdefghijABCDEF"), &out, &n);
+    if (st == SBX_OK)
+        st = sbx_redact_stream_feed(s, "GHIJ012345 end", strlen("GHIJ012345 end"), &out, &n);
+    if (st == SBX_OK)
+        st = sbx_redact_stream_finish(s, &out, &n);
+    if (st == SBX_OK)
+        st = sbx_redact_stream_counts_json(s, &json);
+    if (st == SBX_OK && strcmp(json, "{\"secret\": 1, \"github\": 1}") != 0)
+        st = SBX_E_INTERNAL;
+    sbx_free(json);
+    sbx_redact_stream_free(s);
+    sbx_redactor_free(r);
+    return st;
+}
+
+START_TEST(test_redact_out_of_memory)
+{
+    ck_assert_int_gt(sbx_test_oom_loop(oom_once, NULL), 5);
+}
+END_TEST
+
+Suite *sbx_test_suite(void)
+{
+    Suite *s = suite_create("redact");
+    TCase *tc = tcase_create("redact");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_redact_known_value_forms);
+    tcase_add_test(tc, test_redact_multiline_value);
+    tcase_add_test(tc, test_redact_value_rules);
+    tcase_add_test(tc, test_redact_shapes_table);
+    tcase_add_test(tc, test_redact_self_overlapping_prefix);
+    tcase_add_test(tc, test_redact_holds_back_little);
+    tcase_add_test(tc, test_redact_counts);
+    tcase_add_test(tc, test_redact_stream_keeps_its_rules);
+    tcase_add_loop_test(tc, test_redact_any_chunking_same_output, 0, 4);
+    tcase_add_test(tc, test_redact_shared_between_threads);
+    tcase_add_test(tc, test_redact_out_of_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
