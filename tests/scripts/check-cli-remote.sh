@@ -71,6 +71,16 @@ expect 2 "" "a policy file that does not load" -- exec --sandbox "$id" --policy 
 expect 2 "" "--no-policy with --allow" -- exec --sandbox "$id" --no-policy --allow sh -- sh
 expect 2 "" "a bad --allow name" -- exec --sandbox "$id" --allow /bin/sh -- sh
 
+# Output is redacted: shapes, --secret, secret-looking --env values.
+gh=ghp_0123456789abcdefghijABCDEFGHIJ012345
+expect 0 "tok [REDACTED:github]" "exec redacts a token shape" -- exec --sandbox "$id" --allow sh -- sh -c "echo tok $gh"
+expect 0 "pw [REDACTED:secret]" "exec --secret" -- exec --sandbox "$id" --secret hunter2-correct-horse --allow sh -- sh -c 'echo pw hunter2-correct-horse'
+expect 0 "env [REDACTED:secret]" "a secret-looking --env value" -- exec --sandbox "$id" --env API_TOKEN=tok-value-0123456 --allow sh -- sh -c 'echo env $API_TOKEN'
+expect 0 "raw $gh" "exec --no-redact" -- exec --sandbox "$id" --no-redact --allow sh -- sh -c "echo raw $gh"
+expect 0 '[REDACTED:github]' "exec --json redacts too" -- exec --json --sandbox "$id" --allow sh -- sh -c "echo $gh"
+out=$("$sbxrun" exec --sandbox "$id" --allow sh -- sh -c "echo $gh >&2" 2>&1 >/dev/null)
+[ "$out" = "[REDACTED:github]" ] && ok "stderr is redacted" || not_ok "stderr redaction" "$out"
+
 # A one-shot exec makes its own sandbox and stops it.
 before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
 expect 0 "fresh" "exec without --sandbox" -- exec --allow sh -- sh -c 'echo fresh'

@@ -3,6 +3,11 @@
 #ifndef SBXRUN_CLI_H
 #define SBXRUN_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sbxrun/sbxrun.h>
+
 /* Exit codes of sbxrun, documented in doc/man/sbxrun.1. */
 enum {
     SBXRUN_EXIT_OK = 0,      /* done; for verify: the job passed */
@@ -22,5 +27,11 @@ struct sbxrun_cmd {
 int cmd_policy(int argc, char **argv);
 int cmd_netpolicy(int argc, char **argv);
 int cmd_redact(int argc, char **argv);
+
+/* Shared with exec (redact_cmd.c): whether a variable name looks secret,
+ * and registering the values of this process's secret-looking variables
+ * (0, or an exit status after printing why). */
+bool cli_secret_name(const char *name, size_t n);
+int cli_add_env_secrets(sbx_redactor *r);
 
 #endif /* SBXRUN_CLI_H */

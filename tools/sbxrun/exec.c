@@ -39,18 +39,25 @@ static const char usage_text[] =
     "                      (doc/policy.md) instead of the default one\n"
     "  --allow PROGRAM     also allow this program (repeatable); `--allow sh`\n"
     "                      lets a shell run anything: the policy cannot read it\n"
-    "  --no-policy         do not check the command at all\n" REMOTE_OPTS_HELP
+    "  --no-policy         do not check the command at all\n"
+    "  --secret VALUE      also redact this value from the output (repeatable)\n"
+    "  --no-redact         print the output as it comes, secrets included\n" REMOTE_OPTS_HELP
     "\n"
     "Before anything is created the command is checked against the command\n"
     "policy (by default: git, bun, node, ls, cat, sed, rg, paths inside\n"
     "/vercel/sandbox); a denied command exits 3 with the reason on stderr.\n"
+    "The output is redacted as by `sbxrun redact` (credential shapes, the values\n"
+    "of secret-looking variables of sbxrun and of --env, --secret values).\n"
     "\n"
     "With --json nothing is streamed: one JSON object is printed at the end with\n"
     "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
     "counts and durationMs. Exit status: the program's, or 125 when sbxrun could\n"
     "not run it (the reason on stderr).\n";
 
-enum { O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY, O_HELP };
+enum {
+    O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY,
+    O_SECRET, O_NO_REDACT, O_HELP
+};
 
 #define MAX_ALLOW 64
 
@@ -102,17 +109,56 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     return rc;
 }
 
+/* Output goes through a redaction stream per stream (NULL: --no-redact). */
 struct sink {
-    bool json;
+    sbx_redact_stream *out, *err;
 };
+
+static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
+{
+    const char *o = data;
+    size_t n = len;
+    if (rs && (finish ? sbx_redact_stream_finish(rs, &o, &n) : sbx_redact_stream_feed(rs, data, len, &o, &n)) != SBX_OK)
+        n = 0; /* out of memory: drop rather than print unredacted */
+    fwrite(o, 1, n, f);
+    fflush(f);
+}
 
 static int stream_out(int stream, const char *data, size_t len, void *user)
 {
-    FILE *f = stream == SBX_STREAM_STDERR ? stderr : stdout;
-    (void)user;
-    fwrite(data, 1, len, f);
-    fflush(f);
+    struct sink *k = user;
+    if (stream == SBX_STREAM_STDERR)
+        put(stderr, k->err, data, len, false);
+    else
+        put(stdout, k->out, data, len, false);
     return 0;
+}
+
+/* The redactor for a run: the shapes, sbxrun's own secret-looking
+ * environment (as sbxrun redact), --secret values, and the values of --env
+ * variables whose names look secret. */
+static sbx_redactor *exec_redactor(const char *const *secrets, int nsecrets, const char *const *envs, int nenv)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    if (!r || cli_add_env_secrets(r) != 0)
+        goto fail;
+    for (int i = 0; i < nsecrets; i++) {
+        if (sbx_redactor_add_secret(r, (const uint8_t *)secrets[i], strlen(secrets[i])) != SBX_OK) {
+            fprintf(stderr, "sbxrun exec: --secret: %s\n", sbx_redactor_last_error(r));
+            goto fail;
+        }
+    }
+    for (int i = 0; i < nenv; i++) {
+        const char *eq = strchr(envs[i], '=');
+        size_t vlen = strlen(eq + 1);
+        if (cli_secret_name(envs[i], (size_t)(eq - envs[i])) && vlen >= 8 && vlen <= 4096 &&
+            sbx_redactor_add_secret(r, (const uint8_t *)(eq + 1), vlen) == SBX_E_NOMEM)
+            goto fail;
+    }
+    return r;
+fail:
+    sbx_redactor_free(r);
+    return NULL;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -128,7 +174,7 @@ static void on_signal(int sig)
         sbx_op_cancel(running_op);
 }
 
-static json_t *tail_json(sbx_command *k, int stream)
+static json_t *tail_json(sbx_command *k, int stream, const sbx_redactor *red)
 {
     char buf[65536];
     size_t n;
@@ -143,7 +189,18 @@ static json_t *tail_json(sbx_command *k, int stream)
         memcpy(all + len, buf, n);
         len += n;
     }
-    s = json_stringn_nocheck(all ? all : "", len);
+    if (red) {
+        char *r = NULL;
+        size_t rlen = 0;
+        if (sbx_redactor_redact(red, all ? all : "", len, &r, &rlen) != SBX_OK) {
+            free(all);
+            return json_string("");
+        }
+        s = json_stringn_nocheck(r, rlen);
+        sbx_free(r);
+    } else {
+        s = json_stringn_nocheck(all ? all : "", len);
+    }
     free(all);
     return s;
 }
@@ -156,14 +213,17 @@ int cmd_exec(int argc, char **argv)
         {"timeout", required_argument, NULL, O_TIMEOUT}, {"runtime", required_argument, NULL, O_RUNTIME},
         {"network-policy", required_argument, NULL, O_NETPOLICY}, {"help", no_argument, NULL, O_HELP},
         {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
-        {"no-policy", no_argument, NULL, O_NO_POLICY},
+        {"no-policy", no_argument, NULL, O_NO_POLICY},   {"secret", required_argument, NULL, O_SECRET},
+        {"no-redact", no_argument, NULL, O_NO_REDACT},
         REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
     const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
-    const char *envs[256], *allow[MAX_ALLOW];
-    int nenv = 0, nallow = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
-    bool no_policy = false;
+    const char *envs[256], *allow[MAX_ALLOW], *secrets[MAX_ALLOW];
+    int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
+    bool no_policy = false, no_redact = false;
+    sbx_redactor *red = NULL;
+    struct sink sink = {NULL, NULL};
     long long timeout = 0;
     char err[1024];
     sbx_sandbox *s = NULL;
@@ -200,6 +260,14 @@ int cmd_exec(int argc, char **argv)
         }
         case O_RUNTIME: runtime = optarg; break;
         case O_POLICY: cmd_policy = optarg; break;
+        case O_NO_REDACT: no_redact = true; break;
+        case O_SECRET:
+            if (nsecrets == MAX_ALLOW) {
+                fprintf(stderr, "sbxrun exec: at most %d --secret\n", MAX_ALLOW);
+                return SBXRUN_EXIT_USAGE;
+            }
+            secrets[nsecrets++] = optarg;
+            break;
         case O_NO_POLICY: no_policy = true; break;
         case O_ALLOW:
             if (nallow == MAX_ALLOW) {
@@ -231,6 +299,17 @@ int cmd_exec(int argc, char **argv)
     }
     if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0)
         return rc;
+    if (!no_redact) {
+        if (!(red = exec_redactor(secrets, nsecrets, envs, nenv)))
+            return SBXRUN_EXIT_USAGE;
+        sink.out = sbx_redact_stream_new(red);
+        sink.err = sbx_redact_stream_new(red);
+        if (!sink.out || !sink.err) {
+            fprintf(stderr, "sbxrun exec: out of memory\n");
+            rc = EXIT_EXEC_FAILED;
+            goto out;
+        }
+    }
     rc = EXIT_EXEC_FAILED;
     own_sandbox = sandbox_id == NULL;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -278,7 +357,7 @@ int cmd_exec(int argc, char **argv)
         }
     }
     if (!o.json)
-        sbx_command_set_output_cb(k, stream_out, NULL);
+        sbx_command_set_output_cb(k, stream_out, &sink);
     else
         sbx_command_set_output_limit(k, 1u << 20);
 
@@ -303,6 +382,10 @@ int cmd_exec(int argc, char **argv)
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    if (!o.json) { /* what the redactor still held */
+        put(stdout, sink.out, "", 0, sink.out != NULL);
+        put(stderr, sink.err, "", 0, sink.err != NULL);
+    }
     if (st == SBX_E_CANCELLED && interrupted && sbx_command_id(k))
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -316,7 +399,7 @@ int cmd_exec(int argc, char **argv)
     if (o.json) {
         json_t *j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
                               sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
-                              tail_json(k, SBX_STREAM_STDOUT), "stderr", tail_json(k, SBX_STREAM_STDERR),
+                              tail_json(k, SBX_STREAM_STDOUT, red), "stderr", tail_json(k, SBX_STREAM_STDERR, red),
                               "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
                               "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
                               "durationMs",
@@ -328,6 +411,9 @@ int cmd_exec(int argc, char **argv)
 oom:
     fail_msg(o.json, "exec", SBX_E_NOMEM, "out of memory");
 out:
+    sbx_redact_stream_free(sink.out);
+    sbx_redact_stream_free(sink.err);
+    sbx_redactor_free(red);
     sbx_command_free(k);
     if (own_sandbox && s && sbx_sandbox_id(s))
         sbx_sandbox_stop(s);

@@ -38,7 +38,7 @@ static const char usage_text[] =
 
 enum { O_SECRET = 1, O_SECRET_ENV, O_CHUNK, O_STATS, O_NO_ENV, O_NO_SHAPES, O_HELP };
 
-static bool secret_name(const char *name, size_t n)
+bool cli_secret_name(const char *name, size_t n)
 {
     static const char *const parts[] = {"TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"};
     char up[256];
@@ -55,12 +55,12 @@ static bool secret_name(const char *name, size_t n)
 
 /* The values of secret-looking variables; short ones are skipped (they
  * would redact ordinary text), never an error. */
-static int add_env(sbx_redactor *r)
+int cli_add_env_secrets(sbx_redactor *r)
 {
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         size_t len;
-        if (!eq || !secret_name(*e, (size_t)(eq - *e)))
+        if (!eq || !cli_secret_name(*e, (size_t)(eq - *e)))
             continue;
         len = strlen(eq + 1);
         if (len < 8 || len > 4096)
@@ -182,7 +182,7 @@ int cmd_redact(int argc, char **argv)
         rc = usage_error("unexpected argument ", argv[optind]);
         goto out;
     }
-    if (env && (rc = add_env(r)) != 0)
+    if (env && (rc = cli_add_env_secrets(r)) != 0)
         goto out;
     if (!(s = sbx_redact_stream_new(r))) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
