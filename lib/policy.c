@@ -538,12 +538,12 @@ static bool ppath_inside(const sbx__ppath *pp)
     return pp->depth >= 2 && comp_is(pp->c0, pp->l0, "vercel") && comp_is(pp->c1, pp->l1, "sandbox");
 }
 
-/* /dev/null, /dev/stdout, /dev/stderr: harmless wherever a file goes. */
+/* /dev/null: harmless wherever a file goes. (/dev/stdout and /dev/stderr
+ * only where a program writes: sbx__p_outfile; read, they run whatever the
+ * output is redirected to.) */
 static bool ppath_dev_null(const sbx__ppath *pp)
 {
-    return pp->depth == 2 && comp_is(pp->c0, pp->l0, "dev") &&
-           (comp_is(pp->c1, pp->l1, "null") || comp_is(pp->c1, pp->l1, "stdout") ||
-            comp_is(pp->c1, pp->l1, "stderr"));
+    return pp->depth == 2 && comp_is(pp->c0, pp->l0, "dev") && comp_is(pp->c1, pp->l1, "null");
 }
 
 bool sbx__p_is_url(const char *s)
@@ -577,6 +577,13 @@ bool sbx__p_file(sbx__pctx *c, size_t i, const char *s)
                          sbx__pshow(s, b, sizeof b), SBX__WORKSPACE);
     return sbx__deny(c, SBX_POLICY_PATH_OUTSIDE, "argument %zu: \"%s\" is a path outside %s", i,
                      sbx__pshow(s, b, sizeof b), SBX__WORKSPACE);
+}
+
+bool sbx__p_outfile(sbx__pctx *c, size_t i, const char *s)
+{
+    if (strcmp(s, "/dev/stdout") == 0 || strcmp(s, "/dev/stderr") == 0)
+        return false;
+    return sbx__p_file(c, i, s);
 }
 
 bool sbx__p_chdir(sbx__pctx *c, size_t i, const char *s)

@@ -20,7 +20,7 @@ static const struct gsub gsubs[] = {
     {"switch", "bBcC", ""},   {"status", "", ""},      {"diff", "SGL", "O"},  {"log", "nSGL", "O"},
     {"show", "nSGL", "O"},    {"apply", "", ""},       {"add", "", ""},       {"commit", "mCc", "Ft"},
     {"rev-parse", "", ""},    {"ls-files", "x", "X"},  {"branch", "u", ""},   {"reset", "", ""},
-    {"restore", "s", ""},     {"init", "b", ""},       {"stash", "m", ""},    {"tag", "mu", "F"},
+    {"restore", "s", ""},     {"init", "b", ""},       {"stash", "m", "O"},    {"tag", "mu", "F"},
     {"merge-base", "", ""},   {"cat-file", "", ""},    {"remote", "", ""},    {"config", "", ""},
     {NULL, NULL, NULL},
 };
@@ -107,6 +107,9 @@ static bool git_operand(sbx__pctx *c, size_t i, const char *a)
     if (strncasecmp(a, "file:", 5) == 0)
         return sbx__deny(c, SBX_POLICY_TRANSPORT, "git file: URL \"%s\" (argument %zu) is not allowed",
                          sbx__pshow(a, b, sizeof b), i);
+    if (a[0] == '~') /* git-upload-pack expands ~ and ~user to home directories */
+        return sbx__deny(c, SBX_POLICY_PATH_OUTSIDE, "argument %zu \"%s\" names a home directory outside %s", i,
+                         sbx__pshow(a, b, sizeof b), SBX__WORKSPACE);
     return sbx__p_file(c, i, a);
 }
 

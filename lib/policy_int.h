@@ -50,6 +50,9 @@ bool sbx__p_pathlike(const char *s);
 /* s (argument i, or part of it) as a file name: it must resolve inside the
  * workspace (or be /dev/null). Denies with PATH_OUTSIDE. */
 bool sbx__p_file(sbx__pctx *c, size_t i, const char *s);
+/* A file the program only writes: sbx__p_file, and /dev/stdout or
+ * /dev/stderr. */
+bool sbx__p_outfile(sbx__pctx *c, size_t i, const char *s);
 /* A directory the program changes into (git -C, bun --cwd): judged as a
  * file, then the paths after it resolve from there. */
 bool sbx__p_chdir(sbx__pctx *c, size_t i, const char *s);

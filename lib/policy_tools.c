@@ -547,6 +547,8 @@ static bool node_long_opt(sbx__pctx *c, size_t *ip)
     if (strcmp(o->name, "--require") == 0 || strcmp(o->name, "--import") == 0 || strstr(o->name, "loader") ||
         strcmp(o->name, "--test-reporter") == 0)
         return node_preload(c, *ip, v);
+    if (strcmp(o->name, "--test-reporter-destination") == 0 || strcmp(o->name, "--redirect-warnings") == 0)
+        return sbx__p_outfile(c, *ip, v);
     return sbx__p_file(c, *ip, v);
 }
 
@@ -598,7 +600,7 @@ bool sbx__p_node(sbx__pctx *c)
         if (a[1] == '-' ? node_long_opt(c, &i) : node_short(c, &i))
             return true;
     }
-    if (i >= c->argc) {
+    if (i >= c->argc || c->argv[i][0] == '\0') { /* node '' reads standard input too */
         if (node_runs_stdin(c))
             return sbx__deny(c, SBX_POLICY_SCRIPT, "node without a script runs code from standard input");
         return false;
@@ -625,7 +627,8 @@ static const char *const bun_not_scripts[] = {
     "batch", "crontab", "curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "ssh", "scp", "sftp",
     "rsync", "tar", "zip", "unzip", "dd", "tee", "cp", "mv", "rm", "ln", "chmod", "chown", "install", "make",
     "npx", "npm", "pnpm", "yarn", "bunx", "bun", "deno", "tsx", "ts-node", "vim", "vi", "nano", "emacs", "less",
-    "more", "man", "sqlite3", "psql", "mysql", NULL,
+    "more", "man", "sqlite3", "psql", "mysql", "dc", "ex", "ed", "pnpx", "yarnpkg", "nvim", "tmux", "screen",
+    "cmake", "julia", "guile", "nu", "corepack", "lldb", "gdbserver", "valgrind", "busctl", "systemctl", NULL,
 };
 
 static bool in_words(const char *const *w, const char *a)
@@ -728,16 +731,33 @@ static bool bun_option(sbx__pctx *c, size_t *ip, const char *sub)
     return o->role == SBX__V_PATH && sbx__p_file(c, *ip, v);
 }
 
-/* bun applies --cwd before anything else: every relative path on the line
- * resolves from the last one. */
+/* bun's own command word: the first word without a leading '-' (bun does
+ * not know which options take values when it looks for it, so an option's
+ * value can be the command: `bun -r exec z 'shell text'`). */
+static size_t bun_command_word(const sbx__pctx *c)
+{
+    size_t i = 1;
+    while (i < c->argc && c->argv[i][0] == '-')
+        i++;
+    return i;
+}
+
+/* bun applies --cwd given before the subcommand or script (read knowing
+ * which options take a value; later ones belong to the script) before
+ * anything else: every relative path on the line resolves from the last. */
 static bool bun_cwd(sbx__pctx *c)
 {
-    for (size_t i = 1; i < c->argc; i++) {
+    for (size_t i = 1; i < c->argc && c->argv[i][0] == '-'; i++) {
         const char *a = c->argv[i];
+        const sbx__popt *o;
         if (!strncmp(a, "--cwd=", 6) && sbx__p_chdir(c, i, a + 6))
             return true;
         if (!strcmp(a, "--cwd") && i + 1 < c->argc && sbx__p_chdir(c, i + 1, c->argv[i + 1]))
             return true;
+        if (a[1] == '-' && !strchr(a, '=') && (o = sbx__p_find(bun_long, a, strlen(a))) && o->role != SBX__V_DENY)
+            i++; /* its value */
+        else if (a[1] != '-' && strlen(a) == 2 && strchr("rtcd", a[1]))
+            i++;
     }
     return false;
 }
@@ -746,6 +766,11 @@ bool sbx__p_bun(sbx__pctx *c)
 {
     const char *sub = NULL;
     bool script = false; /* the words after a script are its own */
+    size_t ci = bun_command_word(c);
+    if (ci < c->argc && strcmp(c->argv[ci], "x") == 0)
+        return sbx__p_package_exec(c, "bun x", ci + 1);
+    if (ci < c->argc && in_words(bun_denied, c->argv[ci]))
+        return sbx__deny(c, SBX_POLICY_SUBCOMMAND, "bun %s (argument %zu) is not allowed", c->argv[ci], ci);
     if (bun_cwd(c))
         return true;
     for (size_t i = 1; i < c->argc; i++) {
