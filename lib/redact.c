@@ -535,12 +535,13 @@ static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
     return SBX_OK;
 }
 
-/* Decide what can be decided in pend; keep the rest. */
-static sbx_status run(sbx_redact_stream *s, bool more)
+/* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
+ * while nothing was held): the output goes to s->out, *decided receives how
+ * many bytes were decided; the rest must be held. */
+static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
 {
     const struct rules *r = s->r;
-    const unsigned char *p = (const unsigned char *)s->pend.data;
-    size_t n = s->pend.len, i = 0, emit = 0;
+    size_t i = 0, emit = 0;
     sbx__buf_clear(&s->out);
     while (i < n) {
         size_t ms = 0, me = 0;
@@ -576,26 +577,42 @@ static sbx_status run(sbx_redact_stream *s, bool more)
         return SBX_E_NOMEM;
     if (i > 0)
         s->prev = p[i - 1];
-    sbx__wipe(s->pend.data, i);
-    sbx__buf_consume(&s->pend, i);
+    *decided = i;
     return SBX_OK;
 }
 
 sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out,
                                   size_t *out_len)
 {
-    sbx_status st;
+    size_t done;
+    int prev;
     if (!s || (!data && len) || !out || !out_len)
         return SBX_E_INVALID_ARG;
     *out = "";
     *out_len = 0;
     if (s->finished)
         return SBX_E_MISUSE;
-    if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
-        return SBX_E_NOMEM;
-    if ((st = run(s, true)) != SBX_OK) {
-        sbx__buf_truncate(&s->pend, s->pend.len >= len ? s->pend.len - len : 0);
-        return st;
+    prev = s->prev;
+    if (s->pend.len == 0) {
+        /* Nothing held: scan the chunk where it is, hold only its tail.
+         * Room for the tail first, so nothing can fail after the scan. */
+        if (sbx__buf_reserve(&s->pend, len) != SBX_OK)
+            return SBX_E_NOMEM;
+        if (scan(s, (const unsigned char *)data, len, true, &done) != SBX_OK) {
+            s->prev = prev;
+            return SBX_E_NOMEM;
+        }
+        sbx__buf_append(&s->pend, data + done, len - done); /* reserved: cannot fail */
+    } else {
+        if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
+            return SBX_E_NOMEM;
+        if (scan(s, (const unsigned char *)s->pend.data, s->pend.len, true, &done) != SBX_OK) {
+            s->prev = prev;
+            sbx__buf_truncate(&s->pend, s->pend.len - len);
+            return SBX_E_NOMEM;
+        }
+        sbx__wipe(s->pend.data, done);
+        sbx__buf_consume(&s->pend, done);
     }
     *out = s->out.data ? s->out.data : "";
     *out_len = s->out.len;
@@ -605,14 +622,17 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
 sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size_t *out_len)
 {
     sbx_status st;
+    size_t done;
     if (!s || !out || !out_len)
         return SBX_E_INVALID_ARG;
     *out = "";
     *out_len = 0;
     if (s->finished)
         return SBX_E_MISUSE;
-    if ((st = run(s, false)) != SBX_OK)
+    if ((st = scan(s, (const unsigned char *)s->pend.data, s->pend.len, false, &done)) != SBX_OK)
         return st;
+    sbx__wipe(s->pend.data, s->pend.len);
+    sbx__buf_clear(&s->pend);
     s->finished = true;
     *out = s->out.data ? s->out.data : "";
     *out_len = s->out.len;
