@@ -2,6 +2,7 @@
 /* The streaming redactor: registered values and their encoded forms, the
  * built-in shapes (redact_shapes.c), a two-byte prefilter in front of both,
  * and streams that hold back only the bytes that could still start a match. */
+#include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #define VALUE_MAX 4096
 #define KIND_SECRET 0
 #define NO_SHAPE (-1)
+#define RECHECK_MIN 512
 
 /* A literal form of a registered value (kind "secret"). */
 struct lit {
@@ -64,7 +66,10 @@ struct sbx_redact_stream {
     struct rules *r;
     sbx__buf pend; /* input not yet decided */
     sbx__buf out;  /* the output of the last call */
-    int prev;      /* the input byte before pend, -1 at the start */
+    unsigned char hist[3]; /* the last input bytes before pend, oldest first */
+    size_t nhist;
+    bool after_match;      /* pend starts right after a redaction */
+    size_t recheck;        /* held bytes: scan again once pend is this long */
     bool finished;
     uint64_t *counts;
 };
@@ -455,7 +460,7 @@ sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
     }
     s->r = r->rules;
     atomic_fetch_add(&s->r->refs, 1);
-    s->prev = -1;
+    s->nhist = 0;
     return s;
 }
 
@@ -535,13 +540,39 @@ static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
     return SBX_OK;
 }
 
+/* The input byte k places before p[i] (k = 1..3), from p or the history;
+ * -1 before the start of the stream. */
+static int back(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t k)
+{
+    if (i >= k)
+        return p[i - k];
+    k -= i;
+    return k <= s->nhist ? s->hist[s->nhist - k] : -1;
+}
+
+/* The byte before a candidate, as the shapes' word boundaries should see
+ * it: none (-1) right after a redaction, after a JSON escape (`\n`, `\t`,
+ * `\r`, `\b`, `\f`, `\/`: the letter is not part of a word) or after a
+ * percent escape (`%3D`). */
+static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
+{
+    int b1 = back(s, p, i, 1), b2 = back(s, p, i, 2), b3 = back(s, p, i, 3);
+    if ((i == last_match_end && (i > 0 || s->after_match)) || b1 < 0)
+        return -1;
+    if (b2 == '\\' && b3 != '\\' && strchr("ntrbf/", b1))
+        return -1;
+    if (b3 == '%' && b2 >= 0 && isxdigit(b2) && isxdigit(b1))
+        return -1;
+    return b1;
+}
+
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
  * while nothing was held): the output goes to s->out, *decided receives how
  * many bytes were decided; the rest must be held. */
 static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
 {
     const struct rules *r = s->r;
-    size_t i = 0, emit = 0;
+    size_t i = 0, emit = 0, last_end = 0;
     sbx__buf_clear(&s->out);
     while (i < n) {
         size_t ms = 0, me = 0;
@@ -562,7 +593,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
             i++;
             continue;
         }
-        res = at(r, p + i, n - i, i ? p[i - 1] : s->prev, more, &ms, &me, &kind);
+        res = at(r, p + i, n - i, boundary(s, p, i, last_end), more, &ms, &me, &kind);
         if (res == AT_WAIT)
             break;
         if (res == AT_NONE) {
@@ -571,12 +602,22 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         }
         if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
             return SBX_E_NOMEM;
-        i = emit = i + me;
+        i = emit = last_end = i + me;
     }
     if (sbx__buf_append(&s->out, p + emit, i - emit) != SBX_OK)
         return SBX_E_NOMEM;
-    if (i > 0)
-        s->prev = p[i - 1];
+    if (i > 0) {
+        /* Remember the last bytes decided, for the next boundaries. */
+        unsigned char h[6];
+        size_t nh = 0;
+        for (size_t k = 0; k < s->nhist; k++)
+            h[nh++] = s->hist[k];
+        for (size_t k = i > 3 ? i - 3 : 0; k < i; k++)
+            h[nh++] = p[k];
+        s->nhist = nh < 3 ? nh : 3;
+        memcpy(s->hist, h + nh - s->nhist, s->nhist);
+        s->after_match = last_end == i;
+    }
     *decided = i;
     return SBX_OK;
 }
@@ -585,38 +626,55 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
                                   size_t *out_len)
 {
     size_t done;
-    int prev;
+    unsigned char hist[3];
+    size_t nhist;
+    bool after;
     if (!s || (!data && len) || !out || !out_len)
         return SBX_E_INVALID_ARG;
     *out = "";
     *out_len = 0;
     if (s->finished)
         return SBX_E_MISUSE;
-    prev = s->prev;
+    memcpy(hist, s->hist, sizeof hist);
+    nhist = s->nhist;
+    after = s->after_match;
     if (s->pend.len == 0) {
         /* Nothing held: scan the chunk where it is, hold only its tail.
          * Room for the tail first, so nothing can fail after the scan. */
         if (sbx__buf_reserve(&s->pend, len) != SBX_OK)
             return SBX_E_NOMEM;
-        if (scan(s, (const unsigned char *)data, len, true, &done) != SBX_OK) {
-            s->prev = prev;
-            return SBX_E_NOMEM;
-        }
+        if (scan(s, (const unsigned char *)data, len, true, &done) != SBX_OK)
+            goto oom;
         sbx__buf_append(&s->pend, data + done, len - done); /* reserved: cannot fail */
     } else {
         if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
             return SBX_E_NOMEM;
+        /* Held bytes wait for a candidate that needs more input: deciding
+         * again only once many held bytes have doubled keeps a stream fed
+         * one byte at a time linear (the answer depends on the bytes, not
+         * on when it is given). */
+        if (s->pend.len < s->recheck) {
+            sbx__buf_clear(&s->out);
+            return SBX_OK;
+        }
         if (scan(s, (const unsigned char *)s->pend.data, s->pend.len, true, &done) != SBX_OK) {
-            s->prev = prev;
             sbx__buf_truncate(&s->pend, s->pend.len - len);
-            return SBX_E_NOMEM;
+            goto oom;
         }
         sbx__wipe(s->pend.data, done);
         sbx__buf_consume(&s->pend, done);
     }
+    /* Up to RECHECK_MIN held bytes are decided again at every feed; past
+     * that, once they have doubled (a PEM block fed byte by byte). */
+    s->recheck = s->pend.len > RECHECK_MIN ? 2 * s->pend.len : 0;
     *out = s->out.data ? s->out.data : "";
     *out_len = s->out.len;
     return SBX_OK;
+oom:
+    memcpy(s->hist, hist, sizeof hist);
+    s->nhist = nhist;
+    s->after_match = after;
+    return SBX_E_NOMEM;
 }
 
 sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size_t *out_len)

@@ -142,6 +142,49 @@ START_TEST(test_redact_shapes_table)
 }
 END_TEST
 
+START_TEST(test_redact_boundaries_after_escapes)
+{
+    sbx_redactor *r = sbx_redactor_new();
+#define GH "gh" "p_A1b2C3d4A1b2C3d4A1b2C3d4A1b2C3d4E5f6"
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"abcdefghij", 10), SBX_OK);
+    /* JSON escapes and percent escapes end a word; so does a redaction. */
+    expect_redacted(r, "{\"o\":\"x:\\n" GH "\\tAKIAIOSFODNN7EXAMPLE\"}",
+                    "{\"o\":\"x:\\n[REDACTED:github]\\t[REDACTED:aws]\"}");
+    expect_redacted(r, "next=%2Fapi%3Ftoken%3D" GH "&", "next=%2Fapi%3Ftoken%3D[REDACTED:github]&");
+    expect_redacted(r, "abcdefghij" GH " x", "[REDACTED:secret][REDACTED:github] x");
+    /* An escaped backslash before a letter is not an escape of the letter. */
+    expect_redacted(r, "a\\\\n" GH, "a\\\\n" GH);
+    /* A word going on is still not a token start. */
+    expect_redacted(r, "xx" GH, "xx" GH);
+#undef GH
+    sbx_redactor_free(r);
+}
+END_TEST
+
+START_TEST(test_redact_long_hold_fed_byte_by_byte)
+{
+    /* A PEM block (64 KiB window) fed one byte at a time: the same output
+     * as whole (the held bytes are decided again once they double). */
+    sbx_redactor *r = sbx_redactor_new();
+    size_t n = 20000;
+    char *text = malloc(n + 200), *a, *b;
+    size_t o = (size_t)sprintf(text, "x -----BEGIN RSA PRIVATE KEY-----\n");
+    while (o < n) {
+        memcpy(text + o, "MIIEpAIBAAKCAQEA0123456789abcdef\n", 33);
+        o += 33;
+    }
+    o += (size_t)sprintf(text + o, "-----END RSA PRIVATE KEY-----\nafter\n");
+    a = chunked(r, text, o, 1);
+    b = chunked(r, text, o, o);
+    ck_assert_str_eq(a, b);
+    ck_assert_str_eq(a, "x [REDACTED:private_key]\nafter\n");
+    free(a);
+    free(b);
+    free(text);
+    sbx_redactor_free(r);
+}
+END_TEST
+
 START_TEST(test_redact_self_overlapping_prefix)
 {
     sbx_redactor *r = sbx_redactor_new();
@@ -381,6 +424,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_multiline_value);
     tcase_add_test(tc, test_redact_value_rules);
     tcase_add_test(tc, test_redact_shapes_table);
+    tcase_add_test(tc, test_redact_boundaries_after_escapes);
+    tcase_add_test(tc, test_redact_long_hold_fed_byte_by_byte);
     tcase_add_test(tc, test_redact_self_overlapping_prefix);
     tcase_add_test(tc, test_redact_holds_back_little);
     tcase_add_test(tc, test_redact_counts);
