@@ -630,10 +630,16 @@ static bool in_list(const sbx__strlist *l, const char *s)
     return false;
 }
 
+static bool program_denied(const sbx__pctx *c, const char *name)
+{
+    const struct scope *b = &c->p->s[0], *j = c->job >= 0 ? &c->p->s[1 + c->job] : NULL;
+    return in_list(&b->deny, name) || (j && in_list(&j->deny, name));
+}
+
 bool sbx__p_program_allowed(const sbx__pctx *c, const char *name)
 {
     const struct scope *b = &c->p->s[0], *j = c->job >= 0 ? &c->p->s[1 + c->job] : NULL;
-    if (in_list(&b->deny, name) || (j && in_list(&j->deny, name)))
+    if (program_denied(c, name))
         return false;
     return in_list(&b->allow, name) || (j && in_list(&j->allow, name));
 }
@@ -840,9 +846,7 @@ static bool decide(sbx__pctx *c, const char *cwd)
         return sbx__deny(c, SBX_POLICY_PROGRAM_PATH, "the program \"%s\" is given with a path; use a bare name",
                          sbx__pshow(prog, b, sizeof b));
     if (!sbx__p_program_allowed(c, prog)) {
-        const struct scope *bs = &c->p->s[0], *js = c->job >= 0 ? &c->p->s[1 + c->job] : NULL;
-        bool denied = in_list(&bs->deny, prog) || (js && in_list(&js->deny, prog));
-        if (!denied) {
+        if (!program_denied(c, prog)) {
             bool r = package_exec_form(c, &handled);
             if (handled)
                 return r;

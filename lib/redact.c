@@ -260,7 +260,7 @@ static void mark_pair(struct rules *r, unsigned char a, unsigned char b)
 /* Candidates, the first-byte index and the pair filter. */
 static sbx_status index_cands(struct rules *r, bool shapes)
 {
-    size_t n = r->nlits + (shapes ? sbx__nshapes : 0), total = 0;
+    size_t n = r->nlits + (shapes ? sbx__nshapes : 0);
     uint32_t fill[256] = {0};
     if (!(r->cands = sbx__calloc(n ? n : 1, sizeof *r->cands)) || !(r->by_byte = sbx__calloc(2 * n + 1, sizeof(uint32_t))))
         return SBX_E_NOMEM;
@@ -299,7 +299,6 @@ static sbx_status index_cands(struct rules *r, bool shapes)
             for (size_t b = 0; b < 256; b++)
                 r->start[b + 1] += r->start[b];
     }
-    (void)total;
     return SBX_OK;
 }
 
@@ -758,5 +757,5 @@ sbx_status sbx_redactor_redact(const sbx_redactor *r, const char *data, size_t l
         st = SBX_E_NOMEM;
     if (st != SBX_OK)
         sbx__buf_wipe_free(&b);
-    return st == SBX_E_BUDGET_EXCEEDED ? SBX_E_NOMEM : st;
+    return st; /* the buffer has no limit: only SBX_E_NOMEM can fail */
 }
