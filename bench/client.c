@@ -949,6 +949,13 @@ int main(int argc, char **argv)
            "  anon: anonymous RSS (RssAnon: heap, stacks; not shared library pages) after the\n"
            "  commands; wall: the commands alone, per 1,000 (bound by sbxd: fork+exec per command).\n");
     if (have_node) {
+        double *vc = calloc((size_t)rounds, sizeof *vc), *vp = calloc((size_t)rounds, sizeof *vp),
+               *vr = calloc((size_t)rounds, sizeof *vr);
+        int nv = 0;
+        if (!vc || !vp || !vr) {
+            fprintf(stderr, "bench-client: out of memory\n");
+            return 1;
+        }
         printf("\nRatios libsbxrun / Node SDK (%s), per round [target <= 0.10]:\n", version);
         for (int r = 0; r < rounds; r++) {
             double rc, rp, rr, rb, ra;
@@ -965,7 +972,26 @@ int main(int argc, char **argv)
                    "           peak RSS %.3f (%s); peak RSS above base %.3f; anonymous RSS %.3f\n",
                    r + 1, rc, rc <= 0.10 ? "met" : "NOT met", rp, rp <= 0.10 ? "met" : "NOT met", rr,
                    rr <= 0.10 ? "met" : "NOT met", rb, ra);
+            vc[nv] = rc;
+            vp[nv] = rp;
+            vr[nv++] = rr;
         }
+        if (nv > 1) {
+            /* One process's CPU varies by up to ~1.8x between identical
+             * runs on a shared VM, so a single round can land either side
+             * of the target: the median over the rounds is the figure. */
+            qsort(vc, (size_t)nv, sizeof *vc, cmp_double);
+            qsort(vp, (size_t)nv, sizeof *vp, cmp_double);
+            qsort(vr, (size_t)nv, sizeof *vr, cmp_double);
+            printf("  median of %d rounds: CPU of the commands %.3f (%s), range %.3f-%.3f; whole-process CPU "
+                   "%.3f (%s);\n                      peak RSS %.3f (%s)\n",
+                   nv, median(vc, nv), median(vc, nv) <= 0.10 ? "met" : "NOT met", vc[0], vc[nv - 1],
+                   median(vp, nv), median(vp, nv) <= 0.10 ? "met" : "NOT met", median(vr, nv),
+                   median(vr, nv) <= 0.10 ? "met" : "NOT met");
+        }
+        free(vc);
+        free(vp);
+        free(vr);
     }
 
     if (!no_scale) {

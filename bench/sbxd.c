@@ -110,12 +110,6 @@ static void stop_sandbox(CURL *h, const char *id, sbx__buf *b)
     http(h, "POST", path, "", b);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void report(const char *what, double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);

@@ -14,7 +14,9 @@
  *      exits. When it breaks, it is requested again and the bytes already
  *      delivered (counted per stream) are skipped.
  *
- * The op ends when the output has ended and the exit code is known. If the
+ * The op ends when the output has ended and the exit code is known (the
+ * start stream's last bytes are then read by the engine alone, so that its
+ * connection is reused rather than closed). If the
  * start stream breaks after its first line, the exit code is asked for
  * with GET .../cmd/ID?wait=true (idempotent, retried) once the output has
  * ended; the command is never started again. Only a code the server sent is
@@ -40,6 +42,9 @@
 #define LOG_LINE_MAX (4u << 20)
 #define RECONNECTS_MAX 5   /* in a row without new output */
 #define KILL_DEADLINE_MS 10000
+/* The start stream's end (its chunk terminator) usually follows the exit
+ * line at once; reading it lets the connection be reused. */
+#define START_DRAIN_MS 2000
 
 struct sbx_command {
     struct sbx__target t;
@@ -415,6 +420,12 @@ static bool req_ok(struct cmd_run *run, sbx__req *r, const char *what)
 /* The output has ended and the exit code is known: report. */
 static void finish_exited(struct cmd_run *run)
 {
+    /* The exit line is in but the stream's end may not be: let the engine
+     * read it, rather than close a connection that is about to be free. */
+    if (run->start) {
+        sbx__req_release(run->start, START_DRAIN_MS);
+        run->start = NULL;
+    }
     if (run->server_error)
         run_finish(run, SBX_E_CONFLICT, "the command's output ended with an error: %s (exit code %d)",
                    run->server_error, run->cmd->info.exit_code);
@@ -674,9 +685,15 @@ static int start_data(sbx__req *r, const char *data, size_t len, void *user)
 {
     struct cmd_run *run = user;
     (void)r;
+    int a;
     if (run->op->done)
         return SBX__DATA_ABORT;
-    return feed(run, &run->snd, data, len, start_line, "a line of the start stream", &run->start_fail);
+    a = feed(run, &run->snd, data, len, start_line, "a line of the start stream", &run->start_fail);
+    /* The exit line after the end of the output: report now, not when the
+     * stream's last chunk comes (start_done runs at once). */
+    if (a == SBX__DATA_OK && run->exit_known && run->cmd->output_ended)
+        return SBX__DATA_DONE;
+    return a;
 }
 
 static void start_done(sbx__req *r, void *user)
@@ -728,9 +745,11 @@ static void start_done(sbx__req *r, void *user)
                    "it may have started");
         return;
     }
-    /* It started. The stream is over, with the exit code or without it
-     * (broken: the GET fallback asks for it once the output has ended). */
-    sbx__req_free(run->start);
+    /* It started. The stream is over (or has all it will bring), with the
+     * exit code or without it (broken: the GET fallback asks for it once
+     * the output has ended). A stream not at its end yet is left to end,
+     * so its connection is reused. */
+    sbx__req_release(run->start, START_DRAIN_MS);
     run->start = NULL;
     advance(run);
 }

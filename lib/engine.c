@@ -83,6 +83,9 @@ struct sbx__req {
     uint64_t body_size;           /* of a streamed body */
     size_t body_off;              /* read_cb's position in body_in */
     bool idempotent, follow, counted;
+    bool orphan;                  /* released by its owner while reading: the engine frees it */
+    bool early;                   /* its handler said DATA_DONE: in the engine's early list */
+    struct sbx__req *early_next;
     int64_t deadline;
     sbx__data_fn data_fn;
     void *data_user;
@@ -138,6 +141,8 @@ struct sbx__engine {
     struct sbx__req *qhead, *qtail;
     atomic_bool flagged;       /* a cancel or a resume waits to be applied */
     unsigned active, pending;
+    unsigned orphans;          /* released requests draining (in pending too) */
+    struct sbx__req *early;    /* to report done before their response ends */
     struct project_count *projects;
     struct sbx__engine_limits limits;
     char *unix_path;
@@ -304,6 +309,8 @@ void sbx__engine_free(sbx__engine *e)
         r->hidx = NO_HEAP;
         r->queued = false;
         r->qprev = r->qnext = NULL;
+        if (r->orphan) /* nobody else will */
+            sbx__req_free(r);
     }
     e->reqs = NULL;
     sbx__free(e->heap);
@@ -371,7 +378,7 @@ int sbx__engine_fd(sbx__engine *e)
 
 unsigned sbx__engine_pending(const sbx__engine *e)
 {
-    return e->pending;
+    return e->pending - e->orphans;
 }
 
 /* Work is due now (see poke). seq_cst on both sides: either the waiter,
@@ -640,6 +647,8 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
     size_t len = size * n;
     long code = 0;
 
+    if (r->orphan || r->early) /* the rest of a response its owner no longer wants */
+        return len;
     /* Only a stream needs the status, per chunk (its error body is buffered). */
     if (r->data_fn)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -651,6 +660,12 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
         }
         if (a == SBX__DATA_ABORT)
             return 0;
+        if (a == SBX__DATA_DONE && r->e) {
+            /* Reported from process, outside libcurl's callbacks. */
+            r->early = true;
+            r->early_next = r->e->early;
+            r->e->early = r;
+        }
         r->streamed += len;
         return len;
     }
@@ -854,16 +869,32 @@ static void unlink_req(sbx__req *r)
  * limits, the timers, the queue, the pending count. */
 static void retire(sbx__req *r)
 {
+    if (r->early && r->e) {
+        sbx__req **pp = &r->e->early;
+        while (*pp && *pp != r)
+            pp = &(*pp)->early_next;
+        if (*pp)
+            *pp = r->early_next;
+        r->early_next = NULL;
+    }
     detach_easy(r);
     count(r, -1);
     heap_remove(r);
     q_remove(r);
     if (r->e && r->state != R_DONE && r->state != R_NEW)
         r->e->pending--;
+    if (r->e && r->orphan) {
+        r->orphan = false;
+        r->e->orphans--;
+    }
 }
 
 static void finish(sbx__req *r, sbx_status st, const char *msg)
 {
+    if (r->orphan) {
+        sbx__req_free(r); /* its connection is back in the pool, or closed */
+        return;
+    }
     retire(r);
     r->state = R_DONE;
     r->status = st;
@@ -936,6 +967,10 @@ static void attempt_done(sbx__req *r, CURLcode code)
     int64_t now = sbx__mono_ms();
 
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+    if (r->orphan) {
+        finish(r, SBX_OK, NULL);
+        return;
+    }
     if (atomic_load(&r->cancel)) {
         finish(r, SBX_E_CANCELLED, "cancelled");
         return;
@@ -1094,6 +1129,24 @@ static void rearm(sbx__engine *e)
     timerfd_settime(e->tfd, 0, &its, NULL);
 }
 
+/* Requests whose handler has what it needs (SBX__DATA_DONE): reported done
+ * now, while libcurl still reads the rest of the response. */
+static void report_early(sbx__engine *e)
+{
+    while (e->early) {
+        sbx__req *r = e->early;
+        sbx__done_fn fn = r->done_fn;
+        e->early = r->early_next;
+        r->early_next = NULL;
+        r->status = SBX_OK;
+        r->maybe_sent = true;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+        r->done_fn = NULL; /* once: the owner frees or releases it there */
+        if (fn)
+            fn(r, r->done_user); /* may free r */
+    }
+}
+
 sbx_status sbx__engine_process(sbx__engine *e)
 {
     struct epoll_event ev[64];
@@ -1151,6 +1204,7 @@ sbx_status sbx__engine_process(sbx__engine *e)
         if (!e->kick && (e->curl_due < 0 || e->curl_due > sbx__mono_ms()))
             break;
     }
+    report_early(e);
     e->in_process = false;
     rearm(e);
     if (e->kick) { /* submitted in the last round: the next call starts it */
@@ -1397,6 +1451,28 @@ void sbx__req_free(sbx__req *r)
     sbx__free(r->project);
     sbx__free(r->error);
     sbx__free(r);
+}
+
+void sbx__req_release(sbx__req *r, int64_t grace_ms)
+{
+    int64_t due;
+    if (!r)
+        return;
+    /* Only a request reading its response on this thread's engine can be
+     * left to finish; a paused or cancelled one would never drain. */
+    if (!r->e || r->state != R_ACTIVE || !r->easy || r->paused || atomic_load(&r->cancel) || grace_ms <= 0) {
+        sbx__req_free(r);
+        return;
+    }
+    r->orphan = true;
+    r->e->orphans++; /* not pending for anyone: sbx__engine_pending() skips it */
+    r->data_fn = NULL;
+    r->done_fn = NULL;
+    due = sbx__mono_ms() + grace_ms;
+    if (!r->deadline || due < r->deadline) {
+        r->deadline = due;
+        timer_update(r);
+    }
 }
 
 sbx_status sbx__req_status(const sbx__req *r)

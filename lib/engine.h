@@ -22,8 +22,12 @@ void sbx__engine_global_cleanup(void);
 typedef struct sbx__engine sbx__engine;
 typedef struct sbx__req sbx__req;
 
-/* Stream data handler's answers. */
-enum { SBX__DATA_OK = 0, SBX__DATA_ABORT = 1, SBX__DATA_PAUSE = 2 };
+/* Stream data handler's answers. DONE: the handler has all it needs from
+ * this response; the request is reported done (SBX_OK, its HTTP status) at
+ * the end of this process round while libcurl still reads the rest
+ * (discarded), and its done callback, called once, must free or release it
+ * (sbx__req_release lets the rest be read so the connection is reused). */
+enum { SBX__DATA_OK = 0, SBX__DATA_ABORT = 1, SBX__DATA_PAUSE = 2, SBX__DATA_DONE = 3 };
 
 /* Response bytes of a streamed 2xx response as they arrive. */
 typedef int (*sbx__data_fn)(sbx__req *r, const char *data, size_t len, void *user);
@@ -108,6 +112,12 @@ void sbx__req_cancel(sbx__req *r);
 void sbx__req_resume(sbx__req *r);
 /* Release it; a request not done is aborted without its callback. */
 void sbx__req_free(sbx__req *r);
+/* Release it, but let a request that is still reading its response read
+ * the rest (discarded, no callbacks) for up to grace_ms, so its connection
+ * returns to the pool instead of being closed; the engine frees it then.
+ * A request in any other state is freed now. It no longer counts as
+ * pending. Driving thread only. */
+void sbx__req_release(sbx__req *r, int64_t grace_ms);
 
 /* Results, valid once done. status: SBX_OK when an HTTP response arrived
  * (of any status; see http_status), else SBX_E_TRANSPORT, SBX_E_TIMEOUT,

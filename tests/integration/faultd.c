@@ -67,6 +67,7 @@ struct faultd {
     size_t nlog, caplog;
     struct conn *conns;
     int nconns;
+    int held;               /* last chunks held back (FAULT_LATE_TERMINATOR) */
 };
 
 static const char *const fault_names[] = {
@@ -87,6 +88,7 @@ static const char *const fault_names[] = {
     [FAULT_STALL_AFTER] = "stall_after",
     [FAULT_CLOSE_AFTER] = "close_after",
     [FAULT_NO_TERMINATOR] = "no_terminator",
+    [FAULT_LATE_TERMINATOR] = "late_terminator",
 };
 
 const char *fault_name(enum fault kind)
@@ -590,6 +592,14 @@ static int relay_chunked(struct rd *up, struct out *o)
                 o->closed = true;
                 return -1;
             }
+            if (o->kind == FAULT_LATE_TERMINATOR && !o->discard) {
+                struct faultd *f = o->c->f;
+                int64_t until = mono_ms() + o->arg;
+                __atomic_add_fetch(&f->held, 1, __ATOMIC_SEQ_CST);
+                while (mono_ms() < until && !__atomic_load_n(&f->stopping, __ATOMIC_SEQ_CST))
+                    sleep_ms(10);
+                __atomic_sub_fetch(&f->held, 1, __ATOMIC_SEQ_CST);
+            }
             if (out_write(o, sizebuf, len, true) != 0)
                 return -1;
             /* Trailers, then the empty line. */
@@ -1052,6 +1062,11 @@ int faultd_connections(struct faultd *f)
     n = f->nconns;
     pthread_mutex_unlock(&f->mu);
     return n;
+}
+
+int faultd_held(struct faultd *f)
+{
+    return __atomic_load_n(&f->held, __ATOMIC_SEQ_CST);
 }
 
 void faultd_dump(struct faultd *f)

@@ -45,6 +45,8 @@ enum fault {
                          * although it was kept alive: a server's idle close */
     FAULT_NO_TERMINATOR, /* a chunked body relayed whole but its last (empty) chunk:
                          * the connection is closed instead (arg 0: FIN, 1: RST) */
+    FAULT_LATE_TERMINATOR, /* a chunked body relayed whole, its last (empty) chunk
+                         * held back arg ms, then sent: the connection stays usable */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */
@@ -76,6 +78,8 @@ int faultd_forwarded(struct faultd *f, const char *method, const char *path_subs
 int faultd_faulted(struct faultd *f);
 /* Connections accepted so far. */
 int faultd_connections(struct faultd *f);
+/* Last chunks FAULT_LATE_TERMINATOR is holding back right now. */
+int faultd_held(struct faultd *f);
 /* Print the request log (method, target, fault, forwarded) to stderr. */
 void faultd_dump(struct faultd *f);
 /* The name of a fault ("reset_mid"), for messages. */

@@ -742,6 +742,90 @@ START_TEST(test_client_faults_start_stream_no_terminator)
 }
 END_TEST
 
+/* Wait up to 2 s for faultd to hold n last chunks back. */
+static bool held_becomes(struct faultd *f, int n)
+{
+    int64_t until = mono_ms() + 2000;
+    while (faultd_held(f) != n && mono_ms() < until)
+        usleep(5000);
+    return faultd_held(f) == n;
+}
+
+/* The start stream's last chunk comes late (after the exit line and the end
+ * of the output): the command is reported at once, and the stream is left to
+ * end on its own so that its connection is used again rather than closed. */
+START_TEST(test_client_faults_start_stream_late_terminator)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    int conns;
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 0, FAULT_LATE_TERMINATOR, 3000);
+    k = sh_cmd(x.s, "echo one; exit 3", &o);
+    ok_k(sbx_command_run(k), k);
+    /* Reported before faultd let the stream's end go (waiting for it would
+     * have returned after the hold, and the hold never starts again). */
+    ck_assert_msg(held_becomes(x.f, 1), "the stream's end is held back after the command was reported");
+    ck_assert_int_eq(sbx_command_exit_code(k), 3);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "one\n");
+    sbx_command_free(k);
+    outbuf_free(&o);
+    conns = faultd_connections(x.f);
+    /* Let the last chunk arrive; the next command finds the connection
+     * free (the engine reads the end first, then starts new requests). */
+    while (faultd_held(x.f) > 0)
+        usleep(10000);
+    usleep(50000);
+    faultd_clear(x.f);
+    k = sh_cmd(x.s, "echo two", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "two\n");
+    sbx_command_free(k);
+    ck_assert_msg(faultd_connections(x.f) == conns, "%d connections after the second command, %d before",
+                  faultd_connections(x.f), conns);
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 2);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A start stream whose end does not come: the command is reported, the
+ * draining stream is not something the caller waits for, and freeing the
+ * client while such streams drain leaks nothing (ASan and valgrind runs). */
+START_TEST(test_client_faults_start_stream_terminator_never)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    uint32_t running = 1;
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 0, FAULT_LATE_TERMINATOR, 30000);
+    k = sh_cmd(x.s, "echo a", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    ck_assert(held_becomes(x.f, 1));
+    sbx_command_free(k);
+    /* Nothing the caller started is running: the draining stream is not
+     * counted, and sbx_client_run returns at once. */
+    ok_cl(sbx_client_process(x.c, &running), x.c);
+    ck_assert_uint_eq(running, 0);
+    ok_cl(sbx_client_run(x.c, 60000), x.c);
+    /* A second command while the first stream drains; then the client is
+     * freed with it still open. */
+    k = sh_cmd(x.s, "echo b", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    sbx_command_free(k);
+    ck_assert(held_becomes(x.f, 2));
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
 /* Cut inside the first line, or a first line that is not JSON: nothing
  * says whether the command runs, so nothing more is asked, and the message
  * says it may have started. */
@@ -1762,6 +1846,8 @@ Suite *sbx_test_suite(void)
         {"logs_always_cut", test_client_faults_logs_always_cut},
         {"start_cut_after_start", test_client_faults_start_stream_cut_after_start},
         {"start_no_terminator", test_client_faults_start_stream_no_terminator},
+        {"start_late_terminator", test_client_faults_start_stream_late_terminator},
+        {"start_terminator_never", test_client_faults_start_stream_terminator_never},
         {"start_cut_before_start", test_client_faults_start_stream_cut_before_start},
         {"start_bad_first_line", test_client_faults_start_stream_bad_first_line},
         {"logs_backpressure", test_client_faults_logs_cut_with_backpressure},
