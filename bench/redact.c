@@ -6,6 +6,12 @@
  * fail validation, values cut short), against a naive peer measured in the
  * same run: one POSIX extended regex per rule (the shapes and the 20
  * values), each applied over the whole buffer in turn. Best of RUNS.
+ *
+ * usage: bench-redact [--only clean|dense|near] [--mb N]
+ *   --only  one input, ours alone (no peer): for a profiler, or for
+ *           `valgrind --tool=callgrind`, whose instruction counts do not
+ *           depend on what else the machine is doing
+ *   --mb    input size in MiB [16]
  */
 #include <regex.h>
 #include <stdio.h>
@@ -137,15 +143,37 @@ static double naive(regex_t *res, size_t nres, const char *buf, size_t len)
     return (double)len / best / 1e6;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static const char *const names[] = {"clean build log", "dense secrets", "adversarial near misses"};
+    static const char *const keys[] = {"clean", "dense", "near"};
+    int only = -1;
+    size_t size = SIZE;
     sbx_redactor *r = sbx_redactor_new();
     regex_t res[40];
     size_t nres = 0;
-    char *buf = malloc(SIZE + 1);
+    char *buf;
     double clean_mbs = 0;
     uint64_t seed = 7;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) {
+            a++;
+            for (int k = 0; k < 3; k++)
+                if (strcmp(argv[a], keys[k]) == 0)
+                    only = k;
+            if (only < 0) {
+                fprintf(stderr, "bench-redact: --only clean|dense|near\n");
+                return 2;
+            }
+        } else if (strcmp(argv[a], "--mb") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
+            size = (size_t)atoi(argv[++a]) << 20;
+        } else {
+            fprintf(stderr, "usage: bench-redact [--only clean|dense|near] [--mb N]\n");
+            return 2;
+        }
+    }
+    if (!(buf = malloc(size + 1)))
+        return 1;
     for (int i = 0; i < 20; i++) {
         for (int k = 0; k < 24; k++)
             values[i][k] = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"[bench_rand(&seed) % 57];
@@ -156,10 +184,16 @@ int main(void)
     for (size_t i = 0; i < sizeof shape_res / sizeof shape_res[0]; i++)
         if (regcomp(&res[nres], shape_res[i], REG_EXTENDED) == 0)
             nres++;
+    if (only >= 0) {
+        size_t len = fill(buf, size, only), outlen = 0;
+        double mbs = ours(r, buf, len, &outlen);
+        printf("%s: %.0f MB/s (%zu bytes in, %zu out)\n", names[only], mbs, len, outlen);
+        goto out;
+    }
     printf("bench/redact: default shapes + 20 values; stream of %d KiB chunks; best of %d\n", CHUNK >> 10, RUNS);
     printf("  %-24s %10s %14s %10s\n", "input", "MB/s", "naive MB/s", "ratio");
     for (int kind = 0; kind < 3; kind++) {
-        size_t len = fill(buf, SIZE, kind), outlen = 0;
+        size_t len = fill(buf, size, kind), outlen = 0;
         double mbs = ours(r, buf, len, &outlen);
         double nv = naive(res, nres, buf, fill(buf, NAIVE_SIZE, kind));
         if (kind == 0)
@@ -168,11 +202,12 @@ int main(void)
                kind == 0 && outlen != len ? "  (clean text changed!)" : "");
     }
     {
-        size_t len = fill(buf, SIZE, 2), outlen;
+        size_t len = fill(buf, size, 2), outlen;
         double adv = ours(r, buf, len, &outlen);
         printf("  adversarial / clean: %.2fx slower [target <= 3x]; clean %s 1 GB/s\n", clean_mbs / adv,
                clean_mbs >= 1000 ? ">=" : "<");
     }
+out:
     for (size_t k = 0; k < nres; k++)
         regfree(&res[k]);
     free(buf);

@@ -18,11 +18,21 @@
 #define KIND_SECRET 0
 #define NO_SHAPE (-1)
 #define RECHECK_MIN 512
+#define HIST 16 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;5;208m */
 
-/* A literal form of a registered value (kind "secret"). */
+/* How a literal may appear encoded in the text, decoded as it is compared:
+ * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
+ * `\/`, `\uXXXX` in any case, surrogate pairs), and line breaks (raw or
+ * JSON-escaped) between the characters of a wrapped base64 form. */
+enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4 };
+#define DEC_VALUE (DEC_PERCENT | DEC_JSON)
+#define DEC_BASE64 (DEC_PERCENT | DEC_JSON | DEC_SKIP_NL)
+
+/* A registered value, a line of one, or a base64 form (kind "secret"). */
 struct lit {
     char *s;
     size_t len;
+    unsigned dec;
 };
 
 /* Something that can start at a byte: a literal, or a shape's trigger. */
@@ -32,7 +42,24 @@ struct cand {
     bool icase;
     int shape;    /* index into sbx__shapes, or NO_SHAPE */
     unsigned kind;
+    unsigned dec; /* DEC_* of a literal */
+    bool plain;   /* a literal with no byte an escape or a line break can start with */
 };
+
+/* A candidate under one of the pairs of bytes its text can start with
+ * (its first two characters, or an escape's first two bytes), so that a
+ * position only looks at the candidates its own two bytes may start. */
+struct slot {
+    uint32_t cand;
+    uint8_t b0, b1; /* the pair (buckets are shared: checked first) */
+    uint8_t b2;     /* the third byte, lowercased when icase; 0: unchecked */
+    bool icase;
+};
+#define BUCKETS 4096
+static inline unsigned bucket(unsigned char b0, unsigned char b1)
+{
+    return ((unsigned)b0 * 131u + b1) & (BUCKETS - 1);
+}
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -42,10 +69,17 @@ struct rules {
     size_t nlits;
     struct cand *cands;
     size_t ncands;
-    uint32_t *by_byte;       /* candidate indexes grouped by first byte */
-    uint32_t start[257];     /* by_byte[start[b] .. start[b + 1]) */
+    struct slot *slots;      /* candidates grouped by bucket() of their first pair */
+    uint32_t start[BUCKETS + 1]; /* slots[start[h] .. start[h + 1]) */
+    bool first[256];         /* some candidate's text can start with this byte */
     uint64_t pair[1024];     /* bit b0 << 8 | b1: some candidate starts so */
+    uint8_t pair8[65536];    /* the same, a byte each: the hot loop's table (a load
+                              * and a test per byte, no shifts) */
+    uint64_t shape_pair[1024]; /* the same, of shape triggers alone */
+    uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
+    bool intro[256];         /* bytes an escape or a line break may start with */
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
+    char **markers;          /* "[REDACTED:kind]" for each */
     size_t nkinds;
 };
 
@@ -66,9 +100,11 @@ struct sbx_redact_stream {
     struct rules *r;
     sbx__buf pend; /* input not yet decided */
     sbx__buf out;  /* the output of the last call */
-    unsigned char hist[3]; /* the last input bytes before pend, oldest first */
+    unsigned char hist[HIST]; /* the last input bytes before pend, oldest first */
     size_t nhist;
     bool after_match;      /* pend starts right after a redaction */
+    enum sbx__cont cont;   /* a match cut by its window goes on here */
+    int cphase, ccount;    /* SBX__CONT_PEM: where in an END line */
     size_t recheck;        /* held bytes: scan again once pend is this long */
     bool finished;
     uint64_t *counts;
@@ -86,19 +122,24 @@ static void rules_unref(struct rules *r)
     }
     sbx__free(r->lits);
     sbx__free(r->cands);
-    sbx__free(r->by_byte);
+    sbx__free(r->slots);
+    for (size_t k = 0; r->markers && k < r->nkinds; k++)
+        sbx__free(r->markers[k]);
+    sbx__free(r->markers);
     sbx__free(r->kinds);
     sbx__free(r);
 }
 
-static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t len)
+static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t len, unsigned dec)
 {
     char *copy;
     if (len < VALUE_MIN)
         return SBX_OK; /* a form too short to redact safely (a base64 core) */
     for (size_t i = 0; i < r->nlits; i++)
-        if (r->lits[i].len == len && memcmp(r->lits[i].s, s, len) == 0)
+        if (r->lits[i].len == len && memcmp(r->lits[i].s, s, len) == 0) {
+            r->lits[i].dec |= dec;
             return SBX_OK;
+        }
     if (r->nlits == *cap) {
         size_t ncap = *cap ? *cap * 2 : 16;
         struct lit *l = sbx__realloc(r->lits, ncap * sizeof *l);
@@ -111,69 +152,8 @@ static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t le
         return SBX_E_NOMEM;
     memcpy(copy, s, len);
     r->lits[r->nlits].s = copy;
+    r->lits[r->nlits].dec = dec;
     r->lits[r->nlits++].len = len;
-    return SBX_OK;
-}
-
-static bool unreserved(unsigned char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-           ch == '.' || ch == '_' || ch == '~';
-}
-
-/* Percent-encoded forms (upper- and lowercase hex), when they differ. */
-static sbx_status add_percent(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
-{
-    for (int lower = 0; lower < 2; lower++) {
-        const char *hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
-        size_t o = 0;
-        bool changed = false;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char ch = (unsigned char)v[i];
-            if (unreserved(ch)) {
-                tmp[o++] = (char)ch;
-            } else {
-                tmp[o++] = '%';
-                tmp[o++] = hex[ch >> 4];
-                tmp[o++] = hex[ch & 15];
-                changed = true;
-            }
-        }
-        if (changed && add_lit(r, cap, tmp, o) != SBX_OK)
-            return SBX_E_NOMEM;
-    }
-    return SBX_OK;
-}
-
-/* JSON-escaped forms (with and without `\/`), when they differ. */
-static sbx_status add_json(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int slash = 0; slash < 2; slash++) {
-        size_t o = 0;
-        bool changed = false;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char ch = (unsigned char)v[i];
-            const char *esc = ch == '"' ? "\\\"" : ch == '\\' ? "\\\\" : ch == '\n' ? "\\n" : ch == '\r' ? "\\r"
-                              : ch == '\t' ? "\\t" : ch == '\b' ? "\\b" : ch == '\f' ? "\\f"
-                              : (slash && ch == '/') ? "\\/" : NULL;
-            if (esc) {
-                memcpy(tmp + o, esc, 2);
-                o += 2;
-                changed = true;
-            } else if (ch < 0x20) {
-                memcpy(tmp + o, "\\u00", 4);
-                tmp[o + 4] = hex[ch >> 4];
-                tmp[o + 5] = hex[ch & 15];
-                o += 6;
-                changed = true;
-            } else {
-                tmp[o++] = (char)ch;
-            }
-        }
-        if (changed && add_lit(r, cap, tmp, o) != SBX_OK)
-            return SBX_E_NOMEM;
-    }
     return SBX_OK;
 }
 
@@ -196,27 +176,25 @@ static sbx_status add_base64(struct rules *r, size_t *cap, const char *v, size_t
                 }
                 tmp[o++] = tab[val];
             }
-            if (add_lit(r, cap, tmp, o) != SBX_OK)
+            if (add_lit(r, cap, tmp, o, DEC_BASE64) != SBX_OK)
                 return SBX_E_NOMEM;
         }
     }
     return SBX_OK;
 }
 
+/* A value as it is (matched also percent-encoded and JSON-escaped, decoded
+ * on the fly), and its base64 forms. */
 static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t n)
 {
-    char *tmp = sbx__malloc(6 * n + 8);
+    char *tmp = sbx__malloc(2 * n + 8);
     sbx_status st;
     if (!tmp)
         return SBX_E_NOMEM;
-    st = add_lit(r, cap, v, n);
-    if (st == SBX_OK)
-        st = add_percent(r, cap, v, n, tmp);
-    if (st == SBX_OK)
-        st = add_json(r, cap, v, n, tmp);
+    st = add_lit(r, cap, v, n, DEC_VALUE);
     if (st == SBX_OK)
         st = add_base64(r, cap, v, n, tmp);
-    sbx__wipe(tmp, 6 * n + 8);
+    sbx__wipe(tmp, 2 * n + 8);
     sbx__free(tmp);
     return st;
 }
@@ -251,55 +229,224 @@ static unsigned char upper(unsigned char ch)
     return ch >= 'a' && ch <= 'z' ? (unsigned char)(ch - 32) : ch;
 }
 
-static void mark_pair(struct rules *r, unsigned char a, unsigned char b)
+/* The letter of a byte's short JSON escape (`\n`), or 0. */
+static char json_short(unsigned char b)
 {
-    unsigned x = (unsigned)a << 8 | b;
-    r->pair[x >> 6] |= (uint64_t)1 << (x & 63);
+    switch (b) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '/': return '/';
+    case '\b': return 'b';
+    case '\f': return 'f';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    case '\t': return 't';
+    default: return 0;
+    }
 }
 
-/* Candidates, the first-byte index and the pair filter. */
+/* Whether some JSON encoder escapes this byte: the short escapes, control
+ * bytes, non-ASCII (Python's ensure_ascii), HTML-safe encoders' < > & '. */
+static bool json_escapable(unsigned char b)
+{
+    return json_short(b) || b < 0x20 || b >= 0x7f || b == '<' || b == '>' || b == '&' || b == '\'';
+}
+
+/* Whether b may be where a literal with these decodings has its next
+ * character: the start of an escape, or a line break inside base64. */
+static inline bool dec_intro(unsigned char b, unsigned dec)
+{
+    return ((dec & DEC_PERCENT) && (b == '%' || b == '+')) || ((dec & (DEC_JSON | DEC_SKIP_NL)) && b == '\\') ||
+           ((dec & DEC_SKIP_NL) && (b == '\n' || b == '\r'));
+}
+
+static inline bool bit_set(const uint64_t *set, unsigned x)
+{
+    return (set[x >> 6] >> (x & 63)) & 1;
+}
+
+/* A 16-bit hash of the 4 bytes at p, for the literals' second filter. */
+static inline unsigned quad_hash(const unsigned char *p)
+{
+    uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (unsigned)((w * 0x9E3779B1u) >> 16);
+}
+
+/* The bytes a candidate's text can start with, and for each the bytes that
+ * can follow it (a 256-bit set), for the index and the pair filter. */
+struct starts {
+    unsigned n;
+    unsigned char first[4];
+    uint64_t second[4][4];
+};
+
+static void set_bit(uint64_t *set, unsigned char b)
+{
+    set[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+/* What may follow a literal's first character: its second character, as
+ * it is or as the start of an escape. */
+static void lit_seconds(const struct cand *c, uint64_t *set)
+{
+    unsigned char t1 = (unsigned char)c->trig[1];
+    set_bit(set, t1);
+    if (c->dec & DEC_PERCENT) {
+        set_bit(set, '%');
+        if (t1 == ' ')
+            set_bit(set, '+');
+    }
+    if (c->dec & (DEC_JSON | DEC_SKIP_NL))
+        set_bit(set, '\\');
+    if (c->dec & DEC_SKIP_NL) {
+        set_bit(set, '\n');
+        set_bit(set, '\r');
+    }
+}
+
+/* The slot of first byte f in st (added if new: a literal starting with
+ * '%' has its raw and its escaped starts there). */
+static uint64_t *first_slot(struct starts *st, unsigned char f)
+{
+    for (unsigned k = 0; k < st->n; k++)
+        if (st->first[k] == f)
+            return st->second[k];
+    st->first[st->n] = f;
+    return st->second[st->n++];
+}
+
+static void cand_starts(const struct cand *c, struct starts *st)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    unsigned char f = (unsigned char)c->trig[0], t1 = (unsigned char)c->trig[1];
+    uint64_t *set;
+    memset(st, 0, sizeof *st);
+    if (c->icase) {
+        set = first_slot(st, lower(f));
+        set_bit(set, lower(t1));
+        set_bit(set, upper(t1));
+        set = first_slot(st, upper(f));
+        set_bit(set, lower(t1));
+        set_bit(set, upper(t1));
+        return;
+    }
+    if (!c->dec) {
+        set_bit(first_slot(st, f), t1);
+        return;
+    }
+    lit_seconds(c, first_slot(st, f));
+    if (c->dec & DEC_PERCENT) {
+        set = first_slot(st, '%');
+        set_bit(set, (unsigned char)hex[f >> 4]);
+        set_bit(set, lower((unsigned char)hex[f >> 4]));
+        if (f == ' ')
+            lit_seconds(c, first_slot(st, '+'));
+    }
+    if ((c->dec & DEC_JSON) && json_escapable(f)) {
+        set = first_slot(st, '\\');
+        set_bit(set, 'u');
+        if (json_short(f))
+            set_bit(set, (unsigned char)json_short(f));
+    }
+}
+
+/* Candidates, the pair index and the pair filter. */
 static sbx_status index_cands(struct rules *r, bool shapes)
 {
-    size_t n = r->nlits + (shapes ? sbx__nshapes : 0);
-    uint32_t fill[256] = {0};
-    if (!(r->cands = sbx__calloc(n ? n : 1, sizeof *r->cands)) || !(r->by_byte = sbx__calloc(2 * n + 1, sizeof(uint32_t))))
+    size_t n = r->nlits + (shapes ? sbx__nshapes : 0), nslots = 0;
+    uint32_t *fill;
+    if (!(r->cands = sbx__calloc(n ? n : 1, sizeof *r->cands)))
         return SBX_E_NOMEM;
-    for (size_t i = 0; i < r->nlits; i++)
-        r->cands[r->ncands++] = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET};
+    for (size_t i = 0; i < r->nlits; i++) {
+        struct cand *c = &r->cands[r->ncands++];
+        *c = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET, r->lits[i].dec, true};
+        for (size_t k = 0; k < c->tlen; k++)
+            if (strchr("%+\\\n\r", c->trig[k]))
+                c->plain = false;
+    }
     for (size_t i = 0; shapes && i < sbx__nshapes; i++) {
         unsigned kind = 0;
         for (size_t k = 1; k < r->nkinds; k++)
             if (strcmp(r->kinds[k], sbx__shapes[i].kind) == 0)
                 kind = (unsigned)k;
         r->cands[r->ncands++] =
-            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind};
+            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false};
     }
-    /* Count per first byte (both cases for icase), then place. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < r->ncands; i++) {
-            const struct cand *c = &r->cands[i];
-            unsigned char f[2] = {(unsigned char)c->trig[0], (unsigned char)c->trig[0]};
-            if (c->icase) {
-                f[0] = lower(f[0]);
-                f[1] = upper(f[1]);
-            }
-            for (int k = 0; k < (f[0] == f[1] ? 1 : 2); k++) {
-                if (pass == 0)
-                    r->start[f[k] + 1]++;
-                else
-                    r->by_byte[r->start[f[k]] + fill[f[k]]++] = (uint32_t)i;
-                if (pass == 0) {
-                    unsigned char s0 = (unsigned char)c->trig[1];
-                    mark_pair(r, f[k], c->icase ? lower(s0) : s0);
-                    mark_pair(r, f[k], c->icase ? upper(s0) : s0);
+    /* The pair filters, and the slots counted per bucket. */
+    for (size_t i = 0; i < r->ncands; i++) {
+        struct starts st;
+        cand_starts(&r->cands[i], &st);
+        for (unsigned k = 0; k < st.n; k++) {
+            unsigned char f = st.first[k];
+            r->first[f] = true;
+            for (unsigned w = 0; w < 4; w++) {
+                r->pair[f * 4 + w] |= st.second[k][w];
+                if (!r->cands[i].dec)
+                    r->shape_pair[f * 4 + w] |= st.second[k][w];
+                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
+                    unsigned b1 = w * 64 + (unsigned)__builtin_ctzll(bits);
+                    r->start[bucket(f, (unsigned char)b1) + 1]++;
+                    nslots++;
                 }
             }
         }
-        if (pass == 0)
-            for (size_t b = 0; b < 256; b++)
-                r->start[b + 1] += r->start[b];
     }
+    for (size_t h = 0; h < BUCKETS; h++)
+        r->start[h + 1] += r->start[h];
+    if (!(r->slots = sbx__calloc(nslots ? nslots : 1, sizeof *r->slots)) ||
+        !(fill = sbx__calloc(BUCKETS, sizeof *fill)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < r->ncands; i++) {
+        const struct cand *c = &r->cands[i];
+        struct starts st;
+        cand_starts(c, &st);
+        for (unsigned k = 0; k < st.n; k++) {
+            unsigned char f = st.first[k];
+            for (unsigned w = 0; w < 4; w++)
+                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
+                    unsigned char b1 = (unsigned char)(w * 64 + (unsigned)__builtin_ctzll(bits));
+                    unsigned h = bucket(f, b1);
+                    struct slot *sl = &r->slots[r->start[h] + fill[h]++];
+                    sl->cand = (uint32_t)i;
+                    sl->b0 = f;
+                    sl->b1 = b1;
+                    sl->icase = c->icase;
+                    /* A shape's third byte (a literal's text may be escaped). */
+                    if (!c->dec && c->tlen >= 3)
+                        sl->b2 = c->icase ? lower((unsigned char)c->trig[2]) : (unsigned char)c->trig[2];
+                }
+        }
+    }
+    sbx__free(fill);
+    for (unsigned x = 0; x < 65536; x++)
+        r->pair8[x] = (uint8_t)bit_set(r->pair, x);
+    /* Literals are at least VALUE_MIN bytes: when none of the text's first
+     * four bytes can begin an escape or a line break, those four bytes are
+     * the literal's own. */
+    for (size_t i = 0; i < r->nlits; i++) {
+        unsigned x = quad_hash((const unsigned char *)r->lits[i].s);
+        r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
+    }
+    r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = true;
     return SBX_OK;
+}
+
+/* Whether something may start at p[i] (n bytes, more may follow): the pair
+ * filter, and for a pair only literals start with, the four-byte filter.
+ * The last byte may always start something when more may come. */
+static inline bool worth_at(const struct rules *r, const unsigned char *p, size_t i, size_t n, bool more)
+{
+    unsigned x;
+    if (i + 1 >= n)
+        return more && r->first[p[i]];
+    x = (unsigned)p[i] << 8 | p[i + 1];
+    if (!r->pair8[x])
+        return false;
+    if (bit_set(r->shape_pair, x) || i + 4 > n)
+        return true;
+    if (r->intro[p[i]] || r->intro[p[i + 1]] || r->intro[p[i + 2]] || r->intro[p[i + 3]])
+        return true;
+    return bit_set(r->quad, quad_hash(p + i));
 }
 
 static struct rules *rules_build(const sbx_redactor *rd)
@@ -318,6 +465,14 @@ static struct rules *rules_build(const sbx_redactor *rd)
             k++;
         if (k == r->nkinds)
             r->kinds[r->nkinds++] = sbx__shapes[i].kind;
+    }
+    if (!(r->markers = sbx__calloc(r->nkinds, sizeof *r->markers)))
+        goto fail;
+    for (size_t k = 0; k < r->nkinds; k++) {
+        size_t n = strlen(r->kinds[k]) + 12;
+        if (!(r->markers[k] = sbx__malloc(n)))
+            goto fail;
+        snprintf(r->markers[k], n, "[REDACTED:%s]", r->kinds[k]);
     }
     for (size_t i = 0; i < rd->nvals; i++)
         if (add_value(r, &cap, rd->vals[i].p, rd->vals[i].n) != SBX_OK)
@@ -474,11 +629,14 @@ void sbx_redact_stream_free(sbx_redact_stream *s)
     sbx__free(s);
 }
 
-static bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
+/* Whether p holds the first n bytes of a shape's trigger; its first three
+ * were checked by the slot (or are all there is). */
+static inline bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
 {
+    size_t k = n < 3 ? n : 3;
     if (!c->icase)
-        return memcmp(c->trig, p, n) == 0;
-    for (size_t k = 0; k < n; k++)
+        return memcmp(c->trig + k, p + k, n - k) == 0;
+    for (; k < n; k++)
         if (lower((unsigned char)c->trig[k]) != lower(p[k]))
             return false;
     return true;
@@ -486,19 +644,251 @@ static bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
 
 enum at_result { AT_NONE, AT_MATCH, AT_WAIT };
 
+static int hexval(unsigned char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* The 4 hex digits at p as a number, -1 when they are not. */
+static long hex4(const unsigned char *p)
+{
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        int d = hexval(p[k]);
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* The escape at p (avail bytes, more may follow) under dec: its decoded
+ * bytes in o (*olen, up to 4: a `\uXXXX` as UTF-8) and its length in
+ * *elen. 1: an escape; 0: none here; -1: cannot tell yet. */
+static int decode_esc(const unsigned char *p, size_t avail, bool more, unsigned dec, unsigned char *o, size_t *olen,
+                      size_t *elen)
+{
+    if ((dec & DEC_PERCENT) && p[0] == '%') {
+        for (size_t k = 1; k < 3; k++) {
+            if (k >= avail)
+                return more ? -1 : 0;
+            if (hexval(p[k]) < 0)
+                return 0;
+        }
+        o[0] = (unsigned char)(hexval(p[1]) << 4 | hexval(p[2]));
+        *olen = 1;
+        *elen = 3;
+        return 1;
+    }
+    if ((dec & DEC_JSON) && p[0] == '\\') {
+        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+        const char *q;
+        long cp, lo;
+        if (avail < 2)
+            return more ? -1 : 0;
+        if (p[1] != 'u') {
+            if (!p[1] || !(q = strchr(from, p[1])))
+                return 0;
+            o[0] = (unsigned char)to[q - from];
+            *olen = 1;
+            *elen = 2;
+            return 1;
+        }
+        for (size_t k = 2; k < 6; k++) {
+            if (k >= avail)
+                return more ? -1 : 0;
+            if (hexval(p[k]) < 0)
+                return 0;
+        }
+        cp = hex4(p + 2);
+        *elen = 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return 0; /* a lone low surrogate */
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            static const char u[] = "\\u";
+            for (size_t k = 6; k < 12; k++) {
+                if (k >= avail)
+                    return more ? -1 : 0;
+                if (k < 8 ? p[k] != (unsigned char)u[k - 6] : hexval(p[k]) < 0)
+                    return 0;
+            }
+            lo = hex4(p + 8);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            *elen = 12;
+        }
+        if (cp < 0x80) {
+            o[0] = (unsigned char)cp;
+            *olen = 1;
+        } else if (cp < 0x800) {
+            o[0] = (unsigned char)(0xC0 | cp >> 6);
+            o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 2;
+        } else if (cp < 0x10000) {
+            o[0] = (unsigned char)(0xE0 | cp >> 12);
+            o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 3;
+        } else {
+            o[0] = (unsigned char)(0xF0 | cp >> 18);
+            o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 4;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* A line break between two characters of a wrapped base64 form: `\n`,
+ * `\r\n` as bytes or as JSON escapes. Its length, 0 when none, -1 when
+ * the answer needs more bytes. */
+static int line_break(const unsigned char *p, size_t avail, bool more)
+{
+    static const char *const forms[] = {"\r\n", "\n", "\\r\\n", "\\n"};
+    for (size_t f = 0; f < 4; f++) {
+        size_t n = strlen(forms[f]), k = 0;
+        while (k < n && k < avail && p[k] == (unsigned char)forms[f][k])
+            k++;
+        if (k == n)
+            return (int)n;
+        if (k == avail && more)
+            return -1; /* none is a prefix of another: this one may still come */
+    }
+    return 0;
+}
+
+/*
+ * A literal with decodings (a registered value or a base64 form of one) at
+ * p, from text offset t and literal offset v: compared byte by byte, an
+ * escape standing for the bytes it decodes to. Where the text's raw bytes
+ * also match (a value holding "%25" itself), the raw reading is tried
+ * first and the decoded one if it fails, for up to `branches` such places.
+ * On a match *mlen is the length in the text.
+ */
+static enum at_result match_dec_from(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t t,
+                                     size_t v, bool broke, int branches, size_t *mlen)
+{
+    const unsigned char *val = (const unsigned char *)c->trig;
+    size_t vlen = c->tlen;
+    while (v < vlen) {
+        unsigned char ch, o[4];
+        size_t olen, elen;
+        int d;
+        if (c->plain) {
+            /* No byte of the literal starts an escape: equal bytes are
+             * the literal's own, compared in a run. */
+            size_t m = avail - t < vlen - v ? avail - t : vlen - v, k = 0;
+            while (k < m && p[t + k] == val[v + k])
+                k++;
+            if (k) {
+                t += k;
+                v += k;
+                broke = false;
+                if (v == vlen)
+                    break;
+            }
+        }
+        if (t >= avail)
+            return more ? AT_WAIT : AT_NONE;
+        ch = p[t];
+        if (ch == val[v] && !dec_intro(ch, c->dec)) {
+            t++;
+            v++;
+            broke = false;
+            continue;
+        }
+        if ((c->dec & DEC_SKIP_NL) && v > 0 && !broke && (ch == '\n' || ch == '\r' || ch == '\\')) {
+            int nl = line_break(p + t, avail - t, more);
+            if (nl < 0)
+                return AT_WAIT;
+            if (nl > 0) {
+                t += (size_t)nl;
+                broke = true;
+                continue;
+            }
+        }
+        broke = false;
+        d = decode_esc(p + t, avail - t, more, c->dec, o, &olen, &elen);
+        if (d < 0)
+            return AT_WAIT;
+        if (d > 0 && olen <= vlen - v && memcmp(o, val + v, olen) == 0) {
+            if (ch == val[v] && branches > 0) {
+                /* Both readings fit here: raw first, then decoded. */
+                enum at_result res = match_dec_from(c, p, avail, more, t + 1, v + 1, false, branches - 1, mlen);
+                if (res != AT_NONE)
+                    return res;
+            }
+            t += elen;
+            v += olen;
+            continue;
+        }
+        if ((c->dec & DEC_PERCENT) && ch == '+' && val[v] == ' ') {
+            t++;
+            v++;
+            continue;
+        }
+        if (ch != val[v])
+            return AT_NONE;
+        t++;
+        v++;
+    }
+    *mlen = t;
+    return AT_MATCH;
+}
+
+static enum at_result match_dec(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t *mlen)
+{
+    return match_dec_from(c, p, avail, more, 0, 0, false, 8, mlen);
+}
+
 /* What starts at p[0] (avail bytes known, more may follow): the match
  * reaching farthest, or a wait when any candidate cannot tell yet. */
-static inline enum at_result at(const struct rules *r, const unsigned char *p, size_t avail, int prev, bool more,
-                         size_t *ms, size_t *me, unsigned *kind)
+/* Where a candidate is looked for: the byte before it, as the shapes' word
+ * boundaries see it, is worked out only if a shape gets that far. */
+struct where {
+    const sbx_redact_stream *s;
+    const unsigned char *p;
+    size_t i, last_end;
+    int prev;
+    bool have_prev;
+};
+
+static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
+
+static inline enum at_result at(const struct rules *r, const unsigned char *p, size_t avail, struct where *w,
+                                bool more, size_t *ms, size_t *me, unsigned *kind, enum sbx__cont *cont)
 {
     bool wait = false, found = false;
-    for (uint32_t k = r->start[p[0]]; k < r->start[p[0] + 1]; k++) {
-        const struct cand *c = &r->cands[r->by_byte[k]];
+    enum sbx__cont cc = SBX__CONT_NONE;
+    unsigned h;
+    if (avail < 2) /* every candidate is 2 bytes or more */
+        return more && r->first[p[0]] ? AT_WAIT : AT_NONE;
+    h = bucket(p[0], p[1]);
+    for (uint32_t k = r->start[h]; k < r->start[h + 1]; k++) {
+        const struct slot *sl = &r->slots[k];
+        const struct cand *c;
         size_t a, b;
-        /* Most candidates of a byte differ at the next one: no memcmp. */
-        if (avail >= 2 && (unsigned char)c->trig[1] != p[1] &&
-            (!c->icase || lower((unsigned char)c->trig[1]) != lower(p[1])))
+        if (sl->b0 != p[0] || sl->b1 != p[1] ||
+            (sl->b2 && avail >= 3 && (sl->icase ? lower(p[2]) : p[2]) != sl->b2))
             continue;
+        c = &r->cands[sl->cand];
+        if (c->dec) {
+            /* A literal, maybe encoded. */
+            switch (match_dec(c, p, avail, more, &b)) {
+            case AT_WAIT:
+                wait = true;
+                continue;
+            case AT_NONE:
+                continue;
+            case AT_MATCH:
+                break;
+            }
+            a = 0;
+            goto take;
+        }
         if (avail < c->tlen) {
             if (more && prefix_eq(c, p, avail))
                 wait = true;
@@ -512,19 +902,27 @@ static inline enum at_result at(const struct rules *r, const unsigned char *p, s
         } else {
             const sbx__shape *sh = &sbx__shapes[c->shape];
             size_t len = avail < sh->window ? avail : sh->window;
-            enum sbx__shape_result res = sh->match((const char *)p, len, prev, more && avail < sh->window, &a, &b);
+            enum sbx__shape_result res;
+            if (!w->have_prev) {
+                w->prev = boundary(w->s, w->p, w->i, w->last_end);
+                w->have_prev = true;
+            }
+            res = sh->match((const char *)p, len, w->prev, more && avail < sh->window, &a, &b);
             if (res == SBX__SHAPE_MORE) {
                 wait = true;
                 continue;
             }
             if (res != SBX__SHAPE_YES || b <= a || b > len)
                 continue;
+            cc = avail >= sh->window && b == sh->window ? sh->cont : SBX__CONT_NONE;
         }
+    take:
         if (!found || b > *me || (b == *me && a < *ms)) {
             found = true;
             *ms = a;
             *me = b;
             *kind = c->kind;
+            *cont = c->dec ? SBX__CONT_NONE : cc;
         }
     }
     return wait ? AT_WAIT : found ? AT_MATCH : AT_NONE;
@@ -533,14 +931,11 @@ static inline enum at_result at(const struct rules *r, const unsigned char *p, s
 static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
 {
     s->counts[kind]++;
-    if (sbx__buf_puts(&s->out, "[REDACTED:") != SBX_OK || sbx__buf_puts(&s->out, s->r->kinds[kind]) != SBX_OK ||
-        sbx__buf_putc(&s->out, ']') != SBX_OK)
-        return SBX_E_NOMEM;
-    return SBX_OK;
+    return sbx__buf_puts(&s->out, s->r->markers[kind]);
 }
 
-/* The input byte k places before p[i] (k = 1..3), from p or the history;
- * -1 before the start of the stream. */
+/* The input byte k places before p[i] (k = 1..HIST), from p or the
+ * history; -1 before the start of the stream. */
 static int back(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t k)
 {
     if (i >= k)
@@ -549,10 +944,30 @@ static int back(const sbx_redact_stream *s, const unsigned char *p, size_t i, si
     return k <= s->nhist ? s->hist[s->nhist - k] : -1;
 }
 
+static bool is_hex(int c)
+{
+    return c >= 0 && hexval((unsigned char)c) >= 0;
+}
+
+/* Whether the bytes ending k places before p[i] are ESC, raw or as a
+ * JSON escape (\u001b, \u001B, \x1b is not JSON). */
+static bool esc_before(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t k)
+{
+    if (back(s, p, i, k) == 0x1b)
+        return true;
+    return back(s, p, i, k) == 'b' || back(s, p, i, k) == 'B' ? back(s, p, i, k + 1) == '1' &&
+                                                                      back(s, p, i, k + 2) == '0' &&
+                                                                      back(s, p, i, k + 3) == '0' &&
+                                                                      back(s, p, i, k + 4) == 'u' &&
+                                                                      back(s, p, i, k + 5) == '\\'
+                                                                : false;
+}
+
 /* The byte before a candidate, as the shapes' word boundaries should see
  * it: none (-1) right after a redaction, after a JSON escape (`\n`, `\t`,
- * `\r`, `\b`, `\f`, `\/`: the letter is not part of a word) or after a
- * percent escape (`%3D`). */
+ * `\r`, `\b`, `\f`, `\/`, `\u003d`: the letters are not part of a word),
+ * after a percent escape (`%3D`) or after an ANSI colour code
+ * (`ESC[32m`, also JSON-escaped). */
 static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
 {
     int b1 = back(s, p, i, 1), b2 = back(s, p, i, 2), b3 = back(s, p, i, 3);
@@ -560,9 +975,141 @@ static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i
         return -1;
     if (b2 == '\\' && b3 != '\\' && strchr("ntrbf/", b1))
         return -1;
-    if (b3 == '%' && b2 >= 0 && isxdigit(b2) && isxdigit(b1))
+    if (b3 == '%' && is_hex(b2) && is_hex(b1))
         return -1;
+    if (is_hex(b1) && is_hex(b2) && is_hex(b3) && is_hex(back(s, p, i, 4)) && back(s, p, i, 5) == 'u' &&
+        back(s, p, i, 6) == '\\' && back(s, p, i, 7) != '\\')
+        return -1;
+    if (b1 >= 0x40 && b1 <= 0x7e && b1 != '[') {
+        /* CSI: ESC '[' parameters (digits, ';') final byte */
+        size_t k = 2;
+        while (k < HIST - 6 && (isdigit(back(s, p, i, k)) || back(s, p, i, k) == ';'))
+            k++;
+        if (back(s, p, i, k) == '[' && esc_before(s, p, i, k + 1))
+            return -1;
+    }
     return b1;
+}
+
+/* A match [i + *ms, i + *me) found at i: widen it to the union of every
+ * match found at a later byte before its end, so that a second secret
+ * starting inside the first leaves nothing behind. AT_WAIT when a
+ * candidate inside cannot tell yet. */
+static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
+                            size_t last_end, size_t *ms, size_t *me)
+{
+    const struct rules *r = s->r;
+    size_t start = i + *ms, end = i + *me;
+    for (size_t j = i + 1; j < end; j++) {
+        size_t a = 0, b = 0;
+        unsigned kind;
+        enum sbx__cont cont;
+        enum at_result res;
+        struct where w = {s, p, j, last_end, 0, false};
+        if (!worth_at(r, p, j, n, more))
+            continue;
+        res = at(r, p + j, n - j, &w, more, &a, &b, &kind, &cont);
+        if (res == AT_WAIT)
+            return AT_WAIT;
+        /* Anything found from i on joins the span: a match overlapping it
+         * or extending it, and one between i and the span's start (a
+         * registered value used as an Authorization scheme word). */
+        if (res == AT_MATCH && j + a < end) {
+            if (j + a < start)
+                start = j + a;
+            if (j + b > end)
+                end = j + b;
+        }
+    }
+    *ms = start - i;
+    *me = end - i;
+    return AT_MATCH;
+}
+
+enum { CONT_DONE, CONT_ALL, CONT_MORE };
+
+/* Swallow the rest of a match cut by its window, from p[*i]: CONT_DONE
+ * when it has ended (p[*i] is the first byte after it), CONT_ALL when
+ * every byte was taken and it goes on, CONT_MORE when p[*i] cannot be
+ * judged without the next byte (hold from there). Byte by byte, with its
+ * state in the stream, so chunking changes nothing. */
+static int cont_take(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *i)
+{
+    for (; *i < n; (*i)++) {
+        unsigned char c = p[*i];
+        switch (s->cont) {
+        case SBX__CONT_JWT:
+            if (!(isalnum(c) || c == '_' || c == '-' || c == '.'))
+                goto done;
+            break;
+        case SBX__CONT_LINE:
+            if (c == '\n' || c == '\r' || c == '"' || c == '\'')
+                goto done;
+            if (c == '\\') { /* an escaped line break ends it; another escape is in it */
+                if (*i + 1 >= n)
+                    return more ? CONT_MORE : (s->cont = SBX__CONT_NONE, CONT_DONE);
+                if (p[*i + 1] == 'n' || p[*i + 1] == 'r')
+                    goto done;
+                (*i)++;
+            }
+            break;
+        case SBX__CONT_PEM:
+            if (c == '\\') { /* an escaped line break is part of the body */
+                if (*i + 1 >= n)
+                    return more ? CONT_MORE : (s->cont = SBX__CONT_NONE, CONT_DONE);
+                if (p[*i + 1] != 'n' && p[*i + 1] != 'r')
+                    goto done;
+                (*i)++;
+                s->cphase = s->ccount = 0;
+                break;
+            }
+            if (!sbx__pem_body_byte(c))
+                goto done;
+            /* Through "-----END <label>-----", then stop: phase 0 counts
+             * dashes, 1 matches "END ", 2 is the label, 3 the last dashes. */
+            switch (s->cphase) {
+            case 0:
+                if (c == '-')
+                    s->ccount++;
+                else if (c == 'E' && s->ccount >= 5)
+                    s->cphase = 1, s->ccount = 1;
+                else
+                    s->ccount = 0;
+                break;
+            case 1:
+                if (c == (unsigned char)"END "[s->ccount]) {
+                    if (++s->ccount == 4)
+                        s->cphase = 2;
+                } else {
+                    s->cphase = 0;
+                    s->ccount = c == '-';
+                }
+                break;
+            case 2:
+                if (c == '-')
+                    s->cphase = 3, s->ccount = 1;
+                else if (!(isdigit(c) || isupper(c) || c == ' '))
+                    s->cphase = s->ccount = 0;
+                break;
+            default:
+                if (c != '-') {
+                    s->cphase = s->ccount = 0;
+                } else if (++s->ccount == 5) {
+                    (*i)++;
+                    goto done;
+                }
+                break;
+            }
+            break;
+        default:
+            return CONT_DONE;
+        }
+    }
+    return CONT_ALL;
+done:
+    s->cont = SBX__CONT_NONE;
+    s->cphase = s->ccount = 0;
+    return CONT_DONE;
 }
 
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
@@ -573,47 +1120,72 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
     const struct rules *r = s->r;
     size_t i = 0, emit = 0, last_end = 0;
     sbx__buf_clear(&s->out);
+    if (!p) /* nothing held at the end: no arithmetic on a null pointer */
+        p = (const unsigned char *)"";
+    if (s->cont != SBX__CONT_NONE) {
+        int cr = cont_take(s, p, n, more, &i);
+        emit = last_end = i;
+        if (cr == CONT_MORE)
+            goto out;
+    }
     while (i < n) {
         size_t ms = 0, me = 0;
         unsigned kind = 0;
+        enum sbx__cont cont = SBX__CONT_NONE;
         enum at_result res;
+        struct where w;
         /* The hot loop: one pair test per byte until something could
-         * start (a plain loop: the compiler does better with it than with
-         * hand unrolling). */
-        while (i + 1 < n) {
-            unsigned x = (unsigned)p[i] << 8 | p[i + 1];
-            if ((r->pair[x >> 6] >> (x & 63)) & 1)
+         * start, four positions per round (independent loads). */
+        while (i + 4 < n) {
+            unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
+                     c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
+            if (r->pair8[a] | r->pair8[b] | r->pair8[c] | r->pair8[d])
                 break;
-            i++;
+            i += 4;
         }
+        while (i + 1 < n && !r->pair8[(unsigned)p[i] << 8 | p[i + 1]])
+            i++;
         /* Here p[i], p[i + 1] is a pair some candidate starts with, or i
          * is the last byte: held if it could start one and more may come. */
-        if (i + 1 >= n && (!more || r->start[p[i]] == r->start[p[i] + 1])) {
+        if (!worth_at(r, p, i, n, more)) {
             i++;
             continue;
         }
-        res = at(r, p + i, n - i, boundary(s, p, i, last_end), more, &ms, &me, &kind);
+        w = (struct where){s, p, i, last_end, 0, false};
+        res = at(r, p + i, n - i, &w, more, &ms, &me, &kind, &cont);
         if (res == AT_WAIT)
             break;
         if (res == AT_NONE) {
             i++;
             continue;
         }
+        if (widen(s, p, n, i, more, last_end, &ms, &me) != AT_MATCH)
+            break; /* something inside needs more bytes: hold from i */
         if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
             return SBX_E_NOMEM;
         i = emit = last_end = i + me;
+        if (cont != SBX__CONT_NONE) {
+            /* Cut by its window: the rest of it goes too. */
+            int cr;
+            s->cont = cont;
+            cr = cont_take(s, p, n, more, &i);
+            emit = last_end = i;
+            if (cr == CONT_MORE)
+                break;
+        }
     }
+out:
     if (sbx__buf_append(&s->out, p + emit, i - emit) != SBX_OK)
         return SBX_E_NOMEM;
     if (i > 0) {
         /* Remember the last bytes decided, for the next boundaries. */
-        unsigned char h[6];
+        unsigned char h[2 * HIST];
         size_t nh = 0;
         for (size_t k = 0; k < s->nhist; k++)
             h[nh++] = s->hist[k];
-        for (size_t k = i > 3 ? i - 3 : 0; k < i; k++)
+        for (size_t k = i > HIST ? i - HIST : 0; k < i; k++)
             h[nh++] = p[k];
-        s->nhist = nh < 3 ? nh : 3;
+        s->nhist = nh < HIST ? nh : HIST;
         memcpy(s->hist, h + nh - s->nhist, s->nhist);
         s->after_match = last_end == i;
     }
@@ -625,9 +1197,11 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
                                   size_t *out_len)
 {
     size_t done;
-    unsigned char hist[3];
+    unsigned char hist[HIST];
     size_t nhist;
     bool after;
+    enum sbx__cont cont;
+    int cphase, ccount;
     if (!s || (!data && len) || !out || !out_len)
         return SBX_E_INVALID_ARG;
     *out = "";
@@ -637,6 +1211,9 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
     memcpy(hist, s->hist, sizeof hist);
     nhist = s->nhist;
     after = s->after_match;
+    cont = s->cont;
+    cphase = s->cphase;
+    ccount = s->ccount;
     if (s->pend.len == 0) {
         /* Nothing held: scan the chunk where it is, hold only its tail.
          * Room for the tail first, so nothing can fail after the scan. */
@@ -673,6 +1250,9 @@ oom:
     memcpy(s->hist, hist, sizeof hist);
     s->nhist = nhist;
     s->after_match = after;
+    s->cont = cont;
+    s->cphase = cphase;
+    s->ccount = ccount;
     return SBX_E_NOMEM;
 }
 

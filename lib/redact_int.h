@@ -15,6 +15,10 @@ enum sbx__shape_result {
     SBX__SHAPE_MORE = 2, /* cannot tell yet: needs bytes past len (only when more is true) */
 };
 
+/* What a match cut by its window goes on to swallow in the stream: the
+ * rest of a JWT, of a PEM body (through its END line), of a header line. */
+enum sbx__cont { SBX__CONT_NONE = 0, SBX__CONT_JWT, SBX__CONT_PEM, SBX__CONT_LINE };
+
 /*
  * A shape rule. The engine finds `trigger` (a literal, compared ASCII
  * case-insensitively when icase) and calls match() with:
@@ -37,7 +41,12 @@ typedef struct sbx__shape {
     bool icase;
     size_t window;       /* the most bytes match() ever needs, trigger included */
     enum sbx__shape_result (*match)(const char *buf, size_t len, int prev, bool more, size_t *start, size_t *end);
+    enum sbx__cont cont; /* when a YES ends at the window's end (len == window) */
 } sbx__shape;
+
+/* Whether a byte may be in the body of a PEM block (for the stream's
+ * continuation past the window). */
+bool sbx__pem_body_byte(int c);
 
 /* The built-in shapes, and how many. */
 extern const sbx__shape sbx__shapes[];

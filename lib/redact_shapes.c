@@ -2,6 +2,7 @@
 /* redact_shapes: the credential shapes the redactor recognises by their form alone. */
 #include "redact_int.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /*
@@ -38,7 +39,7 @@
 /* Windows of the unbounded shapes: a cap on what the engine must hold. */
 #define JWT_WINDOW 8192u
 #define PEM_WINDOW 65536u
-#define URL_WINDOW 4096u
+#define URL_WINDOW 16384u
 #define AUTH_WINDOW 16384u
 
 typedef enum sbx__shape_result shape_result;
@@ -354,176 +355,345 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
     return yes(0, i, start, end);
 }
 
-/* The PEM label at buf[at] ("RSA PRIVATE KEY-----"...), its length in *n. */
+/* A PEM label at buf[at] ("RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"...)
+ * and its closing "-----": *n is the length of both. Only private-key
+ * labels: certificates and public keys are not secrets. */
 static shape_result pem_label(const char *buf, size_t len, size_t at, bool more, size_t *n)
 {
-    const char *const labels[] = {
-        "PRIVATE KEY-----",     "RSA PRIVATE KEY-----",     "EC PRIVATE KEY-----",
-        "DSA PRIVATE KEY-----", "OPENSSH PRIVATE KEY-----", "ENCRYPTED PRIVATE KEY-----",
-    };
-    bool partial = false;
-
-    for (size_t k = 0; k < sizeof labels / sizeof labels[0]; k++) {
-        enum prefix_state p = has_prefix(buf, len, at, labels[k]);
-        if (p == PFX_YES) {
-            *n = strlen(labels[k]);
-            return SBX__SHAPE_YES;
-        }
-        partial = partial || p == PFX_PARTIAL;
+    size_t i = at;
+    int c;
+    for (;; i++) {
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END || i - at > 64)
+            return SBX__SHAPE_NO;
+        if (!(is_digit(c) || (c >= 'A' && c <= 'Z') || c == ' '))
+            break;
     }
-    return partial && more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    switch (has_prefix(buf, len, i, "-----")) {
+    case PFX_NO:
+        return SBX__SHAPE_NO;
+    case PFX_PARTIAL:
+        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    case PFX_YES:
+        break;
+    }
+    if (!memmem(buf + at, i - at, "PRIVATE KEY", 11))
+        return SBX__SHAPE_NO;
+    *n = i + 5 - at;
+    return SBX__SHAPE_YES;
+}
+
+static bool is_b64(int c)
+{
+    return is_alnum(c) || c == '+' || c == '/' || c == '=';
+}
+
+bool sbx__pem_body_byte(int c)
+{
+    /* base64, line breaks and spaces (a key flattened into one line), and
+     * the punctuation of header lines (Proc-Type: 4,ENCRYPTED, DEK-Info). */
+    return is_b64(c) || c == '\n' || c == '\r' || c == ' ' || c == '\t' || c == ':' || c == ',' || c == '-';
 }
 
 /*
- * PEM private keys: "-----BEGIN <label>" to the end of the first
- * "-----END <label>" after it, any private-key label on either (a
- * mismatched pair is still a key). Lines may be real or escaped ("\n" in
- * JSON), so the END marker is searched for as bytes. Any prev: the marker
- * is distinctive and often follows a quote or an escape. Without an END
- * within the window or before the stream ends, everything from BEGIN to
- * there is redacted: a cut or truncated key is still a key.
+ * PEM private keys: "-----BEGIN <label>-----", a body, and the first
+ * "-----END <label>-----" (any private-key label on either: a mismatched
+ * pair is still a key). Lines may be real or JSON-escaped ("\n"). The
+ * body may hold only base64, line breaks, spaces and header punctuation:
+ * anything else (a '.', a quote) means the key ended without its END line
+ * (cut, truncated, or a BEGIN line quoted in a document). Then the
+ * redaction ends after the last line of pure base64, provided there was
+ * real key material (a run of 16 or more base64 characters); otherwise it
+ * is no key. A body longer than the window is redacted to the window's
+ * end, and the stream goes on swallowing it (SBX__CONT_PEM).
  */
 static shape_result match_pem(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    size_t n = 0, i;
+    size_t n = 0, i, run = 0, maxrun = 0, line_pure_end = 0, line_start;
+    bool pure = true; /* the current line is base64 only so far */
     shape_result r;
+    int c;
 
     (void)prev;
     r = pem_label(buf, len, 11, more, &n);
     if (r != SBX__SHAPE_YES)
         return r;
-    for (i = 11 + n; i < len; i++) {
-        const char *dash = memchr(buf + i, '-', len - i);
-        if (!dash)
+    line_start = i = 11 + n;
+    for (;;) {
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END)
             break;
-        i = (size_t)(dash - buf);
-        if (has_prefix(buf, len, i, "-----END ") != PFX_YES)
+        if (c == '-') {
+            switch (has_prefix(buf, len, i, "-----END ")) {
+            case PFX_YES:
+                r = pem_label(buf, len, i + 9, more, &n);
+                if (r == SBX__SHAPE_YES)
+                    return yes(0, i + 9 + n, start, end);
+                if (r == SBX__SHAPE_MORE)
+                    return r;
+                break;
+            case PFX_PARTIAL:
+                if (more)
+                    return SBX__SHAPE_MORE;
+                break;
+            case PFX_NO:
+                break;
+            }
+        }
+        if (c == '\\') { /* an escaped line break, or the end of the body */
+            int d = peek(buf, len, i + 1, more);
+            if (d == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (d != 'n' && d != 'r')
+                break;
+            c = '\n';
+            i++;
+        } else if (!sbx__pem_body_byte(c)) {
+            break;
+        }
+        if (is_b64(c)) {
+            if (++run > maxrun)
+                maxrun = run;
+            i++;
             continue;
-        r = pem_label(buf, len, i + 9, more, &n);
-        if (r == SBX__SHAPE_YES)
-            return yes(0, i + 9 + n, start, end);
-        if (r == SBX__SHAPE_MORE)
-            return r;
+        }
+        run = 0;
+        if (c == '\n' || c == '\r') {
+            if (pure && i > line_start)
+                line_pure_end = i;
+            pure = true;
+            line_start = i + 1;
+        } else {
+            pure = false;
+        }
+        i++;
     }
-    if (more)
-        return SBX__SHAPE_MORE;
-    return yes(0, len, start, end);
+    if (c == BYTE_END && len >= PEM_WINDOW)
+        return yes(0, len, start, end); /* the rest is swallowed by the stream */
+    if (pure && i > line_start)
+        line_pure_end = i;
+    if (maxrun < 16 || !line_pure_end)
+        return SBX__SHAPE_NO;
+    return yes(0, line_pure_end, start, end);
 }
 
 /* Bytes that end a URL's authority, plus those never in a userinfo, so
  * JSON, HTML, Markdown and ${VAR} templates around a URL stay outside. */
 static bool url_stop(int c)
 {
-    return c <= ' ' || c == 0x7f || (c != 0 && strchr("/?#\"<>`\\{}|", c));
+    /* A bit per byte below 128 (the characters above, controls, space). */
+    static const uint64_t stop[2] = {
+        0xffffffffull | 1ull << ' ' | 1ull << '"' | 1ull << '#' | 1ull << '/' | 1ull << '<' | 1ull << '>' | 1ull << '?',
+        1ull << ('\\' - 64) | 1ull << ('`' - 64) | 1ull << ('{' - 64) | 1ull << ('|' - 64) | 1ull << ('}' - 64) |
+            1ull << (0x7f - 64),
+    };
+    return c < 128 && ((stop[c >> 6] >> (c & 63)) & 1);
+}
+
+/* Whether buf[i..] starts "%XY" for the two hex digits of enc (any case);
+ * BYTE_NEED when it cannot tell yet. */
+static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *enc)
+{
+    for (size_t k = 0; k < 3; k++) {
+        int c = peek(buf, len, i + k, more);
+        if (c == BYTE_NEED)
+            return BYTE_NEED;
+        if (c == BYTE_END || (c | (k ? 0x20 : 0)) != (enc[k] | (k ? 0x20 : 0)))
+            return 0;
+    }
+    return 1;
 }
 
 /*
- * URL credentials: after "://", the userinfo is everything up to the last
- * '@' before the authority ends (as WHATWG parses a raw '@' in a password),
- * and it must hold a ':' followed by a non-empty password. Only the
- * userinfo is redacted; the scheme is not visible (prev only), any is taken.
+ * URL credentials: after "://" (or ":\/\/" in JSON), the userinfo is
+ * everything up to the last '@' before the authority ends (as WHATWG
+ * parses a raw '@' in a password), and it must hold a ':' followed by a
+ * non-empty password. Only the userinfo is redacted; the scheme is not
+ * visible (prev only), any is taken. A URL percent-encoded whole (inside
+ * another URL's query: "https%3A%2F%2Fuser%3Apass%40host") is read the
+ * same way with %3A, %40 and %2F.
  */
 static shape_result match_url(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    size_t i, at = 0, colon = 0;
+    size_t i, from, at = 0, colon = 0;
+    bool pct = buf[0] == '%';
     int c;
 
     (void)prev;
-    for (i = 3;; i++) {
+    from = pct ? 9 : buf[1] == '\\' ? 5 : 3;
+    for (i = from;; i++) {
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (c == BYTE_END || url_stop(c))
+        if (c == BYTE_END || url_stop(c) || (pct && c == '&'))
             break;
-        if (c == '@')
+        /* Before the password's ':', a list separator or a quote ends the
+         * URL (CSV, SQL): a user name does not hold one. */
+        if (!colon && (c == ',' || c == ';' || c == '\''))
+            break;
+        if (pct && c == '%') {
+            int a = pct_is(buf, len, i, more, "%40"), k = pct_is(buf, len, i, more, "%3A"),
+                sl = pct_is(buf, len, i, more, "%2F"), q = pct_is(buf, len, i, more, "%3F"),
+                h = pct_is(buf, len, i, more, "%23");
+            if (a == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (sl == 1 || q == 1 || h == 1)
+                break;
+            if (a == 1)
+                at = i;
+            else if (k == 1 && !colon)
+                colon = i;
+            continue;
+        }
+        if (!pct && c == '@')
             at = i;
-        else if (c == ':' && !colon)
+        else if (!pct && c == ':' && !colon)
             colon = i;
     }
-    if (!at || !colon || colon > at || at == colon + 1)
+    if (!at || !colon || colon > at || at == colon + (pct ? 3 : 1))
         return SBX__SHAPE_NO;
-    return yes(3, at, start, end);
+    return yes(from, at, start, end);
 }
 
-/* Header names start a line or follow a prompt ("> " from curl -v), a quote
- * or a list separator; a letter, digit, '_' or '-' before the name means
- * another word (X-Authorization:, preauthorization:) and is NO. */
+/* Where a header name may start: a line, a prompt ("> " from curl -v), a
+ * quote (JSON, a Python dict, -H '...'), a list or object separator, a
+ * query string (?authorization=), an environment name (HTTP_AUTHORIZATION),
+ * an assignment (git config's http.extraheader=AUTHORIZATION: ...).
+ * A letter, digit or '-' before it means another word (X-Authorization:,
+ * preauthorization:) and is NO. */
 static bool auth_prev_ok(int prev)
 {
-    return prev < 0 || (prev != 0 && strchr("\n\r \t<>\"',", prev));
+    return prev < 0 || (prev != 0 && strchr("\n\r \t<>\"',{[(;?&_=", prev));
+}
+
+static bool is_scheme(int c)
+{
+    return is_alnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
 }
 
 /*
- * Authorization: and Proxy-Authorization: values: after the colon and
- * blanks, an optional scheme word ([A-Za-z-]+ then a blank) is kept, and
- * the rest of the line is redacted, trailing blanks excluded. The line ends
- * at CR, LF, the end of the text or window, or, when the header follows a
- * quote, at the same quote (curl -H 'Authorization: ...'). A lone word is a
- * value, not a scheme: it may be a letters-only token.
+ * Authorization: and Proxy-Authorization: values, in the forms programs
+ * print them: a header line (curl -v, HTTP dumps, YAML), a quoted header
+ * line (-H 'Authorization: ...'), a JSON key or a Python dict key
+ * ("Authorization": "..."), an environment or query assignment
+ * (HTTP_AUTHORIZATION=..., ?authorization=...). The value ends at a line
+ * break (also an escaped one: "\n" inside a JSON string), at its closing
+ * quote, or at the end of the text or window.
+ *
+ * Only what holds the credentials is redacted, so that prose mentioning the
+ * header survives: a single word is redacted whole; "scheme credentials"
+ * (Bearer, Basic, token, Negotiate...: any scheme word) has its
+ * credentials redacted when they are one word (token68) or a list of
+ * auth-params (Digest username="...", AWS4-HMAC-SHA256 Credential=...);
+ * anything else ("the Authorization: header is required") is not a value.
  */
 static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
                                size_t *start, size_t *end)
 {
-    const char *colon = memchr(buf, ':', len);
-    int quote = prev == '"' || prev == '\'' ? prev : BYTE_END;
-    size_t i, e, v, w, s, t;
-    int c;
+    size_t i = (buf[0] == 'p' || buf[0] == 'P') ? 19 : 13, e, v, w, s, t, k;
+    int keyq = BYTE_END, endq = BYTE_END, c;
 
-    if (!auth_prev_ok(prev) || !colon)
+    if (!auth_prev_ok(prev))
         return SBX__SHAPE_NO;
-    i = (size_t)(colon - buf) + 1;
+    /* The name is a word of its own. */
+    c = peek(buf, len, i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if ((c == '"' || c == '\'') && c == prev) { /* a quoted key */
+        keyq = c;
+        c = peek(buf, len, ++i, more);
+    }
+    while (is_blank(c))
+        c = peek(buf, len, ++i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != ':' && c != '=')
+        return SBX__SHAPE_NO;
+    c = peek(buf, len, ++i, more);
+    while (is_blank(c))
+        c = peek(buf, len, ++i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c == '"' || c == '\'' || c == '[') { /* a quoted value; Go prints a header map's values in [] */
+        endq = c == '[' ? ']' : c;
+        i++;
+    } else if (keyq == BYTE_END && (prev == '"' || prev == '\'')) {
+        endq = prev; /* the whole header line is quoted */
+    }
     for (e = i;; e++) {
         c = peek(buf, len, e, more);
         if (c == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (c == BYTE_END || c == '\n' || c == '\r' || c == quote)
+        if (c == BYTE_END || c == '\n' || c == '\r' || c == endq)
             break;
+        if (c == '\\') {
+            int d = peek(buf, len, e + 1, more);
+            if (d == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (d == 'n' || d == 'r' || d == BYTE_END)
+                break; /* an escaped line break ends a header inside a string */
+            e++;       /* an escaped character belongs to the value */
+        }
     }
     for (v = i; v < e && is_blank((unsigned char)buf[v]); v++)
         ;
-    for (w = v; w < e && (is_alpha((unsigned char)buf[w]) || buf[w] == '-'); w++)
+    for (t = e; t > v && is_blank((unsigned char)buf[t - 1]); t--)
         ;
-    s = v;
-    if (w > v && w < e && is_blank((unsigned char)buf[w]))
-        for (s = w; s < e && is_blank((unsigned char)buf[s]); s++)
-            ;
-    for (t = e; t > s && is_blank((unsigned char)buf[t - 1]); t--)
-        ;
-    if (t == s)
+    if (t == v)
         return SBX__SHAPE_NO;
-    return yes(s, t, start, end);
+    for (w = v; w < t && !is_blank((unsigned char)buf[w]); w++)
+        ;
+    if (w == t) /* one word: the credentials, unless a blank follows it (a scheme without them) */
+        return t < e ? SBX__SHAPE_NO : yes(v, t, start, end);
+    for (k = v; k < w && is_scheme((unsigned char)buf[k]); k++)
+        ;
+    if (k < w)
+        return SBX__SHAPE_NO; /* not a scheme word: prose */
+    for (s = w; s < t && is_blank((unsigned char)buf[s]); s++)
+        ;
+    for (k = s; k < t && !is_blank((unsigned char)buf[k]) && buf[k] != '='; k++)
+        ;
+    if (k == t || buf[k] == '=')
+        return yes(s, t, start, end); /* token68, or auth-params */
+    return SBX__SHAPE_NO;
 }
 
 const sbx__shape sbx__shapes[] = {
-    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic},
-    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic},
-    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic},
-    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic},
-    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic},
-    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine},
-    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab},
-    {"slack", "xox", false, SLACK_WINDOW, match_slack},
-    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe},
-    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe},
-    {"aws", "AKIA", false, AWS_WINDOW, match_aws},
-    {"aws", "ASIA", false, AWS_WINDOW, match_aws},
-    {"aws", "AGPA", false, AWS_WINDOW, match_aws},
-    {"aws", "AIDA", false, AWS_WINDOW, match_aws},
-    {"aws", "AROA", false, AWS_WINDOW, match_aws},
-    {"aws", "ANPA", false, AWS_WINDOW, match_aws},
-    {"aws", "ANVA", false, AWS_WINDOW, match_aws},
-    {"aws", "AIPA", false, AWS_WINDOW, match_aws},
-    {"google", "AIza", false, GOOGLE_WINDOW, match_google},
-    {"npm", "npm_", false, NPM_WINDOW, match_npm},
-    {"openai", "sk-", false, OPENAI_WINDOW, match_openai},
-    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic},
-    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt},
-    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem},
-    {"url_credentials", "://", false, URL_WINDOW, match_url},
-    {"authorization", "authorization:", true, AUTH_WINDOW, match_auth},
-    {"authorization", "proxy-authorization:", true, AUTH_WINDOW, match_auth},
+    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
+    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
+    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
+    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
+    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
+    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine, SBX__CONT_NONE},
+    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE},
+    {"slack", "xox", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE},
+    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE},
+    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE},
+    {"aws", "AKIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "ASIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "AGPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "AIDA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "AROA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "ANPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "ANVA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"aws", "AIPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
+    {"google", "AIza", false, GOOGLE_WINDOW, match_google, SBX__CONT_NONE},
+    {"npm", "npm_", false, NPM_WINDOW, match_npm, SBX__CONT_NONE},
+    {"openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE},
+    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic, SBX__CONT_NONE},
+    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT},
+    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM},
+    {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE},
+    {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE},
+    {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE},
+    {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
+    {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
 };
 
 const size_t sbx__nshapes = sizeof sbx__shapes / sizeof sbx__shapes[0];

@@ -500,7 +500,7 @@ static const struct {
         "---BEGIN "
         "PRIVATE KEY-----\njAKstNQFGgM7e8YbWcE4SvVbnRb3oE96QGQ7ovGRsjdSfc92XBTcb8ru2D8GvN"
         "iW\nKfEYtUJoqW5h+QKg6RdZn2zPIC4yQWg01M53NMe4Y26g1NCVbc7QT/gVvje9jgbE\n",
-        "head -3 key.pem:\n[REDACTED:private_key]"},
+        "head -3 key.pem:\n[REDACTED:private_key]\n"},
     {"private_key",
         "x--"
         "---BEGIN "
@@ -650,7 +650,7 @@ static const struct {
         "Authorization: AWS4-HMAC-SHA256 Credential=AK"
         "IAIOSFODNN7EXAMPLE/20240101/us-east-1/s3/aws4_request, Signature=3b3878c9140b787"
         "1ebf146061bb5ba05a09da2f63fc27fa05ec5455da26c1663",
-        "Authorization: [REDACTED:authorization]"},
+        "Authorization: AWS4-HMAC-SHA256 [REDACTED:authorization]"},
     {"authorization", "Authorization: r" "awtokenvalue", "Authorization: [REDACTED:authorization]"},
     {"authorization", "Authorization: Bearer", "Authorization: [REDACTED:authorization]"},
     {"authorization",

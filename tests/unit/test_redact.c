@@ -7,8 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "harness.h"
 #include "redact_shapes_cases.h"
+
+#ifndef SBX_REDACT_CORPUS
+#error "SBX_REDACT_CORPUS: the corpus file's path, set by tests/unit/meson.build"
+#endif
 
 /* Redact text whole with r; the caller frees. */
 static char *whole(const sbx_redactor *r, const char *text)
@@ -84,6 +90,122 @@ START_TEST(test_redact_known_value_forms)
     }
     /* words around it survive byte for byte */
     expect_redacted(r, "no secret here, just hunter2 and correct-horse", "no secret here, just hunter2 and correct-horse");
+    sbx_redactor_free(r);
+}
+END_TEST
+
+/* Percent and JSON encodings as real encoders produce them, decoded while
+ * matching: any hex case, '+' for a space, encodeURIComponent's kept
+ * characters, \uXXXX for any character (Python's ensure_ascii, Go's
+ * HTML-safe < > &), surrogate pairs, and mixtures. */
+START_TEST(test_redact_value_encodings)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    /* "p@ss/wörd x😀<&" */
+    static const char v[] = "p@ss/w\xc3\xb6rd x\xf0\x9f\x98\x80<&";
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v)), SBX_OK);
+    expect_redacted(r, "a=" "p%40ss%2Fw%C3%B6rd%20x%F0%9F%98%80%3C%26" "&b", "a=[REDACTED:secret]&b");
+    expect_redacted(r, "a=" "p%40ss/w%c3%b6rd+x%f0%9f%98%80%3c%26" "&b", "a=[REDACTED:secret]&b");
+    expect_redacted(r, "a=" "p%40ss%2fw%C3%b6rd%20x%F0%9f%98%80%3C%26", "a=[REDACTED:secret]");
+    expect_redacted(r, "{\"a\":\"p@ss\\/w\\u00f6rd x\\ud83d\\ude00\\u003c\\u0026\"}", "{\"a\":\"[REDACTED:secret]\"}");
+    expect_redacted(r, "{\"a\":\"p@ss/w\\u00F6rd x\\uD83D\\uDE00<&\"}", "{\"a\":\"[REDACTED:secret]\"}");
+    expect_redacted(r, "{\"a\":\"p\\u0040ss/w\xc3\xb6rd x\xf0\x9f\x98\x80\\u003C&\"}", "{\"a\":\"[REDACTED:secret]\"}");
+    /* A broken escape is not the value. */
+    expect_redacted(r, "p%40ss%2Gw", "p%40ss%2Gw");
+    expect_redacted(r, "p@ss/w\\ud800rd", "p@ss/w\\ud800rd");
+    sbx_redactor_free(r);
+    /* A value holding escape characters itself: its raw bytes win, and its
+     * encoded form is found too. */
+    r = sbx_redactor_new();
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"100%25-sure\\n!", 14), SBX_OK);
+    expect_redacted(r, "x 100%25-sure\\n! y", "x [REDACTED:secret] y");
+    expect_redacted(r, "x 100%2525-sure%5Cn%21 y", "x [REDACTED:secret] y");
+    expect_redacted(r, "{\"x\":\"100%25-sure\\\\n!\"}", "{\"x\":\"[REDACTED:secret]\"}");
+    sbx_redactor_free(r);
+}
+END_TEST
+
+/* Base64 as programs print it: wrapped at any width, with CRLF, or with
+ * JSON-escaped line breaks and slashes; percent-encoded. */
+START_TEST(test_redact_value_base64_wrapped)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    /* 60 bytes: its base64 is 80 characters, wrapped by `base64` at 76. */
+    static const char v[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX";
+    static const char b64[] = "MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDREVGR0hJSktMTU5PUFFSU1RV\nVldY";
+    char buf[512];
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v)), SBX_OK);
+    expect_redacted(r, b64, "[REDACTED:secret]");
+    snprintf(buf, sizeof buf, "data:\r\n%.40s\r\n%s\r\n", b64, b64 + 40);
+    expect_redacted(r, buf, "data:\r\n[REDACTED:secret]\r\n");
+    snprintf(buf, sizeof buf, "{\"d\":\"%.30s\\n%.46s\\nVldY\"}", b64, b64 + 30);
+    expect_redacted(r, buf, "{\"d\":\"[REDACTED:secret]\"}");
+    /* Two line breaks in a row are not a wrap. */
+    snprintf(buf, sizeof buf, "%.40s\n\n%s", b64, b64 + 40);
+    {
+        char *g = whole(r, buf);
+        ck_assert_msg(!strstr(g, "[REDACTED"), "%s", g);
+        sbx_free(g);
+    }
+    sbx_redactor_free(r);
+}
+END_TEST
+
+/* Two secrets overlapping in the text: nothing of either remains. */
+START_TEST(test_redact_overlapping_values)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"AAAABBBBCCCC", 12), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"CCCCDDDDEEEE", 12), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"BBBBCCCCDDDDEEEEFF", 18), SBX_OK);
+    expect_redacted(r, "x AAAABBBBCCCCDDDDEEEE y", "x [REDACTED:secret] y");
+    expect_redacted(r, "x AAAABBBBCCCCDDDDEEEEFF y", "x [REDACTED:secret] y");
+    expect_redacted(r, "x AAAABBBBCCCC CCCCDDDDEEEE y", "x [REDACTED:secret] [REDACTED:secret] y");
+    /* A value that is the scheme word of an Authorization header. */
+    expect_redacted(r, "Authorization: AAAABBBBCCCC tok", "Authorization: [REDACTED:authorization]");
+    sbx_redactor_free(r);
+}
+END_TEST
+
+/* Shapes cut by their window go on being redacted to their real end. */
+START_TEST(test_redact_past_the_window)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    size_t n = 200000, o = 0;
+    char *text = malloc(n + 256), *got;
+    uint64_t st = 7;
+    ck_assert_ptr_nonnull(text);
+    /* A JWT with a 20 KB payload. */
+    o += (size_t)sprintf(text + o, "t=eyJhbGciOiJIUzI1NiJ9.eyJ");
+    for (int k = 0; k < 20000; k++)
+        text[o++] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"[(st = st * 6364136223846793005ULL + 1) >> 58];
+    o += (size_t)sprintf(text + o, "ZZTAILJWT.sig end\n");
+    /* A PEM body of 100 KB, JSON-escaped. */
+    o += (size_t)sprintf(text + o, "{\"k\":\"-----BEGIN RSA PRIVATE KEY-----\\n");
+    for (int line = 0; line < 1560; line++) {
+        for (int k = 0; k < 64; k++)
+            text[o++] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(st = st * 6364136223846793005ULL + 1) >> 58];
+        o += (size_t)sprintf(text + o, "\\n");
+    }
+    o += (size_t)sprintf(text + o, "ZZTAILPEM\\n-----END RSA PRIVATE KEY-----\\n\"}\n");
+    /* An Authorization value of 20 KB. */
+    o += (size_t)sprintf(text + o, "> Authorization: Bearer ");
+    for (int k = 0; k < 20000; k++)
+        text[o++] = 'q';
+    o += (size_t)sprintf(text + o, "ZZTAILAUTH\r\n> Accept: */*\r\n");
+    text[o] = '\0';
+    got = whole(r, text);
+    ck_assert_msg(!strstr(got, "ZZTAIL"), "%s", got);
+    ck_assert_msg(strstr(got, "t=[REDACTED:jwt] end\n{\"k\":\"[REDACTED:private_key]\\n\"}\n> Authorization: Bearer "
+                               "[REDACTED:authorization]\r\n> Accept: */*\r\n"),
+                  "%.300s", got);
+    for (size_t c = 1; c < 70000; c = c * 7 + 3) {
+        char *g = chunked(r, text, o, c);
+        ck_assert_msg(strcmp(g, got) == 0, "chunk size %zu differs", c);
+        free(g);
+    }
+    sbx_free(got);
+    free(text);
     sbx_redactor_free(r);
 }
 END_TEST
@@ -199,8 +321,13 @@ START_TEST(test_redact_self_overlapping_prefix)
         size_t n;
         ck_assert_int_eq(sbx_redact_stream_feed(s, "aaaaaaaa", 8, &out, &n), SBX_OK);
         ck_assert_uint_eq(n, 1); /* only the byte that can no longer start it */
+        /* "aaaaaaab" is there, but "ab" at its end could start
+         * "abababac", which would widen the redaction: held. */
         ck_assert_int_eq(sbx_redact_stream_feed(s, "ab", 2, &out, &n), SBX_OK);
-        ck_assert_str_eq(out, "a[REDACTED:secret]");
+        ck_assert_uint_eq(n, 1);
+        ck_assert_mem_eq(out, "a", 1);
+        ck_assert_int_eq(sbx_redact_stream_feed(s, "!", 1, &out, &n), SBX_OK);
+        ck_assert_str_eq(out, "[REDACTED:secret]!");
         ck_assert_int_eq(sbx_redact_stream_finish(s, &out, &n), SBX_OK);
         ck_assert_uint_eq(n, 0);
         sbx_redact_stream_free(s);
@@ -334,8 +461,9 @@ START_TEST(test_redact_any_chunking_same_output)
     len = generate(text, sizeof text);
     ref = chunked(r, text, len, len);
     /* Zero leaks: no registered value survives. */
-    for (size_t i = 0; i < SBX__ARRAY_LEN(values); i++)
+    for (size_t i = 0; i < SBX__ARRAY_LEN(values); i++) {
         ck_assert_msg(strstr(ref, values[i]) == NULL, "value %zu leaked", i);
+    }
     for (size_t c = 1; c <= 64; c++) {
         char *got = chunked(r, text, len, c);
         ck_assert_msg(strcmp(got, ref) == 0, "chunk size %zu differs", c);
@@ -348,6 +476,95 @@ START_TEST(test_redact_any_chunking_same_output)
     }
     free(ref);
     sbx_redactor_free(r);
+}
+END_TEST
+
+/* ---- the corpus: tests/unit/redact_corpus.jsonl ---- */
+
+/* One case: {"name", "input", "secrets"?, "shapes"?, "expect"?, "absent"?,
+ * "present"?}. Checked whole and at several chunk sizes; the reason for a
+ * failure goes to why. */
+static bool corpus_case(json_t *c, char *why, size_t cap)
+{
+    const char *name = json_string_value(json_object_get(c, "name"));
+    json_t *in = json_object_get(c, "input"), *secrets = json_object_get(c, "secrets");
+    json_t *shapes = json_object_get(c, "shapes"), *expect = json_object_get(c, "expect");
+    json_t *absent = json_object_get(c, "absent"), *present = json_object_get(c, "present"), *v;
+    sbx_redactor *r = sbx_redactor_new();
+    const char *text = json_string_value(in);
+    size_t len = json_string_length(in), i;
+    char *ref = NULL;
+    bool ok = false;
+
+    ck_assert_ptr_nonnull(r);
+    if (!name || !text) {
+        snprintf(why, cap, "a case without a name or an input");
+        goto out;
+    }
+    json_array_foreach(secrets, i, v) {
+        if (sbx_redactor_add_secret(r, (const uint8_t *)json_string_value(v), json_string_length(v)) != SBX_OK) {
+            snprintf(why, cap, "%s: secret %zu refused: %s", name, i, sbx_redactor_last_error(r));
+            goto out;
+        }
+    }
+    if (json_is_false(shapes))
+        ck_assert_int_eq(sbx_redactor_set_shapes(r, 0), SBX_OK);
+    ref = chunked(r, text, len, len ? len : 1);
+    if (json_is_string(expect) && strcmp(ref, json_string_value(expect)) != 0) {
+        snprintf(why, cap, "%s: expected\n  %.400s\ngot\n  %.400s", name, json_string_value(expect), ref);
+        goto out;
+    }
+    json_array_foreach(absent, i, v) {
+        if (strstr(ref, json_string_value(v))) {
+            snprintf(why, cap, "%s: leaks \"%.80s\" in\n  %.400s", name, json_string_value(v), ref);
+            goto out;
+        }
+    }
+    json_array_foreach(present, i, v) {
+        if (!strstr(ref, json_string_value(v))) {
+            snprintf(why, cap, "%s: lost \"%.80s\" in\n  %.400s", name, json_string_value(v), ref);
+            goto out;
+        }
+    }
+    for (size_t k = 1; k < len; k = k < 4 ? k + 1 : k * 5) {
+        char *got = chunked(r, text, len, k);
+        bool same = strcmp(got, ref) == 0;
+        free(got);
+        if (!same) {
+            snprintf(why, cap, "%s: chunks of %zu bytes give another output", name, k);
+            goto out;
+        }
+    }
+    ok = true;
+out:
+    free(ref);
+    sbx_redactor_free(r);
+    return ok;
+}
+
+START_TEST(test_redact_corpus)
+{
+    FILE *f = fopen(SBX_REDACT_CORPUS, "r");
+    char line[1 << 20], why[2048];
+    int n = 0, failed = 0, lineno = 0;
+    ck_assert_msg(f != NULL, "cannot open %s", SBX_REDACT_CORPUS);
+    while (fgets(line, sizeof line, f)) {
+        json_error_t err;
+        json_t *c;
+        lineno++;
+        ck_assert_msg(strchr(line, '\n') || feof(f), "line %d is longer than the buffer", lineno);
+        c = json_loads(line, 0, &err);
+        ck_assert_msg(c != NULL, "line %d: %s", lineno, err.text);
+        n++;
+        if (!corpus_case(c, why, sizeof why)) {
+            fprintf(stderr, "corpus line %d: %s\n", lineno, why);
+            failed++;
+        }
+        json_decref(c);
+    }
+    fclose(f);
+    ck_assert_int_gt(n, 100);
+    ck_assert_msg(failed == 0, "%d of %d corpus cases failed (listed on stderr)", failed, n);
 }
 END_TEST
 
@@ -427,6 +644,11 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_boundaries_after_escapes);
     tcase_add_test(tc, test_redact_long_hold_fed_byte_by_byte);
     tcase_add_test(tc, test_redact_self_overlapping_prefix);
+    tcase_add_test(tc, test_redact_value_encodings);
+    tcase_add_test(tc, test_redact_value_base64_wrapped);
+    tcase_add_test(tc, test_redact_overlapping_values);
+    tcase_add_test(tc, test_redact_past_the_window);
+    tcase_add_test(tc, test_redact_corpus);
     tcase_add_test(tc, test_redact_holds_back_little);
     tcase_add_test(tc, test_redact_counts);
     tcase_add_test(tc, test_redact_stream_keeps_its_rules);
