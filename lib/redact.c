@@ -634,8 +634,12 @@ void sbx_redact_stream_free(sbx_redact_stream *s)
 static inline bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
 {
     size_t k = n < 3 ? n : 3;
-    if (!c->icase)
-        return memcmp(c->trig + k, p + k, n - k) == 0;
+    if (!c->icase) {
+        for (; k < n; k++)
+            if ((unsigned char)c->trig[k] != p[k])
+                return false;
+        return true;
+    }
     for (; k < n; k++)
         if (lower((unsigned char)c->trig[k]) != lower(p[k]))
             return false;
@@ -858,8 +862,9 @@ struct where {
 
 static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
 
-static inline enum at_result at(const struct rules *r, const unsigned char *p, size_t avail, struct where *w,
-                                bool more, size_t *ms, size_t *me, unsigned *kind, enum sbx__cont *cont)
+static inline __attribute__((always_inline)) enum at_result
+at(const struct rules *r, const unsigned char *p, size_t avail, struct where *w, bool more, size_t *ms, size_t *me,
+   unsigned *kind, enum sbx__cont *cont)
 {
     bool wait = false, found = false;
     enum sbx__cont cc = SBX__CONT_NONE;

@@ -44,14 +44,36 @@
 
 typedef enum sbx__shape_result shape_result;
 
-/* ASCII classes by hand: <ctype.h> would follow the locale. */
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_alnum(int c) { return is_digit(c) || is_alpha(c); }
-static bool is_word(int c) { return is_alnum(c) || c == '_'; }
-static bool is_b64url(int c) { return is_word(c) || c == '-'; }
-static bool is_b32upper(int c) { return (c >= 'A' && c <= 'Z') || (c >= '2' && c <= '7'); }
-static bool is_lower36(int c) { return is_digit(c) || (c >= 'a' && c <= 'z'); }
+/* ASCII classes by hand (<ctype.h> would follow the locale), as bit masks
+ * over one table so the matchers' loops need no calls. */
+enum {
+    K_DIGIT = 1, K_LOWER = 2, K_UPPER = 4, K_UNDER = 8, K_DASH = 16,
+    K_B32 = 32, /* A-Z 2-7 */
+    K_L36 = 64, /* 0-9 a-z */
+};
+#define K_ALPHA (K_LOWER | K_UPPER)
+#define K_ALNUM (K_DIGIT | K_ALPHA)
+#define K_WORD (K_ALNUM | K_UNDER)
+#define K_B64URL (K_WORD | K_DASH)
+#define K_SLACK (K_ALNUM | K_DASH)
+static const uint8_t kclass[128] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0,
+    65, 65, 97, 97, 97, 97, 97, 97, 65, 65, 0, 0, 0, 0, 0, 0,
+    0, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+    36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 0, 0, 0, 0, 8,
+    0, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66,
+    66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 0, 0, 0, 0, 0,
+};
+
+static inline bool in(int c, unsigned mask)
+{
+    return c >= 0 && c < 128 && (kclass[c] & mask);
+}
+static bool is_digit(int c) { return in(c, K_DIGIT); }
+static bool is_alpha(int c) { return in(c, K_ALPHA); }
+static bool is_alnum(int c) { return in(c, K_ALNUM); }
 static bool is_blank(int c) { return c == ' ' || c == '\t'; }
 
 static int peek(const char *buf, size_t len, size_t i, bool more)
@@ -62,9 +84,9 @@ static int peek(const char *buf, size_t len, size_t i, bool more)
 }
 
 /* Whether prev may sit before a token whose run set is run. */
-static bool prev_ok(int prev, bool (*run)(int))
+static bool prev_ok(int prev, unsigned run)
 {
-    return prev < 0 || !run(prev);
+    return prev < 0 || !in(prev, run);
 }
 
 /*
@@ -73,8 +95,8 @@ static bool prev_ok(int prev, bool (*run)(int))
  * caller say NO to an overlong run without waiting for its end. False when
  * the next byte is still to come.
  */
-static bool skip_class(const char *buf, size_t len, size_t *i, bool more, bool (*cls)(int),
-                       size_t max, int *c)
+static inline bool skip_class(const char *buf, size_t len, size_t *i, bool more, unsigned cls, size_t max,
+                              int *c)
 {
     size_t from = *i;
 
@@ -82,7 +104,7 @@ static bool skip_class(const char *buf, size_t len, size_t *i, bool more, bool (
         *c = peek(buf, len, *i, more);
         if (*c == BYTE_NEED)
             return false;
-        if (*c == BYTE_END || !cls(*c))
+        if (*c == BYTE_END || !in(*c, cls))
             return true;
         if (*i - from == max) {
             (*i)++;
@@ -91,10 +113,10 @@ static bool skip_class(const char *buf, size_t len, size_t *i, bool more, bool (
     }
 }
 
-static bool all_class(const char *buf, size_t from, size_t to, bool (*cls)(int))
+static bool all_class(const char *buf, size_t from, size_t to, unsigned cls)
 {
     for (size_t i = from; i < to; i++)
-        if (!cls((unsigned char)buf[i]))
+        if (!in((unsigned char)buf[i], cls))
             return false;
     return true;
 }
@@ -124,8 +146,7 @@ static shape_result yes(size_t s, size_t e, size_t *start, size_t *end)
 struct token_rule {
     size_t prefix;
     size_t min, max;
-    bool (*body)(int);
-    bool (*run)(int);
+    unsigned body, run; /* K_* masks */
 };
 
 static shape_result match_token(const struct token_rule *r, const char *buf, size_t len, int prev,
@@ -140,7 +161,7 @@ static shape_result match_token(const struct token_rule *r, const char *buf, siz
         return SBX__SHAPE_MORE;
     /* An overlong body, or a run byte outside the body charset right after
      * it (an identifier going on), means this is not the token. */
-    if (i - r->prefix > r->max || i - r->prefix < r->min || (c >= 0 && r->run(c)))
+    if (i - r->prefix > r->max || i - r->prefix < r->min || in(c, r->run))
         return SBX__SHAPE_NO;
     return yes(0, i, start, end);
 }
@@ -149,7 +170,7 @@ static shape_result match_token(const struct token_rule *r, const char *buf, siz
 static shape_result match_github_classic(const char *buf, size_t len, int prev, bool more,
                                          size_t *start, size_t *end)
 {
-    const struct token_rule r = {4, 36, 36, is_alnum, is_word};
+    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -158,7 +179,7 @@ static shape_result match_github_classic(const char *buf, size_t len, int prev, 
 static shape_result match_github_fine(const char *buf, size_t len, int prev, bool more,
                                       size_t *start, size_t *end)
 {
-    const struct token_rule r = {11, 82, 82, is_word, is_word};
+    const struct token_rule r = {11, 82, 82, K_WORD, K_WORD};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -166,7 +187,7 @@ static shape_result match_github_fine(const char *buf, size_t len, int prev, boo
 static shape_result match_stripe(const char *buf, size_t len, int prev, bool more,
                                  size_t *start, size_t *end)
 {
-    const struct token_rule r = {8, 24, 247, is_alnum, is_word};
+    const struct token_rule r = {8, 24, 247, K_ALNUM, K_WORD};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -174,7 +195,7 @@ static shape_result match_stripe(const char *buf, size_t len, int prev, bool mor
 static shape_result match_aws(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    const struct token_rule r = {4, 16, 16, is_b32upper, is_word};
+    const struct token_rule r = {4, 16, 16, K_B32, K_WORD};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -182,7 +203,7 @@ static shape_result match_aws(const char *buf, size_t len, int prev, bool more,
 static shape_result match_google(const char *buf, size_t len, int prev, bool more,
                                  size_t *start, size_t *end)
 {
-    const struct token_rule r = {4, 35, 35, is_b64url, is_b64url};
+    const struct token_rule r = {4, 35, 35, K_B64URL, K_B64URL};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -190,7 +211,7 @@ static shape_result match_google(const char *buf, size_t len, int prev, bool mor
 static shape_result match_npm(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    const struct token_rule r = {4, 36, 36, is_alnum, is_word};
+    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -199,7 +220,7 @@ static shape_result match_npm(const char *buf, size_t len, int prev, bool more,
 static shape_result match_anthropic(const char *buf, size_t len, int prev, bool more,
                                     size_t *start, size_t *end)
 {
-    const struct token_rule r = {7, 80, 200, is_b64url, is_b64url};
+    const struct token_rule r = {7, 80, 200, K_B64URL, K_B64URL};
     return match_token(&r, buf, len, prev, more, start, end);
 }
 
@@ -212,16 +233,16 @@ static shape_result match_openai(const char *buf, size_t len, int prev, bool mor
                                  size_t *start, size_t *end)
 {
     const char *const named[] = {"sk-proj-", "sk-svcacct-", "sk-admin-"};
-    const struct token_rule legacy = {3, 48, 48, is_alnum, is_b64url};
+    const struct token_rule legacy = {3, 48, 48, K_ALNUM, K_B64URL};
     enum prefix_state p = has_prefix(buf, len, 0, "sk-ant-");
     bool partial = p == PFX_PARTIAL;
 
-    if (p == PFX_YES || !prev_ok(prev, is_b64url))
+    if (p == PFX_YES || !prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
     for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
         p = has_prefix(buf, len, 0, named[k]);
         if (p == PFX_YES) {
-            const struct token_rule r = {strlen(named[k]), 20, 200, is_b64url, is_b64url};
+            const struct token_rule r = {strlen(named[k]), 20, 200, K_B64URL, K_B64URL};
             return match_token(&r, buf, len, prev, more, start, end);
         }
         partial = partial || p == PFX_PARTIAL;
@@ -244,9 +265,9 @@ static shape_result match_gitlab(const char *buf, size_t len, int prev, bool mor
     size_t i = 6, n, j, k;
     int c;
 
-    if (!prev_ok(prev, is_b64url))
+    if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
-    if (!skip_class(buf, len, &i, more, is_b64url, GITLAB_PAYLOAD_MAX, &c))
+    if (!skip_class(buf, len, &i, more, K_B64URL, GITLAB_PAYLOAD_MAX, &c))
         return SBX__SHAPE_MORE;
     n = i - 6;
     if (n == 20)
@@ -254,21 +275,20 @@ static shape_result match_gitlab(const char *buf, size_t len, int prev, bool mor
     if (n < 27 || n > GITLAB_PAYLOAD_MAX || c != '.')
         return SBX__SHAPE_NO;
     j = k = i + 1;
-    if (!skip_class(buf, len, &k, more, is_b64url, 9, &c))
+    if (!skip_class(buf, len, &k, more, K_B64URL, 9, &c))
         return SBX__SHAPE_MORE;
-    if (k - j == 9 && all_class(buf, j, k, is_lower36))
+    if (k - j == 9 && all_class(buf, j, k, K_L36))
         return yes(0, k, start, end);
-    if (k - j != 2 || c != '.' || !all_class(buf, j, k, is_lower36))
+    if (k - j != 2 || c != '.' || !all_class(buf, j, k, K_L36))
         return SBX__SHAPE_NO;
     j = k = k + 1;
-    if (!skip_class(buf, len, &k, more, is_b64url, 9, &c))
+    if (!skip_class(buf, len, &k, more, K_B64URL, 9, &c))
         return SBX__SHAPE_MORE;
-    if (k - j == 9 && all_class(buf, j, k, is_lower36))
+    if (k - j == 9 && all_class(buf, j, k, K_L36))
         return yes(0, k, start, end);
     return SBX__SHAPE_NO;
 }
 
-static bool is_slack(int c) { return is_alnum(c) || c == '-'; }
 
 /*
  * Slack tokens: xox[abposre]- then 10..250 bytes of [A-Za-z0-9-] in
@@ -284,7 +304,7 @@ static shape_result match_slack(const char *buf, size_t len, int prev, bool more
     bool letter = false;
     int c, last = '-';
 
-    if (!prev_ok(prev, is_b64url))
+    if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
     c = peek(buf, len, 3, more);
     if (c == BYTE_NEED)
@@ -300,7 +320,7 @@ static shape_result match_slack(const char *buf, size_t len, int prev, bool more
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (c == BYTE_END || !is_slack(c))
+        if (c == BYTE_END || !in(c, K_SLACK))
             break;
         if (++n > SLACK_MAX || (c == '-' && last == '-') || (is_alpha(c) && dashes == 0))
             return SBX__SHAPE_NO;
@@ -325,9 +345,9 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
     size_t i = 3, payload;
     int c;
 
-    if (!prev_ok(prev, is_b64url))
+    if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
-    if (!skip_class(buf, len, &i, more, is_b64url, JWT_WINDOW, &c))
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
         return SBX__SHAPE_MORE;
     if (c != '.' || i < 3 + 8)
         return SBX__SHAPE_NO;
@@ -341,7 +361,7 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
         break;
     }
     i += 3;
-    if (!skip_class(buf, len, &i, more, is_b64url, JWT_WINDOW, &c))
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
         return SBX__SHAPE_MORE;
     if (i < payload + 3 + 8)
         return SBX__SHAPE_NO;
@@ -350,7 +370,7 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
     if (c != '.')
         return SBX__SHAPE_NO;
     i++;
-    if (!skip_class(buf, len, &i, more, is_b64url, JWT_WINDOW, &c))
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
         return SBX__SHAPE_MORE;
     return yes(0, i, start, end);
 }
