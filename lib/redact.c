@@ -3,6 +3,7 @@
  * built-in shapes (redact_shapes.c), a two-byte prefilter in front of both,
  * and streams that hold back only the bytes that could still start a match. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@
 #define KIND_SECRET 0
 #define NO_SHAPE (-1)
 #define RECHECK_MIN 512
-#define HIST 16 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;5;208m */
+#define BRIDGE 4096 /* bytes of a new chunk scanned behind held ones */
+#define HIST 40 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;2;255;100;0m */
 
 /* How a literal may appear encoded in the text, decoded as it is compared:
  * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
@@ -104,7 +106,6 @@ struct sbx_redact_stream {
     size_t nhist;
     bool after_match;      /* pend starts right after a redaction */
     enum sbx__cont cont;   /* a match cut by its window goes on here */
-    int cphase, ccount;    /* SBX__CONT_PEM: where in an END line */
     size_t recheck;        /* held bytes: scan again once pend is this long */
     bool finished;
     uint64_t *counts;
@@ -135,11 +136,6 @@ static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t le
     char *copy;
     if (len < VALUE_MIN)
         return SBX_OK; /* a form too short to redact safely (a base64 core) */
-    for (size_t i = 0; i < r->nlits; i++)
-        if (r->lits[i].len == len && memcmp(r->lits[i].s, s, len) == 0) {
-            r->lits[i].dec |= dec;
-            return SBX_OK;
-        }
     if (r->nlits == *cap) {
         size_t ncap = *cap ? *cap * 2 : 16;
         struct lit *l = sbx__realloc(r->lits, ncap * sizeof *l);
@@ -155,6 +151,35 @@ static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t le
     r->lits[r->nlits].dec = dec;
     r->lits[r->nlits++].len = len;
     return SBX_OK;
+}
+
+static int lit_cmp(const void *a, const void *b)
+{
+    const struct lit *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->s, y->s, x->len);
+}
+
+/* The same literal from two values (or a value equal to another's base64
+ * form) once, with both decodings: sorted and merged, O(n log n) where a
+ * lookup per addition made many values quadratic. */
+static void dedup_lits(struct rules *r)
+{
+    size_t o = 0;
+    if (r->nlits < 2)
+        return;
+    qsort(r->lits, r->nlits, sizeof *r->lits, lit_cmp);
+    for (size_t i = 0; i < r->nlits; i++) {
+        if (o && lit_cmp(&r->lits[o - 1], &r->lits[i]) == 0) {
+            r->lits[o - 1].dec |= r->lits[i].dec;
+            sbx__wipe(r->lits[i].s, r->lits[i].len);
+            sbx__free(r->lits[i].s);
+            continue;
+        }
+        r->lits[o++] = r->lits[i];
+    }
+    r->nlits = o;
 }
 
 /* Base64 forms: v after k = 0, 1, 2 unknown bytes, in the standard and
@@ -199,22 +224,37 @@ static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t 
     return st;
 }
 
+/* Whether a line of a multi-line value is worth redacting on its own: not
+ * blank (indentation would be redacted everywhere) and not a PEM armor
+ * line (-----BEGIN/END ...-----, public boilerplate). */
+static bool line_worth(const char *line, size_t len)
+{
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t'))
+        k++;
+    if (len - k < VALUE_MIN)
+        return false;
+    return !(len - k >= 10 && memcmp(line + k, "-----", 5) == 0 && memcmp(line + len - 5, "-----", 5) == 0);
+}
+
 /* A value, and each of its lines of VALUE_MIN bytes or more. */
 static sbx_status add_value(struct rules *r, size_t *cap, const char *v, size_t n)
 {
-    const char *nl = memchr(v, '\n', n), *line = v;
+    const char *line = v, *stop = v + n;
     if (add_forms(r, cap, v, n) != SBX_OK)
         return SBX_E_NOMEM;
-    while (nl) {
-        size_t len = (size_t)(nl - line);
+    if (!memchr(v, '\n', n))
+        return SBX_OK;
+    while (line < stop) {
+        const char *nl = memchr(line, '\n', (size_t)(stop - line));
+        size_t len = (size_t)((nl ? nl : stop) - line);
         if (len && line[len - 1] == '\r')
             len--;
-        if (len >= VALUE_MIN && add_forms(r, cap, line, len) != SBX_OK)
+        if (line_worth(line, len) && add_forms(r, cap, line, len) != SBX_OK)
             return SBX_E_NOMEM;
+        if (!nl)
+            break;
         line = nl + 1;
-        nl = memchr(line, '\n', (size_t)(v + n - line));
-        if (!nl && v + n - line >= VALUE_MIN && add_forms(r, cap, line, (size_t)(v + n - line)) != SBX_OK)
-            return SBX_E_NOMEM;
     }
     return SBX_OK;
 }
@@ -418,8 +458,9 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         }
     }
     sbx__free(fill);
-    for (unsigned x = 0; x < 65536; x++)
-        r->pair8[x] = (uint8_t)bit_set(r->pair, x);
+    for (unsigned wd = 0; wd < 1024; wd++) /* most words are empty */
+        for (uint64_t bits = r->pair[wd]; bits; bits &= bits - 1)
+            r->pair8[wd * 64 + (unsigned)__builtin_ctzll(bits)] = 1;
     /* Literals are at least VALUE_MIN bytes: when none of the text's first
      * four bytes can begin an escape or a line break, those four bytes are
      * the literal's own. */
@@ -477,6 +518,7 @@ static struct rules *rules_build(const sbx_redactor *rd)
     for (size_t i = 0; i < rd->nvals; i++)
         if (add_value(r, &cap, rd->vals[i].p, rd->vals[i].n) != SBX_OK)
             goto fail;
+    dedup_lits(r);
     if (index_cands(r, rd->shapes) != SBX_OK)
         goto fail;
     return r;
@@ -640,8 +682,8 @@ static inline bool prefix_eq(const struct cand *c, const unsigned char *p, size_
                 return false;
         return true;
     }
-    for (; k < n; k++)
-        if (lower((unsigned char)c->trig[k]) != lower(p[k]))
+    for (; k < n; k++) /* icase triggers are written in lowercase */
+        if ((unsigned char)c->trig[k] != lower(p[k]))
             return false;
     return true;
 }
@@ -769,11 +811,12 @@ static int line_break(const unsigned char *p, size_t avail, bool more)
  * p, from text offset t and literal offset v: compared byte by byte, an
  * escape standing for the bytes it decodes to. Where the text's raw bytes
  * also match (a value holding "%25" itself), the raw reading is tried
- * first and the decoded one if it fails, for up to `branches` such places.
+ * aside first and the decoded one if it fails; the tries aside share a
+ * budget of bytes, so the work stays linear in the value.
  * On a match *mlen is the length in the text.
  */
 static enum at_result match_dec_from(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t t,
-                                     size_t v, bool broke, int branches, size_t *mlen)
+                                     size_t v, bool broke, long *budget, bool aside, size_t *mlen)
 {
     const unsigned char *val = (const unsigned char *)c->trig;
     size_t vlen = c->tlen;
@@ -781,6 +824,8 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
         unsigned char ch, o[4];
         size_t olen, elen;
         int d;
+        if (aside && --*budget < 0)
+            return AT_NONE; /* a raw reading tried aside: out of budget */
         if (c->plain) {
             /* No byte of the literal starts an escape: equal bytes are
              * the literal's own, compared in a run. */
@@ -819,9 +864,11 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
         if (d < 0)
             return AT_WAIT;
         if (d > 0 && olen <= vlen - v && memcmp(o, val + v, olen) == 0) {
-            if (ch == val[v] && branches > 0) {
-                /* Both readings fit here: raw first, then decoded. */
-                enum at_result res = match_dec_from(c, p, avail, more, t + 1, v + 1, false, branches - 1, mlen);
+            if (ch == val[v] && *budget > 0) {
+                /* Both readings fit here: raw first, then decoded. The raw
+                 * tries share one budget of bytes, so a value of many
+                 * backslashes stays linear (no exponential search). */
+                enum at_result res = match_dec_from(c, p, avail, more, t + 1, v + 1, false, budget, true, mlen);
                 if (res != AT_NONE)
                     return res;
             }
@@ -845,55 +892,54 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
 
 static enum at_result match_dec(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t *mlen)
 {
-    return match_dec_from(c, p, avail, more, 0, 0, false, 8, mlen);
+    long budget = 8 * (long)c->tlen + 64;
+    return match_dec_from(c, p, avail, more, 0, 0, false, &budget, false, mlen);
 }
 
 /* What starts at p[0] (avail bytes known, more may follow): the match
  * reaching farthest, or a wait when any candidate cannot tell yet. */
-/* Where a candidate is looked for: the byte before it, as the shapes' word
- * boundaries see it, is worked out only if a shape gets that far. */
-struct where {
-    const sbx_redact_stream *s;
-    const unsigned char *p;
-    size_t i, last_end;
-    int prev;
-    bool have_prev;
-};
-
-static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
+static inline int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
 
 static inline __attribute__((always_inline)) enum at_result
-at(const struct rules *r, const unsigned char *p, size_t avail, struct where *w, bool more, size_t *ms, size_t *me,
-   unsigned *kind, enum sbx__cont *cont)
+at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, size_t last_end, bool more, size_t *ms,
+   size_t *me, unsigned *kind, enum sbx__cont *cont, unsigned skip_kind)
 {
+    const struct rules *r = s->r;
+    const unsigned char *p = base + i;
+    size_t avail = n - i;
+    int prev = INT_MIN; /* the byte before, as word boundaries see it: worked out if a shape gets that far */
     bool wait = false, found = false;
-    enum sbx__cont cc = SBX__CONT_NONE;
     unsigned h;
+    unsigned char c2, l2;
+    bool have3;
     if (avail < 2) /* every candidate is 2 bytes or more */
         return more && r->first[p[0]] ? AT_WAIT : AT_NONE;
     h = bucket(p[0], p[1]);
+    have3 = avail >= 3;
+    c2 = have3 ? p[2] : 0;
+    l2 = lower(c2);
     for (uint32_t k = r->start[h]; k < r->start[h + 1]; k++) {
         const struct slot *sl = &r->slots[k];
         const struct cand *c;
-        size_t a, b;
-        if (sl->b0 != p[0] || sl->b1 != p[1] ||
-            (sl->b2 && avail >= 3 && (sl->icase ? lower(p[2]) : p[2]) != sl->b2))
+        const sbx__shape *sh;
+        enum sbx__shape_result res;
+        enum sbx__cont cc = SBX__CONT_NONE;
+        size_t a = 0, b, len;
+        if (sl->b0 != p[0] || sl->b1 != p[1] || (sl->b2 && have3 && (sl->icase ? l2 : c2) != sl->b2))
             continue;
         c = &r->cands[sl->cand];
         if (c->dec) {
             /* A literal, maybe encoded. */
-            switch (match_dec(c, p, avail, more, &b)) {
-            case AT_WAIT:
+            enum at_result m = match_dec(c, p, avail, more, &b);
+            if (m == AT_WAIT)
                 wait = true;
+            if (m != AT_MATCH)
                 continue;
-            case AT_NONE:
-                continue;
-            case AT_MATCH:
-                break;
-            }
-            a = 0;
             goto take;
         }
+        /* A shape inside a match of its own kind ends where that one does. */
+        if (c->kind == skip_kind)
+            continue;
         if (avail < c->tlen) {
             if (more && prefix_eq(c, p, avail))
                 wait = true;
@@ -901,33 +947,26 @@ at(const struct rules *r, const unsigned char *p, size_t avail, struct where *w,
         }
         if (!prefix_eq(c, p, c->tlen))
             continue;
-        if (c->shape == NO_SHAPE) {
-            a = 0;
-            b = c->tlen;
-        } else {
-            const sbx__shape *sh = &sbx__shapes[c->shape];
-            size_t len = avail < sh->window ? avail : sh->window;
-            enum sbx__shape_result res;
-            if (!w->have_prev) {
-                w->prev = boundary(w->s, w->p, w->i, w->last_end);
-                w->have_prev = true;
-            }
-            res = sh->match((const char *)p, len, w->prev, more && avail < sh->window, &a, &b);
-            if (res == SBX__SHAPE_MORE) {
-                wait = true;
-                continue;
-            }
-            if (res != SBX__SHAPE_YES || b <= a || b > len)
-                continue;
-            cc = avail >= sh->window && b == sh->window ? sh->cont : SBX__CONT_NONE;
+        sh = &sbx__shapes[c->shape];
+        len = avail < sh->window ? avail : sh->window;
+        if (prev == INT_MIN)
+            prev = boundary(s, base, i, last_end);
+        res = sh->match((const char *)p, len, prev, more && avail < sh->window, &a, &b);
+        if (res == SBX__SHAPE_MORE) {
+            wait = true;
+            continue;
         }
+        if ((res != SBX__SHAPE_YES && res != SBX__SHAPE_CUT) || b <= a || b > len)
+            continue;
+        if (res == SBX__SHAPE_CUT)
+            cc = sh->cont;
     take:
         if (!found || b > *me || (b == *me && a < *ms)) {
             found = true;
             *ms = a;
             *me = b;
             *kind = c->kind;
-            *cont = c->dec ? SBX__CONT_NONE : cc;
+            *cont = cc;
         }
     }
     return wait ? AT_WAIT : found ? AT_MATCH : AT_NONE;
@@ -973,13 +1012,33 @@ static bool esc_before(const sbx_redact_stream *s, const unsigned char *p, size_
  * `\r`, `\b`, `\f`, `\/`, `\u003d`: the letters are not part of a word),
  * after a percent escape (`%3D`) or after an ANSI colour code
  * (`ESC[32m`, also JSON-escaped). */
-static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
+static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
+
+static inline int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
 {
-    int b1 = back(s, p, i, 1), b2 = back(s, p, i, 2), b3 = back(s, p, i, 3);
+    if (i > 0 && i != last_match_end) {
+        int b1 = p[i - 1];
+        if (!(b1 >= '0' && b1 <= '9') && b1 != '/' && b1 != '"' && !(b1 >= 0x40 && b1 <= 0x7e))
+            return b1; /* the common case: a space or punctuation */
+    }
+    return boundary_slow(s, p, i, last_match_end);
+}
+
+static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
+{
+    int b1 = back(s, p, i, 1), b2, b3;
     if ((i == last_match_end && (i > 0 || s->after_match)) || b1 < 0)
         return -1;
+    /* Every special case below ends in a letter, a digit, '/' or '"': a
+     * space or punctuation before the candidate is just itself. */
+    if (!(b1 >= '0' && b1 <= '9') && b1 != '/' && b1 != '"' && !(b1 >= 0x40 && b1 <= 0x7e))
+        return b1; /* (letters are in 0x40..0x7e) */
+    b2 = back(s, p, i, 2);
+    b3 = back(s, p, i, 3);
     if (b2 == '\\' && b3 != '\\' && strchr("ntrbf/", b1))
         return -1;
+    if (b1 == '"' && b2 == '\\' && b3 != '\\')
+        return SBX__PREV_ESCAPED_QUOTE;
     if (b3 == '%' && is_hex(b2) && is_hex(b1))
         return -1;
     if (is_hex(b1) && is_hex(b2) && is_hex(b3) && is_hex(back(s, p, i, 4)) && back(s, p, i, 5) == 'u' &&
@@ -988,7 +1047,7 @@ static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i
     if (b1 >= 0x40 && b1 <= 0x7e && b1 != '[') {
         /* CSI: ESC '[' parameters (digits, ';') final byte */
         size_t k = 2;
-        while (k < HIST - 6 && (isdigit(back(s, p, i, k)) || back(s, p, i, k) == ';'))
+        while (k < HIST - 7 && (isdigit(back(s, p, i, k)) || back(s, p, i, k) == ';'))
             k++;
         if (back(s, p, i, k) == '[' && esc_before(s, p, i, k + 1))
             return -1;
@@ -996,34 +1055,39 @@ static int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i
     return b1;
 }
 
-/* A match [i + *ms, i + *me) found at i: widen it to the union of every
- * match found at a later byte before its end, so that a second secret
- * starting inside the first leaves nothing behind. AT_WAIT when a
- * candidate inside cannot tell yet. */
+/* A match [i + *ms, i + *me) of kind found at i: widen it to the union of
+ * every match found at a later byte before its end, so that a second
+ * secret starting inside the first leaves nothing behind (shapes of the
+ * same kind are skipped: a JWT or an Authorization value inside one ends
+ * where it does, and looking again at each would be quadratic). AT_WAIT
+ * when a candidate inside cannot tell yet. */
 static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
-                            size_t last_end, size_t *ms, size_t *me)
+                            size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont)
 {
     const struct rules *r = s->r;
     size_t start = i + *ms, end = i + *me;
     for (size_t j = i + 1; j < end; j++) {
         size_t a = 0, b = 0;
-        unsigned kind;
-        enum sbx__cont cont;
+        unsigned k;
+        enum sbx__cont c = SBX__CONT_NONE;
         enum at_result res;
-        struct where w = {s, p, j, last_end, 0, false};
         if (!worth_at(r, p, j, n, more))
             continue;
-        res = at(r, p + j, n - j, &w, more, &a, &b, &kind, &cont);
+        res = at(s, p, j, n, last_end, more, &a, &b, &k, &c, kind);
         if (res == AT_WAIT)
             return AT_WAIT;
-        /* Anything found from i on joins the span: a match overlapping it
-         * or extending it, and one between i and the span's start (a
-         * registered value used as an Authorization scheme word). */
-        if (res == AT_MATCH && j + a < end) {
+        /* Anything that starts inside joins the span: a match overlapping
+         * it or reaching past it, one between i and the span's start (a
+         * value used as an Authorization scheme word), and one whose
+         * trigger is inside though its redaction starts after (a value
+         * ending in "https:/"). The farthest end brings its continuation. */
+        if (res == AT_MATCH) {
             if (j + a < start)
                 start = j + a;
-            if (j + b > end)
+            if (j + b > end) {
                 end = j + b;
+                *cont = c;
+            }
         }
     }
     *ms = start - i;
@@ -1058,54 +1122,16 @@ static int cont_take(sbx_redact_stream *s, const unsigned char *p, size_t n, boo
                 (*i)++;
             }
             break;
-        case SBX__CONT_PEM:
-            if (c == '\\') { /* an escaped line break is part of the body */
-                if (*i + 1 >= n)
-                    return more ? CONT_MORE : (s->cont = SBX__CONT_NONE, CONT_DONE);
-                if (p[*i + 1] != 'n' && p[*i + 1] != 'r')
-                    goto done;
-                (*i)++;
-                s->cphase = s->ccount = 0;
-                break;
-            }
-            if (!sbx__pem_body_byte(c))
-                goto done;
-            /* Through "-----END <label>-----", then stop: phase 0 counts
-             * dashes, 1 matches "END ", 2 is the label, 3 the last dashes. */
-            switch (s->cphase) {
-            case 0:
-                if (c == '-')
-                    s->ccount++;
-                else if (c == 'E' && s->ccount >= 5)
-                    s->cphase = 1, s->ccount = 1;
-                else
-                    s->ccount = 0;
-                break;
-            case 1:
-                if (c == (unsigned char)"END "[s->ccount]) {
-                    if (++s->ccount == 4)
-                        s->cphase = 2;
-                } else {
-                    s->cphase = 0;
-                    s->ccount = c == '-';
-                }
-                break;
-            case 2:
-                if (c == '-')
-                    s->cphase = 3, s->ccount = 1;
-                else if (!(isdigit(c) || isupper(c) || c == ' '))
-                    s->cphase = s->ccount = 0;
-                break;
-            default:
-                if (c != '-') {
-                    s->cphase = s->ccount = 0;
-                } else if (++s->ccount == 5) {
-                    (*i)++;
-                    goto done;
-                }
-                break;
-            }
-            break;
+        case SBX__CONT_PEM: {
+            size_t used = 0;
+            int res = sbx__pem_cont((const char *)p + *i, n - *i, more, &used);
+            *i += used;
+            if (res == 2)
+                return CONT_MORE;
+            if (res == 1)
+                return CONT_ALL;
+            goto done;
+        }
         default:
             return CONT_DONE;
         }
@@ -1113,18 +1139,16 @@ static int cont_take(sbx_redact_stream *s, const unsigned char *p, size_t n, boo
     return CONT_ALL;
 done:
     s->cont = SBX__CONT_NONE;
-    s->cphase = s->ccount = 0;
     return CONT_DONE;
 }
 
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
- * while nothing was held): the output goes to s->out, *decided receives how
- * many bytes were decided; the rest must be held. */
+ * while nothing was held): the output is appended to s->out, *decided
+ * receives how many bytes were decided; the rest must be held. */
 static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
 {
     const struct rules *r = s->r;
     size_t i = 0, emit = 0, last_end = 0;
-    sbx__buf_clear(&s->out);
     if (!p) /* nothing held at the end: no arithmetic on a null pointer */
         p = (const unsigned char *)"";
     if (s->cont != SBX__CONT_NONE) {
@@ -1138,33 +1162,36 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         unsigned kind = 0;
         enum sbx__cont cont = SBX__CONT_NONE;
         enum at_result res;
-        struct where w;
         /* The hot loop: one pair test per byte until something could
          * start, four positions per round (independent loads). */
         while (i + 4 < n) {
             unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
                      c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
-            if (r->pair8[a] | r->pair8[b] | r->pair8[c] | r->pair8[d])
-                break;
+            if (r->pair8[a] | r->pair8[b] | r->pair8[c] | r->pair8[d]) {
+                /* the first of the four, without a branch per position */
+                i += (size_t)__builtin_ctz((unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 |
+                                           (unsigned)r->pair8[c] << 2 | (unsigned)r->pair8[d] << 3);
+                goto pair;
+            }
             i += 4;
         }
         while (i + 1 < n && !r->pair8[(unsigned)p[i] << 8 | p[i + 1]])
             i++;
+    pair:
         /* Here p[i], p[i + 1] is a pair some candidate starts with, or i
          * is the last byte: held if it could start one and more may come. */
         if (!worth_at(r, p, i, n, more)) {
             i++;
             continue;
         }
-        w = (struct where){s, p, i, last_end, 0, false};
-        res = at(r, p + i, n - i, &w, more, &ms, &me, &kind, &cont);
+        res = at(s, p, i, n, last_end, more, &ms, &me, &kind, &cont, UINT_MAX);
         if (res == AT_WAIT)
             break;
         if (res == AT_NONE) {
             i++;
             continue;
         }
-        if (widen(s, p, n, i, more, last_end, &ms, &me) != AT_MATCH)
+        if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont) != AT_MATCH)
             break; /* something inside needs more bytes: hold from i */
         if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
             return SBX_E_NOMEM;
@@ -1206,7 +1233,6 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
     size_t nhist;
     bool after;
     enum sbx__cont cont;
-    int cphase, ccount;
     if (!s || (!data && len) || !out || !out_len)
         return SBX_E_INVALID_ARG;
     *out = "";
@@ -1217,8 +1243,7 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
     nhist = s->nhist;
     after = s->after_match;
     cont = s->cont;
-    cphase = s->cphase;
-    ccount = s->ccount;
+    sbx__buf_clear(&s->out);
     if (s->pend.len == 0) {
         /* Nothing held: scan the chunk where it is, hold only its tail.
          * Room for the tail first, so nothing can fail after the scan. */
@@ -1228,23 +1253,48 @@ sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t
             goto oom;
         sbx__buf_append(&s->pend, data + done, len - done); /* reserved: cannot fail */
     } else {
-        if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
-            return SBX_E_NOMEM;
+        size_t old = s->pend.len, bridge = len < BRIDGE ? len : BRIDGE, more_done = 0;
         /* Held bytes wait for a candidate that needs more input: deciding
          * again only once many held bytes have doubled keeps a stream fed
          * one byte at a time linear (the answer depends on the bytes, not
          * on when it is given). */
-        if (s->pend.len < s->recheck) {
-            sbx__buf_clear(&s->out);
+        if (old + len < s->recheck) {
+            if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
+                return SBX_E_NOMEM;
             return SBX_OK;
         }
-        if (scan(s, (const unsigned char *)s->pend.data, s->pend.len, true, &done) != SBX_OK) {
-            sbx__buf_truncate(&s->pend, s->pend.len - len);
-            goto oom;
+        /* Room for everything first: nothing can fail after a scan but
+         * another scan, which undoes the call. */
+        if (sbx__buf_reserve(&s->pend, old + len) != SBX_OK)
+            return SBX_E_NOMEM;
+        /* The held bytes and the chunk's start: usually enough to decide
+         * what was held, and the rest of the chunk is then scanned where it
+         * is instead of being copied behind them. */
+        sbx__buf_append(&s->pend, data, bridge);
+        if (scan(s, (const unsigned char *)s->pend.data, s->pend.len, true, &done) != SBX_OK)
+            goto undo;
+        if (done >= old && bridge < len) {
+            size_t off = done - old;
+            if (scan(s, (const unsigned char *)data + off, len - off, true, &more_done) != SBX_OK)
+                goto undo;
+            sbx__wipe(s->pend.data, s->pend.len);
+            sbx__buf_clear(&s->pend);
+            sbx__buf_append(&s->pend, data + off + more_done, len - off - more_done); /* reserved */
+        } else {
+            sbx__buf_append(&s->pend, data + bridge, len - bridge); /* reserved */
+            if (bridge < len &&
+                scan(s, (const unsigned char *)s->pend.data + done, s->pend.len - done, true, &more_done) != SBX_OK)
+                goto undo;
+            sbx__wipe(s->pend.data, done + more_done);
+            sbx__buf_consume(&s->pend, done + more_done);
         }
-        sbx__wipe(s->pend.data, done);
-        sbx__buf_consume(&s->pend, done);
+        goto held;
+    undo:
+        sbx__wipe(s->pend.data + old, s->pend.len - old);
+        sbx__buf_truncate(&s->pend, old);
+        goto oom;
     }
+held:
     /* Up to RECHECK_MIN held bytes are decided again at every feed; past
      * that, once they have doubled (a PEM block fed byte by byte). */
     s->recheck = s->pend.len > RECHECK_MIN ? 2 * s->pend.len : 0;
@@ -1256,8 +1306,6 @@ oom:
     s->nhist = nhist;
     s->after_match = after;
     s->cont = cont;
-    s->cphase = cphase;
-    s->ccount = ccount;
     return SBX_E_NOMEM;
 }
 
@@ -1271,6 +1319,7 @@ sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size
     *out_len = 0;
     if (s->finished)
         return SBX_E_MISUSE;
+    sbx__buf_clear(&s->out);
     if ((st = scan(s, (const unsigned char *)s->pend.data, s->pend.len, false, &done)) != SBX_OK)
         return st;
     sbx__wipe(s->pend.data, s->pend.len);

@@ -13,11 +13,17 @@ enum sbx__shape_result {
     SBX__SHAPE_NO = 0,   /* not a credential here */
     SBX__SHAPE_YES = 1,  /* a credential: redact [*start, *end) */
     SBX__SHAPE_MORE = 2, /* cannot tell yet: needs bytes past len (only when more is true) */
+    SBX__SHAPE_CUT = 3,  /* YES, and the credential goes on past *end, where the window cut it:
+                          * the stream swallows the rest (the shape's cont) */
 };
 
 /* What a match cut by its window goes on to swallow in the stream: the
  * rest of a JWT, of a PEM body (through its END line), of a header line. */
 enum sbx__cont { SBX__CONT_NONE = 0, SBX__CONT_JWT, SBX__CONT_PEM, SBX__CONT_LINE };
+
+/* The prev a matcher gets for an escaped quote (\" in JSON) before the
+ * trigger: not a byte (above 255), so word classes see no word byte. */
+#define SBX__PREV_ESCAPED_QUOTE 0x122
 
 /*
  * A shape rule. The engine finds `trigger` (a literal, compared ASCII
@@ -44,9 +50,12 @@ typedef struct sbx__shape {
     enum sbx__cont cont; /* when a YES ends at the window's end (len == window) */
 } sbx__shape;
 
-/* Whether a byte may be in the body of a PEM block (for the stream's
- * continuation past the window). */
-bool sbx__pem_body_byte(int c);
+/* The stream's continuation through a PEM body cut by the window, from
+ * buf[0], the start of a line: whole lines of base64 are taken, then the END
+ * line. *used receives the bytes taken. Returns 0: the body ended there;
+ * 1: everything given was taken and the body may go on; 2: the answer needs
+ * more bytes (hold from *used). */
+int sbx__pem_cont(const char *buf, size_t len, bool more, size_t *used);
 
 /* The built-in shapes, and how many. */
 extern const sbx__shape sbx__shapes[];

@@ -98,19 +98,21 @@ static bool prev_ok(int prev, unsigned run)
 static inline bool skip_class(const char *buf, size_t len, size_t *i, bool more, unsigned cls, size_t max,
                               int *c)
 {
-    size_t from = *i;
+    size_t stop = *i + max + 1, lim = stop < len ? stop : len, j = *i;
 
-    for (;; (*i)++) {
-        *c = peek(buf, len, *i, more);
-        if (*c == BYTE_NEED)
-            return false;
-        if (*c == BYTE_END || !in(*c, cls))
-            return true;
-        if (*i - from == max) {
-            (*i)++;
-            return true;
-        }
+    while (j < lim && (unsigned char)buf[j] < 128 && (kclass[(unsigned char)buf[j]] & cls))
+        j++;
+    *i = j;
+    if (j == stop) { /* overlong: the last byte taken is in the class */
+        *c = (unsigned char)buf[j - 1];
+        return true;
     }
+    if (j < len) {
+        *c = (unsigned char)buf[j];
+        return true;
+    }
+    *c = more ? BYTE_NEED : BYTE_END;
+    return !more;
 }
 
 static bool all_class(const char *buf, size_t from, size_t to, unsigned cls)
@@ -140,6 +142,13 @@ static shape_result yes(size_t s, size_t e, size_t *start, size_t *end)
     *start = s;
     *end = e;
     return SBX__SHAPE_YES;
+}
+
+/* YES for [s, e), which the window cut: the stream takes the rest. */
+static shape_result cut(size_t s, size_t e, size_t *start, size_t *end)
+{
+    yes(s, e, start, end);
+    return SBX__SHAPE_CUT;
 }
 
 /* A fixed literal, then min..max bytes of body, as a maximal run of run. */
@@ -232,15 +241,27 @@ static shape_result match_anthropic(const char *buf, size_t len, int prev, bool 
 static shape_result match_openai(const char *buf, size_t len, int prev, bool more,
                                  size_t *start, size_t *end)
 {
-    const char *const named[] = {"sk-proj-", "sk-svcacct-", "sk-admin-"};
+    static const char *const named[] = {"sk-proj-", "sk-svcacct-", "sk-admin-"};
     const struct token_rule legacy = {3, 48, 48, K_ALNUM, K_B64URL};
-    enum prefix_state p = has_prefix(buf, len, 0, "sk-ant-");
-    bool partial = p == PFX_PARTIAL;
+    bool partial = false;
 
-    if (p == PFX_YES || !prev_ok(prev, K_B64URL))
+    if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
+    /* Only the byte after "sk-" can start a named form ('a' also
+     * Anthropic's sk-ant-, which is not this shape). */
+    if (len > 3 && !memchr("psa", buf[3], 3))
+        return match_token(&legacy, buf, len, prev, more, start, end);
+    switch (has_prefix(buf, len, 0, "sk-ant-")) {
+    case PFX_YES:
+        return SBX__SHAPE_NO;
+    case PFX_PARTIAL:
+        partial = true;
+        break;
+    case PFX_NO:
+        break;
+    }
     for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
-        p = has_prefix(buf, len, 0, named[k]);
+        enum prefix_state p = has_prefix(buf, len, 0, named[k]);
         if (p == PFX_YES) {
             const struct token_rule r = {strlen(named[k]), 20, 200, K_B64URL, K_B64URL};
             return match_token(&r, buf, len, prev, more, start, end);
@@ -366,12 +387,14 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
     if (i < payload + 3 + 8)
         return SBX__SHAPE_NO;
     if (c == BYTE_END && len >= JWT_WINDOW)
-        return yes(0, len, start, end);
+        return cut(0, len, start, end);
     if (c != '.')
         return SBX__SHAPE_NO;
     i++;
     if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
         return SBX__SHAPE_MORE;
+    if (c == BYTE_END && len >= JWT_WINDOW)
+        return cut(0, len, start, end);
     return yes(0, i, start, end);
 }
 
@@ -399,7 +422,9 @@ static shape_result pem_label(const char *buf, size_t len, size_t at, bool more,
     case PFX_YES:
         break;
     }
-    if (!memmem(buf + at, i - at, "PRIVATE KEY", 11))
+    /* "... PRIVATE KEY" or "... PRIVATE KEY BLOCK" (PGP) */
+    if (!((i - at >= 11 && memcmp(buf + i - 11, "PRIVATE KEY", 11) == 0) ||
+          (i - at >= 17 && memcmp(buf + i - 17, "PRIVATE KEY BLOCK", 17) == 0)))
         return SBX__SHAPE_NO;
     *n = i + 5 - at;
     return SBX__SHAPE_YES;
@@ -410,30 +435,118 @@ static bool is_b64(int c)
     return is_alnum(c) || c == '+' || c == '/' || c == '=';
 }
 
-bool sbx__pem_body_byte(int c)
+/* A line break at buf[i]: "\n" or "\r\n", raw or escaped by any number
+ * of backslashes (JSON, JSON inside JSON). Its length, 0 when there is
+ * none, -1 when more bytes are needed to tell. */
+static int pem_break(const char *buf, size_t len, size_t i, bool more)
 {
-    /* base64, line breaks and spaces (a key flattened into one line), and
-     * the punctuation of header lines (Proc-Type: 4,ENCRYPTED, DEK-Info). */
-    return is_b64(c) || c == '\n' || c == '\r' || c == ' ' || c == '\t' || c == ':' || c == ',' || c == '-';
+    size_t j = i;
+    int c = peek(buf, len, j, more);
+    if (c == '\n')
+        return 1;
+    if (c == '\r') {
+        c = peek(buf, len, j + 1, more);
+        return c == BYTE_NEED ? -1 : c == '\n' ? 2 : 1;
+    }
+    while (c == '\\')
+        c = peek(buf, len, ++j, more);
+    if (j == i)
+        return 0;
+    if (c == BYTE_NEED)
+        return -1;
+    if (c == 'n')
+        return (int)(j + 1 - i);
+    if (c == 'r') { /* an escaped CR, maybe with its escaped LF */
+        int k = pem_break(buf, len, j + 1, more);
+        return k < 0 ? -1 : (int)(j + 1 - i) + (k > 1 ? k : 0);
+    }
+    return 0;
+}
+
+/* An END line at buf[i]: *n its length through the closing dashes. */
+static shape_result pem_end(const char *buf, size_t len, size_t i, bool more, size_t *n)
+{
+    size_t k;
+    switch (has_prefix(buf, len, i, "-----END ")) {
+    case PFX_NO:
+        return SBX__SHAPE_NO;
+    case PFX_PARTIAL:
+        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    case PFX_YES:
+        break;
+    }
+    if (pem_label(buf, len, i + 9, more, &k) == SBX__SHAPE_MORE)
+        return SBX__SHAPE_MORE;
+    if (pem_label(buf, len, i + 9, more, &k) != SBX__SHAPE_YES)
+        return SBX__SHAPE_NO;
+    *n = 9 + k;
+    return SBX__SHAPE_YES;
+}
+
+int sbx__pem_cont(const char *buf, size_t len, bool more, size_t *used)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t j = i, n;
+        int brk;
+        shape_result r = pem_end(buf, len, i, more, &n);
+        if (r == SBX__SHAPE_YES) {
+            *used = i + n;
+            return 0;
+        }
+        if (r == SBX__SHAPE_MORE) {
+            *used = i;
+            return 2;
+        }
+        while (j < len && is_b64((unsigned char)buf[j]))
+            j++;
+        if (j == len) {
+            if (!more) { /* the stream ends inside the body */
+                *used = j;
+                return 0;
+            }
+            if (j - i > 4096) { /* a long run: take it, the body goes on */
+                *used = j;
+                return 1;
+            }
+            *used = i;
+            return j == i ? 1 : 2;
+        }
+        brk = pem_break(buf, len, j, more);
+        if (brk < 0) {
+            *used = i;
+            return 2;
+        }
+        if (brk == 0 || j == i) { /* a line that is not base64, or an empty one */
+            *used = i;
+            return 0;
+        }
+        i = j + (size_t)brk;
+    }
 }
 
 /*
  * PEM private keys: "-----BEGIN <label>-----", a body, and the first
  * "-----END <label>-----" (any private-key label on either: a mismatched
- * pair is still a key). Lines may be real or JSON-escaped ("\n"). The
- * body may hold only base64, line breaks, spaces and header punctuation:
- * anything else (a '.', a quote) means the key ended without its END line
- * (cut, truncated, or a BEGIN line quoted in a document). Then the
- * redaction ends after the last line of pure base64, provided there was
- * real key material (a run of 16 or more base64 characters); otherwise it
- * is no key. A body longer than the window is redacted to the window's
- * end, and the stream goes on swallowing it (SBX__CONT_PEM).
+ * pair is still a key). Lines may be real or escaped ("\n" in JSON, "\\n"
+ * in JSON inside JSON). Header lines ("Proc-Type: 4,ENCRYPTED", an armor's
+ * "Version: GnuPG v1 (GNU/Linux)") may come first, then the body: lines
+ * of base64. A key flattened into one line (spaces for line breaks) is a
+ * block whose END is on the BEGIN line.
+ *
+ * There must be key material (a run of 16 base64 characters): a BEGIN and
+ * an END line quoted in prose are not a key. Without an END line the key
+ * was cut or truncated: the redaction ends after the last line of base64
+ * (the line breaking off, when it is base64 up to where it stops), and a
+ * line that is not base64 (prose, a log line) ends the key there. A body
+ * longer than the window is redacted to the start of the window's last
+ * line, and the stream goes on through the rest (sbx__pem_cont).
  */
 static shape_result match_pem(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    size_t n = 0, i, run = 0, maxrun = 0, line_pure_end = 0, line_start;
-    bool pure = true; /* the current line is base64 only so far */
+    size_t n = 0, i, run = 0, maxrun = 0, keep = 0, line_start, first;
+    bool headers = true, pure = true, empty = true, colon = false, spaced_ok = true;
     shape_result r;
     int c;
 
@@ -441,41 +554,54 @@ static shape_result match_pem(const char *buf, size_t len, int prev, bool more,
     r = pem_label(buf, len, 11, more, &n);
     if (r != SBX__SHAPE_YES)
         return r;
-    line_start = i = 11 + n;
+    first = line_start = i = 11 + n;
     for (;;) {
+        int brk;
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
             return SBX__SHAPE_MORE;
         if (c == BYTE_END)
             break;
         if (c == '-') {
-            switch (has_prefix(buf, len, i, "-----END ")) {
-            case PFX_YES:
-                r = pem_label(buf, len, i + 9, more, &n);
-                if (r == SBX__SHAPE_YES)
-                    return yes(0, i + 9 + n, start, end);
-                if (r == SBX__SHAPE_MORE)
-                    return r;
-                break;
-            case PFX_PARTIAL:
-                if (more)
-                    return SBX__SHAPE_MORE;
-                break;
-            case PFX_NO:
-                break;
+            r = pem_end(buf, len, i, more, &n);
+            if (r == SBX__SHAPE_MORE)
+                return r;
+            if (r == SBX__SHAPE_YES) {
+                if (maxrun < 16) /* BEGIN and END lines quoted in prose */
+                    return SBX__SHAPE_NO;
+                return yes(0, i + n, start, end);
             }
         }
-        if (c == '\\') { /* an escaped line break, or the end of the body */
-            int d = peek(buf, len, i + 1, more);
-            if (d == BYTE_NEED)
-                return SBX__SHAPE_MORE;
-            if (d != 'n' && d != 'r')
-                break;
-            c = '\n';
-            i++;
-        } else if (!sbx__pem_body_byte(c)) {
-            break;
+        brk = pem_break(buf, len, i, more);
+        if (brk < 0)
+            return SBX__SHAPE_MORE;
+        if (brk > 0) {
+            if (!empty) {
+                if (headers && colon && !pure)
+                    ; /* a header line */
+                else if (pure)
+                    headers = false, keep = i;
+                else if (line_start == first && spaced_ok && maxrun >= 16)
+                    headers = false, keep = i; /* the BEGIN line holding a flattened body */
+                else
+                    goto cut;
+            } else if (!headers || keep) {
+                goto cut; /* a blank line after the body */
+            } else if (line_start != first) {
+                headers = false; /* the blank line closing the headers */
+            }
+            i += (size_t)brk;
+            line_start = i;
+            pure = empty = true;
+            colon = false;
+            run = 0;
+            continue;
         }
+        if (empty && is_blank(c) && line_start != first) {
+            i++; /* indentation (a key in a YAML block) */
+            continue;
+        }
+        empty = false;
         if (is_b64(c)) {
             if (++run > maxrun)
                 maxrun = run;
@@ -483,23 +609,31 @@ static shape_result match_pem(const char *buf, size_t len, int prev, bool more,
             continue;
         }
         run = 0;
-        if (c == '\n' || c == '\r') {
-            if (pure && i > line_start)
-                line_pure_end = i;
-            pure = true;
-            line_start = i + 1;
-        } else {
-            pure = false;
+        pure = false;
+        if (c == ':')
+            colon = true;
+        if (line_start == first && c != ' ')
+            spaced_ok = false;
+        /* Header lines may hold any printable character; body lines only
+         * base64 (and the BEGIN line, spaces). */
+        if (c == ' ' || c == '\t' || (headers && c >= 0x20 && c < 0x7f && c != '"' && c != '\'')) {
+            i++;
+            continue;
         }
-        i++;
+        break;
     }
-    if (c == BYTE_END && len >= PEM_WINDOW)
-        return yes(0, len, start, end); /* the rest is swallowed by the stream */
-    if (pure && i > line_start)
-        line_pure_end = i;
-    if (maxrun < 16 || !line_pure_end)
+    if (c == BYTE_END && len >= PEM_WINDOW) {
+        /* Cut by the window: redact to the start of its last line, the
+         * stream takes the rest line by line (an END line cut in two is
+         * seen whole there). */
+        return cut(0, line_start > first ? line_start : len, start, end);
+    }
+cut:
+    if (pure && !empty && (!headers || keep))
+        keep = i; /* the line breaking off is base64 up to here */
+    if (maxrun < 16 || !keep)
         return SBX__SHAPE_NO;
-    return yes(0, line_pure_end, start, end);
+    return yes(0, keep, start, end);
 }
 
 /* Bytes that end a URL's authority, plus those never in a userinfo, so
@@ -541,12 +675,13 @@ static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *
 static shape_result match_url(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    size_t i, from, at = 0, colon = 0;
+    size_t i, from, at = 0, colon = 0, atlen = 1, clen = 1;
     bool pct = buf[0] == '%';
     int c;
 
     (void)prev;
-    from = pct ? 9 : buf[1] == '\\' ? 5 : 3;
+    /* "://", ":\/\/", "%3A%2F%2F", or Python quote()'s "%3A//" */
+    from = pct ? (buf[3] == '/' ? 5 : 9) : buf[1] == '\\' ? 5 : 3;
     for (i = from;; i++) {
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
@@ -566,30 +701,37 @@ static shape_result match_url(const char *buf, size_t len, int prev, bool more,
             if (sl == 1 || q == 1 || h == 1)
                 break;
             if (a == 1)
-                at = i;
+                at = i, atlen = 3;
             else if (k == 1 && !colon)
-                colon = i;
+                colon = i, clen = 3;
             continue;
         }
-        if (!pct && c == '@')
-            at = i;
-        else if (!pct && c == ':' && !colon)
-            colon = i;
+        /* Raw ':' and '@' count in an encoded URL too (half-encoded). */
+        if (c == '@')
+            at = i, atlen = 1;
+        else if (c == ':' && !colon)
+            colon = i, clen = 1;
     }
-    if (!at || !colon || colon > at || at == colon + (pct ? 3 : 1))
+    if (!at || !colon || colon > at || at == colon + clen)
         return SBX__SHAPE_NO;
+    /* image@sha256:digest is a container image reference, not a login. */
+    for (size_t k = 0; k < 3; k++) {
+        static const char *const digests[] = {"sha256:", "sha512:", "sha384:"};
+        if (has_prefix(buf, len, at + atlen, digests[k]) == PFX_YES)
+            return SBX__SHAPE_NO;
+    }
     return yes(from, at, start, end);
 }
 
 /* Where a header name may start: a line, a prompt ("> " from curl -v), a
- * quote (JSON, a Python dict, -H '...'), a list or object separator, a
- * query string (?authorization=), an environment name (HTTP_AUTHORIZATION),
- * an assignment (git config's http.extraheader=AUTHORIZATION: ...).
- * A letter, digit or '-' before it means another word (X-Authorization:,
- * preauthorization:) and is NO. */
+ * quote (JSON, a Python dict, -H '...', also an escaped \" in JSON), a
+ * bracket, a list or object separator, a query string (?authorization=), an
+ * environment name (HTTP_AUTHORIZATION), an assignment (git config's
+ * http.extraheader=AUTHORIZATION: ...). A letter, digit or '-' before it
+ * means another word (X-Authorization:, preauthorization:) and is NO. */
 static bool auth_prev_ok(int prev)
 {
-    return prev < 0 || (prev != 0 && strchr("\n\r \t<>\"',{[(;?&_=", prev));
+    return prev < 0 || prev == SBX__PREV_ESCAPED_QUOTE || (prev != 0 && prev < 128 && strchr("\n\r \t<>\"',{[(;?&_=", prev));
 }
 
 static bool is_scheme(int c)
@@ -597,91 +739,308 @@ static bool is_scheme(int c)
     return is_alnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
 }
 
+/* The HTTP authentication schemes programs use (IANA's registry and the
+ * common private ones): a lone one is a scheme without credentials, and
+ * after one, the next word is the credential whatever it looks like. */
+static bool known_scheme(const char *w, size_t n)
+{
+    static const char *const schemes[] = {
+        "basic", "bearer", "digest", "token", "negotiate", "ntlm", "bot", "oauth", "hoba", "mutual",
+        "vapid", "hawk", "apikey", "api-key", "key", "jwt", "dpop", "aws4-hmac-sha256", "scram-sha-1",
+        "scram-sha-256", "googlelogin", "privatetoken", "concealed", "gnap", "sso", "otp",
+    };
+    for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
+        size_t m = strlen(schemes[k]), j = 0;
+        while (j < n && j < m && (w[j] | 0x20) == schemes[k][j])
+            j++;
+        if (j == n && j == m)
+            return true;
+    }
+    return false;
+}
+
+/* A word that could be a credential on its own: 8 bytes or more with a
+ * digit, a token68 symbol or both letter cases ("required" and "none" are
+ * prose). */
+static bool credentialish(const char *w, size_t n)
+{
+    bool digit = false, upper = false, lower = false, sym = false;
+    if (n < 8)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        int c = (unsigned char)w[k];
+        digit = digit || is_digit(c);
+        upper = upper || (c >= 'A' && c <= 'Z');
+        lower = lower || (c >= 'a' && c <= 'z');
+        sym = sym || (c != 0 && strchr("+/=_-.~", c));
+    }
+    return digit || sym || (upper && lower);
+}
+
+/* A reference to a secret, not one: $VAR, ${VAR}, $(cmd), <token>, {{x}},
+ * %VAR%, or masked (***, xxxx). */
+static bool placeholder(const char *w, size_t n)
+{
+    size_t k = 0;
+    if (n && (w[0] == '$' || w[0] == '<' || w[0] == '%' || (n > 1 && w[0] == '{' && w[1] == '{')))
+        return true;
+    while (k < n && (w[k] == '*' || w[k] == 'x' || w[k] == 'X' || w[k] == '.'))
+        k++;
+    return k == n;
+}
+
+/* Skip an ANSI colour code (ESC [ params letter) at buf[*i]. False when
+ * the answer needs more bytes. */
+static bool skip_ansi(const char *buf, size_t len, size_t *i, bool more)
+{
+    size_t j = *i;
+    int c = peek(buf, len, j, more);
+    if (c != 0x1b)
+        return c != BYTE_NEED;
+    c = peek(buf, len, ++j, more);
+    if (c == BYTE_NEED)
+        return false;
+    if (c != '[')
+        return true;
+    do
+        c = peek(buf, len, ++j, more);
+    while (is_digit(c) || c == ';');
+    if (c == BYTE_NEED)
+        return false;
+    if (c >= 0x40 && c <= 0x7e)
+        *i = j + 1;
+    return true;
+}
+
+/* Skip blanks and colour codes; the byte there in *c. False: need more. */
+static bool skip_space(const char *buf, size_t len, size_t *i, bool more, int *c)
+{
+    for (;;) {
+        size_t j = *i;
+        if (!skip_ansi(buf, len, i, more))
+            return false;
+        *c = peek(buf, len, *i, more);
+        if (*c == BYTE_NEED)
+            return false;
+        if (is_blank(*c))
+            (*i)++;
+        else if (*i == j)
+            return true;
+    }
+}
+
+/* A quote at buf[i]: '"', '\'', or an escaped \" (SBX__PREV_ESCAPED_QUOTE);
+ * BYTE_END for none, BYTE_NEED to tell later. *n its length. */
+static int quote_at(const char *buf, size_t len, size_t i, bool more, size_t *n)
+{
+    int c = peek(buf, len, i, more);
+    *n = 1;
+    if (c == '"' || c == '\'')
+        return c;
+    if (c == '\\') {
+        c = peek(buf, len, i + 1, more);
+        if (c == BYTE_NEED)
+            return BYTE_NEED;
+        *n = 2;
+        return c == '"' ? SBX__PREV_ESCAPED_QUOTE : BYTE_END;
+    }
+    return c == BYTE_NEED ? BYTE_NEED : BYTE_END;
+}
+
+/* Whether the value ends at buf[i] (1), does not (0), or cannot tell yet
+ * (-1): a line break (also escaped), a colour code, its closing quote or
+ * bracket (an escaped \" when it was opened by one), the end of the text. */
+static int auth_end(const char *buf, size_t len, size_t i, bool more, int endq)
+{
+    int c = peek(buf, len, i, more), d;
+    if (c == BYTE_NEED)
+        return -1;
+    if (c == BYTE_END || c == '\n' || c == '\r' || c == 0x1b || c == endq)
+        return 1;
+    if (c != '\\')
+        return 0;
+    d = peek(buf, len, i + 1, more);
+    if (d == BYTE_NEED)
+        return -1;
+    return d == 'n' || d == 'r' || d == BYTE_END || (d == '"' && endq == SBX__PREV_ESCAPED_QUOTE);
+}
+
+/* Advance *i over a word of the value (to a blank, or with eq to an '=' too,
+ * or to the value's end: *ended). An escaped character is part of it. */
+static int auth_word(const char *buf, size_t len, size_t *i, bool more, int endq, bool eq, bool *ended)
+{
+    for (;;) {
+        int e = auth_end(buf, len, *i, more, endq);
+        if (e < 0)
+            return -1;
+        *ended = e == 1;
+        if (*ended || is_blank((unsigned char)buf[*i]) || (eq && buf[*i] == '='))
+            return 0;
+        *i += buf[*i] == '\\' ? 2 : 1;
+    }
+}
+
+static int auth_blanks(const char *buf, size_t len, size_t *i, bool more, int endq, bool *ended)
+{
+    for (;;) {
+        int e = auth_end(buf, len, *i, more, endq);
+        if (e < 0)
+            return -1;
+        *ended = e == 1;
+        if (*ended || !is_blank((unsigned char)buf[*i]))
+            return 0;
+        (*i)++;
+    }
+}
+
+/* YES for the credential [s, t); CUT when it runs to the window's end. */
+static shape_result auth_yes(const char *buf, size_t len, size_t s, size_t t, size_t *start, size_t *end)
+{
+    (void)buf;
+    if (t == len && len >= AUTH_WINDOW)
+        return cut(s, t, start, end);
+    return yes(s, t, start, end);
+}
+
 /*
  * Authorization: and Proxy-Authorization: values, in the forms programs
- * print them: a header line (curl -v, HTTP dumps, YAML), a quoted header
- * line (-H 'Authorization: ...'), a JSON key or a Python dict key
- * ("Authorization": "..."), an environment or query assignment
- * (HTTP_AUTHORIZATION=..., ?authorization=...). The value ends at a line
- * break (also an escaped one: "\n" inside a JSON string), at its closing
- * quote, or at the end of the text or window.
+ * print them: a header line (curl -v, HTTP dumps, YAML; also coloured), a
+ * quoted header line (-H 'Authorization: ...', also inside a JSON string),
+ * a key with its value: JSON, a Python dict or bytes dict, a Python tuple
+ * ('authorization', '...'), a Ruby hash ('...' => '...'), a Go header map
+ * (Authorization:[...], "Authorization":["..."], []string{"..."}), an
+ * assignment (HTTP_AUTHORIZATION=..., ?authorization=...). The value ends
+ * at a line break (also an escaped one), its closing quote or bracket, or
+ * a colour code.
  *
- * Only what holds the credentials is redacted, so that prose mentioning the
- * header survives: a single word is redacted whole; "scheme credentials"
- * (Bearer, Basic, token, Negotiate...: any scheme word) has its
- * credentials redacted when they are one word (token68) or a list of
- * auth-params (Digest username="...", AWS4-HMAC-SHA256 Credential=...);
- * anything else ("the Authorization: header is required") is not a value.
+ * Only the credentials are redacted, so that prose mentioning the header
+ * survives. After a known scheme word (Bearer, Basic, token, Negotiate...),
+ * the next word; or after any scheme word, a list of auth-params
+ * (Digest username="...", AWS4-HMAC-SHA256 Credential=...) to the end.
+ * After an unknown word, or alone, a word: where a header surely is (the
+ * start of a line, a quote, a key), any word; after a space (prose, or
+ * curl's "> "), only one that looks like a credential (8 bytes or more
+ * with a digit, a symbol or both cases). Placeholders ($TOKEN, ${TOKEN},
+ * <token>) are not credentials.
  */
 static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
                                size_t *start, size_t *end)
 {
-    size_t i = (buf[0] == 'p' || buf[0] == 'P') ? 19 : 13, e, v, w, s, t, k;
-    int keyq = BYTE_END, endq = BYTE_END, c;
+    size_t i = (buf[0] == 'p' || buf[0] == 'P') ? 19 : 13, v, w, s, t, k, qn;
+    int keyq, endq = BYTE_END, c, r;
+    bool bracket = false, ended;
+    /* Where a header surely is (a line's start, a quote, a key), any value
+     * is a credential; after a space it may be prose, which is tested. */
+    bool header = prev != ' ';
 
     if (!auth_prev_ok(prev))
         return SBX__SHAPE_NO;
-    /* The name is a word of its own. */
-    c = peek(buf, len, i, more);
-    if (c == BYTE_NEED)
+    if (!skip_ansi(buf, len, &i, more))
         return SBX__SHAPE_MORE;
-    if ((c == '"' || c == '\'') && c == prev) { /* a quoted key */
-        keyq = c;
-        c = peek(buf, len, ++i, more);
-    }
-    while (is_blank(c))
-        c = peek(buf, len, ++i, more);
-    if (c == BYTE_NEED)
+    /* A quoted key: the quote that opened it closes it. */
+    keyq = quote_at(buf, len, i, more, &qn);
+    if (keyq == BYTE_NEED)
         return SBX__SHAPE_MORE;
-    if (c != ':' && c != '=')
+    if (keyq != BYTE_END && keyq == prev)
+        i += qn;
+    else
+        keyq = BYTE_END;
+    if (!skip_space(buf, len, &i, more, &c))
+        return SBX__SHAPE_MORE;
+    if (c == '=' && keyq != BYTE_END && peek(buf, len, i + 1, more) == '>')
+        i++; /* Ruby's => */
+    else if (peek(buf, len, i + 1, more) == BYTE_NEED && c == '=' && keyq != BYTE_END)
+        return SBX__SHAPE_MORE;
+    if (c != ':' && c != '=' && !(c == ',' && keyq != BYTE_END))
         return SBX__SHAPE_NO;
-    c = peek(buf, len, ++i, more);
-    while (is_blank(c))
-        c = peek(buf, len, ++i, more);
-    if (c == BYTE_NEED)
+    i++;
+    if (!skip_space(buf, len, &i, more, &c))
         return SBX__SHAPE_MORE;
-    if (c == '"' || c == '\'' || c == '[') { /* a quoted value; Go prints a header map's values in [] */
-        endq = c == '[' ? ']' : c;
+    /* The value's opening: Go's []string{, a bracket, Python's b'', a quote. */
+    if (c == '[' && has_prefix(buf, len, i, "[]string{") != PFX_NO) {
+        if (has_prefix(buf, len, i, "[]string{") == PFX_PARTIAL)
+            return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+        i += 9;
+    } else if (c == '[' || c == '(') {
+        bracket = true;
+        endq = c == '[' ? ']' : ')';
         i++;
-    } else if (keyq == BYTE_END && (prev == '"' || prev == '\'')) {
-        endq = prev; /* the whole header line is quoted */
     }
-    for (e = i;; e++) {
-        c = peek(buf, len, e, more);
-        if (c == BYTE_NEED)
+    c = peek(buf, len, i, more);
+    if (c == 'b') {
+        int d = peek(buf, len, i + 1, more);
+        if (d == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (c == BYTE_END || c == '\n' || c == '\r' || c == endq)
-            break;
-        if (c == '\\') {
-            int d = peek(buf, len, e + 1, more);
-            if (d == BYTE_NEED)
-                return SBX__SHAPE_MORE;
-            if (d == 'n' || d == 'r' || d == BYTE_END)
-                break; /* an escaped line break ends a header inside a string */
-            e++;       /* an escaped character belongs to the value */
-        }
+        if (d == '\'' || d == '"')
+            i++;
     }
-    for (v = i; v < e && is_blank((unsigned char)buf[v]); v++)
-        ;
-    for (t = e; t > v && is_blank((unsigned char)buf[t - 1]); t--)
-        ;
-    if (t == v)
+    k = quote_at(buf, len, i, more, &qn) == BYTE_NEED ? 0 : 1;
+    if (!k)
+        return SBX__SHAPE_MORE;
+    c = quote_at(buf, len, i, more, &qn);
+    if (c != BYTE_END) {
+        endq = c;
+        i += qn;
+    } else if (!bracket && keyq == BYTE_END) {
+        /* A whole header line in quotes, or in brackets. */
+        endq = prev == '"' || prev == '\'' || prev == SBX__PREV_ESCAPED_QUOTE ? prev
+               : prev == '(' ? ')' : prev == '[' ? ']' : prev == '{' ? '}' : BYTE_END;
+    }
+    /* The value is read word by word, and only as far as needed: prose is
+     * told from a credential by its first words, so a long line of text is
+     * not read to its end at every "authorization" in it. */
+    v = i;
+    r = auth_blanks(buf, len, &v, more, endq, &ended);
+    if (r < 0)
+        return SBX__SHAPE_MORE;
+    if (ended)
         return SBX__SHAPE_NO;
-    for (w = v; w < t && !is_blank((unsigned char)buf[w]); w++)
-        ;
-    if (w == t) /* one word: the credentials, unless a blank follows it (a scheme without them) */
-        return t < e ? SBX__SHAPE_NO : yes(v, t, start, end);
+    w = v;
+    if (auth_word(buf, len, &w, more, endq, false, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    s = w;
+    if (!ended && auth_blanks(buf, len, &s, more, endq, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (ended) { /* one word */
+        if (placeholder(buf + v, w - v) || known_scheme(buf + v, w - v) ||
+            (!header && !credentialish(buf + v, w - v)))
+            return SBX__SHAPE_NO;
+        return auth_yes(buf, len, v, w, start, end);
+    }
     for (k = v; k < w && is_scheme((unsigned char)buf[k]); k++)
         ;
     if (k < w)
         return SBX__SHAPE_NO; /* not a scheme word: prose */
-    for (s = w; s < t && is_blank((unsigned char)buf[s]); s++)
-        ;
-    for (k = s; k < t && !is_blank((unsigned char)buf[k]) && buf[k] != '='; k++)
-        ;
-    if (k == t || buf[k] == '=')
-        return yes(s, t, start, end); /* token68, or auth-params */
-    return SBX__SHAPE_NO;
+    k = s;
+    if (auth_word(buf, len, &k, more, endq, true, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (placeholder(buf + s, k - s))
+        return SBX__SHAPE_NO;
+    if (!ended && k > s && buf[k] == '=') {
+        /* auth-params (Digest username="...", Credential=...): to the end */
+        for (t = k;;) {
+            size_t b = t;
+            if (auth_word(buf, len, &t, more, endq, false, &ended) < 0 ||
+                (!ended && auth_blanks(buf, len, &t, more, endq, &ended) < 0))
+                return SBX__SHAPE_MORE;
+            if (ended)
+                break;
+            if (t == b)
+                t++; /* cannot happen: a word or blanks moved on */
+        }
+        while (t > s && is_blank((unsigned char)buf[t - 1]))
+            t--;
+        return auth_yes(buf, len, s, t, start, end);
+    }
+    if (known_scheme(buf + v, w - v))
+        return auth_yes(buf, len, s, k, start, end); /* one word; words after it stay */
+    /* An unknown scheme: its credential must be the last word. */
+    t = k;
+    if (!ended && auth_blanks(buf, len, &t, more, endq, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (!ended || (!header && !credentialish(buf + s, k - s)))
+        return SBX__SHAPE_NO;
+    return auth_yes(buf, len, s, k, start, end);
 }
 
 const sbx__shape sbx__shapes[] = {
@@ -712,6 +1071,7 @@ const sbx__shape sbx__shapes[] = {
     {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE},
     {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE},
     {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE},
+    {"url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE},
     {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
     {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
 };

@@ -59,10 +59,12 @@ SBX_API const char *sbx_redactor_last_error(const sbx_redactor *r);
 
 /**
  * Register a secret value: it is redacted as `[REDACTED:secret]`, and so are
- * its percent-encoded, JSON-escaped and base64 forms (standard and URL-safe
- * alphabets, at the three byte alignments). A value with several lines also
- * redacts each line of at least 8 bytes. Streams created before the call do
- * not see it.
+ * its percent-encoded and JSON-escaped forms, whatever the encoder escaped
+ * (escapes are decoded while comparing), and its base64 forms (standard and
+ * URL-safe alphabets, at the three byte alignments, also wrapped across
+ * lines). A value with several lines also redacts each line of at least 8
+ * bytes (blank lines and PEM armor lines aside). Streams created before the
+ * call do not see it.
  *
  * @param value  the bytes (copied; wiped on free).
  * @param len    at least 8 (shorter values would redact ordinary text).

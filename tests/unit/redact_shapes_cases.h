@@ -652,7 +652,8 @@ static const struct {
         "1ebf146061bb5ba05a09da2f63fc27fa05ec5455da26c1663",
         "Authorization: AWS4-HMAC-SHA256 [REDACTED:authorization]"},
     {"authorization", "Authorization: r" "awtokenvalue", "Authorization: [REDACTED:authorization]"},
-    {"authorization", "Authorization: Bearer", "Authorization: [REDACTED:authorization]"},
+    /* a scheme word alone carries no credentials */
+    {"authorization", "Authorization: Bearer", "Authorization: Bearer"},
     {"authorization",
         "h1: a,Authorization: Basic e" "Dp5",
         "h1: a,Authorization: Basic [REDACTED:authorization]"},
