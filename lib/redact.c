@@ -645,19 +645,45 @@ sbx_status sbx_redactor_set_shapes(sbx_redactor *r, int enabled)
 
 /* ---- streams --------------------------------------------------------------------------------- */
 
-sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
+sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules)
 {
     sbx_redact_stream *s;
-    if (!r || !(s = sbx__calloc(1, sizeof *s)))
+    if (!rules || !(s = sbx__calloc(1, sizeof *s)))
         return NULL;
-    if (!(s->counts = sbx__calloc(r->rules->nkinds, sizeof *s->counts))) {
+    if (!(s->counts = sbx__calloc(rules->nkinds, sizeof *s->counts))) {
         sbx__free(s);
         return NULL;
     }
-    s->r = r->rules;
+    s->r = rules;
     atomic_fetch_add(&s->r->refs, 1);
-    s->nhist = 0;
     return s;
+}
+
+sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
+{
+    return r ? sbx__redact_stream_with(r->rules) : NULL;
+}
+
+sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
+{
+    atomic_fetch_add(&r->rules->refs, 1);
+    return r->rules;
+}
+
+void sbx__redact_rules_unref(sbx__redact_rules *rules)
+{
+    rules_unref(rules);
+}
+
+size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s)
+{
+    return s->r->nkinds;
+}
+
+const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count)
+{
+    *count = s->counts[k];
+    return s->r->kinds[k];
 }
 
 void sbx_redact_stream_free(sbx_redact_stream *s)

@@ -61,4 +61,22 @@ int sbx__pem_cont(const char *buf, size_t len, bool more, size_t *used);
 extern const sbx__shape sbx__shapes[];
 extern const size_t sbx__nshapes;
 
+/* ---- for other modules (the transcript) ---- */
+
+#include <stdint.h>
+
+#include <sbxrun/redact.h>
+
+/* A redactor's compiled rules, reference counted: a holder keeps them after
+ * the redactor is freed. */
+typedef struct rules sbx__redact_rules;
+/* A new reference to r's current rules. */
+sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r);
+void sbx__redact_rules_unref(sbx__redact_rules *rules);
+/* A stream on these rules (NULL: out of memory). */
+sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules);
+/* A stream's counts, by kind: how many kinds there are, and each. */
+size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s);
+const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count);
+
 #endif /* SBX_REDACT_INT_H */

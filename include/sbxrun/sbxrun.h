@@ -16,5 +16,6 @@
 #include <sbxrun/policy.h>
 #include <sbxrun/netpolicy.h>
 #include <sbxrun/redact.h>
+#include <sbxrun/transcript.h>
 
 #endif /* SBXRUN_SBXRUN_H */

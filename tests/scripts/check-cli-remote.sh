@@ -100,6 +100,23 @@ expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
 [ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"
 expect 2 "" "cp needs one remote side" -- cp "$dir/a" "$dir/b"
 
+# --transcript: the run recorded, redacted, verifiable; a failing command
+# and a timeout give their reasons.
+"$sbxrun" exec --sandbox "$id" --allow sh --transcript "$dir/t.jsonl" --env API_TOKEN=abcdefgh-12345678 -- \
+  sh -c 'echo out $API_TOKEN; echo err '"$gh"' >&2; exit 4' >/dev/null 2>&1; rc=$?
+[ $rc = 4 ] && ok "exec --transcript: the program's exit code" || not_ok "exec --transcript rc" "$rc"
+grep -q "abcdefgh-12345678\|$gh" "$dir/t.jsonl" && not_ok "a secret in the transcript" "$(cat "$dir/t.jsonl")" ||
+  ok "no secret in the transcript"
+out=$("$sbxrun" transcript verify "$dir/t.jsonl" 2>&1) && ok "the transcript verifies" || not_ok "verify" "$out"
+out=$("$sbxrun" transcript show "$dir/t.jsonl" 2>&1)
+case "$out" in *"sandbox $id"*"env API_TOKEN"*"exit code 4"*"command cmd_"*"out [REDACTED:secret]"*"err [REDACTED:github]"*"end: failed"*)
+  ok "show: sandbox, exit code, env name, command id, redacted output, verdict" ;;
+  *) not_ok "transcript show" "$out" ;; esac
+"$sbxrun" exec --sandbox "$id" --allow sleep --timeout 300 --transcript "$dir/t2.jsonl" -- sleep 5 >/dev/null 2>&1
+out=$("$sbxrun" transcript show --step 1 --json "$dir/t2.jsonl" 2>&1)
+case "$out" in *'"reason":"timeout"'*'"retryable":true'*) ok "a timeout is recorded with its reason" ;;
+  *) not_ok "timeout in the transcript" "$out" ;; esac
+
 # snapshot and stop.
 snap=$("$sbxrun" sandbox snapshot "$id" --expiration 0 2>"$dir/err")
 case "$snap" in snap_*) ok "sandbox snapshot prints the id" ;; *) not_ok "snapshot" "$snap" "$(cat "$dir/err")" ;; esac

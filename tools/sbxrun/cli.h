@@ -27,6 +27,7 @@ struct sbxrun_cmd {
 int cmd_policy(int argc, char **argv);
 int cmd_netpolicy(int argc, char **argv);
 int cmd_redact(int argc, char **argv);
+int cmd_transcript(int argc, char **argv);
 
 /* Shared with exec (redact_cmd.c): whether a variable name looks secret,
  * and registering the values of this process's secret-looking variables

@@ -41,7 +41,10 @@ static const char usage_text[] =
     "                      lets a shell run anything: the policy cannot read it\n"
     "  --no-policy         do not check the command at all\n"
     "  --secret VALUE      also redact this value from the output (repeatable)\n"
-    "  --no-redact         print the output as it comes, secrets included\n" REMOTE_OPTS_HELP
+    "  --no-redact         print the output as it comes, secrets included\n"
+    "  --transcript FILE   record the run in a transcript (doc/transcript.md):\n"
+    "                      written as it goes, verified by `sbxrun transcript\n"
+    "                      verify`; always redacted, even with --no-redact\n" REMOTE_OPTS_HELP
     "\n"
     "Before anything is created the command is checked against the command\n"
     "policy (by default: git, bun, node, ls, cat, sed, rg, paths inside\n"
@@ -56,7 +59,7 @@ static const char usage_text[] =
 
 enum {
     O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY,
-    O_SECRET, O_NO_REDACT, O_HELP
+    O_SECRET, O_NO_REDACT, O_TRANSCRIPT, O_HELP
 };
 
 #define MAX_ALLOW 64
@@ -109,9 +112,12 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     return rc;
 }
 
-/* Output goes through a redaction stream per stream (NULL: --no-redact). */
+/* Output goes through a redaction stream per stream (NULL: --no-redact),
+ * and into the transcript's step (tr NULL: no --transcript). */
 struct sink {
     sbx_redact_stream *out, *err;
+    sbx_transcript *tr;
+    uint32_t step;
 };
 
 static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
@@ -127,6 +133,8 @@ static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bo
 static int stream_out(int stream, const char *data, size_t len, void *user)
 {
     struct sink *k = user;
+    if (k->tr && sbx_transcript_step_output(k->tr, k->step, stream, data, len) != SBX_OK)
+        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(k->tr));
     if (stream == SBX_STREAM_STDERR)
         put(stderr, k->err, data, len, false);
     else
@@ -159,6 +167,53 @@ static sbx_redactor *exec_redactor(const char *const *secrets, int nsecrets, con
 fail:
     sbx_redactor_free(r);
     return NULL;
+}
+
+/* --transcript: the job header and the file, before anything runs (a
+ * crash leaves what was recorded). NULL after printing why. */
+static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red, const char *endpoint,
+                                       const char *sandbox_id, int argc, char **argv, const char *cwd,
+                                       const char *const *envs, int nenv, uint32_t *step)
+{
+    sbx_transcript *t = sbx_transcript_new();
+    sbx_redactor *plain = NULL;
+    sbx_status st = SBX_E_NOMEM;
+    if (!t)
+        goto fail;
+    /* Always redacted: --no-redact is about the terminal, not the record. */
+    if (!red && !(red = plain = sbx_redactor_new()))
+        goto fail;
+    if ((st = sbx_transcript_set_redactor(t, red)) != SBX_OK || (st = sbx_transcript_set_job(t, "exec")) != SBX_OK ||
+        (endpoint && (st = sbx_transcript_set_endpoint(t, endpoint)) != SBX_OK) ||
+        (sandbox_id && (st = sbx_transcript_set_sandbox_id(t, sandbox_id)) != SBX_OK) ||
+        (st = sbx_transcript_set_file(t, path)) != SBX_OK ||
+        (st = sbx_transcript_step_begin(t, "exec", step)) != SBX_OK ||
+        (st = sbx_transcript_step_set_argv(t, *step, (uint32_t)argc, (const char *const *)argv)) != SBX_OK ||
+        (st = sbx_transcript_step_set_cwd(t, *step, cwd ? cwd : "/vercel/sandbox")) != SBX_OK)
+        goto fail;
+    for (int i = 0; i < nenv; i++)
+        if ((st = sbx_transcript_step_add_env(t, *step, envs[i])) != SBX_OK)
+            goto fail;
+    sbx_redactor_free(plain);
+    return t;
+fail:
+    fprintf(stderr, "sbxrun exec: --transcript: %s\n", t ? sbx_transcript_last_error(t) : "out of memory");
+    sbx_redactor_free(plain);
+    sbx_transcript_free(t);
+    (void)st;
+    return NULL;
+}
+
+/* End the step and the transcript: how it went, the verdict. */
+static void close_transcript(sbx_transcript *t, uint32_t step, sbx_step_outcome how, int code, const char *detail,
+                             const char *verdict)
+{
+    if (!t)
+        return;
+    if (sbx_transcript_step_end(t, step, how, code, how == SBX_STEP_POLICY_DENIED ? 0 : how != SBX_STEP_EXITED,
+                                detail) != SBX_OK ||
+        sbx_transcript_finish(t, verdict) != SBX_OK)
+        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(t));
 }
 
 static volatile sig_atomic_t interrupted;
@@ -214,16 +269,20 @@ int cmd_exec(int argc, char **argv)
         {"network-policy", required_argument, NULL, O_NETPOLICY}, {"help", no_argument, NULL, O_HELP},
         {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
         {"no-policy", no_argument, NULL, O_NO_POLICY},   {"secret", required_argument, NULL, O_SECRET},
-        {"no-redact", no_argument, NULL, O_NO_REDACT},
+        {"no-redact", no_argument, NULL, O_NO_REDACT},   {"transcript", required_argument, NULL, O_TRANSCRIPT},
         REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
     const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
+    const char *transcript = NULL;
     const char *envs[256], *allow[MAX_ALLOW], *secrets[MAX_ALLOW];
     int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
     bool no_policy = false, no_redact = false;
     sbx_redactor *red = NULL;
-    struct sink sink = {NULL, NULL};
+    struct sink sink = {NULL, NULL, NULL, 0};
+    sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
+    const char *verdict = "error";
+    char detail[1024] = "";
     long long timeout = 0;
     char err[1024];
     sbx_sandbox *s = NULL;
@@ -261,6 +320,7 @@ int cmd_exec(int argc, char **argv)
         case O_RUNTIME: runtime = optarg; break;
         case O_POLICY: cmd_policy = optarg; break;
         case O_NO_REDACT: no_redact = true; break;
+        case O_TRANSCRIPT: transcript = optarg; break;
         case O_SECRET:
             if (nsecrets == MAX_ALLOW) {
                 fprintf(stderr, "sbxrun exec: at most %d --secret\n", MAX_ALLOW);
@@ -297,11 +357,22 @@ int cmd_exec(int argc, char **argv)
         fprintf(stderr, "sbxrun exec: --no-policy does not go with --policy or --allow\n");
         return SBXRUN_EXIT_USAGE;
     }
-    if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0)
-        return rc;
-    if (!no_redact) {
+    if (!no_redact || transcript) {
         if (!(red = exec_redactor(secrets, nsecrets, envs, nenv)))
             return SBXRUN_EXIT_USAGE;
+    }
+    if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0) {
+        /* Refused before anything was made: the record says so. */
+        if (rc == SBXRUN_EXIT_DENIED && transcript &&
+            (sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind, cwd,
+                                       envs, nenv, &sink.step))) {
+            close_transcript(sink.tr, sink.step, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy", "denied");
+            sbx_transcript_free(sink.tr);
+        }
+        sbx_redactor_free(red);
+        return rc;
+    }
+    if (!no_redact) {
         sink.out = sbx_redact_stream_new(red);
         sink.err = sbx_redact_stream_new(red);
         if (!sink.out || !sink.err) {
@@ -316,7 +387,15 @@ int cmd_exec(int argc, char **argv)
     if (remote_open(&r, &o, own_sandbox, err, sizeof err) < 0) {
         fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
         remote_close(&r);
+        sbx_redact_stream_free(sink.out);
+        sbx_redact_stream_free(sink.err);
+        sbx_redactor_free(red);
         return EXIT_EXEC_FAILED;
+    }
+    if (transcript && !(sink.tr = open_transcript(transcript, red, r.endpoint, sandbox_id, argc - optind,
+                                                  argv + optind, cwd, envs, nenv, &sink.step))) {
+        rc = SBXRUN_EXIT_USAGE;
+        goto out;
     }
     s = sbx_sandbox_new(r.client);
     if (!s)
@@ -334,8 +413,12 @@ int cmd_exec(int argc, char **argv)
     }
     if (st != SBX_OK) {
         fail_msg(o.json, own_sandbox ? "create a sandbox" : "find the sandbox", st, sbx_sandbox_last_error(s));
+        snprintf(detail, sizeof detail, "%s", sbx_sandbox_last_error(s));
+        how = SBX_STEP_SKIPPED;
         goto out;
     }
+    if (sink.tr && own_sandbox && sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)) != SBX_OK)
+        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(sink.tr));
     k = sbx_command_new(s);
     if (!k)
         goto oom;
@@ -389,17 +472,33 @@ int cmd_exec(int argc, char **argv)
     if (st == SBX_E_CANCELLED && interrupted && sbx_command_id(k))
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (sink.tr && sbx_command_id(k))
+        sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k));
     if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
         fail_msg(o.json, "exec", st, o.json ? sbx_command_last_error(k) : err);
+        snprintf(detail, sizeof detail, "%s", o.json ? sbx_command_last_error(k) : err);
+        how = st == SBX_E_TIMEOUT ? SBX_STEP_TIMEOUT : st == SBX_E_CANCELLED ? SBX_STEP_CANCELLED : SBX_STEP_TRANSPORT_ERROR;
+        verdict = st == SBX_E_TIMEOUT ? "timed-out" : st == SBX_E_CANCELLED ? "cancelled" : "error";
         goto out;
     }
+    how = st == SBX_E_CONFLICT ? SBX_STEP_KILLED : SBX_STEP_EXITED;
+    verdict = sbx_command_exit_code(k) == 0 ? "passed" : "failed";
     rc = sbx_command_exit_code(k);
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;
     if (o.json) {
-        json_t *j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
+        json_t *jout = tail_json(k, SBX_STREAM_STDOUT, red), *jerr = tail_json(k, SBX_STREAM_STDERR, red), *j;
+        if (sink.tr) { /* not streamed: the tails kept for the JSON */
+            if (jout)
+                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDOUT, json_string_value(jout),
+                                           json_string_length(jout));
+            if (jerr)
+                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDERR, json_string_value(jerr),
+                                           json_string_length(jerr));
+        }
+        j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
                               sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
-                              tail_json(k, SBX_STREAM_STDOUT, red), "stderr", tail_json(k, SBX_STREAM_STDERR, red),
+                              jout, "stderr", jerr,
                               "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
                               "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
                               "durationMs",
@@ -411,6 +510,12 @@ int cmd_exec(int argc, char **argv)
 oom:
     fail_msg(o.json, "exec", SBX_E_NOMEM, "out of memory");
 out:
+    if (sink.tr) {
+        int code = k && sbx_command_exit_code(k) >= 0 && sbx_command_exit_code(k) <= 255 ? sbx_command_exit_code(k) : -1;
+        close_transcript(sink.tr, sink.step, how, how == SBX_STEP_EXITED || how == SBX_STEP_KILLED ? code : -1,
+                         detail[0] ? detail : NULL, verdict);
+        sbx_transcript_free(sink.tr);
+    }
     sbx_redact_stream_free(sink.out);
     sbx_redact_stream_free(sink.err);
     sbx_redactor_free(red);

@@ -18,6 +18,7 @@ static const struct sbxrun_cmd commands[] = {
     {"policy", "check a command against the command policy", cmd_policy},
     {"netpolicy", "show the network-policy preset of a job type", cmd_netpolicy},
     {"redact", "copy standard input to standard output with secrets redacted", cmd_redact},
+    {"transcript", "show or verify a job transcript", cmd_transcript},
     {"help", "show this help, or a subcommand's", cmd_help},
     {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
 };

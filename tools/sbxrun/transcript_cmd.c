@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* sbxrun transcript show|verify: read a job transcript (doc/transcript.md). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sbxrun/sbxrun.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: sbxrun transcript show FILE [--json] [--step N]\n"
+    "       sbxrun transcript verify FILE [--expect HASH]\n"
+    "\n"
+    "show    print a job transcript for people: the job, then one block per step\n"
+    "        (command, duration, exit code or why there is none, output tails,\n"
+    "        dropped bytes). --json prints the entries (one JSON object per line);\n"
+    "        --step N only the Nth step (1 = the first to end).\n"
+    "verify  check the hash chain: exit 0 when every entry holds, 1 with the first\n"
+    "        broken one (or a torn last line) on stderr. --expect HASH also wants\n"
+    "        the last entry's hash to be HASH (kept from when it was written), so\n"
+    "        that entries cut from the end are seen too.\n";
+
+static sbx_transcript *open_transcript(const char *cmd, const char *path)
+{
+    sbx_transcript *t = sbx_transcript_new();
+    if (!t) {
+        fprintf(stderr, "sbxrun transcript %s: out of memory\n", cmd);
+        return NULL;
+    }
+    if (sbx_transcript_load(t, path) != SBX_OK) {
+        fprintf(stderr, "sbxrun transcript %s: %s\n", cmd, sbx_transcript_last_error(t));
+        sbx_transcript_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* A window for a terminal: text as it is, base64 said so. */
+static void print_window(json_t *o, const char *key)
+{
+    char b64[32];
+    const char *s = json_string_value(json_object_get(o, key));
+    snprintf(b64, sizeof b64, "%s_b64", key);
+    if (s) {
+        size_t n = strlen(s);
+        fputs(s, stdout);
+        if (n && s[n - 1] != '\n')
+            putchar('\n');
+    } else if (json_string_value(json_object_get(o, b64))) {
+        printf("(not UTF-8: %zu base64 characters)\n", strlen(json_string_value(json_object_get(o, b64))));
+    }
+}
+
+static void print_stream(json_t *out, const char *name)
+{
+    json_t *o = json_object_get(out, name);
+    json_int_t bytes = json_integer_value(json_object_get(o, "bytes")), dropped =
+                                                                            json_integer_value(json_object_get(o, "dropped"));
+    if (!bytes)
+        return;
+    printf("  --- %s: %lld bytes", name, (long long)bytes);
+    if (dropped)
+        printf(", %lld dropped between head and tail", (long long)dropped);
+    printf(" ---\n");
+    print_window(o, "head");
+    if (dropped)
+        printf("  [... %lld bytes ...]\n", (long long)dropped);
+    print_window(o, "tail");
+}
+
+static void print_step(json_t *e)
+{
+    json_t *argv = json_object_get(e, "argv"), *v, *keys = json_object_get(e, "env_keys");
+    json_t *red = json_object_get(e, "redactions");
+    size_t i;
+    const char *k;
+    printf("step %lld", (long long)json_integer_value(json_object_get(e, "step")));
+    if (json_string_value(json_object_get(e, "name")))
+        printf(" (%s)", str(e, "name"));
+    printf(":");
+    json_array_foreach(argv, i, v)
+        printf(" %s", json_string_value(v));
+    printf("\n");
+    if (json_string_value(json_object_get(e, "cwd")))
+        printf("  cwd %s\n", str(e, "cwd"));
+    if (json_array_size(keys)) {
+        printf("  env");
+        json_array_foreach(keys, i, v)
+            printf(" %s", json_string_value(v));
+        printf("\n");
+    }
+    printf("  %s -> %s, %lld ms", str(e, "started_at"), str(e, "ended_at"),
+           (long long)json_integer_value(json_object_get(e, "duration_ms")));
+    if (json_is_integer(json_object_get(e, "exit_code")))
+        printf(", exit code %lld", (long long)json_integer_value(json_object_get(e, "exit_code")));
+    if (strcmp(str(e, "reason"), "exited") != 0)
+        printf(", %s", str(e, "reason"));
+    if (json_is_true(json_object_get(e, "retryable")))
+        printf(", retryable");
+    if (json_is_true(json_object_get(e, "truncated")))
+        printf(", output cut to fit the transcript's limit");
+    printf("\n");
+    if (json_string_value(json_object_get(e, "command_id")))
+        printf("  command %s\n", str(e, "command_id"));
+    if (json_string_value(json_object_get(e, "detail")))
+        printf("  %s\n", str(e, "detail"));
+    if (json_object_size(red)) {
+        printf("  redacted:");
+        json_object_foreach(red, k, v)
+            printf(" %s %lld", k, (long long)json_integer_value(v));
+        printf("\n");
+    }
+    print_stream(json_object_get(e, "output"), "stdout");
+    print_stream(json_object_get(e, "output"), "stderr");
+}
+
+static int show(const char *path, bool as_json, long step)
+{
+    sbx_transcript *t = open_transcript("show", path);
+    char *text = NULL;
+    size_t len;
+    int rc = SBXRUN_EXIT_OK;
+    json_t *e;
+    if (!t)
+        return SBXRUN_EXIT_FAIL;
+    if (step > 0) {
+        if (sbx_transcript_get_step_json(t, (uint32_t)step, &text) != SBX_OK) {
+            fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
+            sbx_transcript_free(t);
+            return SBXRUN_EXIT_FAIL;
+        }
+        if (as_json) {
+            printf("%s\n", text);
+        } else if ((e = json_loads(text, 0, NULL))) {
+            print_step(e);
+            json_decref(e);
+        }
+        sbx_free(text);
+        sbx_transcript_free(t);
+        return rc;
+    }
+    if (sbx_transcript_export(t, &text, &len) != SBX_OK) {
+        fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
+        sbx_transcript_free(t);
+        return SBXRUN_EXIT_FAIL;
+    }
+    if (as_json) {
+        fwrite(text, 1, len, stdout);
+    } else {
+        for (char *line = text, *nl; line < text + len; line = nl + 1) {
+            nl = strchr(line, '\n');
+            *nl = '\0';
+            if (!(e = json_loads(line, 0, NULL))) {
+                printf("(a damaged entry)\n");
+                continue;
+            }
+            if (strcmp(str(e, "type"), "job") == 0) {
+                json_t *job = json_object_get(e, "job"), *in = json_object_get(job, "inputs"), *v;
+                const char *k;
+                printf("job %s, started %s\n", json_string_value(json_object_get(job, "type")) ?: "(no type)",
+                       str(job, "started_at"));
+                if (json_string_value(json_object_get(job, "endpoint")))
+                    printf("  endpoint %s\n", str(job, "endpoint"));
+                if (json_string_value(json_object_get(job, "sandbox_id")))
+                    printf("  sandbox %s\n", str(job, "sandbox_id"));
+                json_object_foreach(in, k, v)
+                    printf("  input %s = %s\n", k, json_string_value(v) ?: "");
+            } else if (strcmp(str(e, "type"), "meta") == 0) {
+                if (json_string_value(json_object_get(e, "sandbox_id")))
+                    printf("sandbox %s\n", str(e, "sandbox_id"));
+            } else if (strcmp(str(e, "type"), "step") == 0) {
+                print_step(e);
+            } else if (strcmp(str(e, "type"), "end") == 0) {
+                printf("end: %s, %lld steps, %lld ms\n", str(e, "verdict"),
+                       (long long)json_integer_value(json_object_get(e, "steps")),
+                       (long long)json_integer_value(json_object_get(e, "duration_ms")));
+            }
+            json_decref(e);
+        }
+        if (!sbx_transcript_complete(t))
+            printf("(incomplete: no end entry; the job did not finish)\n");
+        if (sbx_transcript_torn_bytes(t))
+            printf("(a torn last line of %llu bytes was left out)\n",
+                   (unsigned long long)sbx_transcript_torn_bytes(t));
+    }
+    sbx_free(text);
+    sbx_transcript_free(t);
+    return rc;
+}
+
+static int verify(const char *path, const char *expect)
+{
+    sbx_transcript *t = open_transcript("verify", path);
+    int64_t broken = -1;
+    int rc = SBXRUN_EXIT_OK;
+    if (!t)
+        return SBXRUN_EXIT_FAIL;
+    if (sbx_transcript_verify(t, &broken) != SBX_OK) {
+        fprintf(stderr, "sbxrun transcript verify: %s: %s\n", path, sbx_transcript_last_error(t));
+        rc = SBXRUN_EXIT_FAIL;
+    } else if (expect && strcmp(expect, sbx_transcript_head_hash(t)) != 0) {
+        fprintf(stderr, "sbxrun transcript verify: %s: the last entry's hash is %s, not %s (entries were cut "
+                        "from the end, or it is another transcript)\n",
+                path, sbx_transcript_head_hash(t), expect);
+        rc = SBXRUN_EXIT_FAIL;
+    } else {
+        printf("%s: the chain holds: %u steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
+               sbx_transcript_complete(t) ? ", complete" : ", incomplete (no end entry)", sbx_transcript_head_hash(t));
+    }
+    sbx_transcript_free(t);
+    return rc;
+}
+
+int cmd_transcript(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"step", required_argument, NULL, 's'},
+                                             {"expect", required_argument, NULL, 'e'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *sub, *path = NULL, *expect = NULL;
+    bool as_json = false;
+    long step = 0;
+    int c;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    }
+    sub = argv[1];
+    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0) {
+        fprintf(stderr, "sbxrun transcript: unknown subcommand '%s' (show or verify)\n", sub);
+        return SBXRUN_EXIT_USAGE;
+    }
+    optind = 1;
+    while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': as_json = true; break;
+        case 's': {
+            char *end;
+            step = strtol(optarg, &end, 10);
+            if (!*optarg || *end || step < 1) {
+                fprintf(stderr, "sbxrun transcript: --step wants a step number (1, 2...), not '%s'\n", optarg);
+                return SBXRUN_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'e': expect = optarg; break;
+        case 'h': fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
+        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        }
+    }
+    if (argc - 1 - optind != 1) {
+        fprintf(stderr, "sbxrun transcript %s: one FILE expected\n", sub);
+        return SBXRUN_EXIT_USAGE;
+    }
+    path = argv[1 + optind];
+    if (strcmp(sub, "verify") == 0) {
+        if (as_json || step) {
+            fprintf(stderr, "sbxrun transcript verify: --json and --step are options of show\n");
+            return SBXRUN_EXIT_USAGE;
+        }
+        return verify(path, expect);
+    }
+    if (expect) {
+        fprintf(stderr, "sbxrun transcript show: --expect is an option of verify\n");
+        return SBXRUN_EXIT_USAGE;
+    }
+    return show(path, as_json, step);
+}
