@@ -4,11 +4,10 @@
  * exported and read back entry by entry, without a crash, a leak or an
  * undefined behaviour; a transcript that loads exports to bytes that load
  * again with the same verdict. Built with libFuzzer by -Dfuzz=true (clang);
- * built without it (FUZZ_STANDALONE) it runs over the files named on its
+ * built without it (with standalone.c) it runs over the files named on its
  * command line, which `meson test` does on the seeds.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,24 +56,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sbx_transcript_free(t);
     return 0;
 }
-
-#ifdef FUZZ_STANDALONE
-int main(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        uint8_t *buf;
-        long n;
-        if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
-            return 2;
-        buf = malloc((size_t)n + 1);
-        if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-            return 2;
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, (size_t)n);
-        free(buf);
-    }
-    printf("fuzz_transcript: %d inputs loaded, verified, exported and reloaded\n", argc - 1);
-    return 0;
-}
-#endif

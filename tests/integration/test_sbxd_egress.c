@@ -208,8 +208,8 @@ static const char *const bad_policies[] = {
     "{}",
     /* Injection rules that could not be applied as given: a value that would
      * split the request head, a name that is not an HTTP token, no domain. */
-    "{\"mode\":\"custom\",\"allowedDomains\":[\"ai-gateway.vercel.sh\"],\"injectionRules\":"
-    "[{\"domain\":\"ai-gateway.vercel.sh\",\"headers\":{\"authorization\":\"Bearer x\\r\\nX-Evil: 1\"}}]}",
+    ("{\"mode\":\"custom\",\"allowedDomains\":[\"ai-gateway.vercel.sh\"],\"injectionRules\":"
+    "[{\"domain\":\"ai-gateway.vercel.sh\",\"headers\":{\"authorization\":\"Bearer x\\r\\nX-Evil: 1\"}}]}"),
     "{\"mode\":\"custom\",\"injectionRules\":[{\"domain\":\"a.com\",\"headers\":{\"a b\":\"v\"}}]}",
     "{\"mode\":\"custom\",\"injectionRules\":[{\"headers\":{\"k\":\"v\"}}]}",
     "{\"mode\":\"custom\",\"injectionRules\":{\"domain\":\"a.com\"}}",

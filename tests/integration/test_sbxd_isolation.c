@@ -45,7 +45,7 @@ START_TEST(test_sbxd_isolation_host_home_marker)
         ck_assert_msg(!contains(c->out, secret), "%s: the sandbox read a host file: %s", who, c->out);
         ck_assert_msg(contains(c->out, "No such file"), "%s: unexpected: %s", who, c->out);
         cmd_result_free(c);
-        c = sudo ? sbx_sh_sudo(d, sid, look) : sbx_sh(d, sid, "%s", look);
+        c = sudo ? sbx_sh_sudo(d, sid, "%s", look) : sbx_sh(d, sid, "%s", look);
         ck_assert_msg(!contains(c->out, name), "%s: the sandbox sees the host marker: %s", who, c->out);
         cmd_result_free(c);
         c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s],s:b}", "command", "python3", "args", "-c", PY_FIND, name,

@@ -386,6 +386,16 @@ static char *rewrite_head(const char *head, size_t len, char *const *names, char
     return sbx__buf_detach(&b, outlen);
 }
 
+/* SNI for the upstream handshake. OpenSSL's macro casts the name to
+ * void *; it only reads it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcast-qual"
+static int set_sni(SSL *ssl, const char *host)
+{
+    return (int)SSL_set_tlsext_host_name(ssl, host);
+}
+#pragma GCC diagnostic pop
+
 /* Relay decrypted bytes both ways until either side ends. */
 static void tls_relay(SSL *a, SSL *b)
 {
@@ -433,7 +443,7 @@ void mitm_serve(int client, int upstream, const char *host, char *const *names,
     /* Upstream first: verified for host, or the client hears why now. */
     set_timeout(upstream, HANDSHAKE_TIMEOUT_S);
     up = SSL_new(client_ctx);
-    if (!up || !SSL_set_fd(up, upstream) || !SSL_set_tlsext_host_name(up, host) ||
+    if (!up || !SSL_set_fd(up, upstream) || !set_sni(up, host) ||
         !SSL_set1_host(up, host) || SSL_connect(up) != 1) {
         long v = up ? SSL_get_verify_result(up) : 0;
         int n2 = snprintf(msg, sizeof msg,

@@ -289,7 +289,7 @@ int cmd_exec(int argc, char **argv)
     sbx_command *k = NULL;
     sbx_op *op = NULL;
     sbx_status st;
-    bool own_sandbox;
+    bool own_sandbox = false; /* read at "out" even when we leave early */
     struct timespec t0, t1;
 
     optind = 1;
