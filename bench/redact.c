@@ -24,7 +24,7 @@
 
 #define SIZE (16u << 20)
 #define NAIVE_SIZE (1u << 20) /* the naive peer is slow: a smaller input, same mix */
-#define RUNS 5
+#define RUNS 15
 #define CHUNK 65536
 
 static char values[20][40];

@@ -50,18 +50,22 @@ struct cand {
 
 /* A candidate under one of the pairs of bytes its text can start with
  * (its first two characters, or an escape's first two bytes), so that a
- * position only looks at the candidates its own two bytes may start. */
+ * position only looks at the candidates its own two bytes start. A shape's
+ * trigger is checked on its first eight bytes at once, as words:
+ * (bytes | fold) & mask == want, fold turning the letters of an icase
+ * trigger to lowercase; a literal's mask is 0 (its text may be escaped:
+ * match_dec decides). */
 struct slot {
+    uint64_t want, mask, fold;
     uint32_t cand;
-    uint8_t b0, b1; /* the pair (buckets are shared: checked first) */
-    uint8_t b2;     /* the third byte, lowercased when icase; 0: unchecked */
-    bool icase;
 };
-#define BUCKETS 4096
-static inline unsigned bucket(unsigned char b0, unsigned char b1)
-{
-    return ((unsigned)b0 * 131u + b1) & (BUCKETS - 1);
-}
+#define WORD 8
+/* pair8[] values: bit 0 in every one (the hot loop's ctz finds the first
+ * that is not 0), then which kinds of candidate start with the pair. */
+#define PAIR_ANY 1
+#define PAIR_SHAPE 2
+#define PAIR_LIT 4
+#define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -71,13 +75,13 @@ struct rules {
     size_t nlits;
     struct cand *cands;
     size_t ncands;
-    struct slot *slots;      /* candidates grouped by bucket() of their first pair */
-    uint32_t start[BUCKETS + 1]; /* slots[start[h] .. start[h + 1]) */
+    struct slot *slots;      /* candidates grouped by their first pair, pairs in order */
+    uint32_t *start;         /* pair g: slots[start[g] .. start[g + 1]) */
     bool first[256];         /* some candidate's text can start with this byte */
     uint64_t pair[1024];     /* bit b0 << 8 | b1: some candidate starts so */
+    uint16_t group[65536];   /* the pair's g, for a pair set in pair[] (65,536 fit) */
     uint8_t pair8[65536];    /* the same, a byte each: the hot loop's table (a load
-                              * and a test per byte, no shifts) */
-    uint64_t shape_pair[1024]; /* the same, of shape triggers alone */
+                              * and a test per byte, no shifts), PAIR_* bits */
     uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
     bool intro[256];         /* bytes an escape or a line break may start with */
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
@@ -124,6 +128,7 @@ static void rules_unref(struct rules *r)
     sbx__free(r->lits);
     sbx__free(r->cands);
     sbx__free(r->slots);
+    sbx__free(r->start);
     for (size_t k = 0; r->markers && k < r->nkinds; k++)
         sbx__free(r->markers[k]);
     sbx__free(r->markers);
@@ -390,11 +395,28 @@ static void cand_starts(const struct cand *c, struct starts *st)
     }
 }
 
+/* A slot for candidate i: a shape's trigger as words (see struct slot). */
+static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
+{
+    unsigned char want[WORD] = {0}, mask[WORD] = {0}, fold[WORD] = {0};
+    sl->cand = i;
+    for (size_t k = 0; !c->dec && k < c->tlen && k < WORD; k++) {
+        unsigned char t = (unsigned char)c->trig[k];
+        bool letter = c->icase && lower(t) >= 'a' && lower(t) <= 'z';
+        want[k] = letter ? lower(t) : t;
+        fold[k] = letter ? 0x20 : 0;
+        mask[k] = 0xff;
+    }
+    memcpy(&sl->want, want, WORD);
+    memcpy(&sl->mask, mask, WORD);
+    memcpy(&sl->fold, fold, WORD);
+}
+
 /* Candidates, the pair index and the pair filter. */
 static sbx_status index_cands(struct rules *r, bool shapes)
 {
     size_t n = r->nlits + (shapes ? sbx__nshapes : 0), nslots = 0;
-    uint32_t *fill;
+    uint32_t *fill = NULL, npairs = 0;
     if (!(r->cands = sbx__calloc(n ? n : 1, sizeof *r->cands)))
         return SBX_E_NOMEM;
     for (size_t i = 0; i < r->nlits; i++) {
@@ -412,7 +434,7 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         r->cands[r->ncands++] =
             (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false};
     }
-    /* The pair filters, and the slots counted per bucket. */
+    /* The pair filters. */
     for (size_t i = 0; i < r->ncands; i++) {
         struct starts st;
         cand_starts(&r->cands[i], &st);
@@ -421,46 +443,44 @@ static sbx_status index_cands(struct rules *r, bool shapes)
             r->first[f] = true;
             for (unsigned w = 0; w < 4; w++) {
                 r->pair[f * 4 + w] |= st.second[k][w];
-                if (!r->cands[i].dec)
-                    r->shape_pair[f * 4 + w] |= st.second[k][w];
-                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
-                    unsigned b1 = w * 64 + (unsigned)__builtin_ctzll(bits);
-                    r->start[bucket(f, (unsigned char)b1) + 1]++;
-                    nslots++;
-                }
+                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1)
+                    r->pair8[(unsigned)f << 8 | (w * 64 + (unsigned)__builtin_ctzll(bits))] |=
+                        PAIR_ANY | (r->cands[i].dec ? PAIR_LIT : PAIR_SHAPE);
             }
         }
     }
-    for (size_t h = 0; h < BUCKETS; h++)
-        r->start[h + 1] += r->start[h];
-    if (!(r->slots = sbx__calloc(nslots ? nslots : 1, sizeof *r->slots)) ||
-        !(fill = sbx__calloc(BUCKETS, sizeof *fill)))
+    for (unsigned wd = 0; wd < 1024; wd++) /* most words are empty */
+        for (uint64_t bits = r->pair[wd]; bits; bits &= bits - 1)
+            r->group[wd * 64 + (unsigned)__builtin_ctzll(bits)] = (uint16_t)npairs++;
+    /* The slots, counted per pair, then filled in. */
+    if (!(r->start = sbx__calloc(npairs + 1, sizeof *r->start)))
         return SBX_E_NOMEM;
-    for (size_t i = 0; i < r->ncands; i++) {
-        const struct cand *c = &r->cands[i];
-        struct starts st;
-        cand_starts(c, &st);
-        for (unsigned k = 0; k < st.n; k++) {
-            unsigned char f = st.first[k];
-            for (unsigned w = 0; w < 4; w++)
-                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
-                    unsigned char b1 = (unsigned char)(w * 64 + (unsigned)__builtin_ctzll(bits));
-                    unsigned h = bucket(f, b1);
-                    struct slot *sl = &r->slots[r->start[h] + fill[h]++];
-                    sl->cand = (uint32_t)i;
-                    sl->b0 = f;
-                    sl->b1 = b1;
-                    sl->icase = c->icase;
-                    /* A shape's third byte (a literal's text may be escaped). */
-                    if (!c->dec && c->tlen >= 3)
-                        sl->b2 = c->icase ? lower((unsigned char)c->trig[2]) : (unsigned char)c->trig[2];
-                }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            for (uint32_t g = 0; g < npairs; g++)
+                r->start[g + 1] += r->start[g];
+            if (!(r->slots = sbx__calloc(nslots ? nslots : 1, sizeof *r->slots)) ||
+                !(fill = sbx__calloc(npairs ? npairs : 1, sizeof *fill)))
+                return SBX_E_NOMEM;
+        }
+        for (size_t i = 0; i < r->ncands; i++) {
+            struct starts st;
+            cand_starts(&r->cands[i], &st);
+            for (unsigned k = 0; k < st.n; k++)
+                for (unsigned w = 0; w < 4; w++)
+                    for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
+                        unsigned x = (unsigned)st.first[k] << 8 | (w * 64 + (unsigned)__builtin_ctzll(bits));
+                        uint32_t g = r->group[x];
+                        if (pass == 0) {
+                            r->start[g + 1]++;
+                            nslots++;
+                        } else {
+                            slot_set(&r->slots[r->start[g] + fill[g]++], &r->cands[i], (uint32_t)i);
+                        }
+                    }
         }
     }
     sbx__free(fill);
-    for (unsigned wd = 0; wd < 1024; wd++) /* most words are empty */
-        for (uint64_t bits = r->pair[wd]; bits; bits &= bits - 1)
-            r->pair8[wd * 64 + (unsigned)__builtin_ctzll(bits)] = 1;
     /* Literals are at least VALUE_MIN bytes: when none of the text's first
      * four bytes can begin an escape or a line break, those four bytes are
      * the literal's own. */
@@ -473,17 +493,18 @@ static sbx_status index_cands(struct rules *r, bool shapes)
 }
 
 /* Whether something may start at p[i] (n bytes, more may follow): the pair
- * filter, and for a pair only literals start with, the four-byte filter.
+ * filter, and for a pair only literals start with, the four-byte filter
+ * (a shape's pair goes to at(), whose word compare is as cheap as a hash).
  * The last byte may always start something when more may come. */
 static inline bool worth_at(const struct rules *r, const unsigned char *p, size_t i, size_t n, bool more)
 {
     unsigned x;
     if (i + 1 >= n)
         return more && r->first[p[i]];
-    x = (unsigned)p[i] << 8 | p[i + 1];
-    if (!r->pair8[x])
-        return false;
-    if (bit_set(r->shape_pair, x) || i + 4 > n)
+    x = r->pair8[(unsigned)p[i] << 8 | p[i + 1]];
+    if (x != (PAIR_ANY | PAIR_LIT)) /* none, or a shape's */
+        return x != 0;
+    if (i + 4 > n)
         return true;
     if (r->intro[p[i]] || r->intro[p[i + 1]] || r->intro[p[i + 2]] || r->intro[p[i + 3]])
         return true;
@@ -697,11 +718,11 @@ void sbx_redact_stream_free(sbx_redact_stream *s)
     sbx__free(s);
 }
 
-/* Whether p holds the first n bytes of a shape's trigger; its first three
- * were checked by the slot (or are all there is). */
+/* Whether p holds the first n bytes of a shape's trigger; its first
+ * WORD were checked by the slot (or are all there is). */
 static inline bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
 {
-    size_t k = n < 3 ? n : 3;
+    size_t k = WORD;
     if (!c->icase) {
         for (; k < n; k++)
             if ((unsigned char)c->trig[k] != p[k])
@@ -935,23 +956,31 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
     size_t avail = n - i;
     int prev = INT_MIN; /* the byte before, as word boundaries see it: worked out if a shape gets that far */
     bool wait = false, found = false;
-    unsigned h;
-    unsigned char c2, l2;
-    bool have3;
+    unsigned x;
+    uint64_t word, have = ~(uint64_t)0; /* the next WORD bytes, and which of them are there */
+    uint32_t g, end;
     if (avail < 2) /* every candidate is 2 bytes or more */
         return more && r->first[p[0]] ? AT_WAIT : AT_NONE;
-    h = bucket(p[0], p[1]);
-    have3 = avail >= 3;
-    c2 = have3 ? p[2] : 0;
-    l2 = lower(c2);
-    for (uint32_t k = r->start[h]; k < r->start[h + 1]; k++) {
+    x = (unsigned)p[0] << 8 | p[1]; /* in pair[]: worth_at() said so */
+    if (avail >= WORD) {
+        memcpy(&word, p, WORD);
+    } else {
+        unsigned char w[WORD] = {0}, h[WORD] = {0};
+        memcpy(w, p, avail);
+        memset(h, 0xff, avail);
+        memcpy(&word, w, WORD);
+        memcpy(&have, h, WORD);
+    }
+    g = r->group[x];
+    end = r->start[g + 1];
+    for (uint32_t k = r->start[g]; k < end; k++) {
         const struct slot *sl = &r->slots[k];
         const struct cand *c;
         const sbx__shape *sh;
         enum sbx__shape_result res;
         enum sbx__cont cc = SBX__CONT_NONE;
         size_t a = 0, b, len;
-        if (sl->b0 != p[0] || sl->b1 != p[1] || (sl->b2 && have3 && (sl->icase ? l2 : c2) != sl->b2))
+        if (((word | sl->fold) & sl->mask & have) != (sl->want & have))
             continue;
         c = &r->cands[sl->cand];
         if (c->dec) {
@@ -974,6 +1003,17 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         if (!prefix_eq(c, p, c->tlen))
             continue;
         sh = &sbx__shapes[c->shape];
+        if (sh->need_n) {
+            /* The quick reject (a near miss fails within a few bytes): the
+             * first of the needed bytes, as far as they are here. */
+            size_t j = sh->need_from, lim = j + (sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE);
+            if (lim > avail)
+                lim = avail;
+            while (j < lim && p[j] < 128 && (sbx__kclass[p[j]] & sh->need))
+                j++;
+            if (j < lim)
+                continue;
+        }
         len = avail < sh->window ? avail : sh->window;
         if (prev == INT_MIN)
             prev = boundary(s, base, i, last_end);
@@ -1193,10 +1233,12 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         while (i + 4 < n) {
             unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
                      c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
-            if (r->pair8[a] | r->pair8[b] | r->pair8[c] | r->pair8[d]) {
-                /* the first of the four, without a branch per position */
-                i += (size_t)__builtin_ctz((unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 |
-                                           (unsigned)r->pair8[c] << 2 | (unsigned)r->pair8[d] << 3);
+            /* the first of the four, without a branch per position (bit 0
+             * is set in every value that is not 0) */
+            unsigned m = (unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 | (unsigned)r->pair8[c] << 2 |
+                         (unsigned)r->pair8[d] << 3;
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
                 goto pair;
             }
             i += 4;

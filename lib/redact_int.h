@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What a shape's matcher says about the text at a trigger. */
 enum sbx__shape_result {
@@ -48,7 +49,15 @@ typedef struct sbx__shape {
     size_t window;       /* the most bytes match() ever needs, trigger included */
     enum sbx__shape_result (*match)(const char *buf, size_t len, int prev, bool more, size_t *start, size_t *end);
     enum sbx__cont cont; /* when a YES ends at the window's end (len == window) */
+    /* A quick reject, so that a near miss costs no call: the bytes
+     * [need_from, need_from + need_n) that are there must all be in the
+     * classes need (sbx__kclass bits), or match() would say NO. */
+    uint8_t need_from, need_n;
+    uint8_t need;
 } sbx__shape;
+
+/* Character classes of ASCII bytes (bit masks, SBX__K_*). */
+extern const uint8_t sbx__kclass[128];
 
 /* The stream's continuation through a PEM body cut by the window, from
  * buf[0], the start of a line: whole lines of base64 are taken, then the END

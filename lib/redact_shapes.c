@@ -46,7 +46,7 @@ typedef enum sbx__shape_result shape_result;
 
 /* ASCII classes by hand (<ctype.h> would follow the locale), as bit masks
  * over one table so the matchers' loops need no calls. */
-enum {
+enum { /* the classes of sbx__kclass */
     K_DIGIT = 1, K_LOWER = 2, K_UPPER = 4, K_UNDER = 8, K_DASH = 16,
     K_B32 = 32, /* A-Z 2-7 */
     K_L36 = 64, /* 0-9 a-z */
@@ -56,7 +56,7 @@ enum {
 #define K_WORD (K_ALNUM | K_UNDER)
 #define K_B64URL (K_WORD | K_DASH)
 #define K_SLACK (K_ALNUM | K_DASH)
-static const uint8_t kclass[128] = {
+const uint8_t sbx__kclass[128] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0,
@@ -69,7 +69,7 @@ static const uint8_t kclass[128] = {
 
 static inline bool in(int c, unsigned mask)
 {
-    return c >= 0 && c < 128 && (kclass[c] & mask);
+    return c >= 0 && c < 128 && (sbx__kclass[c] & mask);
 }
 static bool is_digit(int c) { return in(c, K_DIGIT); }
 static bool is_alpha(int c) { return in(c, K_ALPHA); }
@@ -100,7 +100,7 @@ static inline bool skip_class(const char *buf, size_t len, size_t *i, bool more,
 {
     size_t stop = *i + max + 1, lim = stop < len ? stop : len, j = *i;
 
-    while (j < lim && (unsigned char)buf[j] < 128 && (kclass[(unsigned char)buf[j]] & cls))
+    while (j < lim && (unsigned char)buf[j] < 128 && (sbx__kclass[(unsigned char)buf[j]] & cls))
         j++;
     *i = j;
     if (j == stop) { /* overlong: the last byte taken is in the class */
@@ -404,16 +404,12 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
 static shape_result pem_label(const char *buf, size_t len, size_t at, bool more, size_t *n)
 {
     size_t i = at;
-    int c;
-    for (;; i++) {
-        c = peek(buf, len, i, more);
-        if (c == BYTE_NEED)
-            return SBX__SHAPE_MORE;
-        if (c == BYTE_END || i - at > 64)
-            return SBX__SHAPE_NO;
-        if (!(is_digit(c) || (c >= 'A' && c <= 'Z') || c == ' '))
-            break;
-    }
+    while (i < len && i - at <= 64 && (in((unsigned char)buf[i], K_DIGIT | K_UPPER) || buf[i] == ' '))
+        i++;
+    if (i >= len)
+        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    if (i - at > 64)
+        return SBX__SHAPE_NO;
     switch (has_prefix(buf, len, i, "-----")) {
     case PFX_NO:
         return SBX__SHAPE_NO;
@@ -649,6 +645,18 @@ static bool url_stop(int c)
     return c < 128 && ((stop[c >> 6] >> (c & 63)) & 1);
 }
 
+/* The bytes match_url's loop looks at: url_stop's, and , ; ' @ : */
+static bool url_mark(unsigned char c)
+{
+    static const uint64_t mark[2] = {
+        0xffffffffull | 1ull << ' ' | 1ull << '"' | 1ull << '#' | 1ull << '/' | 1ull << '<' | 1ull << '>' | 1ull << '?' |
+            1ull << ',' | 1ull << ';' | 1ull << '\'' | 1ull << ':',
+        1ull << ('@' - 64) | 1ull << ('\\' - 64) | 1ull << ('`' - 64) | 1ull << ('{' - 64) | 1ull << ('|' - 64) |
+            1ull << ('}' - 64) | 1ull << (0x7f - 64),
+    };
+    return c < 128 && ((mark[c >> 6] >> (c & 63)) & 1);
+}
+
 /* Whether buf[i..] starts "%XY" for the two hex digits of enc (any case);
  * BYTE_NEED when it cannot tell yet. */
 static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *enc)
@@ -682,35 +690,53 @@ static shape_result match_url(const char *buf, size_t len, int prev, bool more,
     (void)prev;
     /* "://", ":\/\/", "%3A%2F%2F", or Python quote()'s "%3A//" */
     from = pct ? (buf[3] == '/' ? 5 : 9) : buf[1] == '\\' ? 5 : 3;
-    for (i = from;; i++) {
-        c = peek(buf, len, i, more);
-        if (c == BYTE_NEED)
-            return SBX__SHAPE_MORE;
-        if (c == BYTE_END || url_stop(c) || (pct && c == '&'))
-            break;
-        /* Before the password's ':', a list separator or a quote ends the
-         * URL (CSV, SQL): a user name does not hold one. */
-        if (!colon && (c == ',' || c == ';' || c == '\''))
-            break;
-        if (pct && c == '%') {
-            int a = pct_is(buf, len, i, more, "%40"), k = pct_is(buf, len, i, more, "%3A"),
-                sl = pct_is(buf, len, i, more, "%2F"), q = pct_is(buf, len, i, more, "%3F"),
-                h = pct_is(buf, len, i, more, "%23");
-            if (a == BYTE_NEED)
-                return SBX__SHAPE_MORE;
-            if (sl == 1 || q == 1 || h == 1)
+    if (!pct) {
+        /* The rules of the encoded form's loop below, without its escapes,
+         * in a tight loop: most URLs have no userinfo, and this runs at each. */
+        for (i = from; i < len; i++) {
+            unsigned char b = (unsigned char)buf[i];
+            if (!url_mark(b))
+                continue;
+            if (url_stop(b) || (!colon && (b == ',' || b == ';' || b == '\'')))
                 break;
-            if (a == 1)
-                at = i, atlen = 3;
-            else if (k == 1 && !colon)
-                colon = i, clen = 3;
-            continue;
+            if (b == '@')
+                at = i;
+            else if (b == ':' && !colon)
+                colon = i;
         }
-        /* Raw ':' and '@' count in an encoded URL too (half-encoded). */
-        if (c == '@')
-            at = i, atlen = 1;
-        else if (c == ':' && !colon)
-            colon = i, clen = 1;
+        if (i >= len && more)
+            return SBX__SHAPE_MORE;
+    } else {
+        for (i = from;; i++) {
+            c = peek(buf, len, i, more);
+            if (c == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (c == BYTE_END || url_stop(c) || c == '&')
+                break;
+            /* Before the password's ':', a list separator or a quote ends the
+             * URL (CSV, SQL): a user name does not hold one. */
+            if (!colon && (c == ',' || c == ';' || c == '\''))
+                break;
+            if (c == '%') {
+                int a = pct_is(buf, len, i, more, "%40"), k = pct_is(buf, len, i, more, "%3A"),
+                    sl = pct_is(buf, len, i, more, "%2F"), q = pct_is(buf, len, i, more, "%3F"),
+                    h = pct_is(buf, len, i, more, "%23");
+                if (a == BYTE_NEED)
+                    return SBX__SHAPE_MORE;
+                if (sl == 1 || q == 1 || h == 1)
+                    break;
+                if (a == 1)
+                    at = i, atlen = 3;
+                else if (k == 1 && !colon)
+                    colon = i, clen = 3;
+                continue;
+            }
+            /* Raw ':' and '@' count in an encoded URL too (half-encoded). */
+            if (c == '@')
+                at = i, atlen = 1;
+            else if (c == ':' && !colon)
+                colon = i, clen = 1;
+        }
     }
     if (!at || !colon || colon > at || at == colon + clen)
         return SBX__SHAPE_NO;
@@ -935,6 +961,12 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
 
     if (!auth_prev_ok(prev))
         return SBX__SHAPE_NO;
+    /* The common miss first: the name in prose or in an identifier, a word
+     * after it (a separator, a quote or a colour code would come first). */
+    for (k = i; k < len && is_blank((unsigned char)buf[k]); k++)
+        ;
+    if (k < len && is_alnum((unsigned char)buf[k]))
+        return SBX__SHAPE_NO;
     if (!skip_ansi(buf, len, &i, more))
         return SBX__SHAPE_MORE;
     /* A quoted key: the quote that opened it closes it. */
@@ -1044,36 +1076,42 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
 }
 
 const sbx__shape sbx__shapes[] = {
-    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
-    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
-    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
-    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
-    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE},
-    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine, SBX__CONT_NONE},
-    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE},
-    {"slack", "xox", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE},
-    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE},
-    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE},
-    {"aws", "AKIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "ASIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "AGPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "AIDA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "AROA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "ANPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "ANVA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"aws", "AIPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE},
-    {"google", "AIza", false, GOOGLE_WINDOW, match_google, SBX__CONT_NONE},
-    {"npm", "npm_", false, NPM_WINDOW, match_npm, SBX__CONT_NONE},
-    {"openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE},
-    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic, SBX__CONT_NONE},
-    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT},
-    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM},
-    {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE},
-    {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE},
-    {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE},
-    {"url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE},
-    {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
-    {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE},
+    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine, SBX__CONT_NONE, 11, 82, K_WORD},
+    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 6, 20, K_B64URL},
+    {"slack", "xoxa-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxb-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxo-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxs-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxr-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxe-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
+    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
+    {"aws", "AKIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ASIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AGPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AIDA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AROA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ANPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ANVA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AIPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"google", "AIza", false, GOOGLE_WINDOW, match_google, SBX__CONT_NONE, 4, 35, K_B64URL},
+    {"npm", "npm_", false, NPM_WINDOW, match_npm, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE, 3, 20, K_B64URL},
+    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic, SBX__CONT_NONE, 7, 80, K_B64URL},
+    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT, 3, 8, K_B64URL},
+    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM, 0, 0, 0},
+    {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
+    {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
 };
 
 const size_t sbx__nshapes = sizeof sbx__shapes / sizeof sbx__shapes[0];

@@ -8,6 +8,7 @@
  * files named on its command line, which `meson test` does on the seeds.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,27 @@ static char *run(const sbx_redactor *r, const char *text, size_t len, size_t chu
     return all;
 }
 
+/* Whether the secret occurs in out other than inside a redaction marker:
+ * a value such as "authoriza" is part of "[REDACTED:authorization]". */
+static int leaked(const char *out, size_t n, const uint8_t *sec, size_t slen)
+{
+    static const char *const kinds[] = {"secret", "github", "gitlab", "slack", "stripe", "aws", "google", "npm", "openai",
+                                        "anthropic", "jwt", "private_key", "url_credentials", "authorization"};
+    for (const char *p = out; (p = memmem(p, n - (size_t)(p - out), sec, slen)) != NULL; p++) {
+        size_t at = (size_t)(p - out);
+        int inside = 0;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !inside; k++) {
+            char m[64];
+            size_t mlen = (size_t)snprintf(m, sizeof m, "[REDACTED:%s]", kinds[k]);
+            for (size_t st = at + slen > mlen ? at + slen - mlen : 0; st <= at && st + mlen <= n && !inside; st++)
+                inside = memcmp(out + st, m, mlen) == 0;
+        }
+        if (!inside)
+            return 1;
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *nl = memchr(data, '\n', size < 65 ? size : 65);
@@ -61,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         len = size - secret - 1;
     }
     ref = run(r, text, len, len ? len : 1, &reflen);
-    if (secret && memmem(ref, reflen, data, secret))
+    if (secret && leaked(ref, reflen, data, secret))
         abort(); /* the registered value leaked */
     for (size_t chunk = 1; chunk <= 17 && chunk < len; chunk += (chunk < 4 ? 1 : 5)) {
         char *got = run(r, text, len, chunk, &gotlen);

@@ -797,6 +797,15 @@ static const struct {
         "8fa4a1d76d2",
         "commit 9c5a4a26acaf6fc7c8dad960bb49d472aac3a176\n[REDACTED:private_key]\n"
         "32f7e416d3cac7f696a2e8ec7985718a71e906fee81cd5ed927dc8fa4a1d76d2"},
+    /* At a token's minimum length, and one byte short of it (the scan's
+     * quick reject before a validator must not drop the first). */
+    {"github", "key gh" "p_0123456789abcdefghijABCDEFGHIJ012345 end", "key [REDACTED:github] end"},
+    {"none", "key gh" "p_0123456789abcdefghijABCDEFGHIJ01234 end", "key gh" "p_0123456789abcdefghijABCDEFGHIJ01234 end"},
+    {"aws", "id AK" "IAIOSFODNN7EXAMPLE.", "id [REDACTED:aws]."},
+    {"none", "id AK" "IAIOSFODNN7EXAMPL.", "id AK" "IAIOSFODNN7EXAMPL."},
+    {"slack", "t=xo" "xb-1234567890-abcdefghij ok", "t=[REDACTED:slack] ok"},
+    {"none", "t=xo" "xb- 1234567890-abcdefghij ok", "t=xo" "xb- 1234567890-abcdefghij ok"},
+    {"none", "xo" "xq-1234567890-abcdefghij", "xo" "xq-1234567890-abcdefghij"},
 };
 
 #endif /* SBX_TESTS_REDACT_SHAPES_CASES_H */

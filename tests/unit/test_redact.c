@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "harness.h"
+#include "redact_int.h"
 #include "redact_shapes_cases.h"
 
 #ifndef SBX_REDACT_CORPUS
@@ -477,6 +478,62 @@ static size_t generate(char *buf, size_t cap)
     return o;
 }
 
+/* A shape's quick reject (need_from, need_n, need: the scan skips the call
+ * when a byte there is out of the class) must agree with its matcher: for
+ * generated text after each trigger, near misses and real tokens alike,
+ * whenever a byte in the range that is there fails the class, match() says
+ * NO, with more bytes to come or not. (Tokens at their minimum length are
+ * in the shapes table.) */
+START_TEST(test_redact_quick_reject_agrees)
+{
+    /* bytes in every class, and bytes in none (a quick reject's misses) */
+    static const char pool[] = "abcXYZ0123456789_-.:/ !\"@+=~";
+    static const int prevs[] = {-1, ' ', '"', '\n'};
+    char buf[512];
+    size_t checked = 0, rejected = 0;
+    rng = 42;
+    for (size_t i = 0; i < sbx__nshapes; i++) {
+        const sbx__shape *sh = &sbx__shapes[i];
+        size_t tlen = strlen(sh->trigger);
+        if (!sh->need_n)
+            continue;
+        char cls[128];
+        size_t ncls = 0;
+        ck_assert_uint_ge(sh->need_from, tlen);
+        for (int c = 1; c < 128; c++)
+            if (sbx__kclass[c] & sh->need)
+                cls[ncls++] = (char)c;
+        for (int round = 0; round < 3000; round++) {
+            /* mostly the class's bytes, so that the first miss falls anywhere
+             * in the range, the end of a real token included */
+            size_t len = tlen + next_rand() % (sh->need_n + 24), bad = SIZE_MAX;
+            uint32_t odds = 1 + next_rand() % 128;
+            memcpy(buf, sh->trigger, tlen);
+            for (size_t k = tlen; k < len; k++)
+                buf[k] = next_rand() % odds ? cls[next_rand() % ncls] : pool[next_rand() % (sizeof pool - 1)];
+            for (size_t k = sh->need_from; k < len && k < (size_t)sh->need_from + sh->need_n; k++)
+                if (!((unsigned char)buf[k] < 128 && (sbx__kclass[(unsigned char)buf[k]] & sh->need))) {
+                    bad = k;
+                    break;
+                }
+            for (size_t m = 0; m < 2; m++) {
+                size_t a = 0, b = 0;
+                enum sbx__shape_result res =
+                    sh->match(buf, len < sh->window ? len : sh->window, prevs[next_rand() % 4], m == 1, &a, &b);
+                checked++;
+                if (bad != SIZE_MAX) {
+                    rejected++;
+                    ck_assert_msg(res == SBX__SHAPE_NO, "%s: \"%.*s\" (byte %zu out of class) gave %d, not NO",
+                                  sh->trigger, (int)len, buf, bad, (int)res);
+                }
+            }
+        }
+    }
+    ck_assert_uint_gt(rejected, checked / 8); /* both sides were exercised */
+    ck_assert_uint_lt(rejected, checked);
+}
+END_TEST
+
 START_TEST(test_redact_any_chunking_same_output)
 {
     sbx_redactor *r = sbx_redactor_new();
@@ -672,6 +729,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_multiline_value);
     tcase_add_test(tc, test_redact_value_rules);
     tcase_add_test(tc, test_redact_shapes_table);
+    tcase_add_test(tc, test_redact_quick_reject_agrees);
     tcase_add_test(tc, test_redact_boundaries_after_escapes);
     tcase_add_test(tc, test_redact_long_hold_fed_byte_by_byte);
     tcase_add_test(tc, test_redact_self_overlapping_prefix);
