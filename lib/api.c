@@ -197,7 +197,7 @@ static sbx_status need_num(json_t *o, const char *what, const char *key, int64_t
 
 static sbx_status fill_sandbox(json_t *s, json_t *routes, struct sbx__sandbox_info *out, sbx__err *err)
 {
-    int64_t v;
+    int64_t v = 0; /* need_num() sets it; gcc -O3 does not see that */
     json_t *np = json_object_get(s, "networkPolicy"), *e;
     size_t i;
     sbx_status st;
@@ -226,7 +226,7 @@ static sbx_status fill_sandbox(json_t *s, json_t *routes, struct sbx__sandbox_in
             return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
     }
     json_array_foreach(routes, i, e) {
-        int64_t port;
+        int64_t port = 0;
         const char *url = json_string_value(json_object_get(e, "url"));
         if (out->nroutes == SBX__MAX_PORTS)
             break;

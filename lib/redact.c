@@ -84,6 +84,11 @@ struct rules {
                               * and a test per byte, no shifts), PAIR_* bits */
     uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
     bool intro[256];         /* bytes an escape or a line break may start with */
+    /* Runs of one byte c (dashes of a separator line): a position where a
+     * run of c of length k begins can start a candidate only if bit k
+     * (bit 63: 63 or more) of run_ok[c] is set, when run_skip[c]. */
+    uint64_t run_ok[256];
+    bool run_skip[256];
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
     char **markers;          /* "[REDACTED:kind]" for each */
     size_t nkinds;
@@ -412,6 +417,36 @@ static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
     memcpy(&sl->fold, fold, WORD);
 }
 
+/*
+ * Which run lengths of a byte c can start a candidate whose text starts
+ * with cc. A shape's trigger of k c's then another byte matches only where
+ * the text's run is k long: a longer run has c where the trigger does not,
+ * a shorter one the reverse. A literal's text may go on escaped, which
+ * begins with an escape byte, not c: a run of k c's or fewer. Letters (a
+ * case-insensitive trigger), escape bytes, and a trigger that is all c
+ * turn this off for c.
+ */
+static void index_runs(struct rules *r)
+{
+    for (unsigned c = 0; c < 256; c++)
+        r->run_skip[c] = !r->intro[c] && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    for (size_t i = 0; i < r->ncands; i++) {
+        const struct cand *cd = &r->cands[i];
+        unsigned char c = (unsigned char)cd->trig[0];
+        size_t k = 1;
+        if (cd->tlen < 2 || (unsigned char)cd->trig[1] != c)
+            continue;
+        while (k < cd->tlen && (unsigned char)cd->trig[k] == c)
+            k++;
+        if (k == cd->tlen)
+            r->run_skip[c] = false;
+        else if (!cd->dec)
+            r->run_ok[c] |= (uint64_t)1 << (k < 63 ? k : 63);
+        else
+            r->run_ok[c] |= k < 63 ? (((uint64_t)1 << (k + 1)) - 1) : ~(uint64_t)0;
+    }
+}
+
 /* Candidates, the pair index and the pair filter. */
 static sbx_status index_cands(struct rules *r, bool shapes)
 {
@@ -489,6 +524,7 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
     }
     r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = true;
+    index_runs(r);
     return SBX_OK;
 }
 
@@ -1256,6 +1292,21 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         if (res == AT_WAIT)
             break;
         if (res == AT_NONE) {
+            /* In a run of one byte (a separator line), the positions whose
+             * run length no candidate can start with are passed over. The
+             * run's end must be known. */
+            if (i + 2 < n && p[i + 1] == p[i] && r->run_skip[p[i]]) {
+                unsigned char c = p[i];
+                size_t e = i + 2, j = i + 1;
+                while (e < n && p[e] == c)
+                    e++;
+                if (e < n || !more) {
+                    while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
+                        j++;
+                    i = j;
+                    continue;
+                }
+            }
             i++;
             continue;
         }

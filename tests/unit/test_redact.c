@@ -440,6 +440,46 @@ START_TEST(test_redact_stream_keeps_its_rules)
 }
 END_TEST
 
+/* Runs of one byte (separator lines) are passed over where no candidate can
+ * start: what can start in one still does, at every chunking. */
+START_TEST(test_redact_runs_of_one_byte)
+{
+    static const char body[] = "MIIEowIBAAKCAQEAzQ8kA1b2c3d4e5f6g7h8i9j0kLmNoPqRsTuVwXyZ\n";
+    sbx_redactor *r = sbx_redactor_new();
+    char text[512], want[512];
+    /* A BEGIN line after a longer run of dashes: the key starts at the
+     * last five (six dashes, a separator glued to it, or a short run). */
+    for (int extra = 0; extra <= 40; extra += (extra < 3 ? 1 : 37)) {
+        snprintf(text, sizeof text, "x %.*s-----BEGIN RSA PRIVATE KEY-----\n%s-----END RSA PRIVATE KEY-----\ny", extra,
+                 "----------------------------------------", body);
+        snprintf(want, sizeof want, "x %.*s[REDACTED:private_key]\ny", extra, "----------------------------------------");
+        expect_redacted(r, text, want);
+    }
+    expect_redacted(r, "----BEGIN RSA PRIVATE KEY-----\n", "----BEGIN RSA PRIVATE KEY-----\n");
+    expect_redacted(r, "-------------------------------------------------------------\n",
+                    "-------------------------------------------------------------\n");
+    /* A value that starts with a run: found after a longer run too, and
+     * escaped after its raw dashes. */
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"--tok-4f9a1c2e", 14), SBX_OK);
+    expect_redacted(r, "a ------tok-4f9a1c2e b", "a ----[REDACTED:secret] b");
+    expect_redacted(r, "a -%2Dtok-4f9a1c2e b", "a [REDACTED:secret] b");
+    expect_redacted(r, "a ---%2Dtok-4f9a1c2e b", "a --[REDACTED:secret] b");
+    expect_redacted(r, "a --------------- b", "a --------------- b");
+    /* ... and where its text has fewer raw dashes than it (one escaped),
+     * inside a longer run (alone: no other rule starts with two dashes) */
+    {
+        sbx_redactor *r2 = sbx_redactor_new();
+        ck_assert_int_eq(sbx_redactor_add_secret(r2, (const uint8_t *)"----tok-77b1e0d3", 16), SBX_OK);
+        expect_redacted(r2, "a ------%2Dtok-77b1e0d3 b", "a ---[REDACTED:secret] b");
+        sbx_redactor_free(r2);
+    }
+    /* An all-dash value turns the skipping off for dashes. */
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"----------", 10), SBX_OK);
+    expect_redacted(r, "a ------------ b", "a [REDACTED:secret] b");
+    sbx_redactor_free(r);
+}
+END_TEST
+
 /* ---- the property: any chunking gives the same output and leaks nothing ---- */
 
 static uint64_t rng;
@@ -456,7 +496,8 @@ static const char *const values[] = {"s3cr3t-v4lue-0001", "another/secret:value"
 static size_t generate(char *buf, size_t cap)
 {
     static const char *const words[] = {"build", "ok", "src/index.ts", "2f1c0e", " ", "\n", "--flag", "aaaa",
-                                        "sk-", "ghp_", "://", "Authorization: ", "eyJ", "%2F", "\\\""};
+                                        "sk-", "ghp_", "://", "Authorization: ", "eyJ", "%2F", "\\\"", "------",
+                                        "-----BEGIN "};
     size_t o = 0;
     while (o + 300 < cap) {
         uint32_t k = next_rand() % 20;
@@ -730,6 +771,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_value_rules);
     tcase_add_test(tc, test_redact_shapes_table);
     tcase_add_test(tc, test_redact_quick_reject_agrees);
+    tcase_add_test(tc, test_redact_runs_of_one_byte);
     tcase_add_test(tc, test_redact_boundaries_after_escapes);
     tcase_add_test(tc, test_redact_long_hold_fed_byte_by_byte);
     tcase_add_test(tc, test_redact_self_overlapping_prefix);
