@@ -78,10 +78,10 @@ struct rules {
     struct slot *slots;      /* candidates grouped by their first pair, pairs in order */
     uint32_t *start;         /* pair g: slots[start[g] .. start[g + 1]) */
     bool first[256];         /* some candidate's text can start with this byte */
-    uint64_t pair[1024];     /* bit b0 << 8 | b1: some candidate starts so */
-    uint16_t group[65536];   /* the pair's g, for a pair set in pair[] (65,536 fit) */
-    uint8_t pair8[65536];    /* the same, a byte each: the hot loop's table (a load
-                              * and a test per byte, no shifts), PAIR_* bits */
+    uint8_t pair8[65536];    /* at b0 << 8 | b1: PAIR_* bits when some candidate
+                              * starts so, 0 if none (the hot loop's table: a
+                              * load and a test per byte) */
+    uint16_t group[65536];   /* the pair's g, for a pair in pair8[] (65,536 fit) */
     uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
     bool intro[256];         /* bytes an escape or a line break may start with */
     /* Runs of one byte c (dashes of a separator line): a position where a
@@ -476,17 +476,19 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         for (unsigned k = 0; k < st.n; k++) {
             unsigned char f = st.first[k];
             r->first[f] = true;
-            for (unsigned w = 0; w < 4; w++) {
-                r->pair[f * 4 + w] |= st.second[k][w];
+            for (unsigned w = 0; w < 4; w++)
                 for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1)
                     r->pair8[(unsigned)f << 8 | (w * 64 + (unsigned)__builtin_ctzll(bits))] |=
                         PAIR_ANY | (r->cands[i].dec ? PAIR_LIT : PAIR_SHAPE);
-            }
         }
     }
-    for (unsigned wd = 0; wd < 1024; wd++) /* most words are empty */
-        for (uint64_t bits = r->pair[wd]; bits; bits &= bits - 1)
-            r->group[wd * 64 + (unsigned)__builtin_ctzll(bits)] = (uint16_t)npairs++;
+    for (unsigned x = 0; x < 65536; x += 8) { /* most are 0: eight at a time */
+        uint64_t eight;
+        memcpy(&eight, r->pair8 + x, 8);
+        for (unsigned k = 0; eight && k < 8; k++)
+            if (r->pair8[x + k])
+                r->group[x + k] = (uint16_t)npairs++;
+    }
     /* The slots, counted per pair, then filled in. */
     if (!(r->start = sbx__calloc(npairs + 1, sizeof *r->start)))
         return SBX_E_NOMEM;
@@ -997,7 +999,7 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
     uint32_t g, end;
     if (avail < 2) /* every candidate is 2 bytes or more */
         return more && r->first[p[0]] ? AT_WAIT : AT_NONE;
-    x = (unsigned)p[0] << 8 | p[1]; /* in pair[]: worth_at() said so */
+    x = (unsigned)p[0] << 8 | p[1]; /* in pair8[]: worth_at() said so */
     if (avail >= WORD) {
         memcpy(&word, p, WORD);
     } else {
@@ -1244,6 +1246,25 @@ done:
     return CONT_DONE;
 }
 
+/* Where to look next after nothing matched at p[i]: i + 1, or in a run of
+ * one byte (a separator line) the first position whose run length some
+ * candidate can start with (index_runs), when the run's end is known. */
+static inline size_t after_miss(const struct rules *r, const unsigned char *p, size_t i, size_t n, bool more)
+{
+    unsigned char c;
+    size_t e = i + 2, j = i + 1;
+    if (__builtin_expect(i + 2 >= n || p[i + 1] != p[i] || !r->run_skip[p[i]], 1))
+        return i + 1;
+    c = p[i];
+    while (e < n && p[e] == c)
+        e++;
+    if (e == n && more)
+        return i + 1;
+    while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
+        j++;
+    return j;
+}
+
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
  * while nothing was held): the output is appended to s->out, *decided
  * receives how many bytes were decided; the rest must be held. */
@@ -1292,22 +1313,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         if (res == AT_WAIT)
             break;
         if (res == AT_NONE) {
-            /* In a run of one byte (a separator line), the positions whose
-             * run length no candidate can start with are passed over. The
-             * run's end must be known. */
-            if (i + 2 < n && p[i + 1] == p[i] && r->run_skip[p[i]]) {
-                unsigned char c = p[i];
-                size_t e = i + 2, j = i + 1;
-                while (e < n && p[e] == c)
-                    e++;
-                if (e < n || !more) {
-                    while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
-                        j++;
-                    i = j;
-                    continue;
-                }
-            }
-            i++;
+            i = after_miss(r, p, i, n, more);
             continue;
         }
         if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont) != AT_MATCH)

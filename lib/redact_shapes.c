@@ -137,6 +137,14 @@ static enum prefix_state has_prefix(const char *buf, size_t len, size_t at, cons
     return PFX_YES;
 }
 
+/* has_prefix() as a shape's answer: YES, NO, or MORE when the bytes that
+ * would tell are still to come. */
+static shape_result expect_prefix(const char *buf, size_t len, size_t at, const char *lit, bool more)
+{
+    enum prefix_state st = has_prefix(buf, len, at, lit);
+    return st == PFX_YES ? SBX__SHAPE_YES : st == PFX_PARTIAL && more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+}
+
 static shape_result yes(size_t s, size_t e, size_t *start, size_t *end)
 {
     *start = s;
@@ -365,6 +373,7 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
 {
     size_t i = 3, payload;
     int c;
+    shape_result r;
 
     if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
@@ -373,14 +382,8 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
     if (c != '.' || i < 3 + 8)
         return SBX__SHAPE_NO;
     payload = ++i;
-    switch (has_prefix(buf, len, payload, "eyJ")) {
-    case PFX_NO:
-        return SBX__SHAPE_NO;
-    case PFX_PARTIAL:
-        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
-    case PFX_YES:
-        break;
-    }
+    if ((r = expect_prefix(buf, len, payload, "eyJ", more)) != SBX__SHAPE_YES)
+        return r;
     i += 3;
     if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
         return SBX__SHAPE_MORE;
@@ -404,20 +407,15 @@ static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
 static shape_result pem_label(const char *buf, size_t len, size_t at, bool more, size_t *n)
 {
     size_t i = at;
+    shape_result r;
     while (i < len && i - at <= 64 && (in((unsigned char)buf[i], K_DIGIT | K_UPPER) || buf[i] == ' '))
         i++;
     if (i >= len)
         return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
     if (i - at > 64)
         return SBX__SHAPE_NO;
-    switch (has_prefix(buf, len, i, "-----")) {
-    case PFX_NO:
-        return SBX__SHAPE_NO;
-    case PFX_PARTIAL:
-        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
-    case PFX_YES:
-        break;
-    }
+    if ((r = expect_prefix(buf, len, i, "-----", more)) != SBX__SHAPE_YES)
+        return r;
     /* "... PRIVATE KEY" or "... PRIVATE KEY BLOCK" (PGP) */
     if (!((i - at >= 11 && memcmp(buf + i - 11, "PRIVATE KEY", 11) == 0) ||
           (i - at >= 17 && memcmp(buf + i - 17, "PRIVATE KEY BLOCK", 17) == 0)))
@@ -463,18 +461,10 @@ static int pem_break(const char *buf, size_t len, size_t i, bool more)
 static shape_result pem_end(const char *buf, size_t len, size_t i, bool more, size_t *n)
 {
     size_t k;
-    switch (has_prefix(buf, len, i, "-----END ")) {
-    case PFX_NO:
-        return SBX__SHAPE_NO;
-    case PFX_PARTIAL:
-        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
-    case PFX_YES:
-        break;
-    }
-    if (pem_label(buf, len, i + 9, more, &k) == SBX__SHAPE_MORE)
-        return SBX__SHAPE_MORE;
-    if (pem_label(buf, len, i + 9, more, &k) != SBX__SHAPE_YES)
-        return SBX__SHAPE_NO;
+    shape_result r;
+    if ((r = expect_prefix(buf, len, i, "-----END ", more)) != SBX__SHAPE_YES ||
+        (r = pem_label(buf, len, i + 9, more, &k)) != SBX__SHAPE_YES)
+        return r;
     *n = 9 + k;
     return SBX__SHAPE_YES;
 }
