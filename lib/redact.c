@@ -58,6 +58,9 @@ struct cand {
 struct slot {
     uint64_t want, mask, fold;
     uint32_t cand;
+    /* a shape's quick reject (sbx__shape's need_*, need_n at most
+     * NEED_PROBE), here so that a near miss stops at the slot */
+    uint8_t need_from, need_n, need;
 };
 #define WORD 8
 /* pair8[] values: bit 0 in every one (the hot loop's ctz finds the first
@@ -89,6 +92,7 @@ struct rules {
      * (bit 63: 63 or more) of run_ok[c] is set, when run_skip[c]. */
     uint64_t run_ok[256];
     bool run_skip[256];
+    sbx__tri *tri;           /* the three-byte prefilter in front, or NULL (redact_simd.c) */
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
     char **markers;          /* "[REDACTED:kind]" for each */
     size_t nkinds;
@@ -134,6 +138,7 @@ static void rules_unref(struct rules *r)
     sbx__free(r->cands);
     sbx__free(r->slots);
     sbx__free(r->start);
+    sbx__tri_free(r->tri);
     for (size_t k = 0; r->markers && k < r->nkinds; k++)
         sbx__free(r->markers[k]);
     sbx__free(r->markers);
@@ -415,6 +420,12 @@ static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
     memcpy(&sl->want, want, WORD);
     memcpy(&sl->mask, mask, WORD);
     memcpy(&sl->fold, fold, WORD);
+    if (c->shape != NO_SHAPE) {
+        const sbx__shape *sh = &sbx__shapes[c->shape];
+        sl->need_from = sh->need_from;
+        sl->need_n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
+        sl->need = sh->need;
+    }
 }
 
 /*
@@ -445,6 +456,107 @@ static void index_runs(struct rules *r)
         else
             r->run_ok[c] |= k < 63 ? (((uint64_t)1 << (k + 1)) - 1) : ~(uint64_t)0;
     }
+}
+
+/* The bytes that may stand where a literal with decodings dec has its
+ * next character, besides that character: an escape's or a line break's
+ * first byte (as match_dec_from reads them). */
+static void tri_intros(uint64_t *set, unsigned dec)
+{
+    if (dec & DEC_PERCENT) {
+        set_bit(set, '%');
+        set_bit(set, '+');
+    }
+    if (dec & (DEC_JSON | DEC_SKIP_NL))
+        set_bit(set, '\\');
+    if (dec & DEC_SKIP_NL) {
+        set_bit(set, '\n');
+        set_bit(set, '\r');
+    }
+}
+
+/* How candidate c can begin, as the prefilter's alternatives (up to 5):
+ * a shape's trigger (either case of its letters when icase); a literal's
+ * first characters raw, raw then an escape or a line break, or an escape
+ * first (percent, '+' for a space, JSON). Anything match_dec_from accepts
+ * must be inside one of them; more is fine. */
+static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *t = (const unsigned char *)c->trig;
+    unsigned char f = t[0];
+    size_t n = 0;
+    memset(a, 0, 5 * sizeof *a);
+    if (!c->dec) {
+        for (size_t j = 0; j < 3; j++) {
+            if (j >= c->tlen) {
+                memset(a[0].b[j], 0xff, sizeof a->b[j]);
+                continue;
+            }
+            set_bit(a[0].b[j], t[j]);
+            if (c->icase) {
+                set_bit(a[0].b[j], lower(t[j]));
+                set_bit(a[0].b[j], upper(t[j]));
+            }
+        }
+        return 1;
+    }
+    /* raw, raw, raw or an escape */
+    set_bit(a[n].b[0], f);
+    set_bit(a[n].b[1], t[1]);
+    if (c->tlen > 2)
+        set_bit(a[n].b[2], t[2]);
+    else
+        memset(a[n].b[2], 0xff, sizeof a->b[2]);
+    tri_intros(a[n++].b[2], c->dec);
+    /* raw, then an escape or a line break, whose bytes may be anything */
+    set_bit(a[n].b[0], f);
+    tri_intros(a[n].b[1], c->dec);
+    memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+    if (c->dec & DEC_PERCENT) {
+        set_bit(a[n].b[0], '%');
+        set_bit(a[n].b[1], (unsigned char)hex[f >> 4]);
+        set_bit(a[n].b[1], lower((unsigned char)hex[f >> 4]));
+        set_bit(a[n].b[2], (unsigned char)hex[f & 15]);
+        set_bit(a[n++].b[2], lower((unsigned char)hex[f & 15]));
+        if (f == ' ') {
+            set_bit(a[n].b[0], '+');
+            set_bit(a[n].b[1], t[1]);
+            tri_intros(a[n].b[1], c->dec);
+            memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+        }
+    }
+    if (c->dec & DEC_JSON) {
+        /* \uXXXX (below U+0080: \u00XX), or a short escape */
+        set_bit(a[n].b[0], '\\');
+        set_bit(a[n].b[1], 'u');
+        if (f < 0x80 && !json_short(f)) {
+            set_bit(a[n++].b[2], '0');
+        } else {
+            if (json_short(f))
+                set_bit(a[n].b[1], (unsigned char)json_short(f));
+            memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+        }
+    }
+    return n;
+}
+
+/* The prefilter, when this CPU has it and it pays. */
+static sbx_status index_tri(struct rules *r)
+{
+    sbx__tri_alt *alts;
+    size_t n = 0;
+    sbx_status st;
+    if (!r->ncands)
+        return SBX_OK;
+    if (!(alts = sbx__calloc(r->ncands * 5, sizeof *alts)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < r->ncands; i++)
+        n += tri_alts(&r->cands[i], alts + n);
+    st = sbx__tri_build(alts, n, &r->tri);
+    sbx__wipe(alts, r->ncands * 5 * sizeof *alts); /* the bytes of secret values */
+    sbx__free(alts);
+    return st;
 }
 
 /* Candidates, the pair index and the pair filter. */
@@ -527,7 +639,7 @@ static sbx_status index_cands(struct rules *r, bool shapes)
     }
     r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = true;
     index_runs(r);
-    return SBX_OK;
+    return index_tri(r);
 }
 
 /* Whether something may start at p[i] (n bytes, more may follow): the pair
@@ -721,6 +833,11 @@ sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules)
 sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
 {
     return r ? sbx__redact_stream_with(r->rules) : NULL;
+}
+
+bool sbx__redact_prefiltered(const sbx_redactor *r)
+{
+    return r && r->rules->tri;
 }
 
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
@@ -1020,6 +1137,18 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         size_t a = 0, b, len;
         if (((word | sl->fold) & sl->mask & have) != (sl->want & have))
             continue;
+        if (sl->need_n) {
+            /* The quick reject (a near miss fails within a few bytes): the
+             * first of the needed bytes, as far as they are here. A byte
+             * out of class means NO whatever the rest of the trigger is. */
+            size_t j = sl->need_from, lim = j + sl->need_n;
+            if (lim > avail)
+                lim = avail;
+            while (j < lim && p[j] < 128 && (sbx__kclass[p[j]] & sl->need))
+                j++;
+            if (j < lim)
+                continue;
+        }
         c = &r->cands[sl->cand];
         if (c->dec) {
             /* A literal, maybe encoded. */
@@ -1041,17 +1170,6 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         if (!prefix_eq(c, p, c->tlen))
             continue;
         sh = &sbx__shapes[c->shape];
-        if (sh->need_n) {
-            /* The quick reject (a near miss fails within a few bytes): the
-             * first of the needed bytes, as far as they are here. */
-            size_t j = sh->need_from, lim = j + (sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE);
-            if (lim > avail)
-                lim = avail;
-            while (j < lim && p[j] < 128 && (sbx__kclass[p[j]] & sh->need))
-                j++;
-            if (j < lim)
-                continue;
-        }
         len = avail < sh->window ? avail : sh->window;
         if (prev == INT_MIN)
             prev = boundary(s, base, i, last_end);
@@ -1265,13 +1383,40 @@ static inline size_t after_miss(const struct rules *r, const unsigned char *p, s
     return j;
 }
 
+/* The first position from *i the prefilter lets through: true with *i
+ * there; false with *i where too few bytes are left for a block (the
+ * scalar loop takes the rest). The last block's mask is kept in *base and
+ * *mask for the next call. */
+static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n, size_t *i, size_t *base,
+                            uint64_t *mask)
+{
+    size_t at = *i;
+    for (;;) {
+        if (at >= *base && at - *base < 64) {
+            uint64_t m = *mask >> (at - *base);
+            if (m) {
+                *i = at + (size_t)__builtin_ctzll(m);
+                return true;
+            }
+            at = *base + 64;
+        }
+        if (at + SBX__TRI_SPAN > n) {
+            *i = at;
+            return false;
+        }
+        *base = at;
+        *mask = sbx__tri_block(t, p + at);
+    }
+}
+
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
  * while nothing was held): the output is appended to s->out, *decided
  * receives how many bytes were decided; the rest must be held. */
 static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
 {
     const struct rules *r = s->r;
-    size_t i = 0, emit = 0, last_end = 0;
+    size_t i = 0, emit = 0, last_end = 0, tri_base = SIZE_MAX;
+    uint64_t tri_mask = 0;
     if (!p) /* nothing held at the end: no arithmetic on a null pointer */
         p = (const unsigned char *)"";
     if (s->cont != SBX__CONT_NONE) {
@@ -1285,6 +1430,8 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         unsigned kind = 0;
         enum sbx__cont cont = SBX__CONT_NONE;
         enum at_result res;
+        if (r->tri && i + SBX__TRI_SPAN <= n && tri_next(r->tri, p, n, &i, &tri_base, &tri_mask))
+            goto pair;
         /* The hot loop: one pair test per byte until something could
          * start, four positions per round (independent loads). */
         while (i + 4 < n) {

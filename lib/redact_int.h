@@ -70,6 +70,31 @@ int sbx__pem_cont(const char *buf, size_t len, bool more, size_t *used);
 extern const sbx__shape sbx__shapes[];
 extern const size_t sbx__nshapes;
 
+/* ---- the three-byte prefilter (redact_simd.c) ---- */
+
+#include <stdatomic.h>
+
+#include <sbxrun/common.h>
+
+/* One way a candidate can begin: the bytes each of its first three
+ * positions can hold (256-bit sets). */
+typedef struct sbx__tri_alt {
+    uint64_t b[3][4];
+} sbx__tri_alt;
+typedef struct sbx__tri sbx__tri;
+/* The bytes sbx__tri_block reads: 64 positions and the two after the last. */
+#define SBX__TRI_SPAN 66
+/* Whether this CPU runs the prefilter (x86-64 with AVX-512 VBMI). */
+bool sbx__tri_supported(void);
+/* The prefilter for these alternatives in *out, or NULL in *out when this
+ * CPU lacks it, sbx__tri_off is set, or it would pass most positions. */
+sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out);
+void sbx__tri_free(sbx__tri *t);
+/* Bit k: something may start at p[k] (p[0 .. SBX__TRI_SPAN) readable). */
+uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p);
+/* For tests: not 0, rules built from now on scan without the prefilter. */
+extern atomic_int sbx__tri_off;
+
 /* ---- for other modules (the transcript) ---- */
 
 #include <stdint.h>
@@ -84,6 +109,8 @@ sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r);
 void sbx__redact_rules_unref(sbx__redact_rules *rules);
 /* A stream on these rules (NULL: out of memory). */
 sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules);
+/* Whether r's rules scan behind the three-byte prefilter (for tests). */
+bool sbx__redact_prefiltered(const sbx_redactor *r);
 /* A stream's counts, by kind: how many kinds there are, and each. */
 size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s);
 const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count);

@@ -480,6 +480,185 @@ START_TEST(test_redact_runs_of_one_byte)
 }
 END_TEST
 
+/* ---- the prefilter: the same output with it and without ---- */
+
+static uint64_t pf_rng;
+static uint32_t pf_rand(void)
+{
+    pf_rng = pf_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(pf_rng >> 33);
+}
+
+static size_t pf_put(char *buf, size_t o, const char *s, size_t n)
+{
+    memcpy(buf + o, s, n);
+    return o + n;
+}
+
+/* v as some encoder would write it: raw, percent-encoded (any hex case,
+ * '+' for a space) in whole or part, JSON-escaped (short escapes, \u00XX in
+ * any case), or base64 at an alignment, wrapped by line breaks of any form;
+ * or a near miss (cut short, one byte changed). */
+static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
+    uint32_t mode = pf_rand() % 6, dense = 1 + pf_rand() % 3;
+    char hex[] = "0123456789ABCDEF";
+    if (pf_rand() % 2)
+        memcpy(hex, "0123456789abcdef", 16);
+    switch (mode) {
+    case 0:
+        return pf_put(buf, o, v, n);
+    case 1: /* percent */
+        for (size_t k = 0; k < n; k++) {
+            unsigned char c = (unsigned char)v[k];
+            if (c == ' ' && pf_rand() % 2)
+                buf[o++] = '+';
+            else if (pf_rand() % dense == 0 || c == '%' || c == '+') {
+                buf[o++] = '%';
+                buf[o++] = hex[c >> 4];
+                buf[o++] = hex[c & 15];
+            } else
+                buf[o++] = (char)c;
+        }
+        return o;
+    case 2: /* JSON */
+        for (size_t k = 0; k < n; k++) {
+            unsigned char c = (unsigned char)v[k];
+            const char *sh = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '/' && pf_rand() % 2 ? "\\/" : NULL;
+            if (sh)
+                o = pf_put(buf, o, sh, strlen(sh));
+            else if (c < 0x80 && (c < 0x20 || pf_rand() % (dense + 1) == 0))
+                o += (size_t)sprintf(buf + o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+            else
+                buf[o++] = (char)c;
+        }
+        return o;
+    case 3: { /* base64 after 0, 1 or 2 other bytes, wrapped */
+        unsigned char in[160];
+        size_t m = 0, col = 0, width = 4 + pf_rand() % 40;
+        const char *br = breaks[pf_rand() % 4];
+        for (uint32_t k = pf_rand() % 3; k > 0; k--)
+            in[m++] = (unsigned char)pf_rand();
+        memcpy(in + m, v, n);
+        m += n;
+        in[m++] = (unsigned char)pf_rand();
+        for (size_t k = 0; k + 3 <= m; k += 3) {
+            uint32_t w = (uint32_t)in[k] << 16 | (uint32_t)in[k + 1] << 8 | in[k + 2];
+            for (int q = 3; q >= 0; q--) {
+                buf[o++] = b64[(w >> (6 * q)) & 63];
+                if (++col == width && pf_rand() % 2) {
+                    o = pf_put(buf, o, br, strlen(br));
+                    col = 0;
+                }
+            }
+        }
+        return o;
+    }
+    case 4: /* cut short */
+        return pf_put(buf, o, v, n - 1 - pf_rand() % 3);
+    default: /* one byte changed */
+        o = pf_put(buf, o, v, n);
+        buf[o - 1 - pf_rand() % n] ^= 0x01;
+        return o;
+    }
+}
+
+static size_t pf_text(char *buf, size_t cap, const char *const *vals, size_t nvals)
+{
+    static const char *const filler[] = {
+        "build ", "src/index.ts:12:4 ", "3f2a9c1e7b4d5a6f8e9d0c1b2a3f4e5d6c7b8a90 ", "\n", "  ", "--------", "\"\": ",
+        "%20", "\\\\", "\\u00", "+++ b/x ", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac ", "\xff\xfe\x80", "sha512-Zm9vYmFy== ",
+        "ghp_short ", "sk-ant- ", "AKIA ", "eyJhbGc.eyJ ", "://x@ ", "authorization ", "-----BEGIN PUBLIC KEY-----\n",
+        "xoxb-1 ", "npm_ ", "AIza "};
+    size_t o = 0;
+    while (o + 2048 < cap) {
+        uint32_t k = pf_rand() % 10;
+        if (k < 5) {
+            const char *w = filler[pf_rand() % SBX__ARRAY_LEN(filler)];
+            o = pf_put(buf, o, w, strlen(w));
+        } else if (k < 8) {
+            const char *v = vals[pf_rand() % nvals];
+            o = pf_encode(buf, o, v, strlen(v));
+        } else {
+            const char *w = redact_shape_cases[pf_rand() % SBX__ARRAY_LEN(redact_shape_cases)].text;
+            size_t n = strlen(w);
+            if (pf_rand() % 3 == 0 && n > 4) /* a token cut short */
+                n -= 1 + pf_rand() % 4;
+            o = pf_put(buf, o, w, n);
+        }
+        if (pf_rand() % 4 == 0)
+            buf[o++] = pf_rand() % 2 ? ' ' : '\n';
+    }
+    return o;
+}
+
+/* Values that start with an escape byte, a space, a line break, UTF-8... */
+static const char *const pf_vals[] = {
+    "s3cr3t-v4lue-0001", " leading-space-val", "%percent-first-1", "\\backslash-first", "/slash-first-val",
+    "\"quote-first-val", "\xc3\xa9t\xc3\xa9-secret-v4l", "line one!!\nline two!!", "aaaaaaaaab", "pass word 99!",
+    "+plus-first-value", "\nnewline-first-val", "ab%2Fcd-literal-pct", "ZZZZZZZZZZZZZZZZ", "Zm9vYmFyYmF6cXV4",
+    "<html-safe-escaped", "\tTAB-first-value"};
+
+/* Text redacted by a redactor with the prefilter and one without: the same
+ * output at a few chunkings. */
+static void pf_compare(bool shapes, const char *const *vals, size_t nvals, const char *text, size_t len)
+{
+    sbx_redactor *r[2];
+    for (int k = 0; k < 2; k++) {
+        atomic_store(&sbx__tri_off, k);
+        r[k] = sbx_redactor_new();
+        ck_assert_ptr_nonnull(r[k]);
+        ck_assert_int_eq(sbx_redactor_set_shapes(r[k], shapes), SBX_OK);
+        for (size_t i = 0; i < nvals; i++)
+            ck_assert_int_eq(sbx_redactor_add_secret(r[k], (const uint8_t *)vals[i], strlen(vals[i])), SBX_OK);
+    }
+    atomic_store(&sbx__tri_off, 0);
+    ck_assert(!sbx__redact_prefiltered(r[1]));
+    ck_assert_int_eq(sbx__redact_prefiltered(r[0]), sbx__tri_supported());
+    for (size_t chunk = len; chunk >= 100; chunk = chunk / 7) {
+        char *with = chunked(r[0], text, len, chunk), *without = chunked(r[1], text, len, chunk);
+        size_t n = 0;
+        while (with[n] && with[n] == without[n])
+            n++;
+        ck_assert_msg(with[n] == without[n], "chunks of %zu: differ at output byte %zu: \"%.40s\" vs \"%.40s\"", chunk, n,
+                      with + (n > 20 ? n - 20 : 0), without + (n > 20 ? n - 20 : 0));
+        ck_assert_ptr_nonnull(strstr(with, "[REDACTED:secret]"));
+        free(with);
+        free(without);
+    }
+    sbx_redactor_free(r[0]);
+    sbx_redactor_free(r[1]);
+}
+
+/* Where the CPU runs the three-byte prefilter, a stream with it and one
+ * without give the same bytes, whatever the values start with and however
+ * they are encoded (elsewhere both run the scalar scan). All the values
+ * and the shapes at once: they share the buckets. */
+START_TEST(test_redact_prefilter_agrees)
+{
+    static char text[1 << 18];
+    size_t len;
+    pf_rng = 7 + (uint64_t)_i;
+    len = pf_text(text, sizeof text, pf_vals, SBX__ARRAY_LEN(pf_vals));
+    pf_compare(true, pf_vals, SBX__ARRAY_LEN(pf_vals), text, len);
+}
+END_TEST
+
+/* One value alone, no shapes: each of its few alternatives has a bucket of
+ * its own, so the filter is as narrow as they are, and one that missed an
+ * encoding would show. */
+START_TEST(test_redact_prefilter_one_value)
+{
+    static char text[1 << 16];
+    pf_rng = 99;
+    for (size_t i = 0; i < SBX__ARRAY_LEN(pf_vals); i++) {
+        size_t len = pf_text(text, sizeof text, pf_vals + i, 1);
+        pf_compare(false, pf_vals + i, 1, text, len);
+    }
+}
+END_TEST
 /* ---- the property: any chunking gives the same output and leaks nothing ---- */
 
 static uint64_t rng;
@@ -772,6 +951,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_shapes_table);
     tcase_add_test(tc, test_redact_quick_reject_agrees);
     tcase_add_test(tc, test_redact_runs_of_one_byte);
+    tcase_add_loop_test(tc, test_redact_prefilter_agrees, 0, 4);
+    tcase_add_test(tc, test_redact_prefilter_one_value);
     tcase_add_test(tc, test_redact_boundaries_after_escapes);
     tcase_add_test(tc, test_redact_long_hold_fed_byte_by_byte);
     tcase_add_test(tc, test_redact_self_overlapping_prefix);

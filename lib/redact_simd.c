@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The redactor's three-byte prefilter: which of 64 positions could start
+ * a candidate, from the byte there and the two after it, in a handful of
+ * AVX-512 VBMI instructions (a table lookup of 64 bytes at once). Where
+ * the CPU lacks VBMI the redactor keeps its scalar pair filter alone.
+ *
+ * Each candidate is described by a few alternatives, a set of bytes for
+ * each of its first three positions (a literal raw, or beginning with an
+ * escape). Alternatives are put into 32 buckets; a byte's table entry says
+ * which buckets allow it at that position, and a position passes when one
+ * bucket allows all three of its bytes. A bucket allows the product of its
+ * sets, more than its alternatives, so the filter lets through a superset:
+ * the scalar checks behind it decide. The buckets are chosen greedily to
+ * keep those products small for the bytes that are common in logs.
+ *
+ * Building with -DSBX_NO_SIMD leaves the prefilter out (as on other CPUs).
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "internal.h"
+#include "redact_int.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SBX_NO_SIMD)
+#define TRI_X86 1
+#include <immintrin.h>
+#endif
+
+#define NB 4 /* bytes of buckets per table entry: 32 buckets */
+
+struct sbx__tri {
+    /* position 0: all 256 bytes; positions 1 and 2: ASCII (a byte of 128
+     * or more passes there for every bucket) */
+    uint8_t t0[NB][256];
+    uint8_t t12[2][NB][128];
+};
+
+atomic_int sbx__tri_off;
+
+/* How often a byte is met in build logs, roughly: what a bucket's sets
+ * cost when the filter lets them through. */
+static double byte_weight(unsigned b)
+{
+    if (b == ' ')
+        return 8;
+    if (b >= 'a' && b <= 'z')
+        return 3;
+    if (b >= '0' && b <= '9')
+        return 2;
+    if (b >= 'A' && b <= 'Z')
+        return 1.5;
+    if ((b > ' ' && b < 127) || b == '\n')
+        return 1;
+    return 0.05;
+}
+
+static bool has(const uint64_t *set, unsigned b)
+{
+    return (set[b >> 6] >> (b & 63)) & 1;
+}
+
+static bool full(const uint64_t *set)
+{
+    return (set[0] & set[1] & set[2] & set[3]) == ~(uint64_t)0;
+}
+
+/* The weight a bucket's set gains by taking set a. */
+static double gain(const uint64_t *bucket, const uint64_t *a, const double *w, double wall, double wb)
+{
+    double g = 0;
+    if (full(a))
+        return wall - wb;
+    for (unsigned k = 0; k < 4; k++)
+        for (uint64_t bits = a[k] & ~bucket[k]; bits; bits &= bits - 1)
+            g += w[k * 64 + (unsigned)__builtin_ctzll(bits)];
+    return g;
+}
+
+bool sbx__tri_supported(void)
+{
+#ifdef TRI_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vbmi");
+#else
+    return false;
+#endif
+}
+
+sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
+{
+    enum { NBUCKETS = NB * 8 };
+    uint64_t set[NBUCKETS][3][4];
+    double w[256], wall = 0, wsum[NBUCKETS][3], rate = 0;
+    size_t *order;
+    sbx__tri *t;
+    *out = NULL;
+    if (!n || atomic_load(&sbx__tri_off) || !sbx__tri_supported())
+        return SBX_OK;
+    for (unsigned b = 0; b < 256; b++)
+        wall += w[b] = byte_weight(b);
+    memset(set, 0, sizeof set);
+    memset(wsum, 0, sizeof wsum);
+    /* The widest alternatives first: the narrow ones then fill in around
+     * them. Sorted by a counting pass on their sizes (0..768 bytes). */
+    if (!(order = sbx__calloc(n, sizeof *order)))
+        return SBX_E_NOMEM;
+    {
+        size_t *count = sbx__calloc(3 * 256 + 2, sizeof *count);
+        if (!count) {
+            sbx__free(order);
+            return SBX_E_NOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t sz = 0;
+            for (unsigned j = 0; j < 3; j++)
+                for (unsigned k = 0; k < 4; k++)
+                    sz += (size_t)__builtin_popcountll(alts[i].b[j][k]);
+            count[3 * 256 - sz + 1]++;
+            order[i] = sz;
+        }
+        for (size_t s = 1; s < 3 * 256 + 2; s++)
+            count[s] += count[s - 1];
+        {
+            size_t *sorted = sbx__calloc(n, sizeof *sorted);
+            if (!sorted) {
+                sbx__free(count);
+                sbx__free(order);
+                return SBX_E_NOMEM;
+            }
+            for (size_t i = 0; i < n; i++)
+                sorted[count[3 * 256 - order[i]]++] = i;
+            sbx__free(order);
+            order = sorted;
+        }
+        sbx__free(count);
+    }
+    for (size_t o = 0; o < n; o++) {
+        const sbx__tri_alt *a = &alts[order[o]];
+        double best = 0;
+        unsigned bk = 0;
+        for (unsigned k = 0; k < NBUCKETS; k++) {
+            double g[3], before = 1, after = 1;
+            for (unsigned j = 0; j < 3; j++) {
+                g[j] = gain(set[k][j], a->b[j], w, wall, wsum[k][j]);
+                before *= wsum[k][j];
+                after *= wsum[k][j] + g[j];
+            }
+            if (k == 0 || after - before < best) {
+                best = after - before;
+                bk = k;
+            }
+        }
+        for (unsigned j = 0; j < 3; j++) {
+            wsum[bk][j] += gain(set[bk][j], a->b[j], w, wall, wsum[bk][j]);
+            for (unsigned k = 0; k < 4; k++)
+                set[bk][j][k] |= a->b[j][k];
+        }
+    }
+    sbx__free(order);
+    /* Not worth it when the buckets would let most positions through. */
+    for (unsigned k = 0; k < NBUCKETS; k++)
+        rate += wsum[k][0] / wall * wsum[k][1] / wall * wsum[k][2] / wall;
+    if (rate > 0.25)
+        return SBX_OK;
+    if (!(t = sbx__calloc(1, sizeof *t)))
+        return SBX_E_NOMEM;
+    for (unsigned k = 0; k < NBUCKETS; k++) {
+        uint8_t bit = (uint8_t)(1u << (k & 7));
+        for (unsigned b = 0; b < 256; b++) {
+            if (has(set[k][0], b))
+                t->t0[k >> 3][b] |= bit;
+            for (unsigned j = 1; j < 3; j++)
+                if (b < 128 && has(set[k][j], b))
+                    t->t12[j - 1][k >> 3][b] |= bit;
+        }
+    }
+    *out = t;
+    return SBX_OK;
+}
+
+void sbx__tri_free(sbx__tri *t)
+{
+    sbx__free(t);
+}
+
+#ifdef TRI_X86
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t sbx__tri_block(const sbx__tri *t,
+                                                                                 const unsigned char *p)
+{
+    __m512i v0 = _mm512_loadu_si512((const void *)p), v1 = _mm512_loadu_si512((const void *)(p + 1)),
+            v2 = _mm512_loadu_si512((const void *)(p + 2)), ones = _mm512_set1_epi8(-1),
+            any = _mm512_setzero_si512();
+    __mmask64 h0 = _mm512_movepi8_mask(v0), h1 = _mm512_movepi8_mask(v1), h2 = _mm512_movepi8_mask(v2);
+    for (unsigned k = 0; k < NB; k++) {
+        const uint8_t *a0 = t->t0[k], *a1 = t->t12[0][k], *a2 = t->t12[1][k];
+        /* vpermi2b looks up 128 entries by the low 7 bits of each byte */
+        __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
+        __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0 + 128), v0, _mm512_loadu_si512(a0 + 192));
+        __m512i a = _mm512_mask_blend_epi8(h0, lo, hi);
+        __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
+        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), v2, _mm512_loadu_si512(a2 + 64));
+        b = _mm512_mask_mov_epi8(b, h1, ones);
+        c = _mm512_mask_mov_epi8(c, h2, ones);
+        /* any |= a & b & c */
+        any = _mm512_or_si512(any, _mm512_ternarylogic_epi32(a, b, c, 0x80));
+    }
+    return (uint64_t)_mm512_test_epi8_mask(any, any);
+}
+
+#else
+uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p)
+{
+    (void)t;
+    (void)p;
+    return ~(uint64_t)0; /* never called: sbx__tri_build gives no filter here */
+}
+
+#endif
