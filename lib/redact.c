@@ -1032,6 +1032,13 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
             /* No byte of the literal starts an escape: equal bytes are
              * the literal's own, compared in a run. */
             size_t m = avail - t < vlen - v ? avail - t : vlen - v, k = 0;
+            for (; k + WORD <= m; k += WORD) { /* eight bytes at a time to the first difference */
+                uint64_t x, y;
+                memcpy(&x, p + t + k, WORD);
+                memcpy(&y, val + v + k, WORD);
+                if (x != y)
+                    break;
+            }
             while (k < m && p[t + k] == val[v + k])
                 k++;
             if (k) {
