@@ -155,7 +155,6 @@ static double naive(regex_t *res, size_t nres, const char *buf, size_t len)
 static const char *prefilter(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vbmi"))
         return "on (AVX-512 VBMI), unless the library was built with -DSBX_NO_SIMD";

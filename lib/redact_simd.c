@@ -80,12 +80,42 @@ static double gain(const uint64_t *bucket, const uint64_t *a, const double *w, d
 bool sbx__tri_supported(void)
 {
 #ifdef TRI_X86
-    __builtin_cpu_init();
+    /* libgcc's constructor has read the CPU before any call can come here
+     * (calling __builtin_cpu_init again from threads would race) */
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vbmi");
 #else
     return false;
 #endif
+}
+
+/* The alternatives' indices, widest first (a counting sort on their
+ * sizes, 0..768 bytes): the narrow ones then fill in around the wide. */
+static size_t *widest_first(const sbx__tri_alt *alts, size_t n)
+{
+    enum { MAXSZ = 3 * 256 };
+    size_t *count = sbx__calloc(MAXSZ + 2, sizeof *count), *key = sbx__calloc(n, sizeof *key),
+           *order = sbx__calloc(n, sizeof *order);
+    if (count && key && order) {
+        for (size_t i = 0; i < n; i++) {
+            size_t sz = 0;
+            for (unsigned j = 0; j < 3; j++)
+                for (unsigned k = 0; k < 4; k++)
+                    sz += (size_t)__builtin_popcountll(alts[i].b[j][k]);
+            key[i] = MAXSZ - sz;
+            count[key[i] + 1]++;
+        }
+        for (size_t k = 1; k < MAXSZ + 2; k++)
+            count[k] += count[k - 1];
+        for (size_t i = 0; i < n; i++)
+            order[count[key[i]]++] = i;
+    } else {
+        sbx__free(order);
+        order = NULL;
+    }
+    sbx__free(count);
+    sbx__free(key);
+    return order;
 }
 
 sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
@@ -102,40 +132,8 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
         wall += w[b] = byte_weight(b);
     memset(set, 0, sizeof set);
     memset(wsum, 0, sizeof wsum);
-    /* The widest alternatives first: the narrow ones then fill in around
-     * them. Sorted by a counting pass on their sizes (0..768 bytes). */
-    if (!(order = sbx__calloc(n, sizeof *order)))
+    if (!(order = widest_first(alts, n)))
         return SBX_E_NOMEM;
-    {
-        size_t *count = sbx__calloc(3 * 256 + 2, sizeof *count);
-        if (!count) {
-            sbx__free(order);
-            return SBX_E_NOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-            size_t sz = 0;
-            for (unsigned j = 0; j < 3; j++)
-                for (unsigned k = 0; k < 4; k++)
-                    sz += (size_t)__builtin_popcountll(alts[i].b[j][k]);
-            count[3 * 256 - sz + 1]++;
-            order[i] = sz;
-        }
-        for (size_t s = 1; s < 3 * 256 + 2; s++)
-            count[s] += count[s - 1];
-        {
-            size_t *sorted = sbx__calloc(n, sizeof *sorted);
-            if (!sorted) {
-                sbx__free(count);
-                sbx__free(order);
-                return SBX_E_NOMEM;
-            }
-            for (size_t i = 0; i < n; i++)
-                sorted[count[3 * 256 - order[i]]++] = i;
-            sbx__free(order);
-            order = sorted;
-        }
-        sbx__free(count);
-    }
     for (size_t o = 0; o < n; o++) {
         const sbx__tri_alt *a = &alts[order[o]];
         double best = 0;
