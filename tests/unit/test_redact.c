@@ -617,6 +617,8 @@ static void pf_compare(bool shapes, const char *const *vals, size_t nvals, const
     atomic_store(&sbx__tri_off, 0);
     ck_assert(!sbx__redact_prefiltered(r[1]));
     ck_assert_int_eq(sbx__redact_prefiltered(r[0]), sbx__tri_supported());
+    if (!sbx__tri_supported() && len > 16384)
+        len = 16384; /* both run the scalar scan here (valgrind too): a smaller check */
     for (size_t chunk = len; chunk >= 100; chunk = chunk / 7) {
         char *with = chunked(r[0], text, len, chunk), *without = chunked(r[1], text, len, chunk);
         size_t n = 0;
