@@ -1284,6 +1284,32 @@ static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, siz
     return b1;
 }
 
+/* The first position from *i the prefilter lets through: true with *i
+ * there; false with *i where too few bytes are left for a block (the
+ * scalar loop takes the rest). The last block's mask is kept in *base and
+ * *mask for the next call. */
+static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n, size_t *i, size_t *base,
+                            uint64_t *mask)
+{
+    size_t at = *i;
+    for (;;) {
+        if (at >= *base && at - *base < 64) {
+            uint64_t m = *mask >> (at - *base);
+            if (m) {
+                *i = at + (size_t)__builtin_ctzll(m);
+                return true;
+            }
+            at = *base + 64;
+        }
+        if (at + SBX__TRI_SPAN > n) {
+            *i = at;
+            return false;
+        }
+        *base = at;
+        *mask = sbx__tri_block(t, p + at);
+    }
+}
+
 /* A match [i + *ms, i + *me) of kind found at i: widen it to the union of
  * every match found at a later byte before its end, so that a second
  * secret starting inside the first leaves nothing behind (shapes of the
@@ -1294,12 +1320,20 @@ static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, 
                             size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont)
 {
     const struct rules *r = s->r;
-    size_t start = i + *ms, end = i + *me;
+    size_t start = i + *ms, end = i + *me, tri_base = SIZE_MAX;
+    uint64_t tri_mask = 0;
     for (size_t j = i + 1; j < end; j++) {
         size_t a = 0, b = 0;
         unsigned k;
         enum sbx__cont c = SBX__CONT_NONE;
         enum at_result res;
+        if (r->tri && j + SBX__TRI_SPAN <= n) {
+            /* to the prefilter's next hit, or to where the last bytes are
+             * left to the pair test */
+            tri_next(r->tri, p, n, &j, &tri_base, &tri_mask);
+            if (j >= end)
+                break;
+        }
         if (!worth_at(r, p, j, n, more))
             continue;
         res = at(s, p, j, n, last_end, more, &a, &b, &k, &c, kind);
@@ -1388,32 +1422,6 @@ static inline size_t after_miss(const struct rules *r, const unsigned char *p, s
     while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
         j++;
     return j;
-}
-
-/* The first position from *i the prefilter lets through: true with *i
- * there; false with *i where too few bytes are left for a block (the
- * scalar loop takes the rest). The last block's mask is kept in *base and
- * *mask for the next call. */
-static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n, size_t *i, size_t *base,
-                            uint64_t *mask)
-{
-    size_t at = *i;
-    for (;;) {
-        if (at >= *base && at - *base < 64) {
-            uint64_t m = *mask >> (at - *base);
-            if (m) {
-                *i = at + (size_t)__builtin_ctzll(m);
-                return true;
-            }
-            at = *base + 64;
-        }
-        if (at + SBX__TRI_SPAN > n) {
-            *i = at;
-            return false;
-        }
-        *base = at;
-        *mask = sbx__tri_block(t, p + at);
-    }
 }
 
 /* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
