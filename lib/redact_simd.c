@@ -34,6 +34,7 @@ struct sbx__tri {
      * or more passes there for every bucket) */
     uint8_t t0[NB][256];
     uint8_t t12[2][NB][128];
+    void *mem; /* the allocation this is aligned within */
 };
 
 atomic_int sbx__tri_off;
@@ -162,8 +163,15 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
         rate += wsum[k][0] / wall * wsum[k][1] / wall * wsum[k][2] / wall;
     if (rate > 0.25)
         return SBX_OK;
-    if (!(t = sbx__calloc(1, sizeof *t)))
-        return SBX_E_NOMEM;
+    {
+        /* at a 64-byte boundary, so that no table row a block loads
+         * straddles two cache lines (clean text ran 13% slower so) */
+        void *mem = sbx__calloc(1, sizeof *t + 63);
+        if (!mem)
+            return SBX_E_NOMEM;
+        t = (sbx__tri *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+        t->mem = mem;
+    }
     for (unsigned k = 0; k < NBUCKETS; k++) {
         uint8_t bit = (uint8_t)(1u << (k & 7));
         for (unsigned b = 0; b < 256; b++) {
@@ -180,7 +188,8 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
 
 void sbx__tri_free(sbx__tri *t)
 {
-    sbx__free(t);
+    if (t)
+        sbx__free(t->mem);
 }
 
 #ifdef TRI_X86
