@@ -499,6 +499,12 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
                 set_bit(a[0].b[j], upper(t[j]));
             }
         }
+        if (sbx__shapes[c->shape].need_n) {
+            const sbx__shape *sh = &sbx__shapes[c->shape];
+            a[0].need_from = sh->need_from;
+            a[0].need_n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
+            a[0].need = sh->need;
+        }
         return 1;
     }
     /* raw, raw, raw or an escape */
@@ -1306,7 +1312,7 @@ static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n,
             return false;
         }
         *base = at;
-        *mask = sbx__tri_block(t, p + at);
+        *mask = sbx__tri_block(t, p + at, n - at);
     }
 }
 

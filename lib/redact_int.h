@@ -80,18 +80,26 @@ extern const size_t sbx__nshapes;
  * positions can hold (256-bit sets). */
 typedef struct sbx__tri_alt {
     uint64_t b[3][4];
+    /* A token shape's quick reject, when need is not 0: the bytes
+     * [need_from, need_from + need_n) must all have a class of need
+     * (sbx__kclass), or the shape cannot match there. */
+    uint8_t need_from, need_n, need;
 } sbx__tri_alt;
 typedef struct sbx__tri sbx__tri;
-/* The bytes sbx__tri_block reads: 64 positions and the two after the last. */
+/* The bytes sbx__tri_block reads: 64 positions and the two after the last;
+ * given SBX__TRI_NEED or more (the needed bytes of a token starting at any
+ * of the 64), it also applies the shapes' quick rejects. */
 #define SBX__TRI_SPAN 66
+#define SBX__TRI_NEED 128
 /* Whether this CPU runs the prefilter (x86-64 with AVX-512 VBMI). */
 bool sbx__tri_supported(void);
 /* The prefilter for these alternatives in *out, or NULL in *out when this
  * CPU lacks it, sbx__tri_off is set, or it would pass most positions. */
 sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out);
 void sbx__tri_free(sbx__tri *t);
-/* Bit k: something may start at p[k] (p[0 .. SBX__TRI_SPAN) readable). */
-uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p);
+/* Bit k: something may start at p[k] (p[0 .. avail) readable, avail at
+ * least SBX__TRI_SPAN). */
+uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail);
 /* For tests: not 0, rules built from now on scan without the prefilter. */
 extern atomic_int sbx__tri_off;
 

@@ -14,6 +14,13 @@
  * the scalar checks behind it decide. The buckets are chosen greedily to
  * keep those products small for the bytes that are common in logs.
  *
+ * Token shapes with a quick reject (`ghp_` needs alphanumerics from byte
+ * 4) get buckets of their own, one per need_from. A position that only
+ * such buckets let through goes on only where the bytes its bucket needs
+ * have that class, tested from the classes of the 128 bytes at hand: a
+ * near miss (`ghp_short`) then never leaves the block, which is what keeps
+ * input dense with near misses within 3x of clean text.
+ *
  * Building with -DSBX_NO_SIMD leaves the prefilter out (as on other CPUs).
  */
 #include <stdatomic.h>
@@ -34,6 +41,12 @@ struct sbx__tri {
      * or more passes there for every bucket) */
     uint8_t t0[NB][256];
     uint8_t t12[2][NB][128];
+    /* Buckets of token shapes with a quick reject, one per need_from:
+     * the union of their classes and the least of their need_n, which
+     * each member's own reject implies. A position they alone let through
+     * goes on only where its bytes pass that. */
+    uint32_t needs; /* which buckets */
+    uint8_t need_from[NB * 8], need_n[NB * 8], need[NB * 8];
     void *mem; /* the allocation this is aligned within */
 };
 
@@ -123,6 +136,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
 {
     enum { NBUCKETS = NB * 8 };
     uint64_t set[NBUCKETS][3][4];
+    uint8_t bfrom[NBUCKETS], bn[NBUCKETS], bneed[NBUCKETS];
     double w[256], wall = 0, wsum[NBUCKETS][3], rate = 0;
     size_t *order;
     sbx__tri *t;
@@ -135,21 +149,49 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
     memset(wsum, 0, sizeof wsum);
     if (!(order = widest_first(alts, n)))
         return SBX_E_NOMEM;
-    for (size_t o = 0; o < n; o++) {
-        const sbx__tri_alt *a = &alts[order[o]];
+    /* Two passes: the shapes with a quick reject first, into buckets of
+     * their own (one per need_from), then the rest into the others. */
+    memset(bfrom, 0, sizeof bfrom);
+    memset(bn, 0, sizeof bn);
+    memset(bneed, 0, sizeof bneed);
+    for (size_t o = 0; o < 2 * n; o++) {
+        const sbx__tri_alt *a = &alts[order[o % n]];
         double best = 0;
-        unsigned bk = 0;
+        int bk = -1;
+        if ((o < n) != (a->need != 0))
+            continue;
         for (unsigned k = 0; k < NBUCKETS; k++) {
             double g[3], before = 1, after = 1;
+            bool empty = wsum[k][0] == 0;
+            if (a->need ? !empty && !(bneed[k] && bfrom[k] == a->need_from) : bneed[k] != 0)
+                continue;
+            if (a->need && empty) {
+                /* a new bucket only for a new quick reject */
+                bool have = false;
+                for (unsigned q = 0; q < NBUCKETS; q++)
+                    have |= bneed[q] && bfrom[q] == a->need_from;
+                if (have)
+                    continue;
+            }
             for (unsigned j = 0; j < 3; j++) {
                 g[j] = gain(set[k][j], a->b[j], w, wall, wsum[k][j]);
                 before *= wsum[k][j];
                 after *= wsum[k][j] + g[j];
             }
-            if (k == 0 || after - before < best) {
+            if (bk < 0 || after - before < best) {
                 best = after - before;
-                bk = k;
+                bk = (int)k;
             }
+        }
+        if (bk < 0) {
+            /* more kinds of quick reject than buckets: give the filter up */
+            sbx__free(order);
+            return SBX_OK;
+        }
+        if (a->need) {
+            bneed[bk] |= a->need; /* any of the classes: implied by each */
+            bfrom[bk] = a->need_from;
+            bn[bk] = bn[bk] && bn[bk] < a->need_n ? bn[bk] : a->need_n;
         }
         for (unsigned j = 0; j < 3; j++) {
             wsum[bk][j] += gain(set[bk][j], a->b[j], w, wall, wsum[bk][j]);
@@ -174,6 +216,12 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
     }
     for (unsigned k = 0; k < NBUCKETS; k++) {
         uint8_t bit = (uint8_t)(1u << (k & 7));
+        if (bneed[k]) {
+            t->needs |= (uint32_t)1 << k;
+            t->need_from[k] = bfrom[k];
+            t->need_n[k] = bn[k];
+            t->need[k] = bneed[k];
+        }
         for (unsigned b = 0; b < 256; b++) {
             if (has(set[k][0], b))
                 t->t0[k >> 3][b] |= bit;
@@ -194,12 +242,13 @@ void sbx__tri_free(sbx__tri *t)
 
 #ifdef TRI_X86
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t sbx__tri_block(const sbx__tri *t,
-                                                                                 const unsigned char *p)
+                                                                                 const unsigned char *p, size_t avail)
 {
     __m512i v0 = _mm512_loadu_si512((const void *)p), v1 = _mm512_loadu_si512((const void *)(p + 1)),
             v2 = _mm512_loadu_si512((const void *)(p + 2)), ones = _mm512_set1_epi8(-1),
-            any = _mm512_setzero_si512();
+            any = _mm512_setzero_si512(), needs = _mm512_setzero_si512(), acc[NB];
     __mmask64 h0 = _mm512_movepi8_mask(v0), h1 = _mm512_movepi8_mask(v1), h2 = _mm512_movepi8_mask(v2);
+    uint64_t pass, todo;
     for (unsigned k = 0; k < NB; k++) {
         const uint8_t *a0 = t->t0[k], *a1 = t->t12[0][k], *a2 = t->t12[1][k];
         /* vpermi2b looks up 128 entries by the low 7 bits of each byte */
@@ -208,19 +257,54 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t sbx__tri_block(c
         __m512i a = _mm512_mask_blend_epi8(h0, lo, hi);
         __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
         __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), v2, _mm512_loadu_si512(a2 + 64));
+        __m512i nb = _mm512_set1_epi8((char)(t->needs >> (8 * k)));
         b = _mm512_mask_mov_epi8(b, h1, ones);
         c = _mm512_mask_mov_epi8(c, h2, ones);
-        /* any |= a & b & c */
-        any = _mm512_or_si512(any, _mm512_ternarylogic_epi32(a, b, c, 0x80));
+        acc[k] = _mm512_ternarylogic_epi32(a, b, c, 0x80);           /* a & b & c */
+        any = _mm512_ternarylogic_epi32(any, acc[k], nb, 0xF4);       /* any | (acc & ~nb) */
+        needs = _mm512_ternarylogic_epi32(needs, acc[k], nb, 0xF8);   /* needs | (acc & nb) */
     }
-    return (uint64_t)_mm512_test_epi8_mask(any, any);
+    pass = (uint64_t)_mm512_test_epi8_mask(any, any);
+    todo = (uint64_t)_mm512_test_epi8_mask(needs, needs) & ~pass;
+    if (!todo)
+        return pass;
+    if (avail < SBX__TRI_NEED)
+        return pass | todo; /* the needed bytes may not all be here */
+    {
+        /* Positions only quick-reject buckets let through: each goes on if
+         * the bytes one of its buckets needs are in that bucket's class. */
+        __m512i k0 = _mm512_loadu_si512(sbx__kclass), k1 = _mm512_loadu_si512(sbx__kclass + 64);
+        __m512i w1 = _mm512_loadu_si512((const void *)(p + 64));
+        __m512i c0 = _mm512_maskz_permutex2var_epi8(~h0, k0, v0, k1);
+        __m512i c1 = _mm512_maskz_permutex2var_epi8(~_mm512_movepi8_mask(w1), k0, w1, k1);
+        for (uint32_t bs = t->needs; bs && todo; bs &= bs - 1) {
+            unsigned q = (unsigned)__builtin_ctz(bs);
+            uint64_t here = todo & (uint64_t)_mm512_test_epi8_mask(acc[q >> 3], _mm512_set1_epi8((char)(1u << (q & 7))));
+            __m512i cls = _mm512_set1_epi8((char)t->need[q]);
+            unsigned __int128 bad;
+            uint64_t want = ((uint64_t)1 << t->need_n[q]) - 1;
+            if (!here)
+                continue;
+            /* bit i: p[i] is not in the class (none of 128 and over is) */
+            bad = ~((unsigned __int128)(uint64_t)_mm512_test_epi8_mask(c1, cls) << 64 |
+                    (uint64_t)_mm512_test_epi8_mask(c0, cls));
+            for (; here; here &= here - 1) {
+                unsigned k = (unsigned)__builtin_ctzll(here);
+                if (!((uint64_t)(bad >> (k + t->need_from[q])) & want)) {
+                    pass |= (uint64_t)1 << k;
+                    todo &= ~((uint64_t)1 << k);
+                }
+            }
+        }
+    }
+    return pass;
 }
-
 #else
-uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p)
+uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail)
 {
     (void)t;
     (void)p;
+    (void)avail;
     return ~(uint64_t)0; /* never called: sbx__tri_build gives no filter here */
 }
 

@@ -571,7 +571,10 @@ static size_t pf_text(char *buf, size_t cap, const char *const *vals, size_t nva
         "build ", "src/index.ts:12:4 ", "3f2a9c1e7b4d5a6f8e9d0c1b2a3f4e5d6c7b8a90 ", "\n", "  ", "--------", "\"\": ",
         "%20", "\\\\", "\\u00", "+++ b/x ", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac ", "\xff\xfe\x80", "sha512-Zm9vYmFy== ",
         "ghp_short ", "sk-ant- ", "AKIA ", "eyJhbGc.eyJ ", "://x@ ", "authorization ", "-----BEGIN PUBLIC KEY-----\n",
-        "xoxb-1 ", "npm_ ", "AIza "};
+        "xoxb-1 ", "npm_ ", "AIza ",
+        /* a JWT whose segments are as short as they may be (its quick
+         * reject needs fewer bytes than the others that start at byte 3) */
+        "eyJ" "hbGciOiJ" "." "eyJ" "zdWIiOiJ" "." "c2lnbmF0 "};
     size_t o = 0;
     while (o + 2048 < cap) {
         uint32_t k = pf_rand() % 10;
