@@ -1196,12 +1196,19 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         if (res == SBX__SHAPE_CUT)
             cc = sh->cont;
     take:
+        /* The span covers every match here: the one reaching farthest gives
+         * the kind (and its continuation), and one starting earlier (a
+         * registered value that is also the header name before an
+         * Authorization value) stretches the start back over it. */
         if (!found || b > *me || (b == *me && a < *ms)) {
+            size_t from = found && *ms < a ? *ms : a;
             found = true;
-            *ms = a;
+            *ms = from;
             *me = b;
             *kind = c->kind;
             *cont = cc;
+        } else if (a < *ms) {
+            *ms = a;
         }
     }
     return wait ? AT_WAIT : found ? AT_MATCH : AT_NONE;

@@ -193,6 +193,15 @@ START_TEST(test_redact_overlapping_values)
     /* A value that is the scheme word of an Authorization header. */
     expect_redacted(r, "Authorization: AAAABBBBCCCC tok", "Authorization: [REDACTED:authorization]");
     sbx_redactor_free(r);
+    /* A value that starts where a longer match with a later start does
+     * (the header name before an Authorization value): both go, as one
+     * span (libFuzzer found it kept). */
+    r = sbx_redactor_new();
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"authoriza", 9), SBX_OK);
+    expect_redacted(r, "x authorization: Bearer abcdefgh12345678\n", "x [REDACTED:authorization]\n");
+    expect_redacted(r, "x authorization    authorization :v4lue-9x8y\n",
+                    "x [REDACTED:secret]tion    [REDACTED:authorization]\n");
+    sbx_redactor_free(r);
 }
 END_TEST
 
