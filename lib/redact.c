@@ -69,6 +69,7 @@ struct slot {
 #define PAIR_SHAPE 2
 #define PAIR_LIT 4
 #define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
+#define TRI_ALTS 5     /* most prefilter alternatives a candidate has (tri_alts) */
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -405,6 +406,16 @@ static void cand_starts(const struct cand *c, struct starts *st)
     }
 }
 
+/* The part of shape candidate c's quick reject that is tested before its
+ * validator: the first NEED_PROBE of its needed bytes (n 0: none). */
+static void shape_probe(const struct cand *c, uint8_t *from, uint8_t *n, uint8_t *need)
+{
+    const sbx__shape *sh = &sbx__shapes[c->shape];
+    *from = sh->need_from;
+    *n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
+    *need = sh->need;
+}
+
 /* A slot for candidate i: a shape's trigger as words (see struct slot). */
 static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
 {
@@ -420,12 +431,8 @@ static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
     memcpy(&sl->want, want, WORD);
     memcpy(&sl->mask, mask, WORD);
     memcpy(&sl->fold, fold, WORD);
-    if (c->shape != NO_SHAPE) {
-        const sbx__shape *sh = &sbx__shapes[c->shape];
-        sl->need_from = sh->need_from;
-        sl->need_n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
-        sl->need = sh->need;
-    }
+    if (c->shape != NO_SHAPE)
+        shape_probe(c, &sl->need_from, &sl->need_n, &sl->need);
 }
 
 /*
@@ -475,7 +482,8 @@ static void tri_intros(uint64_t *set, unsigned dec)
     }
 }
 
-/* How candidate c can begin, as the prefilter's alternatives (up to 5):
+/* How candidate c can begin, as the prefilter's alternatives (up to
+ * TRI_ALTS):
  * a shape's trigger (either case of its letters when icase); a literal's
  * first characters raw, raw then an escape or a line break, or an escape
  * first (percent, '+' for a space, JSON). Anything match_dec_from accepts
@@ -486,7 +494,7 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
     const unsigned char *t = (const unsigned char *)c->trig;
     unsigned char f = t[0];
     size_t n = 0;
-    memset(a, 0, 5 * sizeof *a);
+    memset(a, 0, TRI_ALTS * sizeof *a);
     if (!c->dec) {
         for (size_t j = 0; j < 3; j++) {
             if (j >= c->tlen) {
@@ -499,12 +507,9 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
                 set_bit(a[0].b[j], upper(t[j]));
             }
         }
-        if (sbx__shapes[c->shape].need_n) {
-            const sbx__shape *sh = &sbx__shapes[c->shape];
-            a[0].need_from = sh->need_from;
-            a[0].need_n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
-            a[0].need = sh->need;
-        }
+        shape_probe(c, &a[0].need_from, &a[0].need_n, &a[0].need);
+        if (!a[0].need_n)
+            a[0].need = 0; /* no quick reject: an ordinary alternative */
         return 1;
     }
     /* raw, raw, raw or an escape */
@@ -555,12 +560,12 @@ static sbx_status index_tri(struct rules *r)
     sbx_status st;
     if (!r->ncands)
         return SBX_OK;
-    if (!(alts = sbx__calloc(r->ncands * 5, sizeof *alts)))
+    if (!(alts = sbx__calloc(r->ncands * TRI_ALTS, sizeof *alts)))
         return SBX_E_NOMEM;
     for (size_t i = 0; i < r->ncands; i++)
         n += tri_alts(&r->cands[i], alts + n);
     st = sbx__tri_build(alts, n, &r->tri);
-    sbx__wipe(alts, r->ncands * 5 * sizeof *alts); /* the bytes of secret values */
+    sbx__wipe(alts, r->ncands * TRI_ALTS * sizeof *alts); /* the bytes of secret values */
     sbx__free(alts);
     return st;
 }

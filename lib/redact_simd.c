@@ -158,21 +158,16 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
         const sbx__tri_alt *a = &alts[order[o % n]];
         double best = 0;
         int bk = -1;
+        bool keyed = false; /* its quick reject has a bucket already */
         if ((o < n) != (a->need != 0))
             continue;
+        for (unsigned q = 0; a->need && q < NBUCKETS; q++)
+            keyed |= bneed[q] && bfrom[q] == a->need_from;
         for (unsigned k = 0; k < NBUCKETS; k++) {
             double g[3], before = 1, after = 1;
             bool empty = wsum[k][0] == 0;
-            if (a->need ? !empty && !(bneed[k] && bfrom[k] == a->need_from) : bneed[k] != 0)
-                continue;
-            if (a->need && empty) {
-                /* a new bucket only for a new quick reject */
-                bool have = false;
-                for (unsigned q = 0; q < NBUCKETS; q++)
-                    have |= bneed[q] && bfrom[q] == a->need_from;
-                if (have)
-                    continue;
-            }
+            if (a->need ? (empty ? keyed : !(bneed[k] && bfrom[k] == a->need_from)) : bneed[k] != 0)
+                continue; /* a new bucket only for a new quick reject */
             for (unsigned j = 0; j < 3; j++) {
                 g[j] = gain(set[k][j], a->b[j], w, wall, wsum[k][j]);
                 before *= wsum[k][j];

@@ -491,11 +491,12 @@ END_TEST
 
 /* ---- the prefilter: the same output with it and without ---- */
 
-static uint64_t pf_rng;
-static uint32_t pf_rand(void)
+/* The generated texts' random numbers (a 64-bit LCG). */
+static uint64_t rng;
+static uint32_t next_rand(void)
 {
-    pf_rng = pf_rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(pf_rng >> 33);
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33);
 }
 
 static size_t pf_put(char *buf, size_t o, const char *s, size_t n)
@@ -512,9 +513,9 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
-    uint32_t mode = pf_rand() % 6, dense = 1 + pf_rand() % 3;
+    uint32_t mode = next_rand() % 6, dense = 1 + next_rand() % 3;
     char hex[] = "0123456789ABCDEF";
-    if (pf_rand() % 2)
+    if (next_rand() % 2)
         memcpy(hex, "0123456789abcdef", 16);
     switch (mode) {
     case 0:
@@ -522,9 +523,9 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
     case 1: /* percent */
         for (size_t k = 0; k < n; k++) {
             unsigned char c = (unsigned char)v[k];
-            if (c == ' ' && pf_rand() % 2)
+            if (c == ' ' && next_rand() % 2)
                 buf[o++] = '+';
-            else if (pf_rand() % dense == 0 || c == '%' || c == '+') {
+            else if (next_rand() % dense == 0 || c == '%' || c == '+') {
                 buf[o++] = '%';
                 buf[o++] = hex[c >> 4];
                 buf[o++] = hex[c & 15];
@@ -535,10 +536,10 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
     case 2: /* JSON */
         for (size_t k = 0; k < n; k++) {
             unsigned char c = (unsigned char)v[k];
-            const char *sh = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '/' && pf_rand() % 2 ? "\\/" : NULL;
+            const char *sh = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '/' && next_rand() % 2 ? "\\/" : NULL;
             if (sh)
                 o = pf_put(buf, o, sh, strlen(sh));
-            else if (c < 0x80 && (c < 0x20 || pf_rand() % (dense + 1) == 0))
+            else if (c < 0x80 && (c < 0x20 || next_rand() % (dense + 1) == 0))
                 o += (size_t)sprintf(buf + o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
             else
                 buf[o++] = (char)c;
@@ -546,18 +547,18 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
         return o;
     case 3: { /* base64 after 0, 1 or 2 other bytes, wrapped */
         unsigned char in[160];
-        size_t m = 0, col = 0, width = 4 + pf_rand() % 40;
-        const char *br = breaks[pf_rand() % 4];
-        for (uint32_t k = pf_rand() % 3; k > 0; k--)
-            in[m++] = (unsigned char)pf_rand();
+        size_t m = 0, col = 0, width = 4 + next_rand() % 40;
+        const char *br = breaks[next_rand() % 4];
+        for (uint32_t k = next_rand() % 3; k > 0; k--)
+            in[m++] = (unsigned char)next_rand();
         memcpy(in + m, v, n);
         m += n;
-        in[m++] = (unsigned char)pf_rand();
+        in[m++] = (unsigned char)next_rand();
         for (size_t k = 0; k + 3 <= m; k += 3) {
             uint32_t w = (uint32_t)in[k] << 16 | (uint32_t)in[k + 1] << 8 | in[k + 2];
             for (int q = 3; q >= 0; q--) {
                 buf[o++] = b64[(w >> (6 * q)) & 63];
-                if (++col == width && pf_rand() % 2) {
+                if (++col == width && next_rand() % 2) {
                     o = pf_put(buf, o, br, strlen(br));
                     col = 0;
                 }
@@ -566,10 +567,10 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
         return o;
     }
     case 4: /* cut short */
-        return pf_put(buf, o, v, n - 1 - pf_rand() % 3);
+        return pf_put(buf, o, v, n - 1 - next_rand() % 3);
     default: /* one byte changed */
         o = pf_put(buf, o, v, n);
-        buf[o - 1 - pf_rand() % n] ^= 0x01;
+        buf[o - 1 - next_rand() % n] ^= 0x01;
         return o;
     }
 }
@@ -586,22 +587,22 @@ static size_t pf_text(char *buf, size_t cap, const char *const *vals, size_t nva
         "eyJ" "hbGciOiJ" "." "eyJ" "zdWIiOiJ" "." "c2lnbmF0 "};
     size_t o = 0;
     while (o + 2048 < cap) {
-        uint32_t k = pf_rand() % 10;
+        uint32_t k = next_rand() % 10;
         if (k < 5) {
-            const char *w = filler[pf_rand() % SBX__ARRAY_LEN(filler)];
+            const char *w = filler[next_rand() % SBX__ARRAY_LEN(filler)];
             o = pf_put(buf, o, w, strlen(w));
         } else if (k < 8) {
-            const char *v = vals[pf_rand() % nvals];
+            const char *v = vals[next_rand() % nvals];
             o = pf_encode(buf, o, v, strlen(v));
         } else {
-            const char *w = redact_shape_cases[pf_rand() % SBX__ARRAY_LEN(redact_shape_cases)].text;
+            const char *w = redact_shape_cases[next_rand() % SBX__ARRAY_LEN(redact_shape_cases)].text;
             size_t n = strlen(w);
-            if (pf_rand() % 3 == 0 && n > 4) /* a token cut short */
-                n -= 1 + pf_rand() % 4;
+            if (next_rand() % 3 == 0 && n > 4) /* a token cut short */
+                n -= 1 + next_rand() % 4;
             o = pf_put(buf, o, w, n);
         }
-        if (pf_rand() % 4 == 0)
-            buf[o++] = pf_rand() % 2 ? ' ' : '\n';
+        if (next_rand() % 4 == 0)
+            buf[o++] = next_rand() % 2 ? ' ' : '\n';
     }
     return o;
 }
@@ -654,7 +655,7 @@ START_TEST(test_redact_prefilter_agrees)
 {
     static char text[1 << 18];
     size_t len;
-    pf_rng = 7 + (uint64_t)_i;
+    rng = 7 + (uint64_t)_i;
     len = pf_text(text, sizeof text, pf_vals, SBX__ARRAY_LEN(pf_vals));
     pf_compare(true, pf_vals, SBX__ARRAY_LEN(pf_vals), text, len);
 }
@@ -666,7 +667,7 @@ END_TEST
 START_TEST(test_redact_prefilter_one_value)
 {
     static char text[1 << 16];
-    pf_rng = 99;
+    rng = 99;
     for (size_t i = 0; i < SBX__ARRAY_LEN(pf_vals); i++) {
         size_t len = pf_text(text, sizeof text, pf_vals + i, 1);
         pf_compare(false, pf_vals + i, 1, text, len);
@@ -674,13 +675,6 @@ START_TEST(test_redact_prefilter_one_value)
 }
 END_TEST
 /* ---- the property: any chunking gives the same output and leaks nothing ---- */
-
-static uint64_t rng;
-static uint32_t next_rand(void)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33);
-}
 
 static const char *const values[] = {"s3cr3t-v4lue-0001", "another/secret:value", "aaaaaaaaab", "pass word 99!"};
 
