@@ -495,7 +495,7 @@ static int start_sbxd(const char *bin)
     char line[512], path[400];
     FILE *f;
     snprintf(dir, sizeof dir, "/tmp/bench-client.XXXXXX");
-    if (!mkdtemp(dir) || pipe(out) < 0)
+    if (!mkdtemp(dir) || chmod(dir, 0711) < 0 || pipe(out) < 0)
         return -1;
     snprintf(sbxd_log, sizeof sbxd_log, "%s/sbxd.log", dir);
     sbxd_pid = fork();

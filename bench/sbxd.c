@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,7 +124,7 @@ static int start_server(const char *bin)
     char line[512];
     FILE *f;
     snprintf(dir, sizeof dir, "/tmp/bench-sbxd.XXXXXX");
-    if (!mkdtemp(dir) || pipe(out) < 0)
+    if (!mkdtemp(dir) || chmod(dir, 0711) < 0 || pipe(out) < 0)
         return -1;
     snprintf(sock, sizeof sock, "%s/sock", dir);
     server = fork();

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -370,6 +372,48 @@ static const char *sbxd_exe(void)
     return p;
 }
 
+uid_t sbxd_it_uid(void)
+{
+    const char *u = getenv("SBXD_IT_UID");
+    return u && *u && geteuid() == 0 ? (uid_t)strtoul(u, NULL, 10) : 0;
+}
+
+/* Unprivileged runs: sbxd and its helpers are copied into the test's
+ * directory (owned by that uid), which the build tree may not be. */
+static void copy_program(const char *src, const char *dst, uid_t uid)
+{
+    char buf[65536];
+    ssize_t n;
+    int in = open(src, O_RDONLY | O_CLOEXEC), out;
+    if (in < 0)
+        return; /* an optional helper that was not built */
+    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    ck_assert_msg(out >= 0, "cannot create %s: %s", dst, strerror(errno));
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        ck_assert(write(out, buf, (size_t)n) == n);
+    close(in);
+    close(out);
+    ck_assert(chown(dst, uid, uid) == 0);
+}
+
+static void prepare_unprivileged(struct sbxd *d, uid_t uid)
+{
+    static const char *const progs[] = {"sbxd", "sbxd-init", "sbxd-net"};
+    char src[PATH_MAX], dst[400], *slash;
+    snprintf(src, sizeof src, "%s", sbxd_exe());
+    slash = strrchr(src, '/');
+    ck_assert(slash != NULL);
+    snprintf(dst, sizeof dst, "%s/bin", d->dir);
+    ck_assert(mkdir(dst, 0755) == 0 && chown(dst, uid, uid) == 0);
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+        snprintf(slash + 1, sizeof src - (size_t)(slash + 1 - src), "%s", progs[i]);
+        snprintf(dst, sizeof dst, "%s/bin/%s", d->dir, progs[i]);
+        copy_program(src, dst, uid);
+    }
+    ck_assert(chown(d->dir, uid, uid) == 0);
+    snprintf(d->exe, sizeof d->exe, "%s/bin/sbxd", d->dir);
+}
+
 static void launch(struct sbxd *d)
 {
     int out[2], logfd;
@@ -383,9 +427,9 @@ static void launch(struct sbxd *d)
 
     while (d->args[nargs])
         nargs++;
-    argv = xmalloc((nargs + 8) * sizeof *argv);
+    argv = xmalloc((nargs + 9) * sizeof *argv);
     snprintf(listen_arg, sizeof listen_arg, "unix:%s", d->sock);
-    argv[0] = sbxd_exe();
+    argv[0] = d->exe[0] ? d->exe : sbxd_exe();
     argv[1] = "--listen";
     argv[2] = listen_arg;
     argv[3] = "--state-dir";
@@ -394,6 +438,10 @@ static void launch(struct sbxd *d)
     argv[6] = "debug";
     for (size_t i = 0; i < nargs; i++)
         argv[7 + i] = d->args[i];
+    /* An unprivileged sbxd has fewer isolation layers: the tests run
+     * against what it can do (the layers tests check the refusal). */
+    if (sbxd_it_uid())
+        argv[7 + nargs++] = "--allow-degraded";
     argv[7 + nargs] = NULL;
 
     ck_assert(pipe2(out, O_CLOEXEC) == 0);
@@ -414,6 +462,12 @@ static void launch(struct sbxd *d)
         dup2(logfd, 2);
         for (size_t i = 0; d->env[i]; i++)
             putenv(d->env[i]);
+        if (sbxd_it_uid()) {
+            uid_t u = sbxd_it_uid();
+            if (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0)
+                _exit(126);
+            setenv("HOME", d->dir, 1);
+        }
         execv(argv[0], (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -483,6 +537,8 @@ struct sbxd *sbxd_start(const char *const *args, const char *const *env)
     snprintf(d->dir, sizeof d->dir, "/tmp/sbxd-it-XXXXXX");
     ck_assert_msg(mkdtemp(d->dir) != NULL, "mkdtemp: %s", strerror(errno));
     chmod(d->dir, 0755);
+    if (sbxd_it_uid())
+        prepare_unprivileged(d, sbxd_it_uid());
     snprintf(d->sock, sizeof d->sock, "%s/sock", d->dir);
     snprintf(d->state, sizeof d->state, "%s/state", d->dir);
     snprintf(d->log, sizeof d->log, "%s/sbxd.log", d->dir);
@@ -493,6 +549,13 @@ struct sbxd *sbxd_start(const char *const *args, const char *const *env)
     start_guard(d);
     launch(d);
     return d;
+}
+
+void sbxd_set_args(struct sbxd *d, const char *const *args)
+{
+    ck_assert_msg(d->pid == 0, "sbxd_set_args: the server is still running");
+    strv_free(d->args);
+    d->args = strv_dup(args);
 }
 
 void sbxd_restart(struct sbxd *d)
@@ -1246,6 +1309,36 @@ static la_ssize_t tar_write_cb(struct archive *a, void *user, const void *p, siz
     (void)a;
     membuf_add(user, p, n);
     return (la_ssize_t)n;
+}
+
+void *tar_gz_bomb(const char *name, int64_t size, size_t *len)
+{
+    static const char zeros[65536];
+    struct archive *a = archive_write_new();
+    struct archive_entry *ae = archive_entry_new();
+    struct membuf b = {0};
+
+    ck_assert(a != NULL && ae != NULL);
+    ck_assert(archive_write_add_filter_gzip(a) == ARCHIVE_OK);
+    ck_assert(archive_write_set_format_pax_restricted(a) == ARCHIVE_OK);
+    ck_assert(archive_write_set_filter_option(a, "gzip", "compression-level", "9") == ARCHIVE_OK);
+    archive_write_set_bytes_in_last_block(a, 1);
+    ck_assert(archive_write_open(a, &b, NULL, tar_write_cb, NULL) == ARCHIVE_OK);
+    archive_entry_set_pathname(ae, name);
+    archive_entry_set_filetype(ae, AE_IFREG);
+    archive_entry_set_perm(ae, 0644);
+    archive_entry_set_size(ae, (la_int64_t)size);
+    ck_assert(archive_write_header(a, ae) == ARCHIVE_OK);
+    for (int64_t left = size; left > 0;) {
+        size_t n = left < (int64_t)sizeof zeros ? (size_t)left : sizeof zeros;
+        ck_assert(archive_write_data(a, zeros, n) == (la_ssize_t)n);
+        left -= (int64_t)n;
+    }
+    archive_entry_free(ae);
+    ck_assert(archive_write_close(a) == ARCHIVE_OK);
+    archive_write_free(a);
+    *len = b.len;
+    return b.p;
 }
 
 void *tar_gz(const struct tar_ent *e, size_t n, int format, size_t *len)

@@ -44,7 +44,13 @@ struct sbxd {
     char **args;            /* extra options, kept for sbxd_restart */
     char **env;             /* extra environment */
     int64_t t_start;        /* mono_ms() at sbxd_start */
+    char exe[400];          /* the sbxd run, when not $SBXD (unprivileged runs) */
 };
+
+/* The uid sbxd runs as in this run: SBXD_IT_UID when the tests run as root
+ * with it set (an unprivileged sbxd, started with --allow-degraded), else 0
+ * for a root sbxd. */
+uid_t sbxd_it_uid(void);
 
 /* Start sbxd in a new temporary directory, listening on DIR/sock, with
  * --log-level debug and the extra options `args` and environment entries
@@ -54,6 +60,8 @@ struct sbxd *sbxd_start(const char *const *args, const char *const *env);
 /* SIGTERM, wait, and assert that sbxd exited with status 0. The directory
  * (state, log) stays. */
 void sbxd_terminate(struct sbxd *d);
+/* Replace the extra options of the next sbxd_restart (after sbxd_terminate). */
+void sbxd_set_args(struct sbxd *d, const char *const *args);
 /* Start sbxd again on the same directory and state (after sbxd_terminate). */
 void sbxd_restart(struct sbxd *d);
 /* Terminate (asserting exit status 0), remove the directory, free d. */
@@ -205,6 +213,9 @@ enum { TAR_PAX = 0, TAR_USTAR = 1 };
  * hold a name, as the SDK's tar-stream does; TAR_USTAR only ustar (names up
  * to 255 bytes, split into prefix and name). */
 void *tar_gz(const struct tar_ent *e, size_t n, int format, size_t *len);
+/* A gzip bomb: a tar.gz of one file of `size` zero bytes (about a thousandth
+ * of that compressed). */
+void *tar_gz_bomb(const char *name, int64_t size, size_t *len);
 /* The entry names a tar.gz holds, in order, as libarchive reads them
  * (NULL-terminated, malloc'd; free with strv_free). */
 char **tar_gz_names(const void *data, size_t len);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "testnet.h"
 
 /* ---- shapes ---------------------------------------------------------------------------- */
 
@@ -1003,9 +1004,10 @@ START_TEST(test_sbxd_api_network_policy_update_echo)
 END_TEST
 
 /* Switch a running sandbox's policy and check, each time, whether a command
+ * reaches the test network (the outside) by direct TCP, and that it never
  * reaches a TCP server on the host's 127.0.0.1. */
-static void policy_round(struct sbxd *d, const char *sid, struct host_server *hs, const char *mode,
-                         bool reachable)
+static void policy_round(struct sbxd *d, const char *sid, struct testnet *t, struct host_server *hs,
+                         const char *mode, bool outside)
 {
     char port[16];
     struct http_resp *r = set_policy(d, sid, jpack("{s:s}", "mode", mode));
@@ -1014,48 +1016,59 @@ static void policy_round(struct sbxd *d, const char *sid, struct host_server *hs
                   r->body);
     ck_assert_str_eq(jstr(json_object_get(r->json, "sandbox"), "networkPolicy", "mode"), mode);
     http_resp_free(r);
+    snprintf(port, sizeof port, "%d", t->http_port);
+    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, t->addr,
+                              port));
+    ck_assert_msg(contains(c->out, outside ? "CONNECTED" : "REFUSED"), "under %s the outside %s:%d should be %s: %s%s",
+                  mode, t->addr, t->http_port, outside ? "reachable" : "unreachable", c->out, c->err);
+    cmd_result_free(c);
     snprintf(port, sizeof port, "%d", hs->port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT,
-                              "127.0.0.1", port));
-    ck_assert_msg(contains(c->out, reachable ? "CONNECTED" : "REFUSED"),
-                  "under %s the host's 127.0.0.1:%d should be %s: %s%s", mode, hs->port,
-                  reachable ? "reachable" : "unreachable", c->out, c->err);
+    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, "127.0.0.1",
+                              port));
+    ck_assert_msg(contains(c->out, "REFUSED"), "under %s the host's 127.0.0.1:%d was reached: %s%s", mode,
+                  hs->port, c->out, c->err);
     cmd_result_free(c);
 }
 
 START_TEST(test_sbxd_api_network_policy_allow_deny_allow)
 {
-    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct testnet *t = testnet_start(0);
+    struct sbxd *d = sbxd_start(testnet_sbxd_args(t), NULL);
     struct host_server *hs = host_server_start("policy");
     char *sid = sbx_create(d, NULL);
     struct cmd_result *c;
 
     sbx_write_file(d, sid, "/vercel/sandbox/before.txt", "kept\n", 5, 0644);
-    policy_round(d, sid, hs, "allow-all", true);
-    policy_round(d, sid, hs, "deny-all", false);
+    policy_round(d, sid, t, hs, "allow-all", true);
+    policy_round(d, sid, t, hs, "deny-all", false);
     /* Same sandbox: its files are still there. */
     c = sbx_sh(d, sid, "cat /vercel/sandbox/before.txt");
     ck_assert_str_eq(c->out, "kept\n");
     cmd_result_free(c);
-    policy_round(d, sid, hs, "allow-all", true);
+    policy_round(d, sid, t, hs, "allow-all", true);
+    ck_assert_int_eq(hs->hits, 0);
     host_server_stop(hs);
     free(sid);
     sbxd_stop(d);
+    testnet_stop(t);
 }
 END_TEST
 
 START_TEST(test_sbxd_api_network_policy_deny_allow_deny)
 {
-    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct testnet *t = testnet_start(0);
+    struct sbxd *d = sbxd_start(testnet_sbxd_args(t), NULL);
     struct host_server *hs = host_server_start("policy");
     char *sid = sbx_create(d, jpack("{s:{s:s}}", "networkPolicy", "mode", "deny-all"));
 
-    policy_round(d, sid, hs, "deny-all", false);
-    policy_round(d, sid, hs, "allow-all", true);
-    policy_round(d, sid, hs, "deny-all", false);
+    policy_round(d, sid, t, hs, "deny-all", false);
+    policy_round(d, sid, t, hs, "allow-all", true);
+    policy_round(d, sid, t, hs, "deny-all", false);
+    ck_assert_int_eq(hs->hits, 0);
     host_server_stop(hs);
     free(sid);
     sbxd_stop(d);
+    testnet_stop(t);
 }
 END_TEST
 

@@ -7,6 +7,7 @@ set -u
 [ $# -eq 2 ] || { echo "usage: $0 SBXRUN SBXD" >&2; exit 2; }
 sbxrun=$1 sbxd=$2
 dir=$(mktemp -d /tmp/sbxrun-cli-XXXXXX)
+chmod 711 "$dir"   # sandboxes run under ids of their own: they pass through to the state
 n=0 fail=0
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT

@@ -264,13 +264,14 @@ static void discard_sandbox(struct sandbox *s)
         }
     g.running--;
     pthread_mutex_unlock(&g.lock);
-    limits_destroy(s->limits);
-    s->limits = NULL;
+    sandbox_release(s);
     sandbox_remove_state(s);
     pthread_mutex_lock(&g.lock);
     sandbox_unref(s);
     pthread_mutex_unlock(&g.lock);
 }
+
+static const char *status_code(int st);
 
 static enum MHD_Result create_sandbox(struct http_req *r)
 {
@@ -401,7 +402,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->requested_at = requested_at;
     s->policy = policy;
     policy = NULL;
-    s->netmode = s->policy->mode == NP_ALLOW_ALL ? NET_HOST : NET_ISOLATED;
+    s->netmode = usernet_mode(s->policy->mode);
     s->env = env;
     env = (sbx__strlist)SBX__STRLIST_INIT;
     memcpy(s->ports, ports, sizeof ports);
@@ -438,15 +439,22 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->next = g.sandboxes;
     g.sandboxes = s;
     pthread_mutex_unlock(&g.lock);
+    if (ids_acquire(&s->ids) < 0) {
+        /* Every id of the range belongs to a live sandbox (of any sbxd). */
+        sbxd_log(LOG_WARN, "no free host id in %u-%u for sandbox %s", (unsigned)g.ids.first_uid,
+                 (unsigned)(g.ids.first_uid + g.ids.count - 1), s->id);
+        discard_sandbox(s);
+        json_decref(body);
+        return reply_error_retry(r, 429, "rate_limited", "1",
+                                 "every host id of sbxd's range is in use (--id-range); retry shortly");
+    }
 
     if (sandbox_prepare_root(s, err, sizeof err) < 0) {
         st = 500;
         goto failed;
     }
-    if (from && snapshot_restore(from, s->root, err, sizeof err) < 0) {
-        st = 500;
+    if (from && snapshot_restore(from, s, &st, err, sizeof err) < 0)
         goto failed;
-    }
     if (src_type && strcmp(src_type, "git") == 0 && source_git(s, src, &st, err, sizeof err) < 0)
         goto failed;
     if (src_type && strcmp(src_type, "tarball") == 0 &&
@@ -472,7 +480,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     pthread_mutex_unlock(&g.lock);
     io_wake(); /* a new deadline */
     sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s)", s->id, s->runtime,
-             s->vcpus, s->netmode == NET_HOST ? "host" : "isolated",
+             s->vcpus, s->netmode == NET_OPEN ? "open" : "isolated",
              from ? ", from snapshot " : "", from ? from->id : "");
     json_decref(body);
     return reply_json(r, 200, wrap_sandbox(s, true));
@@ -499,7 +507,7 @@ failed:
     sbxd_log(st >= 500 ? LOG_ERROR : LOG_INFO, "sandbox %s not created: %s", s->id, err);
     discard_sandbox(s);
     json_decref(body);
-    return reply_error(r, (unsigned)st, st >= 500 ? "internal" : "bad_request", "%s", err);
+    return reply_error(r, (unsigned)st, status_code(st), "%s", err);
 bad:
     ret = reply_error(r, 400, "bad_request", "%s", err);
     goto done;
@@ -1007,6 +1015,8 @@ static int errno_status(int e)
     case EPERM:
     case EROFS: return 403;
     case EPIPE: return 410;
+    case ENOSPC:
+    case EDQUOT: return 413;
     default: return 400;
     }
 }
@@ -1018,7 +1028,9 @@ static const char *status_code(int st)
     case 409: return "conflict";
     case 403: return "forbidden";
     case 410: return "gone";
-    default: return "bad_request";
+    case 413: return "disk_limit";
+    case 429: return "rate_limited";
+    default: return st >= 500 ? "internal" : "bad_request";
     }
 }
 
@@ -1124,6 +1136,8 @@ static int tar_pass(struct http_req *r, struct sandbox *s, const char *base, boo
     struct archive *a = archive_read_new();
     struct archive_entry *e;
     int rc = -1, files = 0;
+    int64_t want_bytes = 0, free_files = 0;
+    int64_t free_bytes = write_files ? -1 : disk_free_bytes(s->root, &free_files);
 
     archive_read_support_filter_all(a);
     archive_read_support_format_tar(a);
@@ -1159,6 +1173,17 @@ static int tar_pass(struct http_req *r, struct sandbox *s, const char *base, boo
         if (!write_files) {
             sbx__free(name);
             files++;
+            /* Sizes as the headers declare them: a bomb is stopped at its
+             * first oversized entry, before anything is written or even
+             * decompressed much further. */
+            want_bytes += archive_entry_size(e) > 0 ? archive_entry_size(e) : 0;
+            if (free_bytes >= 0 && (want_bytes > free_bytes || files > free_files)) {
+                snprintf(err, errlen, "the archive holds more than the sandbox's free space (%lld bytes, "
+                                      "%lld files left of its disk limit)",
+                         (long long)free_bytes, (long long)free_files);
+                *status = 413;
+                goto out;
+            }
             continue;
         }
         full = path_join(strcmp(base, "/") == 0 ? "" : base, name);

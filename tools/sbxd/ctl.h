@@ -33,6 +33,8 @@ enum ctl_type {
     CTL_CONNECT = 6,    /* fields: port ; reply fd connected to 127.0.0.1:port */
     CTL_LISTEN = 7,     /* fields: port ; reply fd listening on 127.0.0.1:port */
     CTL_PING = 8,
+    CTL_FILTER = 9,     /* fields: the seccomp program (struct sock_filter[]), empty = none;
+                         * init runs no command before it has one */
     /* init -> sbxd */
     CTL_READY = 100,    /* fields: init pid as seen on the host is unknown: none */
     CTL_REPLY = 101,    /* fields: errno, [detail] ; fds as the request says */

@@ -212,6 +212,9 @@ static int open_upstream(struct sandbox *s, const char *host, const char *port, 
          * lacks: never asked of a resolver. */
         lookup = "127.0.0.1";
         hints.ai_flags = AI_NUMERICHOST;
+    } else if (!literal && add_host_lookup(host)) {
+        lookup = add_host_lookup(host); /* --add-host: as /etc/hosts would */
+        hints.ai_flags = AI_NUMERICHOST;
     }
     rc = getaddrinfo(lookup, port, &hints, &res);
     if (rc != 0) {

@@ -11,11 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -44,6 +48,12 @@ struct child {
 
 static struct child *children;
 static size_t nchildren, capchildren;
+
+/* The seccomp program commands run under (CTL_FILTER); none until sbxd has
+ * sent one, and until then no command runs. */
+static struct sock_filter *filter;
+static size_t filter_len; /* instructions */
+static bool have_filter;
 
 static void die(const char *what)
 {
@@ -136,6 +146,10 @@ static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int 
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         _exit(126);
     close_range(3, ~0U, 0);
+    /* init is not dumpable, which makes /proc/self/ root's: the command's
+     * own files there (uid_map below) must be its own. It holds nothing of
+     * init's the sandbox may not see. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     if (sudo) {
         /* "root" for sudo commands: a nested user namespace in which the
          * sandbox user is uid 0. It holds capabilities only over what the
@@ -162,6 +176,15 @@ static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int 
             _exit(126);
         }
         close(fd);
+    }
+    /* Last: the filter refuses the namespaces sudo needed above. */
+    if (filter_len) {
+        struct sock_fprog fprog = {(unsigned short)filter_len, filter};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0) {
+            dprintf(2, "sbxd: cannot install the system-call filter: %s\n", strerror(errno));
+            _exit(126);
+        }
     }
     if (chdir(cwd) < 0) {
         dprintf(2, "sbxd: cannot change to %s: %s\n", cwd, strerror(errno));
@@ -190,6 +213,10 @@ static void do_run(struct ctl_msg *m)
     int e = 0;
 
     ctl_reader_init(&r, m);
+    if (!have_filter) {
+        e = EPERM;
+        goto done;
+    }
     if (out < 0 || err < 0 || ctl_get_int(&r, &sudo) < 0 || ctl_get_str(&r, &cwd) < 0 ||
         ctl_get_int(&r, &argc) < 0 || argc < 1 || argc > CTL_MAX_FIELDS) {
         e = EPROTO;
@@ -392,6 +419,28 @@ static void do_socket(struct ctl_msg *m)
     reply(m->id, e, fd, NULL);
 }
 
+static void do_filter(struct ctl_msg *m)
+{
+    struct ctl_reader r;
+    const char *p;
+    size_t n;
+    int e = 0;
+
+    ctl_reader_init(&r, m);
+    if (have_filter || ctl_get(&r, &p, &n) < 0 || n % sizeof *filter != 0 ||
+        n / sizeof *filter > BPF_MAXINSNS) {
+        e = EINVAL; /* set once: a later message cannot loosen it */
+    } else if (n && !(filter = sbx__malloc(n))) {
+        e = ENOMEM;
+    } else {
+        if (n)
+            memcpy(filter, p, n);
+        filter_len = n / sizeof *filter;
+        have_filter = true;
+    }
+    reply(m->id, e, -1, NULL);
+}
+
 static void reap(void)
 {
     for (;;) {
@@ -462,11 +511,11 @@ static void drop_all_caps(void)
  * symlinks the sandbox planted there). Order matters: enter the outer user
  * namespace (which owns the mount and PID namespaces, so we hold
  * capabilities over them), the mount, UTS and IPC namespaces, make a
- * network namespace if asked, the PID namespace (for the child), then the
+ * network namespace, the PID namespace (for the child), then the
  * inner user namespace (uid 1000), drop every capability and exec init from
  * inside the sandbox.
  */
-static int join_main(const char *net)
+static int join_main(void)
 {
     pid_t pid;
     int status;
@@ -482,14 +531,11 @@ static int join_main(const char *net)
         join_die("chdir /");
     if (setns(J_UTS, CLONE_NEWUTS) < 0 || setns(J_IPC, CLONE_NEWIPC) < 0)
         join_die("enter the UTS/IPC namespaces");
-    if (strcmp(net, "isolated") == 0) {
-        if (unshare(CLONE_NEWNET) < 0)
-            join_die("create a network namespace");
-        loopback_up();
-    } else if (strcmp(net, "host") != 0) {
-        errno = EINVAL;
-        join_die("network must be 'host' or 'isolated'");
-    }
+    /* A network of its own: sbxd gives it user-mode networking or the
+     * egress proxy, as the policy says. */
+    if (unshare(CLONE_NEWNET) < 0)
+        join_die("create a network namespace");
+    loopback_up();
     if (setns(J_PID, CLONE_NEWPID) < 0)
         join_die("enter the PID namespace");
     if (setns(J_INNER_USER, CLONE_NEWUSER) < 0)
@@ -522,6 +568,87 @@ static int join_main(const char *net)
     return 0;
 }
 
+/* ---- --harden: /proc as an OCI runtime leaves it ------------------------ */
+
+static void harden_die(const char *what, const char *path)
+{
+    fprintf(stderr, "sbxd-init --harden: %s %s: %s\n", what, path, strerror(errno));
+    _exit(1);
+}
+
+/* Bind path onto itself (or src onto it) and make that mount read-only.
+ * A mask (/dev/null) keeps its device: reading it gives nothing, as under
+ * an OCI runtime. */
+static void ro_mount(const char *src, const char *path)
+{
+    unsigned long nodev = src ? 0 : MS_NODEV;
+    if (mount(src ? src : path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+        harden_die("bind", path);
+    if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | nodev | MS_NOEXEC, NULL) < 0)
+        harden_die("make read-only", path);
+}
+
+/*
+ * fd 3: the user namespace that owns the sandbox's mount namespace (fd 4).
+ * Entering it gives every capability over the sandbox's mounts, which the
+ * sandbox's processes (in a user namespace below) never have: they cannot
+ * undo these mounts, and seccomp denies them the mount calls anyway. No
+ * reliance on bwrap's own heuristic, which skips /proc/sys when it looks
+ * unwritable to bwrap.
+ */
+static int harden_main(void)
+{
+    static const char *const read_only[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/bus",
+                                            "/proc/fs", "/proc/irq"};
+    static const char *const masked_files[] = {"/proc/kcore", "/proc/keys", "/proc/key-users",
+                                               "/proc/timer_list", "/proc/sched_debug",
+                                               "/proc/latency_stats", "/proc/timer_stats"};
+    static const char *const masked_dirs[] = {"/proc/acpi", "/proc/scsi", "/proc/asound"};
+    struct stat st;
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (setns(3, CLONE_NEWUSER) < 0)
+        harden_die("enter", "the sandbox's user namespace");
+    if (setns(4, CLONE_NEWNS) < 0 || chdir("/") < 0)
+        harden_die("enter", "the sandbox's mount namespace");
+    /* /proc must be the sandbox's own proc mount, not something planted. */
+    if (lstat("/proc/self", &st) < 0 || !S_ISLNK(st.st_mode))
+        harden_die("find", "/proc");
+    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
+        if (lstat(read_only[i], &st) == 0)
+            ro_mount(NULL, read_only[i]);
+    for (size_t i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
+        if (lstat(masked_files[i], &st) == 0 && !S_ISDIR(st.st_mode))
+            ro_mount("/dev/null", masked_files[i]);
+    for (size_t i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
+        if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+            mount("tmpfs", masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=0555") < 0)
+            harden_die("mask", masked_dirs[i]);
+    return 0;
+}
+
+/* ---- --oneshot: pid 1 of the git fetcher ---------------------------------- */
+
+/*
+ * fd 3 is a socket to sbxd. Say 'R' once bwrap has set everything up (we
+ * run), wait for 'G' (sbxd hardened /proc and attached the network), then
+ * exec the command after "--". bwrap has installed the seccomp filter.
+ */
+static int oneshot_main(char **argv)
+{
+    char c = 'R';
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (write(CTL_FD, &c, 1) != 1 || read(CTL_FD, &c, 1) != 1 || c != 'G') {
+        fprintf(stderr, "sbxd-init --oneshot: sbxd did not say go\n");
+        return 126;
+    }
+    close(CTL_FD);
+    execvp(argv[0], argv);
+    fprintf(stderr, "sbxd-init --oneshot: %s: %s\n", argv[0], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char **argv)
 {
     sigset_t set;
@@ -529,8 +656,12 @@ int main(int argc, char **argv)
     struct ctl_msg ready;
     struct stat st;
 
-    if (argc == 3 && strcmp(argv[1], "--join") == 0)
-        return join_main(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "--join") == 0)
+        return join_main();
+    if (argc == 2 && strcmp(argv[1], "--harden") == 0)
+        return harden_main();
+    if (argc > 3 && strcmp(argv[1], "--oneshot") == 0 && strcmp(argv[2], "--") == 0)
+        return oneshot_main(argv + 3);
     if (fstat(CTL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "sbxd-init: run by sbxd only (fd 3 must be its control socket)\n");
         return 2;
@@ -538,6 +669,8 @@ int main(int argc, char **argv)
     /* Not dumpable: processes of the same uid in the sandbox cannot ptrace
      * init or open /proc/1/fd/3 and speak the control protocol. */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* Only the control socket is ours to keep. */
+    close_range(CTL_FD + 1, ~0U, 0);
     fcntl(CTL_FD, F_SETFD, FD_CLOEXEC);
     umask(022);
     sigemptyset(&set);
@@ -581,6 +714,7 @@ int main(int argc, char **argv)
             case CTL_CONNECT:
             case CTL_LISTEN: do_socket(&m); break;
             case CTL_PING: reply(m.id, 0, -1, NULL); break;
+            case CTL_FILTER: do_filter(&m); break;
             default: reply(m.id, ENOSYS, -1, NULL); break;
             }
             ctl_msg_free(&m);

@@ -10,14 +10,19 @@
  * with hundreds of threads is the expensive part of fork, and it would be
  * paid for every sandbox. So the child calls only async-signal-safe
  * functions, writes only its own stack, and execs an absolute path.
+ *
+ * Changing ids uses the raw system calls: glibc's setresuid() would, sharing
+ * sbxd's memory, broadcast the change to every thread of sbxd.
  */
 #include <errno.h>
+#include <grp.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sbxd.h"
@@ -52,8 +57,8 @@ static int child(void *arg)
 {
     const struct spawn_req *r = arg;
     sigset_t none;
-    int high[8];
-    int null_fd;
+    int high[SPAWN_MAX_FDS];
+    int null_fd, exec_fd;
 
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -76,6 +81,7 @@ static int child(void *arg)
     }
     if (nofile_raised)
         setrlimit(RLIMIT_NOFILE, &nofile_orig);
+
     /* Move the kept fds out of the way before placing them at 3, 4, ... */
     for (int i = 0; i < r->nkeep; i++)
         if ((high[i] = fcntl(r->keep_fds[i], F_DUPFD, 64)) < 0)
@@ -90,7 +96,16 @@ static int child(void *arg)
         if (dup2(high[i], 3 + i) < 0)
             _exit(125);
     close_range((unsigned)(3 + r->nkeep), ~0U, 0);
-    execv(r->argv[0], r->argv);
+    /* The program is opened while still privileged, so the sandbox's id
+     * needs no search permission on the path to it. */
+    exec_fd = open(r->argv[0], O_PATH | O_CLOEXEC);
+    if (exec_fd < 0)
+        _exit(127);
+    if (r->set_ids && (syscall(SYS_setgroups, 0, NULL) < 0 ||
+                       syscall(SYS_setresgid, r->gid, r->gid, r->gid) < 0 ||
+                       syscall(SYS_setresuid, r->uid, r->uid, r->uid) < 0))
+        _exit(125);
+    syscall(SYS_execveat, exec_fd, "", r->argv, environ, AT_EMPTY_PATH);
     _exit(127);
 }
 

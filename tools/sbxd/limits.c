@@ -174,13 +174,20 @@ void limits_probe(void)
     else
         backend = BK_RLIMIT;
     if (backend == BK_RLIMIT)
-        sbxd_log(LOG_WARN, "no writable cgroup controllers: memory is capped per process with "
-                           "RLIMIT_DATA and processes with RLIMIT_NPROC%s",
-                 geteuid() == 0 ? " (which does not apply to root: run sbxd as another user, or "
-                                  "give it a delegated cgroup v2 subtree, to cap processes)"
-                                : "");
+        layer_set(LAYER_LIMITS, false,
+                  "no writable cgroup controllers: memory is capped per process (RLIMIT_DATA) and "
+                  "processes per host uid (RLIMIT_NPROC), CPU not at all; give sbxd a delegated "
+                  "cgroup v2 subtree, or writable cgroup v1 memory and pids controllers (as root)");
+    else if (!g.ids.per_sandbox)
+        layer_set(LAYER_LIMITS, false,
+                  "%s limits apply, but their files belong to sbxd's uid, which sandboxes also run "
+                  "as: only seccomp and the missing /sys keep a sandbox from raising them; run sbxd "
+                  "as root", limits_backend());
     else
-        sbxd_log(LOG_INFO, "resource limits: %s", limits_backend());
+        layer_set(LAYER_LIMITS, true, "%s (memory, pids%s), owned by root, which no sandbox runs as",
+                  backend == BK_CGROUP2 ? "cgroup v2 delegated subtree" : "cgroup v1",
+                  backend == BK_CGROUP2 || v1_base[2] ? ", cpu" : "");
+    sbxd_log(LOG_INFO, "resource limits: %s", limits_backend());
 }
 
 const char *limits_backend(void)

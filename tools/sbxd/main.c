@@ -12,17 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "mitm.h"
 #include "sbxd.h"
-
-#ifndef SBXD_LIBEXECDIR
-#define SBXD_LIBEXECDIR "/usr/local/libexec"
-#endif
 
 struct sbxd g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -53,13 +51,54 @@ static void usage(FILE *out)
 "  --snapshot-expiration MS  default snapshot lifetime, 0 = never [604800000]\n"
 "  --upstream-ca FILE      CA certificates (PEM) the egress proxy also trusts when it\n"
 "                          connects upstream for header injection [host store only]\n"
+"  --id-range FIRST:COUNT  host uids/gids for sandboxes when run as root [the 'sbxd'\n"
+"                          line of /etc/subuid and /etc/subgid, else 1878982656:65536]\n"
+"  --disk-limit SIZE       disk space per sandbox: bytes or a K, M, G, T suffix [8G]\n"
+"  --inode-limit N         files per sandbox [one per 16 KiB of --disk-limit]\n"
+"  --add-host NAME=ADDR    resolve NAME to ADDR in sandboxes, the egress proxy and\n"
+"                          tarball downloads (repeatable)\n"
+"  --allow-degraded        start even when an isolation layer cannot be set up\n"
+"                          (each missing layer is logged and shown by --check)\n"
+"  --unsafe-host-network   UNSAFE: let allow-all sandboxes reach this host's own\n"
+"                          addresses (its loopback included, sbxd among them)\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
-"  --check                 check that sandboxes can be created, then exit\n"
+"  --check                 create a sandbox, report every isolation layer, then exit\n"
+"                          (status 1 when a layer is off without --allow-degraded)\n"
 "  --version, --help\n"
 "\n"
 "On start sbxd prints one line, \"sbxd listening on URL\", to stdout; logs go to\n"
 "stderr. SIGINT or SIGTERM stops every sandbox and exits.\n",
             SBXD_LIBEXECDIR);
+}
+
+/* A size: bytes, or a number with K, M, G or T (powers of 1024; "KiB",
+ * "MB"... read the same). */
+static int parse_size(const char *opt, const char *v, int64_t min, int64_t *out)
+{
+    char *end;
+    unsigned long long x;
+    int shift = 0;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && *end == 'i')
+        end++;
+    if (shift && (*end == 'B' || *end == 'b'))
+        end++;
+    if (errno || *end || end == v || !(*v >= '0' && *v <= '9') || x > (1ull << 62) >> shift ||
+        (int64_t)(x << shift) < min) {
+        fprintf(stderr, "sbxd: %s wants a size of at least %lld bytes (as 512M, 8G...), not '%s'\n",
+                opt, (long long)min, v);
+        return -1;
+    }
+    *out = (int64_t)(x << shift);
+    return 0;
 }
 
 static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
@@ -161,70 +200,126 @@ static void explain_failure(const char *err)
                         "  sbxd needs unprivileged user, PID, mount, IPC, UTS and network namespaces.\n");
 }
 
-/* Create, use (with sudo too) and stop a real sandbox. */
-static int self_test(char *err, size_t errlen)
+/* Run `sh -c script` in s and return its stdout (first 256 bytes), or NULL. */
+static char *probe_cmd(struct sandbox *s, const char *script, bool sudo, char *err, size_t errlen)
+{
+    sbx__strlist args = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
+    struct command *c;
+    char *out = NULL;
+    int status;
+
+    if (sbx__strlist_push(&args, "-c") != SBX_OK || sbx__strlist_push(&args, script) != SBX_OK) {
+        sbx__strlist_clear(&args);
+        return NULL;
+    }
+    c = command_start(s, "sh", &args, "/", &env, sudo, &status, err, errlen);
+    sbx__strlist_clear(&args);
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&g.lock);
+    while (!c->exited)
+        pthread_cond_wait(&c->cond, &g.lock);
+    if ((out = sbx__calloc(1, 257))) {
+        size_t len = 0;
+        for (size_t i = 0; i < c->nchunks; i++)
+            for (size_t k = 0; k < c->chunks[i].len && len < 256; k++)
+                out[len++] = c->chunks[i].data[k];
+        if (c->exit_code != 0) {
+            /* What it said is the reason: keep it for the caller's message. */
+            snprintf(err, errlen, "`%s` exited %d: %s", script, c->exit_code, out);
+            sbx__free(out);
+            out = NULL;
+        }
+    }
+    command_unref(c);
+    pthread_mutex_unlock(&g.lock);
+    return out;
+}
+
+/* Boot a sandbox with the layers as probed; NULL with a message. */
+static struct sandbox *self_test_boot(enum netmode mode, char *err, size_t errlen)
 {
     struct sandbox *s = sandbox_alloc();
-    struct command *c;
-    sbx__strlist args = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
     char rel[96];
-    int status, rc = -1;
 
     if (!s) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return NULL;
     }
     make_id(s->id, sizeof s->id, "sbx_selftest");
     snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
     s->root = path_join(g.cfg.state_dir, rel);
     s->runtime = sbx__strdup("node24");
     s->policy = netpolicy_allow_all();
-    s->netmode = NET_HOST;
+    s->netmode = mode;
     s->vcpus = 1;
     s->memory_mb = 2048;
-    if (!s->root || !s->runtime || !s->policy) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
     pthread_mutex_lock(&g.lock);
     g.running++;
     pthread_mutex_unlock(&g.lock);
-    if (sandbox_prepare_root(s, err, errlen) < 0 || sandbox_boot(s, err, errlen) < 0) {
+    if (!s->root || !s->runtime || !s->policy) {
+        snprintf(err, errlen, "out of memory");
+    } else if (ids_acquire(&s->ids) < 0) {
+        snprintf(err, errlen, "no free host id in the range %u:%u", (unsigned)g.ids.first_uid,
+                 (unsigned)g.ids.count);
+    } else if (sandbox_prepare_root(s, err, errlen) == 0 && sandbox_boot(s, err, errlen) == 0) {
         pthread_mutex_lock(&g.lock);
+        s->status = SBX_RUNNING;
+        s->deadline_mono = mono_ms() + 60000;
+        pthread_mutex_unlock(&g.lock);
+        return s;
+    }
+    pthread_mutex_lock(&g.lock);
+    if (s->ctx[s->primary].up) {
+        s->status = SBX_RUNNING;
+        sandbox_stop_locked(s, false); /* the finalizer releases */
+    } else {
         g.running--;
-        pthread_mutex_unlock(&g.lock);
-        limits_destroy(s->limits);
-        s->limits = NULL;
-        goto out;
     }
-    pthread_mutex_lock(&g.lock);
-    s->status = SBX_RUNNING;
-    s->deadline_mono = mono_ms() + 60000;
     pthread_mutex_unlock(&g.lock);
-    sbx__strlist_push(&args, "-u");
-    c = command_start(s, "id", &args, "/", &env, true, &status, err, errlen);
-    if (c) {
-        pthread_mutex_lock(&g.lock);
-        while (!c->exited)
-            pthread_cond_wait(&c->cond, &g.lock);
-        g.can_sudo = c->exit_code == 0 && c->nchunks > 0 && strncmp(c->chunks[0].data, "0", 1) == 0;
-        command_unref(c);
-        pthread_mutex_unlock(&g.lock);
-        if (!g.can_sudo)
-            sbxd_log(LOG_WARN, "nested user namespaces are not available: commands with sudo "
-                               "will be refused");
-        rc = 0;
-    }
-    pthread_mutex_lock(&g.lock);
-    sandbox_stop_locked(s, false);
-    pthread_mutex_unlock(&g.lock);
-out:
-    sbx__strlist_clear(&args);
+    sandbox_release(s);
     sandbox_remove_state(s);
     pthread_mutex_lock(&g.lock);
     sandbox_unref(s);
     pthread_mutex_unlock(&g.lock);
-    return rc;
+    return NULL;
+}
+
+/* Create, use (with sudo too) and stop a real sandbox, and check that the
+ * layers said to be on are there. */
+static int self_test(char *err, size_t errlen)
+{
+    enum netmode mode = usernet_mode(NP_ALLOW_ALL);
+    struct sandbox *s = self_test_boot(mode, err, errlen);
+    char *out;
+
+    if (!s && mode == NET_OPEN) {
+        /* Sandboxes work without user-mode networking: allow-all then uses
+         * the egress proxy. */
+        layer_set(LAYER_NET, false, "sbxd-net failed (%s); allow-all sandboxes reach the outside through "
+                                    "the egress proxy only", err);
+        s = self_test_boot(NET_ISOLATED, err, errlen);
+    }
+    if (!s)
+        return -1;
+    out = probe_cmd(s, "id -u", true, err, errlen);
+    g.can_sudo = out && strncmp(out, "0\n", 2) == 0;
+    sbx__free(out);
+    if (!g.can_sudo)
+        sbxd_log(LOG_WARN, "nested user namespaces are not available: commands with sudo will be refused "
+                           "(%s)", err);
+    out = probe_cmd(s, "grep '^Seccomp:' /proc/self/status", false, err, errlen);
+    if (g.layers[LAYER_SECCOMP].on && (!out || !strstr(out, "\t2")))
+        layer_set(LAYER_SECCOMP, false, "the kernel did not apply the filter (%s)", out ? out : err);
+    sbx__free(out);
+    pthread_mutex_lock(&g.lock);
+    sandbox_stop_locked(s, false);
+    pthread_mutex_unlock(&g.lock);
+    sandbox_remove_state(s);
+    pthread_mutex_lock(&g.lock);
+    sandbox_unref(s);
+    pthread_mutex_unlock(&g.lock);
+    return 0;
 }
 
 static int setup_token(void)
@@ -280,8 +375,14 @@ static int setup_token(void)
     return 0;
 }
 
+/* As root, sandboxes run under ids of their own, and bwrap (which runs as
+ * the sandbox's id) must reach their trees and sbxd-init: the state
+ * directory is searchable (0711) but not listable, and whatever is private
+ * (token, CA key, records, snapshots) stays 0600/0700 inside it. */
 static int setup_state_dir(void)
 {
+    bool root = geteuid() == 0;
+    mode_t dmode = root ? 0711 : 0700;
     char real[PATH_MAX], *sub;
     int fd;
     if (mkdir_p(g.cfg.state_dir, 0700) < 0 || !realpath(g.cfg.state_dir, real)) {
@@ -291,10 +392,11 @@ static int setup_state_dir(void)
     /* Without symlinks: extraction refuses any path through one. */
     sbx__free(g.cfg.state_dir);
     g.cfg.state_dir = sbx__strdup(real);
-    chmod(real, 0700);
-    for (int i = 0; i < 2; i++) {
-        sub = path_join(real, i ? "snapshots" : "sandboxes");
-        if (!sub || mkdir_p(sub, 0700) < 0) {
+    chmod(real, dmode);
+    for (int i = 0; i < 3; i++) {
+        static const char *const names[] = {"sandboxes", "snapshots", "libexec"};
+        sub = path_join(real, names[i]);
+        if (!sub || mkdir_p(sub, 0700) < 0 || chmod(sub, i == 1 ? 0700 : dmode) < 0) {
             fprintf(stderr, "sbxd: cannot create %s: %s\n", sub ? sub : real, strerror(errno));
             sbx__free(sub);
             return -1;
@@ -310,6 +412,68 @@ static int setup_state_dir(void)
         return -1;
     }
     return 0; /* the lock fd stays open for the life of the process */
+}
+
+/* Whether a sandbox's id can search its way to the state directory (the
+ * tests and the CLI use directories under /tmp made 0700 by mkdtemp). */
+static int check_state_reachable(void)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (!g.ids.per_sandbox)
+        return 0;
+    snprintf(path, sizeof path, "%s", g.cfg.state_dir);
+    for (char *slash = path + strlen(path); slash > path; slash = strrchr(path, '/')) {
+        *slash = '\0';
+        if (!*path)
+            break;
+        if (stat(path, &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+            fprintf(stderr,
+                    "sbxd: sandboxes run under their own host ids and must be able to pass through\n"
+                    "  %s (mode %04o) to reach the state directory %s.\n"
+                    "  Fix: chmod o+x %s, or choose another --state-dir.\n",
+                    path, (unsigned)(st.st_mode & 07777), g.cfg.state_dir, path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The sbxd-init every sandbox binds, copied where sandbox ids can read it
+ * (the build tree or prefix may not be reachable for them). */
+static int publish_init(void)
+{
+    size_t len;
+    char *data = read_file(g.cfg.init_path, 64u << 20, &len), *dst;
+    int r = -1;
+
+    dst = path_join(g.cfg.state_dir, "libexec/sbxd-init");
+    if (data && dst && write_file_atomic(dst, data, len, 0755, false) == 0) {
+        g.init_copy = dst;
+        dst = NULL;
+        r = 0;
+    } else {
+        fprintf(stderr, "sbxd: cannot copy %s into %s/libexec: %s\n", g.cfg.init_path, g.cfg.state_dir,
+                strerror(errno));
+    }
+    sbx__free(dst);
+    sbx__free(data);
+    return r;
+}
+
+/* As root, sbxd mounts a file system per sandbox: in a mount namespace of
+ * its own, so the host's mount table never lists them and they vanish with
+ * sbxd. Host mounts still propagate in. Must run before any thread starts. */
+static bool private_mounts(void)
+{
+    if (geteuid() != 0)
+        return false;
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+        sbxd_log(LOG_WARN, "cannot make a private mount namespace: %s", strerror(errno));
+        return false;
+    }
+    return true;
 }
 
 static void stop_everything(void)
@@ -349,13 +513,18 @@ static void free_all(void)
     sbx__free(g.cfg.bwrap);
     sbx__free(g.cfg.init_path);
     sbx__free(g.cfg.upstream_ca);
+    sbx__free(g.cfg.id_range);
+    sbx__strlist_clear(&g.cfg.add_hosts);
+    sbx__free(g.init_copy);
+    sbx__free(g.filter);
+    usernet_shutdown();
     curl_global_cleanup();
 }
 
 enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
-    O_HELP, O_UPSTREAM_CA
+    O_HELP, O_UPSTREAM_CA, O_IDRANGE, O_DISK, O_INODES, O_ADDHOST, O_DEGRADED, O_UNSAFE_NET
 };
 
 int main(int argc, char **argv)
@@ -378,6 +547,12 @@ int main(int argc, char **argv)
         {"log-level", required_argument, NULL, O_LOGLEVEL},
         {"check", no_argument, NULL, O_CHECK},
         {"upstream-ca", required_argument, NULL, O_UPSTREAM_CA},
+        {"id-range", required_argument, NULL, O_IDRANGE},
+        {"disk-limit", required_argument, NULL, O_DISK},
+        {"inode-limit", required_argument, NULL, O_INODES},
+        {"add-host", required_argument, NULL, O_ADDHOST},
+        {"allow-degraded", no_argument, NULL, O_DEGRADED},
+        {"unsafe-host-network", no_argument, NULL, O_UNSAFE_NET},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -404,6 +579,7 @@ int main(int argc, char **argv)
     c->max_sandbox_log = 256u << 20;
     c->retain_stopped_ms = 30 * 60 * 1000;
     c->log_level = LOG_INFO;
+    c->disk_limit = 8ll << 30;
 
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -430,6 +606,19 @@ int main(int argc, char **argv)
             break;
         case O_CHECK: check_only = true; break;
         case O_UPSTREAM_CA: c->upstream_ca = sbx__strdup(optarg); break;
+        case O_IDRANGE: sbx__free(c->id_range); c->id_range = sbx__strdup(optarg); break;
+        case O_DISK: if (parse_size("--disk-limit", optarg, 16 << 20, &c->disk_limit)) return 2; break;
+        case O_INODES: if (parse_i64("--inode-limit", optarg, 1024, &c->inode_limit)) return 2; break;
+        case O_ADDHOST:
+            if (!add_host_ok(optarg)) {
+                fprintf(stderr, "sbxd: --add-host wants NAME=ADDR (a host name and an IPv4 or IPv6 "
+                                "address), not '%s'\n", optarg);
+                return 2;
+            }
+            sbx__strlist_push(&c->add_hosts, optarg);
+            break;
+        case O_DEGRADED: c->allow_degraded = true; break;
+        case O_UNSAFE_NET: c->unsafe_host_net = true; break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -471,8 +660,26 @@ int main(int argc, char **argv)
     }
     if (!c->state_dir)
         c->state_dir = default_state_dir();
+    /* Before any thread exists: unshare(CLONE_NEWNS) needs a lone thread. */
+    bool own_mounts = private_mounts();
     if (!c->state_dir || setup_state_dir() < 0)
         return 1;
+    if (ids_setup(c->id_range, err, sizeof err) < 0) {
+        fprintf(stderr, "sbxd: %s\n", err);
+        return 2;
+    }
+    if (check_state_reachable() < 0)
+        return 1;
+    if (g.ids.per_sandbox ? publish_init() < 0 : !(g.init_copy = sbx__strdup(c->init_path)))
+        return 1;
+    if (g.ids.per_sandbox)
+        layer_set(LAYER_IDS, true, "each sandbox runs as host uid/gid of its own from %u-%u (%s); "
+                                   "none is root",
+                  (unsigned)g.ids.first_uid, (unsigned)(g.ids.first_uid + g.ids.count - 1), g.ids.source);
+    else
+        layer_set(LAYER_IDS, false, "sbxd is not root, so every sandbox runs as its uid %u, which also "
+                                    "owns sbxd's state; run sbxd as root for per-sandbox host ids",
+                  (unsigned)g.ids.first_uid);
 
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&sigs);
@@ -483,7 +690,10 @@ int main(int argc, char **argv)
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
     launcher_raise_nofile();
+    seccomp_probe();
     limits_probe();
+    layer_set(LAYER_PROC, true, "/proc/sys, sysrq-trigger, bus, fs, irq read-only; kcore, keys, timer_list, "
+                                "sched_debug, acpi, scsi masked; no /sys; /dev read-only");
     if (mitm_init(err, sizeof err) < 0) {
         if (c->upstream_ca) {
             fprintf(stderr, "sbxd: %s\n", err);
@@ -497,15 +707,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "sbxd: cannot start its threads\n");
         return 1;
     }
+    disk_probe(own_mounts);
+    usernet_probe();
     if (self_test(err, sizeof err) < 0) {
         explain_failure(err);
         return 1;
     }
     if (check_only) {
-        printf("sbxd: sandboxes can be created here (bwrap %s, limits: %s, sudo: %s)\n", c->bwrap,
-               limits_backend(), g.can_sudo ? "yes" : "no");
-        return 0;
+        printf("sbxd: sandboxes can be created here (bwrap %s, sudo: %s); isolation layers:\n", c->bwrap,
+               g.can_sudo ? "yes" : "no");
+        layers_print(stdout);
+        fflush(stdout);
+        return layers_enforce() < 0 ? 1 : 0;
     }
+    if (layers_enforce() < 0)
+        return 1;
     if (setup_token() < 0)
         return 1;
     pthread_mutex_lock(&g.lock);

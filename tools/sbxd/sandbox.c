@@ -63,7 +63,9 @@ struct sandbox *sandbox_alloc(void)
     for (int k = 0; k < 2; k++) {
         pthread_mutex_init(&s->ctx[k].send_lock, NULL);
         s->ctx[k].ctl_fd = -1;
+        s->ctx[k].net_fd = -1;
     }
+    s->ids.lock_fd = -1;
     return s;
 }
 
@@ -106,6 +108,7 @@ static void sandbox_free(struct sandbox *s)
     sbx__strlist_wipe(&s->env);
     sbx__free(s->root);
     sbx__free(s->stop_reason);
+    ids_release(&s->ids);
     for (int i = 0; i < 2; i++)
         pthread_mutex_destroy(&s->ctx[i].send_lock);
     pthread_cond_destroy(&s->cond);
@@ -125,7 +128,7 @@ void sandbox_unref(struct sandbox *s)
 static const char *const sys_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
 static const char *const etc_binds[] = {"ssl", "ca-certificates", "alternatives",
                                         "ld.so.conf.d", "ld.so.cache"};
-static const char *const etc_copies[] = {"resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+static const char *const etc_copies[] = {"nsswitch.conf", "host.conf", "gai.conf",
                                          "protocols", "services", "ld.so.conf", "localtime",
                                          "os-release", "mime.types", "bash.bashrc", "profile",
                                          "inputrc", "debian_version"};
@@ -160,18 +163,53 @@ static int copy_host_file(const char *root, const char *name)
     return r;
 }
 
+/* /etc/hosts: the sandbox's own names, then --add-host entries. */
+static int write_hosts(struct sandbox *s, const char *hostname)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    int r;
+    if (sbx__buf_printf(&b, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                            "127.0.1.1\t%s\n", hostname) != SBX_OK)
+        return -1;
+    for (size_t i = 0; i < g.cfg.add_hosts.n; i++) {
+        const char *e = g.cfg.add_hosts.v[i], *eq = strchr(e, '=');
+        if (sbx__buf_printf(&b, "%s\t%.*s\n", eq + 1, (int)(eq - e), e) != SBX_OK) {
+            sbx__buf_free(&b);
+            return -1;
+        }
+    }
+    r = put_file(s->root, "etc/hosts", b.data, 0644);
+    sbx__buf_free(&b);
+    return r;
+}
+
 int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen)
 {
     static const struct { const char *path; mode_t mode; } dirs[] = {
         {"usr", 0755}, {"etc", 0755}, {"home", 0755}, {"home/" SBXD_USER, 0755},
         {"vercel", 0755}, {"vercel/sandbox", 0755}, {"tmp", 01777}, {"var", 0755},
         {"var/tmp", 01777}, {"run", 0755}, {"opt", 0755}, {"root", 0700}, {".sbxd", 0755},
-        {"proc", 0755}, {"dev", 0755},
+        {".sbxd/shm", 01777}, {"proc", 0755}, {"dev", 0755},
     };
-    char hostname[64], hosts[256];
-    char *p;
+    char hostname[64], line[96];
+    char *p, *dir = NULL;
 
-    if (mkdir_p(s->root, 0755) < 0)
+    /* STATE/sandboxes/ID holds records only sbxd reads; its root/ is the
+     * sandbox's, reachable by the sandbox's id alone. */
+    if (!(dir = sbx__strdup(s->root)))
+        goto fail;
+    *strrchr(dir, '/') = '\0';
+    if (mkdir_p(dir, 0711) < 0 || chmod(dir, 0711) < 0)
+        goto fail;
+    if (g.layers[LAYER_DISK].on) {
+        if (!(s->disk = disk_create(s, err, errlen))) {
+            sbx__free(dir);
+            return -1;
+        }
+    } else if (mkdir(s->root, 0700) < 0 && errno != EEXIST) {
+        goto fail;
+    }
+    if (chmod(s->root, 0700) < 0)
         goto fail;
     for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
         char host[64], target[256];
@@ -205,27 +243,32 @@ int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen)
         sbx__free(p);
     }
     snprintf(hostname, sizeof hostname, "%.20s", s->id);
-    snprintf(hosts, sizeof hosts,
-             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
-             hostname);
     if (put_file(s->root, "etc/passwd",
                  "root:x:0:0:root:/root:/bin/bash\n" SBXD_USER ":x:1000:1000::" SBXD_HOME
                  ":/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
                  0644) < 0 ||
         put_file(s->root, "etc/group", "root:x:0:\n" SBXD_USER ":x:1000:\nnogroup:x:65534:\n",
                  0644) < 0 ||
-        put_file(s->root, "etc/hosts", hosts, 0644) < 0)
+        write_hosts(s, hostname) < 0)
         goto fail;
-    snprintf(hosts, sizeof hosts, "%s\n", hostname);
-    if (put_file(s->root, "etc/hostname", hosts, 0644) < 0)
+    snprintf(line, sizeof line, "%s\n", hostname);
+    if (put_file(s->root, "etc/hostname", line, 0644) < 0)
         goto fail;
     for (size_t i = 0; i < sizeof etc_copies / sizeof etc_copies[0]; i++)
         if (copy_host_file(s->root, etc_copies[i]) < 0)
             goto fail;
+    /* Open networking: slirp's resolver. Isolated contexts have no route to
+     * it and fail fast; they reach names through the egress proxy. */
+    if (put_file(s->root, "etc/resolv.conf", "nameserver " USERNET_DNS "\n", 0644) < 0)
+        goto fail;
+    if (ids_chown_tree(s->root, &s->ids) < 0)
+        goto fail;
+    sbx__free(dir);
     return 0;
 fail:
     snprintf(err, errlen, "cannot lay out the sandbox's filesystem under %s: %s", s->root,
              strerror(errno));
+    sbx__free(dir);
     return -1;
 }
 
@@ -241,8 +284,11 @@ static int add3(sbx__strlist *a, const char *x, const char *y, const char *z)
     return add(a, x) || add(a, y) || (z && add(a, z)) ? -1 : 0;
 }
 
-/* The first context of a sandbox: bwrap makes every namespace. */
-static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
+/* The first context of a sandbox: bwrap makes every namespace, its network
+ * namespace included (sbxd-net gives it the outside when it is open). /dev
+ * is read-only but for /dev/shm, which lives in the sandbox's tree and so
+ * counts against its disk limit. */
+static int bwrap_args(struct sandbox *s, sbx__strlist *a)
 {
     char path[512];
     struct stat st;
@@ -252,7 +298,7 @@ static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
         return -1;
     if (add(a, "--unshare-ipc") || add(a, "--unshare-uts") ||
         add3(a, "--hostname", s->id, NULL) || add(a, "--unshare-cgroup-try") ||
-        (isolated && add(a, "--unshare-net")) || add(a, "--die-with-parent") ||
+        add(a, "--unshare-net") || add(a, "--die-with-parent") ||
         add(a, "--new-session") || add3(a, "--cap-drop", "ALL", NULL) ||
         add3(a, "--info-fd", "4", NULL) || add3(a, "--bind", s->root, "/") ||
         add3(a, "--ro-bind", "/usr", "/usr"))
@@ -274,8 +320,10 @@ static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
         return -1;
     if (mitm_ca_path() && add3(a, "--ro-bind", mitm_ca_path(), MITM_SANDBOX_CA))
         return -1;
-    if (add3(a, "--ro-bind", g.cfg.init_path, "/.sbxd/init") || add3(a, "--proc", "/proc", NULL) ||
-        add3(a, "--dev", "/dev", NULL) || add3(a, "--chdir", "/", NULL) || add(a, "--clearenv") ||
+    snprintf(path, sizeof path, "%s/.sbxd/shm", s->root);
+    if (add3(a, "--ro-bind", g.init_copy, "/.sbxd/init") || add3(a, "--proc", "/proc", NULL) ||
+        add3(a, "--dev", "/dev", NULL) || add3(a, "--bind", path, "/dev/shm") ||
+        add3(a, "--remount-ro", "/dev", NULL) || add3(a, "--chdir", "/", NULL) || add(a, "--clearenv") ||
         add3(a, "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") ||
         add(a, "/.sbxd/init"))
         return -1;
@@ -283,7 +331,7 @@ static int bwrap_args(struct sandbox *s, bool isolated, sbx__strlist *a)
 }
 
 /* Read bwrap's --info-fd JSON for the host pid of the sandbox's init. */
-static pid_t read_child_pid(int fd, int64_t deadline)
+pid_t sandbox_read_child_pid(int fd, int64_t deadline)
 {
     char buf[512];
     size_t len = 0;
@@ -330,9 +378,9 @@ static void describe_boot_failure(struct sandbox *s, const char *logpath, char *
  * --dev made the first context with two user namespaces, the outer (uid 0,
  * owner of the mount and PID namespaces) and the inner (uid 1000); the fds
  * are, from 5: outer user, PID, inner user, mount, UTS, IPC. */
-static int join_args(bool isolated, sbx__strlist *a)
+static int join_args(sbx__strlist *a)
 {
-    return add(a, g.cfg.init_path) || add(a, "--join") || add(a, isolated ? "isolated" : "host");
+    return add(a, g.init_copy) || add(a, "--join");
 }
 
 static int open_ns_fds(pid_t pid, int *fds)
@@ -352,21 +400,120 @@ static int open_ns_fds(pid_t pid, int *fds)
     return 0;
 }
 
-/* Start context `ctx` (network isolated or not). Called without g.lock. */
-static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t errlen)
+/* As root, the sandbox's helpers run under its host ids: bwrap then makes
+ * namespaces owned by that id, never by root. */
+void sandbox_spawn_ids(const struct sandbox *s, struct spawn_req *req)
 {
+    if (!g.ids.per_sandbox)
+        return;
+    req->set_ids = true;
+    req->uid = s->ids.uid;
+    req->gid = s->ids.gid;
+}
+
+/* Kill what a failed boot started; the bwrap (or join) process is reaped. */
+static void boot_kill(pid_t launched, pid_t init)
+{
+    if (init > 0)
+        kill(init, SIGKILL);
+    if (launched > 0) {
+        kill(launched, SIGKILL);
+        waitpid(launched, NULL, 0);
+    }
+}
+
+/* Wait for init's READY on its control socket. */
+static int wait_ready(int fd, int64_t deadline)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    struct ctl_msg ready;
+    int64_t left = deadline - mono_ms();
+    int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+    if (r > 0)
+        r = ctl_recv(fd, &ready);
+    if (r <= 0)
+        return -1;
+    r = ready.type == CTL_READY ? 0 : -1;
+    ctl_msg_free(&ready);
+    return r;
+}
+
+/* Give a new init its seccomp program (empty when the layer is off, which
+ * --allow-degraded accepted); it runs no command before. */
+static int send_filter(int fd, int64_t deadline)
+{
+    struct ctl_msg m, reply;
+    struct pollfd p = {fd, POLLIN, 0};
+    int64_t left;
+    int r;
+
+    ctl_msg_init(&m, CTL_FILTER, 1);
+    r = ctl_put(&m, g.filter ? g.filter : "", g.filter ? g.filter_len : 0) < 0 || ctl_send(fd, &m) < 0 ? -1 : 0;
+    ctl_msg_free(&m);
+    left = deadline - mono_ms();
+    if (r < 0 || left <= 0 || poll(&p, 1, (int)left) <= 0 || ctl_recv(fd, &reply) <= 0)
+        return -1;
+    {
+        struct ctl_reader rd;
+        long long e = -1;
+        ctl_reader_init(&rd, &reply);
+        r = reply.type == CTL_REPLY && ctl_get_int(&rd, &e) == 0 && e == 0 ? 0 : -1;
+    }
+    ctl_msg_free(&reply);
+    return r;
+}
+
+/* Mask and make read-only what an OCI runtime does in the sandbox's /proc,
+ * before any command runs: sbxd-init --harden enters the mount namespace
+ * through the user namespace that owns it, which the sandbox's own
+ * processes (in a user namespace below) have no power over. */
+int sandbox_harden(struct sandbox *s, pid_t init, int logfd, char *err, size_t errlen)
+{
+    sbx__strlist argv = SBX__STRLIST_INIT;
+    struct spawn_req req;
+    int nsfd[6] = {-1, -1, -1, -1, -1, -1}, status = -1, r = -1;
+    pid_t pid = -1;
+
+    memset(&req, 0, sizeof req);
+    if (add(&argv, g.init_copy) || add(&argv, "--harden") || open_ns_fds(init, nsfd) < 0) {
+        snprintf(err, errlen, "cannot harden sandbox %s: %s", s->id, strerror(errno));
+        goto out;
+    }
+    req.argv = argv.v;
+    req.keep_fds[req.nkeep++] = nsfd[0]; /* 3: the outer user namespace */
+    req.keep_fds[req.nkeep++] = nsfd[3]; /* 4: the mount namespace */
+    req.stdout_fd = req.stderr_fd = logfd;
+    sandbox_spawn_ids(s, &req);
+    pid = launcher_spawn(&req);
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        snprintf(err, errlen, "could not mask /proc in sandbox %s (see its log)", s->id);
+    else
+        r = 0;
+out:
+    for (int i = 0; i < 6; i++)
+        if (nsfd[i] >= 0)
+            close(nsfd[i]);
+    sbx__strlist_clear(&argv);
+    return r;
+}
+
+/* Start context `ctx` (its network per the index). Called without g.lock. */
+static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
+{
+    bool primary = ctx == s->primary;
     sbx__strlist argv = SBX__STRLIST_INIT;
     struct spawn_req req;
     int sv[2] = {-1, -1}, info[2] = {-1, -1}, logfd = -1, nsfd[6] = {-1, -1, -1, -1, -1, -1};
     char logpath[4096];
     int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
-    struct ctl_msg ready;
     pid_t pid = -1, child = -1;
     int r;
 
     memset(&req, 0, sizeof req);
     snprintf(logpath, sizeof logpath, "%s/../sandbox.log", s->root);
-    if ((ctx == s->primary ? bwrap_args(s, isolated, &argv) : join_args(isolated, &argv)) < 0) {
+    if ((primary ? bwrap_args(s, &argv) : join_args(&argv)) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -376,7 +523,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         snprintf(err, errlen, "cannot set up sandbox %s: %s", s->id, strerror(errno));
         goto fail;
     }
-    if (ctx != s->primary && open_ns_fds(s->ctx[s->primary].init_pid, nsfd) < 0) {
+    if (!primary && open_ns_fds(s->ctx[s->primary].init_pid, nsfd) < 0) {
         snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
         goto fail;
     }
@@ -389,6 +536,7 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
     }
     req.stdout_fd = logfd;
     req.stderr_fd = logfd;
+    sandbox_spawn_ids(s, &req);
     /* Both contexts in the sandbox's cgroup: the limits cover all of it. */
     if (s->limits)
         limits_spawn_setup(s->limits, &req);
@@ -400,36 +548,30 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         snprintf(err, errlen, "cannot run %s: %s", g.cfg.bwrap, strerror(errno));
         goto fail;
     }
-    child = read_child_pid(info[0], deadline);
-    if (child <= 0) {
-        /* bwrap failed before starting init: its message is in the log. */
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+    /* Then init's READY; a failure before either is described in the log. */
+    if ((child = sandbox_read_child_pid(info[0], deadline)) <= 0 || wait_ready(sv[0], deadline) < 0) {
+        boot_kill(pid, child);
         pid = -1;
         describe_boot_failure(s, logpath, err, errlen);
         goto fail;
     }
-    {
-        struct pollfd p = {sv[0], POLLIN, 0};
-        int64_t left = deadline - mono_ms();
-        r = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (r > 0)
-            r = ctl_recv(sv[0], &ready);
-        if (r <= 0 || ready.type != CTL_READY) {
-            if (r > 0)
-                ctl_msg_free(&ready);
-            kill(child, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            pid = -1;
-            describe_boot_failure(s, logpath, err, errlen);
-            goto fail;
-        }
-        ctl_msg_free(&ready);
+    /* Nothing runs in the context before it is hardened, filtered and
+     * networked. */
+    if ((primary && sandbox_harden(s, child, logfd, err, errlen) < 0) ||
+        (ctx == NET_OPEN && usernet_attach(s, ctx, child, logfd, err, errlen) < 0)) {
+        boot_kill(pid, child);
+        pid = -1;
+        goto fail;
+    }
+    if (send_filter(sv[0], deadline) < 0) {
+        boot_kill(pid, child);
+        pid = -1;
+        snprintf(err, errlen, "sandbox %s: init did not take the seccomp program", s->id);
+        goto fail;
     }
     if (g.cfg.log_level >= LOG_DEBUG)
         sbxd_log(LOG_DEBUG, "sandbox %s: context %d up (bwrap %d, init %d, %s network)", s->id, ctx,
-                 (int)pid, (int)child, isolated ? "isolated" : "host");
+                 (int)pid, (int)child, ctx == NET_OPEN ? "open" : "isolated");
     /* Keep the sandbox's own OOM kills away from init where we may. */
     {
         char path[64];
@@ -441,12 +583,10 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
         }
     }
     pthread_mutex_lock(&g.lock);
-    if (ctx != s->primary && (s->status != SBX_RUNNING || !s->ctx[s->primary].up)) {
+    if (!primary && (s->status != SBX_RUNNING || !s->ctx[s->primary].up)) {
         /* The sandbox stopped while this context was starting. */
         pthread_mutex_unlock(&g.lock);
-        kill(child, SIGKILL);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        boot_kill(pid, child);
         pid = -1;
         snprintf(err, errlen, "sandbox %s stopped", s->id);
         goto fail;
@@ -457,17 +597,17 @@ static int ctx_boot(struct sandbox *s, int ctx, bool isolated, char *err, size_t
     s->ctx[ctx].up = true;
     r = io_watch_ctl(s, ctx);
     pthread_mutex_unlock(&g.lock);
-    if (r < 0) {
-        snprintf(err, errlen, "cannot watch sandbox %s: %s", s->id, strerror(errno));
-        kill(child, SIGKILL);
-        return -1; /* the I/O thread never saw it; the caller tears down */
-    }
     sbx__strlist_clear(&argv);
     for (int i = 0; i < 6; i++)
         if (nsfd[i] >= 0)
             close(nsfd[i]);
     close(info[0]);
     close(logfd);
+    if (r < 0) {
+        snprintf(err, errlen, "cannot watch sandbox %s: %s", s->id, strerror(errno));
+        kill(child, SIGKILL);
+        return -1; /* the I/O thread never saw it; the caller tears down */
+    }
     return 0;
 fail:
     sbx__strlist_clear(&argv);
@@ -481,6 +621,7 @@ fail:
     }
     if (logfd >= 0)
         close(logfd);
+    usernet_detach(s, ctx);
     return -1;
 }
 
@@ -544,6 +685,7 @@ static int sanitize_root(struct sandbox *s, char *err, size_t errlen)
     r |= ensure_mount_point(rootfd, "dev", true);
     r |= ensure_mount_point(rootfd, ".sbxd/init", false);
     r |= ensure_mount_point(rootfd, ".sbxd/ca.crt", false);
+    r |= ensure_mount_point(rootfd, ".sbxd/shm", true);
     for (size_t i = 0; i < sizeof sys_top / sizeof sys_top[0]; i++) {
         snprintf(host, sizeof host, "/%s", sys_top[i]);
         if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
@@ -566,11 +708,11 @@ fail:
 int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
 {
     bool isolated = s->netmode == NET_ISOLATED;
-    s->primary = isolated ? NET_ISOLATED : NET_HOST;
+    s->primary = isolated ? NET_ISOLATED : NET_OPEN;
     if (sanitize_root(s, err, errlen) < 0)
         return -1;
     s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
-    if (ctx_boot(s, s->primary, isolated, err, errlen) < 0)
+    if (ctx_boot(s, s->primary, err, errlen) < 0)
         return -1;
     if (isolated && egress_attach(s, s->primary, err, errlen) < 0)
         return -1;
@@ -588,7 +730,7 @@ int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
             snprintf(err, errlen, "sandbox %s is %s", s->id, sandbox_status_name(s->status));
             return -1;
         }
-        want = s->netmode == NET_ISOLATED ? NET_ISOLATED : NET_HOST;
+        want = s->netmode == NET_ISOLATED ? NET_ISOLATED : NET_OPEN;
         if (s->ctx[want].up) {
             pthread_mutex_unlock(&g.lock);
             return want;
@@ -600,7 +742,7 @@ int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
     }
     s->ctx[want].watch = (void *)1; /* booting marker */
     pthread_mutex_unlock(&g.lock);
-    r = ctx_boot(s, want, want == NET_ISOLATED, err, errlen);
+    r = ctx_boot(s, want, err, errlen);
     if (r == 0 && want == NET_ISOLATED)
         r = egress_attach(s, want, err, errlen);
     pthread_mutex_lock(&g.lock);
@@ -663,6 +805,22 @@ int sandbox_ctl(struct sandbox *s, int ctx, struct ctl_msg *m, int *fd, char **d
 
 /* ---- stopping ------------------------------------------------------------ */
 
+void sandbox_release(struct sandbox *s)
+{
+    for (int i = 0; i < 2; i++)
+        usernet_detach(s, i);
+    limits_destroy(s->limits);
+    s->limits = NULL;
+    if (s->disk) {
+        disk_destroy(s->disk);
+        s->disk = NULL;
+    } else if (rm_rf(s->root) < 0 && errno != ENOENT) {
+        sbxd_log(LOG_WARN, "could not remove %s completely: %s", s->root, strerror(errno));
+    }
+    /* Nothing of the sandbox's is left on the host: its ids are free. */
+    ids_release(&s->ids);
+}
+
 static void *finalize_main(void *arg)
 {
     struct sandbox *s = arg;
@@ -687,14 +845,11 @@ static void *finalize_main(void *arg)
     for (int i = 0; i < s->nports; i++)
         route_stop(s->routes[i]);
     egress_detach(s);
-    limits_destroy(s->limits);
-    if (rm_rf(s->root) < 0)
-        sbxd_log(LOG_WARN, "could not remove %s completely: %s", s->root, strerror(errno));
+    sandbox_release(s);
 
     pthread_mutex_lock(&g.lock);
     for (int i = 0; i < s->nports; i++)
         s->routes[i] = NULL;
-    s->limits = NULL;
     if (s->active_cpu_ms < 0)
         s->active_cpu_ms = 0;
     s->status = (s->stop_reason && strcmp(s->stop_reason, "failed") == 0) ? SBX_FAILED : SBX_STOPPED;
@@ -811,7 +966,7 @@ int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_
     }
     old = s->policy;
     s->policy = p;
-    s->netmode = p->mode == NP_ALLOW_ALL ? NET_HOST : NET_ISOLATED;
+    s->netmode = usernet_mode(p->mode);
     s->updated_at = now_ms();
     sandbox_persist_locked(s);
     pthread_mutex_unlock(&g.lock);
@@ -997,6 +1152,12 @@ int sandbox_load_all(void)
         s->root = path_join(dir, rel);
         if (s->root)
             rm_rf(s->root);
+        /* Its file system died with the sbxd that mounted it. */
+        {
+            char img[4096];
+            snprintf(img, sizeof img, "%s/%s/disk.img", dir, e->d_name);
+            unlink(img);
+        }
         if (s->status != SBX_STOPPED && s->status != SBX_FAILED && s->status != SBX_ABORTED) {
             s->status = SBX_STOPPED;
             s->stopped_at = s->updated_at = now_ms();

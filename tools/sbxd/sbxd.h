@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -26,6 +27,9 @@
 #include "str.h"
 
 #define SBXD_VERSION "1.0.0"
+#ifndef SBXD_LIBEXECDIR
+#define SBXD_LIBEXECDIR "/usr/local/libexec"
+#endif
 #define SBXD_REGION "local"
 #define SBXD_CWD "/vercel/sandbox"
 #define SBXD_HOME "/home/vercel-sandbox"
@@ -34,6 +38,31 @@
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
+/* The isolation layers sbxd sets up around every sandbox (layers.c). */
+enum layer { LAYER_IDS, LAYER_SECCOMP, LAYER_PROC, LAYER_LIMITS, LAYER_DISK, LAYER_NET, LAYER_COUNT };
+
+struct layer_state {
+    bool on;
+    bool waived;              /* off because an option asked for it (never refuses start) */
+    char what[320];           /* on: the mechanism; off: why not, and the fix */
+};
+
+/* Host ids for sandboxes (ids.c). */
+struct ids {
+    bool per_sandbox;         /* root: one id per sandbox from the range */
+    uid_t first_uid;
+    gid_t first_gid;
+    uint32_t count;
+    char source[64];          /* where the range came from */
+};
+
+/* The host uid/gid one sandbox runs as, and the lock that reserves them. */
+struct sandbox_ids {
+    uid_t uid;
+    gid_t gid;
+    int lock_fd;              /* -1 when not reserved (unprivileged sbxd) */
+};
+
 struct sbxd_config {
     char *listen;          /* 127.0.0.1:PORT, [::1]:PORT or unix:PATH */
     char *state_dir;
@@ -41,6 +70,12 @@ struct sbxd_config {
     char *bwrap;           /* bwrap program */
     char *init_path;       /* sbxd-init program (host path) */
     char *upstream_ca;     /* extra CAs the egress proxy trusts upstream */
+    char *id_range;        /* --id-range FIRST:COUNT, NULL = /etc/subuid or the default */
+    sbx__strlist add_hosts; /* --add-host NAME=ADDR entries */
+    int64_t disk_limit;    /* bytes per sandbox */
+    int64_t inode_limit;   /* files per sandbox, 0 = one per 16 KiB of disk_limit */
+    bool allow_degraded;   /* start even when a layer cannot be set up */
+    bool unsafe_host_net;  /* allow-all sandboxes may reach the host's addresses */
     int64_t default_timeout_ms;
     int64_t max_timeout_ms;
     int64_t snapshot_ttl_ms;   /* default snapshot expiration; 0 = never */
@@ -60,11 +95,15 @@ enum sandbox_status {
     SBX_PENDING, SBX_RUNNING, SBX_STOPPING, SBX_STOPPED, SBX_FAILED, SBX_ABORTED, SBX_SNAPSHOTTING
 };
 
-enum netmode { NET_HOST, NET_ISOLATED };
+/* A context's network: NET_OPEN (allow-all) has user-mode networking to the
+ * outside (sbxd-net), NET_ISOLATED only the egress proxy. Both are network
+ * namespaces of their own. */
+enum netmode { NET_OPEN, NET_ISOLATED };
 
 struct egress;        /* egress.c */
 struct route;         /* routes.c */
 struct limits;        /* limits.c */
+struct disk;          /* disk.c */
 
 /* A pending request to a sandbox's init. */
 struct ctl_wait {
@@ -127,12 +166,15 @@ struct sandbox {
     struct route *routes[SBXD_MAX_PORTS];
     char route_urls[SBXD_MAX_PORTS][64]; /* kept after stop and across restarts */
     char *root;               /* host path of the sandbox's filesystem */
+    struct sandbox_ids ids;   /* the host uid/gid it runs as */
+    struct disk *disk;        /* its size-limited file system, when the layer is on */
     enum netmode netmode;     /* of the current policy */
     /* Runtime. A sandbox runs in up to two contexts, one per network mode:
-     * init processes in the same user and PID namespaces over the same
-     * host-backed root, one in the host network namespace (allow-all), one
-     * in an isolated one. The first context created owns the PID namespace;
-     * a policy change across the host/isolated line starts the other lazily. */
+     * init processes in the same user, mount and PID namespaces over the
+     * same root, each in a network namespace of its own: one with user-mode
+     * networking (allow-all), one isolated. The first context created owns
+     * the PID namespace; a policy change across the open/isolated line
+     * starts the other lazily. */
     struct sbx_ctx {
         bool up;              /* booted and not dead */
         pid_t bwrap_pid;
@@ -140,6 +182,8 @@ struct sandbox {
         int ctl_fd;
         pthread_mutex_t send_lock;
         void *watch;          /* I/O thread's registration */
+        pid_t net_pid;        /* its sbxd-net (NET_OPEN), 0 when none */
+        int net_fd;           /* sbxd-net's control socket: closing it stops it */
     } ctx[2];
     int primary;              /* index of the context owning the PID namespace */
     uint64_t next_ctl_id;
@@ -183,6 +227,11 @@ struct sbxd {
     pthread_t io_thread, launcher_thread;
     char *url;                   /* what we listen on, for logs */
     bool can_sudo;               /* nested user namespaces work */
+    struct ids ids;              /* the host ids sandboxes get */
+    struct layer_state layers[LAYER_COUNT];
+    char *init_copy;             /* sbxd-init where every sandbox id can reach it */
+    void *filter;                /* the seccomp program (struct sock_filter[]) */
+    size_t filter_len;           /* its size in bytes */
     bool can_inject;             /* the egress CA is set up: injection rules work */
 };
 
@@ -211,12 +260,37 @@ char *path_join(const char *a, const char *b);
 json_t *json_str_or_null(const char *s);
 int json_get_int64(json_t *o, const char *key, int64_t *out); /* 1 found, 0 absent, -1 wrong type */
 bool id_is_safe(const char *id);
+/* An --add-host entry is NAME=ADDR with a host name and an IP address. */
+bool add_host_ok(const char *entry);
+/* The address --add-host gives name (case-insensitive), or NULL. */
+const char *add_host_lookup(const char *name);
+
+/* ids.c */
+/* Choose the range (opt: --id-range, or NULL); 0 or -1 with a message. */
+int ids_setup(const char *opt, char *err, size_t errlen);
+/* Reserve an id for a new sandbox; -1 with errno EAGAIN when all are taken. */
+int ids_acquire(struct sandbox_ids *out);
+void ids_release(struct sandbox_ids *ids);
+/* Give every entry of the tree at root to the sandbox's ids (no link followed). */
+int ids_chown_tree(const char *root, const struct sandbox_ids *ids);
+
+/* layers.c */
+const char *layer_name(enum layer l);
+void layer_set(enum layer l, bool on, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Print each layer as on/off with its mechanism or reason. */
+void layers_print(FILE *out);
+/* Log the missing layers; -1 (with the fix printed) unless --allow-degraded. */
+int layers_enforce(void);
 
 /* launcher.c: runs fork+exec on a long-lived thread. */
+#define SPAWN_MAX_FDS 16
 struct spawn_req {
     char **argv;
-    int keep_fds[8];          /* fds to place at 3, 4, ... in the child */
+    int keep_fds[SPAWN_MAX_FDS]; /* fds to place at 3, 4, ... in the child */
     int nkeep;
+    bool set_ids;             /* run as uid/gid (sbxd as root: a sandbox's ids) */
+    uid_t uid;
+    gid_t gid;
     int stdout_fd, stderr_fd; /* -1 = /dev/null */
     const char *cgroup_procs[4]; /* cgroup.procs files to join */
     int ncgroups;
@@ -229,6 +303,37 @@ int launcher_start(void);
 void launcher_stop(void);
 /* Start the program; returns its pid or -1 with errno. */
 pid_t launcher_spawn(const struct spawn_req *req);
+
+/* disk.c: a size-limited file system per sandbox (root only). */
+void disk_probe(bool own_mounts);            /* needs the launcher running */
+/* Make, attach and mount s's file system on s->root; NULL with a message. */
+struct disk *disk_create(struct sandbox *s, char *err, size_t errlen);
+/* Unmount and delete it (NULL is fine). */
+void disk_destroy(struct disk *d);
+/* Space left under root, in bytes (and files in *inodes); -1 on error. */
+int64_t disk_free_bytes(const char *root, int64_t *inodes);
+
+/* usernet.c: user-mode networking for open contexts, by sbxd-net. */
+#define USERNET_DNS "10.0.2.3"
+void usernet_probe(void);
+/* Start sbxd-net on the network namespace of init_pid (context ctx of s) and
+ * wait until its TAP is up; 0, or -1 with a message. */
+int usernet_attach(struct sandbox *s, int ctx, pid_t init_pid, int logfd, char *err, size_t errlen);
+/* Stop it (nothing when none runs). */
+void usernet_detach(struct sandbox *s, int ctx);
+/* The same for any process: sbxd-net for target's network namespace, run
+ * as ids; its pid and control socket in *pid / *fd (0 / -1 on failure). */
+int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, pid_t *pid, int *fd, char *err,
+                  size_t errlen);
+void usernet_stop(pid_t pid, int fd);
+/* The context a policy gets: open for allow-all when the layer is on. */
+enum netmode usernet_mode(int policy_mode);
+void usernet_shutdown(void);
+
+/* seccomp.c: the system-call filter every command runs under. */
+void seccomp_probe(void);                    /* builds g.filter */
+/* A sealed-off copy of the program in a memfd at offset 0 (bwrap --seccomp). */
+int seccomp_memfd(void);
 
 /* limits.c */
 struct limits *limits_create(const char *sandbox_id, int vcpus, int memory_mb, int pids_max);
@@ -243,11 +348,21 @@ int limits_effective_vcpus(int requested);
 /* sandbox.c */
 /* A zeroed sandbox with its locks ready and one reference (the caller's). */
 struct sandbox *sandbox_alloc(void);
+/* Stop its helpers and give back what it holds on the host: limits, file
+ * system, tree, ids. Its processes must be gone. */
+void sandbox_release(struct sandbox *s);
 /* Remove STATE/sandboxes/ID (record, tree, log). */
 void sandbox_remove_state(struct sandbox *s);
 struct sandbox *sandbox_find(const char *id);           /* needs g.lock; no ref */
 void sandbox_ref(struct sandbox *s);                     /* needs g.lock */
 void sandbox_unref(struct sandbox *s);                   /* needs g.lock */
+/* The host pid bwrap's --info-fd reports; -1 at EOF or the deadline. */
+pid_t sandbox_read_child_pid(int fd, int64_t deadline);
+/* Make /proc read-only and masked in the mount namespace of pid (one of
+ * s's sandboxes, or its fetcher); helper output to logfd (-1: none). */
+int sandbox_harden(struct sandbox *s, pid_t pid, int logfd, char *err, size_t errlen);
+/* Set req to run as s's host ids (when sbxd is root). */
+void sandbox_spawn_ids(const struct sandbox *s, struct spawn_req *req);
 /* Start a prepared sandbox (root laid out, fields set). 0 or -1 with a message. */
 int sandbox_boot(struct sandbox *s, char *err, size_t errlen);
 int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen);
@@ -299,7 +414,9 @@ int snapshot_load_all(void);
 void snapshot_persist_locked(struct snapshot *sn);
 /* Archive the sandbox's filesystem; the sandbox must be quiesced. */
 int snapshot_capture(struct sandbox *s, struct snapshot *sn, char *err, size_t errlen);
-int snapshot_restore(struct snapshot *sn, const char *root, char *err, size_t errlen);
+/* Extract the snapshot into s's new root, owned by s's ids; 0, or -1 with
+ * an HTTP status (413: larger than the disk limit) and a message. */
+int snapshot_restore(struct snapshot *sn, struct sandbox *s, int *status, char *err, size_t errlen);
 char *snapshot_archive_path(const char *id);
 void snapshot_expire(void);                              /* needs g.lock */
 void snapshot_delete_locked(struct snapshot *sn);

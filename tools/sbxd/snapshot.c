@@ -103,16 +103,27 @@ int snapshot_capture(struct sandbox *s, struct snapshot *sn, char *err, size_t e
     return r;
 }
 
-int snapshot_restore(struct snapshot *sn, const char *root, char *err, size_t errlen)
+int snapshot_restore(struct snapshot *sn, struct sandbox *s, int *status, char *err, size_t errlen)
 {
     char *path = snapshot_archive_path(sn->id);
     int r;
+    *status = 500;
     if (!path) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    r = archive_extract(path, root, err, errlen);
+    r = archive_extract(path, s->root, err, errlen);
     sbx__free(path);
+    if (r < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+        /* The snapshot counts against the new sandbox's disk limit. */
+        *status = 413;
+        snprintf(err, errlen, "snapshot %s does not fit in the sandbox's disk limit (%lld MiB)", sn->id,
+                 (long long)(g.cfg.disk_limit >> 20));
+    }
+    if (r == 0 && ids_chown_tree(s->root, &s->ids) < 0) {
+        snprintf(err, errlen, "cannot give the restored files to the sandbox: %s", strerror(errno));
+        r = -1;
+    }
     return r;
 }
 

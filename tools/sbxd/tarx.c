@@ -163,7 +163,7 @@ int archive_extract(const char *archive_path, const char *dest, char *err, size_
 {
     struct archive *a = archive_read_new(), *w = archive_write_disk_new();
     struct archive_entry *e;
-    int rc = -1;
+    int rc = -1, eno = 0;
     size_t dlen = strlen(dest);
 
     if (!a || !w) {
@@ -235,14 +235,17 @@ int archive_extract(const char *archive_path, const char *dest, char *err, size_
             size_t sz;
             la_int64_t off;
             while ((r = archive_read_data_block(a, &blk, &sz, &off)) == ARCHIVE_OK)
-                if (archive_write_data_block(w, blk, sz, off) < ARCHIVE_OK)
+                if (archive_write_data_block(w, blk, sz, off) < ARCHIVE_OK) {
+                    r = ARCHIVE_FATAL; /* ENOSPC, typically: archive_errno(w) says */
                     break;
+                }
             if (r == ARCHIVE_EOF)
                 r = ARCHIVE_OK;
         }
         if (r < ARCHIVE_WARN) {
             snprintf(err, errlen, "cannot extract %s: %s", name,
                      archive_error_string(w) ? archive_error_string(w) : archive_error_string(a));
+            eno = archive_errno(w) ? archive_errno(w) : archive_errno(a);
             sbx__free(name);
             sbx__free(full);
             goto out;
@@ -252,11 +255,14 @@ int archive_extract(const char *archive_path, const char *dest, char *err, size_
     }
     if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
         snprintf(err, errlen, "cannot extract: %s", archive_error_string(w));
+        eno = archive_errno(w);
         goto out;
     }
     rc = 0;
 out:
     archive_read_free(a);
     archive_write_free(w);
+    if (rc < 0)
+        errno = eno; /* ENOSPC tells the caller the limit was reached */
     return rc;
 }

@@ -15,7 +15,8 @@ int archive_dir(const char *dir, const char *const *skip, const char *out, int64
 /* Extract a tar (any compression libarchive knows) into dest, which must be
  * a directory path without symlinks. Refuses absolute names, "..", and any
  * entry that would land through a symlink; only regular files, directories,
- * symlinks and hard links inside the tree are created. */
+ * symlinks and hard links inside the tree are created. On failure errno is
+ * the cause when one is known (ENOSPC: the destination is full). */
 int archive_extract(const char *archive_path, const char *dest, char *err, size_t errlen);
 
 /* A relative tar entry name, normalised: no leading "/", no "." or ".."

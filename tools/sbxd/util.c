@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* util: logging, clocks, ids and the careful file-system helpers of sbxd. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -296,4 +298,33 @@ json_t *load_json_file(const char *path)
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
     sbx__free(text);
     return j;
+}
+
+/* ---- --add-host ------------------------------------------------------------ */
+
+bool add_host_ok(const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    unsigned char buf[16];
+    char addr[64];
+    if (!eq || eq == entry || eq - entry > 253 || strlen(eq + 1) >= sizeof addr)
+        return false;
+    for (const char *p = entry; p < eq; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '.'))
+            return false;
+    snprintf(addr, sizeof addr, "%s", eq + 1);
+    return inet_pton(AF_INET, addr, buf) == 1 || inet_pton(AF_INET6, addr, buf) == 1;
+}
+
+const char *add_host_lookup(const char *name)
+{
+    size_t n = strlen(name);
+    /* Later entries win, as with repeated options elsewhere. */
+    for (size_t i = g.cfg.add_hosts.n; i-- > 0;) {
+        const char *e = g.cfg.add_hosts.v[i];
+        if (strncasecmp(e, name, n) == 0 && e[n] == '=')
+            return e + n + 1;
+    }
+    return NULL;
 }

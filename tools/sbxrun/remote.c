@@ -131,6 +131,11 @@ static int start_private(struct remote *r, char *err, size_t errlen)
         return -1;
     }
     r->tmpdir = strdup(tmpl);
+    /* sbxd run as root gives sandboxes host ids of their own, which must
+     * pass through this directory to the state inside (listing stays
+     * closed). */
+    if (geteuid() == 0)
+        chmod(tmpl, 0711);
     snprintf(sock, sizeof sock, "%s/sbxd.sock", tmpl);
     snprintf(state, sizeof state, "%s/state", tmpl);
     snprintf(listen_arg, sizeof listen_arg, "unix:%s", sock);

@@ -1,0 +1,450 @@
+# SPDX-License-Identifier: MIT
+"""The test internet's holder (see testnet.h): testnet.c starts this as PID 1
+of new network, mount, IPC and PID namespaces, so that its death, however it
+comes, takes every service, the veth pair and every file with it.
+
+It owns what runs inside the fixture: a private tmpfs on /tmp (and /dev/shm)
+holding the generated content, the HTTP server (static files, /echo, /bytes/N,
+the dumb-HTTP git repository, an npm registry, a PEP 503 index), git daemon
+and, when asked, PostgreSQL. Standard library only.
+
+Protocol with testnet.c: one JSON line on stdin says how to set up the network
+({"if", "addr", "prefix", "host_addr", "subnet", "db"}); this answers with one
+line on stdout, "READY {json}" once every service answers, or "FAIL message".
+EOF on stdin (the test is gone) or SIGTERM ends the fixture.
+"""
+
+import base64
+import ctypes
+import gzip
+import hashlib
+import http.server
+import io
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import urllib.parse
+import zipfile
+
+ROOT = "/tmp/testnet"           # inside the fixture's tmpfs
+WWW = ROOT + "/www"             # served at http://www.test/ (and every other name)
+SCRATCH = ROOT + "/scratch"     # for tests' own files (testnet_host_sh)
+PG_BIN = "/usr/lib/postgresql/15/bin"
+NOBODY = 65534                  # PostgreSQL refuses to run as root
+HTTP_PORT, GIT_PORT, DB_PORT = 80, 9418, 5432
+
+# Fixed identities and dates: the repository's commit ids are the same on every run.
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": ROOT, "LC_ALL": "C",
+    "GIT_AUTHOR_NAME": "Test Internet", "GIT_AUTHOR_EMAIL": "demo@git.test",
+    "GIT_COMMITTER_NAME": "Test Internet", "GIT_COMMITTER_EMAIL": "demo@git.test",
+}
+NPM_NAME, NPM_VERSION = "sbx-demo", "1.0.0"
+PY_NAME, PY_VERSION = "sbx-demo", "1.0.0"
+DEMO_TEXT = "hello from sbx-demo"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_log_lock = threading.Lock()
+
+
+def log(msg):
+    sys.stderr.write("testnet: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def pdeathsig():
+    """preexec_fn: a second tie to the holder, besides the PID namespace."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def run(argv, **kw):
+    """Run a setup command; its output goes to setup.log, and a failure says what failed."""
+    with open(ROOT + "/setup.log", "ab") as out:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, **kw)
+    if r.returncode != 0:
+        raise RuntimeError("%s exited with %d (setup.log: %s)"
+                           % (" ".join(argv), r.returncode, tail(ROOT + "/setup.log")))
+
+
+def tail(path, n=1500):
+    try:
+        with open(path, "rb") as f:
+            return f.read()[-n:].decode(errors="replace")
+    except OSError:
+        return "(no %s)" % path
+
+
+def write(path, data, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    os.chmod(path, mode)
+
+
+# ---- namespaces and network ---------------------------------------------------------------------
+
+def setup_mounts():
+    # Private first: a tmpfs mounted under a shared / would show up on the host.
+    run_plain(["mount", "--make-rprivate", "/"])
+    run_plain(["mount", "-t", "tmpfs", "-o", "mode=1777,size=1g", "testnet", "/tmp"])
+    run_plain(["mount", "-t", "tmpfs", "-o", "mode=1777,size=64m", "testnet-shm", "/dev/shm"])
+    os.makedirs(WWW)
+    os.makedirs(SCRATCH)
+    os.chmod(SCRATCH, 0o1777)
+
+
+def run_plain(argv):
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+    if r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(argv), (r.stdout + r.stderr).decode(errors="replace").strip()))
+
+
+def setup_network(cfg):
+    run(["ip", "link", "set", "lo", "up"])
+    run(["ip", "addr", "add", "%s/%d" % (cfg["addr"], cfg["prefix"]), "dev", cfg["if"]])
+    run(["ip", "link", "set", cfg["if"], "up"])
+    # Answers to any source (a sandbox's 10.0.2.x behind a router, say) go back to the host.
+    run(["ip", "route", "add", "default", "via", cfg["host_addr"]])
+
+
+# ---- content ------------------------------------------------------------------------------------
+
+def make_www():
+    write(WWW + "/index.html", "<!doctype html>\n<title>test internet</title>\n<h1>www.test</h1>\n")
+    write(WWW + "/hello.txt", "hello from the test internet\n")
+
+
+def git(cwd, *args, when=None):
+    env = dict(os.environ, **GIT_ENV)
+    if when is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = "@%d +0000" % when
+    run(["git", "-C", cwd] + list(args), env=env)
+
+
+def git_out(cwd, *args):
+    env = dict(os.environ, **GIT_ENV)
+    return subprocess.run(["git", "-C", cwd] + list(args), env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_git():
+    """demo.git: main (3 commits, README.md, hello.sh, CHANGELOG.md), tag v1.0 on the
+    second commit, branch feature from v1.0 with one more commit."""
+    src = ROOT + "/src/demo"
+    t0 = 1704067200  # 2024-01-01T00:00:00Z
+    os.makedirs(src)
+    git(src, "init", "-q", "-b", "main")
+    write(src + "/README.md", "# demo\n\nA tiny repository served by the sbx test internet "
+          "(tests/integration/testnet.md).\n")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "Initial commit: README", when=t0)
+    write(src + "/hello.sh", "#!/bin/sh\necho hello from demo\n", 0o755)
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "Add hello.sh", when=t0 + 3600)
+    git(src, "tag", "-a", "v1.0", "-m", "Version 1.0", when=t0 + 3600)
+    git(src, "checkout", "-q", "-b", "feature")
+    write(src + "/feature.txt", "work in progress\n")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "Start the feature", when=t0 + 7200)
+    git(src, "checkout", "-q", "main")
+    write(src + "/CHANGELOG.md", "## 1.1\n\n- hello.sh prints a greeting\n")
+    git(src, "add", "-A")
+    git(src, "commit", "-q", "-m", "Add CHANGELOG", when=t0 + 10800)
+    bare = WWW + "/demo.git"
+    git(ROOT, "clone", "-q", "--bare", "--no-local", src, bare)
+    # Dumb HTTP needs packs listed and info/refs written.
+    git(bare, "repack", "-a", "-d", "-q")
+    git(bare, "update-server-info")
+    info = {
+        "git_head": git_out(bare, "rev-parse", "refs/heads/main"),
+        "git_feature": git_out(bare, "rev-parse", "refs/heads/feature"),
+        "git_tag": git_out(bare, "rev-parse", "v1.0^{commit}"),
+    }
+    shutil.rmtree(ROOT + "/src")
+    return info
+
+
+def tar_add(tar, name, data, mode=0o644):
+    ti = tarfile.TarInfo(name)
+    ti.size, ti.mode, ti.mtime = len(data), mode, 1704067200
+    tar.addfile(ti, io.BytesIO(data))
+
+
+def make_npm():
+    """/npm/sbx-demo/-/sbx-demo-1.0.0.tgz; the packument is made per request (its
+    tarball URL names the host the client asked)."""
+    pkg = json.dumps({"name": NPM_NAME, "version": NPM_VERSION, "description": "A tiny package served by the "
+                      "sbx test internet", "main": "index.js", "license": "MIT"}, indent=2).encode() + b"\n"
+    index = ("'use strict';\nmodule.exports = function hello() { return '%s'; };\n" % DEMO_TEXT).encode()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        tar_add(tar, "package/package.json", pkg)
+        tar_add(tar, "package/index.js", index)
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as g:
+        g.write(raw.getvalue())
+    tgz = gz.getvalue()
+    name = "%s-%s.tgz" % (NPM_NAME, NPM_VERSION)
+    write("%s/npm/%s/-/%s" % (WWW, NPM_NAME, name), tgz)
+    return {"name": name, "shasum": hashlib.sha1(tgz).hexdigest(),
+            "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}
+
+
+NPM = {}
+
+
+def packument(host):
+    v = {"name": NPM_NAME, "version": NPM_VERSION, "description": "A tiny package served by the sbx test internet",
+         "main": "index.js", "license": "MIT",
+         "dist": {"tarball": "http://%s/npm/%s/-/%s" % (host, NPM_NAME, NPM["name"]),
+                  "shasum": NPM["shasum"], "integrity": NPM["integrity"]}}
+    return {"_id": NPM_NAME, "name": NPM_NAME, "dist-tags": {"latest": NPM_VERSION},
+            "versions": {NPM_VERSION: v},
+            "time": {"created": "2024-01-01T00:00:00.000Z", "modified": "2024-01-01T00:00:00.000Z",
+                     NPM_VERSION: "2024-01-01T00:00:00.000Z"}}
+
+
+def make_pypi():
+    """A pure-Python wheel and the PEP 503 pages /pypi/simple/ and /pypi/simple/sbx-demo/."""
+    mod = PY_NAME.replace("-", "_")
+    dist = "%s-%s.dist-info" % (mod, PY_VERSION)
+    files = {
+        mod + "/__init__.py": "__version__ = '%s'\n\n\ndef hello():\n    return '%s'\n" % (PY_VERSION, DEMO_TEXT),
+        dist + "/METADATA": "Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: A tiny package served by "
+                            "the sbx test internet\nLicense: MIT\n" % (PY_NAME, PY_VERSION),
+        dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: testnet_services\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    record = ""
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += "%s,sha256=%s,%d\n" % (name, digest, len(text.encode()))
+    files[dist + "/RECORD"] = record + dist + "/RECORD,,\n"
+    whl_name = "%s-%s-py3-none-any.whl" % (mod, PY_VERSION)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in files.items():
+            zi = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+            zi.external_attr = 0o644 << 16
+            z.writestr(zi, text)
+    whl = buf.getvalue()
+    write(WWW + "/pypi/files/" + whl_name, whl)
+    sha = hashlib.sha256(whl).hexdigest()
+    write(WWW + "/pypi/simple/index.html", '<!DOCTYPE html>\n<html><body>\n<a href="%s/">%s</a>\n</body></html>\n'
+          % (PY_NAME, PY_NAME))
+    write(WWW + "/pypi/simple/%s/index.html" % PY_NAME,
+          '<!DOCTYPE html>\n<html><body>\n<a href="../../files/%s#sha256=%s">%s</a>\n</body></html>\n'
+          % (whl_name, sha, whl_name))
+
+
+# ---- the HTTP server ----------------------------------------------------------------------------
+
+PATTERN = bytes(range(256)) * 256  # /bytes/N: byte i is i % 256
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: dumb-HTTP git and npm make many requests
+    server_version = "testnet/1"
+    sys_version = ""
+    extensions_map = dict(http.server.SimpleHTTPRequestHandler.extensions_map,
+                          **{".tgz": "application/octet-stream", ".whl": "application/octet-stream",
+                             ".pack": "application/x-git-packed-objects"})
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, directory=WWW, **kw)
+
+    def log_message(self, fmt, *args):
+        # The access log is for tests (did the request arrive?), not for stderr.
+        with _log_lock, open(ROOT + "/http.log", "a") as f:
+            f.write("%s %s\n" % (self.client_address[0], fmt % args))
+
+    def do_GET(self):
+        self.route(True)
+
+    def do_HEAD(self):
+        self.route(False)
+
+    def do_POST(self):
+        if urllib.parse.urlsplit(self.path).path == "/echo":
+            return self.echo(True)
+        self.send_error(405)
+
+    def route(self, body):
+        path = urllib.parse.urlsplit(self.path).path
+        if path == "/echo":
+            return self.echo(body)
+        m = re.fullmatch(r"/bytes/(\d{1,12})", path)
+        if m:
+            return self.send_bytes(int(m.group(1)), body)
+        m = re.fullmatch(r"/npm/(@[^/]+(?:/|%2[fF])[^/]+|[^/@][^/]*)/?", path)
+        if m and urllib.parse.unquote(m.group(1)) == NPM_NAME:
+            host = self.headers.get("Host") or CFG["addr"]
+            return self.reply(200, "application/json", json.dumps(packument(host)).encode(), body)
+        if m:
+            return self.reply(404, "application/json", b'{"error":"Not found"}\n', body)
+        return super().do_GET() if body else super().do_HEAD()
+
+    def reply(self, code, ctype, data, body):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def echo(self, body):
+        text = self.requestline + "\n" + str(self.headers)
+        n = int(self.headers.get("Content-Length") or 0)
+        data = text.encode("latin-1", "replace")
+        if n:
+            data += self.rfile.read(n)
+        self.reply(200, "text/plain; charset=utf-8", data, body)
+
+    def send_bytes(self, n, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        if not body:
+            return
+        off = 0
+        while off < n:
+            k = min(len(PATTERN), n - off)
+            self.wfile.write(PATTERN[:k])  # n - off is a multiple of 256 until the end
+            off += k
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+# ---- git daemon and PostgreSQL ----------------------------------------------------------------------
+
+def start_git_daemon(cfg):
+    log_f = open(ROOT + "/git-daemon.log", "ab")
+    return subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--informative-errors",
+                             "--base-path=" + WWW, "--listen=" + cfg["addr"], "--port=%d" % GIT_PORT,
+                             "--log-destination=stderr", WWW],
+                            env=dict(os.environ, **GIT_ENV), stdin=subprocess.DEVNULL, stdout=log_f,
+                            stderr=log_f, preexec_fn=pdeathsig)
+
+
+def as_nobody():
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": [], "preexec_fn": pdeathsig}
+
+
+def start_db(cfg):
+    data, sock = ROOT + "/pg/data", ROOT + "/pg/sock"
+    for d in (ROOT + "/pg", data, sock):
+        os.makedirs(d, mode=0o700)
+        os.chown(d, NOBODY, NOBODY)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": ROOT + "/pg", "LC_ALL": "C", "LANG": "C"}
+    run([PG_BIN + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C",
+         "--no-sync", "--no-instructions"], env=env, cwd=ROOT + "/pg", **as_nobody())
+    write(data + "/pg_hba.conf", "local all all trust\n"
+          "host all all 127.0.0.1/32 trust\n"
+          "host all all %s trust\n"
+          "host all all 10.0.2.0/24 trust\n" % cfg["subnet"], 0o600)
+    os.chown(data + "/pg_hba.conf", NOBODY, NOBODY)
+    log_f = open(ROOT + "/pg/postgres.log", "ab")
+    opts = {"listen_addresses": "%s,127.0.0.1" % cfg["addr"], "port": str(DB_PORT),
+            "unix_socket_directories": sock, "fsync": "off", "synchronous_commit": "off",
+            "full_page_writes": "off", "shared_buffers": "16MB", "max_connections": "40",
+            "dynamic_shared_memory_type": "posix", "logging_collector": "off"}
+    argv = [PG_BIN + "/postgres", "-D", data]
+    for k, v in opts.items():
+        argv += ["-c", "%s=%s" % (k, v)]
+    proc = subprocess.Popen(argv, env=env, cwd=ROOT + "/pg", stdin=subprocess.DEVNULL, stdout=log_f,
+                            stderr=log_f, **as_nobody())
+    psql = [PG_BIN + "/psql", "-X", "-q", "-h", sock, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1"]
+    deadline = time.monotonic() + 30
+    while subprocess.run(psql + ["-c", "SELECT 1"], env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("PostgreSQL did not start: %s" % tail(ROOT + "/pg/postgres.log"))
+        time.sleep(0.05)
+    run(psql + ["-c", "CREATE ROLE app LOGIN", "-c", "CREATE DATABASE app OWNER app"], env=env)
+    return proc
+
+
+def wait_tcp(addr, port, what, proc=None, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((addr, port), timeout=2).close()
+            return
+        except OSError as e:
+            if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+                raise RuntimeError("%s does not answer on %s:%d: %s" % (what, addr, port, e))
+            time.sleep(0.02)
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+CFG = {}
+
+
+def main():
+    os.environ["PATH"] = os.environ.get("PATH", "/usr/bin:/bin") + ":/usr/sbin:/sbin"  # ip, mount
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # PID 1 ignores it otherwise
+    line = sys.stdin.readline()
+    if not line:
+        os._exit(0)  # the test died before the network was ready
+    CFG.update(json.loads(line))
+    try:
+        setup_mounts()
+        setup_network(CFG)
+        make_www()
+        info = make_git()
+        NPM.update(make_npm())
+        make_pypi()
+        # Processes first, threads after: preexec_fn is not safe in a threaded process.
+        git_d = start_git_daemon(CFG)
+        db = start_db(CFG) if CFG.get("db") else None
+        server = Server(("0.0.0.0", HTTP_PORT), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        wait_tcp(CFG["addr"], HTTP_PORT, "the HTTP server")
+        wait_tcp(CFG["addr"], GIT_PORT, "git daemon", git_d)
+        run(["git", "ls-remote", "git://%s/demo.git" % CFG["addr"]], env=dict(os.environ, **GIT_ENV))
+        if db:
+            wait_tcp(CFG["addr"], DB_PORT, "PostgreSQL", db)
+    except Exception as e:  # noqa: BLE001 - any failure is the fixture's answer
+        msg = "%s: %s" % (type(e).__name__, e)
+        sys.stdout.write("FAIL %s\n" % msg.replace("\n", " | "))
+        sys.stdout.flush()
+        os._exit(1)
+    info.update(root=ROOT, www=WWW, scratch=SCRATCH, http_port=HTTP_PORT, git_port=GIT_PORT,
+                db_port=DB_PORT if db else 0)
+    sys.stdout.write("READY %s\n" % json.dumps(info))
+    sys.stdout.flush()
+    # Until the test closes our stdin (or dies): reap orphans, report dead services.
+    procs = {"git daemon": git_d, "PostgreSQL": db}
+    while True:
+        r, _, _ = select.select([0], [], [], 1.0)
+        if r and not os.read(0, 4096):
+            os._exit(0)
+        for name, p in list(procs.items()):
+            if p is not None and p.poll() is not None:
+                log("%s exited with %s" % (name, p.returncode))
+                procs[name] = None
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+
+
+if __name__ == "__main__":
+    main()

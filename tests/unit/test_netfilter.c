@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for tools/sbxd/netfilter.c: sbxd-net's verdict on each frame a sandbox sends. */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "netfilter.h"
+
+/* ---- frames ------------------------------------------------------------------------ */
+
+#define ADDR(a, b, c, d)                                                                           \
+    ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+#define GUEST_PORT 40000
+
+static const uint8_t guest_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x64};
+static const uint8_t slirp_mac[6] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02};
+
+/* Host addresses, network order: eth0 and the host end of a veth. */
+static uint32_t hosts[2];
+
+static void setup(void)
+{
+    hosts[0] = htonl(ADDR(192, 0, 2, 2));
+    hosts[1] = htonl(ADDR(10, 231, 0, 1));
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    put16(p, (uint16_t)(v >> 16));
+    put16(p + 2, (uint16_t)v);
+}
+
+static uint32_t sum(uint32_t s, const uint8_t *p, size_t n)
+{
+    for (; n > 1; p += 2, n -= 2)
+        s += get16(p);
+    if (n)
+        s += (uint32_t)p[0] << 8;
+    return s;
+}
+
+static uint16_t fold(uint32_t s)
+{
+    while (s >> 16)
+        s = (s & 0xffff) + (s >> 16);
+    return (uint16_t)~s;
+}
+
+/* The TCP/UDP checksum of seg (checksum field included) with its pseudo-header. */
+static uint16_t l4_sum(const uint8_t *ip, const uint8_t *seg, size_t len)
+{
+    uint32_t s = sum(0, ip + 12, 8) + ip[9] + (uint32_t)len;
+    return fold(sum(s, seg, len));
+}
+
+/* An IPv4 frame from the guest: opt_words 32-bit words of NOP options, the
+ * fragment field as given, l4 as the payload. Returns its length. */
+static size_t ip_frame(uint8_t *f, uint32_t dst, uint8_t proto, const uint8_t *l4, size_t l4len,
+                       size_t opt_words, uint16_t frag)
+{
+    uint8_t *ip = f + 14;
+    size_t ihl = 20 + 4 * opt_words;
+
+    memcpy(f, slirp_mac, 6);
+    memcpy(f + 6, guest_mac, 6);
+    put16(f + 12, 0x0800);
+    memset(ip, 0, ihl);
+    ip[0] = (uint8_t)(0x40 | ihl / 4);
+    put16(ip + 2, (uint16_t)(ihl + l4len));
+    put16(ip + 4, 0x1234);
+    put16(ip + 6, frag);
+    ip[8] = 64;
+    ip[9] = proto;
+    put32(ip + 12, NETFILTER_GUEST);
+    put32(ip + 16, dst);
+    memset(ip + 20, 1, ihl - 20);
+    put16(ip + 10, fold(sum(0, ip, ihl)));
+    memcpy(ip + ihl, l4, l4len);
+    return 14 + ihl + l4len;
+}
+
+static size_t tcp_frame(uint8_t *f, uint32_t dst, uint16_t dport, uint8_t flags, uint32_t seq,
+                        uint32_t ack, size_t payload)
+{
+    uint8_t seg[20 + 256];
+    size_t len;
+
+    ck_assert_uint_le(payload, 256);
+    memset(seg, 0, sizeof seg);
+    put16(seg, GUEST_PORT);
+    put16(seg + 2, dport);
+    put32(seg + 4, seq);
+    put32(seg + 8, ack);
+    seg[12] = 5 << 4;
+    seg[13] = flags;
+    put16(seg + 14, 64240);
+    memset(seg + 20, 'x', payload);
+    len = ip_frame(f, dst, 6, seg, 20 + payload, 0, 0);
+    put16(f + 14 + 20 + 16, l4_sum(f + 14, f + 14 + 20, 20 + payload));
+    return len;
+}
+
+static size_t udp_frame_opts(uint8_t *f, uint32_t dst, uint16_t dport, size_t payload,
+                             size_t opt_words, uint16_t frag)
+{
+    uint8_t dgram[8 + 256];
+
+    ck_assert_uint_le(payload, 256);
+    put16(dgram, GUEST_PORT);
+    put16(dgram + 2, dport);
+    put16(dgram + 4, (uint16_t)(8 + payload));
+    put16(dgram + 6, 0);
+    memset(dgram + 8, 'q', payload);
+    return ip_frame(f, dst, 17, dgram, 8 + payload, opt_words, frag);
+}
+
+static size_t udp_frame(uint8_t *f, uint32_t dst, uint16_t dport, size_t payload)
+{
+    return udp_frame_opts(f, dst, dport, payload, 0, 0);
+}
+
+static size_t icmp_echo_frame(uint8_t *f, uint32_t dst)
+{
+    uint8_t echo[16] = {8, 0, 0, 0, 0, 1, 0, 1};
+    put16(echo + 2, fold(sum(0, echo, sizeof echo)));
+    return ip_frame(f, dst, 1, echo, sizeof echo, 0, 0);
+}
+
+/* ---- judging ----------------------------------------------------------------------- */
+
+struct result {
+    enum netfilter_verdict v;
+    uint8_t reply[NETFILTER_REPLY_MAX];
+    size_t len;
+};
+
+static struct result judge_with(const uint32_t *host, size_t nhost, bool allow_host,
+                                const uint8_t *f, size_t len)
+{
+    struct netfilter_policy p = {host, nhost, allow_host};
+    struct result r;
+    memset(&r, 0xee, sizeof r);
+    r.v = netfilter_judge(&p, f, len, r.reply, &r.len);
+    if (r.v != NETFILTER_REJECT)
+        ck_assert_uint_eq(r.len, 0);
+    return r;
+}
+
+static enum netfilter_verdict verdict(bool allow_host, const uint8_t *f, size_t len)
+{
+    return judge_with(hosts, 2, allow_host, f, len).v;
+}
+
+/* Checks the Ethernet and IPv4 headers of a reply from `from` to the guest;
+ * returns the IP header. */
+static const uint8_t *check_reply_ip(const struct result *r, uint8_t proto, uint32_t from)
+{
+    const uint8_t *ip = r->reply + 14;
+
+    ck_assert_int_eq(r->v, NETFILTER_REJECT);
+    ck_assert_uint_ge(r->len, 14 + 20);
+    ck_assert_uint_le(r->len, NETFILTER_REPLY_MAX);
+    ck_assert_mem_eq(r->reply, guest_mac, 6);
+    ck_assert_mem_eq(r->reply + 6, slirp_mac, 6);
+    ck_assert_uint_eq(get16(r->reply + 12), 0x0800);
+    ck_assert_uint_eq(ip[0], 0x45);
+    ck_assert_uint_eq(get16(ip + 2), r->len - 14);
+    ck_assert_uint_eq(get16(ip + 6) & 0x3fff, 0); /* not a fragment */
+    ck_assert_uint_gt(ip[8], 0);
+    ck_assert_uint_eq(ip[9], proto);
+    ck_assert_uint_eq(fold(sum(0, ip, 20)), 0);
+    ck_assert_uint_eq(get32(ip + 12), from);
+    ck_assert_uint_eq(get32(ip + 16), NETFILTER_GUEST);
+    return ip;
+}
+
+/* Checks a TCP reset from from:port; returns the TCP header. */
+static const uint8_t *check_rst(const struct result *r, uint32_t from, uint16_t port)
+{
+    const uint8_t *ip = check_reply_ip(r, 6, from);
+    const uint8_t *tcp = ip + 20;
+
+    ck_assert_uint_eq(r->len, 14 + 20 + 20);
+    ck_assert_uint_eq(get16(tcp), port);
+    ck_assert_uint_eq(get16(tcp + 2), GUEST_PORT);
+    ck_assert_uint_eq(tcp[12] >> 4, 5);
+    ck_assert(tcp[13] & 0x04);
+    ck_assert_uint_eq(l4_sum(ip, tcp, 20), 0);
+    return tcp;
+}
+
+/* Checks an ICMP "administratively prohibited" from `from` quoting the
+ * frame's IP header and 8 bytes. */
+static void check_icmp(const struct result *r, uint32_t from, const uint8_t *f)
+{
+    const uint8_t *ip = check_reply_ip(r, 1, from);
+    const uint8_t *icmp = ip + 20;
+    size_t ihl = (size_t)(f[14] & 0x0f) * 4;
+
+    ck_assert_uint_eq(r->len, 14 + 20 + 8 + ihl + 8);
+    ck_assert_uint_eq(icmp[0], 3);
+    ck_assert_uint_eq(icmp[1], 13);
+    ck_assert_uint_eq(get32(icmp + 4), 0);
+    ck_assert_uint_eq(fold(sum(0, icmp, 8 + ihl + 8)), 0);
+    ck_assert_mem_eq(icmp + 8, f + 14, ihl + 8);
+}
+
+/* ---- tests ------------------------------------------------------------------------- */
+
+START_TEST(test_netfilter_arp_passes)
+{
+    uint8_t f[60] = {0};
+    memset(f, 0xff, 6);
+    memcpy(f + 6, guest_mac, 6);
+    put16(f + 12, 0x0806);
+    ck_assert_int_eq(verdict(false, f, sizeof f), NETFILTER_PASS);
+    ck_assert_int_eq(verdict(false, f, 14), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_ipv6_and_other_ethertypes_drop)
+{
+    static const uint16_t types[] = {0x86dd, 0x8100, 0x88cc, 0x8863, 0x0000, 0xffff};
+    uint8_t f[128];
+    size_t len = tcp_frame(f, ADDR(93, 184, 216, 34), 80, 0x02, 1, 0, 0);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        put16(f + 12, types[i]);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_DROP);
+    }
+}
+END_TEST
+
+START_TEST(test_netfilter_outside_addresses_pass)
+{
+    uint8_t f[512];
+    size_t len;
+
+    len = tcp_frame(f, ADDR(93, 184, 216, 34), 443, 0x02, 7, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    len = udp_frame(f, ADDR(8, 8, 8, 8), 53, 30);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    len = icmp_echo_frame(f, ADDR(1, 1, 1, 1));
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    /* The outside server of the end-to-end test, next to the host's veth end. */
+    len = tcp_frame(f, ADDR(10, 231, 0, 2), 8080, 0x02, 7, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    /* The rest of the virtual network is libslirp's to handle. */
+    len = tcp_frame(f, ADDR(10, 0, 2, 50), 80, 0x02, 7, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_dns_address_takes_only_port_53)
+{
+    uint8_t f[512];
+    size_t len;
+    struct result r;
+
+    len = udp_frame(f, NETFILTER_DNS, 53, 30);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    len = tcp_frame(f, NETFILTER_DNS, 53, 0x02, 99, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+
+    len = udp_frame(f, NETFILTER_DNS, 123, 48);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, NETFILTER_DNS, f);
+    len = tcp_frame(f, NETFILTER_DNS, 80, 0x02, 99, 0, 0);
+    r = judge_with(hosts, 2, false, f, len);
+    check_rst(&r, NETFILTER_DNS, 80);
+    /* allow_host does not widen it: it is not the host. */
+    len = tcp_frame(f, NETFILTER_DNS, 22, 0x02, 99, 0, 0);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_REJECT);
+    len = icmp_echo_frame(f, NETFILTER_DNS);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+}
+END_TEST
+
+START_TEST(test_netfilter_gateway_needs_allow_host)
+{
+    uint8_t f[512];
+    size_t len = tcp_frame(f, NETFILTER_GATEWAY, 8080, 0x02, 5, 0, 0);
+    struct result r = judge_with(hosts, 2, false, f, len);
+
+    check_rst(&r, NETFILTER_GATEWAY, 8080);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+    len = udp_frame(f, NETFILTER_GATEWAY, 9999, 4);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, NETFILTER_GATEWAY, f);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_special_ranges_need_allow_host)
+{
+    static const uint32_t blocked[] = {
+        ADDR(0, 0, 0, 0),       ADDR(0, 255, 255, 255), ADDR(127, 0, 0, 1),
+        ADDR(127, 1, 2, 3),     ADDR(127, 255, 255, 254), ADDR(169, 254, 169, 254),
+        ADDR(169, 254, 0, 1),   ADDR(169, 254, 255, 255),
+    };
+    static const uint32_t neighbours[] = {
+        ADDR(1, 0, 0, 0),       ADDR(126, 255, 255, 255), ADDR(128, 0, 0, 1),
+        ADDR(169, 253, 255, 255), ADDR(169, 255, 0, 0),   ADDR(223, 255, 255, 254),
+    };
+    uint8_t f[512];
+
+    for (size_t i = 0; i < sizeof blocked / sizeof blocked[0]; i++) {
+        size_t len = tcp_frame(f, blocked[i], 6379, 0x02, 1000, 0, 0);
+        struct result r = judge_with(hosts, 2, false, f, len);
+        check_rst(&r, blocked[i], 6379);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+        len = udp_frame(f, blocked[i], 161, 10);
+        r = judge_with(hosts, 2, false, f, len);
+        check_icmp(&r, blocked[i], f);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+    }
+    for (size_t i = 0; i < sizeof neighbours / sizeof neighbours[0]; i++) {
+        size_t len = tcp_frame(f, neighbours[i], 6379, 0x02, 1000, 0, 0);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    }
+}
+END_TEST
+
+START_TEST(test_netfilter_multicast_broadcast_reserved_always_drop)
+{
+    static const uint32_t dropped[] = {
+        ADDR(224, 0, 0, 1),     ADDR(239, 255, 255, 250), ADDR(240, 0, 0, 1),
+        ADDR(254, 1, 2, 3),     ADDR(255, 255, 255, 255),
+        NETFILTER_VNET,         NETFILTER_VNET | 0xff, /* the virtual network's own */
+    };
+    uint8_t f[512];
+
+    for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++) {
+        size_t len = udp_frame(f, dropped[i], 1900, 20);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_DROP);
+        len = tcp_frame(f, dropped[i], 80, 0x02, 1, 0, 0);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_DROP);
+    }
+}
+END_TEST
+
+START_TEST(test_netfilter_host_addresses_need_allow_host)
+{
+    uint8_t f[512];
+    size_t len;
+    struct result r;
+
+    len = tcp_frame(f, ADDR(192, 0, 2, 2), 22, 0x02, 1, 0, 0);
+    r = judge_with(hosts, 2, false, f, len);
+    check_rst(&r, ADDR(192, 0, 2, 2), 22);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+
+    len = udp_frame(f, ADDR(10, 231, 0, 1), 5353, 12);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, ADDR(10, 231, 0, 1), f);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+
+    /* Its neighbours on the same networks are not the host. */
+    len = tcp_frame(f, ADDR(192, 0, 2, 3), 22, 0x02, 1, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    len = tcp_frame(f, ADDR(192, 0, 2, 1), 22, 0x02, 1, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_host_address_list_change)
+{
+    uint32_t before[] = {htonl(ADDR(192, 0, 2, 2))};
+    uint32_t after[] = {htonl(ADDR(10, 231, 0, 1)), htonl(ADDR(198, 51, 100, 7))};
+    uint8_t f[512];
+    size_t len_new = tcp_frame(f, ADDR(198, 51, 100, 7), 443, 0x02, 1, 0, 0);
+    uint8_t g[512];
+    size_t len_old = tcp_frame(g, ADDR(192, 0, 2, 2), 443, 0x02, 1, 0, 0);
+    struct result r;
+
+    ck_assert_int_eq(judge_with(before, 1, false, f, len_new).v, NETFILTER_PASS);
+    ck_assert_int_eq(judge_with(before, 1, false, g, len_old).v, NETFILTER_REJECT);
+    /* An address the host gained is refused, one it lost is anyone's. */
+    r = judge_with(after, 2, false, f, len_new);
+    check_rst(&r, ADDR(198, 51, 100, 7), 443);
+    ck_assert_int_eq(judge_with(after, 2, false, g, len_old).v, NETFILTER_PASS);
+    /* No address known: only the fixed rules apply. */
+    ck_assert_int_eq(judge_with(NULL, 0, false, f, len_new).v, NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_host_address_inside_virtual_network)
+{
+    /* A host that itself sits behind QEMU's or another slirp's 10.0.2.15. */
+    uint32_t host[] = {htonl(ADDR(10, 0, 2, 15))};
+    uint8_t f[512];
+    size_t len = tcp_frame(f, ADDR(10, 0, 2, 15), 22, 0x02, 1, 0, 0);
+
+    ck_assert_int_eq(judge_with(host, 1, false, f, len).v, NETFILTER_REJECT);
+    ck_assert_int_eq(judge_with(host, 1, true, f, len).v, NETFILTER_PASS);
+    ck_assert_int_eq(judge_with(hosts, 2, false, f, len).v, NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_reset_for_syn_acknowledges_it)
+{
+    uint8_t f[512];
+    size_t len = tcp_frame(f, ADDR(127, 0, 0, 1), 5432, 0x02, 0xfffffff0u, 0, 0);
+    struct result r = judge_with(hosts, 2, false, f, len);
+    const uint8_t *tcp = check_rst(&r, ADDR(127, 0, 0, 1), 5432);
+
+    ck_assert_uint_eq(tcp[13], 0x14); /* RST|ACK */
+    ck_assert_uint_eq(get32(tcp + 4), 0);
+    ck_assert_uint_eq(get32(tcp + 8), 0xfffffff1u);
+}
+END_TEST
+
+START_TEST(test_netfilter_reset_counts_payload_syn_and_fin)
+{
+    uint8_t f[512];
+    size_t len = tcp_frame(f, ADDR(192, 0, 2, 2), 80, 0x03 /* SYN|FIN */, 0xfffffffeu, 0, 10);
+    struct result r = judge_with(hosts, 2, false, f, len);
+    const uint8_t *tcp = check_rst(&r, ADDR(192, 0, 2, 2), 80);
+
+    ck_assert_uint_eq(tcp[13], 0x14);
+    ck_assert_uint_eq(get32(tcp + 8), (uint32_t)(0xfffffffeu + 10 + 2)); /* wraps */
+    len = tcp_frame(f, ADDR(192, 0, 2, 2), 80, 0x08 /* PSH, no ACK */, 500, 0, 7);
+    r = judge_with(hosts, 2, false, f, len);
+    tcp = check_rst(&r, ADDR(192, 0, 2, 2), 80);
+    ck_assert_uint_eq(get32(tcp + 8), 507);
+}
+END_TEST
+
+START_TEST(test_netfilter_reset_for_ack_segment_takes_its_ack)
+{
+    uint8_t f[512];
+    size_t len =
+        tcp_frame(f, ADDR(10, 231, 0, 1), 8080, 0x18 /* PSH|ACK */, 1111, 0xabcdef01u, 100);
+    struct result r = judge_with(hosts, 2, false, f, len);
+    const uint8_t *tcp = check_rst(&r, ADDR(10, 231, 0, 1), 8080);
+
+    ck_assert_uint_eq(tcp[13], 0x04); /* RST alone */
+    ck_assert_uint_eq(get32(tcp + 4), 0xabcdef01u);
+    ck_assert_uint_eq(get32(tcp + 8), 0);
+}
+END_TEST
+
+START_TEST(test_netfilter_resets_are_never_answered)
+{
+    uint8_t f[512];
+    size_t len = tcp_frame(f, ADDR(192, 0, 2, 2), 80, 0x04, 1, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    len = tcp_frame(f, ADDR(192, 0, 2, 2), 80, 0x14, 1, 2, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_icmp_quotes_header_with_options)
+{
+    uint8_t f[512];
+    size_t len = udp_frame_opts(f, ADDR(127, 0, 0, 53), 53, 40, 10, 0); /* IHL 15: 60 bytes */
+    struct result r = judge_with(hosts, 2, false, f, len);
+
+    check_icmp(&r, ADDR(127, 0, 0, 53), f);
+    ck_assert_uint_eq(r.len, NETFILTER_REPLY_MAX);
+    len = udp_frame_opts(f, ADDR(127, 0, 0, 53), 53, 0, 3, 0);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, ADDR(127, 0, 0, 53), f);
+}
+END_TEST
+
+START_TEST(test_netfilter_other_protocols_dropped_when_blocked)
+{
+    uint8_t f[512];
+    uint8_t gre[8] = {0};
+    size_t len = icmp_echo_frame(f, ADDR(192, 0, 2, 2));
+
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+    len = icmp_echo_frame(f, NETFILTER_GATEWAY);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    len = ip_frame(f, ADDR(127, 0, 0, 1), 47, gre, sizeof gre, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    len = ip_frame(f, ADDR(93, 184, 216, 34), 47, gre, sizeof gre, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_malformed_frames_drop)
+{
+    uint8_t f[512], g[512];
+    size_t len = tcp_frame(f, ADDR(93, 184, 216, 34), 80, 0x02, 1, 0, 0);
+
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    /* Short: no Ethernet header, no or half an IP header. */
+    for (size_t n = 0; n < 14 + 20; n++)
+        ck_assert_int_eq(verdict(true, f, n), NETFILTER_DROP);
+    /* IHL below 5, and beyond the frame. */
+    memcpy(g, f, len);
+    g[14] = 0x44;
+    put16(g + 14 + 10, 0);
+    put16(g + 14 + 10, fold(sum(0, g + 14, 16)));
+    ck_assert_int_eq(verdict(true, g, len), NETFILTER_DROP);
+    memcpy(g, f, len);
+    g[14] = 0x4f;
+    ck_assert_int_eq(verdict(true, g, 14 + 40), NETFILTER_DROP);
+    /* Not version 4 under the IPv4 ethertype. */
+    memcpy(g, f, len);
+    g[14] = 0x65;
+    ck_assert_int_eq(verdict(true, g, len), NETFILTER_DROP);
+    /* Total length beyond the frame, or shorter than the header. */
+    memcpy(g, f, len);
+    put16(g + 14 + 2, (uint16_t)(len - 14 + 1));
+    put16(g + 14 + 10, 0);
+    put16(g + 14 + 10, fold(sum(0, g + 14, 20)));
+    ck_assert_int_eq(verdict(true, g, len), NETFILTER_DROP);
+    memcpy(g, f, len);
+    put16(g + 14 + 2, 19);
+    put16(g + 14 + 10, 0);
+    put16(g + 14 + 10, fold(sum(0, g + 14, 20)));
+    ck_assert_int_eq(verdict(true, g, len), NETFILTER_DROP);
+    /* A wrong header checksum. */
+    memcpy(g, f, len);
+    g[14 + 10] ^= 0x01;
+    ck_assert_int_eq(verdict(true, g, len), NETFILTER_DROP);
+    /* Malformed to a blocked address: dropped, never answered. */
+    len = tcp_frame(g, ADDR(127, 0, 0, 1), 80, 0x02, 1, 0, 0);
+    put16(g + 14 + 2, (uint16_t)(len - 14 + 4));
+    put16(g + 14 + 10, 0);
+    put16(g + 14 + 10, fold(sum(0, g + 14, 20)));
+    ck_assert_int_eq(verdict(false, g, len), NETFILTER_DROP);
+}
+END_TEST
+
+START_TEST(test_netfilter_ethernet_padding_is_not_malformed)
+{
+    uint8_t f[512];
+    size_t len = udp_frame(f, ADDR(127, 0, 0, 1), 9, 0); /* 42 bytes, padded to 60 */
+    struct result r;
+
+    memset(f + len, 0, 60 - len);
+    ck_assert_int_eq(verdict(true, f, 60), NETFILTER_PASS);
+    r = judge_with(hosts, 2, false, f, 60);
+    check_icmp(&r, ADDR(127, 0, 0, 1), f);
+}
+END_TEST
+
+START_TEST(test_netfilter_truncated_transport_headers)
+{
+    uint8_t f[512];
+    uint8_t part[12] = {0};
+    size_t len;
+
+    /* Too little TCP to answer with a reset: dropped. */
+    put16(part + 2, 80);
+    len = ip_frame(f, ADDR(192, 0, 2, 2), 6, part, 12, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+    /* Data offset below 5, or past the segment. */
+    len = tcp_frame(f, ADDR(192, 0, 2, 2), 80, 0x02, 1, 0, 0);
+    f[14 + 20 + 12] = 4 << 4;
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    f[14 + 20 + 12] = 6 << 4;
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    /* A UDP header cut short. */
+    len = ip_frame(f, ADDR(192, 0, 2, 2), 17, part, 6, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+    /* To the DNS address without a whole port: no way to tell it is DNS,
+     * even with the port's last byte in the padding after the datagram. */
+    put16(part + 2, 53);
+    len = ip_frame(f, NETFILTER_DNS, 17, part, 3, 0, 0);
+    f[len] = 53;
+    ck_assert_int_eq(verdict(false, f, len + 1), NETFILTER_DROP);
+    len = ip_frame(f, NETFILTER_DNS, 17, part, 4, 0, 0);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+}
+END_TEST
+
+START_TEST(test_netfilter_fragments_judged_by_destination)
+{
+    uint8_t f[512];
+    size_t len;
+    struct result r;
+
+    /* First fragment (MF, offset 0): judged and answered like a whole datagram. */
+    len = udp_frame_opts(f, ADDR(10, 231, 0, 1), 4789, 64, 0, 0x2000);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, ADDR(10, 231, 0, 1), f);
+    len = udp_frame_opts(f, NETFILTER_DNS, 53, 64, 0, 0x2000);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    len = udp_frame_opts(f, NETFILTER_DNS, 54, 64, 0, 0x2000);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_REJECT);
+
+    /* Later fragments (offset > 0, with or without MF): no transport
+     * header, same destination rule, never an answer. */
+    for (int mf = 0; mf < 2; mf++) {
+        uint16_t frag = (uint16_t)((mf ? 0x2000 : 0) | 185);
+        len = udp_frame_opts(f, ADDR(10, 231, 0, 1), 4789, 64, 0, frag);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_PASS);
+        len = udp_frame_opts(f, NETFILTER_GATEWAY, 4789, 64, 0, frag);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        len = udp_frame_opts(f, ADDR(127, 0, 0, 1), 4789, 64, 0, frag);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_DROP);
+        len = udp_frame_opts(f, ADDR(224, 0, 0, 251), 5353, 64, 0, frag);
+        ck_assert_int_eq(verdict(true, f, len), NETFILTER_DROP);
+        len = udp_frame_opts(f, ADDR(93, 184, 216, 34), 4789, 64, 0, frag);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+        /* Its port was checked in the first fragment. */
+        len = udp_frame_opts(f, NETFILTER_DNS, 4789, 64, 0, frag);
+        ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    }
+    /* DF is not a fragment. */
+    len = udp_frame_opts(f, ADDR(10, 231, 0, 1), 4789, 8, 0, 0x4000);
+    r = judge_with(hosts, 2, false, f, len);
+    check_icmp(&r, ADDR(10, 231, 0, 1), f);
+}
+END_TEST
+
+Suite *sbx_test_suite(void)
+{
+    Suite *s = suite_create("netfilter");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup, NULL);
+    SBX_TEST_ADD(tc, test_netfilter_arp_passes);
+    SBX_TEST_ADD(tc, test_netfilter_ipv6_and_other_ethertypes_drop);
+    SBX_TEST_ADD(tc, test_netfilter_outside_addresses_pass);
+    SBX_TEST_ADD(tc, test_netfilter_dns_address_takes_only_port_53);
+    SBX_TEST_ADD(tc, test_netfilter_gateway_needs_allow_host);
+    SBX_TEST_ADD(tc, test_netfilter_special_ranges_need_allow_host);
+    SBX_TEST_ADD(tc, test_netfilter_multicast_broadcast_reserved_always_drop);
+    SBX_TEST_ADD(tc, test_netfilter_host_addresses_need_allow_host);
+    SBX_TEST_ADD(tc, test_netfilter_host_address_list_change);
+    SBX_TEST_ADD(tc, test_netfilter_host_address_inside_virtual_network);
+    SBX_TEST_ADD(tc, test_netfilter_reset_for_syn_acknowledges_it);
+    SBX_TEST_ADD(tc, test_netfilter_reset_counts_payload_syn_and_fin);
+    SBX_TEST_ADD(tc, test_netfilter_reset_for_ack_segment_takes_its_ack);
+    SBX_TEST_ADD(tc, test_netfilter_resets_are_never_answered);
+    SBX_TEST_ADD(tc, test_netfilter_icmp_quotes_header_with_options);
+    SBX_TEST_ADD(tc, test_netfilter_other_protocols_dropped_when_blocked);
+    SBX_TEST_ADD(tc, test_netfilter_malformed_frames_drop);
+    SBX_TEST_ADD(tc, test_netfilter_ethernet_padding_is_not_malformed);
+    SBX_TEST_ADD(tc, test_netfilter_truncated_transport_headers);
+    SBX_TEST_ADD(tc, test_netfilter_fragments_judged_by_destination);
+    suite_add_tcase(s, tc);
+    return s;
+}
