@@ -900,6 +900,11 @@ struct http_resp *http_json(struct sbxd *d, const char *method, json_t *body, co
 
 struct http_resp *http_get_url(const char *url, long timeout_ms)
 {
+    return http_get_url_resolve(url, timeout_ms, NULL);
+}
+
+struct http_resp *http_get_url_resolve(const char *url, long timeout_ms, struct curl_slist *resolve)
+{
     struct http_resp *r = calloc(1, sizeof *r);
     struct membuf b = {0};
     CURL *h = curl_easy_init();
@@ -908,6 +913,8 @@ struct http_resp *http_get_url(const char *url, long timeout_ms)
     ck_assert(r != NULL && h != NULL);
     snprintf(r->what, sizeof r->what, "GET %s", url);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    if (resolve)
+        curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
     curl_easy_setopt(h, CURLOPT_PROXY, "");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);

@@ -116,6 +116,9 @@ struct http_resp *http_json(struct sbxd *d, const char *method, json_t *body, co
 
 /* A plain GET of an absolute http:// URL (a route), no proxy, no auth. */
 struct http_resp *http_get_url(const char *url, long timeout_ms);
+/* The same with names resolved by CURLOPT_RESOLVE entries (NULL: none). */
+struct curl_slist;
+struct http_resp *http_get_url_resolve(const char *url, long timeout_ms, struct curl_slist *resolve);
 
 /* Assert the status, printing the request and body when it differs. */
 #define expect_status(r, code)                                                                  \

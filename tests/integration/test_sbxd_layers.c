@@ -421,6 +421,45 @@ START_TEST(test_sbxd_layers_proc_read_only_and_masked)
 }
 END_TEST
 
+/* Every init of the sandbox: not readable, not traceable, also the one a
+ * policy change starts while the sandbox's processes run. */
+START_TEST(test_sbxd_layers_init_not_traceable)
+{
+    static const char probe[] =
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "for p in sorted(x for x in os.listdir('/proc') if x.isdigit()):\n"
+        "    try:\n"
+        "        cmd = open('/proc/%s/cmdline' % p, 'rb').read()\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if cmd.startswith(b'/.sbxd/init'):\n"
+        "        r = libc.ptrace(16, int(p), 0, 0)\n"  /* PTRACE_ATTACH */
+        "        print('init', p, 'ATTACHED' if r == 0 else 'DENIED %d' % ctypes.get_errno())\n";
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *sid = sbx_create(d, NULL);
+    struct cmd_result *c;
+    struct http_resp *r;
+
+    c = sbx_sh(d, sid, "head -c 4 /.sbxd/init >/dev/null 2>&1 && echo READ || echo UNREADABLE");
+    ck_assert_str_eq(c->out, "UNREADABLE\n");
+    cmd_result_free(c);
+    /* A second init starts beside the sandbox's processes. */
+    free(sbx_detach_sh(d, sid, "sleep 300"));
+    r = http_post(d, jpack("{s:s}", "mode", "deny-all"), "/v1/sandboxes/%s/network-policy", sid);
+    expect_status(r, 200);
+    http_resp_free(r);
+    for (int sudo = 0; sudo < 2; sudo++) {
+        c = sbx_run(d, sid, jpack("{s:s,s:[s,s],s:b}", "command", "python3", "args", "-c", probe, "sudo", sudo));
+        ck_assert_msg(contains(c->out, "init 1 DENIED") && !contains(c->out, "ATTACHED"),
+                      "%s could trace an init: %s%s", sudo ? "sudo" : "user", c->out, c->err);
+        cmd_result_free(c);
+    }
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 /* ---- seccomp ---------------------------------------------------------------------------------- */
 
 static void expect_errno(const char *out, const char *probe, int err)
@@ -801,6 +840,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_layers_missing_layer_refuses_start);
     tcase_add_test(tc, test_sbxd_layers_host_uid_never_root);
     tcase_add_test(tc, test_sbxd_layers_proc_read_only_and_masked);
+    tcase_add_test(tc, test_sbxd_layers_init_not_traceable);
     tcase_add_test(tc, test_sbxd_layers_seccomp_denies_every_family);
     tcase_add_test(tc, test_sbxd_layers_limits_out_of_reach);
     tcase_add_test(tc, test_sbxd_layers_disk_limit);

@@ -504,60 +504,10 @@ struct curl_slist *testnet_curl_resolve(const struct testnet *t)
     return l;
 }
 
-static size_t body_cb(char *p, size_t size, size_t n, void *user)
-{
-    buf_add(user, p, size * n);
-    return size * n;
-}
-
-static size_t header_cb(char *p, size_t size, size_t n, void *user)
-{
-    struct http_resp *r = user;
-    size_t len = size * n;
-    if (len > 13 && strncasecmp(p, "Content-Type:", 13) == 0) {
-        const char *v = p + 13;
-        size_t vl = len - 13;
-        while (vl && (*v == ' ' || *v == '\t'))
-            v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-            vl--;
-        snprintf(r->ctype, sizeof r->ctype, "%.*s", (int)vl, v);
-    }
-    return len;
-}
-
 struct http_resp *testnet_http_get(const struct testnet *t, const char *url, long timeout_ms)
 {
-    struct http_resp *r = calloc(1, sizeof *r);
     struct curl_slist *resolve = testnet_curl_resolve(t);
-    struct buf b = {0};
-    CURL *h = curl_easy_init();
-    CURLcode rc;
-
-    ck_assert(r != NULL && h != NULL);
-    snprintf(r->what, sizeof r->what, "GET %s", url);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
-    curl_easy_setopt(h, CURLOPT_PROXY, "");
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-    rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-    if (rc != CURLE_OK) {
-        const char *e = curl_easy_strerror(rc);
-        r->status = 0;
-        b.len = 0;
-        buf_add(&b, e, strlen(e));
-    }
-    buf_add(&b, "", 0);
-    r->body = b.p;
-    r->len = b.len;
-    r->json = json_loadb(r->body, r->len, JSON_DECODE_ANY, NULL);
-    curl_easy_cleanup(h);
+    struct http_resp *r = http_get_url_resolve(url, timeout_ms, resolve);
     curl_slist_free_all(resolve);
     return r;
 }

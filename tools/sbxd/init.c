@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
@@ -54,6 +55,27 @@ static size_t nchildren, capchildren;
 static struct sock_filter *filter;
 static size_t filter_len; /* instructions */
 static bool have_filter;
+
+/* Without cgroups, sbxd's limits are rlimits set on every command
+ * (--rlimit-data, --rlimit-nproc); 0 = none. */
+static long long rlimit_data, rlimit_nproc;
+
+/* Parse init's options; 0, or -1 on anything unknown. */
+static int parse_limits(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i += 2) {
+        long long *v = strcmp(argv[i], "--rlimit-data") == 0    ? &rlimit_data
+                       : strcmp(argv[i], "--rlimit-nproc") == 0 ? &rlimit_nproc
+                                                                : NULL;
+        char *end;
+        if (!v || i + 1 >= argc)
+            return -1;
+        *v = strtoll(argv[i + 1], &end, 10);
+        if (*end || *v <= 0)
+            return -1;
+    }
+    return 0;
+}
 
 static void die(const char *what)
 {
@@ -176,6 +198,14 @@ static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int 
             _exit(126);
         }
         close(fd);
+    }
+    if (rlimit_data > 0) {
+        struct rlimit rl = {(rlim_t)rlimit_data, (rlim_t)rlimit_data};
+        setrlimit(RLIMIT_DATA, &rl);
+    }
+    if (rlimit_nproc > 0) {
+        struct rlimit rl = {(rlim_t)rlimit_nproc, (rlim_t)rlimit_nproc};
+        setrlimit(RLIMIT_NPROC, &rl);
     }
     /* Last: the filter refuses the namespaces sudo needed above. */
     if (filter_len) {
@@ -515,7 +545,7 @@ static void drop_all_caps(void)
  * inner user namespace (uid 1000), drop every capability and exec init from
  * inside the sandbox.
  */
-static int join_main(void)
+static int join_main(char **limits)
 {
     pid_t pid;
     int status;
@@ -550,7 +580,10 @@ static int join_main(void)
     if (pid == 0) {
         char prog[] = "/.sbxd/init";
         char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-        char *argv[] = {prog, NULL};
+        char *argv[6] = {prog, NULL};
+        /* The limit options, passed on to the new init. */
+        for (int i = 0; limits[i] && i < 4; i++)
+            argv[i + 1] = limits[i];
         char *envp[] = {path, NULL};
         close(J_INFO);
         setsid();
@@ -625,7 +658,9 @@ static int harden_main(void)
             mount("tmpfs", masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "size=4k,mode=0555") < 0)
             harden_die("mask", masked_dirs[i]);
-    return 0;
+    /* No exit handlers: this process sees the sandbox's /proc, where it has
+     * no /proc/self (a leak checker's exit handler would fail on it). */
+    _exit(0);
 }
 
 /* ---- --oneshot: pid 1 of the git fetcher ---------------------------------- */
@@ -656,12 +691,21 @@ int main(int argc, char **argv)
     struct ctl_msg ready;
     struct stat st;
 
-    if (argc == 2 && strcmp(argv[1], "--join") == 0)
-        return join_main();
+    if (argc >= 2 && strcmp(argv[1], "--join") == 0) {
+        if (parse_limits(argc - 2, argv + 2) < 0) {
+            fprintf(stderr, "sbxd-init --join: bad options\n");
+            return 2;
+        }
+        return join_main(argv + 2);
+    }
     if (argc == 2 && strcmp(argv[1], "--harden") == 0)
         return harden_main();
     if (argc > 3 && strcmp(argv[1], "--oneshot") == 0 && strcmp(argv[2], "--") == 0)
         return oneshot_main(argv + 3);
+    if (parse_limits(argc - 1, argv + 1) < 0) {
+        fprintf(stderr, "sbxd-init: unknown options (sbxd passes --rlimit-data N, --rlimit-nproc N)\n");
+        return 2;
+    }
     if (fstat(CTL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "sbxd-init: run by sbxd only (fd 3 must be its control socket)\n");
         return 2;

@@ -71,14 +71,6 @@ static int child(void *arg)
             _exit(125);
         close(fd);
     }
-    if (r->rlimit_data > 0) {
-        struct rlimit rl = {(rlim_t)r->rlimit_data, (rlim_t)r->rlimit_data};
-        setrlimit(RLIMIT_DATA, &rl);
-    }
-    if (r->rlimit_nproc > 0) {
-        struct rlimit rl = {(rlim_t)r->rlimit_nproc, (rlim_t)r->rlimit_nproc};
-        setrlimit(RLIMIT_NPROC, &rl);
-    }
     if (nofile_raised)
         setrlimit(RLIMIT_NOFILE, &nofile_orig);
 

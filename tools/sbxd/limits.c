@@ -257,13 +257,28 @@ fail:
 
 void limits_spawn_setup(struct limits *l, struct spawn_req *req)
 {
-    if (backend == BK_RLIMIT) {
-        req->rlimit_data = l->mem_bytes;
-        req->rlimit_nproc = l->pids_max;
+    if (backend == BK_RLIMIT)
         return;
-    }
     for (int i = 0; i < l->ndirs && i < 4; i++)
         req->cgroup_procs[req->ncgroups++] = l->procs[i];
+}
+
+/* rlimits are set by sbxd-init on each command, not on init itself: init
+ * must keep forking commands when the sandbox has used its processes up,
+ * and a sanitizer build of init reserves more address space than RLIMIT_DATA
+ * would let it. */
+int limits_init_args(struct limits *l, sbx__strlist *argv)
+{
+    char v[32];
+    if (!l || backend != BK_RLIMIT)
+        return 0;
+    snprintf(v, sizeof v, "%lld", (long long)l->mem_bytes);
+    if (sbx__strlist_push(argv, "--rlimit-data") != SBX_OK || sbx__strlist_push(argv, v) != SBX_OK)
+        return -1;
+    snprintf(v, sizeof v, "%d", l->pids_max);
+    if (sbx__strlist_push(argv, "--rlimit-nproc") != SBX_OK || sbx__strlist_push(argv, v) != SBX_OK)
+        return -1;
+    return 0;
 }
 
 int64_t limits_cpu_ms(struct limits *l)

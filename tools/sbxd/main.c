@@ -440,8 +440,12 @@ static int check_state_reachable(void)
     return 0;
 }
 
-/* The sbxd-init every sandbox binds, copied where sandbox ids can read it
- * (the build tree or prefix may not be reachable for them). */
+/* The sbxd-init every sandbox binds, copied where sandbox ids can reach it
+ * (the build tree or prefix may not be reachable for them), execute-only:
+ * the kernel makes a process whose program its user cannot read
+ * non-dumpable from the exec on, so a sandbox process of the same uid
+ * cannot ptrace an init in the moment before init makes itself so (a
+ * second context's init starts while the sandbox's processes run). */
 static int publish_init(void)
 {
     size_t len;
@@ -449,7 +453,7 @@ static int publish_init(void)
     int r = -1;
 
     dst = path_join(g.cfg.state_dir, "libexec/sbxd-init");
-    if (data && dst && write_file_atomic(dst, data, len, 0755, false) == 0) {
+    if (data && dst && write_file_atomic(dst, data, len, 0111, false) == 0) {
         g.init_copy = dst;
         dst = NULL;
         r = 0;
@@ -670,7 +674,7 @@ int main(int argc, char **argv)
     }
     if (check_state_reachable() < 0)
         return 1;
-    if (g.ids.per_sandbox ? publish_init() < 0 : !(g.init_copy = sbx__strdup(c->init_path)))
+    if (publish_init() < 0)
         return 1;
     if (g.ids.per_sandbox)
         layer_set(LAYER_IDS, true, "each sandbox runs as host uid/gid of its own from %u-%u (%s); "

@@ -325,7 +325,7 @@ static int bwrap_args(struct sandbox *s, sbx__strlist *a)
         add3(a, "--dev", "/dev", NULL) || add3(a, "--bind", path, "/dev/shm") ||
         add3(a, "--remount-ro", "/dev", NULL) || add3(a, "--chdir", "/", NULL) || add(a, "--clearenv") ||
         add3(a, "--setenv", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") ||
-        add(a, "/.sbxd/init"))
+        add(a, "/.sbxd/init") || limits_init_args(s->limits, a) < 0)
         return -1;
     return 0;
 }
@@ -378,9 +378,9 @@ static void describe_boot_failure(struct sandbox *s, const char *logpath, char *
  * --dev made the first context with two user namespaces, the outer (uid 0,
  * owner of the mount and PID namespaces) and the inner (uid 1000); the fds
  * are, from 5: outer user, PID, inner user, mount, UTS, IPC. */
-static int join_args(sbx__strlist *a)
+static int join_args(struct sandbox *s, sbx__strlist *a)
 {
-    return add(a, g.init_copy) || add(a, "--join");
+    return add(a, g.init_copy) || add(a, "--join") || limits_init_args(s->limits, a) < 0 ? -1 : 0;
 }
 
 static int open_ns_fds(pid_t pid, int *fds)
@@ -513,7 +513,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
 
     memset(&req, 0, sizeof req);
     snprintf(logpath, sizeof logpath, "%s/../sandbox.log", s->root);
-    if ((primary ? bwrap_args(s, &argv) : join_args(&argv)) < 0) {
+    if ((primary ? bwrap_args(s, &argv) : join_args(s, &argv)) < 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

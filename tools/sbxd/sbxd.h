@@ -294,8 +294,6 @@ struct spawn_req {
     int stdout_fd, stderr_fd; /* -1 = /dev/null */
     const char *cgroup_procs[4]; /* cgroup.procs files to join */
     int ncgroups;
-    int64_t rlimit_data;      /* bytes, 0 = unchanged */
-    int64_t rlimit_nproc;     /* 0 = unchanged */
 };
 /* Raise the descriptor limit to the hard one (sandboxes keep the old). */
 void launcher_raise_nofile(void);
@@ -338,6 +336,9 @@ int seccomp_memfd(void);
 /* limits.c */
 struct limits *limits_create(const char *sandbox_id, int vcpus, int memory_mb, int pids_max);
 void limits_spawn_setup(struct limits *l, struct spawn_req *req);
+/* sbxd-init's options for the rlimits it sets on each command (rlimit
+ * backend only): appended to argv. 0 or -1 (out of memory). */
+int limits_init_args(struct limits *l, sbx__strlist *argv);
 int64_t limits_cpu_ms(struct limits *l);
 void limits_destroy(struct limits *l);
 const char *limits_backend(void);  /* "cgroup2", "cgroup1", "rlimit" */
