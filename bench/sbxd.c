@@ -9,6 +9,8 @@
  *   round trip          `true` in wait mode in a warm sandbox
  *   at once             N sandboxes created 16 at a time, then 16 commands
  *                       (sleep) started in each, all shown alive together
+ *   isolation           what each create spent on the isolation layers, as
+ *                       sbxd logs it (file system, /proc, network, seccomp)
  *
  * usage: bench-sbxd PATH-TO-SBXD [iterations]
  */
@@ -135,7 +137,8 @@ static int start_server(const char *bin)
         snprintf(log, sizeof log, "%s/sbxd.log", dir);
         dup2(out[1], 1);
         freopen(log, "w", stderr);
-        execl(bin, bin, "--listen", listen, "--state-dir", state, "--log-level", "warn",
+        /* info: one line per sandbox, with what its isolation cost. */
+        execl(bin, bin, "--listen", listen, "--state-dir", state, "--log-level", "info",
               "--max-sandboxes", "512", (char *)NULL);
         _exit(127);
     }
@@ -297,6 +300,41 @@ static void capacity(int n)
     pthread_mutex_destroy(&c.lk);
 }
 
+/* The isolation phases of every create, from sbxd's "running" log lines
+ * (sbxd builds without them print nothing here). */
+static void report_isolation(void)
+{
+    static const char *const names[] = {"file system", "/proc", "network", "seccomp"};
+    char path[400], line[1024];
+    double *v[4], total[4096];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/sbxd.log", dir);
+    if (!(f = fopen(path, "r")))
+        return;
+    for (int k = 0; k < 4; k++)
+        v[k] = calloc(4096, sizeof *v[k]);
+    while (n < 4096 && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "isolation ms: file system ");
+        double a, b, c, d;
+        if (p && sscanf(p, "isolation ms: file system %lf, /proc %lf, network %lf, seccomp %lf", &a, &b, &c,
+                        &d) == 4) {
+            v[0][n] = a / 1e3, v[1][n] = b / 1e3, v[2][n] = c / 1e3, v[3][n] = d / 1e3;
+            total[n++] = (a + b + c + d) / 1e3;
+        }
+    }
+    fclose(f);
+    if (n) {
+        printf("  isolation, per create (from sbxd's log, the sequential creates above):\n");
+        for (int k = 0; k < 4; k++)
+            report(names[k], v[k], (int)n);
+        report("all layers", total, (int)n);
+    }
+    for (int k = 0; k < 4; k++)
+        free(v[k]);
+}
+
 int main(int argc, char **argv)
 {
     int iters = argc > 2 ? atoi(argv[2]) : 40, rt_n = 300;
@@ -359,6 +397,7 @@ int main(int argc, char **argv)
     report("first command", first, iters);
     report("create -> first done", total, iters);
     report("`true` round trip", rt, rt_n);
+    report_isolation();
     capacity(64);
     capacity(128);
 

@@ -479,9 +479,11 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     sandbox_persist_locked(s);
     pthread_mutex_unlock(&g.lock);
     io_wake(); /* a new deadline */
-    sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s)", s->id, s->runtime,
-             s->vcpus, s->netmode == NET_OPEN ? "open" : "isolated",
-             from ? ", from snapshot " : "", from ? from->id : "");
+    sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s; isolation ms: file system %.1f, "
+                       "/proc %.1f, network %.1f, seccomp %.1f)",
+             s->id, s->runtime, s->vcpus, s->netmode == NET_OPEN ? "open" : "isolated",
+             from ? ", from snapshot " : "", from ? from->id : "", (double)s->setup_us[0] / 1000,
+             (double)s->setup_us[1] / 1000, (double)s->setup_us[2] / 1000, (double)s->setup_us[3] / 1000);
     json_decref(body);
     return reply_json(r, 200, wrap_sandbox(s, true));
 

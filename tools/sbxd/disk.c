@@ -11,6 +11,10 @@
  * them; a tmpfs limit would be charged to memory; a per-sandbox file system
  * is enforced by the kernel whatever the host's file system is, and removing
  * a sandbox is an unmount and one unlink. It needs root and loop devices.
+ *
+ * mke2fs runs once, at start, into a template; each sandbox's image is a
+ * sparse copy of it (a few hundred KiB of metadata), which costs less than
+ * starting mke2fs every time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,8 @@ struct disk {
     bool mounted;
 };
 
+static char *template_path; /* STATE/sandboxes/.template.img */
+
 static const char *mke2fs_path(void)
 {
     static const char *const cands[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
@@ -50,9 +56,8 @@ static int64_t inode_count(void)
 }
 
 /* mke2fs: no journal (the tree dies with the sandbox), inode tables
- * initialised lazily, no blocks reserved for root, the root directory
- * owned by the sandbox's ids. The output goes to the sandbox's log. */
-static int make_fs(const char *image, const struct sandbox_ids *ids, int logfd, char *err, size_t errlen)
+ * initialised lazily, no blocks reserved for root. */
+static int make_fs(const char *image, char *err, size_t errlen)
 {
     static const char *const fixed[] = {"-q", "-F", "-t", "ext4", "-O", "^has_journal,^resize_inode",
                                         "-m", "0", "-b", "4096", "-E"};
@@ -66,8 +71,7 @@ static int make_fs(const char *image, const struct sandbox_ids *ids, int logfd, 
         snprintf(err, errlen, "mke2fs was not found (apt-get install -y e2fsprogs)");
         return -1;
     }
-    snprintf(ext, sizeof ext, "lazy_itable_init=1,nodiscard,root_owner=%u:%u", (unsigned)ids->uid,
-             (unsigned)ids->gid);
+    snprintf(ext, sizeof ext, "lazy_itable_init=1,nodiscard,root_owner=0:0");
     snprintf(inodes, sizeof inodes, "%lld", (long long)inode_count());
     if (sbx__strlist_push(&argv, mke2fs_path()) != SBX_OK)
         goto out;
@@ -79,7 +83,7 @@ static int make_fs(const char *image, const struct sandbox_ids *ids, int logfd, 
         goto out;
     memset(&req, 0, sizeof req);
     req.argv = argv.v;
-    req.stdout_fd = req.stderr_fd = logfd;
+    req.stdout_fd = req.stderr_fd = -1;
     pid = launcher_spawn(&req);
     while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -139,47 +143,82 @@ static void disk_free(struct disk *d)
     sbx__free(d);
 }
 
-static struct disk *disk_create_at(const char *dir, const char *mnt, const struct sandbox_ids *ids, int logfd,
-                            char *err, size_t errlen)
+/* A sparse copy: only the template's data extents are read and written. */
+static int copy_sparse(int src, int dst, off_t size)
+{
+    off_t off = 0;
+    if (ftruncate(dst, size) < 0)
+        return -1;
+    for (;;) {
+        off_t data = lseek(src, off, SEEK_DATA), hole;
+        if (data < 0)
+            return errno == ENXIO ? 0 : -1; /* ENXIO: no data past off */
+        if ((hole = lseek(src, data, SEEK_HOLE)) < 0)
+            return -1;
+        for (off_t in = data, out = data; in < hole;) {
+            ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(hole - in), 0);
+            if (n <= 0)
+                return -1;
+        }
+        off = hole;
+    }
+}
+
+/* Mount the image at path on mnt (a directory made here). */
+static int mount_image(struct disk *d, int fd, char *err, size_t errlen)
+{
+    char dev[64];
+    int lfd = attach_loop(fd, dev, sizeof dev);
+    if (lfd < 0) {
+        snprintf(err, errlen, "cannot attach %s to a loop device: %s", d->image, strerror(errno));
+        return -1;
+    }
+    if ((mkdir(d->mnt, 0700) < 0 && errno != EEXIST) ||
+        mount(dev, d->mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "") < 0) {
+        snprintf(err, errlen, "cannot mount the sandbox's file system (%s) on %s: %s", dev, d->mnt,
+                 strerror(errno));
+        close(lfd); /* never mounted: autoclear detaches it now */
+        return -1;
+    }
+    d->mounted = true;
+    close(lfd); /* the mount holds the device now */
+    return 0;
+}
+
+static struct disk *disk_create_at(const char *dir, const char *mnt, const struct sandbox_ids *ids, char *err,
+                                   size_t errlen)
 {
     struct disk *d = sbx__calloc(1, sizeof *d);
-    char dev[64], *lf;
-    int fd = -1, lfd = -1;
+    int fd = -1, tfd = -1;
 
     if (!d || !(d->image = path_join(dir, "disk.img")) || !(d->mnt = sbx__strdup(mnt))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
     fd = open(d->image, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)g.cfg.disk_limit) < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", d->image, strerror(errno));
+    tfd = open(template_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || tfd < 0 || copy_sparse(tfd, fd, (off_t)g.cfg.disk_limit) < 0) {
+        snprintf(err, errlen, "cannot make %s from %s: %s", d->image, template_path, strerror(errno));
         goto fail;
     }
-    if (make_fs(d->image, ids, logfd, err, errlen) < 0)
+    if (mount_image(d, fd, err, errlen) < 0)
         goto fail;
-    if ((lfd = attach_loop(fd, dev, sizeof dev)) < 0) {
-        snprintf(err, errlen, "cannot attach %s to a loop device: %s", d->image, strerror(errno));
-        goto fail;
-    }
-    if ((mkdir(mnt, 0700) < 0 && errno != EEXIST) ||
-        mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "") < 0) {
-        snprintf(err, errlen, "cannot mount the sandbox's file system (%s) on %s: %s", dev, mnt,
-                 strerror(errno));
+    if (chown(mnt, ids->uid, ids->gid) < 0 || chmod(mnt, 0700) < 0) {
+        snprintf(err, errlen, "cannot give %s to the sandbox: %s", mnt, strerror(errno));
         goto fail;
     }
-    d->mounted = true;
-    close(lfd); /* the mount holds the device now */
+    close(tfd);
     close(fd);
-    /* mke2fs's lost+found is only for fsck, which never runs here. */
-    if ((lf = path_join(mnt, "lost+found")) != NULL)
-        rmdir(lf);
-    sbx__free(lf);
     return d;
 fail:
-    if (lfd >= 0)
-        close(lfd); /* never mounted: autoclear detaches it now */
+    if (tfd >= 0)
+        close(tfd);
     if (fd >= 0)
         close(fd);
+    if (d && d->mounted) {
+        umount2(d->mnt, MNT_DETACH);
+        d->mounted = false;
+    }
     if (d && d->image)
         unlink(d->image);
     disk_free(d);
@@ -188,20 +227,15 @@ fail:
 
 struct disk *disk_create(struct sandbox *s, char *err, size_t errlen)
 {
-    char *dir = sbx__strdup(s->root), logpath[4096];
+    char *dir = sbx__strdup(s->root);
     struct disk *d;
-    int logfd;
 
     if (!dir) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     *strrchr(dir, '/') = '\0';
-    snprintf(logpath, sizeof logpath, "%s/sandbox.log", dir);
-    logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    d = disk_create_at(dir, s->root, &s->ids, logfd, err, errlen);
-    if (logfd >= 0)
-        close(logfd);
+    d = disk_create_at(dir, s->root, &s->ids, err, errlen);
     sbx__free(dir);
     return d;
 }
@@ -230,11 +264,44 @@ int64_t disk_free_bytes(const char *root, int64_t *inodes)
     return (int64_t)st.f_bavail * (int64_t)st.f_frsize;
 }
 
+/* The template every sandbox's image is copied from: made, mounted once to
+ * prove that this host can (and to drop mke2fs's lost+found, which only
+ * fsck uses), unmounted. */
+static int make_template(char *err, size_t errlen)
+{
+    struct disk t = {0};
+    char *lf = NULL;
+    int fd = -1, r = -1;
+
+    t.image = template_path;
+    t.mnt = path_join(g.cfg.state_dir, "sandboxes/.template");
+    fd = open(template_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (!t.mnt || fd < 0 || ftruncate(fd, (off_t)g.cfg.disk_limit) < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", template_path, strerror(errno));
+        goto out;
+    }
+    if (make_fs(template_path, err, errlen) < 0 || mount_image(&t, fd, err, errlen) < 0)
+        goto out;
+    if ((lf = path_join(t.mnt, "lost+found")))
+        rmdir(lf);
+    r = 0;
+out:
+    if (t.mounted && umount2(t.mnt, 0) < 0 && r == 0) {
+        snprintf(err, errlen, "cannot unmount %s: %s", t.mnt, strerror(errno));
+        r = -1;
+    }
+    if (t.mnt)
+        rmdir(t.mnt);
+    if (fd >= 0)
+        close(fd);
+    sbx__free(lf);
+    sbx__free(t.mnt);
+    return r;
+}
+
 void disk_probe(bool own_mounts)
 {
-    char err[512] = "", dir[4096], mnt[4200];
-    struct sandbox_ids ids = {getuid(), getgid(), -1};
-    struct disk *d;
+    char err[512] = "";
     int fd;
 
     if (geteuid() != 0) {
@@ -257,23 +324,20 @@ void disk_probe(bool own_mounts)
         return;
     }
     close(fd);
-    /* The real thing, small: make, attach, mount, remove. */
-    snprintf(dir, sizeof dir, "%s/sandboxes", g.cfg.state_dir);
-    snprintf(mnt, sizeof mnt, "%s/.disk-probe", dir);
-    {
-        int64_t saved = g.cfg.disk_limit, saved_inodes = g.cfg.inode_limit;
-        g.cfg.disk_limit = 16 << 20;
-        g.cfg.inode_limit = 1024;
-        d = disk_create_at(dir, mnt, &ids, -1, err, sizeof err);
-        g.cfg.disk_limit = saved;
-        g.cfg.inode_limit = saved_inodes;
-    }
-    if (!d) {
-        layer_set(LAYER_DISK, false, "%s", err);
+    template_path = path_join(g.cfg.state_dir, "sandboxes/.template.img");
+    if (!template_path || make_template(err, sizeof err) < 0) {
+        layer_set(LAYER_DISK, false, "%s", template_path ? err : "out of memory");
         return;
     }
-    disk_destroy(d);
     layer_set(LAYER_DISK, true, "an ext4 file system of %lld MiB and %lld files per sandbox (sparse image "
                                 "on a loop device, nosuid,nodev): writes past it fail with ENOSPC",
               (long long)(g.cfg.disk_limit >> 20), (long long)inode_count());
+}
+
+void disk_shutdown(void)
+{
+    if (template_path)
+        unlink(template_path);
+    sbx__free(template_path);
+    template_path = NULL;
 }

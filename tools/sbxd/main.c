@@ -522,6 +522,7 @@ static void free_all(void)
     sbx__free(g.init_copy);
     sbx__free(g.filter);
     usernet_shutdown();
+    disk_shutdown();
     curl_global_cleanup();
 }
 

@@ -202,10 +202,12 @@ int sandbox_prepare_root(struct sandbox *s, char *err, size_t errlen)
     if (mkdir_p(dir, 0711) < 0 || chmod(dir, 0711) < 0)
         goto fail;
     if (g.layers[LAYER_DISK].on) {
+        int64_t t0 = mono_us();
         if (!(s->disk = disk_create(s, err, errlen))) {
             sbx__free(dir);
             return -1;
         }
+        s->setup_us[0] = mono_us() - t0;
     } else if (mkdir(s->root, 0700) < 0 && errno != EEXIST) {
         goto fail;
     }
@@ -509,6 +511,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     char logpath[4096];
     int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
     pid_t pid = -1, child = -1;
+    int64_t t_start = mono_us(), t_ready, t_hardened, t_net;
     int r;
 
     memset(&req, 0, sizeof req);
@@ -557,21 +560,35 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     }
     /* Nothing runs in the context before it is hardened, filtered and
      * networked. */
-    if ((primary && sandbox_harden(s, child, logfd, err, errlen) < 0) ||
-        (ctx == NET_OPEN && usernet_attach(s, ctx, child, logfd, err, errlen) < 0)) {
+    t_ready = mono_us();
+    if (primary && sandbox_harden(s, child, logfd, err, errlen) < 0) {
         boot_kill(pid, child);
         pid = -1;
         goto fail;
     }
+    t_hardened = mono_us();
+    if (ctx == NET_OPEN && usernet_attach(s, ctx, child, logfd, err, errlen) < 0) {
+        boot_kill(pid, child);
+        pid = -1;
+        goto fail;
+    }
+    t_net = mono_us();
     if (send_filter(sv[0], deadline) < 0) {
         boot_kill(pid, child);
         pid = -1;
         snprintf(err, errlen, "sandbox %s: init did not take the seccomp program", s->id);
         goto fail;
     }
+    if (primary) {
+        s->setup_us[1] = t_hardened - t_ready;
+        s->setup_us[2] = t_net - t_hardened;
+        s->setup_us[3] = mono_us() - t_net;
+    }
     if (g.cfg.log_level >= LOG_DEBUG)
-        sbxd_log(LOG_DEBUG, "sandbox %s: context %d up (bwrap %d, init %d, %s network)", s->id, ctx,
-                 (int)pid, (int)child, ctx == NET_OPEN ? "open" : "isolated");
+        sbxd_log(LOG_DEBUG, "sandbox %s: context %d up in %.1f ms, init ready after %.1f (bwrap %d, init %d, "
+                            "%s network)",
+                 s->id, ctx, (double)(mono_us() - t_start) / 1000, (double)(t_ready - t_start) / 1000, (int)pid,
+                 (int)child, ctx == NET_OPEN ? "open" : "isolated");
     /* Keep the sandbox's own OOM kills away from init where we may. */
     {
         char path[64];

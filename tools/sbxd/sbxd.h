@@ -168,6 +168,8 @@ struct sandbox {
     char *root;               /* host path of the sandbox's filesystem */
     struct sandbox_ids ids;   /* the host uid/gid it runs as */
     struct disk *disk;        /* its size-limited file system, when the layer is on */
+    int64_t setup_us[4];      /* what its isolation cost at create: file system,
+                               * /proc, network, seccomp hand-over (logged) */
     enum netmode netmode;     /* of the current policy */
     /* Runtime. A sandbox runs in up to two contexts, one per network mode:
      * init processes in the same user, mount and PID namespaces over the
@@ -241,6 +243,7 @@ extern struct sbxd g;
 void sbxd_log(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t now_ms(void);
 int64_t mono_ms(void);
+int64_t mono_us(void);
 int64_t next_timestamp(void); /* strictly increasing wall-clock ms; needs g.lock */
 void make_id(char *out, size_t cap, const char *prefix);
 int random_bytes(void *p, size_t n);
@@ -304,6 +307,7 @@ pid_t launcher_spawn(const struct spawn_req *req);
 
 /* disk.c: a size-limited file system per sandbox (root only). */
 void disk_probe(bool own_mounts);            /* needs the launcher running */
+void disk_shutdown(void);
 /* Make, attach and mount s's file system on s->root; NULL with a message. */
 struct disk *disk_create(struct sandbox *s, char *err, size_t errlen);
 /* Unmount and delete it (NULL is fine). */
