@@ -166,17 +166,30 @@ static int start_private(struct remote *r, char *err, size_t errlen)
     r->sbxd_pid = pid;
     f = fdopen(out[0], "r");
     if (!f || !fgets(line, sizeof line, f) || strncmp(line, "sbxd listening on ", 18) != 0) {
-        char logp[PATH_MAX + 16], tail[400] = "";
+        char logp[PATH_MAX + 16], tail[900] = "";
+        const char *hint = "";
         FILE *lf;
         if (f)
             fclose(f);
         snprintf(logp, sizeof logp, "%s/sbxd.log", tmpl);
+        /* The end of its log says why (the reason comes last). */
+        const char *from = tail;
         if ((lf = fopen(logp, "r"))) {
-            size_t n = fread(tail, 1, sizeof tail - 1, lf);
+            size_t n;
+            bool cut = fseek(lf, -(long)(sizeof tail - 1), SEEK_END) == 0;
+            if (!cut)
+                rewind(lf);
+            n = fread(tail, 1, sizeof tail - 1, lf);
             tail[n] = '\0';
             fclose(lf);
+            if (cut && strchr(tail, '\n'))
+                from = strchr(tail, '\n') + 1; /* from a line's start */
         }
-        snprintf(err, errlen, "could not start a local sbxd (%s)%s%s", sbxd, tail[0] ? ": " : "", tail);
+        if (strstr(from, "--allow-degraded"))
+            hint = " (it runs with every isolation layer or not at all: run sbxrun as root, or start "
+                   "sbxd --allow-degraded --listen unix:PATH yourself and give sbxrun --endpoint "
+                   "unix:PATH)";
+        snprintf(err, errlen, "could not start a local sbxd (%s)%s%s%s", sbxd, hint, *from ? ":\n" : "", from);
         free(sbxd);
         return -1;
     }
