@@ -832,6 +832,42 @@ START_TEST(test_sbxd_layers_sandboxes_cannot_reach_each_other)
 }
 END_TEST
 
+/* The git fetcher clones from the outside, never from this host. */
+START_TEST(test_sbxd_layers_git_fetcher_isolated)
+{
+    struct testnet *t = testnet_start(0);
+    struct sbxd *d = sbxd_start(testnet_sbxd_args(t), NULL);
+    struct host_server *hs = host_server_start("host-git");
+    struct http_resp *r;
+    struct cmd_result *c;
+    char url[128];
+    char *sid;
+
+    if (unprivileged()) {
+        /* Without sbxd-net there is no network for git: a clear refusal. */
+        r = http_post(d, jpack("{s:{s:s,s:s}}", "source", "type", "git", "url", "http://git.test/demo.git"),
+                      "/v1/sandboxes");
+        ck_assert_msg(r->status == 400 && contains(r->body, "network layer"), "%ld %s", r->status, r->body);
+        http_resp_free(r);
+    } else {
+        sid = sbx_create(d, jpack("{s:{s:s,s:s}}", "source", "type", "git", "url", "http://git.test/demo.git"));
+        c = sbx_sh(d, sid, "git -C /vercel/sandbox rev-parse HEAD; stat -c %%u /vercel/sandbox/README*");
+        ck_assert_msg(contains(c->out, t->git_head) && contains(c->out, "1000\n"), "clone: %s%s", c->out, c->err);
+        cmd_result_free(c);
+        free(sid);
+    }
+    /* A "repository" on the host's loopback: never reached. */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/repo.git", hs->port);
+    r = http_post(d, jpack("{s:{s:s,s:s}}", "source", "type", "git", "url", url), "/v1/sandboxes");
+    ck_assert_msg(r->status == 400, "a clone from the host's loopback: %ld %s", r->status, r->body);
+    http_resp_free(r);
+    ck_assert_msg(hs->hits == 0, "the fetcher reached the host (%d requests)", hs->hits);
+    host_server_stop(hs);
+    sbxd_stop(d);
+    testnet_stop(t);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_layers");
@@ -848,6 +884,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_layers_snapshot_counts_against_limit);
     tcase_add_test(tc, test_sbxd_layers_allow_all_reaches_outside_not_host);
     tcase_add_test(tc, test_sbxd_layers_sandboxes_cannot_reach_each_other);
+    tcase_add_test(tc, test_sbxd_layers_git_fetcher_isolated);
     suite_add_tcase(s, tc);
     return s;
 }

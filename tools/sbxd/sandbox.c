@@ -728,7 +728,8 @@ int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
     s->primary = isolated ? NET_ISOLATED : NET_OPEN;
     if (sanitize_root(s, err, errlen) < 0)
         return -1;
-    s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    if (!s->limits) /* a git source made them already, for its fetcher */
+        s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
     if (ctx_boot(s, s->primary, err, errlen) < 0)
         return -1;
     if (isolated && egress_attach(s, s->primary, err, errlen) < 0)

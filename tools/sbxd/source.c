@@ -204,6 +204,13 @@ static int run_fetcher(struct sandbox *s, const char *workspace, int local_fd, s
     req.stdout_fd = pipefd[1];
     req.stderr_fd = pipefd[1];
     sandbox_spawn_ids(s, &req);
+    /* In the sandbox's cgroup: a hostile remote's pack is bounded by the
+     * sandbox's memory and processes (rlimits have no effect on the fetcher,
+     * which has no sbxd-init to set them). */
+    if (!s->limits)
+        s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    if (s->limits)
+        limits_spawn_setup(s->limits, &req);
     pid = launcher_spawn(&req);
     close(pipefd[1]);
     close(sv[1]);
@@ -221,7 +228,8 @@ static int run_fetcher(struct sandbox *s, const char *workspace, int local_fd, s
         child = sandbox_read_child_pid(info[0], mono_ms() + 60000);
         if (child <= 0 || poll(&p, 1, 60000) <= 0 || read(sv[0], &c, 1) != 1 || c != 'R' ||
             sandbox_harden(s, child, -1, why, sizeof why) < 0 ||
-            usernet_start(&s->ids, child, -1, &net_pid, &net_fd, why, sizeof why) < 0 ||
+            (usernet_mode(NP_ALLOW_ALL) == NET_OPEN &&
+             usernet_start(&s->ids, child, -1, &net_pid, &net_fd, why, sizeof why) < 0) ||
             write(sv[0], &go, 1) != 1) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
@@ -319,6 +327,12 @@ int source_git(struct sandbox *s, json_t *src, int *http_status, char *err, size
         local = url;
     else if (strncmp(url, "file://", 7) == 0)
         local = url + 7;
+    /* The fetcher's only way out is sbxd-net (there is no proxy for git). */
+    if (!local && usernet_mode(NP_ALLOW_ALL) != NET_OPEN) {
+        snprintf(err, errlen, "git source %s: cloning over the network needs sbxd's network layer, which is "
+                              "off (%s); local paths work", url, g.layers[LAYER_NET].what);
+        return -1;
+    }
     /* Opened here, by sbxd, and passed down as a descriptor. */
     if (local && (local_fd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         snprintf(err, errlen, "git source %s: %s", url, strerror(errno));
