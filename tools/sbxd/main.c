@@ -415,7 +415,8 @@ static int setup_state_dir(void)
 }
 
 /* Whether a sandbox's id can search its way to the state directory (the
- * tests and the CLI use directories under /tmp made 0700 by mkdtemp). */
+ * tests and the CLI use directories under /tmp made 0700 by mkdtemp), and
+ * through / to the programs it runs (bwrap, its libraries). */
 static int check_state_reachable(void)
 {
     char path[PATH_MAX];
@@ -424,10 +425,10 @@ static int check_state_reachable(void)
     if (!g.ids.per_sandbox)
         return 0;
     snprintf(path, sizeof path, "%s", g.cfg.state_dir);
-    for (char *slash = path + strlen(path); slash > path; slash = strrchr(path, '/')) {
+    for (char *slash = path + strlen(path); slash >= path; slash = strrchr(path, '/')) {
         *slash = '\0';
         if (!*path)
-            break;
+            snprintf(path, sizeof path, "/"); /* and the root itself, last */
         if (stat(path, &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
             fprintf(stderr,
                     "sbxd: sandboxes run under their own host ids and must be able to pass through\n"
@@ -436,6 +437,8 @@ static int check_state_reachable(void)
                     path, (unsigned)(st.st_mode & 07777), g.cfg.state_dir, path);
             return -1;
         }
+        if (strcmp(path, "/") == 0)
+            break;
     }
     return 0;
 }
