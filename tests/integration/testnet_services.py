@@ -4,7 +4,7 @@ of new network, mount, IPC and PID namespaces, so that its death, however it
 comes, takes every service, the veth pair and every file with it.
 
 It owns what runs inside the fixture: a private tmpfs on /tmp (and /dev/shm)
-holding the generated content, the HTTP server (static files, /echo, /bytes/N,
+holding the generated content, the HTTP server (static files, /echo, /bytes/N, /redirect?to=URL,
 the dumb-HTTP git repository, an npm registry, a PEP 503 index), git daemon
 and, when asked, PostgreSQL. Standard library only.
 
@@ -283,6 +283,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         if path == "/echo":
             return self.echo(body)
+        if path == "/redirect":
+            # /redirect?to=URL: a 302 there, for tests of who follows redirects where.
+            to = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("to", [""])[0]
+            self.send_response(302)
+            self.send_header("Location", to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         m = re.fullmatch(r"/bytes/(\d{1,12})", path)
         if m:
             return self.send_bytes(int(m.group(1)), body)

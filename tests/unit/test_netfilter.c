@@ -262,9 +262,9 @@ START_TEST(test_netfilter_outside_addresses_pass)
     /* The outside server of the end-to-end test, next to the host's veth end. */
     len = tcp_frame(f, ADDR(10, 231, 0, 2), 8080, 0x02, 7, 0, 0);
     ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
-    /* The rest of the virtual network is libslirp's to handle. */
+    /* The rest of the virtual network is no outside address. */
     len = tcp_frame(f, ADDR(10, 0, 2, 50), 80, 0x02, 7, 0, 0);
-    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_REJECT);
 }
 END_TEST
 
@@ -405,14 +405,18 @@ END_TEST
 
 START_TEST(test_netfilter_host_address_inside_virtual_network)
 {
-    /* A host that itself sits behind QEMU's or another slirp's 10.0.2.15. */
+    /* A host that itself sits behind QEMU's or another slirp's 10.0.2.15,
+     * and any other address of the virtual network: refused either way. */
     uint32_t host[] = {htonl(ADDR(10, 0, 2, 15))};
     uint8_t f[512];
     size_t len = tcp_frame(f, ADDR(10, 0, 2, 15), 22, 0x02, 1, 0, 0);
 
     ck_assert_int_eq(judge_with(host, 1, false, f, len).v, NETFILTER_REJECT);
     ck_assert_int_eq(judge_with(host, 1, true, f, len).v, NETFILTER_PASS);
-    ck_assert_int_eq(judge_with(hosts, 2, false, f, len).v, NETFILTER_PASS);
+    ck_assert_int_eq(judge_with(hosts, 2, false, f, len).v, NETFILTER_REJECT);
+    len = tcp_frame(f, ADDR(10, 0, 2, 4), 80, 0x02, 1, 0, 0);
+    ck_assert_int_eq(judge_with(NULL, 0, false, f, len).v, NETFILTER_REJECT);
+    ck_assert_int_eq(judge_with(NULL, 0, true, f, len).v, NETFILTER_PASS);
 }
 END_TEST
 

@@ -89,40 +89,76 @@ static bool special_addr(int family, const unsigned char *a)
 }
 
 /* The host's own addresses, re-read at most every few seconds: interfaces
- * come and go (DHCP, VPNs). */
+ * come and go (DHCP, VPNs). As many as the host has. */
 #define HOSTADDR_TTL_MS 5000
+struct hostaddr {
+    unsigned char family;
+    unsigned char a[16];
+};
 static pthread_mutex_t hostaddr_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char hostaddr[64][17]; /* family byte + 16 address bytes */
-static int nhostaddr;
+static struct hostaddr *hostaddr;
+static size_t nhostaddr, caphostaddr;
 static int64_t hostaddr_at;
+
+static void hostaddr_refresh(void)
+{
+    struct ifaddrs *ifs, *i;
+    if (getifaddrs(&ifs) != 0)
+        return; /* keep the list we have */
+    nhostaddr = 0;
+    for (i = ifs; i; i = i->ifa_next) {
+        int fam = i->ifa_addr ? i->ifa_addr->sa_family : AF_UNSPEC;
+        if (fam != AF_INET && fam != AF_INET6)
+            continue;
+        if (nhostaddr == caphostaddr) {
+            size_t cap = caphostaddr ? caphostaddr * 2 : 64;
+            struct hostaddr *p = sbx__realloc(hostaddr, cap * sizeof *p);
+            if (!p)
+                break;
+            hostaddr = p;
+            caphostaddr = cap;
+        }
+        hostaddr[nhostaddr].family = (unsigned char)fam;
+        if (fam == AF_INET)
+            memcpy(hostaddr[nhostaddr++].a, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+        else
+            memcpy(hostaddr[nhostaddr++].a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+    }
+    freeifaddrs(ifs);
+    hostaddr_at = mono_ms();
+}
 
 static bool host_addr(int family, const unsigned char *a)
 {
     bool found = false;
     pthread_mutex_lock(&hostaddr_lock);
-    if (mono_ms() - hostaddr_at > HOSTADDR_TTL_MS || hostaddr_at == 0) {
-        struct ifaddrs *ifs, *i;
-        nhostaddr = 0;
-        if (getifaddrs(&ifs) == 0) {
-            for (i = ifs; i && nhostaddr < 64; i = i->ifa_next) {
-                if (!i->ifa_addr)
-                    continue;
-                if (i->ifa_addr->sa_family == AF_INET) {
-                    hostaddr[nhostaddr][0] = AF_INET;
-                    memcpy(hostaddr[nhostaddr++] + 1, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-                } else if (i->ifa_addr->sa_family == AF_INET6) {
-                    hostaddr[nhostaddr][0] = AF_INET6;
-                    memcpy(hostaddr[nhostaddr++] + 1, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-                }
-            }
-            freeifaddrs(ifs);
-        }
-        hostaddr_at = mono_ms();
-    }
-    for (int k = 0; k < nhostaddr && !found; k++)
-        found = hostaddr[k][0] == family && memcmp(hostaddr[k] + 1, a, family == AF_INET ? 4 : 16) == 0;
+    if (mono_ms() - hostaddr_at > HOSTADDR_TTL_MS || hostaddr_at == 0)
+        hostaddr_refresh();
+    for (size_t k = 0; k < nhostaddr && !found; k++)
+        found = hostaddr[k].family == family && memcmp(hostaddr[k].a, a, family == AF_INET ? 4 : 16) == 0;
     pthread_mutex_unlock(&hostaddr_lock);
     return found;
+}
+
+bool egress_is_host_addr(int family, const void *addr)
+{
+    unsigned char v4[4];
+    const unsigned char *a = addr;
+    if (family == AF_INET6 && memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0) {
+        memcpy(v4, a + 12, 4);
+        family = AF_INET;
+        a = v4;
+    }
+    return special_addr(family, a) || host_addr(family, a);
+}
+
+void egress_shutdown(void)
+{
+    pthread_mutex_lock(&hostaddr_lock);
+    sbx__free(hostaddr);
+    hostaddr = NULL;
+    nhostaddr = caphostaddr = 0;
+    pthread_mutex_unlock(&hostaddr_lock);
 }
 
 /* Decide one resolved address; g.lock held. */

@@ -168,20 +168,37 @@ static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int 
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         _exit(126);
     close_range(3, ~0U, 0);
-    /* init is not dumpable, which makes /proc/self/ root's: the command's
-     * own files there (uid_map below) must be its own. It holds nothing of
-     * init's the sandbox may not see. */
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-    if (sudo) {
-        /* "root" for sudo commands: a nested user namespace in which the
-         * sandbox user is uid 0. It holds capabilities only over what the
-         * sandbox user already owns. */
-        char map[64];
-        int fd;
-        if (unshare(CLONE_NEWUSER) < 0) {
-            dprintf(2, "sbxd: sudo: cannot create a user namespace: %s\n", strerror(errno));
+    /* The child stays as init is, not dumpable, until its filter is in: a
+     * sandbox process of the same uid could otherwise ptrace it and skip the
+     * filter. "root" for sudo commands: a nested user namespace in which the
+     * sandbox user is uid 0, with capabilities only over what the sandbox
+     * user already owns; made first, since the filter refuses namespaces. */
+    if (sudo && unshare(CLONE_NEWUSER) < 0) {
+        dprintf(2, "sbxd: sudo: cannot create a user namespace: %s\n", strerror(errno));
+        _exit(126);
+    }
+    if (rlimit_data > 0) {
+        struct rlimit rl = {(rlim_t)rlimit_data, (rlim_t)rlimit_data};
+        setrlimit(RLIMIT_DATA, &rl);
+    }
+    if (rlimit_nproc > 0) {
+        struct rlimit rl = {(rlim_t)rlimit_nproc, (rlim_t)rlimit_nproc};
+        setrlimit(RLIMIT_NPROC, &rl);
+    }
+    if (filter_len) {
+        struct sock_fprog fprog = {(unsigned short)filter_len, filter};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0) {
+            dprintf(2, "sbxd: cannot install the system-call filter: %s\n", strerror(errno));
             _exit(126);
         }
+    }
+    if (sudo) {
+        /* Not dumpable, /proc/self/ is root's: the maps must be ours to
+         * write. Whoever attaches now finds the filter already in place. */
+        char map[64];
+        int fd;
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
             (void)!write(fd, "deny", 4);
             close(fd);
@@ -198,23 +215,6 @@ static void exec_child(char **argv, char **envp, const char *cwd, int sudo, int 
             _exit(126);
         }
         close(fd);
-    }
-    if (rlimit_data > 0) {
-        struct rlimit rl = {(rlim_t)rlimit_data, (rlim_t)rlimit_data};
-        setrlimit(RLIMIT_DATA, &rl);
-    }
-    if (rlimit_nproc > 0) {
-        struct rlimit rl = {(rlim_t)rlimit_nproc, (rlim_t)rlimit_nproc};
-        setrlimit(RLIMIT_NPROC, &rl);
-    }
-    /* Last: the filter refuses the namespaces sudo needed above. */
-    if (filter_len) {
-        struct sock_fprog fprog = {(unsigned short)filter_len, filter};
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0) {
-            dprintf(2, "sbxd: cannot install the system-call filter: %s\n", strerror(errno));
-            _exit(126);
-        }
     }
     if (chdir(cwd) < 0) {
         dprintf(2, "sbxd: cannot change to %s: %s\n", cwd, strerror(errno));
@@ -496,7 +496,7 @@ static void reap(void)
 
 /* fds given by sbxd (launcher keeps them at these numbers). */
 enum { J_CTL = 3, J_INFO = 4, J_OUTER_USER = 5, J_PID = 6, J_INNER_USER = 7, J_MNT = 8, J_UTS = 9,
-       J_IPC = 10 };
+       J_IPC = 10, J_INIT = 11 };
 
 static void join_die(const char *what)
 {
@@ -543,7 +543,7 @@ static void drop_all_caps(void)
  * capabilities over them), the mount, UTS and IPC namespaces, make a
  * network namespace, the PID namespace (for the child), then the
  * inner user namespace (uid 1000), drop every capability and exec init from
- * inside the sandbox.
+ * the descriptor sbxd gave (fd 11).
  */
 static int join_main(char **limits)
 {
@@ -587,8 +587,10 @@ static int join_main(char **limits)
         char *envp[] = {path, NULL};
         close(J_INFO);
         setsid();
-        execve(argv[0], argv, envp);
-        join_die("exec /.sbxd/init");
+        /* The program sbxd opened, never a path: the sandbox owns its tree
+         * and could put another /.sbxd/init there. */
+        syscall(SYS_execveat, J_INIT, "", argv, envp, AT_EMPTY_PATH);
+        join_die("exec sbxd-init");
     }
     /* What bwrap's --info-fd says, so sbxd reads both the same way. */
     snprintf(info, sizeof info, "{\"child-pid\": %d}\n", (int)pid);

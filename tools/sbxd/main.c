@@ -526,6 +526,7 @@ static void free_all(void)
     sbx__free(g.filter);
     usernet_shutdown();
     disk_shutdown();
+    egress_shutdown();
     curl_global_cleanup();
 }
 

@@ -107,9 +107,11 @@ static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, c
      * link-local, where cloud metadata services answer. */
     if (dst >> 24 == 0 || dst >> 24 == 127 || dst >> 16 == 0xa9fe)
         return host;
-    /* Checked for 10.0.2.0/24 too: libslirp keeps only .2 and .3 to itself
-     * and connects to the rest on the host's network, where a host
-     * running inside another slirp has one of them. */
+    /* The rest of the virtual network: nothing of the sandbox's is there,
+     * and what libslirp does with it (drop it, or hand it to the host's
+     * loopback or network) depends on its version and options. */
+    if ((dst & NETFILTER_VMASK) == NETFILTER_VNET)
+        return host;
     if (is_host(p, ip + 16))
         return host;
     return RULE_PASS;

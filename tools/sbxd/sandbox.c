@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +65,7 @@ struct sandbox *sandbox_alloc(void)
         pthread_mutex_init(&s->ctx[k].send_lock, NULL);
         s->ctx[k].ctl_fd = -1;
         s->ctx[k].net_fd = -1;
+        s->ctx[k].init_pidfd = -1;
     }
     s->ids.lock_fd = -1;
     return s;
@@ -379,7 +381,8 @@ static void describe_boot_failure(struct sandbox *s, const char *logpath, char *
  * through whatever symlinks the sandbox has planted in its own tree. bwrap
  * --dev made the first context with two user namespaces, the outer (uid 0,
  * owner of the mount and PID namespaces) and the inner (uid 1000); the fds
- * are, from 5: outer user, PID, inner user, mount, UTS, IPC. */
+ * are, from 5: outer user, PID, inner user, mount, UTS, IPC, then (11) the
+ * sbxd-init program to run, never a path in the sandbox's tree. */
 static int join_args(struct sandbox *s, sbx__strlist *a)
 {
     return add(a, g.init_copy) || add(a, "--join") || limits_init_args(s->limits, a) < 0 ? -1 : 0;
@@ -512,7 +515,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     int64_t deadline = mono_ms() + BOOT_TIMEOUT_MS;
     pid_t pid = -1, child = -1;
     int64_t t_start = mono_us(), t_ready, t_hardened, t_net;
-    int r;
+    int r, pidfd = -1, initfd = -1;
 
     memset(&req, 0, sizeof req);
     snprintf(logpath, sizeof logpath, "%s/../sandbox.log", s->root);
@@ -526,7 +529,8 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
         snprintf(err, errlen, "cannot set up sandbox %s: %s", s->id, strerror(errno));
         goto fail;
     }
-    if (!primary && open_ns_fds(s->ctx[s->primary].init_pid, nsfd) < 0) {
+    if (!primary && (open_ns_fds(s->ctx[s->primary].init_pid, nsfd) < 0 ||
+                     (initfd = open(g.init_copy, O_PATH | O_CLOEXEC)) < 0)) {
         snprintf(err, errlen, "cannot join sandbox %s's namespaces: %s", s->id, strerror(errno));
         goto fail;
     }
@@ -536,6 +540,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     if (nsfd[0] >= 0) {
         for (int i = 0; i < 6; i++)
             req.keep_fds[req.nkeep++] = nsfd[i];
+        req.keep_fds[req.nkeep++] = initfd; /* 11: the init to exec */
     }
     req.stdout_fd = logfd;
     req.stderr_fd = logfd;
@@ -561,6 +566,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     /* Nothing runs in the context before it is hardened, filtered and
      * networked. */
     t_ready = mono_us();
+    pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     if (primary && sandbox_harden(s, child, logfd, err, errlen) < 0) {
         boot_kill(pid, child);
         pid = -1;
@@ -610,6 +616,8 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     }
     s->ctx[ctx].bwrap_pid = pid;
     s->ctx[ctx].init_pid = child;
+    s->ctx[ctx].init_pidfd = pidfd;
+    pidfd = -1;
     s->ctx[ctx].ctl_fd = sv[0];
     s->ctx[ctx].up = true;
     r = io_watch_ctl(s, ctx);
@@ -618,6 +626,8 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
     for (int i = 0; i < 6; i++)
         if (nsfd[i] >= 0)
             close(nsfd[i]);
+    if (initfd >= 0)
+        close(initfd);
     close(info[0]);
     close(logfd);
     if (r < 0) {
@@ -638,6 +648,10 @@ fail:
     }
     if (logfd >= 0)
         close(logfd);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (initfd >= 0)
+        close(initfd);
     usernet_detach(s, ctx);
     return -1;
 }
@@ -848,10 +862,18 @@ static void *finalize_main(void *arg)
     pthread_mutex_lock(&g.lock);
     sn = s->snap_pending;
     pthread_mutex_unlock(&g.lock);
-    /* Every process is gone: the tree is quiet, archive then remove it. */
-    if (sn && snapshot_capture(s, sn, err, sizeof err) < 0)
-        sbxd_log(LOG_ERROR, "snapshot %s of %s failed: %s", sn->id, s->id, err);
+    /* init's control socket closes before the kernel has killed the rest of
+     * the PID namespace: the sandbox's processes may still run. The init of
+     * a PID namespace exits only after every other process in it is gone,
+     * which its pidfd reports. */
     for (int i = 0; i < 2; i++) {
+        if (s->ctx[i].init_pidfd >= 0) {
+            struct pollfd p = {s->ctx[i].init_pidfd, POLLIN, 0};
+            while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+            close(s->ctx[i].init_pidfd);
+            s->ctx[i].init_pidfd = -1;
+        }
         if (s->ctx[i].bwrap_pid > 0)
             waitpid(s->ctx[i].bwrap_pid, NULL, 0);
         pthread_mutex_lock(&s->ctx[i].send_lock);
@@ -860,6 +882,9 @@ static void *finalize_main(void *arg)
         s->ctx[i].ctl_fd = -1;
         pthread_mutex_unlock(&s->ctx[i].send_lock);
     }
+    /* Now the tree is quiet: archive it, then remove it. */
+    if (sn && snapshot_capture(s, sn, err, sizeof err) < 0)
+        sbxd_log(LOG_ERROR, "snapshot %s of %s failed: %s", sn->id, s->id, err);
     for (int i = 0; i < s->nports; i++)
         route_stop(s->routes[i]);
     egress_detach(s);

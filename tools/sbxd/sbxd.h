@@ -184,6 +184,8 @@ struct sandbox {
         int ctl_fd;
         pthread_mutex_t send_lock;
         void *watch;          /* I/O thread's registration */
+        int init_pidfd;       /* readable once init (and, for the PID namespace's
+                               * init, every process of the sandbox) is gone */
         pid_t net_pid;        /* its sbxd-net (NET_OPEN), 0 when none */
         int net_fd;           /* sbxd-net's control socket: closing it stops it */
     } ctx[2];
@@ -437,6 +439,10 @@ int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, 
 #define EGRESS_PORT 3128
 int egress_attach(struct sandbox *s, int ctx, char *err, size_t errlen);
 void egress_detach(struct sandbox *s);
+/* Whether an address is this host's (any interface), loopback, link-local or
+ * unspecified: never reached on a sandbox's behalf. */
+bool egress_is_host_addr(int family, const void *addr);
+void egress_shutdown(void);
 
 /* routes.c: host listeners forwarding to ports inside a sandbox. */
 struct route *route_start(struct sandbox *s, int port, char *err, size_t errlen);

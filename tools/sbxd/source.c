@@ -401,9 +401,31 @@ oom:
     return -1;
 }
 
+/* Tarballs are downloaded by sbxd, on the host: like a sandbox, and through
+ * every redirect, they may not come from the host itself (its loopback, its
+ * addresses, link-local metadata services), unless --unsafe-host-network. */
+struct download {
+    int fd;
+    bool refused;
+};
+
+static curl_socket_t open_socket(void *user, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct download *dl = user;
+    const void *addr = a->family == AF_INET ? (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr
+                                            : (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr;
+    (void)purpose;
+    if ((a->family == AF_INET || a->family == AF_INET6) && !g.cfg.unsafe_host_net &&
+        egress_is_host_addr(a->family, addr)) {
+        dl->refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 static size_t write_cb(void *p, size_t size, size_t n, void *user)
 {
-    int fd = *(int *)user;
+    int fd = ((struct download *)user)->fd;
     size_t len = size * n, off = 0;
     while (off < len) {
         ssize_t w = write(fd, (char *)p + off, len - off);
@@ -424,6 +446,7 @@ int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, 
     CURL *h;
     CURLcode rc;
     struct curl_slist *connect_to = NULL;
+    struct download dl = {-1, false};
     long code = 0;
     int fd, r = -1;
     char *workspace;
@@ -464,15 +487,22 @@ int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, 
     curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)g.cfg.max_upload);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)FETCH_TIMEOUT_MS);
+    dl.fd = fd;
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &fd);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &dl);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &dl);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     if (rc != CURLE_OK) {
-        snprintf(err, errlen, "tarball %s could not be downloaded: %s", url,
-                 cerr[0] ? cerr : curl_easy_strerror(rc));
+        if (dl.refused)
+            snprintf(err, errlen, "tarball %s: refused: it resolves (or redirects) to an address of this "
+                                  "host, which sandboxes may not reach", url);
+        else
+            snprintf(err, errlen, "tarball %s could not be downloaded: %s", url,
+                     cerr[0] ? cerr : curl_easy_strerror(rc));
         goto out;
     }
     if (code >= 400) {

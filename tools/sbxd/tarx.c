@@ -73,7 +73,11 @@ int archive_dir(const char *dir, const char *const *skip, const char *out, int64
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    /* Links are stored, never followed, and the walk stays on the tree's own
+     * file system. The tree must be quiet (no process of the sandbox left):
+     * paths are opened by name. */
     archive_read_disk_set_symlink_physical(disk);
+    archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS);
     archive_read_disk_set_standard_lookup(disk);
     archive_write_set_format_pax_restricted(w);
     archive_write_add_filter_gzip(w);

@@ -7,8 +7,9 @@
 #include <stdint.h>
 
 /* Archive the tree at dir into a gzip tar at out (written to a temp file,
- * then renamed). Symlinks are stored, never followed; top-level names in
- * skip[] are left out. Returns 0, or -1 with a message. */
+ * then renamed). Symlinks are stored, never followed, other file systems
+ * not entered; top-level names in skip[] are left out. Nothing may change
+ * the tree meanwhile (names are opened by path). 0, or -1 with a message. */
 int archive_dir(const char *dir, const char *const *skip, const char *out, int64_t *size,
                 char *err, size_t errlen);
 
