@@ -616,12 +616,7 @@ void sbxd_stop(struct sbxd *d)
 
 /* ---- HTTP ------------------------------------------------------------------------------- */
 
-struct membuf {
-    char *p;
-    size_t len, cap;
-};
-
-static void membuf_add(struct membuf *b, const void *p, size_t n)
+void membuf_add(struct membuf *b, const void *p, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;

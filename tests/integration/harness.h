@@ -92,6 +92,14 @@ enum {
     REQ_REUSE = 16,         /* use the process's one kept-alive connection */
 };
 
+/* A growing byte buffer, always NUL-terminated (p is malloc'd; asserts on
+ * out of memory). */
+struct membuf {
+    char *p;
+    size_t len, cap;
+};
+void membuf_add(struct membuf *b, const void *p, size_t n);
+
 /* One request to sbxd. Like the SDK: Authorization: Bearer TOKEN,
  * Content-Type: application/json (also on GET, DELETE and body-less POST),
  * its User-Agent and ?teamId=... are added unless flags say otherwise or

@@ -49,38 +49,18 @@ static char *vfmt(const char *f, va_list ap)
     return s;
 }
 
-struct buf {
-    char *p;
-    size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *p, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = realloc(b->p, cap);
-        ck_assert_msg(b->p != NULL, "out of memory");
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
 /* Read fd to EOF. */
-static void buf_read_all(struct buf *b, int fd)
+static void buf_read_all(struct membuf *b, int fd)
 {
     char chunk[8192];
     ssize_t n;
-    buf_add(b, "", 0);
+    membuf_add(b, "", 0);
     while ((n = read(fd, chunk, sizeof chunk)) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             break;
-        buf_add(b, chunk, (size_t)n);
+        membuf_add(b, chunk, (size_t)n);
     }
 }
 
@@ -93,7 +73,7 @@ static int exit_status(int st)
 static int run_argv(const char *const *argv, char **out)
 {
     int p[2], st = 0;
-    struct buf b = {0};
+    struct membuf b = {0};
     pid_t pid;
 
     ck_assert(pipe2(p, O_CLOEXEC) == 0);
@@ -523,7 +503,7 @@ static int fixture_sh(const struct testnet *t, bool in_net, char **out, const ch
     int p[2] = {-1, -1}, st = 0;
     char net[80], mnt[64], pidns[64];
     const char *argv[] = {"nsenter", mnt, pidns, "--", "/bin/sh", "-c", cmd, NULL, NULL};
-    struct buf b = {0};
+    struct membuf b = {0};
     pid_t pid;
 
     ck_assert_msg(t->holder > 0 && !t->holder_reaped, "testnet: the fixture is not running");
