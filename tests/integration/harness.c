@@ -592,6 +592,19 @@ void sbxd_terminate(struct sbxd *d)
     }
 }
 
+void sbxd_kill(struct sbxd *d)
+{
+    int st = 0;
+    ck_assert_msg(d->pid > 0, "sbxd_kill: the server is not running");
+    ck_assert(kill(d->pid, SIGKILL) == 0);
+    ck_assert(waitpid(d->pid, &st, 0) == d->pid);
+    guard_say(d, "X\n");
+    d->pid = 0;
+    if (d->out_fd >= 0)
+        close(d->out_fd);
+    d->out_fd = -1;
+}
+
 void sbxd_stop(struct sbxd *d)
 {
     if (!d)

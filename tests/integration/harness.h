@@ -60,6 +60,8 @@ struct sbxd *sbxd_start(const char *const *args, const char *const *env);
 /* SIGTERM, wait, and assert that sbxd exited with status 0. The directory
  * (state, log) stays. */
 void sbxd_terminate(struct sbxd *d);
+/* SIGKILL, as a crash would: nothing of sbxd's own cleanup runs. */
+void sbxd_kill(struct sbxd *d);
 /* Replace the extra options of the next sbxd_restart (after sbxd_terminate). */
 void sbxd_set_args(struct sbxd *d, const char *const *args);
 /* Start sbxd again on the same directory and state (after sbxd_terminate). */

@@ -535,6 +535,69 @@ START_TEST(test_sbxd_lifecycle_concurrent_sandboxes)
 }
 END_TEST
 
+/* A crash (SIGKILL) leaves nothing running, and the next start clears what
+ * could not go with the process: its cgroups. Mounts, loop devices,
+ * sbxd-net and the ids' locks go with it by construction; checked too. */
+START_TEST(test_sbxd_lifecycle_restart_after_kill_leaves_nothing)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *sid = sbx_create(d, NULL), cg[1200] = "", line[512], marker[32];
+    pid_t old = d->pid;
+    FILE *f;
+    bool gone = false;
+
+    snprintf(marker, sizeof marker, "5%s", rand_hex(7));
+    for (char *p = marker; *p; p++)
+        if (*p < '0' || *p > '9')
+            *p = (char)('1' + (*p - 'a'));
+    free(sbx_detach(d, sid, jpack("{s:s,s:[s]}", "command", "sleep", "args", marker)));
+    snprintf(line, sizeof line, "/proc/%d/cgroup", (int)old);
+    f = fopen(line, "re");
+    ck_assert(f != NULL);
+    while (fgets(line, sizeof line, f)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 && strncmp(c1 + 1, "memory:", 7) == 0) {
+            c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+            snprintf(cg, sizeof cg, "/sys/fs/cgroup/memory%s/sbxd-%d", strcmp(c2 + 1, "/") ? c2 + 1 : "",
+                     (int)old);
+        } else if (c2 && c1[1] == ':' && !cg[0]) {
+            c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+            snprintf(cg, sizeof cg, "/sys/fs/cgroup%s/../sbxd-%d", c2 + 1, (int)old);
+        }
+    }
+    fclose(f);
+    ck_assert_msg(access(cg, F_OK) == 0, "no cgroup of sbxd at %s", cg);
+    /* Its user-mode network helper, by pid (once sbxd dies it is re-parented). */
+    snprintf(line, sizeof line,
+             "for s in /proc/[0-9]*/stat; do read -r p c st pp rest < $s 2>/dev/null; "
+             "[ \"$c\" = '(sbxd-net)' ] && [ \"$pp\" = %d ] && echo $p; done > '%s/net.pids'; true",
+             (int)old, d->dir);
+    ck_assert_int_eq(host_sh("%s", line), 0);
+    ck_assert_msg(host_sh("test -s '%s/net.pids'", d->dir) == 0, "no sbxd-net under sbxd %d", (int)old);
+    sbxd_kill(d);
+    /* Its sandboxes and helpers die with it. The pattern's [%c] keeps grep
+     * from finding its own command line. */
+    for (int i = 0; i < 100 && !gone; i++) {
+        gone = host_sh("grep -qs 'sleep.[%c]%s' /proc/[0-9]*/cmdline", marker[0], marker + 1) != 0 &&
+               host_sh("for p in $(cat '%s/net.pids'); do kill -0 $p 2>/dev/null && exit 0; done; exit 1",
+                       d->dir) != 0;
+        if (!gone)
+            usleep(50000);
+    }
+    ck_assert_msg(gone, "a sandbox process or sbxd-net outlived its sbxd");
+    ck_assert_msg(host_sh("losetup -a | grep -q '%s'", d->state) != 0, "a loop device still holds a disk image");
+    /* The control: its cgroup is still there, then the next start removes it. */
+    ck_assert_msg(access(cg, F_OK) == 0, "the killed sbxd's cgroup %s vanished by itself", cg);
+    sbxd_restart(d);
+    ck_assert_msg(access(cg, F_OK) != 0, "the restarted sbxd left %s", cg);
+    ck_assert_msg(host_sh("grep -q 'cgroups left by sbxd processes that did not exit cleanly' '%s'", d->log) == 0,
+                  "the restart did not say what it removed");
+    ck_assert_str_eq(sbx_status_str(d, sid), "stopped");
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_lifecycle");
@@ -549,6 +612,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_lifecycle_max_sandboxes_429);
     tcase_add_test(tc, test_sbxd_lifecycle_sigterm_stops_every_sandbox);
     tcase_add_test(tc, test_sbxd_lifecycle_restart_keeps_records);
+    tcase_add_test(tc, test_sbxd_lifecycle_restart_after_kill_leaves_nothing);
     tcase_add_test(tc, test_sbxd_lifecycle_concurrent_sandboxes);
     tcase_add_test(tc, test_sbxd_lifecycle_sighup_keeps_serving);
     tcase_add_test(tc, test_sbxd_lifecycle_one_server_per_state_dir);

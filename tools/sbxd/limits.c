@@ -7,8 +7,10 @@
  * reserve many GB of address space) and RLIMIT_NPROC for processes (which
  * the kernel ignores for root; sbxd says so at start).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,73 @@ static char *own_cgroup(const char *ctrl)
     return out;
 }
 
+/* ---- what sbxd processes that died left behind ---------------------------- */
+
+static int stale_cgroups; /* removed at start, for the log */
+
+/* Whether a process with this pid exists. A pid reused by another program
+ * keeps the cgroup as it is: better a leftover than killing another sbxd's
+ * sandboxes. */
+static bool pid_alive(long pid)
+{
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* Remove a cgroup and those below it, killing what still runs there (a
+ * sandbox outliving its sbxd, which should not happen, dies here). */
+static void remove_cgroup_tree(const char *path, int depth)
+{
+    char sub[4096];
+    DIR *d = depth < 4 ? opendir(path) : NULL;
+    struct dirent *e;
+    char *procs;
+
+    while (d && (e = readdir(d)) != NULL)
+        if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            remove_cgroup_tree(sub, depth + 1);
+        }
+    if (d)
+        closedir(d);
+    snprintf(sub, sizeof sub, "%s/cgroup.procs", path);
+    if ((procs = read_file(sub, 1 << 20, NULL)) != NULL) {
+        for (char *p = procs, *end; *p; p = end) {
+            long pid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (pid > 0)
+                kill((pid_t)pid, SIGKILL);
+        }
+        sbx__free(procs);
+    }
+    for (int t = 0; t < 100 && rmdir(path) < 0 && errno == EBUSY; t++)
+        usleep(2000);
+}
+
+/* parent's sbxd-PID cgroups whose sbxd is gone (killed before it could
+ * remove them): left, they would pile up under the host's cgroup tree. */
+static void reap_stale(const char *parent)
+{
+    char path[4096];
+    DIR *d = opendir(parent);
+    struct dirent *e;
+
+    while (d && (e = readdir(d)) != NULL) {
+        char *end;
+        long pid;
+        if (strncmp(e->d_name, "sbxd-", 5) != 0 || e->d_type != DT_DIR)
+            continue;
+        pid = strtol(e->d_name + 5, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() || pid_alive(pid))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        remove_cgroup_tree(path, 0);
+        stale_cgroups++;
+    }
+    if (d)
+        closedir(d);
+}
+
 static bool probe_v2(void)
 {
     char *own, base[4096], path[4096];
@@ -124,6 +193,7 @@ static bool probe_v2(void)
     if (write_str(path, "+memory +pids") < 0)
         return false;
     write_str(path, "+cpu"); /* optional */
+    reap_stale(base);
     snprintf(path, sizeof path, "%s/sbxd-%d", base, (int)getpid());
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
         return false;
@@ -142,6 +212,9 @@ static bool probe_v1(void)
     for (int i = 0; i < NV1; i++) {
         char path[4096];
         char *own = own_cgroup(v1_ctrl[i]);
+        snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s", v1_ctrl[i], own && strcmp(own, "/") ? own : "");
+        if (access(path, W_OK) == 0)
+            reap_stale(path);
         snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s/sbxd-%d", v1_ctrl[i],
                  own && strcmp(own, "/") ? own : "", (int)getpid());
         sbx__free(own);
@@ -188,6 +261,9 @@ void limits_probe(void)
                   backend == BK_CGROUP2 ? "cgroup v2 delegated subtree" : "cgroup v1",
                   backend == BK_CGROUP2 || v1_base[2] ? ", cpu" : "");
     sbxd_log(LOG_INFO, "resource limits: %s", limits_backend());
+    if (stale_cgroups)
+        sbxd_log(LOG_INFO, "removed %d cgroups left by sbxd processes that did not exit cleanly",
+                 stale_cgroups);
 }
 
 const char *limits_backend(void)

@@ -530,6 +530,15 @@ static void free_all(void)
     curl_global_cleanup();
 }
 
+/* Leave before serving: what start made on the host (cgroups, the disk
+ * template) goes, or every failed start or --check would leave some. */
+static int leave(int status)
+{
+    limits_shutdown();
+    disk_shutdown();
+    return status;
+}
+
 enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
@@ -706,7 +715,7 @@ int main(int argc, char **argv)
     if (mitm_init(err, sizeof err) < 0) {
         if (c->upstream_ca) {
             fprintf(stderr, "sbxd: %s\n", err);
-            return 1;
+            return leave(1);
         }
         sbxd_log(LOG_WARN, "%s: network policies with injectionRules will be refused", err);
     }
@@ -714,32 +723,32 @@ int main(int argc, char **argv)
         g.can_inject = true;
     if (launcher_start() < 0 || io_start() < 0) {
         fprintf(stderr, "sbxd: cannot start its threads\n");
-        return 1;
+        return leave(1);
     }
     disk_probe(own_mounts);
     usernet_probe();
     if (self_test(err, sizeof err) < 0) {
         explain_failure(err);
-        return 1;
+        return leave(1);
     }
     if (check_only) {
         printf("sbxd: sandboxes can be created here (bwrap %s, sudo: %s); isolation layers:\n", c->bwrap,
                g.can_sudo ? "yes" : "no");
         layers_print(stdout);
         fflush(stdout);
-        return layers_enforce() < 0 ? 1 : 0;
+        return leave(layers_enforce() < 0 ? 1 : 0);
     }
     if (layers_enforce() < 0)
-        return 1;
+        return leave(1);
     if (setup_token() < 0)
-        return 1;
+        return leave(1);
     pthread_mutex_lock(&g.lock);
     int nsbx = sandbox_load_all(), nsnap = snapshot_load_all();
     pthread_mutex_unlock(&g.lock);
     if (nsbx > 0 || nsnap > 0)
         sbxd_log(LOG_INFO, "loaded %d earlier sandboxes (all stopped) and %d snapshots", nsbx, nsnap);
     if (http_start() < 0)
-        return 1;
+        return leave(1);
     sbxd_log(LOG_INFO, "state in %s, bwrap %s, limits %s", c->state_dir, c->bwrap, limits_backend());
     printf("sbxd listening on %s\n", g.url);
     fflush(stdout);
