@@ -378,6 +378,13 @@ uid_t sbxd_it_uid(void)
     return u && *u && geteuid() == 0 ? (uid_t)strtoul(u, NULL, 10) : 0;
 }
 
+void sbxd_it_become_user(void)
+{
+    uid_t u = sbxd_it_uid();
+    if (u && (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0))
+        _exit(126);
+}
+
 /* Unprivileged runs: sbxd and its helpers are copied into the test's
  * directory (owned by that uid), which the build tree may not be. */
 static void copy_program(const char *src, const char *dst, uid_t uid)
@@ -462,12 +469,9 @@ static void launch(struct sbxd *d)
         dup2(logfd, 2);
         for (size_t i = 0; d->env[i]; i++)
             putenv(d->env[i]);
-        if (sbxd_it_uid()) {
-            uid_t u = sbxd_it_uid();
-            if (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0)
-                _exit(126);
+        if (sbxd_it_uid())
             setenv("HOME", d->dir, 1);
-        }
+        sbxd_it_become_user();
         execv(argv[0], (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);

@@ -51,6 +51,9 @@ struct sbxd {
  * with it set (an unprivileged sbxd, started with --allow-degraded), else 0
  * for a root sbxd. */
 uid_t sbxd_it_uid(void);
+/* In a forked child: become that uid (no supplementary groups); _exit(126)
+ * on failure. Nothing when the run is a root one. */
+void sbxd_it_become_user(void);
 
 /* Start sbxd in a new temporary directory, listening on DIR/sock, with
  * --log-level debug and the extra options `args` and environment entries

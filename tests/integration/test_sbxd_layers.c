@@ -152,13 +152,11 @@ static int run_sbxd(const char *exe, const char *const *args, char *out, size_t 
     pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {
-        uid_t u = sbxd_it_uid();
         dup2(p[1], 1);
         dup2(p[1], 2);
         close(p[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (u && (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0))
-            _exit(126);
+        sbxd_it_become_user();
         execv(exe, (char *const *)argv);
         _exit(127);
     }
@@ -730,14 +728,12 @@ static pid_t tcp_sbxd(char *dir, size_t cap, int *port)
     pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {
-        uid_t u = sbxd_it_uid();
         int null = open("/dev/null", O_WRONLY);
         dup2(p[1], 1);
         dup2(null, 2);
         close(p[0]);
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (u && (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0))
-            _exit(126);
+        sbxd_it_become_user();
         execl(exe, exe, "--listen", "127.0.0.1:0", "--state-dir", state, "--allow-degraded", (char *)NULL);
         _exit(127);
     }

@@ -181,7 +181,7 @@ static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, co
         return false;
     if (verdict > 0)
         return true;
-    if (special_addr(family, a) || host_addr(family, a))
+    if (egress_is_host_addr(family, a))
         return false;
     return p->mode == NP_ALLOW_ALL || name_ok;
 }

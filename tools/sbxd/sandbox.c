@@ -405,6 +405,13 @@ static int open_ns_fds(pid_t pid, int *fds)
     return 0;
 }
 
+void sandbox_ensure_limits(struct sandbox *s)
+{
+    /* Made before the first process: a git source's fetcher, or boot. */
+    if (!s->limits)
+        s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+}
+
 /* As root, the sandbox's helpers run under its host ids: bwrap then makes
  * namespaces owned by that id, never by root. */
 void sandbox_spawn_ids(const struct sandbox *s, struct spawn_req *req)
@@ -742,8 +749,7 @@ int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
     s->primary = isolated ? NET_ISOLATED : NET_OPEN;
     if (sanitize_root(s, err, errlen) < 0)
         return -1;
-    if (!s->limits) /* a git source made them already, for its fetcher */
-        s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    sandbox_ensure_limits(s);
     if (ctx_boot(s, s->primary, err, errlen) < 0)
         return -1;
     if (isolated && egress_attach(s, s->primary, err, errlen) < 0)

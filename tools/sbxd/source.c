@@ -207,8 +207,7 @@ static int run_fetcher(struct sandbox *s, const char *workspace, int local_fd, s
     /* In the sandbox's cgroup: a hostile remote's pack is bounded by the
      * sandbox's memory and processes (rlimits have no effect on the fetcher,
      * which has no sbxd-init to set them). */
-    if (!s->limits)
-        s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    sandbox_ensure_limits(s);
     if (s->limits)
         limits_spawn_setup(s->limits, &req);
     pid = launcher_spawn(&req);
