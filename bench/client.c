@@ -41,6 +41,12 @@
  *   --no-node          skip the Node SDK
  *   --no-scale         skip the scaling part
  *   --scale-max K      largest K [1000]
+ *   --soak             only the soak: --soak-bursts B [4] bursts of
+ *                      --soak-sandboxes N [100] x --soak-per-sandbox M [100]
+ *                      commands `sleep --soak-sleep S` [120] followed at
+ *                      once; sbxd's RSS before and 40 s after each burst
+ *                      (target: within 20%); then --soak-idle I [5000] idle
+ *                      connections held while a client works
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +62,9 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <sbxrun/sbxrun.h>
 
@@ -119,7 +128,16 @@ static void print_mark(const char *name, const struct mark *m)
 static void raise_nofile(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    /* As root, past the hard limit too: the soak holds 20,000 connections
+     * on each side, and sbxd and the children inherit the limit. */
+    if (rl.rlim_max < 262144) {
+        struct rlimit big = {262144, 262144};
+        if (setrlimit(RLIMIT_NOFILE, &big) == 0)
+            return;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
@@ -405,12 +423,12 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* --child-scale URL TOKEN get|cmd K TOTAL SLEEP_S */
+/* --child-scale URL TOKEN get|cmd K TOTAL SLEEP_S [PER-SANDBOX] */
 static int child_scale(int argc, char **argv)
 {
     struct mark m_start = take_mark(), m_init, m_ready, m_work;
     const char *url, *token, *kind;
-    int k, total, sleep_s, nsbx, fds_before;
+    int k, total, sleep_s, nsbx, fds_before, per;
     sbx_client *c;
     sbx_sandbox **s;
     struct pool p = {0};
@@ -432,7 +450,10 @@ static int child_scale(int argc, char **argv)
     /* no queueing in the client: every request goes out at once */
     c = make_client(url, token, (unsigned)k * 4 + 16);
     m_init = take_mark();
-    nsbx = strcmp(kind, "cmd") == 0 ? (k + 63) / 64 : 1;
+    per = argc > 8 ? atoi(argv[8]) : 64;
+    if (per < 1)
+        per = 64;
+    nsbx = strcmp(kind, "cmd") == 0 ? (k + per - 1) / per : 1;
     s = create_sandboxes(c, nsbx);
     fds_before = count_fds("/proc/self/fd");
     m_ready = take_mark();
@@ -788,16 +809,17 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
-static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s)
+static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s, int per)
 {
-    char sk[16], st[16], ss[16];
+    char sk[16], st[16], ss[16], sp[16];
     struct child ch;
     double cpu, wall, rss_ready, peak;
     snprintf(sk, sizeof sk, "%d", k);
     snprintf(st, sizeof st, "%d", total);
     snprintf(ss, sizeof ss, "%d", sleep_s);
+    snprintf(sp, sizeof sp, "%d", per);
     {
-        char *argv[] = {(char *)self, "--child-scale", url, token, (char *)kind, sk, st, ss, NULL};
+        char *argv[] = {(char *)self, "--child-scale", url, token, (char *)kind, sk, st, ss, sp, NULL};
         if (run_child(argv, &ch) < 0 || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status) != 0 ||
             val(ch.out, "work_cpu_ms") < 0) {
             char who[64];
@@ -830,10 +852,105 @@ static int scale_run(const char *self, const char *kind, int k, int total, int s
     return 0;
 }
 
+/* ---- soak: bursts of followed commands, idle connections ------------------ */
+
+static double server_rss_mb(void)
+{
+    struct server_peak sp = {0};
+    sample_server(&sp);
+    return sp.rss_mb;
+}
+
+/* Connections to sbxd that never send a byte (a slow-loris or a port scan):
+ * sbxd must keep serving, and close the oldest past its cap. */
+static int *open_idle(int n)
+{
+    int *fds = calloc((size_t)n, sizeof *fds);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    int port = 0;
+    if (!fds || sscanf(url, "http://127.0.0.1:%d", &port) != 1)
+        return free(fds), NULL;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&sa, sizeof sa) < 0) {
+            fprintf(stderr, "bench-client: idle connection %d: %s\n", i, strerror(errno));
+            for (int j = 0; j <= i; j++)
+                if (fds[j] >= 0)
+                    close(fds[j]);
+            free(fds);
+            return NULL;
+        }
+    }
+    return fds;
+}
+
+/* How many of them sbxd has closed (end of stream or reset). */
+static int count_closed(const int *fds, int n)
+{
+    int closed = 0;
+    for (int i = 0; i < n; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN | POLLRDHUP};
+        char c;
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) &&
+            recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0)
+            closed++;
+    }
+    return closed;
+}
+
+static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, int idle)
+{
+    double before, after = 0;
+    int failed = 0, *fds;
+    struct figures f;
+
+    printf("\nSoak: %d bursts of %d sandboxes x %d commands `sleep %d`, all followed at once (a start\n"
+           "stream and a log stream each: %d long-lived connections), one client process per burst.\n",
+           bursts, nsbx, per, sleep_s, 2 * nsbx * per);
+    run_lib(self, 4, 50, 16, "true"); /* warm-up: sbxd's first sandboxes, its pool */
+    sleep(40);                         /* idle workers exit after 30 s */
+    before = server_rss_mb();
+    printf("  sbxd RSS before the first burst (after a warm-up and 40 s idle): %.1f MB\n", before);
+    printf("  %5s %8s %8s %5s %9s %8s | %7s %7s %9s %11s\n", "burst", "wall s", "exits s", "all", "CPU us/c",
+           "HWM MB", "sbxd", "sbxd", "sbxd peak", "sbxd RSS");
+    printf("  %5s %8s %8s %5s %9s %8s | %7s %7s %9s %11s\n", "", "", "", "alive", "", "", "thr", "fds",
+           "RSS MB", "40 s after");
+    for (int b = 0; b < bursts; b++) {
+        printf("  %5d ", b + 1);
+        fflush(stdout);
+        if (scale_run(self, "cmd", nsbx * per, nsbx * per, sleep_s, per) < 0)
+            failed++;
+        sleep(40);
+        after = server_rss_mb();
+        printf("        RSS 40 s after burst %d: %.1f MB (%.0f%% of before; target <= 120%%)\n", b + 1,
+               after, 100.0 * after / before);
+    }
+    printf("  After %d bursts: sbxd RSS %.1f MB against %.1f MB before: %s\n", bursts, after, before,
+           after <= before * 1.2 ? "met" : "NOT met");
+
+    printf("\nIdle connections: %d TCP connections to sbxd that never send a byte, held open while\n"
+           "a client runs 4 sandboxes x 200 `true` (16 in flight).\n", idle);
+    fds = open_idle(idle);
+    if (!fds)
+        return 1;
+    f = run_lib(self, 4, 200, 16, "true");
+    printf("  client: %s; wall %.2f s for 200 commands; sbxd closed %d of the %d idle connections "
+           "(it keeps at most --max-unauthenticated, the newest)\n",
+           f.ok ? "every command succeeded" : "FAILED", f.work_wall, count_closed(fds, idle), idle);
+    for (int i = 0; i < idle; i++)
+        close(fds[i]);
+    free(fds);
+    server_log_news("the soak");
+    return failed || !f.ok || after > before * 1.2;
+}
+
 int main(int argc, char **argv)
 {
     int commands = 1000, concurrency = 16, nsbx = 4, rounds = 2, no_node = 0, no_scale = 0,
-        scale_max = 1000;
+        scale_max = 1000, do_soak = 0, soak_sbx = 100, soak_per = 100, soak_bursts = 4,
+        soak_sleep = 120, soak_idle = 5000;
     const char *mode = "echo", *compat = BENCH_COMPATDIR, *script = BENCH_SRCDIR "/client-node.mjs";
     const char *sbxd;
     char self[4096], node[4200], version[128] = "?";
@@ -849,7 +966,9 @@ int main(int argc, char **argv)
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: bench-client PATH-TO-SBXD [--commands N] [--concurrency N] [--sandboxes N]\n"
                         "       [--rounds N] [--mode echo|true] [--compat DIR] [--node-script FILE]\n"
-                        "       [--no-node] [--no-scale] [--scale-max K]\n");
+                        "       [--no-node] [--no-scale] [--scale-max K]\n"
+                        "       [--soak [--soak-bursts B] [--soak-sandboxes N] [--soak-per-sandbox M]\n"
+                        "        [--soak-sleep S] [--soak-idle I]]\n");
         return 2;
     }
     sbxd = argv[1];
@@ -859,6 +978,8 @@ int main(int argc, char **argv)
             no_node = 1;
         else if (strcmp(a, "--no-scale") == 0)
             no_scale = 1;
+        else if (strcmp(a, "--soak") == 0)
+            do_soak = 1;
         else if (!v)
             return fprintf(stderr, "bench-client: %s needs a value\n", a), 2;
         else if (strcmp(a, "--commands") == 0)
@@ -877,6 +998,16 @@ int main(int argc, char **argv)
             script = v, i++;
         else if (strcmp(a, "--scale-max") == 0)
             scale_max = atoi(v), i++;
+        else if (strcmp(a, "--soak-sandboxes") == 0)
+            soak_sbx = atoi(v), i++;
+        else if (strcmp(a, "--soak-per-sandbox") == 0)
+            soak_per = atoi(v), i++;
+        else if (strcmp(a, "--soak-bursts") == 0)
+            soak_bursts = atoi(v), i++;
+        else if (strcmp(a, "--soak-sleep") == 0)
+            soak_sleep = atoi(v), i++;
+        else if (strcmp(a, "--soak-idle") == 0)
+            soak_idle = atoi(v), i++;
         else
             return fprintf(stderr, "bench-client: unknown option %s\n", a), 2;
     }
@@ -913,6 +1044,12 @@ int main(int argc, char **argv)
                "  or only the packages: (cd tests/compat && npm ci --ignore-scripts)\n"
                "  (looked for %s and %s/node_modules/@vercel/sandbox)\n",
                node, compat);
+
+    if (do_soak) {
+        int rc = soak(self, soak_sbx, soak_per, soak_bursts, soak_sleep, soak_idle);
+        stop_sbxd();
+        return rc;
+    }
 
     /* Warm-up, not reported: page cache, sbxd's first sandboxes, Node's
      * compile cache of the SDK. */
@@ -1003,7 +1140,7 @@ int main(int argc, char **argv)
         printf("  %5s %7s %8s %8s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "", "", "MB", "", "",
                "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
-            scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0);
+            scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0, 64);
         printf("cmd: K commands `sleep S` started at once and followed to their exit (a start\n"
                "stream and a log stream each), 64 per sandbox. exits: first to last completion; all K\n"
                "were alive together if that is under S (each lives S seconds).\n");
@@ -1012,7 +1149,7 @@ int main(int argc, char **argv)
         printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "alive", "", "", "MB",
                "", "", "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
-            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50); /* sbxd needs ~13 s to start 1,000 */
+            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50, 64); /* sbxd needs ~13 s to start 1,000 */
         printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 2\n"
                "  requests); HWM: the child's VmHWM (peak RSS of its own image); maxrss: ru_maxrss\n"
                "  from wait4; KB/cmd: (HWM - RSS before the step) / K; +sockets: most fds open at once\n"

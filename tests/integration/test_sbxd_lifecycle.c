@@ -544,7 +544,7 @@ START_TEST(test_sbxd_lifecycle_restart_after_kill_leaves_nothing)
     char *sid = sbx_create(d, NULL), cg[1200] = "", line[512], marker[32];
     pid_t old = d->pid;
     FILE *f;
-    bool gone = false;
+    bool gone = false, still;
 
     snprintf(marker, sizeof marker, "5%s", rand_hex(7));
     for (char *p = marker; *p; p++)
@@ -586,12 +586,15 @@ START_TEST(test_sbxd_lifecycle_restart_after_kill_leaves_nothing)
     }
     ck_assert_msg(gone, "a sandbox process or sbxd-net outlived its sbxd");
     ck_assert_msg(host_sh("losetup -a | grep -q '%s'", d->state) != 0, "a loop device still holds a disk image");
-    /* The control: its cgroup is still there, then the next start removes it. */
-    ck_assert_msg(access(cg, F_OK) == 0, "the killed sbxd's cgroup %s vanished by itself", cg);
+    /* The control: its cgroup is still there, then the next start removes
+     * it. Any sbxd starting meanwhile (a parallel test) removes it too:
+     * then only the outcome can be checked. */
+    still = access(cg, F_OK) == 0;
     sbxd_restart(d);
     ck_assert_msg(access(cg, F_OK) != 0, "the restarted sbxd left %s", cg);
-    ck_assert_msg(host_sh("grep -q 'cgroups left by sbxd processes that did not exit cleanly' '%s'", d->log) == 0,
-                  "the restart did not say what it removed");
+    if (still)
+        ck_assert_msg(host_sh("grep -q 'cgroups left by sbxd processes that did not exit cleanly' '%s'",
+                              d->log) == 0, "the restart did not say what it removed");
     ck_assert_str_eq(sbx_status_str(d, sid), "stopped");
     free(sid);
     sbxd_stop(d);

@@ -661,24 +661,30 @@ static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
 
 /* ---- commands --------------------------------------------------------------- */
 
-/* Waiting for a command, with g.lock held: wake every few seconds to see
- * whether the client is still there. Returns false when it has gone. */
-static bool wait_command(struct command *c, struct MHD_Connection *conn, bool for_exit, size_t have)
-{
-    while (for_exit ? !c->exited : (c->nchunks == have && !c->exited)) {
-        if (cond_wait_ms(&c->cond, &g.lock, 5000) == ETIMEDOUT && http_client_gone(conn))
-            return false;
-    }
-    return true;
-}
-
 struct wait_stream {
     struct MHD_Connection *conn;
     struct command *c;
-    int phase; /* 0: send started line, 1: wait and send finished line, 2: done */
+    int phase;       /* 0: send started line, 1: wait and send finished line, 2: done */
+    char *line;      /* a line not sent whole yet: it may be larger than MHD's block */
+    size_t len, off;
+    struct waiter w; /* parked on the command until it exits */
 };
 
-static ssize_t emit_json_line(json_t *o, char *buf, size_t max)
+/* Copy as much of the pending line as fits; free it once it is all sent. */
+static ssize_t emit_pending(struct wait_stream *ws, char *buf, size_t max)
+{
+    size_t n = ws->len - ws->off < max ? ws->len - ws->off : max;
+    memcpy(buf, ws->line + ws->off, n);
+    ws->off += n;
+    if (ws->off == ws->len) {
+        free(ws->line);
+        ws->line = NULL;
+    }
+    return (ssize_t)n;
+}
+
+/* A JSON line (o taken) to send: whole lines of any size, across calls. */
+static ssize_t emit_json_line(struct wait_stream *ws, json_t *o, char *buf, size_t max)
 {
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     size_t n;
@@ -686,14 +692,15 @@ static ssize_t emit_json_line(json_t *o, char *buf, size_t max)
     if (!text)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     n = strlen(text);
-    if (n + 1 > max) {
+    ws->line = realloc(text, n + 1);
+    if (!ws->line) {
         free(text);
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-    memcpy(buf, text, n);
-    buf[n] = '\n';
-    free(text);
-    return (ssize_t)n + 1;
+    ws->line[n] = '\n';
+    ws->len = n + 1;
+    ws->off = 0;
+    return emit_pending(ws, buf, max);
 }
 
 static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -701,6 +708,8 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
     struct wait_stream *ws = cls;
     json_t *o;
     (void)pos;
+    if (ws->line)
+        return emit_pending(ws, buf, max);
     pthread_mutex_lock(&g.lock);
     if (ws->phase == 0) {
         /* Line 1 as it was at start: exitCode null, even if it is done now. */
@@ -708,9 +717,14 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         json_object_set_new(json_object_get(o, "command"), "exitCode", json_null());
         ws->phase = 1;
     } else if (ws->phase == 1) {
-        if (!wait_command(ws->c, ws->conn, true, 0)) {
+        if (ws->w.gone) {
             pthread_mutex_unlock(&g.lock);
             return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (!ws->c->exited) {
+            http_park_stream(&ws->w, &ws->c->waitq, ws->conn);
+            pthread_mutex_unlock(&g.lock);
+            return 0;
         }
         o = json_pack("{s:o}", "command", command_json(ws->c));
         ws->phase = 2;
@@ -719,16 +733,54 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     }
     pthread_mutex_unlock(&g.lock);
-    return emit_json_line(o, buf, max);
+    return emit_json_line(ws, o, buf, max);
 }
 
 static void wait_stream_free(void *cls)
 {
     struct wait_stream *ws = cls;
     pthread_mutex_lock(&g.lock);
+    http_unpark(&ws->w);
     command_unref(ws->c);
     pthread_mutex_unlock(&g.lock);
+    free(ws->line);
     sbx__free(ws);
+}
+
+/* What execve takes, checked before anything runs: a command line past
+ * these limits could only fail inside the sandbox (E2BIG), after the
+ * command was reported started. The budget counts each string with its NUL
+ * and its pointer, as the kernel does against a quarter of the stack limit
+ * (8 MiB by default); the environment sbxd adds has room left over. */
+#define ARG_STR_MAX (128u << 10)    /* MAX_ARG_STRLEN */
+#define ARGS_MAX 131072u
+#define CMDLINE_MAX (1536u << 10)
+
+static int command_line_check(const char *name, const sbx__strlist *args, const sbx__strlist *env,
+                              char *err, size_t errlen)
+{
+    size_t total = strlen(name) + 1 + sizeof(char *);
+    if (args->n >= ARGS_MAX) {
+        snprintf(err, errlen, "args has %zu entries; at most %u are allowed", args->n, ARGS_MAX - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < args->n + env->n; i++) {
+        const char *v = i < args->n ? args->v[i] : env->v[i - args->n];
+        size_t n = strlen(v) + 1;
+        if (n > ARG_STR_MAX) {
+            snprintf(err, errlen, "%s[%zu] is %zu bytes; one argument or variable may have at most %u",
+                     i < args->n ? "args" : "env", i < args->n ? i : i - args->n, n - 1,
+                     ARG_STR_MAX - 1);
+            return -1;
+        }
+        total += n + sizeof(char *);
+    }
+    if (total > CMDLINE_MAX) {
+        snprintf(err, errlen, "the command line (command, args and env) takes %zu bytes; at most %u "
+                 "are allowed", total, CMDLINE_MAX);
+        return -1;
+    }
+    return 0;
 }
 
 static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
@@ -773,6 +825,8 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
         }
         wait = json_is_true(jv);
     }
+    if (command_line_check(name, &args, &env, err, sizeof err) < 0)
+        goto bad;
     if (sudo && !g.can_sudo) {
         snprintf(err, sizeof err, "sudo is not available from this sbxd: the host does not allow "
                                   "nested user namespaces");
@@ -846,10 +900,12 @@ static enum MHD_Result command_get(struct http_req *r, struct sandbox *s, const 
     if (!c)
         return ret;
     pthread_mutex_lock(&g.lock);
-    if (w && strcmp(w, "true") == 0 && !wait_command(c, r->conn, true, 0)) {
+    if (w && strcmp(w, "true") == 0 && !c->exited) {
+        /* Dispatched again from the start when it exits (or freed). */
+        ret = http_park_request(r, &c->waitq);
         command_unref(c);
         pthread_mutex_unlock(&g.lock);
-        return MHD_NO; /* nobody to answer */
+        return ret;
     }
     o = json_pack("{s:o}", "command", command_json(c));
     command_unref(c);
@@ -863,6 +919,8 @@ struct log_stream {
     size_t chunk;    /* next chunk to send */
     size_t off;      /* bytes of it already sent */
     bool done;
+    struct wait_stream end; /* the closing error line, sent like a wait line */
+    struct waiter w; /* parked on the command until output or exit */
 };
 
 static char *log_line(const struct log_chunk *ch, size_t off, size_t len)
@@ -884,12 +942,19 @@ static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
     size_t used = 0;
     (void)pos;
 
+    if (ls->end.line)
+        return emit_pending(&ls->end, buf, max);
     if (ls->done)
         return MHD_CONTENT_READER_END_OF_STREAM;
     pthread_mutex_lock(&g.lock);
-    if (!wait_command(ls->c, ls->conn, false, ls->chunk)) {
+    if (ls->w.gone) {
         pthread_mutex_unlock(&g.lock);
         return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (ls->chunk == ls->c->nchunks && !ls->c->exited) {
+        http_park_stream(&ls->w, &ls->c->waitq, ls->conn);
+        pthread_mutex_unlock(&g.lock);
+        return 0;
     }
     while (ls->chunk < ls->c->nchunks) {
         const struct log_chunk *ch = &ls->c->chunks[ls->chunk];
@@ -930,7 +995,7 @@ static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
                                   "sandbox_stopped", "message",
                                   "the sandbox was stopped while the command ran");
             pthread_mutex_unlock(&g.lock);
-            return emit_json_line(o, buf, max);
+            return emit_json_line(&ls->end, o, buf, max);
         }
         pthread_mutex_unlock(&g.lock);
         return MHD_CONTENT_READER_END_OF_STREAM;
@@ -943,8 +1008,10 @@ static void log_stream_free(void *cls)
 {
     struct log_stream *ls = cls;
     pthread_mutex_lock(&g.lock);
+    http_unpark(&ls->w);
     command_unref(ls->c);
     pthread_mutex_unlock(&g.lock);
+    free(ls->end.line);
     sbx__free(ls);
 }
 

@@ -36,15 +36,13 @@ void command_unref(struct command *c)
 {
     if (--c->refs > 0)
         return;
+    http_wake(&c->waitq); /* parked long polls look it up again: not found */
     for (size_t i = 0; i < c->nchunks; i++)
         sbx__free(c->chunks[i].data);
     sbx__free(c->chunks);
     sbx__free(c->name);
     sbx__strlist_clear(&c->args);
     sbx__free(c->cwd);
-    for (int i = 0; i < 2; i++)
-        if (c->pipe_fd[i] >= 0)
-            close(c->pipe_fd[i]);
     pthread_cond_destroy(&c->cond);
     sbx__free(c);
 }
@@ -215,6 +213,7 @@ void command_output(struct command *c, int stream, const char *p, size_t n)
     }
     sbx__buf_free(&out);
     pthread_cond_broadcast(&c->cond);
+    http_wake(&c->waitq);
 }
 
 void command_finish(struct command *c, int exit_code, bool by_stop)
@@ -231,29 +230,7 @@ void command_finish(struct command *c, int exit_code, bool by_stop)
     c->exit_code = exit_code;
     c->killed_by_stop = by_stop;
     pthread_cond_broadcast(&c->cond);
-}
-
-void command_drain_and_close(struct command *c)
-{
-    char buf[65536];
-    for (int s = 0; s < 2; s++) {
-        int fd = c->pipe_fd[s];
-        if (fd < 0)
-            continue;
-        /* Everything the process wrote before it exited is in the pipe now;
-         * a background child still holding it cannot extend the log. */
-        for (int rounds = 0; rounds < 256; rounds++) {
-            ssize_t r = read(fd, buf, sizeof buf);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            command_output(c, s + 1, buf, (size_t)r);
-        }
-        io_unwatch(fd);
-        close(fd);
-        c->pipe_fd[s] = -1;
-    }
+    http_wake(&c->waitq);
 }
 
 /* KEY=VALUE lists: later entries replace earlier ones with the same key. */
@@ -327,7 +304,6 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
                               char *err, size_t errlen)
 {
     struct command *c;
-    int out[2] = {-1, -1}, errp[2] = {-1, -1};
     sbx__strlist full_env = SBX__STRLIST_INIT;
     struct ctl_msg m;
     int ctx, rc;
@@ -344,7 +320,6 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
         return NULL;
     }
     c->refs = 2; /* the sandbox's list and the caller */
-    c->pipe_fd[0] = c->pipe_fd[1] = -1;
     pthread_cond_init(&c->cond, NULL);
     make_id(c->id, sizeof c->id, "cmd_");
     c->ctx = ctx;
@@ -360,13 +335,6 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
-        goto fail;
-    }
-    fcntl(out[0], F_SETFL, O_NONBLOCK);
-    fcntl(errp[0], F_SETFL, O_NONBLOCK);
-
     ctl_msg_init(&m, CTL_RUN, 0);
     if (ctl_put_int(&m, sudo) < 0 || ctl_put_str(&m, c->cwd) < 0 ||
         ctl_put_int(&m, (long long)args->n + 1) < 0 || ctl_put_str(&m, name) < 0) {
@@ -381,27 +349,18 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
     for (size_t i = 0; i < full_env.n; i++)
         if (ctl_put_str(&m, full_env.v[i]) < 0)
             goto too_big;
-    ctl_put_fd(&m, out[1]);
-    ctl_put_fd(&m, errp[1]);
 
     pthread_mutex_lock(&g.lock);
     c->sbx = s;
     c->ctl_id = m.id = ++s->next_ctl_id;
-    c->pipe_fd[0] = out[0];
-    c->pipe_fd[1] = errp[0];
     c->started_at = now_ms();
     c->next = s->commands;
     s->commands = c;
     s->ncommands++;
     pthread_mutex_unlock(&g.lock);
-    out[0] = errp[0] = -1;
 
     rc = sandbox_ctl(s, ctx, &m, NULL, NULL);
-    m.nfds = 0; /* our copies of the write ends are closed below */
     ctl_msg_free(&m);
-    close(out[1]);
-    close(errp[1]);
-    out[1] = errp[1] = -1;
     sbx__strlist_wipe(&full_env);
 
     pthread_mutex_lock(&g.lock);
@@ -422,10 +381,6 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
         command_unref(c);
         return NULL;
     }
-    /* Watch the pipes now; if it already exited, they are drained and closed. */
-    for (int i = 0; i < 2; i++)
-        if (c->pipe_fd[i] >= 0 && io_watch_pipe(c, i + 1) < 0)
-            sbxd_log(LOG_ERROR, "cannot watch output of %s: %s", c->id, strerror(errno));
     pthread_mutex_unlock(&g.lock);
     return c;
 
@@ -435,12 +390,6 @@ too_big:
     *http_status = 413;
 fail:
     sbx__strlist_wipe(&full_env);
-    for (int i = 0; i < 2; i++) {
-        if (out[i] >= 0)
-            close(out[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
     c->refs = 1;
     command_unref(c);
     return NULL;

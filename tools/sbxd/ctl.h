@@ -21,11 +21,11 @@
  * body limit, and file contents never travel here (fds do). */
 #define CTL_MAX_FRAME (4u << 20)
 #define CTL_MAX_FDS 4
-#define CTL_MAX_FIELDS 70000
+#define CTL_MAX_FIELDS 140000
 
 enum ctl_type {
     /* sbxd -> init */
-    CTL_RUN = 1,        /* fields: sudo, cwd, argc, argv..., env... ; fds: stdout, stderr */
+    CTL_RUN = 1,        /* fields: sudo, cwd, argc, argv..., env... ; reply detail: the pid */
     CTL_KILL = 2,       /* fields: target RUN id, signal */
     CTL_OPEN_READ = 3,  /* fields: path, cwd ; reply fd */
     CTL_OPEN_WRITE = 4, /* fields: path, cwd, mode ; reply fd (parents created) */
@@ -38,7 +38,8 @@ enum ctl_type {
     /* init -> sbxd */
     CTL_READY = 100,    /* fields: init pid as seen on the host is unknown: none */
     CTL_REPLY = 101,    /* fields: errno, [detail] ; fds as the request says */
-    CTL_EXIT = 102,     /* id = the RUN id ; fields: wait status */
+    CTL_EXIT = 102,     /* id = the RUN id ; fields: wait status (after its last output) */
+    CTL_OUTPUT = 103,   /* id = the RUN id ; fields: stream (1 stdout, 2 stderr), bytes */
 };
 
 /* A frame being built or one received. Fields point into `data`. */

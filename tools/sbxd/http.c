@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http: libmicrohttpd in thread-per-connection mode, so a handler may block
- * (a long-poll, a log stream following a running command) without holding
- * up anyone else. Authentication and the body-size limit are checked on the
- * first call for a request, before any body is accepted.
+ * http: libmicrohttpd in epoll mode with a small pool of I/O threads, so
+ * connections cost memory, not threads. The I/O threads only read requests
+ * and write responses; each complete request is suspended and handed to a
+ * worker thread (a pool that grows on demand), which may block on the work
+ * itself (starting a sandbox, a file operation) but never waits for an
+ * event: a long poll parks its request on a wait queue, and a stream that
+ * has nothing to send suspends its connection, until the event arrives.
+ * Authentication and the body-size limit are checked on the first call for
+ * a request, before any body is accepted. Connections that have not yet
+ * sent a valid token are capped, the oldest closed first; past the
+ * connection limit requests get a 503 with Retry-After.
  */
 #include "http.h"
 
@@ -23,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "alloc.h"
 #include "sbxd.h"
@@ -33,11 +41,19 @@ static char *unix_path;
 
 static enum MHD_Result queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
 {
-    enum MHD_Result ret;
+    enum MHD_Result ret = MHD_YES;
     if (!resp)
         return MHD_NO;
-    ret = MHD_queue_response(r->conn, status, resp);
-    MHD_destroy_response(resp);
+    if (r->deferred) {
+        /* On a worker: the I/O thread queues it when the request resumes. */
+        if (r->resp)
+            MHD_destroy_response(r->resp);
+        r->resp = resp;
+        r->resp_status = status;
+    } else {
+        ret = MHD_queue_response(r->conn, status, resp);
+        MHD_destroy_response(resp);
+    }
     if (status >= 500)
         sbxd_log(LOG_WARN, "%s %s -> %u", r->method, r->path, status);
     else
@@ -259,22 +275,32 @@ int cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms)
  * error. A client that asked for 100-continue gets the answer at once. */
 #define DRAIN_MAX (64u << 20)
 
-static enum MHD_Result reject(struct http_req *r, unsigned status, const char *code,
-                              const char *msg)
+static enum MHD_Result reject_retry(struct http_req *r, unsigned status, const char *code,
+                                    const char *retry_after, const char *msg)
 {
     const char *expect = req_header(r, "Expect");
     r->rejected = true;
+    r->reject_retry = retry_after;
     if (expect && strcasecmp(expect, "100-continue") == 0)
-        return reply_error(r, status, code, "%s", msg);
+        return retry_after ? reply_error_retry(r, status, code, retry_after, "%s", msg)
+                           : reply_error(r, status, code, "%s", msg);
     r->reject_json = error_text(code, msg);
     r->reject_status = status;
     return r->reject_json ? MHD_YES : MHD_NO;
+}
+
+static enum MHD_Result reject(struct http_req *r, unsigned status, const char *code,
+                              const char *msg)
+{
+    return reject_retry(r, status, code, NULL, msg);
 }
 
 static enum MHD_Result send_rejection(struct http_req *r)
 {
     char *text = r->reject_json;
     r->reject_json = NULL;
+    if (r->reject_retry)
+        return reply_text(r, r->reject_status, text, "Retry-After", r->reject_retry);
     return reply_text(r, r->reject_status, text, r->reject_status == 401 ? "WWW-Authenticate" : NULL,
                       "Bearer");
 }
@@ -312,6 +338,330 @@ static void split_path(struct http_req *r)
     }
 }
 
+/* ---- connections: who has authenticated, and the limits ------------------ */
+
+/* One per connection (MHD's socket context). Connections that have not yet
+ * sent a valid token are on a list, oldest first: past the cap the oldest
+ * is shut down. Loopback and unix-socket clients all share one address, so
+ * the age, not a per-address count, picks whom to close. */
+struct conn_node {
+    struct conn_node *prev, *next;
+    int fd;
+    bool listed;
+};
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_node *unauth_head, *unauth_tail;
+static unsigned n_unauth, n_conns;
+static unsigned long n_evicted, n_refused; /* since the last warning */
+static int64_t warned_at;
+
+/* A warning at most every 10 s, with what happened since the last one. */
+static void warn_limits_locked(void)
+{
+    int64_t now = mono_ms();
+    if (now - warned_at < 10000)
+        return;
+    warned_at = now;
+    if (n_evicted)
+        sbxd_log(LOG_WARN, "http: %lu connections closed that had not authenticated (cap %u, "
+                 "--max-unauthenticated)", n_evicted, g.cfg.max_unauth);
+    if (n_refused)
+        sbxd_log(LOG_WARN, "http: %lu requests refused with 503: %u connections open (limit %u, "
+                 "--max-connections)", n_refused, n_conns, g.cfg.max_conns);
+    n_evicted = n_refused = 0;
+}
+
+static void unauth_unlink_locked(struct conn_node *n)
+{
+    if (!n->listed)
+        return;
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        unauth_head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        unauth_tail = n->prev;
+    n->prev = n->next = NULL;
+    n->listed = false;
+    n_unauth--;
+}
+
+static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    struct conn_node *n = *socket_context;
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        n = sbx__calloc(1, sizeof *n);
+        if (!n) {
+            if (ci)
+                shutdown(ci->connect_fd, SHUT_RDWR);
+            return;
+        }
+        n->fd = ci ? ci->connect_fd : -1;
+        pthread_mutex_lock(&conn_lock);
+        n_conns++;
+        n->listed = true;
+        n->prev = unauth_tail;
+        if (unauth_tail)
+            unauth_tail->next = n;
+        else
+            unauth_head = n;
+        unauth_tail = n;
+        n_unauth++;
+        while (n_unauth > g.cfg.max_unauth && unauth_head != n) {
+            /* MHD sees the end of the stream and closes it; its CLOSED
+             * notification comes later and finds it off the list. */
+            struct conn_node *old = unauth_head;
+            unauth_unlink_locked(old);
+            if (old->fd >= 0)
+                shutdown(old->fd, SHUT_RDWR);
+            n_evicted++;
+        }
+        if (n_evicted)
+            warn_limits_locked();
+        pthread_mutex_unlock(&conn_lock);
+        *socket_context = n;
+        return;
+    }
+    if (!n)
+        return;
+    pthread_mutex_lock(&conn_lock);
+    unauth_unlink_locked(n);
+    n_conns--;
+    pthread_mutex_unlock(&conn_lock);
+    sbx__free(n);
+    *socket_context = NULL;
+}
+
+/* A request came with the right token: its connection is off the list. */
+static void conn_authenticated(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_node *n = ci ? ci->socket_context : NULL;
+    if (!n || !n->listed)
+        return;
+    pthread_mutex_lock(&conn_lock);
+    unauth_unlink_locked(n);
+    pthread_mutex_unlock(&conn_lock);
+}
+
+/* Past the connection limit (authenticated ones; the rest are capped on
+ * their own): counted for the warning. */
+static bool over_limit(void)
+{
+    bool over;
+    pthread_mutex_lock(&conn_lock);
+    over = n_conns - n_unauth > g.cfg.max_conns;
+    if (over) {
+        n_refused++;
+        warn_limits_locked();
+    }
+    pthread_mutex_unlock(&conn_lock);
+    return over;
+}
+
+/* ---- workers ------------------------------------------------------------------ */
+
+#define WORKER_IDLE_MS 30000
+#define WORKER_STACK (512 * 1024)
+
+static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wq_gone = PTHREAD_COND_INITIALIZER;
+static struct http_req *wq_head, *wq_tail;
+static unsigned wq_len, n_workers, n_idle;
+static bool wq_stop;
+
+/* A request whose answer is ready (or that is to be closed): the I/O
+ * thread takes it from here. */
+static void answer_ready(struct http_req *r)
+{
+    MHD_resume_connection(r->conn);
+}
+
+static void run_request(struct http_req *r)
+{
+    enum MHD_Result ret;
+    r->deferred = true;
+    ret = api_dispatch(r);
+    if (ret == HTTP_PARKED)
+        return; /* on a wait queue, and perhaps already running elsewhere */
+    if (!r->resp)
+        r->close = true; /* MHD_NO, or a handler that answered nothing */
+    answer_ready(r);
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wq_lock);
+    for (;;) {
+        struct http_req *r;
+        while (!wq_head && !wq_stop) {
+            int rc;
+            n_idle++;
+            rc = cond_wait_ms(&wq_cond, &wq_lock, WORKER_IDLE_MS);
+            n_idle--;
+            if (rc == ETIMEDOUT && !wq_head)
+                goto out; /* the pool shrinks after a burst */
+        }
+        if (!wq_head)
+            break;
+        r = wq_head;
+        wq_head = r->wq_next;
+        if (!wq_head)
+            wq_tail = NULL;
+        r->wq_next = NULL;
+        wq_len--;
+        pthread_mutex_unlock(&wq_lock);
+        run_request(r);
+        pthread_mutex_lock(&wq_lock);
+    }
+out:
+    n_workers--;
+    pthread_cond_broadcast(&wq_gone);
+    pthread_mutex_unlock(&wq_lock);
+    return NULL;
+}
+
+/* Queue a request for a worker, starting one if every worker is busy and
+ * the pool is below its size. */
+static void work_push(struct http_req *r)
+{
+    pthread_mutex_lock(&wq_lock);
+    r->wq_next = NULL;
+    if (wq_tail)
+        wq_tail->wq_next = r;
+    else
+        wq_head = r;
+    wq_tail = r;
+    wq_len++;
+    if (wq_len > n_idle && n_workers < g.cfg.max_workers) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, WORKER_STACK);
+        if (pthread_create(&t, &a, worker_main, NULL) == 0)
+            n_workers++;
+        else if (n_workers == 0)
+            sbxd_log(LOG_ERROR, "http: cannot start a worker thread: %s", strerror(errno));
+        pthread_attr_destroy(&a);
+    }
+    pthread_cond_signal(&wq_cond);
+    pthread_mutex_unlock(&wq_lock);
+}
+
+/* ---- waiting without a thread ------------------------------------------------ */
+
+static struct waiter *parked_head; /* every parked waiter, for the sweep (g.lock) */
+
+static void park_locked(struct waitq *q, struct waiter *w)
+{
+    w->q = q;
+    w->prev = NULL;
+    w->next = q->head;
+    if (q->head)
+        q->head->prev = w;
+    q->head = w;
+    w->all_prev = NULL;
+    w->all_next = parked_head;
+    if (parked_head)
+        parked_head->all_prev = w;
+    parked_head = w;
+}
+
+void http_unpark(struct waiter *w)
+{
+    if (!w->q)
+        return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        w->q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    if (w->all_prev)
+        w->all_prev->all_next = w->all_next;
+    else
+        parked_head = w->all_next;
+    if (w->all_next)
+        w->all_next->all_prev = w->all_prev;
+    w->prev = w->next = w->all_prev = w->all_next = NULL;
+    w->q = NULL;
+}
+
+static void wake_one_locked(struct waiter *w)
+{
+    http_unpark(w);
+    if (!w->req) {
+        MHD_resume_connection(w->conn);
+        return;
+    }
+    if (w->gone) {
+        w->req->close = true;
+        answer_ready(w->req);
+        return;
+    }
+    work_push(w->req);
+}
+
+enum MHD_Result http_park_request(struct http_req *r, struct waitq *q)
+{
+    r->w.req = r;
+    r->w.conn = r->conn;
+    r->w.gone = false;
+    park_locked(q, &r->w);
+    return HTTP_PARKED;
+}
+
+void http_park_stream(struct waiter *w, struct waitq *q, struct MHD_Connection *conn)
+{
+    w->req = NULL;
+    w->conn = conn;
+    MHD_suspend_connection(conn);
+    park_locked(q, w);
+}
+
+void http_wake(struct waitq *q)
+{
+    while (q->head)
+        wake_one_locked(q->head);
+}
+
+void http_sweep(void)
+{
+    struct waiter *w = parked_head, *next;
+    for (; w; w = next) {
+        next = w->all_next;
+        if (!http_client_gone(w->conn))
+            continue;
+        w->gone = true;
+        wake_one_locked(w);
+    }
+}
+
+/* Every parked waiter, told its client is gone: MHD must not be stopped
+ * with a connection suspended. */
+static void wake_all_gone(void)
+{
+    pthread_mutex_lock(&g.lock);
+    while (parked_head) {
+        parked_head->gone = true;
+        wake_one_locked(parked_head);
+    }
+    pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- the access handler ---------------------------------------------------------- */
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
@@ -337,6 +687,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         if (!token_ok(req_header(r, "Authorization")))
             return reject(r, 401, "unauthorized",
                           "missing or wrong bearer token (Authorization: Bearer TOKEN)");
+        conn_authenticated(conn);
+        if (over_limit())
+            return reject_retry(r, 503, "unavailable", "1",
+                                "sbxd has too many connections open; retry shortly");
         if (api_wants_spool(method, url)) {
             r->limit = g.cfg.max_upload;
             r->spool_fd = open_spool();
@@ -392,8 +746,26 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (r->too_large)
         return reply_error(r, 413, "payload_too_large",
                            "the body is larger than this endpoint's limit of %zu bytes", r->limit);
+    if (r->dispatched) {
+        /* Back from a worker (resumed): its answer, or a close. */
+        struct MHD_Response *resp = r->resp;
+        enum MHD_Result ret;
+        if (!resp) {
+            if (r->close)
+                return MHD_NO;
+            MHD_suspend_connection(conn); /* not ready: cannot happen, but never spin */
+            return MHD_YES;
+        }
+        r->resp = NULL;
+        ret = MHD_queue_response(conn, r->resp_status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
     split_path(r);
-    return api_dispatch(r);
+    r->dispatched = true;
+    MHD_suspend_connection(conn);
+    work_push(r);
+    return MHD_YES;
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -405,6 +777,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     if (!r)
         return;
+    if (r->resp)
+        MHD_destroy_response(r->resp);
     sbx__buf_free(&r->body);
     free(r->reject_json);
     if (r->spool_fd >= 0)
@@ -537,32 +911,68 @@ fail:
     return -1;
 }
 
+unsigned http_default_max_conns(void)
+{
+    struct rlimit rl;
+    rlim_t n = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        n = rl.rlim_cur;
+    /* About four descriptors per followed command (two connections, two
+     * pipes): half for connections, the rest for pipes, sandboxes, files. */
+    n = n > 512 ? (n - 256) / 2 : 128;
+    return n > 1000000 ? 1000000 : (unsigned)n;
+}
+
 int http_start(void)
 {
     char err[512];
+    unsigned hard;
     listen_fd = open_listener(g.cfg.listen, err, sizeof err);
     if (listen_fd < 0) {
         sbxd_log(LOG_ERROR, "%s", err);
         return -1;
     }
+    /* MHD's own limit closes new connections silently: set above ours, so
+     * a client past the limit gets a 503 instead. */
+    hard = g.cfg.max_conns + g.cfg.max_unauth + 64;
     daemon_ = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
-        NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-        listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)4096, MHD_OPTION_END);
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, notify_conn, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)g.cfg.read_timeout_s, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)g.cfg.io_threads, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)4096,
+        MHD_OPTION_CONNECTION_LIMIT, hard, MHD_OPTION_END);
     if (!daemon_) {
         sbxd_log(LOG_ERROR, "cannot start the HTTP server (libmicrohttpd)");
         return -1;
     }
+    sbxd_log(LOG_DEBUG, "http: %u I/O threads, up to %u workers, %u connections (%u unauthenticated), "
+             "%u s read timeout", g.cfg.io_threads, g.cfg.max_workers, g.cfg.max_conns,
+             g.cfg.max_unauth, g.cfg.read_timeout_s);
     return 0;
 }
 
 void http_stop(void)
 {
-    if (daemon_)
+    if (daemon_) {
+        /* No new work; parked requests and streams answered (closed), and
+         * the workers finished: MHD must not stop with a connection
+         * suspended or a worker still holding one. */
+        MHD_quiesce_daemon(daemon_);
+        pthread_mutex_lock(&wq_lock);
+        wq_stop = true;
+        pthread_cond_broadcast(&wq_cond);
+        pthread_mutex_unlock(&wq_lock);
+        wake_all_gone();
+        pthread_mutex_lock(&wq_lock);
+        while (n_workers > 0) {
+            if (cond_wait_ms(&wq_gone, &wq_lock, 5000) == ETIMEDOUT)
+                sbxd_log(LOG_INFO, "http: waiting for %u requests to finish", n_workers);
+        }
+        pthread_mutex_unlock(&wq_lock);
+        wake_all_gone();
         MHD_stop_daemon(daemon_);
+    }
     daemon_ = NULL;
     if (listen_fd >= 0)
         close(listen_fd);

@@ -12,6 +12,27 @@
 
 #define HTTP_MAX_SEGS 8
 
+struct http_req;
+
+/* Something a request or a stream waits for (a command's exit, its next
+ * output): the waiters on it, under g.lock. */
+struct waitq {
+    struct waiter *head;
+};
+
+struct waiter {
+    struct waiter *prev, *next;         /* in q */
+    struct waiter *all_prev, *all_next; /* every parked waiter, for the sweep */
+    struct waitq *q;                    /* NULL when not parked */
+    struct MHD_Connection *conn;
+    struct http_req *req;               /* a parked request, or NULL: a stream */
+    bool gone;                          /* woken because its client left or sbxd stops */
+};
+
+/* What a handler returns after http_park_request: the request is no longer
+ * its own (it may already run again on another worker). */
+#define HTTP_PARKED ((enum MHD_Result)2)
+
 struct http_req {
     struct MHD_Connection *conn;
     const char *method;
@@ -28,7 +49,16 @@ struct http_req {
     unsigned reject_status; /* answered once the body is drained */
     char *reject_json;
     size_t drained;
+    const char *reject_retry; /* Retry-After of the rejection */
     int64_t t0;
+    /* Set by a worker, taken by the I/O thread when the request resumes. */
+    bool deferred;          /* handled on a worker: replies are kept here */
+    bool dispatched;
+    bool close;             /* answer nothing: close the connection */
+    struct MHD_Response *resp;
+    unsigned resp_status;
+    struct http_req *wq_next;
+    struct waiter w;        /* a long poll's place on a wait queue */
 };
 
 enum MHD_Result reply_json(struct http_req *r, unsigned status, json_t *body);
@@ -57,6 +87,23 @@ bool http_client_gone(struct MHD_Connection *conn);
 /* Wait on cond (with g.lock held) for at most ms; returns like
  * pthread_cond_timedwait. */
 int cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int ms);
+
+/* With g.lock held. A long poll: park r on q and return what this returns
+ * (HTTP_PARKED) at once; http_wake dispatches r again from the start (or
+ * closes it if its client left). */
+enum MHD_Result http_park_request(struct http_req *r, struct waitq *q);
+/* A stream's content reader with nothing to send: suspend its connection
+ * until http_wake, then return 0. It must check w->gone when called again. */
+void http_park_stream(struct waiter *w, struct waitq *q, struct MHD_Connection *conn);
+/* Wake everyone on q. */
+void http_wake(struct waitq *q);
+/* Take w off its queue (a stream freed while parked). */
+void http_unpark(struct waiter *w);
+/* Wake the waiters whose clients have gone (the janitor, every few s). */
+void http_sweep(void);
+/* The default --max-connections, from RLIMIT_NOFILE (raised to its hard
+ * limit first). */
+unsigned http_default_max_conns(void);
 
 /* api.c: route a complete request. */
 enum MHD_Result api_dispatch(struct http_req *r);

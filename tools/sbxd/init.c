@@ -42,10 +42,17 @@
 
 extern char **environ;
 
+/* A command: its output pipes' read ends stay here, and what arrives is
+ * forwarded to sbxd as CTL_OUTPUT, so sbxd holds no descriptor per command
+ * (it serves many thousands at once). */
 struct child {
     pid_t pid;
     uint64_t id;
+    int fd[2]; /* stdout, stderr; -1 once at their end */
 };
+
+#define OUTPUT_CHUNK 65536
+#define DRAIN_ROUNDS 256
 
 static struct child *children;
 static size_t nchildren, capchildren;
@@ -84,7 +91,7 @@ static void die(const char *what)
     _exit(1);
 }
 
-static int track(pid_t pid, uint64_t id)
+static int track(pid_t pid, uint64_t id, const int fd[2])
 {
     if (nchildren == capchildren) {
         size_t cap = capchildren ? capchildren * 2 : 64;
@@ -96,8 +103,38 @@ static int track(pid_t pid, uint64_t id)
     }
     children[nchildren].pid = pid;
     children[nchildren].id = id;
+    children[nchildren].fd[0] = fd[0];
+    children[nchildren].fd[1] = fd[1];
     nchildren++;
     return 0;
+}
+
+/* Forward one read of stream s (0 stdout, 1 stderr) of c. Returns 1 if
+ * bytes went, 0 if none were ready, -1 at the stream's end (closed). */
+static int forward(struct child *c, int s)
+{
+    static char buf[OUTPUT_CHUNK];
+    struct ctl_msg m;
+    ssize_t n;
+    if (c->fd[s] < 0)
+        return -1;
+    do {
+        n = read(c->fd[s], buf, sizeof buf);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0) {
+        close(c->fd[s]);
+        c->fd[s] = -1;
+        return -1;
+    }
+    ctl_msg_init(&m, CTL_OUTPUT, c->id);
+    if (ctl_put_int(&m, s + 1) < 0 || ctl_put(&m, buf, (size_t)n) < 0)
+        die("out of memory");
+    if (ctl_send(CTL_FD, &m) < 0)
+        die("send output");
+    ctl_msg_free(&m);
+    return 1;
 }
 
 static struct child *find_by_id(uint64_t id)
@@ -237,7 +274,7 @@ static void do_run(struct ctl_msg *m)
     long long sudo, argc;
     char *cwd = NULL, **argv = NULL, **envp = NULL;
     size_t nenv = 0;
-    int out = ctl_take_fd(m, 0), err = ctl_take_fd(m, 1);
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
     struct stat st;
     pid_t pid = -1;
     int e = 0;
@@ -247,7 +284,7 @@ static void do_run(struct ctl_msg *m)
         e = EPERM;
         goto done;
     }
-    if (out < 0 || err < 0 || ctl_get_int(&r, &sudo) < 0 || ctl_get_str(&r, &cwd) < 0 ||
+    if (ctl_get_int(&r, &sudo) < 0 || ctl_get_str(&r, &cwd) < 0 ||
         ctl_get_int(&r, &argc) < 0 || argc < 1 || argc > CTL_MAX_FIELDS) {
         e = EPROTO;
         goto done;
@@ -276,23 +313,33 @@ static void do_run(struct ctl_msg *m)
         e = ENOTDIR;
         goto done;
     }
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        e = errno;
+        goto done;
+    }
     pid = fork();
     if (pid < 0) {
         e = errno;
         goto done;
     }
     if (pid == 0)
-        exec_child(argv, envp, cwd, (int)sudo, out, err);
-    if (track(pid, m->id) < 0) {
+        exec_child(argv, envp, cwd, (int)sudo, out[1], err[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    if (track(pid, m->id, (int[2]){out[0], err[0]}) < 0) {
         /* Cannot report its exit: do not leave it running untracked. */
         kill(pid, SIGKILL);
         e = ENOMEM;
+    } else {
+        out[0] = err[0] = -1; /* the child entry's now */
     }
 done:
-    if (out >= 0)
-        close(out);
-    if (err >= 0)
-        close(err);
+    for (int i = 0; i < 2; i++) {
+        if (out[i] >= 0)
+            close(out[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+    }
     if (e == 0) {
         char detail[32];
         snprintf(detail, sizeof detail, "%d", (int)pid);
@@ -482,6 +529,15 @@ static void reap(void)
             if (children[i].pid != pid)
                 continue;
             struct ctl_msg m;
+            /* Everything it wrote before it exited is in the pipes now; a
+             * background child still holding them cannot extend its log. */
+            for (int st = 0; st < 2; st++) {
+                for (int k = 0; k < DRAIN_ROUNDS && forward(&children[i], st) > 0; k++)
+                    ;
+                if (children[i].fd[st] >= 0)
+                    close(children[i].fd[st]);
+                children[i].fd[st] = -1;
+            }
             ctl_msg_init(&m, CTL_EXIT, children[i].id);
             if (ctl_put_int(&m, status) < 0 || ctl_send(CTL_FD, &m) < 0)
                 die("report exit");
@@ -692,6 +748,8 @@ int main(int argc, char **argv)
     int sfd;
     struct ctl_msg ready;
     struct stat st;
+    struct pollfd *p = NULL;
+    size_t capp = 0;
 
     if (argc >= 2 && strcmp(argv[1], "--join") == 0) {
         if (parse_limits(argc - 2, argv + 2) < 0) {
@@ -731,13 +789,38 @@ int main(int argc, char **argv)
         die("send ready");
     ctl_msg_free(&ready);
 
+    /* Commands' pipes: as many descriptors as the hard limit allows. */
+    {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
     for (;;) {
-        struct pollfd p[2] = {{CTL_FD, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        size_t np = 2, need = 2 + 2 * nchildren;
+        if (need > capp) {
+            struct pollfd *v = sbx__realloc(p, need * 2 * sizeof *v);
+            if (!v)
+                die("out of memory");
+            p = v;
+            capp = need * 2;
+        }
+        p[0] = (struct pollfd){CTL_FD, POLLIN, 0};
+        p[1] = (struct pollfd){sfd, POLLIN, 0};
+        for (size_t i = 0; i < nchildren; i++)
+            for (int k = 0; k < 2; k++)
+                p[np++] = (struct pollfd){children[i].fd[k], POLLIN, 0}; /* -1 is skipped */
+        if (poll(p, np, -1) < 0) {
             if (errno == EINTR)
                 continue;
             die("poll");
         }
+        /* Output before exits: reap() sends a command's last output first. */
+        for (size_t i = 0, k = 2; i < nchildren; i++)
+            for (int sn = 0; sn < 2; sn++, k++)
+                if (p[k].revents)
+                    forward(&children[i], sn);
         if (p[1].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == sizeof si)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * iothread: one epoll loop that owns every sandbox control socket and every
- * command output pipe. Reads happen without the global lock (the fds are
- * ours alone); what was read is applied under it. It also fires sandbox
+ * iothread: one epoll loop that owns every sandbox control socket (command
+ * output arrives on it too, forwarded by each sandbox's init). Reads happen
+ * without the global lock (the fds are ours alone); what was read is
+ * applied under it. It also fires sandbox
  * timeouts and runs the janitor.
  */
 #include <errno.h>
@@ -18,22 +19,18 @@
 
 #define JANITOR_MS 10000
 
-enum { W_WAKE, W_CTL, W_PIPE };
+enum { W_WAKE, W_CTL };
 
 struct watch {
     int kind;
     int fd;
     struct sandbox *s;
     int ctx;
-    struct command *c;
-    int stream;
     struct watch *next_dead;
 };
 
-static struct watch wake_watch = {W_WAKE, -1, NULL, 0, NULL, 0, NULL};
+static struct watch wake_watch = {W_WAKE, -1, NULL, 0, NULL};
 static struct watch *dead_watches; /* freed between epoll batches */
-static struct watch **pipe_watches_by_fd;
-static size_t pipe_watches_cap;
 
 static int add_watch(struct watch *w)
 {
@@ -62,51 +59,12 @@ int io_watch_ctl(struct sandbox *s, int ctx)
     return 0;
 }
 
-int io_watch_pipe(struct command *c, int stream)
-{
-    struct watch *w;
-    int fd = c->pipe_fd[stream - 1];
-    if ((size_t)fd >= pipe_watches_cap) {
-        size_t cap = (size_t)fd * 2 + 64;
-        struct watch **v = sbx__realloc(pipe_watches_by_fd, cap * sizeof *v);
-        if (!v)
-            return -1;
-        memset(v + pipe_watches_cap, 0, (cap - pipe_watches_cap) * sizeof *v);
-        pipe_watches_by_fd = v;
-        pipe_watches_cap = cap;
-    }
-    w = sbx__calloc(1, sizeof *w);
-    if (!w)
-        return -1;
-    w->kind = W_PIPE;
-    w->fd = fd;
-    w->c = c;
-    w->stream = stream;
-    if (add_watch(w) < 0) {
-        sbx__free(w);
-        return -1;
-    }
-    command_ref(c);
-    pipe_watches_by_fd[fd] = w;
-    return 0;
-}
-
 static void retire(struct watch *w)
 {
     epoll_ctl(g.epfd, EPOLL_CTL_DEL, w->fd, NULL);
     w->fd = -1;
     w->next_dead = dead_watches;
     dead_watches = w;
-}
-
-/* Called with g.lock by whoever closes a command pipe. */
-void io_unwatch(int fd)
-{
-    struct watch *w;
-    if (fd < 0 || (size_t)fd >= pipe_watches_cap || !(w = pipe_watches_by_fd[fd]))
-        return;
-    pipe_watches_by_fd[fd] = NULL;
-    retire(w);
 }
 
 void io_wake(void)
@@ -120,9 +78,7 @@ static void free_dead(void)
     while (dead_watches) {
         struct watch *w = dead_watches;
         dead_watches = w->next_dead;
-        if (w->kind == W_PIPE)
-            command_unref(w->c);
-        else if (w->kind == W_CTL)
+        if (w->kind == W_CTL)
             sandbox_unref(w->s);
         sbx__free(w);
     }
@@ -169,10 +125,16 @@ static void apply_ctl(struct watch *w, struct ctl_msg *m)
                  (unsigned long long)m->id);
     } else if (m->type == CTL_EXIT) {
         struct command *c = command_by_ctl(s, m->id);
-        if (c && ctl_get_int(&r, &v) == 0) {
-            command_drain_and_close(c);
+        if (c && ctl_get_int(&r, &v) == 0)
             command_finish(c, exit_code((int)v), false);
-        }
+    } else if (m->type == CTL_OUTPUT) {
+        struct command *c = command_by_ctl(s, m->id);
+        const char *p;
+        size_t n;
+        /* After its exit nothing more is taken (init sends none). */
+        if (c && !c->exited && ctl_get_int(&r, &v) == 0 && (v == 1 || v == 2) &&
+            ctl_get(&r, &p, &n) == 0)
+            command_output(c, (int)v, p, n);
     }
 }
 
@@ -214,32 +176,6 @@ static void on_ctl(struct watch *w)
     sandbox_ctx_dead(w->s, w->ctx);
 }
 
-static void on_pipe(struct watch *w)
-{
-    char buf[65536];
-    ssize_t r;
-    int fd = w->fd;
-
-    pthread_mutex_unlock(&g.lock);
-    do {
-        r = read(fd, buf, sizeof buf);
-    } while (r < 0 && errno == EINTR);
-    pthread_mutex_lock(&g.lock);
-    if (w->fd < 0)
-        return; /* closed meanwhile by an exit */
-    if (r > 0) {
-        command_output(w->c, w->stream, buf, (size_t)r);
-        return;
-    }
-    if (r < 0 && errno == EAGAIN)
-        return;
-    /* EOF: the stream ended before (or without) the exit. */
-    w->c->pipe_fd[w->stream - 1] = -1;
-    pipe_watches_by_fd[fd] = NULL;
-    retire(w);
-    close(fd);
-}
-
 static void fire_timeouts(void)
 {
     int64_t now = mono_ms();
@@ -273,10 +209,8 @@ static void *io_main(void *arg)
                 (void)!read(g.wake_fd, &v, sizeof v);
             } else if (w->fd < 0) {
                 continue;
-            } else if (w->kind == W_CTL) {
-                on_ctl(w);
             } else {
-                on_pipe(w);
+                on_ctl(w);
             }
         }
         fire_timeouts();

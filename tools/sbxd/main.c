@@ -61,6 +61,17 @@ static void usage(FILE *out)
 "                          (each missing layer is logged and shown by --check)\n"
 "  --unsafe-host-network   UNSAFE: let allow-all sandboxes reach this host's own\n"
 "                          addresses (its loopback included, sbxd among them)\n"
+"  --max-connections N     connections served at once; past it requests get a 503\n"
+"                          with Retry-After [half of RLIMIT_NOFILE's hard limit]\n"
+"  --max-unauthenticated N  connections that have not yet sent a valid token;\n"
+"                          past it the oldest is closed [256]\n"
+"  --read-timeout S        a connection silent this long while a request is read,\n"
+"                          or idle between requests, is closed [60]\n"
+"  --io-threads N          threads reading requests and writing responses [2]\n"
+"  --workers N             most requests handled at once (a long poll or a log\n"
+"                          stream waiting for output holds none) [64]\n"
+"  --retain-records MS     records of stopped sandboxes are kept this long, then\n"
+"                          deleted, 0 = forever [604800000]\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
 "  --check                 create a sandbox, report every isolation layer, then exit\n"
 "                          (status 1 when a layer is off without --allow-degraded)\n"
@@ -542,7 +553,8 @@ static int leave(int status)
 enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
-    O_HELP, O_UPSTREAM_CA, O_IDRANGE, O_DISK, O_INODES, O_ADDHOST, O_DEGRADED, O_UNSAFE_NET
+    O_HELP, O_UPSTREAM_CA, O_IDRANGE, O_DISK, O_INODES, O_ADDHOST, O_DEGRADED, O_UNSAFE_NET,
+    O_MAXCONN, O_MAXUNAUTH, O_READTIMEOUT, O_IOTHREADS, O_WORKERS, O_RETAIN
 };
 
 int main(int argc, char **argv)
@@ -571,6 +583,12 @@ int main(int argc, char **argv)
         {"add-host", required_argument, NULL, O_ADDHOST},
         {"allow-degraded", no_argument, NULL, O_DEGRADED},
         {"unsafe-host-network", no_argument, NULL, O_UNSAFE_NET},
+        {"max-connections", required_argument, NULL, O_MAXCONN},
+        {"max-unauthenticated", required_argument, NULL, O_MAXUNAUTH},
+        {"read-timeout", required_argument, NULL, O_READTIMEOUT},
+        {"io-threads", required_argument, NULL, O_IOTHREADS},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"retain-records", required_argument, NULL, O_RETAIN},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -596,6 +614,11 @@ int main(int argc, char **argv)
     c->max_cmd_log = 16u << 20;
     c->max_sandbox_log = 256u << 20;
     c->retain_stopped_ms = 30 * 60 * 1000;
+    c->retain_records_ms = 7LL * 24 * 3600 * 1000;
+    c->max_unauth = 256;
+    c->read_timeout_s = 60;
+    c->io_threads = 2;
+    c->max_workers = 64;
     c->log_level = LOG_INFO;
     c->disk_limit = 8ll << 30;
 
@@ -637,6 +660,12 @@ int main(int argc, char **argv)
             break;
         case O_DEGRADED: c->allow_degraded = true; break;
         case O_UNSAFE_NET: c->unsafe_host_net = true; break;
+        case O_MAXCONN: if (parse_i64("--max-connections", optarg, 16, &v)) return 2; c->max_conns = (unsigned)(v > 1000000 ? 1000000 : v); break;
+        case O_MAXUNAUTH: if (parse_i64("--max-unauthenticated", optarg, 1, &v)) return 2; c->max_unauth = (unsigned)(v > 1000000 ? 1000000 : v); break;
+        case O_READTIMEOUT: if (parse_i64("--read-timeout", optarg, 1, &v)) return 2; c->read_timeout_s = (unsigned)(v > 86400 ? 86400 : v); break;
+        case O_IOTHREADS: if (parse_i64("--io-threads", optarg, 1, &v)) return 2; c->io_threads = (unsigned)(v > 64 ? 64 : v); break;
+        case O_WORKERS: if (parse_i64("--workers", optarg, 1, &v)) return 2; c->max_workers = (unsigned)(v > 4096 ? 4096 : v); break;
+        case O_RETAIN: if (parse_i64("--retain-records", optarg, 0, &c->retain_records_ms)) return 2; break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -708,6 +737,8 @@ int main(int argc, char **argv)
 
     curl_global_init(CURL_GLOBAL_DEFAULT);
     launcher_raise_nofile();
+    if (!c->max_conns)
+        c->max_conns = http_default_max_conns();
     seccomp_probe();
     limits_probe();
     layer_set(LAYER_PROC, true, "/proc/sys, sysrq-trigger, bus, fs, irq read-only; kcore, keys, timer_list, "
@@ -743,10 +774,18 @@ int main(int argc, char **argv)
     if (setup_token() < 0)
         return leave(1);
     pthread_mutex_lock(&g.lock);
-    int nsbx = sandbox_load_all(), nsnap = snapshot_load_all();
+    int nsbx = sandbox_load_all(), nsnap = snapshot_load_all(), npruned = sandbox_prune_records();
     pthread_mutex_unlock(&g.lock);
+    if (g.orphans_found)
+        sbxd_log(LOG_INFO, "%d sandboxes were running when the previous sbxd ended: marked stopped, "
+                 "their file systems removed (%d still mounted, now unmounted); their processes and "
+                 "network helpers died with it", g.orphans_found, g.orphan_mounts);
+    if (npruned)
+        sbxd_log(LOG_INFO, "removed the records of %d sandboxes stopped more than %lld ms ago "
+                 "(--retain-records)", npruned, (long long)c->retain_records_ms);
     if (nsbx > 0 || nsnap > 0)
-        sbxd_log(LOG_INFO, "loaded %d earlier sandboxes (all stopped) and %d snapshots", nsbx, nsnap);
+        sbxd_log(LOG_INFO, "loaded %d earlier sandboxes (all stopped) and %d snapshots", nsbx - npruned,
+                 nsnap);
     if (http_start() < 0)
         return leave(1);
     sbxd_log(LOG_INFO, "state in %s, bwrap %s, limits %s", c->state_dir, c->bwrap, limits_backend());

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <linux/nsfs.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -954,7 +955,6 @@ void sandbox_ctx_dead(struct sandbox *s, int ctx)
     for (struct command *c = s->commands; c; c = c->next) {
         if (c->exited || (!primary && c->ctx != ctx))
             continue;
-        command_drain_and_close(c);
         command_finish(c, 128 + SIGKILL, by_stop);
     }
     for (struct ctl_wait *w = s->waits; w; w = w->next)
@@ -1199,8 +1199,12 @@ int sandbox_load_all(void)
         }
         snprintf(rel, sizeof rel, "%s/root", e->d_name);
         s->root = path_join(dir, rel);
-        if (s->root)
+        if (s->root) {
+            /* Mounted still only if sbxd could not keep its mounts private. */
+            if (umount2(s->root, MNT_DETACH) == 0)
+                g.orphan_mounts++;
             rm_rf(s->root);
+        }
         /* Its file system died with the sbxd that mounted it. */
         {
             char img[4096];
@@ -1208,6 +1212,7 @@ int sandbox_load_all(void)
             unlink(img);
         }
         if (s->status != SBX_STOPPED && s->status != SBX_FAILED && s->status != SBX_ABORTED) {
+            g.orphans_found++;
             s->status = SBX_STOPPED;
             s->stopped_at = s->updated_at = now_ms();
             s->stop_reason = sbx__strdup("sbxd restarted");
@@ -1227,11 +1232,37 @@ int sandbox_load_all(void)
     return n;
 }
 
+/* Records of sandboxes that ended more than --retain-records ago leave the
+ * list and the disk. With g.lock held; returns how many went. */
+int sandbox_prune_records(void)
+{
+    int64_t now = now_ms();
+    int n = 0;
+    if (g.cfg.retain_records_ms <= 0)
+        return 0;
+    for (struct sandbox **pp = &g.sandboxes; *pp;) {
+        struct sandbox *s = *pp;
+        int64_t ended = s->stopped_at ? s->stopped_at : s->updated_at;
+        bool done = s->status == SBX_STOPPED || s->status == SBX_FAILED || s->status == SBX_ABORTED;
+        /* refs == 1: only the list holds it (no request, no finalizer). */
+        if (!done || s->refs != 1 || s->snap_pending || now - ended < g.cfg.retain_records_ms) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        sandbox_remove_state(s);
+        sandbox_unref(s);
+        n++;
+    }
+    return n;
+}
+
 /* Periodic housekeeping on the I/O thread: timeouts are handled there
  * directly; here, command output of long-stopped sandboxes is released. */
 void sandbox_janitor(void)
 {
     int64_t now = now_ms();
+    int n;
     for (struct sandbox *s = g.sandboxes; s; s = s->next) {
         if (s->status != SBX_STOPPED && s->status != SBX_FAILED)
             continue;
@@ -1251,4 +1282,9 @@ void sandbox_janitor(void)
         }
     }
     snapshot_expire();
+    n = sandbox_prune_records();
+    if (n)
+        sbxd_log(LOG_INFO, "removed the records of %d sandboxes stopped more than %lld ms ago "
+                 "(--retain-records)", n, (long long)g.cfg.retain_records_ms);
+    http_sweep();
 }

@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "netpolicy.h"
 #include "ctl.h"
+#include "http.h"
 #include "str.h"
 
 #define SBXD_VERSION "1.0.0"
@@ -88,6 +89,12 @@ struct sbxd_config {
     size_t max_cmd_log;        /* stored output per command */
     size_t max_sandbox_log;    /* stored output per sandbox */
     int64_t retain_stopped_ms; /* keep command logs of stopped sandboxes */
+    int64_t retain_records_ms; /* keep records of stopped sandboxes, 0 = forever */
+    unsigned max_conns;        /* connections served; past it a 503 */
+    unsigned max_unauth;       /* connections without a valid token yet */
+    unsigned read_timeout_s;   /* a silent connection is closed */
+    unsigned io_threads;       /* libmicrohttpd's pool */
+    unsigned max_workers;      /* requests handled at once */
     enum log_level log_level;
 };
 
@@ -135,14 +142,14 @@ struct command {
     bool exited;
     int exit_code;
     bool killed_by_stop;      /* ended because the sandbox stopped: logs end in an error line */
-    int pipe_fd[2];           /* read ends, owned by the I/O thread; -1 when closed */
     unsigned char carry[2][4]; /* incomplete UTF-8 sequence per stream */
     size_t carry_len[2];
     struct log_chunk *chunks;
     size_t nchunks, capchunks;
     size_t log_bytes;
     bool log_truncated;
-    pthread_cond_t cond;      /* output appended, or exited */
+    pthread_cond_t cond;      /* output appended, or exited (sbxd's own waits) */
+    struct waitq waitq;       /* the same, for requests and streams (http.h) */
     struct command *next;     /* in sbx->commands */
 };
 
@@ -224,6 +231,8 @@ struct sbxd {
     struct sandbox *sandboxes;   /* newest first */
     struct snapshot *snapshots;  /* newest first */
     int running;                 /* sandboxes not stopped */
+    int orphans_found;           /* at start: sandboxes an earlier sbxd left running */
+    int orphan_mounts;           /* at start: their file systems still mounted */
     int64_t last_ts;             /* for strictly increasing timestamps */
     int epfd;                    /* I/O thread's epoll */
     int wake_fd;                 /* eventfd to wake the I/O thread */
@@ -251,6 +260,7 @@ void make_id(char *out, size_t cap, const char *prefix);
 int random_bytes(void *p, size_t n);
 int mkdir_p(const char *path, mode_t mode);
 int rm_rf(const char *path);
+int sandbox_prune_records(void);
 /* The same, for name relative to the directory dirfd. */
 int rm_rf_at(int dirfd, const char *name);
 /* Replace path's contents via a temp file and rename; `durable` adds an fsync
@@ -403,7 +413,6 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
 json_t *command_json(struct command *c);                 /* needs g.lock */
 void command_output(struct command *c, int stream, const char *p, size_t n); /* I/O thread, g.lock */
 void command_finish(struct command *c, int exit_code, bool by_stop);         /* I/O thread, g.lock */
-void command_drain_and_close(struct command *c);          /* I/O thread, g.lock */
 /* A context's init died: finish its commands, fail its waits. I/O thread, g.lock. */
 void sandbox_ctx_dead(struct sandbox *s, int ctx);
 int command_kill(struct command *c, int sig);
@@ -412,8 +421,6 @@ int command_kill(struct command *c, int sig);
 int io_start(void);
 void io_stop(void);
 int io_watch_ctl(struct sandbox *s, int ctx); /* register a control socket */
-int io_watch_pipe(struct command *c, int stream);
-void io_unwatch(int fd);
 void io_wake(void);
 
 /* snapshot.c */
