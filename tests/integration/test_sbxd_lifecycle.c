@@ -596,6 +596,8 @@ START_TEST(test_sbxd_lifecycle_restart_after_kill_leaves_nothing)
         ck_assert_msg(host_sh("grep -q 'cgroups left by sbxd processes that did not exit cleanly' '%s'",
                               d->log) == 0, "the restart did not say what it removed");
     ck_assert_str_eq(sbx_status_str(d, sid), "stopped");
+    ck_assert_msg(host_sh("grep -q '1 sandboxes were running when the previous sbxd ended' '%s'", d->log) == 0,
+                  "the restart did not say it found a sandbox left running");
     free(sid);
     sbxd_stop(d);
 }
