@@ -342,13 +342,19 @@ static void split_path(struct http_req *r)
 
 /* One per connection (MHD's socket context). Connections that have not yet
  * sent a valid token are on a list, oldest first: past the cap the oldest
- * is shut down. Loopback and unix-socket clients all share one address, so
+ * is shut down (once it has had a second to send its request). Loopback and unix-socket clients all share one address, so
  * the age, not a per-address count, picks whom to close. */
 struct conn_node {
     struct conn_node *prev, *next;
     int fd;
+    int64_t since;  /* mono_ms() at accept */
     bool listed;
 };
+
+/* A connection is not closed for lack of a token before it has had this
+ * long to send its request: a client that opens two thousand connections at
+ * once has sent every request, but sbxd has not read them all yet. */
+#define UNAUTH_GRACE_MS 1000
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn_node *unauth_head, *unauth_tail;
@@ -404,6 +410,7 @@ static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_co
             return;
         }
         n->fd = ci ? ci->connect_fd : -1;
+        n->since = mono_ms();
         pthread_mutex_lock(&conn_lock);
         n_conns++;
         n->listed = true;
@@ -414,7 +421,8 @@ static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_co
             unauth_head = n;
         unauth_tail = n;
         n_unauth++;
-        while (n_unauth > g.cfg.max_unauth && unauth_head != n) {
+        while (n_unauth > g.cfg.max_unauth && unauth_head != n &&
+               n->since - unauth_head->since >= UNAUTH_GRACE_MS) {
             /* MHD sees the end of the stream and closes it; its CLOSED
              * notification comes later and finds it off the list. */
             struct conn_node *old = unauth_head;
@@ -795,7 +803,10 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     (void)cls;
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    sbxd_log(LOG_DEBUG, "http: %s", msg);
+    /* A connection refused at accept (out of descriptors, MHD's own limit)
+     * is closed without an answer: never only at debug level. The rest
+     * (clients that reset, malformed requests) is routine. */
+    sbxd_log(strstr(msg, "accept") || strstr(msg, "limit") ? LOG_WARN : LOG_DEBUG, "http: %s", msg);
 }
 
 /* Create the listening socket: loopback TCP or a unix socket, nothing else. */
