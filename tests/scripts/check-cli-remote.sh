@@ -9,7 +9,11 @@ sbxrun=$1 sbxd=$2
 dir=$(mktemp -d /tmp/sbxrun-cli-XXXXXX)
 chmod 711 "$dir"   # sandboxes run under ids of their own: they pass through to the state
 n=0 fail=0
-cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"; }
+cleanup() {
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  mountpoint -q "$dir/full" 2>/dev/null && umount "$dir/full"
+  rm -rf "$dir"
+}
 trap cleanup EXIT
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -117,6 +121,28 @@ case "$out" in *"sandbox $id"*"env API_TOKEN"*"exit code 4"*"command cmd_"*"out 
 out=$("$sbxrun" transcript show --step 1 --json "$dir/t2.jsonl" 2>&1)
 case "$out" in *'"reason":"timeout"'*'"retryable":true'*) ok "a timeout is recorded with its reason" ;;
   *) not_ok "timeout in the transcript" "$out" ;; esac
+
+# A transcript that cannot be written (a full disk: a 16 KiB tmpfs, the
+# header fits, the step's 32 KiB of output windows do not) fails the run
+# instead of passing on the program's exit code.
+mkdir "$dir/full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=16k,mode=700 tmpfs "$dir/full" 2>/dev/null; then
+  "$sbxrun" exec --sandbox "$id" --allow sh --transcript "$dir/full/t.jsonl" -- \
+    sh -c 'head -c 100000 /dev/zero | tr "\0" x; exit 3' >/dev/null 2>"$dir/err"; rc=$?
+  [ $rc = 125 ] && grep -q "transcript $dir/full/t.jsonl could not be written.*No space left" "$dir/err" &&
+    ok "exec fails (125) when its transcript cannot be written" || not_ok "transcript on a full disk" "rc=$rc" "$(cat "$dir/err")"
+  rm -f "$dir/full/t.jsonl"
+  out=$("$sbxrun" exec --json --sandbox "$id" --allow sh --transcript "$dir/full/t2.jsonl" -- \
+    sh -c 'head -c 100000 /dev/zero | tr "\0" x; exit 3' 2>"$dir/err"); rc=$?
+  [ $rc = 125 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["exitCode"] == 3 and j["error"]["what"] == "transcript", j' &&
+    ok "exec --json: the result and the transcript's failure in one object" || not_ok "--json full disk" "rc=$rc" "$(cat "$dir/err")"
+  umount "$dir/full"
+else
+  ok "# SKIP a full disk needs root to mount a tmpfs"
+fi
 
 # snapshot and stop.
 snap=$("$sbxrun" sandbox snapshot "$id" --expiration 0 2>"$dir/err")

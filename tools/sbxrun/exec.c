@@ -44,7 +44,9 @@ static const char usage_text[] =
     "  --no-redact         print the output as it comes, secrets included\n"
     "  --transcript FILE   record the run in a transcript (doc/transcript.md):\n"
     "                      written as it goes, verified by `sbxrun transcript\n"
-    "                      verify`; always redacted, even with --no-redact\n" REMOTE_OPTS_HELP
+    "                      verify`; always redacted, even with --no-redact;\n"
+    "                      a run whose transcript cannot be written (a full\n"
+    "                      disk) exits 125, whatever the program did\n" REMOTE_OPTS_HELP
     "\n"
     "Before anything is created the command is checked against the command\n"
     "policy (by default: git, bun, node, ls, cat, sed, rg, paths inside\n"
@@ -54,8 +56,9 @@ static const char usage_text[] =
     "\n"
     "With --json nothing is streamed: one JSON object is printed at the end with\n"
     "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
-    "counts and durationMs. Exit status: the program's, or 125 when sbxrun could\n"
-    "not run it (the reason on stderr).\n";
+    "counts and durationMs (and error, when the transcript failed). Exit status:\n"
+    "the program's, or 125 when sbxrun could not run it or could not write its\n"
+    "transcript (the reason on stderr).\n";
 
 enum {
     O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY,
@@ -113,12 +116,24 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
 }
 
 /* Output goes through a redaction stream per stream (NULL: --no-redact),
- * and into the transcript's step (tr NULL: no --transcript). */
+ * and into the transcript's step (tr NULL: no --transcript). tr_err: the
+ * first failure that cost the transcript an entry or its file ("" if none). */
 struct sink {
     sbx_redact_stream *out, *err;
     sbx_transcript *tr;
     uint32_t step;
+    char tr_err[512];
 };
+
+/* Note a failed transcript call. An SBX_E_IO of the journal alone loses
+ * nothing yet: the entries stay in memory and sbx_transcript_finish()
+ * writes them all, so only its outcome decides for I/O. */
+static void tr_failed(struct sink *k, sbx_status st)
+{
+    if (st == SBX_OK || st == SBX_E_IO || k->tr_err[0])
+        return;
+    snprintf(k->tr_err, sizeof k->tr_err, "%s", sbx_transcript_last_error(k->tr));
+}
 
 static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
 {
@@ -133,8 +148,8 @@ static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bo
 static int stream_out(int stream, const char *data, size_t len, void *user)
 {
     struct sink *k = user;
-    if (k->tr && sbx_transcript_step_output(k->tr, k->step, stream, data, len) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(k->tr));
+    if (k->tr)
+        tr_failed(k, sbx_transcript_step_output(k->tr, k->step, stream, data, len));
     if (stream == SBX_STREAM_STDERR)
         put(stderr, k->err, data, len, false);
     else
@@ -170,10 +185,10 @@ fail:
 }
 
 /* --transcript: the job header and the file, before anything runs (a
- * crash leaves what was recorded). NULL after printing why. */
+ * crash leaves what was recorded). NULL after printing why; *st says why. */
 static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red, const char *endpoint,
                                        const char *sandbox_id, int argc, char **argv, const char *cwd,
-                                       const char *const *envs, int nenv, uint32_t *step)
+                                       const char *const *envs, int nenv, uint32_t *step, sbx_status *why)
 {
     sbx_transcript *t = sbx_transcript_new();
     sbx_redactor *plain = NULL;
@@ -200,20 +215,30 @@ fail:
     fprintf(stderr, "sbxrun exec: --transcript: %s\n", t ? sbx_transcript_last_error(t) : "out of memory");
     sbx_redactor_free(plain);
     sbx_transcript_free(t);
-    (void)st;
+    *why = st;
     return NULL;
 }
 
-/* End the step and the transcript: how it went, the verdict. */
-static void close_transcript(sbx_transcript *t, uint32_t step, sbx_step_outcome how, int code, const char *detail,
-                             const char *verdict)
+/* End the step and the transcript (how it went, the verdict), then free
+ * it. 0, or after saying on stderr that the record is missing or partial,
+ * EXIT_EXEC_FAILED: a run whose record was asked for and not kept did not
+ * do what was asked, whatever the program's exit code. */
+static int close_transcript(struct sink *k, const char *path, sbx_step_outcome how, int code, const char *detail,
+                            const char *verdict)
 {
-    if (!t)
-        return;
-    if (sbx_transcript_step_end(t, step, how, code, how == SBX_STEP_POLICY_DENIED ? 0 : how != SBX_STEP_EXITED,
-                                detail) != SBX_OK ||
-        sbx_transcript_finish(t, verdict) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(t));
+    sbx_status st;
+    if (!k->tr)
+        return 0;
+    tr_failed(k, sbx_transcript_step_end(k->tr, k->step, how, code,
+                                         how == SBX_STEP_POLICY_DENIED ? 0 : how != SBX_STEP_EXITED, detail));
+    if ((st = sbx_transcript_finish(k->tr, verdict)) != SBX_OK && !k->tr_err[0])
+        snprintf(k->tr_err, sizeof k->tr_err, "%s", sbx_transcript_last_error(k->tr));
+    sbx_transcript_free(k->tr);
+    k->tr = NULL;
+    if (!k->tr_err[0])
+        return 0;
+    fprintf(stderr, "sbxrun exec: the transcript %s could not be written (%s); failing the run\n", path, k->tr_err);
+    return EXIT_EXEC_FAILED;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -279,7 +304,7 @@ int cmd_exec(int argc, char **argv)
     int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
     bool no_policy = false, no_redact = false;
     sbx_redactor *red = NULL;
-    struct sink sink = {NULL, NULL, NULL, 0};
+    struct sink sink = {NULL, NULL, NULL, 0, ""};
     sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
     const char *verdict = "error";
     char detail[1024] = "";
@@ -290,6 +315,7 @@ int cmd_exec(int argc, char **argv)
     sbx_op *op = NULL;
     sbx_status st;
     bool own_sandbox = false; /* read at "out" even when we leave early */
+    json_t *result = NULL;    /* --json: printed at the end */
     struct timespec t0, t1;
 
     optind = 1;
@@ -363,11 +389,13 @@ int cmd_exec(int argc, char **argv)
     }
     if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0) {
         /* Refused before anything was made: the record says so. */
-        if (rc == SBXRUN_EXIT_DENIED && transcript &&
-            (sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind, cwd,
-                                       envs, nenv, &sink.step))) {
-            close_transcript(sink.tr, sink.step, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy", "denied");
-            sbx_transcript_free(sink.tr);
+        if (rc == SBXRUN_EXIT_DENIED && transcript) {
+            if (!(sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind,
+                                            cwd, envs, nenv, &sink.step, &st)))
+                rc = EXIT_EXEC_FAILED;
+            else if (close_transcript(&sink, transcript, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy",
+                                      "denied"))
+                rc = EXIT_EXEC_FAILED;
         }
         sbx_redactor_free(red);
         return rc;
@@ -393,8 +421,9 @@ int cmd_exec(int argc, char **argv)
         return EXIT_EXEC_FAILED;
     }
     if (transcript && !(sink.tr = open_transcript(transcript, red, r.endpoint, sandbox_id, argc - optind,
-                                                  argv + optind, cwd, envs, nenv, &sink.step))) {
-        rc = SBXRUN_EXIT_USAGE;
+                                                  argv + optind, cwd, envs, nenv, &sink.step, &st))) {
+        /* A file that cannot be written (a full disk) is not a usage error. */
+        rc = st == SBX_E_IO || st == SBX_E_NOMEM ? EXIT_EXEC_FAILED : SBXRUN_EXIT_USAGE;
         goto out;
     }
     s = sbx_sandbox_new(r.client);
@@ -417,8 +446,8 @@ int cmd_exec(int argc, char **argv)
         how = SBX_STEP_SKIPPED;
         goto out;
     }
-    if (sink.tr && own_sandbox && sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(sink.tr));
+    if (sink.tr && own_sandbox)
+        tr_failed(&sink, sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)));
     k = sbx_command_new(s);
     if (!k)
         goto oom;
@@ -473,7 +502,7 @@ int cmd_exec(int argc, char **argv)
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (sink.tr && sbx_command_id(k))
-        sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k));
+        tr_failed(&sink, sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k)));
     if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
         fail_msg(o.json, "exec", st, o.json ? sbx_command_last_error(k) : err);
         snprintf(detail, sizeof detail, "%s", o.json ? sbx_command_last_error(k) : err);
@@ -487,24 +516,22 @@ int cmd_exec(int argc, char **argv)
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;
     if (o.json) {
-        json_t *jout = tail_json(k, SBX_STREAM_STDOUT, red), *jerr = tail_json(k, SBX_STREAM_STDERR, red), *j;
+        json_t *jout = tail_json(k, SBX_STREAM_STDOUT, red), *jerr = tail_json(k, SBX_STREAM_STDERR, red);
         if (sink.tr) { /* not streamed: the tails kept for the JSON */
             if (jout)
-                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDOUT, json_string_value(jout),
-                                           json_string_length(jout));
+                tr_failed(&sink, sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDOUT,
+                                                            json_string_value(jout), json_string_length(jout)));
             if (jerr)
-                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDERR, json_string_value(jerr),
-                                           json_string_length(jerr));
+                tr_failed(&sink, sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDERR,
+                                                            json_string_value(jerr), json_string_length(jerr)));
         }
-        j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
+        result = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
                               sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
                               jout, "stderr", jerr,
                               "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
                               "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
                               "durationMs",
                               (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-        if (j)
-            print_json(j);
     }
     goto out;
 oom:
@@ -512,10 +539,18 @@ oom:
 out:
     if (sink.tr) {
         int code = k && sbx_command_exit_code(k) >= 0 && sbx_command_exit_code(k) <= 255 ? sbx_command_exit_code(k) : -1;
-        close_transcript(sink.tr, sink.step, how, how == SBX_STEP_EXITED || how == SBX_STEP_KILLED ? code : -1,
-                         detail[0] ? detail : NULL, verdict);
-        sbx_transcript_free(sink.tr);
+        if (close_transcript(&sink, transcript, how, how == SBX_STEP_EXITED || how == SBX_STEP_KILLED ? code : -1,
+                             detail[0] ? detail : NULL, verdict)) {
+            rc = EXIT_EXEC_FAILED;
+            /* The result stands, with the failure beside it: one JSON object. */
+            if (result)
+                json_object_set_new(result, "error",
+                                    json_pack("{s:s,s:s,s:s}", "status", "SBX_E_IO", "what", "transcript", "message",
+                                              sink.tr_err));
+        }
     }
+    if (result)
+        print_json(result);
     sbx_redact_stream_free(sink.out);
     sbx_redact_stream_free(sink.err);
     sbx_redactor_free(red);
