@@ -159,11 +159,16 @@ SBX_API sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const
 /**
  * Create the sandbox as configured and wait until the server answers. The
  * request is never sent twice once it may have reached the server (see
- * doc/client.md): a failure after that is reported, not retried.
+ * doc/client.md): a failure after that is reported, not retried. When the
+ * outcome is unknown (the connection failed or the deadline passed after
+ * the request may have been sent, a 5xx, an unreadable 2xx) the status is
+ * SBX_E_TRANSPORT (SBX_E_CANCELLED if cancelled) and the message starts
+ * with "a sandbox may exist: ": one may run that the handle does not know
+ * (find it with sbx_client_list_sandboxes()).
  *
  * @return SBX_OK, SBX_E_MISUSE (already created or attached), SBX_E_AUTH,
  *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_RATE_LIMITED, SBX_E_NOT_FOUND
- *         (a snapshot source), SBX_E_PROTOCOL, SBX_E_TIMEOUT,
+ *         (a snapshot source), SBX_E_TIMEOUT (before the request was sent),
  *         SBX_E_CANCELLED, SBX_E_NOMEM.
  * @since 1.0
  */
