@@ -391,9 +391,12 @@ SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path
  * sandbox at path. Streamed from disk as a gzip tar: a file is never read
  * into memory whole. Symbolic links are copied as the files they name only
  * when those are regular files inside local; other links, sockets, fifos
- * and devices are skipped, and empty directories are not created.
+ * and devices are skipped, and empty directories are not created. local
+ * itself may be a fifo, a character device or a file that says 0 bytes
+ * (/proc, /sys): read to its end by the call, up to 64 MiB.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_IO (cannot read local),
+ *         SBX_E_BUDGET_EXCEEDED (a local of unknown size past 64 MiB),
  *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, ...
  * @since 1.0
  */

@@ -165,6 +165,11 @@ expect 0 '"direction": "out"' "cp into a directory keeps the name" -- cp --json 
 expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
 [ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"
 expect 2 "" "cp needs one remote side" -- cp "$dir/a" "$dir/b"
+# /proc files say they are empty; a pipe has no size at all.
+expect 0 "" "cp a /proc file in" -- cp /proc/self/status "$id:status"
+expect 0 "Name:" "its content arrived, not an empty file" -- exec --sandbox "$id" -- cat status
+out=$("$sbxrun" cp <(printf 'from a pipe') "$id:piped" 2>&1) && ok "cp a pipe in" || not_ok "cp a pipe in" "$out"
+expect 0 "from a pipe" "the pipe's content arrived" -- exec --sandbox "$id" -- cat piped
 
 # --transcript: the run recorded, redacted, verifiable; a failing command
 # and a timeout give their reasons.
