@@ -132,14 +132,15 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     return rc;
 }
 
-/* Output goes through a redaction stream per stream (NULL: --no-redact),
- * and into the transcript's step (tr NULL: no --transcript). tr_err: the
- * first failure that cost the transcript an entry or its file ("" if none). */
+/* The end of one output stream, for --json. */
 struct tail {
     char *buf; /* 2 * TAIL_MAX once used */
     size_t len;
 };
 
+/* Output goes through a redaction stream per stream (NULL: --no-redact),
+ * and into the transcript's step (tr NULL: no --transcript). tr_err: the
+ * first failure that cost the transcript an entry or its file ("" if none). */
 struct sink {
     sbx_redact_stream *out, *err;
     sbx_transcript *tr;
@@ -168,7 +169,6 @@ static void tail_add(struct tail *t, const char *p, size_t n)
     memcpy(t->buf + t->len, p, n);
     t->len += n;
 }
-
 
 /* Note a failed transcript call. An SBX_E_IO of the journal alone loses
  * nothing yet: the entries stay in memory and sbx_transcript_finish()
@@ -385,7 +385,8 @@ int cmd_exec(int argc, char **argv)
         {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
         {"no-policy", no_argument, NULL, O_NO_POLICY},   {"secret", required_argument, NULL, O_SECRET},
         {"no-redact", no_argument, NULL, O_NO_REDACT},   {"transcript", required_argument, NULL, O_TRANSCRIPT},
-        {"lease", required_argument, NULL, O_LEASE},     REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
+        {"lease", required_argument, NULL, O_LEASE},     REMOTE_LONGOPTS,
+        {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
     const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
