@@ -1070,6 +1070,47 @@ static sbx_status oom_build_and_read(void *ctx)
     return st;
 }
 
+/* A file of unknown size read into memory, under every allocation failure. */
+static sbx_status oom_unknown_size(void *ctx)
+{
+    sbx__tar *t = sbx__tar_new();
+    sbx__err err = {0};
+    struct bytes body = {0};
+    struct listing l;
+    uint64_t size = 0;
+    sbx_status st;
+    (void)ctx;
+    if (!t)
+        return SBX_E_NOMEM;
+    st = sbx__tar_add_path(t, "/proc/self/status", "status", &err);
+    if (st == SBX_OK)
+        st = sbx__tar_prepare(t, 1 << 20, &size, &err);
+    if (st == SBX_OK && !read_body(t, 4096, &body)) {
+        ck_assert_msg(strstr(sbx__tar_error(t), "out of memory") != NULL, "read failed: %s", sbx__tar_error(t));
+        st = SBX_E_NOMEM;
+    }
+    if (st == SBX_OK) {
+        const struct entry_out *e;
+        list_body(&body, &l);
+        e = find(&l, "status");
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(e->size > 0, "status arrived empty");
+        listing_free(&l);
+    } else {
+        ck_assert_int_eq(err.code == SBX_OK ? SBX_E_NOMEM : err.code, st);
+    }
+    bytes_free(&body);
+    sbx__tar_free(t);
+    sbx__err_free(&err);
+    return st;
+}
+
+START_TEST(test_tarball_out_of_memory_unknown_size)
+{
+    ck_assert_int_gt(sbx_test_oom_loop(oom_unknown_size, NULL), 2);
+}
+END_TEST
+
 START_TEST(test_tarball_out_of_memory_kept)
 {
     struct oom_tar o = {1 << 20, 7, NULL};
@@ -1179,6 +1220,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_kept);
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_streamed);
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_with_tree);
+    SBX_TEST_ADD(oom, test_tarball_out_of_memory_unknown_size);
     tcase_set_timeout(oom, 600);
     suite_add_tcase(s, oom);
     return s;
