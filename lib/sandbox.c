@@ -472,8 +472,10 @@ static bool create_may_exist(sbx__req *r, sbx_status st)
     long http = sbx__req_http_status(r);
     if (st == SBX_OK || st == SBX_E_NOMEM)
         return false;
+    /* The engine does not judge a cancelled request's bytes: any attempt
+     * begun may have sent them. */
     if (sbx__req_status(r) != SBX_OK)
-        return sbx__req_maybe_sent(r);
+        return sbx__req_maybe_sent(r) || (sbx__req_status(r) == SBX_E_CANCELLED && sbx__req_attempts(r) > 0);
     return http >= 500 || (http >= 200 && http <= 299);
 }
 

@@ -493,6 +493,8 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
 {
     struct fx x;
     sbx_sandbox *s;
+    sbx_op *op;
+    int64_t until;
 
     fx_start(&x, false, NULL, NULL);
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS, 400);
@@ -513,6 +515,24 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
     ck_assert_int_eq(direct_sandbox_count(x.d), 2);
+    sbx_sandbox_free(s);
+
+    /* Cancelled while the server holds its answer back: still cancelled,
+     * and said to have maybe made one. */
+    ok_cl(sbx_client_set_option(x.c, "timeout_ms", "0"), x.c);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STALL_AFTER, 0);
+    s = sbx_sandbox_new(x.c);
+    ok_sb(sbx_sandbox_create_start(s, &op), s);
+    until = mono_ms() + 10000;
+    while (faultd_forwarded(x.f, "POST", "/v1/sandboxes$") < 3 && mono_ms() < until)
+        sbx_client_run(x.c, 50);
+    sbx_client_run(x.c, 200);
+    ck_assert_int_eq(sbx_op_done(op), 0);
+    ok_cl(sbx_op_cancel(op), x.c);
+    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    ck_assert_msg(strncmp(sbx_op_last_error(op), "a sandbox may exist: ", 21) == 0, "message: %s",
+                  sbx_op_last_error(op));
+    sbx_op_free(op);
     sbx_sandbox_free(s);
     fx_stop(&x);
 }
