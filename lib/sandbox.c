@@ -427,6 +427,7 @@ struct sbx_reply_arg {
     sbx_sandbox *s;
     bool has_routes;
     char *expect_id;   /* get: the id asked for */
+    sbx__req *req;     /* create: its request, read when it failed */
 };
 
 static void reply_arg_free(void *p)
@@ -462,10 +463,41 @@ static void not_busy(sbx_op *op, sbx_status st, void *arg)
     a->s->busy = false;
 }
 
-/* Start one request about this sandbox whose answer is a sandbox object. */
+/* Whether a create that failed with st may still have made a sandbox: the
+ * request may have reached the server and no answer said it did nothing
+ * (a 4xx does; a 5xx, a lost connection or a deadline after sending, an
+ * unreadable 2xx do not). */
+static bool create_may_exist(sbx__req *r, sbx_status st)
+{
+    long http = sbx__req_http_status(r);
+    if (st == SBX_OK || st == SBX_E_NOMEM)
+        return false;
+    /* The engine does not judge a cancelled request's bytes: any attempt
+     * begun may have sent them. */
+    if (sbx__req_status(r) != SBX_OK)
+        return sbx__req_maybe_sent(r) || (sbx__req_status(r) == SBX_E_CANCELLED && sbx__req_attempts(r) > 0);
+    return http >= 500 || (http >= 200 && http <= 299);
+}
+
+/* A create whose outcome is unknown is one failure, whatever caused it
+ * (SBX_E_TRANSPORT, or SBX_E_CANCELLED when the caller cancelled it), with
+ * a message that says what the caller must do about it: a sandbox the
+ * handle does not know may be running, and only a list finds it. */
+static void create_end(sbx_op *op, sbx_status st, void *arg)
+{
+    struct sbx_reply_arg *a = arg;
+    not_busy(op, st, arg);
+    if (!create_may_exist(a->req, st))
+        return;
+    sbx__err_set(&op->err, st == SBX_E_CANCELLED ? SBX_E_CANCELLED : SBX_E_TRANSPORT, "a sandbox may exist: %s",
+                 op->err.code != SBX_OK ? sbx__err_msg(&op->err) : sbx_strerror(st));
+}
+
+/* Start one request about this sandbox whose answer is a sandbox object.
+ * create: the request makes the sandbox (a failure may leave one). */
 static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *method, const char *suffix,
                                const char *body, bool idempotent, bool has_routes, const char *expect_id,
-                               bool busy, sbx_op **op)
+                               bool busy, bool create, sbx_op **op)
 {
     sbx__buf path = SBX__BUF_INIT;
     struct sbx_reply_arg *a;
@@ -497,6 +529,10 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
     }
     if (busy)
         sm->on_end = not_busy;
+    if (create) {
+        a->req = sm->req;
+        sm->on_end = create_end;
+    }
     st = sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
     if (st == SBX_OK && busy)
         s->busy = true;
@@ -546,7 +582,7 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     body = sbx__api_create_body(&spec);
     if (!body)
         return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
-    st = sandbox_call(s, "create sandbox", "POST", NULL, body, false, true, NULL, true, op);
+    st = sandbox_call(s, "create sandbox", "POST", NULL, body, false, true, NULL, true, true, op);
     /* The body may hold git credentials and env secrets. */
     sbx__free_secret(body);
     return st;
@@ -570,7 +606,7 @@ sbx_status sbx_sandbox_get_start(sbx_sandbox *s, const char *id, sbx_op **op)
         return sbx__err_set(&s->err, SBX_E_MISUSE,
                             "the handle is already bound to sandbox %s; use a new handle",
                             s->info.id ? s->info.id : "(being created)");
-    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, id, true, op);
+    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, id, true, false, op);
 }
 
 sbx_status sbx_sandbox_get(sbx_sandbox *s, const char *id)
@@ -586,7 +622,7 @@ sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
     CHECK_OUT(s, op);
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, NULL, false, op);
+    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, NULL, false, false, op);
 }
 
 sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
@@ -602,7 +638,7 @@ sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
     CHECK_OUT(s, op);
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "stop sandbox", "POST", "/stop", NULL, true, false, NULL, false, op);
+    return sandbox_call(s, "stop sandbox", "POST", "/stop", NULL, true, false, NULL, false, false, op);
 }
 
 sbx_status sbx_sandbox_stop(sbx_sandbox *s)
@@ -624,7 +660,7 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
         return SBX_E_MISUSE;
     if (!(body = sbx__api_int_body("duration", ms)))
         return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
-    st = sandbox_call(s, "extend timeout", "POST", "/extend-timeout", body, false, false, NULL, false, op);
+    st = sandbox_call(s, "extend timeout", "POST", "/extend-timeout", body, false, false, NULL, false, false, op);
     sbx__free(body);
     return st;
 }
@@ -647,7 +683,7 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sandbox_call(s, "update network policy", "POST", "/network-policy", json, true, false, NULL, false,
-                        op);
+                        false, op);
 }
 
 sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)

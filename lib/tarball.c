@@ -12,7 +12,9 @@
  * parent directories), names relative and normalised, ustar with a PAX
  * header when a name is long or not ASCII (libarchive's pax_restricted).
  * A file's size is taken when it is opened; if it then shrinks, the body
- * fails instead of padding a lie.
+ * fails instead of padding a lie. A file named directly whose size cannot
+ * be trusted (st_size 0, as /proc and /sys give; a pipe; a character
+ * device) is read to its end when it is added, up to SLURP_MAX bytes.
  */
 #include "internal.h"
 
@@ -34,6 +36,7 @@
 
 #define CHUNK (64 * 1024)
 #define MAX_DEPTH 128
+#define SLURP_MAX ((size_t)64 << 20) /* what a file of unknown size may hold */
 
 struct entry {
     char *name;          /* in the archive */
@@ -199,6 +202,51 @@ static sbx_status walk(sbx__tar *t, const char *root, sbx__buf *local, sbx__buf 
     return st;
 }
 
+/* Add local, read to its end now, as an entry held in memory. */
+static sbx_status add_slurped(sbx__tar *t, const char *local, const char *name, uint32_t mode, sbx__err *err)
+{
+    sbx__buf b;
+    sbx_status st = SBX_OK;
+    int fd = open(local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return sbx__err_set(err, SBX_E_IO, "%s: %s", local, strerror(errno));
+    sbx__buf_init(&b, SLURP_MAX);
+    for (;;) {
+        size_t want = SLURP_MAX - b.len < CHUNK ? SLURP_MAX - b.len : CHUNK;
+        char one;
+        ssize_t got;
+        if (want == 0) { /* full: one byte more is one too many */
+            while ((got = read(fd, &one, 1)) < 0 && errno == EINTR)
+                ;
+            if (got > 0)
+                st = SBX_E_BUDGET_EXCEEDED;
+            break;
+        }
+        if ((st = sbx__buf_reserve(&b, want)) != SBX_OK)
+            break;
+        got = read(fd, b.data + b.len, want);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            st = sbx__err_set(err, SBX_E_IO, "%s: %s", local, strerror(errno));
+            break;
+        }
+        if (got == 0)
+            break;
+        b.len += (size_t)got;
+    }
+    close(fd);
+    if (st == SBX_E_BUDGET_EXCEEDED)
+        st = sbx__err_set(err, st, "%s: its size is unknown (%s) and it holds more than %zu bytes", local,
+                          "not a regular file, or one that says 0 bytes", SLURP_MAX);
+    else if (st == SBX_E_NOMEM)
+        st = sbx__err_set(err, st, "out of memory");
+    if (st == SBX_OK)
+        st = push(t, name, NULL, b.data ? b.data : "", b.len, mode, err);
+    sbx__buf_free(&b);
+    return st;
+}
+
 sbx_status sbx__tar_add_path(sbx__tar *t, const char *local, const char *name, sbx__err *err)
 {
     struct stat sb;
@@ -212,10 +260,13 @@ sbx_status sbx__tar_add_path(sbx__tar *t, const char *local, const char *name, s
         return sbx__err_set(err, SBX_E_MISUSE, "entries cannot be added once the tar is being read");
     if (stat(local, &sb) != 0)
         return sbx__err_set(err, SBX_E_IO, "%s: %s", local, strerror(errno));
-    if (S_ISREG(sb.st_mode))
+    if (S_ISREG(sb.st_mode) && sb.st_size > 0)
         return push(t, name, local, NULL, 0, (uint32_t)sb.st_mode, err);
+    /* /proc/self/status says 0 bytes and holds a page; a pipe says nothing. */
+    if (S_ISREG(sb.st_mode) || S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))
+        return add_slurped(t, local, name, (uint32_t)sb.st_mode, err);
     if (!S_ISDIR(sb.st_mode))
-        return sbx__err_set(err, SBX_E_IO, "%s: not a regular file or a directory", local);
+        return sbx__err_set(err, SBX_E_IO, "%s: not a file, a pipe or a directory", local);
     {
         char *root = realpath(local, NULL);
         sbx__buf lb = SBX__BUF_INIT, nb = SBX__BUF_INIT;

@@ -159,11 +159,16 @@ SBX_API sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const
 /**
  * Create the sandbox as configured and wait until the server answers. The
  * request is never sent twice once it may have reached the server (see
- * doc/client.md): a failure after that is reported, not retried.
+ * doc/client.md): a failure after that is reported, not retried. When the
+ * outcome is unknown (the connection failed or the deadline passed after
+ * the request may have been sent, a 5xx, an unreadable 2xx) the status is
+ * SBX_E_TRANSPORT (SBX_E_CANCELLED if cancelled) and the message starts
+ * with "a sandbox may exist: ": one may run that the handle does not know
+ * (find it with sbx_client_list_sandboxes()).
  *
  * @return SBX_OK, SBX_E_MISUSE (already created or attached), SBX_E_AUTH,
  *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_RATE_LIMITED, SBX_E_NOT_FOUND
- *         (a snapshot source), SBX_E_PROTOCOL, SBX_E_TIMEOUT,
+ *         (a snapshot source), SBX_E_TIMEOUT (before the request was sent),
  *         SBX_E_CANCELLED, SBX_E_NOMEM.
  * @since 1.0
  */
@@ -386,9 +391,12 @@ SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path
  * sandbox at path. Streamed from disk as a gzip tar: a file is never read
  * into memory whole. Symbolic links are copied as the files they name only
  * when those are regular files inside local; other links, sockets, fifos
- * and devices are skipped, and empty directories are not created.
+ * and devices are skipped, and empty directories are not created. local
+ * itself may be a fifo, a character device or a file that says 0 bytes
+ * (/proc, /sys): read to its end by the call, up to 64 MiB.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_IO (cannot read local),
+ *         SBX_E_BUDGET_EXCEEDED (a local of unknown size past 64 MiB),
  *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, ...
  * @since 1.0
  */

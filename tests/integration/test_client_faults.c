@@ -393,6 +393,16 @@ END_TEST
 
 /* ---- POST create: never sent twice ------------------------------------------------------------------ */
 
+/* A create whose outcome is unknown says so: SBX_E_TRANSPORT, and a message
+ * that starts by telling the caller a sandbox may exist. */
+static void expect_may_exist(sbx_sandbox *s)
+{
+    expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    ck_assert_msg(strncmp(sbx_sandbox_last_error(s), "a sandbox may exist: ", 21) == 0, "message: %s",
+                  sbx_sandbox_last_error(s));
+    ck_assert_ptr_null(sbx_sandbox_id(s));
+}
+
 START_TEST(test_client_faults_create_5xx_after_forward)
 {
     struct fx x;
@@ -401,7 +411,8 @@ START_TEST(test_client_faults_create_5xx_after_forward)
     fx_start(&x, false, NULL, NULL);
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS_AFTER, 500);
     s = sbx_sandbox_new(x.c);
-    expect_sbx(sbx_sandbox_create(s), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    /* The server made it and said 500: the client cannot tell. */
+    expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "500"), "message: %s", sbx_sandbox_last_error(s));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
     ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/v1/sandboxes$"), 1);
@@ -412,7 +423,7 @@ START_TEST(test_client_faults_create_5xx_after_forward)
      * counts the requests that come after it was added). */
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS_AFTER, 502);
     s = sbx_sandbox_new(x.c);
-    expect_sbx(sbx_sandbox_create(s), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    expect_may_exist(s);
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
     ck_assert_int_eq(direct_sandbox_count(x.d), 2);
     sbx_sandbox_free(s);
@@ -429,7 +440,7 @@ START_TEST(test_client_faults_create_reset_after_forward)
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_RESET_AFTER, 0);
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 2, FAULT_RESET_MID, 10);
     s = sbx_sandbox_new(x.c);
-    expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
@@ -438,7 +449,7 @@ START_TEST(test_client_faults_create_reset_after_forward)
 
     /* Cut in the middle of the answer's body. */
     s = sbx_sandbox_new(x.c);
-    expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
@@ -457,20 +468,71 @@ START_TEST(test_client_faults_create_not_forwarded)
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS, 503);
     faultd_rule(x.f, "POST", "/v1/sandboxes$", 2, FAULT_RESET, 0);
     s = sbx_sandbox_new(x.c);
-    /* The client cannot know the 503 came before the server: not retried. */
-    expect_sbx(sbx_sandbox_create(s), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    /* The client cannot know the 503 came before the server: not retried,
+     * and a sandbox may exist as far as it knows. */
+    expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "503"), "message: %s", sbx_sandbox_last_error(s));
-    ck_assert_ptr_null(sbx_sandbox_id(s));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
     sbx_sandbox_free(s);
 
     s = sbx_sandbox_new(x.c);
-    expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
     ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/v1/sandboxes$"), 0);
     ck_assert_int_eq(direct_sandbox_count(x.d), 0);
+    sbx_sandbox_free(s);
+    fx_stop(&x);
+}
+END_TEST
+
+/* An answer that says the server did nothing (4xx, 429) is not an unknown
+ * outcome; an unreadable 2xx and a deadline passed after sending are. */
+START_TEST(test_client_faults_create_outcome_known_or_not)
+{
+    struct fx x;
+    sbx_sandbox *s;
+    sbx_op *op;
+    int64_t until;
+
+    fx_start(&x, false, NULL, NULL);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS, 400);
+    s = sbx_sandbox_new(x.c);
+    expect_sbx(sbx_sandbox_create(s), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert_msg(!contains(sbx_sandbox_last_error(s), "may exist"), "message: %s", sbx_sandbox_last_error(s));
+    sbx_sandbox_free(s);
+
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_BAD_JSON, 0);
+    s = sbx_sandbox_new(x.c);
+    expect_may_exist(s);
+    ck_assert_int_eq(direct_sandbox_count(x.d), 1);
+    sbx_sandbox_free(s);
+
+    /* Made, its answer held back past the client's deadline. */
+    ok_cl(sbx_client_set_option(x.c, "timeout_ms", "700"), x.c);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STALL_AFTER, 5000);
+    s = sbx_sandbox_new(x.c);
+    expect_may_exist(s);
+    ck_assert_int_eq(direct_sandbox_count(x.d), 2);
+    sbx_sandbox_free(s);
+
+    /* Cancelled while the server holds its answer back: still cancelled,
+     * and said to have maybe made one. */
+    ok_cl(sbx_client_set_option(x.c, "timeout_ms", "0"), x.c);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STALL_AFTER, 0);
+    s = sbx_sandbox_new(x.c);
+    ok_sb(sbx_sandbox_create_start(s, &op), s);
+    until = mono_ms() + 10000;
+    while (faultd_forwarded(x.f, "POST", "/v1/sandboxes$") < 3 && mono_ms() < until)
+        sbx_client_run(x.c, 50);
+    sbx_client_run(x.c, 200);
+    ck_assert_int_eq(sbx_op_done(op), 0);
+    ok_cl(sbx_op_cancel(op), x.c);
+    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    ck_assert_msg(strncmp(sbx_op_last_error(op), "a sandbox may exist: ", 21) == 0, "message: %s",
+                  sbx_op_last_error(op));
+    sbx_op_free(op);
     sbx_sandbox_free(s);
     fx_stop(&x);
 }
@@ -1613,6 +1675,7 @@ START_TEST(test_client_faults_connection_refused)
     /* Two backoffs (50..150 ms, then 100..300 ms). */
     ck_assert_msg(dt >= 150 && dt < 3000, "gave up after %lld ms", (long long)dt);
     ck_assert_msg(!contains(sbx_sandbox_last_error(s), "may have reached"), "message: %s", sbx_sandbox_last_error(s));
+    ck_assert_msg(!contains(sbx_sandbox_last_error(s), "may exist"), "message: %s", sbx_sandbox_last_error(s));
     sbx_sandbox_free(s);
     sbx_client_free(c);
     sbxd_stop(d);
@@ -1817,6 +1880,7 @@ Suite *sbx_test_suite(void)
         {"create_5xx_after", test_client_faults_create_5xx_after_forward},
         {"create_reset_after", test_client_faults_create_reset_after_forward},
         {"create_not_forwarded", test_client_faults_create_not_forwarded},
+        {"create_outcome", test_client_faults_create_outcome_known_or_not},
         {"cmd_5xx_after", test_client_faults_cmd_5xx_after_forward},
         {"cmd_500_after", test_client_faults_cmd_500_after_forward},
         {"cmd_reset_after", test_client_faults_cmd_reset_after_forward},

@@ -9,7 +9,11 @@ sbxrun=$1 sbxd=$2
 dir=$(mktemp -d /tmp/sbxrun-cli-XXXXXX)
 chmod 711 "$dir"   # sandboxes run under ids of their own: they pass through to the state
 n=0 fail=0
-cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"; }
+cleanup() {
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  mountpoint -q "$dir/full" 2>/dev/null && umount "$dir/full"
+  rm -rf "$dir"
+}
 trap cleanup EXIT
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -88,6 +92,67 @@ expect 0 "fresh" "exec without --sandbox" -- exec --allow sh -- sh -c 'echo fres
 after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
 [ "$before" = "$after" ] && ok "its sandbox was stopped" || not_ok "its sandbox was stopped" "$before -> $after"
 
+# A one-shot exec's sandbox lives on a lease that sbxrun extends: alive past
+# the lease while sbxrun runs, stopped soon after sbxrun is SIGKILLed (the
+# server's default timeout is 5 minutes; the bounds here are loose).
+"$sbxrun" exec --lease 2000 --allow sh --transcript "$dir/killed.jsonl" -- sh -c 'echo started; sleep 120' \
+  >"$dir/kout" 2>"$dir/kerr" &
+kpid=$!
+for _ in $(seq 200); do grep -q started "$dir/kout" 2>/dev/null && break; sleep 0.1; done
+ksid=$(grep -o '"sandbox_id":"sbx_[A-Za-z0-9]*"' "$dir/killed.jsonl" 2>/dev/null | head -1 | cut -d'"' -f4)
+if grep -q started "$dir/kout" && [ -n "$ksid" ]; then
+  sleep 5
+  expect 0 "status:    running" "the leased sandbox outlives its lease while sbxrun runs" -- sandbox get "$ksid"
+  kill -9 "$kpid"; wait "$kpid" 2>/dev/null
+  stopped=
+  for _ in $(seq 60); do
+    "$sbxrun" sandbox get "$ksid" 2>/dev/null | grep -q "status:    stopped" && { stopped=1; break; }
+    sleep 0.5
+  done
+  [ -n "$stopped" ] && ok "a SIGKILLed exec's sandbox stops within 30 s (lease 2 s)" ||
+    not_ok "the SIGKILLed exec's sandbox still runs" "$("$sbxrun" sandbox get "$ksid" 2>&1)"
+  "$sbxrun" transcript verify "$dir/killed.jsonl" >/dev/null 2>&1; rc=$?
+  [ $rc = 5 ] && ok "the killed run's transcript verifies as incomplete (5)" || not_ok "killed transcript" "rc=$rc"
+else
+  kill -9 "$kpid" 2>/dev/null; wait "$kpid" 2>/dev/null
+  not_ok "exec --lease did not start" "$(cat "$dir/kout" "$dir/kerr")"
+fi
+"$sbxrun" exec --sandbox "$id" --lease 5000 --allow true -- true 2>"$dir/err"; rc=$?
+[ $rc = 2 ] && grep -q "are for a new sandbox" "$dir/err" && ok "--lease is for a new sandbox" ||
+  not_ok "--lease with --sandbox" "rc=$rc" "$(cat "$dir/err")"
+"$sbxrun" exec --lease 999 --allow true -- true 2>"$dir/err"; rc=$?
+[ $rc = 2 ] && grep -q "lease wants milliseconds >= 1000" "$dir/err" && ok "--lease under a second" ||
+  not_ok "--lease 999" "rc=$rc" "$(cat "$dir/err")"
+
+# With no sbxd to talk to, exec starts a private one; a SIGKILLed sbxrun
+# takes it down (it gets SIGTERM and stops its sandboxes) instead of leaving
+# it running.
+if [ "$(id -u)" = 0 ] && ! [ -S /var/lib/sbxd/sbxd.sock ]; then
+  env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN SBXD="$sbxd" \
+    "$sbxrun" exec --allow sh -- sh -c 'echo started; sleep 120' >"$dir/pout" 2>"$dir/perr" &
+  kpid=$!
+  for _ in $(seq 300); do grep -q started "$dir/pout" 2>/dev/null && break; sleep 0.1; done
+  spid=$(pgrep -P "$kpid" | head -1)
+  pstate=$(tr '\0' '\n' <"/proc/$spid/cmdline" 2>/dev/null | grep -A1 -x -- --state-dir | tail -1)
+  if grep -q started "$dir/pout" && [ -n "$spid" ]; then
+    kill -9 "$kpid"; wait "$kpid" 2>/dev/null
+    for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.25; done
+    if kill -0 "$spid" 2>/dev/null; then
+      not_ok "the private sbxd outlived the SIGKILLed sbxrun"
+      kill "$spid"; for _ in $(seq 40); do kill -0 "$spid" 2>/dev/null || break; sleep 0.25; done
+    else
+      ok "a SIGKILLed exec's private sbxd exits"
+    fi
+  else
+    kill -9 "$kpid" 2>/dev/null; wait "$kpid" 2>/dev/null
+    not_ok "exec with a private sbxd did not start" "$(cat "$dir/pout" "$dir/perr")"
+  fi
+  # sbxrun could not remove the private server's directory.
+  case "$pstate" in /tmp/sbxrun-*/state) rm -rf "${pstate%/state}" ;; esac
+else
+  ok "# SKIP a private sbxd needs root and no sbxd in /var/lib/sbxd"
+fi
+
 # cp both ways, a tree in.
 mkdir -p "$dir/tree/sub" && echo one > "$dir/tree/a.txt" && echo two > "$dir/tree/sub/b.txt"
 expect 0 "" "cp a tree in" -- cp "$dir/tree" "$id:tree"
@@ -100,6 +165,11 @@ expect 0 '"direction": "out"' "cp into a directory keeps the name" -- cp --json 
 expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
 [ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"
 expect 2 "" "cp needs one remote side" -- cp "$dir/a" "$dir/b"
+# /proc files say they are empty; a pipe has no size at all.
+expect 0 "" "cp a /proc file in" -- cp /proc/self/status "$id:status"
+expect 0 "Name:" "its content arrived, not an empty file" -- exec --sandbox "$id" -- cat status
+out=$("$sbxrun" cp <(printf 'from a pipe') "$id:piped" 2>&1) && ok "cp a pipe in" || not_ok "cp a pipe in" "$out"
+expect 0 "from a pipe" "the pipe's content arrived" -- exec --sandbox "$id" -- cat piped
 
 # --transcript: the run recorded, redacted, verifiable; a failing command
 # and a timeout give their reasons.
@@ -117,6 +187,28 @@ case "$out" in *"sandbox $id"*"env API_TOKEN"*"exit code 4"*"command cmd_"*"out 
 out=$("$sbxrun" transcript show --step 1 --json "$dir/t2.jsonl" 2>&1)
 case "$out" in *'"reason":"timeout"'*'"retryable":true'*) ok "a timeout is recorded with its reason" ;;
   *) not_ok "timeout in the transcript" "$out" ;; esac
+
+# A transcript that cannot be written (a full disk: a 16 KiB tmpfs, the
+# header fits, the step's 32 KiB of output windows do not) fails the run
+# instead of passing on the program's exit code.
+mkdir "$dir/full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=16k,mode=700 tmpfs "$dir/full" 2>/dev/null; then
+  "$sbxrun" exec --sandbox "$id" --allow sh --transcript "$dir/full/t.jsonl" -- \
+    sh -c 'head -c 100000 /dev/zero | tr "\0" x; exit 3' >/dev/null 2>"$dir/err"; rc=$?
+  [ $rc = 125 ] && grep -q "transcript $dir/full/t.jsonl could not be written.*No space left" "$dir/err" &&
+    ok "exec fails (125) when its transcript cannot be written" || not_ok "transcript on a full disk" "rc=$rc" "$(cat "$dir/err")"
+  rm -f "$dir/full/t.jsonl"
+  out=$("$sbxrun" exec --json --sandbox "$id" --allow sh --transcript "$dir/full/t2.jsonl" -- \
+    sh -c 'head -c 100000 /dev/zero | tr "\0" x; exit 3' 2>"$dir/err"); rc=$?
+  [ $rc = 125 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["exitCode"] == 3 and j["error"]["what"] == "transcript", j' &&
+    ok "exec --json: the result and the transcript's failure in one object" || not_ok "--json full disk" "rc=$rc" "$(cat "$dir/err")"
+  umount "$dir/full"
+else
+  ok "# SKIP a full disk needs root to mount a tmpfs"
+fi
 
 # snapshot and stop.
 snap=$("$sbxrun" sandbox snapshot "$id" --expiration 0 2>"$dir/err")

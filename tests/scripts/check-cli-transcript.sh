@@ -70,6 +70,20 @@ out=$("$sbxrun" transcript show "$tmp/torn"); rc=$?
 [ $rc = 0 ] && case "$out" in *"step 1"*"incomplete"*"torn last line"*) true ;; *) false ;; esac &&
   ok "show: a torn transcript is shown and said to be so" || bad "show torn: rc=$rc $out"
 
+# Intact but incomplete (no end entry, as a killed job leaves it): exit 5,
+# unless the caller accepts that.
+head -n 2 "$t" >"$tmp/incomplete"
+out=$("$sbxrun" transcript verify "$tmp/incomplete" 2>"$tmp/err"); rc=$?
+[ $rc = 5 ] && case "$out$(cat "$tmp/err")" in *"incomplete (no end entry)"*"incomplete: no end entry"*) true ;; *) false ;; esac &&
+  ok "verify: an incomplete transcript exits 5" || bad "incomplete: rc=$rc $out $(cat "$tmp/err")"
+out=$("$sbxrun" transcript verify --allow-incomplete "$tmp/incomplete" 2>&1); rc=$?
+[ $rc = 0 ] && case "$out" in *"the chain holds: 1 steps, incomplete"*) true ;; *) false ;; esac &&
+  ok "verify --allow-incomplete: exit 0" || bad "--allow-incomplete: rc=$rc $out"
+"$sbxrun" transcript verify --allow-incomplete "$t" >/dev/null && ok "--allow-incomplete on a complete one" ||
+  bad "--allow-incomplete complete"
+err=$("$sbxrun" transcript verify --allow-incomplete "$tmp/torn" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && ok "--allow-incomplete does not accept a torn line" || bad "torn with --allow-incomplete: rc=$rc $err"
+
 # Not transcripts, and usage.
 printf 'hello\n' >"$tmp/not"
 err=$("$sbxrun" transcript verify "$tmp/not" 2>&1); rc=$?
@@ -78,7 +92,7 @@ err=$("$sbxrun" transcript verify "$tmp/not" 2>&1); rc=$?
 err=$("$sbxrun" transcript show "$tmp/missing" 2>&1); rc=$?
 [ $rc = 1 ] && case "$err" in *"$tmp/missing"*) true ;; *) false ;; esac && ok "a missing file is named" ||
   bad "missing: rc=$rc $err"
-for a in "" "show" "frob $t" "verify $t $t" "verify --json $t" "show --expect x $t" "show --step 0 $t"; do
+for a in "" "show" "frob $t" "verify $t $t" "verify --json $t" "show --expect x $t" "show --step 0 $t" "show --allow-incomplete $t"; do
   "$sbxrun" transcript $a >/dev/null 2>&1; rc=$?
   [ $rc = 2 ] && ok "usage error: '$a'" || bad "usage '$a': rc=$rc"
 done

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -631,14 +634,20 @@ START_TEST(test_tarball_add_path_missing)
     ck_assert_int_eq(err.code, SBX_E_IO);
     ck_assert_msg(strstr(sbx__err_msg(&err), missing) != NULL, "'%s' does not name %s", sbx__err_msg(&err), missing);
     ck_assert_uint_eq(sbx__tar_entries(t), 1);
-    /* Something that is neither a file nor a directory. */
+    /* Something that is neither a file, a pipe nor a directory. */
     sbx__err_clear(&err);
     {
-        char *fifo = path_join(dir, "pipe");
-        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-        ck_assert_int_eq(sbx__tar_add_path(t, fifo, "x", &err), SBX_E_IO);
-        ck_assert_ptr_nonnull(strstr(sbx__err_msg(&err), fifo));
-        free(fifo);
+        char *sock = path_join(dir, "sock");
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_uint_lt(strlen(sock), sizeof a.sun_path);
+        strcpy(a.sun_path, sock);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+        ck_assert_int_eq(sbx__tar_add_path(t, sock, "x", &err), SBX_E_IO);
+        ck_assert_ptr_nonnull(strstr(sbx__err_msg(&err), sock));
+        close(fd);
+        free(sock);
     }
     ck_assert_uint_eq(sbx__tar_entries(t), 1);
     sbx__tar_free(t);
@@ -646,6 +655,73 @@ START_TEST(test_tarball_add_path_missing)
     rm_rf(dir);
     free(dir);
     free(missing);
+}
+END_TEST
+
+/* Files that say 0 bytes but hold more (/proc, /sys) and pipes: read to
+ * their end when added, not trusted to be empty. */
+START_TEST(test_tarball_add_path_unknown_size)
+{
+    sbx__tar *t = sbx__tar_new();
+    sbx__err err = {0};
+    struct bytes body;
+    struct listing l;
+    const struct entry_out *e;
+    char *dir = make_tmpdir(), *fifo = path_join(dir, "pipe"), *empty = path_join(dir, "empty");
+    static const char piped[] = "through a pipe\n";
+    pid_t pid;
+    int fd;
+
+    ck_assert_int_eq(sbx__tar_add_path(t, "/proc/self/status", "status", &err), SBX_OK);
+    /* A truly empty file stays empty. */
+    fd = open(empty, O_WRONLY | O_CREAT | O_EXCL, 0640);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(sbx__tar_add_path(t, empty, "empty", &err), SBX_OK);
+    /* A pipe, fed by a child. */
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int w;
+        alarm(10); /* never left blocked if the reader fails */
+        w = open(fifo, O_WRONLY);
+        _exit(w >= 0 && write(w, piped, sizeof piped - 1) == (ssize_t)(sizeof piped - 1) ? 0 : 1);
+    }
+    ck_assert_int_eq(sbx__tar_add_path(t, fifo, "piped", &err), SBX_OK);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+
+    prepare_and_read(t, 1 << 20, odd_sizes, SBX__ARRAY_LEN(odd_sizes), &body);
+    list_body(&body, &l);
+    ck_assert_uint_eq(l.n, 3);
+    e = find(&l, "status");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(e->size > 0 && e->data.n == (size_t)e->size, "status: %lld bytes", (long long)e->size);
+    ck_assert_msg(memcmp(e->data.p, "Name:", 5) == 0, "status does not start with Name:");
+    ck_assert_uint_eq(e->perm, 0444);
+    expect_entry(&l, "empty", 0640, "", 0);
+    expect_entry(&l, "piped", 0600, piped, sizeof piped - 1);
+    listing_free(&l);
+    bytes_free(&body);
+    sbx__tar_free(t);
+    sbx__err_free(&err);
+    rm_rf(dir);
+    free(dir);
+    free(fifo);
+    free(empty);
+}
+END_TEST
+
+/* A file of unknown size is read into memory: not past the limit. */
+START_TEST(test_tarball_add_path_unknown_size_limited)
+{
+    sbx__tar *t = sbx__tar_new();
+    sbx__err err = {0};
+    ck_assert_int_eq(sbx__tar_add_path(t, "/dev/zero", "zero", &err), SBX_E_BUDGET_EXCEEDED);
+    ck_assert_msg(strstr(sbx__err_msg(&err), "/dev/zero") != NULL, "%s", sbx__err_msg(&err));
+    ck_assert_uint_eq(sbx__tar_entries(t), 0);
+    sbx__tar_free(t);
+    sbx__err_free(&err);
 }
 END_TEST
 
@@ -994,6 +1070,47 @@ static sbx_status oom_build_and_read(void *ctx)
     return st;
 }
 
+/* A file of unknown size read into memory, under every allocation failure. */
+static sbx_status oom_unknown_size(void *ctx)
+{
+    sbx__tar *t = sbx__tar_new();
+    sbx__err err = {0};
+    struct bytes body = {0};
+    struct listing l;
+    uint64_t size = 0;
+    sbx_status st;
+    (void)ctx;
+    if (!t)
+        return SBX_E_NOMEM;
+    st = sbx__tar_add_path(t, "/proc/self/status", "status", &err);
+    if (st == SBX_OK)
+        st = sbx__tar_prepare(t, 1 << 20, &size, &err);
+    if (st == SBX_OK && !read_body(t, 4096, &body)) {
+        ck_assert_msg(strstr(sbx__tar_error(t), "out of memory") != NULL, "read failed: %s", sbx__tar_error(t));
+        st = SBX_E_NOMEM;
+    }
+    if (st == SBX_OK) {
+        const struct entry_out *e;
+        list_body(&body, &l);
+        e = find(&l, "status");
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(e->size > 0, "status arrived empty");
+        listing_free(&l);
+    } else {
+        ck_assert_int_eq(err.code == SBX_OK ? SBX_E_NOMEM : err.code, st);
+    }
+    bytes_free(&body);
+    sbx__tar_free(t);
+    sbx__err_free(&err);
+    return st;
+}
+
+START_TEST(test_tarball_out_of_memory_unknown_size)
+{
+    ck_assert_int_gt(sbx_test_oom_loop(oom_unknown_size, NULL), 2);
+}
+END_TEST
+
 START_TEST(test_tarball_out_of_memory_kept)
 {
     struct oom_tar o = {1 << 20, 7, NULL};
@@ -1079,6 +1196,8 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tree, test_tarball_tree_skips_fifo);
     SBX_TEST_ADD(tree, test_tarball_add_single_file_and_mixed);
     SBX_TEST_ADD(tree, test_tarball_add_path_missing);
+    SBX_TEST_ADD(tree, test_tarball_add_path_unknown_size);
+    SBX_TEST_ADD(tree, test_tarball_add_path_unknown_size_limited);
     SBX_TEST_ADD(tree, test_tarball_failed_add_path_adds_nothing);
     tcase_set_timeout(tree, 60);
     suite_add_tcase(s, tree);
@@ -1101,6 +1220,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_kept);
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_streamed);
     SBX_TEST_ADD(oom, test_tarball_out_of_memory_with_tree);
+    SBX_TEST_ADD(oom, test_tarball_out_of_memory_unknown_size);
     tcase_set_timeout(oom, 600);
     suite_add_tcase(s, oom);
     return s;

@@ -14,6 +14,8 @@ enum {
     SBXRUN_EXIT_FAIL = 1,    /* the job ran and failed, or an operation failed */
     SBXRUN_EXIT_USAGE = 2,   /* bad command line */
     SBXRUN_EXIT_DENIED = 3,  /* refused by policy */
+    /* 4 is left unused. */
+    SBXRUN_EXIT_INCOMPLETE = 5, /* transcript verify: the chain holds but the job never ended */
 };
 
 /* One subcommand: run() gets argv with argv[0] = the subcommand's name. */

@@ -3,6 +3,10 @@
  * sbxrun exec: run one program in a sandbox, its output streamed to ours,
  * its exit code ours. Without --sandbox a new sandbox is made for it and
  * stopped afterwards (on the local sbxd, a private one when none runs).
+ * That sandbox gets a short timeout (the lease), extended while the
+ * program runs: an sbxrun killed with SIGKILL cannot stop it, and without
+ * the lease it would run (and be billed) for the server's default timeout
+ * or longer.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +23,15 @@
  * docker run). */
 #define EXIT_EXEC_FAILED 125
 
+/* The lease of a new sandbox: its timeout at creation, renewed every third
+ * of it, so a failed renewal or two is survived. The server's minimum
+ * timeout is a second. */
+#define LEASE_DEFAULT_MS 180000
+#define LEASE_MIN_MS 1000
+
+/* --json keeps the last MiB of each stream. */
+#define TAIL_MAX (1u << 20)
+
 static const char usage_text[] =
     "usage: sbxrun exec [--sandbox ID] [--cwd DIR] [--env NAME=VALUE]... [--sudo]\n"
     "                   [--timeout MS] [options] -- PROGRAM [ARGS...]\n"
@@ -26,13 +39,17 @@ static const char usage_text[] =
     "Run PROGRAM (no shell) in a sandbox: its stdout and stderr are streamed to\n"
     "sbxrun's as they arrive, and sbxrun exits with its exit code (128+N when a\n"
     "signal N ended it). Without --sandbox a sandbox is created for the run and\n"
-    "stopped after it.\n"
+    "stopped after it; its timeout is a short lease that sbxrun extends while\n"
+    "PROGRAM runs, so a killed sbxrun leaves nothing running for long.\n"
     "\n"
     "  --sandbox ID        run in this existing sandbox\n"
     "  --cwd DIR           working directory [/vercel/sandbox]\n"
     "  --env NAME=VALUE    environment variable (repeatable)\n"
     "  --sudo              run as root of the sandbox\n"
     "  --timeout MS        kill the program (SIGKILL) after MS milliseconds\n"
+    "  --lease MS          a new sandbox's timeout, extended while the program\n"
+    "                      runs: if sbxrun is killed, the sandbox stops at most\n"
+    "                      MS milliseconds later [180000]\n"
     "  --runtime NAME      the runtime of a new sandbox [node24]\n"
     "  --network-policy P  allow-all, deny-all or JSON, for a new sandbox\n"
     "  --policy FILE       check PROGRAM ARGS against this command policy\n"
@@ -44,7 +61,9 @@ static const char usage_text[] =
     "  --no-redact         print the output as it comes, secrets included\n"
     "  --transcript FILE   record the run in a transcript (doc/transcript.md):\n"
     "                      written as it goes, verified by `sbxrun transcript\n"
-    "                      verify`; always redacted, even with --no-redact\n" REMOTE_OPTS_HELP
+    "                      verify`; always redacted, even with --no-redact;\n"
+    "                      a run whose transcript cannot be written (a full\n"
+    "                      disk) exits 125, whatever the program did\n" REMOTE_OPTS_HELP
     "\n"
     "Before anything is created the command is checked against the command\n"
     "policy (by default: git, bun, node, ls, cat, sed, rg, paths inside\n"
@@ -54,12 +73,13 @@ static const char usage_text[] =
     "\n"
     "With --json nothing is streamed: one JSON object is printed at the end with\n"
     "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
-    "counts and durationMs. Exit status: the program's, or 125 when sbxrun could\n"
-    "not run it (the reason on stderr).\n";
+    "counts and durationMs (and error, when the transcript failed). Exit status:\n"
+    "the program's, or 125 when sbxrun could not run it or could not write its\n"
+    "transcript (the reason on stderr).\n";
 
 enum {
     O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY,
-    O_SECRET, O_NO_REDACT, O_TRANSCRIPT, O_HELP
+    O_SECRET, O_NO_REDACT, O_TRANSCRIPT, O_LEASE, O_HELP
 };
 
 #define MAX_ALLOW 64
@@ -112,13 +132,53 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     return rc;
 }
 
+/* The end of one output stream, for --json. */
+struct tail {
+    char *buf; /* 2 * TAIL_MAX once used */
+    size_t len;
+};
+
 /* Output goes through a redaction stream per stream (NULL: --no-redact),
- * and into the transcript's step (tr NULL: no --transcript). */
+ * and into the transcript's step (tr NULL: no --transcript). tr_err: the
+ * first failure that cost the transcript an entry or its file ("" if none). */
 struct sink {
     sbx_redact_stream *out, *err;
     sbx_transcript *tr;
     uint32_t step;
+    char tr_err[512];
+    bool json;            /* keep tails instead of printing */
+    struct tail tails[2]; /* stdout, stderr */
 };
+
+/* Keep the last TAIL_MAX bytes: appended into twice that room, the last
+ * TAIL_MAX moved to the front when it fills (each byte moves at most once
+ * per TAIL_MAX bytes appended). Out of memory drops the output. */
+static void tail_add(struct tail *t, const char *p, size_t n)
+{
+    if (!t->buf && !(t->buf = malloc(2 * TAIL_MAX)))
+        return;
+    if (n >= TAIL_MAX) {
+        p += n - TAIL_MAX;
+        n = TAIL_MAX;
+        t->len = 0;
+    } else if (t->len + n > 2 * TAIL_MAX) {
+        size_t keep = TAIL_MAX - n;
+        memmove(t->buf, t->buf + t->len - keep, keep);
+        t->len = keep;
+    }
+    memcpy(t->buf + t->len, p, n);
+    t->len += n;
+}
+
+/* Note a failed transcript call. An SBX_E_IO of the journal alone loses
+ * nothing yet: the entries stay in memory and sbx_transcript_finish()
+ * writes them all, so only its outcome decides for I/O. */
+static void tr_failed(struct sink *k, sbx_status st)
+{
+    if (st == SBX_OK || st == SBX_E_IO || k->tr_err[0])
+        return;
+    snprintf(k->tr_err, sizeof k->tr_err, "%s", sbx_transcript_last_error(k->tr));
+}
 
 static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
 {
@@ -133,9 +193,11 @@ static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bo
 static int stream_out(int stream, const char *data, size_t len, void *user)
 {
     struct sink *k = user;
-    if (k->tr && sbx_transcript_step_output(k->tr, k->step, stream, data, len) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(k->tr));
-    if (stream == SBX_STREAM_STDERR)
+    if (k->tr)
+        tr_failed(k, sbx_transcript_step_output(k->tr, k->step, stream, data, len));
+    if (k->json)
+        tail_add(&k->tails[stream == SBX_STREAM_STDERR], data, len);
+    else if (stream == SBX_STREAM_STDERR)
         put(stderr, k->err, data, len, false);
     else
         put(stdout, k->out, data, len, false);
@@ -170,10 +232,10 @@ fail:
 }
 
 /* --transcript: the job header and the file, before anything runs (a
- * crash leaves what was recorded). NULL after printing why. */
+ * crash leaves what was recorded). NULL after printing why; *st says why. */
 static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red, const char *endpoint,
                                        const char *sandbox_id, int argc, char **argv, const char *cwd,
-                                       const char *const *envs, int nenv, uint32_t *step)
+                                       const char *const *envs, int nenv, uint32_t *step, sbx_status *why)
 {
     sbx_transcript *t = sbx_transcript_new();
     sbx_redactor *plain = NULL;
@@ -200,20 +262,30 @@ fail:
     fprintf(stderr, "sbxrun exec: --transcript: %s\n", t ? sbx_transcript_last_error(t) : "out of memory");
     sbx_redactor_free(plain);
     sbx_transcript_free(t);
-    (void)st;
+    *why = st;
     return NULL;
 }
 
-/* End the step and the transcript: how it went, the verdict. */
-static void close_transcript(sbx_transcript *t, uint32_t step, sbx_step_outcome how, int code, const char *detail,
-                             const char *verdict)
+/* End the step and the transcript (how it went, the verdict), then free
+ * it. 0, or after saying on stderr that the record is missing or partial,
+ * EXIT_EXEC_FAILED: a run whose record was asked for and not kept did not
+ * do what was asked, whatever the program's exit code. */
+static int close_transcript(struct sink *k, const char *path, sbx_step_outcome how, int code, const char *detail,
+                            const char *verdict)
 {
-    if (!t)
-        return;
-    if (sbx_transcript_step_end(t, step, how, code, how == SBX_STEP_POLICY_DENIED ? 0 : how != SBX_STEP_EXITED,
-                                detail) != SBX_OK ||
-        sbx_transcript_finish(t, verdict) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(t));
+    sbx_status st;
+    if (!k->tr)
+        return 0;
+    tr_failed(k, sbx_transcript_step_end(k->tr, k->step, how, code,
+                                         how == SBX_STEP_POLICY_DENIED ? 0 : how != SBX_STEP_EXITED, detail));
+    if ((st = sbx_transcript_finish(k->tr, verdict)) != SBX_OK && !k->tr_err[0])
+        snprintf(k->tr_err, sizeof k->tr_err, "%s", sbx_transcript_last_error(k->tr));
+    sbx_transcript_free(k->tr);
+    k->tr = NULL;
+    if (!k->tr_err[0])
+        return 0;
+    fprintf(stderr, "sbxrun exec: the transcript %s could not be written (%s); failing the run\n", path, k->tr_err);
+    return EXIT_EXEC_FAILED;
 }
 
 static volatile sig_atomic_t interrupted;
@@ -229,35 +301,78 @@ static void on_signal(int sig)
         sbx_op_cancel(running_op);
 }
 
-static json_t *tail_json(sbx_command *k, int stream, const sbx_redactor *red)
+static json_t *tail_json(struct tail *t, const sbx_redactor *red)
 {
-    char buf[65536];
-    size_t n;
     json_t *s;
-    char *all = NULL;
-    size_t len = 0;
-    while (sbx_command_read_output(k, stream, buf, sizeof buf, &n) == SBX_OK) {
-        char *p = realloc(all, len + n + 1);
-        if (!p)
-            break;
-        all = p;
-        memcpy(all + len, buf, n);
-        len += n;
-    }
+    size_t len = t->len < TAIL_MAX ? t->len : TAIL_MAX;
+    const char *all = t->buf ? t->buf + t->len - len : NULL;
     if (red) {
         char *r = NULL;
         size_t rlen = 0;
-        if (sbx_redactor_redact(red, all ? all : "", len, &r, &rlen) != SBX_OK) {
-            free(all);
+        if (sbx_redactor_redact(red, all ? all : "", len, &r, &rlen) != SBX_OK)
             return json_string("");
-        }
         s = json_stringn_nocheck(r, rlen);
         sbx_free(r);
     } else {
         s = json_stringn_nocheck(all ? all : "", len);
     }
-    free(all);
     return s;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drive the client until op ends. lease_ms > 0: on the way, extend the
+ * sandbox's timeout by the time passed since the last extension, every
+ * third of the lease, so it always has about a lease left. A failed
+ * extension is said once; the next one makes up for it (unless the
+ * server refused: past the maximum, the sandbox ends at its timeout). */
+static sbx_status drive_leased(sbx_client *c, sbx_sandbox *s, sbx_op *op, int64_t lease_ms)
+{
+    int64_t every = lease_ms / 3, last = mono_ms(), next = last + every, from = 0;
+    sbx_op *ext = NULL;
+    bool said = false, refused = false;
+    while (!sbx_op_done(op)) {
+        int64_t ms = -1, now;
+        sbx_client_get_timeout(c, &ms);
+        if (lease_ms && !refused && !ext) {
+            int64_t left = next - mono_ms();
+            left = left < 0 ? 0 : left;
+            ms = ms < 0 || left < ms ? left : ms;
+        }
+        sbx_client_wait(c, ms);
+        if (sbx_client_process(c, NULL) != SBX_OK)
+            break;
+        now = mono_ms();
+        if (ext && sbx_op_done(ext)) {
+            sbx_status st = sbx_op_status(ext);
+            if (st == SBX_OK) {
+                last = from;
+            } else {
+                refused = st != SBX_E_TRANSPORT && st != SBX_E_TIMEOUT && st != SBX_E_RATE_LIMITED;
+                if (!said)
+                    fprintf(stderr, "sbxrun exec: could not extend the sandbox's timeout: %s%s\n",
+                            sbx_op_last_error(ext), refused ? "" : " (will try again)");
+                said = true;
+            }
+            sbx_op_free(ext);
+            ext = NULL;
+            next = now + every;
+        }
+        if (lease_ms && !refused && !ext && now >= next) {
+            from = now;
+            if (sbx_sandbox_extend_timeout_start(s, now - last, &ext) != SBX_OK) {
+                ext = NULL;
+                next = now + every;
+            }
+        }
+    }
+    sbx_op_free(ext);
+    return sbx_op_status(op);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -270,7 +385,8 @@ int cmd_exec(int argc, char **argv)
         {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
         {"no-policy", no_argument, NULL, O_NO_POLICY},   {"secret", required_argument, NULL, O_SECRET},
         {"no-redact", no_argument, NULL, O_NO_REDACT},   {"transcript", required_argument, NULL, O_TRANSCRIPT},
-        REMOTE_LONGOPTS,                                 {NULL, 0, NULL, 0}};
+        {"lease", required_argument, NULL, O_LEASE},     REMOTE_LONGOPTS,
+        {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
     const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
@@ -279,17 +395,18 @@ int cmd_exec(int argc, char **argv)
     int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
     bool no_policy = false, no_redact = false;
     sbx_redactor *red = NULL;
-    struct sink sink = {NULL, NULL, NULL, 0};
+    struct sink sink = {NULL, NULL, NULL, 0, "", false, {{NULL, 0}, {NULL, 0}}};
     sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
     const char *verdict = "error";
     char detail[1024] = "";
-    long long timeout = 0;
+    long long timeout = 0, lease = 0;
     char err[1024];
     sbx_sandbox *s = NULL;
     sbx_command *k = NULL;
     sbx_op *op = NULL;
     sbx_status st;
     bool own_sandbox = false; /* read at "out" even when we leave early */
+    json_t *result = NULL;    /* --json: printed at the end */
     struct timespec t0, t1;
 
     optind = 1;
@@ -313,6 +430,15 @@ int cmd_exec(int argc, char **argv)
             timeout = strtoll(optarg, &end, 10);
             if (!*optarg || *end || timeout <= 0) {
                 fprintf(stderr, "sbxrun exec: --timeout wants milliseconds > 0, not '%s'\n", optarg);
+                return SBXRUN_EXIT_USAGE;
+            }
+            break;
+        }
+        case O_LEASE: {
+            char *end;
+            lease = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || lease < LEASE_MIN_MS) {
+                fprintf(stderr, "sbxrun exec: --lease wants milliseconds >= %d, not '%s'\n", LEASE_MIN_MS, optarg);
                 return SBXRUN_EXIT_USAGE;
             }
             break;
@@ -349,10 +475,12 @@ int cmd_exec(int argc, char **argv)
         fprintf(stderr, "sbxrun exec: no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])\n");
         return SBXRUN_EXIT_USAGE;
     }
-    if (sandbox_id && (runtime || policy)) {
-        fprintf(stderr, "sbxrun exec: --runtime and --network-policy are for a new sandbox, not --sandbox\n");
+    if (sandbox_id && (runtime || policy || lease)) {
+        fprintf(stderr, "sbxrun exec: --runtime, --network-policy and --lease are for a new sandbox, not --sandbox\n");
         return SBXRUN_EXIT_USAGE;
     }
+    if (!lease)
+        lease = LEASE_DEFAULT_MS;
     if (no_policy && (cmd_policy || nallow)) {
         fprintf(stderr, "sbxrun exec: --no-policy does not go with --policy or --allow\n");
         return SBXRUN_EXIT_USAGE;
@@ -363,11 +491,13 @@ int cmd_exec(int argc, char **argv)
     }
     if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0) {
         /* Refused before anything was made: the record says so. */
-        if (rc == SBXRUN_EXIT_DENIED && transcript &&
-            (sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind, cwd,
-                                       envs, nenv, &sink.step))) {
-            close_transcript(sink.tr, sink.step, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy", "denied");
-            sbx_transcript_free(sink.tr);
+        if (rc == SBXRUN_EXIT_DENIED && transcript) {
+            if (!(sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind,
+                                            cwd, envs, nenv, &sink.step, &st)))
+                rc = EXIT_EXEC_FAILED;
+            else if (close_transcript(&sink, transcript, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy",
+                                      "denied"))
+                rc = EXIT_EXEC_FAILED;
         }
         sbx_redactor_free(red);
         return rc;
@@ -393,8 +523,9 @@ int cmd_exec(int argc, char **argv)
         return EXIT_EXEC_FAILED;
     }
     if (transcript && !(sink.tr = open_transcript(transcript, red, r.endpoint, sandbox_id, argc - optind,
-                                                  argv + optind, cwd, envs, nenv, &sink.step))) {
-        rc = SBXRUN_EXIT_USAGE;
+                                                  argv + optind, cwd, envs, nenv, &sink.step, &st))) {
+        /* A file that cannot be written (a full disk) is not a usage error. */
+        rc = st == SBX_E_IO || st == SBX_E_NOMEM ? EXIT_EXEC_FAILED : SBXRUN_EXIT_USAGE;
         goto out;
     }
     s = sbx_sandbox_new(r.client);
@@ -402,7 +533,8 @@ int cmd_exec(int argc, char **argv)
         goto oom;
     if (own_sandbox) {
         if ((runtime && (st = sbx_sandbox_set_runtime(s, runtime)) != SBX_OK) ||
-            (policy && (st = sbx_sandbox_set_network_policy_json(s, policy)) != SBX_OK)) {
+            (policy && (st = sbx_sandbox_set_network_policy_json(s, policy)) != SBX_OK) ||
+            (st = sbx_sandbox_set_timeout_ms(s, lease)) != SBX_OK) {
             fprintf(stderr, "sbxrun exec: %s\n", sbx_sandbox_last_error(s));
             rc = SBXRUN_EXIT_USAGE;
             goto out;
@@ -417,8 +549,8 @@ int cmd_exec(int argc, char **argv)
         how = SBX_STEP_SKIPPED;
         goto out;
     }
-    if (sink.tr && own_sandbox && sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)) != SBX_OK)
-        fprintf(stderr, "sbxrun exec: transcript: %s\n", sbx_transcript_last_error(sink.tr));
+    if (sink.tr && own_sandbox)
+        tr_failed(&sink, sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)));
     k = sbx_command_new(s);
     if (!k)
         goto oom;
@@ -439,29 +571,24 @@ int cmd_exec(int argc, char **argv)
             goto out;
         }
     }
-    if (!o.json)
-        sbx_command_set_output_cb(k, stream_out, &sink);
-    else
-        sbx_command_set_output_limit(k, 1u << 20);
+    /* Output is printed as it comes, or with --json kept (its tail) for
+     * the object at the end; the transcript gets all of it either way. */
+    sink.json = o.json;
+    sbx_command_set_output_cb(k, stream_out, &sink);
 
     /* Ctrl-C cancels the wait; the program is then killed, not left behind. */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    if (o.json) {
-        /* A blocking run keeps the tail of each stream for the JSON. */
-        st = sbx_command_run(k);
+    st = sbx_command_start(k, &op);
+    if (st == SBX_OK) {
+        running_op = op;
+        st = drive_leased(r.client, s, op, own_sandbox ? lease : 0);
+        running_op = NULL;
+        if (st != SBX_OK)
+            snprintf(err, sizeof err, "%s", sbx_op_last_error(op));
+        sbx_op_free(op);
     } else {
-        st = sbx_command_start(k, &op);
-        if (st == SBX_OK) {
-            running_op = op;
-            st = sbx_op_wait(op);
-            running_op = NULL;
-            if (st != SBX_OK)
-                snprintf(err, sizeof err, "%s", sbx_op_last_error(op));
-            sbx_op_free(op);
-        } else {
-            snprintf(err, sizeof err, "%s", sbx_command_last_error(k));
-        }
+        snprintf(err, sizeof err, "%s", sbx_command_last_error(k));
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
@@ -473,10 +600,10 @@ int cmd_exec(int argc, char **argv)
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (sink.tr && sbx_command_id(k))
-        sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k));
+        tr_failed(&sink, sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k)));
     if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
-        fail_msg(o.json, "exec", st, o.json ? sbx_command_last_error(k) : err);
-        snprintf(detail, sizeof detail, "%s", o.json ? sbx_command_last_error(k) : err);
+        fail_msg(o.json, "exec", st, err);
+        snprintf(detail, sizeof detail, "%s", err);
         how = st == SBX_E_TIMEOUT ? SBX_STEP_TIMEOUT : st == SBX_E_CANCELLED ? SBX_STEP_CANCELLED : SBX_STEP_TRANSPORT_ERROR;
         verdict = st == SBX_E_TIMEOUT ? "timed-out" : st == SBX_E_CANCELLED ? "cancelled" : "error";
         goto out;
@@ -487,24 +614,14 @@ int cmd_exec(int argc, char **argv)
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;
     if (o.json) {
-        json_t *jout = tail_json(k, SBX_STREAM_STDOUT, red), *jerr = tail_json(k, SBX_STREAM_STDERR, red), *j;
-        if (sink.tr) { /* not streamed: the tails kept for the JSON */
-            if (jout)
-                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDOUT, json_string_value(jout),
-                                           json_string_length(jout));
-            if (jerr)
-                sbx_transcript_step_output(sink.tr, sink.step, SBX_STREAM_STDERR, json_string_value(jerr),
-                                           json_string_length(jerr));
-        }
-        j = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
+        json_t *jout = tail_json(&sink.tails[0], red), *jerr = tail_json(&sink.tails[1], red);
+        result = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
                               sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
                               jout, "stderr", jerr,
                               "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
                               "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
                               "durationMs",
                               (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-        if (j)
-            print_json(j);
     }
     goto out;
 oom:
@@ -512,12 +629,22 @@ oom:
 out:
     if (sink.tr) {
         int code = k && sbx_command_exit_code(k) >= 0 && sbx_command_exit_code(k) <= 255 ? sbx_command_exit_code(k) : -1;
-        close_transcript(sink.tr, sink.step, how, how == SBX_STEP_EXITED || how == SBX_STEP_KILLED ? code : -1,
-                         detail[0] ? detail : NULL, verdict);
-        sbx_transcript_free(sink.tr);
+        if (close_transcript(&sink, transcript, how, how == SBX_STEP_EXITED || how == SBX_STEP_KILLED ? code : -1,
+                             detail[0] ? detail : NULL, verdict)) {
+            rc = EXIT_EXEC_FAILED;
+            /* The result stands, with the failure beside it: one JSON object. */
+            if (result)
+                json_object_set_new(result, "error",
+                                    json_pack("{s:s,s:s,s:s}", "status", "SBX_E_IO", "what", "transcript", "message",
+                                              sink.tr_err));
+        }
     }
+    if (result)
+        print_json(result);
     sbx_redact_stream_free(sink.out);
     sbx_redact_stream_free(sink.err);
+    free(sink.tails[0].buf);
+    free(sink.tails[1].buf);
     sbx_redactor_free(red);
     sbx_command_free(k);
     if (own_sandbox && s && sbx_sandbox_id(s))

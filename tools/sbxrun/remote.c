@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -122,7 +123,7 @@ static int start_private(struct remote *r, char *err, size_t errlen)
     char tokpath[PATH_MAX + 8];
     char *sbxd = find_sbxd();
     int out[2];
-    pid_t pid;
+    pid_t pid, self = getpid();
     FILE *f;
 
     if (!mkdtemp(tmpl)) {
@@ -159,6 +160,10 @@ static int start_private(struct remote *r, char *err, size_t errlen)
         dup2(out[1], 1);
         dup2(log_fd >= 0 ? log_fd : null_fd, 2);
         setpgid(0, 0);
+        /* An sbxrun killed with SIGKILL cannot stop its private sbxd: the
+         * kernel sends it SIGTERM, on which it stops every sandbox. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != self)
+            _exit(127);
         execlp(sbxd, sbxd, "--listen", listen_arg, "--state-dir", state, (char *)NULL);
         _exit(127);
     }

@@ -12,16 +12,18 @@
 
 static const char usage_text[] =
     "usage: sbxrun transcript show FILE [--json] [--step N]\n"
-    "       sbxrun transcript verify FILE [--expect HASH]\n"
+    "       sbxrun transcript verify FILE [--expect HASH] [--allow-incomplete]\n"
     "\n"
     "show    print a job transcript for people: the job, then one block per step\n"
     "        (command, duration, exit code or why there is none, output tails,\n"
     "        dropped bytes). --json prints the entries (one JSON object per line);\n"
     "        --step N only the Nth step (1 = the first to end).\n"
-    "verify  check the hash chain: exit 0 when every entry holds, 1 with the first\n"
-    "        broken one (or a torn last line) on stderr. --expect HASH also wants\n"
-    "        the last entry's hash to be HASH (kept from when it was written), so\n"
-    "        that entries cut from the end are seen too.\n";
+    "verify  check the hash chain: exit 0 when every entry holds and the job\n"
+    "        ended, 1 with the first broken one (or a torn last line) on stderr,\n"
+    "        5 when the chain holds but has no end entry (the job was killed or\n"
+    "        its writer failed); --allow-incomplete accepts that (exit 0).\n"
+    "        --expect HASH also wants the last entry's hash to be HASH (kept from\n"
+    "        when it was written), so that entries cut from the end are seen too.\n";
 
 static sbx_transcript *open_transcript(const char *cmd, const char *path)
 {
@@ -197,7 +199,7 @@ static int show(const char *path, bool as_json, long step)
     return rc;
 }
 
-static int verify(const char *path, const char *expect)
+static int verify(const char *path, const char *expect, bool allow_incomplete)
 {
     sbx_transcript *t = open_transcript("verify", path);
     int64_t broken = -1;
@@ -215,6 +217,14 @@ static int verify(const char *path, const char *expect)
     } else {
         printf("%s: the chain holds: %u steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
                sbx_transcript_complete(t) ? ", complete" : ", incomplete (no end entry)", sbx_transcript_head_hash(t));
+        /* An intact record of a job that never ended is not a record of the
+         * job: a caller checking only the exit status must not take it for one. */
+        if (!sbx_transcript_complete(t) && !allow_incomplete) {
+            fprintf(stderr, "sbxrun transcript verify: %s: incomplete: no end entry (the job was killed, or the "
+                            "transcript could not be finished); --allow-incomplete accepts it\n",
+                    path);
+            rc = SBXRUN_EXIT_INCOMPLETE;
+        }
     }
     sbx_transcript_free(t);
     return rc;
@@ -225,10 +235,11 @@ int cmd_transcript(int argc, char **argv)
     static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
                                              {"step", required_argument, NULL, 's'},
                                              {"expect", required_argument, NULL, 'e'},
+                                             {"allow-incomplete", no_argument, NULL, 'i'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *sub, *path = NULL, *expect = NULL;
-    bool as_json = false;
+    bool as_json = false, allow_incomplete = false;
     long step = 0;
     int c;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -254,6 +265,7 @@ int cmd_transcript(int argc, char **argv)
             break;
         }
         case 'e': expect = optarg; break;
+        case 'i': allow_incomplete = true; break;
         case 'h': fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
         default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
         }
@@ -268,10 +280,10 @@ int cmd_transcript(int argc, char **argv)
             fprintf(stderr, "sbxrun transcript verify: --json and --step are options of show\n");
             return SBXRUN_EXIT_USAGE;
         }
-        return verify(path, expect);
+        return verify(path, expect, allow_incomplete);
     }
-    if (expect) {
-        fprintf(stderr, "sbxrun transcript show: --expect is an option of verify\n");
+    if (expect || allow_incomplete) {
+        fprintf(stderr, "sbxrun transcript show: --expect and --allow-incomplete are options of verify\n");
         return SBXRUN_EXIT_USAGE;
     }
     return show(path, as_json, step);
