@@ -395,6 +395,22 @@ static void unauth_unlink_locked(struct conn_node *n)
     n_unauth--;
 }
 
+/* Past the cap, close the oldest connections that have had their grace.
+ * MHD sees the end of the stream and closes them; their CLOSED
+ * notifications come later and find them off the list. */
+static void evict_locked(int64_t now)
+{
+    while (n_unauth > g.cfg.max_unauth && now - unauth_head->since >= UNAUTH_GRACE_MS) {
+        struct conn_node *old = unauth_head;
+        unauth_unlink_locked(old);
+        if (old->fd >= 0)
+            shutdown(old->fd, SHUT_RDWR);
+        n_evicted++;
+    }
+    if (n_evicted)
+        warn_limits_locked();
+}
+
 static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
                         enum MHD_ConnectionNotificationCode code)
 {
@@ -421,18 +437,7 @@ static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_co
             unauth_head = n;
         unauth_tail = n;
         n_unauth++;
-        while (n_unauth > g.cfg.max_unauth && unauth_head != n &&
-               n->since - unauth_head->since >= UNAUTH_GRACE_MS) {
-            /* MHD sees the end of the stream and closes it; its CLOSED
-             * notification comes later and finds it off the list. */
-            struct conn_node *old = unauth_head;
-            unauth_unlink_locked(old);
-            if (old->fd >= 0)
-                shutdown(old->fd, SHUT_RDWR);
-            n_evicted++;
-        }
-        if (n_evicted)
-            warn_limits_locked();
+        evict_locked(n->since);
         pthread_mutex_unlock(&conn_lock);
         *socket_context = n;
         return;
@@ -647,6 +652,10 @@ void http_wake(struct waitq *q)
 void http_sweep(void)
 {
     struct waiter *w = parked_head, *next;
+    /* The cap holds also when no new connection comes to enforce it. */
+    pthread_mutex_lock(&conn_lock);
+    evict_locked(mono_ms());
+    pthread_mutex_unlock(&conn_lock);
     for (; w; w = next) {
         next = w->all_next;
         if (!http_client_gone(w->conn))

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1287,4 +1288,8 @@ void sandbox_janitor(void)
         sbxd_log(LOG_INFO, "removed the records of %d sandboxes stopped more than %lld ms ago "
                  "(--retain-records)", n, (long long)g.cfg.retain_records_ms);
     http_sweep();
+    /* What a burst of connections freed (libmicrohttpd's per-connection
+     * pools, 32 KiB each) stays in the allocator's arenas, and first
+     * becomes resident when it is freed: give it back to the kernel. */
+    malloc_trim(0);
 }
