@@ -1325,6 +1325,8 @@ static void housekeeping(sbx__engine *e)
         }
         if (r->state == R_ACTIVE && r->idle_at > 0 && now >= r->idle_at) {
             int64_t p = idle_period(r);
+            if (r->paused) /* silent because its owner is not reading */
+                r->last_io = now;
             if (p > 0 && now - r->last_io >= p) {
                 if (r->follow) {
                     /* Told again after another period of silence. */
@@ -1803,7 +1805,7 @@ uint64_t sbx__req_streamed(const sbx__req *r)
 
 int64_t sbx__req_silent_ms(const sbx__req *r)
 {
-    return r->state == R_ACTIVE ? sbx__mono_ms() - r->last_io : 0;
+    return r->state == R_ACTIVE && !r->paused ? sbx__mono_ms() - r->last_io : 0;
 }
 
 bool sbx__req_idempotent(const sbx__req *r)

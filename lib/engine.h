@@ -115,7 +115,8 @@ void sbx__req_set_follow(sbx__req *r, bool yes);
 void sbx__req_become_follow(sbx__req *r, int64_t mono_ms);
 /* A followed request whose response brings no byte for ms: fn is called
  * (again after every further ms of silence) instead of failing it, since
- * its silence may be legitimate; the owner checks the server. ms 0: never. */
+ * its silence may be legitimate; the owner checks the server. ms 0: never.
+ * Time paused by the data handler is not silence. */
 void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user);
 /* End it at the next process with this status and message (its done
  * callback runs then), not retried. Driving thread only. */
@@ -159,7 +160,7 @@ bool sbx__req_idempotent(const sbx__req *r);
 /* Bytes handed to the stream handler. */
 uint64_t sbx__req_streamed(const sbx__req *r);
 /* ms since the request's current attempt last moved a byte (either way),
- * 0 when it is not in flight. */
+ * 0 when it is not in flight or paused by its handler. */
 int64_t sbx__req_silent_ms(const sbx__req *r);
 
 int64_t sbx__mono_ms(void);
