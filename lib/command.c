@@ -754,9 +754,14 @@ static void probe_done(sbx__req *r, void *user)
 static void stream_silent(sbx__req *r, void *user)
 {
     struct cmd_run *run = user;
-    (void)r;
+    sbx__req *v[] = {run->start, run->logs, run->wait};
     if (run->probe || run->op->done || run->timed_out || !run->cmd->info.id)
         return;
+    /* Another of its streams brings bytes: the server is alive, and this
+     * one's silence is the command's (the start stream while output flows). */
+    for (size_t i = 0; i < SBX__ARRAY_LEN(v); i++)
+        if (v[i] && v[i] != r && !stuck(run, v[i]))
+            return;
     run->probe = probe_new(run->cmd, probe_done, run, &run->op->err);
     if (!run->probe)
         run_finish(run, SBX_E_NOMEM, "out of memory");
