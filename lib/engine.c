@@ -1328,7 +1328,7 @@ static void housekeeping(sbx__engine *e)
             if (r->paused) /* silent because its owner is not reading */
                 r->last_io = now;
             if (p > 0 && now - r->last_io >= p) {
-                if (r->follow) {
+                if (r->follow && r->idle_fn) {
                     /* Told again after another period of silence. */
                     r->idle_at = now + p;
                     timer_update(r);
@@ -1754,6 +1754,7 @@ void sbx__req_release(sbx__req *r, int64_t grace_ms)
     r->e->orphans++; /* not pending for anyone: sbx__engine_pending() skips it */
     r->data_fn = NULL;
     r->done_fn = NULL;
+    r->idle_fn = NULL; /* its owner may be gone: no more calls */
     due = sbx__mono_ms() + grace_ms;
     if (!r->deadline || due < r->deadline) {
         r->deadline = due;
