@@ -1629,10 +1629,6 @@ START_TEST(test_client_faults_cut_in_head)
 {
     struct fx x;
     const char *get;
-    sbx_command *k;
-    struct outbuf o = {0};
-    char *data = (char *)"sentinel", dir[400], local[600];
-    size_t len = 7;
     int n0;
 
     fx_start(&x, true, NULL, NULL);
@@ -1653,11 +1649,20 @@ START_TEST(test_client_faults_cut_in_head)
     ck_assert_msg(contains(sbx_sandbox_last_error(x.s), "before it was complete"), "message: %s",
                   sbx_sandbox_last_error(x.s));
     ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
-    ok_cl(sbx_client_set_option(x.c, "retry.max", "5"), x.c);
+    fx_stop(&x);
+}
+END_TEST
 
-    /* The log stream's head cut once (a fresh connection: the start holds
-     * the other): the output still arrives, whole. */
-    faultd_clear(x.f);
+/* The log stream's head cut once (on a fresh connection: the start stream
+ * holds the other): the output still arrives, whole, instead of the
+ * command ending with none. */
+START_TEST(test_client_faults_logs_cut_in_head)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+
+    fx_start(&x, true, NULL, NULL);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_CUT_HEAD, 17);
     k = sh_cmd(x.s, "echo hi; exit 3", &o);
     ok_k(sbx_command_run(k), k);
@@ -1666,10 +1671,20 @@ START_TEST(test_client_faults_cut_in_head)
     ck_assert_int_ge(faultd_count(x.f, "GET", "/logs$"), 2);
     sbx_command_free(k);
     outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
 
-    /* A file read cut every time: an error, not an empty file. */
+/* A file read cut in its head every time: an error, not an empty file; a
+ * download leaves nothing behind. */
+START_TEST(test_client_faults_read_cut_in_head)
+{
+    struct fx x;
+    char *data = (char *)"sentinel", dir[400], local[600];
+    size_t len = 7;
+
+    fx_start(&x, true, NULL, NULL);
     sbx_write_file(x.d, x.sid, "/vercel/sandbox/f.txt", "content\n", 8, 0644);
-    faultd_clear(x.f);
     faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_CUT_HEAD, 17);
     expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
     ck_assert_ptr_null(data);
@@ -1875,15 +1890,13 @@ START_TEST(test_client_faults_stall_idle_timeout)
 END_TEST
 
 /* A followed command's streams may be silent: the command is asked about
- * then. Running: silence is fine. Exited: a silent log stream is stuck and
- * asked for again. */
+ * then, and while it runs, silence is fine. */
 START_TEST(test_client_faults_stream_probe)
 {
     struct fx x;
     sbx_command *k;
     struct outbuf o = {0};
     char pat[300];
-    int n0;
 
     fx_start(&x, true, NULL, NULL);
     ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "500"), x.c);
@@ -1897,8 +1910,23 @@ START_TEST(test_client_faults_stream_probe)
     ck_assert_int_ge(faultd_count(x.f, "GET", pat), 1);
     sbx_command_free(k);
     outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
 
-    /* The first log stream sends its head, then nothing, ever. */
+/* The log stream sends its head, then nothing, ever, while the command
+ * runs and exits: the check finds it exited, and the stream is asked for
+ * again instead of waited on forever. */
+START_TEST(test_client_faults_stream_stuck_after_exit)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    int n0;
+
+    fx_start(&x, true, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "500"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "2000"), x.c);
     n0 = faultd_count(x.f, "GET", "/logs$");
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_STALL_MID, 0);
     k = sh_cmd(x.s, "echo one; sleep 1; echo two; exit 6", &o);
@@ -2288,12 +2316,15 @@ Suite *sbx_test_suite(void)
         {"cancel_message", test_client_faults_cancel_message_unstarted},
         {"connection_refused", test_client_faults_connection_refused},
         {"cut_in_head", test_client_faults_cut_in_head},
+        {"logs_cut_in_head", test_client_faults_logs_cut_in_head},
+        {"read_cut_in_head", test_client_faults_read_cut_in_head},
         {"cmd_cut_in_head", test_client_faults_cmd_cut_in_head},
         {"cut_in_chunk_size", test_client_faults_cut_in_chunk_size},
         {"no_framing", test_client_faults_no_framing},
         {"503_retry_after", test_client_faults_503_retry_after},
         {"stall_idle", test_client_faults_stall_idle_timeout},
         {"stream_probe", test_client_faults_stream_probe},
+        {"stream_stuck_after_exit", test_client_faults_stream_stuck_after_exit},
         {"server_stopped", test_client_faults_server_stopped},
         {"kill_stalls", test_client_faults_kill_stalls},
         {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
