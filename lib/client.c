@@ -45,27 +45,33 @@ bool sbx__core_in_callback(const struct sbx__core *c)
 
 static sbx_status set_endpoint(struct sbx__core *c, const char *ep, sbx__err *err)
 {
-    char *endpoint = sbx__strdup(ep), *base = NULL;
+    char *endpoint = NULL, *base = NULL, *userpwd = NULL;
     const char *unix_path = NULL;
-    size_t n = strlen(ep);
+    size_t n;
 
-    if (!endpoint)
+    if (sbx__url_split_userinfo(ep, &endpoint, &userpwd) != SBX_OK)
         return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
-    if (strncmp(ep, "unix:", 5) == 0 && ep[5] == '/') {
-        unix_path = ep + 5;
+    n = strlen(endpoint);
+    if (strncmp(endpoint, "unix:", 5) == 0 && endpoint[5] == '/' && !userpwd) {
+        unix_path = endpoint + 5;
         base = sbx__strdup("http://localhost");
-    } else if ((strncmp(ep, "http://", 7) == 0 && n > 7) || (strncmp(ep, "https://", 8) == 0 && n > 8)) {
-        base = sbx__strndup(ep, ep[n - 1] == '/' ? n - 1 : n);
+    } else if ((strncmp(endpoint, "http://", 7) == 0 && n > 7) || (strncmp(endpoint, "https://", 8) == 0 && n > 8)) {
+        base = sbx__strndup(endpoint, endpoint[n - 1] == '/' ? n - 1 : n);
     } else {
+        sbx__err_set(err, SBX_E_INVALID_ARG, "endpoint '%s': expected https://..., http://HOST:PORT or unix:/PATH",
+                     endpoint);
         sbx__free(endpoint);
-        return sbx__err_set(err, SBX_E_INVALID_ARG,
-                            "endpoint '%s': expected https://..., http://HOST:PORT or unix:/PATH", ep);
+        sbx__free_secret(userpwd);
+        return SBX_E_INVALID_ARG;
     }
-    if (!base || sbx__engine_set_unix_socket(c->engine, unix_path) != SBX_OK) {
+    if (!base || sbx__engine_set_unix_socket(c->engine, unix_path) != SBX_OK ||
+        sbx__engine_set_userpwd(c->engine, userpwd) != SBX_OK) {
         sbx__free(endpoint);
         sbx__free(base);
+        sbx__free_secret(userpwd);
         return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
     }
+    sbx__free_secret(userpwd); /* the engine has its copy */
     sbx__free(c->endpoint);
     sbx__free(c->base);
     c->endpoint = endpoint;
@@ -613,6 +619,17 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "timeout_ms: milliseconds, 0 for none");
         l.timeout_ms = (int64_t)v;
+    } else if (strcmp(key, "idle_timeout_ms") == 0 || strcmp(key, "probe_after_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || (v > 0 && v < 100))
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: milliseconds, at least 100, 0 for none", key);
+        if (key[0] == 'i')
+            l.idle_ms = (int64_t)v;
+        else
+            l.probe_after_ms = (int64_t)v;
+    } else if (strcmp(key, "probe_timeout_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || v < 100)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "probe_timeout_ms: milliseconds, at least 100");
+        l.probe_timeout_ms = (int64_t)v;
     } else if (strcmp(key, "max_response_bytes") == 0) {
         if (parse_uint(value, SIZE_MAX / 2, &v) != SBX_OK || v < 1024)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "max_response_bytes: at least 1024");

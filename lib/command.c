@@ -24,7 +24,17 @@
  * a command by id is requests 2 and then the GET.
  *
  * The command's deadline is put on each request; when it passes, the
- * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT.
+ * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT, at most
+ * KILL_GRACE_MS later.
+ *
+ * The followed streams may be silent for as long as the command is; a
+ * server that stopped answering looks the same. So when one of them has
+ * brought nothing for the client's probe_after_ms, the command is asked
+ * about with a plain GET (its own probe_timeout_ms deadline): no answer
+ * means the server is stuck and the op fails (SBX_E_TRANSPORT); an answer
+ * that says the command exited means a silent stream is stuck (it should
+ * have ended): the exit code is taken from the answer and a silent log
+ * stream is asked for again.
  */
 #include "internal.h"
 
@@ -41,7 +51,9 @@
 #define OUTPUT_LIMIT_DEFAULT (1u << 20)
 #define LOG_LINE_MAX (4u << 20)
 #define RECONNECTS_MAX 5   /* in a row without new output */
-#define KILL_DEADLINE_MS 10000
+/* How long the kill sent at a command's deadline may take: the op ends
+ * by deadline + this, killed or not (doc/client.md). */
+#define KILL_GRACE_MS 5000
 /* The start stream's end (its chunk terminator) usually follows the exit
  * line at once; reading it lets the connection be reused. */
 #define START_DRAIN_MS 2000
@@ -72,7 +84,7 @@ struct sbx_command {
 struct cmd_run {
     sbx_command *cmd;
     sbx_op *op;
-    sbx__req *start, *logs, *wait, *kill;
+    sbx__req *start, *logs, *wait, *kill, *probe;
     sbx__ndjson nd;           /* the log stream */
     sbx__ndjson snd;          /* the start stream (wait mode) */
     unsigned start_lines;     /* lines of the start stream taken */
@@ -329,7 +341,7 @@ static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
 
 static void cancel_reqs(struct cmd_run *run)
 {
-    sbx__req *v[] = {run->start, run->logs, run->wait, run->kill};
+    sbx__req *v[] = {run->start, run->logs, run->wait, run->kill, run->probe};
     for (size_t k = 0; k < SBX__ARRAY_LEN(v); k++)
         if (v[k])
             sbx__req_cancel(v[k]);
@@ -372,6 +384,7 @@ static void run_release(sbx_op *op)
     sbx__req_free(run->logs);
     sbx__req_free(run->wait);
     sbx__req_free(run->kill);
+    sbx__req_free(run->probe);
     sbx__ndjson_free(&run->nd);
     sbx__ndjson_free(&run->snd);
     sbx__buf_free(&run->data);
@@ -394,6 +407,15 @@ static sbx__req *new_req(struct cmd_run *run, const char *method, const char *pa
 static void start_logs(struct cmd_run *run);
 static void start_wait(struct cmd_run *run);
 static void on_timeout(struct cmd_run *run);
+static void stream_silent(sbx__req *r, void *user);
+
+/* Watch a followed stream's silence (the probe above). */
+static void watch(struct cmd_run *run, sbx__req *r)
+{
+    struct sbx__engine_limits l;
+    sbx__engine_get_limits(run->cmd->core->engine, &l);
+    sbx__req_set_idle(r, l.probe_after_ms, stream_silent, run);
+}
 
 /* Common outcome handling of this op's requests. Returns true when the
  * request succeeded (2xx); otherwise the op is finished or being finished. */
@@ -486,6 +508,7 @@ static void start_wait(struct cmd_run *run)
         return;
     }
     sbx__req_set_follow(r, true); /* a long poll: not rationed */
+    watch(run, r);
     sbx__req_on_done(r, wait_done, run);
     run->wait = r;
     if (sbx__req_submit(r) != SBX_OK)
@@ -552,6 +575,33 @@ static int logs_data(sbx__req *r, const char *data, size_t len, void *user)
     return feed(run, &run->nd, data, len, log_line, "a log line", &run->stream_fail);
 }
 
+/* The log stream broke (why): ask for it again; what was delivered is
+ * skipped. Give up only after reconnects that bring nothing new. */
+static void logs_again(struct cmd_run *run, const char *why)
+{
+    uint64_t now = run->cmd->delivered[0] + run->cmd->delivered[1];
+    if (now > run->progress_mark) {
+        run->progress_mark = now;
+        run->reconnects = 0;
+    }
+    if (++run->reconnects > RECONNECTS_MAX) {
+        if (run->exit_known)
+            run_finish(run, SBX_E_TRANSPORT,
+                       "the command's output stream broke %u times in a row without new output (%s); the "
+                       "command %s exited with code %d, its output is incomplete",
+                       RECONNECTS_MAX, why, run->cmd->info.id, run->cmd->info.exit_code);
+        else
+            run_finish(run, SBX_E_TRANSPORT,
+                       "the command's output stream broke %u times in a row without new output (%s); the "
+                       "command %s may still be running",
+                       RECONNECTS_MAX, why, run->cmd->info.id);
+        return;
+    }
+    sbx__req_free(run->logs);
+    run->logs = NULL;
+    start_logs(run);
+}
+
 static void logs_done(sbx__req *r, void *user)
 {
     struct cmd_run *run = user;
@@ -581,28 +631,8 @@ static void logs_done(sbx__req *r, void *user)
     }
     if (st == SBX_E_TRANSPORT && sbx__req_streamed(r) > 0) {
         /* The stream broke after output arrived: ask again, skip what we
-         * have. Give up only after reconnects that bring nothing new. */
-        uint64_t now = run->cmd->delivered[0] + run->cmd->delivered[1];
-        if (now > run->progress_mark) {
-            run->progress_mark = now;
-            run->reconnects = 0;
-        }
-        if (++run->reconnects > RECONNECTS_MAX) {
-            if (run->exit_known)
-                run_finish(run, SBX_E_TRANSPORT,
-                           "the command's output stream broke %u times in a row without new output (%s); the "
-                           "command %s exited with code %d, its output is incomplete",
-                           RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id, run->cmd->info.exit_code);
-            else
-                run_finish(run, SBX_E_TRANSPORT,
-                           "the command's output stream broke %u times in a row without new output (%s); the "
-                           "command %s may still be running",
-                           RECONNECTS_MAX, sbx__req_error(r), run->cmd->info.id);
-            return;
-        }
-        sbx__req_free(run->logs);
-        run->logs = NULL;
-        start_logs(run);
+         * have. */
+        logs_again(run, sbx__req_error(r));
         return;
     }
     req_ok(run, r, "read the command's output");
@@ -621,10 +651,119 @@ static void start_logs(struct cmd_run *run)
     run->seen[0] = run->seen[1] = 0;
     run->paused = false;
     sbx__req_set_follow(r, true);
+    watch(run, r);
     sbx__req_set_stream(r, logs_data, run);
     sbx__req_on_done(r, logs_done, run);
     run->logs = r;
     if (sbx__req_submit(r) != SBX_OK)
+        run_finish(run, SBX_E_NOMEM, "out of memory");
+}
+
+/* Liveness: a followed stream was silent for probe_after_ms. */
+
+/* A GET of the command (no wait), bounded by probe_timeout_ms: NULL when
+ * out of memory. */
+static sbx__req *probe_new(sbx_command *cmd, sbx__done_fn fn, void *user, sbx__err *err)
+{
+    struct sbx__engine_limits l;
+    char *path = cmd_path(cmd, "/cmd/", "");
+    sbx__req *r = path ? sbx__core_request(cmd->core, "GET", path, true, err) : NULL;
+    sbx__free(path);
+    if (!r)
+        return NULL;
+    sbx__engine_get_limits(cmd->core->engine, &l);
+    /* A long poll of its own would prove nothing: short, and not rationed
+     * (a queue full of short requests must not delay it). */
+    sbx__req_set_follow(r, true);
+    sbx__req_set_deadline(r, sbx__mono_ms() + l.probe_timeout_ms);
+    sbx__req_on_done(r, fn, user);
+    if (sbx__req_submit(r) != SBX_OK) {
+        sbx__req_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* A silent stream of the follow: was it silent for probe_after_ms? */
+static bool stuck(struct cmd_run *run, sbx__req *r)
+{
+    struct sbx__engine_limits l;
+    sbx__engine_get_limits(run->cmd->core->engine, &l);
+    return r && sbx__req_silent_ms(r) >= l.probe_after_ms;
+}
+
+static void probe_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_command *cmd = run->cmd;
+    struct sbx__engine_limits l;
+    struct sbx__command_info in = {0};
+    sbx__err tmp = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    long http = sbx__req_http_status(r);
+    sbx_status st = sbx__req_status(r);
+
+    run->probe = NULL;
+    if (run->op->done || run->timed_out || st == SBX_E_CANCELLED) {
+        sbx__req_free(r);
+        return;
+    }
+    sbx__engine_get_limits(cmd->core->engine, &l);
+    if (st != SBX_OK) {
+        run_finish(run, SBX_E_TRANSPORT,
+                   "the server stopped answering: the command's streams brought nothing for %lld ms and a check "
+                   "of the command got no answer within %lld ms (%s); the command %s may still be running",
+                   (long long)l.probe_after_ms, (long long)l.probe_timeout_ms, sbx__req_error(r), cmd->info.id);
+        sbx__req_free(r);
+        return;
+    }
+    in.exit_code = -1;
+    /* An HTTP error is still an answer: the server is alive. */
+    if (http < 200 || http > 299 || sbx__api_parse_command(body, len, &in, &tmp) != SBX_OK || in.exit_code < 0 ||
+        !in.id || strcmp(in.id, cmd->info.id) != 0) {
+        sbx__command_info_free(&in);
+        sbx__err_free(&tmp);
+        sbx__req_free(r);
+        return;
+    }
+    /* It exited, so its streams should end; a silent one is stuck. The
+     * code is one the server sent. */
+    if (!run->exit_known) {
+        cmd->info.exit_code = in.exit_code;
+        run->exit_known = true;
+    }
+    sbx__command_info_free(&in);
+    sbx__err_free(&tmp);
+    sbx__req_free(r);
+    if (stuck(run, run->start)) {
+        sbx__req_free(run->start);
+        run->start = NULL;
+    }
+    if (stuck(run, run->wait)) {
+        sbx__req_free(run->wait);
+        run->wait = NULL;
+    }
+    if (stuck(run, run->logs)) {
+        logs_again(run, "it was silent after the command exited");
+        return;
+    }
+    advance(run);
+}
+
+static void stream_silent(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx__req *v[] = {run->start, run->logs, run->wait};
+    if (run->probe || run->op->done || run->timed_out || !run->cmd->info.id)
+        return;
+    /* Another of its streams brings bytes: the server is alive, and this
+     * one's silence is the command's (the start stream while output flows). */
+    for (size_t i = 0; i < SBX__ARRAY_LEN(v); i++)
+        if (v[i] && v[i] != r && !stuck(run, v[i]))
+            return;
+    run->probe = probe_new(run->cmd, probe_done, run, &run->op->err);
+    if (!run->probe)
         run_finish(run, SBX_E_NOMEM, "out of memory");
 }
 
@@ -676,6 +815,7 @@ static int start_line(const char *line, size_t len, void *user)
         /* It runs: follow its output, and stop counting this request
          * against the limits (it lasts as long as the command). */
         sbx__req_become_follow(run->start, run->deadline);
+        watch(run, run->start);
         start_logs(run);
     }
     return 0;
@@ -772,10 +912,13 @@ static void kill_after_timeout_done(sbx__req *r, void *user)
     if (sbx__req_status(r) == SBX_OK && http >= 200 && http < 300)
         run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline and was killed (SIGKILL)",
                    (long long)run->cmd->timeout_ms);
+    else if (sbx__req_error(r)[0])
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline; killing it failed (%s), it may still run",
+                   (long long)run->cmd->timeout_ms, sbx__req_error(r));
     else
         run_finish(run, SBX_E_TIMEOUT,
-                   "the command ran past its %lld ms deadline; killing it failed (%s%ld), it may still run",
-                   (long long)run->cmd->timeout_ms, sbx__req_error(r)[0] ? sbx__req_error(r) : "HTTP ", http);
+                   "the command ran past its %lld ms deadline; killing it failed (HTTP %ld), it may still run",
+                   (long long)run->cmd->timeout_ms, http);
 }
 
 static void on_timeout(struct cmd_run *run)
@@ -809,7 +952,7 @@ static void on_timeout(struct cmd_run *run)
         return;
     }
     /* Killing with SIGKILL twice is harmless: idempotent. */
-    sbx__req_set_deadline(r, sbx__mono_ms() + KILL_DEADLINE_MS);
+    sbx__req_set_deadline(r, sbx__mono_ms() + KILL_GRACE_MS);
     sbx__req_on_done(r, kill_after_timeout_done, run);
     run->kill = r;
     if (sbx__req_submit(r) != SBX_OK)
@@ -969,13 +1112,59 @@ struct info_arg {
     sbx_command *cmd;
     bool need_exit;
     char *id;     /* get: the id to bind */
+    sbx__req *req, *probe; /* a wait's long poll, and its liveness check */
 };
 
 static void info_arg_free(void *p)
 {
     struct info_arg *a = p;
+    sbx__req_free(a->probe);
     sbx__free(a->id);
     sbx__free(a);
+}
+
+/* The long poll of sbx_command_wait_exit() was silent for probe_after_ms
+ * and the command was checked: no answer, or an answer saying it exited
+ * (the poll should have ended), ends the wait. */
+static void wait_probe_done(sbx__req *r, void *user)
+{
+    struct info_arg *a = user;
+    struct sbx__engine_limits l;
+    struct sbx__command_info in = {0};
+    sbx__err tmp = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    long http = sbx__req_http_status(r);
+    char msg[1024];
+
+    a->probe = NULL;
+    sbx__engine_get_limits(a->cmd->core->engine, &l);
+    in.exit_code = -1;
+    msg[0] = '\0';
+    if (sbx__req_status(r) != SBX_OK && sbx__req_status(r) != SBX_E_CANCELLED)
+        snprintf(msg, sizeof msg,
+                 "the server stopped answering: the wait brought nothing for %lld ms and a check of the command "
+                 "got no answer within %lld ms (%s)",
+                 (long long)l.probe_after_ms, (long long)l.probe_timeout_ms, sbx__req_error(r));
+    else if (sbx__req_status(r) == SBX_OK && http >= 200 && http <= 299 &&
+             sbx__api_parse_command(body, len, &in, &tmp) == SBX_OK && in.exit_code >= 0)
+        snprintf(msg, sizeof msg, "the wait stalled: the command exited (code %d) but the answer did not come",
+                 in.exit_code);
+    sbx__command_info_free(&in);
+    sbx__err_free(&tmp);
+    sbx__req_free(r);
+    if (msg[0])
+        sbx__req_abort(a->req, SBX_E_TRANSPORT, msg);
+}
+
+static void wait_silent(sbx__req *r, void *user)
+{
+    struct info_arg *a = user;
+    sbx__err tmp = {0};
+    (void)r;
+    if (!a->probe)
+        a->probe = probe_new(a->cmd, wait_probe_done, a, &tmp);
+    sbx__err_free(&tmp); /* out of memory: tried again after the next period */
 }
 
 static sbx_status info_reply(sbx_op *op, sbx__req *r, void *arg)
@@ -1034,6 +1223,12 @@ static sbx_status info_call(sbx_command *cmd, const char *what, const char *meth
         return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
     }
     sbx__req_set_follow(sm->req, follow);
+    if (follow) {
+        struct sbx__engine_limits l;
+        sbx__engine_get_limits(cmd->core->engine, &l);
+        a->req = sm->req;
+        sbx__req_set_idle(sm->req, l.probe_after_ms, wait_silent, a);
+    }
     if (follow && cmd->timeout_ms > 0)
         sbx__req_set_deadline(sm->req, sbx__mono_ms() + cmd->timeout_ms);
     return sbx__simple_submit(cmd->core, &cmd->t, sm, op, &cmd->err);

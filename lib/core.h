@@ -22,7 +22,7 @@
 struct sbx__core {
     int refs;
     sbx__engine *engine;
-    char *endpoint;         /* as given (for messages) */
+    char *endpoint;         /* as given, less any userinfo (for messages) */
     char *base;             /* URL prefix of every request */
     bool vercel;
     bool used;              /* a request was made: the endpoint is fixed */

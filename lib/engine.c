@@ -7,15 +7,21 @@
  * wakeups from other threads. A host loop watches that one fd.
  *
  * Above libcurl sits a FIFO queue with a global and a per-project limit on
- * short requests, and the retry policy:
- *  - a request marked idempotent is retried after a network error, a 429 or
- *    a 5xx, with jittered exponential backoff, honouring Retry-After;
+ * short requests, and the retry policy (doc/client.md, "Retries"):
+ *  - a request marked idempotent is retried after a network error (an
+ *    incomplete response and a stall included), a 429 or a 5xx, with
+ *    jittered exponential backoff; Retry-After is honoured on 429 and 503;
  *  - any other request (creating a sandbox, starting a command) is retried
  *    only when it cannot have reached the server: the connection was never
  *    made, or libcurl reports that no byte of the request was sent, or the
  *    server answered 429 (it did not take it). So it never runs twice.
  *  - a streamed response is not retried once bytes of it were delivered:
- *    the caller resumes it knowing what it already has.
+ *    the caller resumes it knowing what it already has;
+ *  - a stall is retried once at most (a server that stalls twice is stuck),
+ *    and no wait goes past the request's deadline.
+ *
+ * A response counts only when it is complete (response_cut()): libcurl
+ * 7.88 reports success for a connection closed inside the head.
  */
 #include "internal.h"
 
@@ -41,6 +47,10 @@
 #define BACKOFF_BASE_MS 100
 #define BACKOFF_MAX_MS 10000
 #define RETRY_AFTER_MAX_S 60 /* a longer wait is reported, not slept */
+/* libcurl keeps a connection for reuse at most this long: under the 60 s
+ * after which sbxd (and many proxies) close idle ones, so a request is not
+ * sent on a connection the server is closing. */
+#define CONN_MAX_AGE_S 50
 #define ERROR_BODY_MAX 65536
 
 sbx_status sbx__engine_global_init(void)
@@ -81,6 +91,7 @@ struct sbx__req {
     sbx__rewind_fn rewind_fn;
     void *read_user;
     uint64_t body_size;           /* of a streamed body */
+    curl_off_t ul_seen;           /* upload progress last seen (xferinfo_cb) */
     size_t body_off;              /* read_cb's position in body_in */
     bool idempotent, follow, counted;
     bool orphan;                  /* released by its owner while reading: the engine frees it */
@@ -107,6 +118,21 @@ struct sbx__req {
     unsigned attempts;
     uint64_t streamed;
     int64_t retry_due;
+    /* The response's head as header_cb saw it: whether it ended, and how
+     * its body is framed (response_cut() reads it). */
+    struct {
+        long status;
+        bool done, http1, chunked, encoded;
+        long long clen;           /* -1: no Content-Length */
+    } head;
+    /* Silence: last_io is the last byte either way; idle_at when the
+     * timer next looks (lazily moved, not on every byte). */
+    int64_t last_io, idle_at, idle_ms;
+    sbx__idle_fn idle_fn;
+    void *idle_user;
+    bool stalled;                 /* an attempt stalled: no second retry for that */
+    sbx_status abort_st;          /* sbx__req_abort's, applied in housekeeping */
+    char *abort_msg;
     char errbuf[CURL_ERROR_SIZE];
     struct sbx__req *prev, *next; /* in the engine's list of all requests */
     /* Timers: position in the engine's heap (NO_HEAP when not in it) and
@@ -147,6 +173,7 @@ struct sbx__engine {
     struct sbx__engine_limits limits;
     char *unix_path;
     char *user_agent;
+    char *userpwd;             /* wiped on free */
     bool in_process;           /* inside sbx__engine_process (the driving thread) */
     bool kick;                 /* a request was submitted inside process */
     atomic_bool woken;         /* the eventfd was written and not yet read */
@@ -266,6 +293,9 @@ sbx__engine *sbx__engine_new(void)
     e->limits.per_project = 32;
     e->limits.retry_max = 5;
     e->limits.max_response = 16u << 20;
+    e->limits.idle_ms = SBX__IDLE_MS_DEFAULT;
+    e->limits.probe_after_ms = SBX__PROBE_AFTER_MS_DEFAULT;
+    e->limits.probe_timeout_ms = SBX__PROBE_TIMEOUT_MS_DEFAULT;
     e->multi = curl_multi_init();
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -335,6 +365,7 @@ void sbx__engine_free(sbx__engine *e)
         close(e->efd);
     sbx__free(e->unix_path);
     sbx__free(e->user_agent);
+    sbx__free_secret(e->userpwd);
     sbx__free(e->fds);
     pthread_mutex_destroy(&e->ready_lock);
     sbx__free(e);
@@ -357,6 +388,16 @@ sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua)
         return SBX_E_NOMEM;
     sbx__free(e->user_agent);
     e->user_agent = p;
+    return SBX_OK;
+}
+
+sbx_status sbx__engine_set_userpwd(sbx__engine *e, const char *userpwd)
+{
+    char *p = userpwd ? sbx__strdup(userpwd) : NULL;
+    if (userpwd && !p)
+        return SBX_E_NOMEM;
+    sbx__free_secret(e->userpwd);
+    e->userpwd = p;
     return SBX_OK;
 }
 
@@ -499,6 +540,8 @@ static void timer_update(sbx__req *r)
     if (r->state == R_QUEUED || r->state == R_ACTIVE || r->state == R_RETRY_WAIT) {
         if (r->state == R_RETRY_WAIT)
             k = r->retry_due;
+        if (r->state == R_ACTIVE && r->idle_at > 0 && (k < 0 || r->idle_at < k))
+            k = r->idle_at;
         if (r->deadline && (k < 0 || r->deadline < k))
             k = r->deadline;
     }
@@ -506,6 +549,26 @@ static void timer_update(sbx__req *r)
         heap_remove(r);
     else
         heap_set(r, k);
+}
+
+/* How long r may go without a byte: the client's idle timeout for a short
+ * request; for a followed one, the period its owner asked to be told
+ * after (its silence may be the command's). 0: no limit. */
+static int64_t idle_period(const sbx__req *r)
+{
+    if (r->orphan || r->early)
+        return 0; /* draining under its own short deadline */
+    if (r->follow)
+        return r->idle_fn ? r->idle_ms : 0;
+    return r->e ? r->e->limits.idle_ms : 0;
+}
+
+/* (Re)start the silence timer of an active request from its last byte. */
+static void idle_arm(sbx__req *r)
+{
+    int64_t p = idle_period(r);
+    r->idle_at = r->state == R_ACTIVE && p > 0 ? r->last_io + p : 0;
+    timer_update(r);
 }
 
 static sbx_status heap_reserve(sbx__engine *e, size_t n)
@@ -606,6 +669,49 @@ static void count(sbx__req *r, int delta)
 
 /* ---- one attempt ----------------------------------------------------------- */
 
+/* A header's value (after "name:"), trimmed, as a length-bounded span. */
+static const char *header_value(const char *line, size_t len, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    const char *v;
+    if (len <= nl || strncasecmp(line, name, nl) != 0)
+        return NULL;
+    v = line + nl;
+    len -= nl;
+    while (len && (*v == ' ' || *v == '\t')) {
+        v++;
+        len--;
+    }
+    while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    *vlen = len;
+    return v;
+}
+
+/* The framing of the response's body, from its head. */
+static void note_framing(sbx__req *r, const char *line, size_t len)
+{
+    const char *v;
+    size_t vlen;
+    if ((v = header_value(line, len, "content-length:", &vlen)) != NULL) {
+        char num[32];
+        char *end;
+        long long n;
+        if (vlen == 0 || vlen >= sizeof num)
+            return;
+        memcpy(num, v, vlen);
+        num[vlen] = '\0';
+        n = strtoll(num, &end, 10);
+        if (*end == '\0' && n >= 0)
+            r->head.clen = n;
+    } else if ((v = header_value(line, len, "transfer-encoding:", &vlen)) != NULL) {
+        /* chunked is the last coding when present (RFC 9112 6.1). */
+        r->head.chunked = vlen >= 7 && strncasecmp(v + vlen - 7, "chunked", 7) == 0;
+    } else if ((v = header_value(line, len, "content-encoding:", &vlen)) != NULL) {
+        r->head.encoded = vlen > 0 && !(vlen == 8 && strncasecmp(v, "identity", 8) == 0);
+    }
+}
+
 static size_t header_cb(char *line, size_t size, size_t n, void *user)
 {
     sbx__req *r = user;
@@ -614,12 +720,26 @@ static size_t header_cb(char *line, size_t size, size_t n, void *user)
     char *dest[] = {r->content_type, r->retry_after};
     size_t caps[] = {sizeof r->content_type, sizeof r->retry_after};
 
+    r->last_io = sbx__mono_ms();
     if (len > 5 && strncmp(line, "HTTP/", 5) == 0) {
-        /* A new response (after a 100 Continue, or a redirect): forget the
-         * previous one's headers. */
+        /* A new response (after a 100 Continue, a proxy's CONNECT, or a
+         * redirect): forget the previous one's headers. */
+        const char *sp = memchr(line, ' ', len);
         r->content_type[0] = r->retry_after[0] = '\0';
+        r->head.done = r->head.chunked = r->head.encoded = false;
+        r->head.clen = -1;
+        r->head.http1 = len > 6 && line[5] == '1';
+        r->head.status = sp ? strtol(sp + 1, NULL, 10) : 0;
         return len;
     }
+    if (line[0] == '\r' || line[0] == '\n') {
+        /* The empty line: the head is whole (an interim 1xx's does not
+         * count; the real one follows). */
+        if (r->head.status >= 200)
+            r->head.done = true;
+        return len;
+    }
+    note_framing(r, line, len);
     for (size_t i = 0; i < 2; i++) {
         size_t nl = strlen(names[i]), vlen;
         const char *v;
@@ -647,6 +767,7 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
     size_t len = size * n;
     long code = 0;
 
+    r->last_io = sbx__mono_ms();
     if (r->orphan || r->early) /* the rest of a response its owner no longer wants */
         return len;
     /* Only a stream needs the status, per chunk (its error body is buffered). */
@@ -692,6 +813,19 @@ static size_t read_cb(char *buf, size_t size, size_t n, void *user)
     }
     got = r->read_fn(buf, want, r->read_user);
     return got == SIZE_MAX ? CURL_READFUNC_ABORT : got;
+}
+
+/* Upload progress is activity too: a large body going out slowly is not a
+ * stall (bodies given whole to libcurl reach no read_cb). */
+static int xferinfo_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    sbx__req *r = user;
+    (void)dltotal, (void)dlnow, (void)ultotal;
+    if (ulnow != r->ul_seen) {
+        r->ul_seen = ulnow;
+        r->last_io = sbx__mono_ms();
+    }
+    return 0;
 }
 
 /* libcurl wants the body again (a resend on a fresh connection). */
@@ -749,6 +883,10 @@ static CURL *new_easy(sbx__engine *e)
     /* HTTP/2 where TLS negotiates it; sbxd (plain, or a unix socket) speaks 1.1. */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, (long)CONN_MAX_AGE_S);
+    curl_easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
     if (e->unix_path)
         curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
     if (e->user_agent)
@@ -782,6 +920,10 @@ static sbx_status attach_easy(sbx__req *r)
     r->sends = 0;
     r->resend_stopped = false;
     r->body_off = 0;
+    r->ul_seen = 0;
+    memset(&r->head, 0, sizeof r->head);
+    r->head.clen = -1;
+    r->last_io = sbx__mono_ms();
     sbx__buf_free(&r->body);
     sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
     curl_easy_setopt(h, CURLOPT_URL, r->url);
@@ -791,6 +933,8 @@ static sbx_status attach_easy(sbx__req *r)
     curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(h, CURLOPT_READDATA, r);
     curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
+    curl_easy_setopt(h, CURLOPT_USERPWD, e->userpwd); /* NULL: none */
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
     if (r->has_body && !r->read_fn && !r->idempotent && !NO_PREREQ)
         guarded = curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, prereq_cb) == CURLE_OK &&
@@ -826,7 +970,7 @@ static sbx_status attach_easy(sbx__req *r)
     r->attempts++;
     r->state = R_ACTIVE;
     q_remove(r);
-    timer_update(r); /* a retry's due time no longer counts */
+    idle_arm(r); /* and a retry's due time no longer counts */
     return SBX_OK;
 }
 
@@ -958,13 +1102,116 @@ static void schedule_retry(sbx__req *r, int64_t delay_ms)
         finish(r, SBX_E_IO, "the request body could not be replayed for a retry");
 }
 
+/* The request's URL as messages show it: a unix socket endpoint's as
+ * "unix:/path" and the path, not libcurl's placeholder host. (URLs carry no
+ * credentials: the client keeps userinfo out of them.) */
+static const char *shown_url(const sbx__req *r, char *buf, size_t cap)
+{
+    const char *u = r->url;
+    if (r->e && r->e->unix_path && strncmp(u, "http://localhost", 16) == 0) {
+        snprintf(buf, cap, "unix:%s %s", r->e->unix_path, u + 16);
+        return buf;
+    }
+    return u;
+}
+
+/* Why a response libcurl accepted (CURLE_OK) is not whole, or NULL. libcurl
+ * 7.88 returns CURLE_OK with the status line and no body when the
+ * connection closes inside the head, and for a body delimited only by the
+ * connection's end, which a cut looks the same as. It does fail a chunked
+ * body without its last chunk and a short Content-Length body
+ * (CURLE_PARTIAL_FILE); the length is checked again here where the count
+ * is of the bytes that were framed (no Content-Encoding). */
+static const char *response_cut(sbx__req *r)
+{
+    curl_off_t got = 0;
+    if (!r->head.done)
+        return "the connection closed inside the response's head";
+    if (!r->head.http1) /* HTTP/2 frames each response's end itself */
+        return NULL;
+    if (r->head.status == 204 || r->head.status == 304 || strcmp(r->method, "HEAD") == 0)
+        return NULL;
+    if (r->head.chunked)
+        return NULL; /* libcurl saw the last chunk: it fails the transfer otherwise */
+    if (r->head.clen >= 0) {
+        if (r->head.encoded || curl_easy_getinfo(r->easy, CURLINFO_SIZE_DOWNLOAD_T, &got) != CURLE_OK ||
+            got == r->head.clen)
+            return NULL;
+        return "the body is shorter than its Content-Length";
+    }
+    return "the body had no length and no chunked framing, so its end could have been a cut";
+}
+
+/* An attempt failed without a whole answer: retry it if that is safe and
+ * allowed, else report. unsent: no byte of it can have reached the server;
+ * stalled: it failed because nothing moved for the idle period. */
+static void attempt_failed(sbx__req *r, const char *msg, bool unsent, bool stalled)
+{
+    int64_t now = sbx__mono_ms();
+    r->maybe_sent = !unsent;
+    if (r->deadline && now >= r->deadline) {
+        finish(r, SBX_E_TIMEOUT, msg);
+        return;
+    }
+    /* A stream that delivered bytes is resumed by its owner, who knows
+     * how much it has; anything else retries if it is safe. */
+    if (r->attempts <= r->e->limits.retry_max && r->streamed == 0 && (r->idempotent || unsent) &&
+        !(stalled && r->stalled)) {
+        r->stalled = r->stalled || stalled;
+        schedule_retry(r, backoff_ms(r->attempts));
+        return;
+    }
+    finish(r, SBX_E_TRANSPORT, msg);
+}
+
+/* Nothing moved on an active short request for its idle period. */
+static void stall(sbx__req *r, int64_t period)
+{
+    char msg[CURL_ERROR_SIZE + 300], ub[600];
+    snprintf(msg, sizeof msg, "%s %s: stalled: nothing came from the server for %lld ms", r->method,
+             shown_url(r, ub, sizeof ub), (long long)period);
+    attempt_failed(r, msg, !r->resend_stopped && not_sent(CURLE_OPERATION_TIMEDOUT, r->easy), true);
+}
+
+/* libcurl's words for a failed connect to a unix socket name "localhost
+ * port 80"; say which socket, and why. */
+static void connect_error(sbx__req *r, CURLcode code, char *buf, size_t cap)
+{
+    long os = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &os);
+    if (os > 0)
+        snprintf(buf, cap, "cannot connect to the unix socket %s: %s", r->e->unix_path, strerror((int)os));
+    else
+        snprintf(buf, cap, "cannot connect to the unix socket %s (%s)", r->e->unix_path, curl_easy_strerror(code));
+}
+
+/* A 429, or a 5xx of a request that may be repeated: when to try again (ms),
+ * or -1 to report the answer as it is. Retry-After (429 and 503) is
+ * honoured up to RETRY_AFTER_MAX_S; no wait goes past the deadline. */
+static int64_t answer_retry_delay(sbx__req *r, int64_t now)
+{
+    long http = r->http_status, ra;
+    int64_t delay;
+    if (r->attempts > r->e->limits.retry_max || r->streamed > 0)
+        return -1;
+    /* A 429 says the server did not take the request: safe for any. */
+    if (http != 429 && !(http >= 500 && http <= 599 && r->idempotent))
+        return -1;
+    ra = http == 429 || http == 503 ? retry_after_s(r->retry_after) : -1;
+    if (ra > RETRY_AFTER_MAX_S)
+        return -1; /* a long wait is reported, not slept */
+    delay = ra >= 0 ? (int64_t)ra * 1000 : backoff_ms(r->attempts);
+    if (r->deadline && now + delay >= r->deadline)
+        return -1;
+    return delay;
+}
+
 /* An attempt ended (libcurl says so). Retry, or report. */
 static void attempt_done(sbx__req *r, CURLcode code)
 {
-    sbx__engine *e = r->e;
-    bool retryable_left = r->attempts <= e->limits.retry_max;
-    char msg[CURL_ERROR_SIZE + 128];
-    int64_t now = sbx__mono_ms();
+    char msg[CURL_ERROR_SIZE + 600], ub[600], why[CURL_ERROR_SIZE + 300];
+    const char *cut;
+    int64_t delay;
 
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
     if (r->orphan) {
@@ -977,48 +1224,37 @@ static void attempt_done(sbx__req *r, CURLcode code)
     }
     if (code != CURLE_OK) {
         bool unsent = !r->resend_stopped && not_sent(code, r->easy);
-        r->maybe_sent = !unsent;
         if (code == CURLE_WRITE_ERROR && r->too_large) {
+            r->maybe_sent = true;
             snprintf(msg, sizeof msg, "the response is larger than %zu bytes", r->body.limit);
             finish(r, SBX_E_BUDGET_EXCEEDED, msg);
             return;
         }
         if (code == CURLE_WRITE_ERROR && r->data_fn) {
+            r->maybe_sent = true;
             finish(r, SBX_E_CANCELLED, "the receiver stopped the stream");
             return;
         }
-        snprintf(msg, sizeof msg, "%s %s: %s", r->method, r->url,
-                 r->resend_stopped ? "the connection closed before any answer"
-                 : r->errbuf[0]    ? r->errbuf
-                                   : curl_easy_strerror(code));
-        if (r->deadline && now >= r->deadline) {
-            finish(r, SBX_E_TIMEOUT, msg);
-            return;
-        }
-        /* A stream that delivered bytes is resumed by its owner, who knows
-         * how much it has; anything else retries if it is safe. */
-        if (retryable_left && r->streamed == 0 && (r->idempotent || unsent)) {
-            schedule_retry(r, backoff_ms(r->attempts));
-            return;
-        }
-        finish(r, SBX_E_TRANSPORT, msg);
+        if (r->resend_stopped)
+            snprintf(why, sizeof why, "the connection closed before any answer");
+        else if (code == CURLE_COULDNT_CONNECT && r->e->unix_path)
+            connect_error(r, code, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+        snprintf(msg, sizeof msg, "%s %s: %s", r->method, shown_url(r, ub, sizeof ub), why);
+        attempt_failed(r, msg, unsent, false);
+        return;
+    }
+    if ((cut = response_cut(r)) != NULL) {
+        /* Bytes came back: the request was sent. */
+        snprintf(msg, sizeof msg, "%s %s: the response ended before it was complete (%s; HTTP %ld)", r->method,
+                 shown_url(r, ub, sizeof ub), cut, r->http_status);
+        attempt_failed(r, msg, false, false);
         return;
     }
     r->maybe_sent = true;
-    if (r->http_status == 429 && retryable_left) {
-        /* The server did not take the request: safe to send again. */
-        long ra = retry_after_s(r->retry_after);
-        if (ra <= RETRY_AFTER_MAX_S) {
-            int64_t delay = ra >= 0 ? ra * 1000 : backoff_ms(r->attempts);
-            if (!r->deadline || now + delay < r->deadline) {
-                schedule_retry(r, delay);
-                return;
-            }
-        }
-    }
-    if (r->http_status >= 500 && r->http_status <= 599 && r->idempotent && retryable_left &&
-        r->streamed == 0) {
-        schedule_retry(r, backoff_ms(r->attempts));
+    if ((delay = answer_retry_delay(r, sbx__mono_ms())) >= 0) {
+        schedule_retry(r, delay);
         return;
     }
     finish(r, SBX_OK, NULL);
@@ -1058,6 +1294,17 @@ static void housekeeping(sbx__engine *e)
                 next = e->reqs;
                 continue;
             }
+            if (r->abort_st != SBX_OK) {
+                sbx_status st = r->abort_st;
+                char *m = r->abort_msg;
+                r->abort_st = SBX_OK;
+                r->abort_msg = NULL;
+                r->maybe_sent = r->state == R_ACTIVE || r->attempts > 0;
+                finish(r, st, m ? m : sbx_strerror(st));
+                sbx__free(m);
+                next = e->reqs;
+                continue;
+            }
             if (r->resume_pending && r->easy) {
                 r->resume_pending = false;
                 r->paused = false;
@@ -1070,10 +1317,28 @@ static void housekeeping(sbx__engine *e)
     while (e->nheap && e->heap[0]->hkey <= now) {
         r = e->heap[0];
         if (r->deadline && now >= r->deadline) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s %s: deadline passed", r->method, r->url);
+            char msg[700], ub[600];
+            snprintf(msg, sizeof msg, "%s %s: deadline passed", r->method, shown_url(r, ub, sizeof ub));
             r->maybe_sent = r->state == R_ACTIVE || r->attempts > 0;
             finish(r, SBX_E_TIMEOUT, msg); /* out of the heap */
+            continue;
+        }
+        if (r->state == R_ACTIVE && r->idle_at > 0 && now >= r->idle_at) {
+            int64_t p = idle_period(r);
+            if (r->paused) /* silent because its owner is not reading */
+                r->last_io = now;
+            if (p > 0 && now - r->last_io >= p) {
+                if (r->follow && r->idle_fn) {
+                    /* Told again after another period of silence. */
+                    r->idle_at = now + p;
+                    timer_update(r);
+                    r->idle_fn(r, r->idle_user); /* may free r */
+                } else {
+                    stall(r, p);
+                }
+                continue;
+            }
+            idle_arm(r); /* bytes came since: look again a period after the last */
             continue;
         }
         /* A retry came due: from now on only its deadline counts (the
@@ -1346,10 +1611,30 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
     count(r, -1); /* before follow is set: count ignores followers */
     r->follow = true;
     r->deadline = mono_ms;
-    timer_update(r);
+    idle_arm(r); /* a follower's silence is its owner's to judge */
     /* A slot is free: the queue may move. */
     if (r->e)
         due_now(r->e);
+}
+
+void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user)
+{
+    r->idle_ms = fn ? ms : 0;
+    r->idle_fn = fn;
+    r->idle_user = user;
+    if (r->e)
+        idle_arm(r);
+}
+
+void sbx__req_abort(sbx__req *r, sbx_status st, const char *msg)
+{
+    if (!r->e || r->state == R_DONE || r->state == R_NEW || st == SBX_OK)
+        return;
+    sbx__free(r->abort_msg);
+    r->abort_msg = msg ? sbx__strdup(msg) : NULL; /* NULL on no memory: the code's text */
+    r->abort_st = st;
+    atomic_store(&r->e->flagged, true);
+    due_now(r->e);
 }
 
 void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms)
@@ -1450,6 +1735,7 @@ void sbx__req_free(sbx__req *r)
     sbx__free(r->url);
     sbx__free(r->project);
     sbx__free(r->error);
+    sbx__free(r->abort_msg);
     sbx__free(r);
 }
 
@@ -1468,6 +1754,7 @@ void sbx__req_release(sbx__req *r, int64_t grace_ms)
     r->e->orphans++; /* not pending for anyone: sbx__engine_pending() skips it */
     r->data_fn = NULL;
     r->done_fn = NULL;
+    r->idle_fn = NULL; /* its owner may be gone: no more calls */
     due = sbx__mono_ms() + grace_ms;
     if (!r->deadline || due < r->deadline) {
         r->deadline = due;
@@ -1515,6 +1802,11 @@ unsigned sbx__req_attempts(const sbx__req *r)
 uint64_t sbx__req_streamed(const sbx__req *r)
 {
     return r->streamed;
+}
+
+int64_t sbx__req_silent_ms(const sbx__req *r)
+{
+    return r->state == R_ACTIVE && !r->paused ? sbx__mono_ms() - r->last_io : 0;
 }
 
 bool sbx__req_idempotent(const sbx__req *r)

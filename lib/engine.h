@@ -40,19 +40,34 @@ typedef void (*sbx__done_fn)(sbx__req *r, void *user);
 typedef size_t (*sbx__read_fn)(char *buf, size_t n, void *user);
 typedef int (*sbx__rewind_fn)(void *user);
 
+/* A followed request brought nothing for its idle period (see
+ * sbx__req_set_idle); called from process, may free or abort r. */
+typedef void (*sbx__idle_fn)(sbx__req *r, void *user);
+
 struct sbx__engine_limits {
     unsigned global;        /* short requests in flight */
     unsigned per_project;
     unsigned retry_max;     /* retries of one request */
     size_t max_response;    /* largest buffered body */
     int64_t timeout_ms;     /* default deadline of a request, 0 none */
+    int64_t idle_ms;        /* a short request silent this long has stalled, 0 never */
+    int64_t probe_after_ms; /* a followed stream silent this long is checked, 0 never */
+    int64_t probe_timeout_ms; /* how long that check may take */
 };
+
+/* Defaults of the limits above (doc/client.md). */
+#define SBX__IDLE_MS_DEFAULT 60000
+#define SBX__PROBE_AFTER_MS_DEFAULT 30000
+#define SBX__PROBE_TIMEOUT_MS_DEFAULT 10000
 
 sbx__engine *sbx__engine_new(void);
 void sbx__engine_free(sbx__engine *e);
 /* All requests go through this unix socket (sbxd), or TCP when NULL. */
 sbx_status sbx__engine_set_unix_socket(sbx__engine *e, const char *path);
 sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua);
+/* "user:password" for every request (an endpoint URL's userinfo, kept out
+ * of the URLs so no message can show it), or NULL. Wiped on free. */
+sbx_status sbx__engine_set_userpwd(sbx__engine *e, const char *userpwd);
 void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l);
 void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l);
 
@@ -98,6 +113,14 @@ void sbx__req_set_follow(sbx__req *r, bool yes);
  * once its start line is in): its slot in the limits goes to the queue and
  * its deadline becomes mono_ms (0 none), replacing a default one. */
 void sbx__req_become_follow(sbx__req *r, int64_t mono_ms);
+/* A followed request whose response brings no byte for ms: fn is called
+ * (again after every further ms of silence) instead of failing it, since
+ * its silence may be legitimate; the owner checks the server. ms 0: never.
+ * Time paused by the data handler is not silence. */
+void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user);
+/* End it at the next process with this status and message (its done
+ * callback runs then), not retried. Driving thread only. */
+void sbx__req_abort(sbx__req *r, sbx_status st, const char *msg);
 /* Absolute deadline (sbx__mono_ms()), 0 for the engine's default. */
 void sbx__req_set_deadline(sbx__req *r, int64_t mono_ms);
 sbx_status sbx__req_set_project(sbx__req *r, const char *project);
@@ -136,6 +159,9 @@ unsigned sbx__req_attempts(const sbx__req *r);
 bool sbx__req_idempotent(const sbx__req *r);
 /* Bytes handed to the stream handler. */
 uint64_t sbx__req_streamed(const sbx__req *r);
+/* ms since the request's current attempt last moved a byte (either way),
+ * 0 when it is not in flight or paused by its handler. */
+int64_t sbx__req_silent_ms(const sbx__req *r);
 
 int64_t sbx__mono_ms(void);
 

@@ -162,3 +162,51 @@ bool sbx__str_starts(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+sbx_status sbx__url_split_userinfo(const char *url, char **url_out, char **userpwd_out)
+{
+    const char *auth = strstr(url, "://"), *at = NULL, *p;
+    size_t n;
+    char *u, *d;
+    *url_out = *userpwd_out = NULL;
+    if (auth) {
+        auth += 3;
+        for (p = auth; *p && *p != '/' && *p != '?' && *p != '#'; p++)
+            if (*p == '@')
+                at = p; /* the last one: a password may hold '@' unescaped */
+    }
+    if (!at) {
+        *url_out = sbx__strdup(url);
+        return *url_out ? SBX_OK : SBX_E_NOMEM;
+    }
+    n = (size_t)(auth - url);
+    if (!(u = sbx__malloc(n + strlen(at + 1) + 1)) || !(d = sbx__malloc((size_t)(at - auth) + 1))) {
+        sbx__free(u);
+        return SBX_E_NOMEM;
+    }
+    memcpy(u, url, n);
+    strcpy(u + n, at + 1);
+    for (p = auth, n = 0; p < at; p++) {
+        if (*p == '%' && p + 2 < at && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+            d[n++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+            p += 2;
+        } else {
+            d[n++] = *p;
+        }
+    }
+    d[n] = '\0';
+    *url_out = u;
+    *userpwd_out = d;
+    return SBX_OK;
+}

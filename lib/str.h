@@ -44,4 +44,11 @@ size_t sbx__utf8_floor(const char *s, size_t n);
 /* Whether s begins with prefix. */
 bool sbx__str_starts(const char *s, const char *prefix);
 
+/* A URL's userinfo ("user:pw@" after "://", before the host) cut out:
+ * *url_out is the URL without it, *userpwd_out its percent-decoded
+ * "user:pw" (NULL when there is none), so that no URL the library keeps,
+ * prints or reports carries a credential. A string that is not
+ * "scheme://..." is copied as it is. SBX_OK or SBX_E_NOMEM. */
+sbx_status sbx__url_split_userinfo(const char *url, char **url_out, char **userpwd_out);
+
 #endif /* SBX_STR_H */

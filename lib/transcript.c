@@ -431,8 +431,17 @@ sbx_status sbx_transcript_set_endpoint(sbx_transcript *t, const char *endpoint)
         return st;
     if (!endpoint || !*endpoint || !text_ok(endpoint, 4096))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid endpoint: 1 to 4096 bytes of UTF-8 expected");
-    if (!(r = redact_str(t, endpoint, NULL)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+    {
+        /* A URL's userinfo is a credential: never recorded. */
+        char *bare = NULL, *userpwd = NULL;
+        if (sbx__url_split_userinfo(endpoint, &bare, &userpwd) != SBX_OK)
+            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        sbx__free_secret(userpwd);
+        r = redact_str(t, bare, NULL);
+        sbx__free(bare);
+        if (!r)
+            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+    }
     sbx__free(t->endpoint);
     t->endpoint = r;
     return SBX_OK;

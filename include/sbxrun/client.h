@@ -67,6 +67,8 @@ SBX_API const char *sbx_client_last_error(const sbx_client *c);
 /**
  * Where requests go: "https://vercel.com/api" (the default), an sbxd URL
  * ("http://127.0.0.1:7878"), or an sbxd unix socket ("unix:/path/sock").
+ * A "user:password@" in a URL is sent to the server but kept out of the
+ * stored endpoint and of every message.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (not one of those forms), SBX_E_MISUSE
  *         (requests already made, or credentials resolved), SBX_E_NOMEM.
@@ -93,8 +95,13 @@ SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, 
  * "endpoint", "limit.global" (requests at once, default 64),
  * "limit.project" (per project, default 32), "retry.max" (retries of a
  * request that is safe to repeat, default 5), "timeout_ms" (default
- * deadline of a request, 0 = none; default 0), "max_response_bytes"
- * (largest JSON answer, default 16 MiB), "user_agent".
+ * deadline of a request, 0 = none; default 0), "idle_timeout_ms" (a
+ * request that moves no byte this long has stalled, 0 = never; default
+ * 60000), "probe_after_ms" (a command's stream silent this long makes the
+ * client check the command, 0 = never; default 30000), "probe_timeout_ms"
+ * (how long that check may take; default 10000), "max_response_bytes"
+ * (largest JSON answer, default 16 MiB), "user_agent". doc/client.md has
+ * the retry policy and what the timeouts do.
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION (the key is named in last_error),
  *         SBX_E_INVALID_ARG (a bad value), SBX_E_NOMEM.

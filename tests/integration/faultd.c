@@ -89,6 +89,11 @@ static const char *const fault_names[] = {
     [FAULT_CLOSE_AFTER] = "close_after",
     [FAULT_NO_TERMINATOR] = "no_terminator",
     [FAULT_LATE_TERMINATOR] = "late_terminator",
+    [FAULT_CUT_HEAD] = "cut_head",
+    [FAULT_CUT_CHUNK_SIZE] = "cut_chunk_size",
+    [FAULT_STALL_MID] = "stall_mid",
+    [FAULT_503] = "503",
+    [FAULT_NO_FRAMING] = "no_framing",
 };
 
 const char *fault_name(enum fault kind)
@@ -585,6 +590,13 @@ static int relay_chunked(struct rd *up, struct out *o)
             return -1;
         snprintf(sizebuf, sizeof sizebuf, "%.*s", (int)(len < 63 ? len : 63), line);
         size = strtoull(sizebuf, NULL, 16);
+        if (o->kind == FAULT_CUT_CHUNK_SIZE && !o->discard && data_sent >= (uint64_t)o->arg) {
+            out_write(o, size ? "1" : "0", 1, true); /* a size line never finished */
+            sleep_ms(20);
+            close_dn(o->c, false);
+            o->closed = true;
+            return -1;
+        }
         if (size == 0) {
             if (o->kind == FAULT_NO_TERMINATOR && !o->discard) {
                 sleep_ms(20);
@@ -668,6 +680,71 @@ static int relay_len(struct rd *up, struct out *o, long long n)
         left -= (long long)k;
     }
     return 0;
+}
+
+/* sbxd's whole body, its framing taken off (malloc'd). 0 or -1. */
+static int read_body(struct rd *up, bool chunked, long long clen, char **out, size_t *outlen)
+{
+    char *b = NULL, *data;
+    size_t n = 0;
+    if (!chunked) {
+        if (clen < 0 || clen > BODY_MAX || rd_exact(up, (size_t)clen, &b) != 0)
+            return -1;
+        *out = b;
+        *outlen = (size_t)clen;
+        return 0;
+    }
+    for (;;) {
+        size_t len;
+        const char *line = rd_line(up, &len, 4096);
+        unsigned long long size;
+        char *crlf = NULL, *nb;
+        if (!line) {
+            free(b);
+            return -1;
+        }
+        size = strtoull(line, NULL, 16);
+        if (size == 0) {
+            do /* trailers, then the empty line */
+                line = rd_line(up, &len, 65536);
+            while (line && len > 2);
+            if (!line) {
+                free(b);
+                return -1;
+            }
+            *out = b ? b : calloc(1, 1);
+            *outlen = n;
+            return 0;
+        }
+        if (size > BODY_MAX || rd_exact(up, (size_t)size, &data) != 0 || rd_exact(up, 2, &crlf) != 0) {
+            free(b);
+            return -1;
+        }
+        free(crlf);
+        nb = realloc(b, n + (size_t)size + 1);
+        ck_assert_msg(nb != NULL, "faultd: out of memory");
+        b = nb;
+        memcpy(b + n, data, (size_t)size);
+        n += (size_t)size;
+        free(data);
+    }
+}
+
+/* The head without its framing headers, and "Connection: close". */
+static int write_unframed_head(struct out *o, const char *head)
+{
+    const char *p = head;
+    for (;;) {
+        const char *eol = strstr(p, "\r\n");
+        size_t l = (size_t)(eol - p) + 2;
+        if (l == 2)
+            break;
+        if (strncasecmp(p, "Content-Length:", 15) != 0 && strncasecmp(p, "Transfer-Encoding:", 18) != 0 &&
+            strncasecmp(p, "Connection:", 11) != 0 && out_write(o, p, l, false) != 0)
+            return -1;
+        p += l;
+    }
+    return out_write(o, "Connection: close\r\n\r\n", 21, false);
 }
 
 /* The head with `extra` bytes of filler header lines before its end. */
@@ -769,6 +846,28 @@ static int forward(struct conn *c, size_t idx, const char *method, const char *r
         if (write_huge_head(&o, head, hlen, arg) != 0)
             goto out;
         break;
+    case FAULT_CUT_HEAD:
+        out_write(&o, head, arg > 0 && (size_t)arg < hlen - 2 ? (size_t)arg : hlen - 2, false);
+        sleep_ms(20);
+        close_dn(c, false);
+        goto out;
+    case FAULT_NO_FRAMING: {
+        char *b = NULL;
+        size_t blen2 = 0;
+        if (read_body(&up, chunked, clen, &b, &blen2) == 0 && write_unframed_head(&o, head) == 0)
+            out_write(&o, b, blen2, true);
+        free(b);
+        sleep_ms(20);
+        close_dn(c, false);
+        goto out;
+    }
+    case FAULT_STALL_MID:
+        if (out_write(&o, head, hlen, false) != 0)
+            goto out;
+        stall(c, arg);
+        if (c->dn < 0)
+            goto out;
+        break;
     default:
         if (out_write(&o, head, hlen, false) != 0)
             goto out;
@@ -836,11 +935,12 @@ static void *conn_main(void *arg)
         case FAULT_STATUS:
             rc = answer_error(c, farg, NULL, "not forwarded");
             break;
-        case FAULT_429: {
+        case FAULT_429:
+        case FAULT_503: {
             char h[64] = "";
             if (farg >= 0)
                 snprintf(h, sizeof h, "Retry-After: %ld\r\n", farg);
-            rc = answer_error(c, 429, h, "not forwarded");
+            rc = answer_error(c, kind == FAULT_429 ? 429 : 503, h, "not forwarded");
             break;
         }
         case FAULT_RESET:

@@ -47,6 +47,16 @@ enum fault {
                          * the connection is closed instead (arg 0: FIN, 1: RST) */
     FAULT_LATE_TERMINATOR, /* a chunked body relayed whole, its last (empty) chunk
                          * held back arg ms, then sent: the connection stays usable */
+    FAULT_CUT_HEAD,     /* forwarded; the first arg bytes of sbxd's response head (0: all
+                         * of it but its final empty line), then FIN */
+    FAULT_CUT_CHUNK_SIZE, /* forwarded; a chunked body relayed until arg bytes of data
+                         * went, then half a chunk-size line ("1", no CRLF) and FIN */
+    FAULT_STALL_MID,    /* forwarded; the head, then nothing for arg ms (0: until the
+                         * client closes or faultd stops), then the body */
+    FAULT_503,          /* 503 with Retry-After: arg seconds (arg < 0: no header), not
+                         * forwarded */
+    FAULT_NO_FRAMING,   /* forwarded; sbxd's body relayed whole but with neither
+                         * Content-Length nor chunked framing, ended by a FIN */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

@@ -221,9 +221,13 @@ START_TEST(test_client_options)
     sbx_client *c = sbx_client_new();
     const char *good[][2] = {{"limit.global", "8"}, {"limit.project", "0"}, {"retry.max", "0"},
                              {"timeout_ms", "1500"}, {"max_response_bytes", "65536"},
-                             {"user_agent", "test/1"}};
+                             {"user_agent", "test/1"}, {"idle_timeout_ms", "0"},
+                             {"idle_timeout_ms", "120000"}, {"probe_after_ms", "0"},
+                             {"probe_after_ms", "5000"}, {"probe_timeout_ms", "100"}};
     const char *bad[][2] = {{"limit.global", "-1"}, {"limit.global", "x"}, {"retry.max", "101"},
-                            {"timeout_ms", ""}, {"max_response_bytes", "10"}, {"limit.project", "1e3"}};
+                            {"timeout_ms", ""}, {"max_response_bytes", "10"}, {"limit.project", "1e3"},
+                            {"idle_timeout_ms", "50"}, {"idle_timeout_ms", "-1"}, {"probe_after_ms", "1s"},
+                            {"probe_timeout_ms", "0"}};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         ok_c(sbx_client_set_option(c, good[i][0], good[i][1]), c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

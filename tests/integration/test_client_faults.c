@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1682,6 +1683,465 @@ START_TEST(test_client_faults_connection_refused)
 }
 END_TEST
 
+/* ---- incomplete responses, stalls, Retry-After on 503, credentials in messages ------------------------------ */
+
+/* The connection closes inside the response's head: libcurl 7.88 calls that
+ * a 200 with no body. It is a transport error, retried where safe, and
+ * never an empty success. */
+START_TEST(test_client_faults_cut_in_head)
+{
+    struct fx x;
+    const char *get;
+    int n0;
+
+    fx_start(&x, true, NULL, NULL);
+    get = sbx_pat(&x, "");
+    n0 = faultd_count(x.f, "GET", get);
+    faultd_rule(x.f, "GET", get, 1, FAULT_CUT_HEAD, 0);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    ck_assert_str_eq(sbx_sandbox_status(x.s), "running");
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+
+    /* Every time, cut after the status line: reported as incomplete. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_CUT_HEAD, 17);
+    ok_cl(sbx_client_set_option(x.c, "retry.max", "1"), x.c);
+    n0 = faultd_count(x.f, "GET", get);
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    note("head cut every time", sbx_sandbox_last_error(x.s));
+    ck_assert_msg(contains(sbx_sandbox_last_error(x.s), "before it was complete"), "message: %s",
+                  sbx_sandbox_last_error(x.s));
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+    fx_stop(&x);
+}
+END_TEST
+
+/* The log stream's head cut once (on a fresh connection: the start stream
+ * holds the other): the output still arrives, whole, instead of the
+ * command ending with none. */
+START_TEST(test_client_faults_logs_cut_in_head)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "GET", "/logs$", 1, FAULT_CUT_HEAD, 17);
+    k = sh_cmd(x.s, "echo hi; exit 3", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 3);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "hi\n");
+    ck_assert_int_ge(faultd_count(x.f, "GET", "/logs$"), 2);
+    sbx_command_free(k);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A file read cut in its head every time: an error, not an empty file; a
+ * download leaves nothing behind. */
+START_TEST(test_client_faults_read_cut_in_head)
+{
+    struct fx x;
+    char *data = (char *)"sentinel", dir[400], local[600];
+    size_t len = 7;
+
+    fx_start(&x, true, NULL, NULL);
+    sbx_write_file(x.d, x.sid, "/vercel/sandbox/f.txt", "content\n", 8, 0644);
+    faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_CUT_HEAD, 17);
+    expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    ck_assert_ptr_null(data);
+    snprintf(dir, sizeof dir, "%.300s/dlh", x.d->dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(local, sizeof local, "%s/f.txt", dir);
+    expect_sbx(sbx_sandbox_download(x.s, "f.txt", local), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    ck_assert_int_eq(host_sh("test -z \"$(ls -A '%s')\"", dir), 0);
+    faultd_clear(x.f);
+    ok_sb(sbx_sandbox_download(x.s, "f.txt", local), x.s);
+    ck_assert_int_eq(host_sh("test \"$(cat '%s')\" = content", local), 0);
+    fx_stop(&x);
+}
+END_TEST
+
+/* The start of a command answered with a cut head: it may have started,
+ * so it is reported, not sent again, and not called a protocol error. On a
+ * fresh connection: on a reused one libcurl resends by itself (which the
+ * engine stops, cmd_reset_not_forwarded), and the cut looks different. */
+START_TEST(test_client_faults_cmd_cut_in_head)
+{
+    struct fx x;
+    sbx_command *k;
+    const char *post;
+
+    fx_start(&x, true, NULL, NULL);
+    post = sbx_pat(&x, "/cmd");
+    faultd_rule(x.f, "GET", sbx_pat(&x, ""), 1, FAULT_CLOSE_AFTER, 0);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    usleep(100000); /* the FIN is in: libcurl does not reuse the connection */
+    /* Just the status line: with a Transfer-Encoding header in, libcurl
+     * would call it a short body itself. */
+    faultd_rule(x.f, "POST", post, 1, FAULT_CUT_HEAD, 17);
+    k = sh_cmd(x.s, COUNT_SCRIPT, NULL);
+    expect_sbx(sbx_command_run(k), SBX_E_TRANSPORT, sbx_command_last_error, k);
+    note("start, head cut", sbx_command_last_error(k));
+    ck_assert_msg(contains(sbx_command_last_error(k), "may have reached the server"), "message: %s",
+                  sbx_command_last_error(k));
+    ck_assert_int_eq(faultd_count(x.f, "POST", post), 1);
+    ck_assert_int_eq(settled_count(x.d, x.sid), 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/cmd/"), 0);
+    sbx_command_free(k);
+    fx_stop(&x);
+}
+END_TEST
+
+/* Cut inside a chunk-size line of the log stream and of the start stream.
+ * libcurl catches this one itself; the engine must keep treating it as a
+ * cut (the log stream is asked for again; the exit code is asked for). */
+START_TEST(test_client_faults_cut_in_chunk_size)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "GET", "/logs$", 1, FAULT_CUT_CHUNK_SIZE, 3000);
+    k = sh_cmd(x.s, SEQ_SCRIPT, &o);
+    ok_k(sbx_command_run(k), k);
+    expect_seq(o.data[0], o.len[0]);
+    ck_assert_int_ge(faultd_count(x.f, "GET", "/logs$"), 2);
+    sbx_command_free(k);
+    outbuf_free(&o);
+
+    faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 1, FAULT_CUT_CHUNK_SIZE, 1);
+    k = sh_cmd(x.s, "echo a; sleep 0.3; exit 2", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 2);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "a\n");
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 2);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true"), 1);
+    sbx_command_free(k);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A body framed only by the connection's end cannot be told from a cut. */
+START_TEST(test_client_faults_no_framing)
+{
+    struct fx x;
+    const char *get;
+    int n0;
+
+    fx_start(&x, true, "1", NULL);
+    get = sbx_pat(&x, "");
+    n0 = faultd_count(x.f, "GET", get);
+    faultd_rule(x.f, "GET", get, 0, FAULT_NO_FRAMING, 0);
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    note("no framing", sbx_sandbox_last_error(x.s));
+    ck_assert_msg(contains(sbx_sandbox_last_error(x.s), "before it was complete"), "message: %s",
+                  sbx_sandbox_last_error(x.s));
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 1, FAULT_NO_FRAMING, 0);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    fx_stop(&x);
+}
+END_TEST
+
+/* 503 with Retry-After: honoured as for 429; a wait past the cap or the
+ * deadline is reported at once; a request with an effect is not repeated. */
+START_TEST(test_client_faults_503_retry_after)
+{
+    struct fx x;
+    const char *get;
+    sbx_sandbox *s;
+    int64_t t0, dt;
+    int n0;
+
+    fx_start(&x, true, NULL, NULL);
+    get = sbx_pat(&x, "");
+    n0 = faultd_count(x.f, "GET", get);
+    faultd_rule(x.f, "GET", get, 1, FAULT_503, 1);
+    t0 = mono_ms();
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    dt = mono_ms() - t0;
+    ck_assert_msg(dt >= 900 && dt < 5000, "the retry came after %lld ms, with Retry-After: 1", (long long)dt);
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+
+    /* Beyond the cap (60 s): reported, not slept. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_503, 120);
+    n0 = faultd_count(x.f, "GET", get);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_HTTP, sbx_sandbox_last_error, x.s);
+    ck_assert_msg(mono_ms() - t0 < 1000, "took %lld ms", (long long)(mono_ms() - t0));
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 1);
+
+    /* Beyond the request's deadline: reported at once. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_503, 5);
+    ok_cl(sbx_client_set_option(x.c, "timeout_ms", "2000"), x.c);
+    n0 = faultd_count(x.f, "GET", get);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_HTTP, sbx_sandbox_last_error, x.s);
+    ck_assert_msg(mono_ms() - t0 < 1500, "took %lld ms", (long long)(mono_ms() - t0));
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 1);
+    ok_cl(sbx_client_set_option(x.c, "timeout_ms", "0"), x.c);
+
+    /* A create is not repeated on a 503, Retry-After or not. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_503, 1);
+    s = sbx_sandbox_new(x.c);
+    expect_sbx(sbx_sandbox_create(s), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    sbx_sandbox_free(s);
+    fx_stop(&x);
+}
+END_TEST
+
+/* No deadline set: a server that stops answering is still detected, by the
+ * idle timeout, and a stall is retried once at most. */
+START_TEST(test_client_faults_stall_idle_timeout)
+{
+    struct fx x;
+    const char *get;
+    sbx_sandbox *s;
+    int64_t t0, dt;
+    int n0;
+
+    fx_start(&x, true, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "idle_timeout_ms", "1000"), x.c);
+    get = sbx_pat(&x, "");
+
+    /* Nothing at all. */
+    faultd_rule(x.f, "GET", get, 0, FAULT_STALL, 0);
+    n0 = faultd_count(x.f, "GET", get);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    dt = mono_ms() - t0;
+    note("stall, idle 1000 ms", sbx_sandbox_last_error(x.s));
+    ck_assert_msg(dt >= 1900 && dt < 2000 + 5000, "gave up after %lld ms (idle 1000 ms, one retry)", (long long)dt);
+    ck_assert_msg(contains(sbx_sandbox_last_error(x.s), "stalled"), "message: %s", sbx_sandbox_last_error(x.s));
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+
+    /* The head, then silence. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_STALL_MID, 0);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    dt = mono_ms() - t0;
+    ck_assert_msg(dt >= 1900 && dt < 2000 + 5000, "gave up after %lld ms", (long long)dt);
+
+    /* A pause shorter than the idle timeout is not a stall. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_STALL_MID, 400);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+
+    /* A create that stalls is not sent again. */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/v1/sandboxes$", 0, FAULT_STALL, 0);
+    s = sbx_sandbox_new(x.c);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    ck_assert_msg(mono_ms() - t0 < 1000 + 5000, "took %lld ms", (long long)(mono_ms() - t0));
+    ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
+                  sbx_sandbox_last_error(s));
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    sbx_sandbox_free(s);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A followed command's streams may be silent: the command is asked about
+ * then, and while it runs, silence is fine. */
+START_TEST(test_client_faults_stream_probe)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    char pat[300];
+
+    fx_start(&x, true, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "500"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "2000"), x.c);
+
+    /* Silent for 2 s, longer than the probe period: fine. */
+    k = sh_cmd(x.s, "sleep 2; echo done", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "done\n");
+    snprintf(pat, sizeof pat, "/cmd/%s$", sbx_command_id(k));
+    ck_assert_int_ge(faultd_count(x.f, "GET", pat), 1);
+    sbx_command_free(k);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
+/* The log stream sends its head, then nothing, ever, while the command
+ * runs and exits: the check finds it exited, and the stream is asked for
+ * again instead of waited on forever. */
+START_TEST(test_client_faults_stream_stuck_after_exit)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    int n0;
+
+    fx_start(&x, true, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "500"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "2000"), x.c);
+    n0 = faultd_count(x.f, "GET", "/logs$");
+    faultd_rule(x.f, "GET", "/logs$", 1, FAULT_STALL_MID, 0);
+    k = sh_cmd(x.s, "echo one; sleep 1; echo two; exit 6", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 6);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "one\ntwo\n");
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$") - n0, 2);
+    sbx_command_free(k);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
+/* sbxd stopped (SIGSTOP): neither a short call nor a followed command, nor a
+ * wait for a command's exit, waits forever. */
+START_TEST(test_client_faults_server_stopped)
+{
+    struct fx x;
+    sbx_command *k, *k2;
+    sbx_op *op;
+    char *cid;
+    int64_t t0, dt, until;
+
+    fx_start(&x, true, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "idle_timeout_ms", "1000"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "1000"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "1000"), x.c);
+    cid = sbx_detach_sh(x.d, x.sid, "sleep 60");
+
+    k = sh_cmd(x.s, "echo started; sleep 60", NULL);
+    ok_k(sbx_command_start(k, &op), k);
+    until = mono_ms() + 5000;
+    while (faultd_count(x.f, "GET", "/logs$") == 0 && mono_ms() < until)
+        sbx_client_run(x.c, 50);
+    sbx_client_run(x.c, 300);
+    ck_assert_int_eq(sbx_op_done(op), 0);
+
+    ck_assert_int_eq(kill(x.d->pid, SIGSTOP), 0);
+    t0 = mono_ms();
+    expect_sbx(sbx_op_wait(op), SBX_E_TRANSPORT, sbx_op_last_error, op);
+    dt = mono_ms() - t0;
+    note("sbxd stopped, followed command", sbx_op_last_error(op));
+    ck_assert_msg(dt < 1000 + 1000 + 5000, "took %lld ms", (long long)dt);
+    ck_assert_msg(contains(sbx_op_last_error(op), "stopped answering"), "message: %s", sbx_op_last_error(op));
+    sbx_op_free(op);
+
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    ck_assert_msg(mono_ms() - t0 < 2000 + 5000, "took %lld ms", (long long)(mono_ms() - t0));
+
+    k2 = sbx_command_new(x.s);
+    ck_assert_ptr_nonnull(k2);
+    ck_assert_int_eq(kill(x.d->pid, SIGCONT), 0);
+    ok_k(sbx_command_get(k2, cid), k2);
+    ck_assert_int_eq(kill(x.d->pid, SIGSTOP), 0);
+    t0 = mono_ms();
+    expect_sbx(sbx_command_wait_exit(k2), SBX_E_TRANSPORT, sbx_command_last_error, k2);
+    note("sbxd stopped, wait for exit", sbx_command_last_error(k2));
+    ck_assert_msg(mono_ms() - t0 < 1000 + 1000 + 5000, "took %lld ms", (long long)(mono_ms() - t0));
+    ck_assert_int_eq(kill(x.d->pid, SIGCONT), 0);
+    sbx_command_free(k2);
+    sbx_command_free(k);
+    free(cid);
+    fx_stop(&x);
+}
+END_TEST
+
+/* The kill sent at a command's deadline gets no answer: the op still ends
+ * soon after the deadline, with a readable message. */
+START_TEST(test_client_faults_kill_stalls)
+{
+    struct fx x;
+    sbx_command *k;
+    int64_t t0, dt;
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "POST", "/kill$", 0, FAULT_STALL, 0);
+    k = sh_cmd(x.s, "sleep 30", NULL);
+    ok_k(sbx_command_set_timeout_ms(k, 1000), k);
+    t0 = mono_ms();
+    expect_sbx(sbx_command_run(k), SBX_E_TIMEOUT, sbx_command_last_error, k);
+    dt = mono_ms() - t0;
+    note("kill stalls", sbx_command_last_error(k));
+    ck_assert_msg(dt >= 950 && dt < 1000 + 5000 + 2000, "ended after %lld ms (deadline 1000 ms, grace 5000 ms)",
+                  (long long)dt);
+    ck_assert_msg(contains(sbx_command_last_error(k), "killing it failed") &&
+                      contains(sbx_command_last_error(k), "deadline passed)"),
+                  "message: %s", sbx_command_last_error(k));
+    sbx_command_free(k);
+    fx_stop(&x);
+}
+END_TEST
+
+/* user:password in the endpoint URL is sent, but never shown. */
+START_TEST(test_client_faults_endpoint_userinfo)
+{
+    struct fx x;
+    sbx_client *c;
+    sbx_sandbox *s;
+    char url[200];
+
+    fx_start(&x, true, NULL, NULL);
+    snprintf(url, sizeof url, "http://alice:s3cret%%40pw@127.0.0.1:%d", faultd_port(x.f));
+    c = sbx_client_new();
+    ck_assert_ptr_nonnull(c);
+    ok_cl(sbx_client_set_endpoint(c, url), c);
+    ck_assert_msg(!contains(sbx_client_endpoint(c), "s3cret") && !contains(sbx_client_endpoint(c), "alice"),
+                  "endpoint: %s", sbx_client_endpoint(c));
+    ok_cl(sbx_client_set_credentials(c, x.d->token, NULL, NULL), c);
+    ok_cl(sbx_client_set_option(c, "retry.max", "0"), c);
+    s = sbx_sandbox_new(c);
+    ok_sb(sbx_sandbox_get(s, x.sid), s);
+    faultd_rule(x.f, "GET", sbx_pat(&x, ""), 0, FAULT_RESET, 0);
+    expect_sbx(sbx_sandbox_refresh(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    note("userinfo endpoint, reset", sbx_sandbox_last_error(s));
+    ck_assert_msg(!contains(sbx_sandbox_last_error(s), "s3cret") && !contains(sbx_sandbox_last_error(s), "alice"),
+                  "message: %s", sbx_sandbox_last_error(s));
+    ck_assert_msg(contains(sbx_sandbox_last_error(s), "127.0.0.1"), "message: %s", sbx_sandbox_last_error(s));
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    c = sbx_client_new();
+    ck_assert_ptr_nonnull(c);
+    expect_sbx(sbx_client_set_endpoint(c, "ftp://alice:s3cret@example.com"), SBX_E_INVALID_ARG,
+               sbx_client_last_error, c);
+    ck_assert_msg(!contains(sbx_client_last_error(c), "s3cret"), "message: %s", sbx_client_last_error(c));
+    sbx_client_free(c);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A unix socket that is not there: named, with the reason. */
+START_TEST(test_client_faults_unix_socket_missing)
+{
+    sbx_client *c = sbx_client_new();
+    sbx_sandbox *s;
+
+    ck_assert_ptr_nonnull(c);
+    ok_cl(sbx_client_set_endpoint(c, "unix:/nonexistent/sbxd.sock"), c);
+    ok_cl(sbx_client_set_credentials(c, "sbxd_test_token", NULL, NULL), c);
+    ok_cl(sbx_client_set_option(c, "retry.max", "0"), c);
+    s = sbx_sandbox_new(c);
+    expect_sbx(sbx_sandbox_get(s, "sbx_x"), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    note("missing unix socket", sbx_sandbox_last_error(s));
+    ck_assert_msg(contains(sbx_sandbox_last_error(s), "/nonexistent/sbxd.sock") &&
+                      contains(sbx_sandbox_last_error(s), "No such file") &&
+                      !contains(sbx_sandbox_last_error(s), "port 80"),
+                  "message: %s", sbx_sandbox_last_error(s));
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+}
+END_TEST
+
 /* ---- faultd itself, seen from a raw socket ------------------------------------------------------------------ */
 
 static int raw_connect(const struct faultd *f)
@@ -1919,6 +2379,20 @@ Suite *sbx_test_suite(void)
         {"client_timeout", test_client_faults_client_timeout_and_commands},
         {"cancel_message", test_client_faults_cancel_message_unstarted},
         {"connection_refused", test_client_faults_connection_refused},
+        {"cut_in_head", test_client_faults_cut_in_head},
+        {"logs_cut_in_head", test_client_faults_logs_cut_in_head},
+        {"read_cut_in_head", test_client_faults_read_cut_in_head},
+        {"cmd_cut_in_head", test_client_faults_cmd_cut_in_head},
+        {"cut_in_chunk_size", test_client_faults_cut_in_chunk_size},
+        {"no_framing", test_client_faults_no_framing},
+        {"503_retry_after", test_client_faults_503_retry_after},
+        {"stall_idle", test_client_faults_stall_idle_timeout},
+        {"stream_probe", test_client_faults_stream_probe},
+        {"stream_stuck_after_exit", test_client_faults_stream_stuck_after_exit},
+        {"server_stopped", test_client_faults_server_stopped},
+        {"kill_stalls", test_client_faults_kill_stalls},
+        {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
+        {"unix_socket_missing", test_client_faults_unix_socket_missing},
     };
 #ifdef SBX_TEST_NO_PREREQ
     /* This build links the fault-injection copy of the library and takes

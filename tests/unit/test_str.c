@@ -162,6 +162,42 @@ START_TEST(test_str_starts)
 }
 END_TEST
 
+START_TEST(test_str_url_userinfo_split)
+{
+    static const struct {
+        const char *in, *url, *userpwd;
+    } cases[] = {
+        {"http://alice:pw@127.0.0.1:7878", "http://127.0.0.1:7878", "alice:pw"},
+        {"https://a%40b:p%3Aw%25@host/api?x=y@z", "https://host/api?x=y@z", "a@b:p:w%"},
+        {"http://u:p@ss@host/", "http://host/", "u:p@ss"},
+        {"http://host/path@x", "http://host/path@x", NULL},
+        {"https://vercel.com/api", "https://vercel.com/api", NULL},
+        {"unix:/run/sbxd.sock", "unix:/run/sbxd.sock", NULL},
+        {"ftp://x:y@h", "ftp://h", "x:y"},
+    };
+    for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
+        char *url = (char *)"x", *up = (char *)"x";
+        ck_assert_int_eq(sbx__url_split_userinfo(cases[i].in, &url, &up), SBX_OK);
+        ck_assert_str_eq(url, cases[i].url);
+        if (cases[i].userpwd)
+            ck_assert_str_eq(up, cases[i].userpwd);
+        else
+            ck_assert_ptr_null(up);
+        sbx__free(url);
+        sbx__free_secret(up);
+    }
+    /* Out of memory at each allocation: an error, nothing leaked or half set. */
+    for (int n = 1; n <= 2; n++) {
+        char *url = (char *)"x", *up = (char *)"x";
+        sbx__fault_fail_nth(n);
+        ck_assert_int_eq(sbx__url_split_userinfo("http://u:p@h", &url, &up), SBX_E_NOMEM);
+        sbx__fault_fail_nth(0);
+        ck_assert_ptr_null(url);
+        ck_assert_ptr_null(up);
+    }
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("str");
@@ -175,6 +211,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_str_utf8_floor_never_splits);
     SBX_TEST_ADD(tc, test_str_wipe_clears_bytes);
     SBX_TEST_ADD(tc, test_str_starts);
+    SBX_TEST_ADD(tc, test_str_url_userinfo_split);
     suite_add_tcase(s, tc);
     return s;
 }

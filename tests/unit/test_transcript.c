@@ -575,6 +575,8 @@ START_TEST(test_transcript_redaction)
     ok(sbx_transcript_export(t, &text, &len));
     ck_assert_msg(!strstr(text, SECRET) && !strstr(text, GHP), "%s", text);
     ck_assert_msg(strstr(text, "API_TOKEN") && strstr(text, "[REDACTED:github]"), "%s", text);
+    /* An endpoint's userinfo is a credential even when no rule knows it. */
+    ck_assert_msg(strstr(text, "\"https://api.example.com\"") && !strstr(text, "user:"), "%s", text);
     e = step_obj(t, 1);
     ck_assert_str_eq(jstr(json_object_get(e, "output"), "stdout", "head"), "token is [REDACTED:secret] ok\n");
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "argv"), 2)),

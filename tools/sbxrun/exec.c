@@ -647,8 +647,12 @@ out:
     free(sink.tails[1].buf);
     sbx_redactor_free(red);
     sbx_command_free(k);
-    if (own_sandbox && s && sbx_sandbox_id(s))
+    if (own_sandbox && s && sbx_sandbox_id(s)) {
+        /* Bounded: after a command's deadline the run must end soon; a
+         * sandbox left running still stops at its own timeout. */
+        sbx_client_set_option(r.client, "timeout_ms", "10000");
         sbx_sandbox_stop(s);
+    }
     sbx_sandbox_free(s);
     remote_close(&r);
     return rc;
