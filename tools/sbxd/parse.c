@@ -90,7 +90,9 @@ int json_get_int64(json_t *o, const char *key, int64_t *out)
      * integral reals so 3000.0 from other clients is not refused. */
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (d == (double)(int64_t)d) {
+        /* The range first: converting a double outside int64_t's is
+         * undefined behaviour (a body's 1e300). */
+        if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (double)(int64_t)d) {
             *out = (int64_t)d;
             return 1;
         }
