@@ -154,6 +154,12 @@ static json_t *load(const char *body, size_t len, sbx__err *err)
     json_t *j;
     if (len == 0)
         return json_object(); /* an empty body is {} (protocol 1.1) */
+    /* jansson skips a raw NUL after a number, yet the body is kept as a C
+     * string (sbx_sandbox_json): it would be cut there. JSON has none. */
+    if (memchr(body, '\0', len)) {
+        sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: it holds a NUL byte");
+        return NULL;
+    }
     j = json_loadb(body, len, 0, &je);
     if (!j)
         sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: %s", je.text);
