@@ -1,23 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the tar-name checks of sbxd (tools/sbxd/tarx.c). The
- * input is read as an archive, with every filter and format libarchive
- * knows, as sbxd's extraction reads snapshots and tarball sources; each
- * entry's name and hard-link target go through archive_clean_name, as they
- * do before anything is written. Nothing is written to disk. The input's
- * first line is also cleaned as a name of its own. A clean name is
- * relative, has no empty, "." or ".." component, and cleans to itself; a
- * name is refused only when it is absolute, climbs with "..", or has no
- * component left. Built with libFuzzer by -Dfuzz=true (clang); built
- * without it (with standalone.c) it runs over the files named on its
- * command line, which `meson test` does on the seeds.
+ * Fuzz target for sbxd's archive extraction (tools/sbxd/tarx.c), which
+ * unpacks snapshots and tarball sources that come from sandboxes or the
+ * network. Three passes over the input:
+ *  - its first line is cleaned as an entry name: a clean name is
+ *    relative, has no empty, "." or ".." component, and cleans to itself;
+ *    a name is refused only when it is absolute, climbs with "..", or has
+ *    no component left;
+ *  - it is read as an archive, with every filter and format libarchive
+ *    knows, and each entry's name and hard-link target is cleaned the same
+ *    way;
+ *  - it is extracted with archive_extract() by a child process confined
+ *    (chroot) to a scratch directory holding the archive and the
+ *    destination. Afterwards nothing may exist beside the destination, and
+ *    the archive file must be unchanged, with no hard link to it: an entry
+ *    that wrote outside the destination, or linked to a file outside it,
+ *    fails the check. The chroot keeps an escape inside the scratch directory; where
+ *    it cannot be had (not root, no user namespaces) the pass is skipped.
+ * Built with libFuzzer by -Dfuzz=true (clang); built without it (with
+ * standalone.c) it runs over the files named on its command line, which
+ * `meson test` does on the seeds.
  */
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "tarx.h"
@@ -70,6 +87,143 @@ static void check_clean(const char *name)
     sbx__free(c);
 }
 
+
+/* ---- extraction, confined ---------------------------------------------- */
+
+/* LeakSanitizer's entry point, there when it is linked in. */
+extern void __lsan_do_leak_check(void) __attribute__((weak));
+
+static char scratch[4096]; /* holds "in" (the archive) and "dest" */
+static int scratch_fd = -1;
+
+static void remove_scratch(void);
+
+static bool scratch_ready(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (scratch_fd >= 0)
+        return true;
+    snprintf(scratch, sizeof scratch, "%s/fuzz_sbxd_tar.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch) || (scratch_fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        mkdirat(scratch_fd, "proc", 0555) != 0)
+        abort();
+    atexit(remove_scratch);
+    return true;
+}
+
+/* Remove at/name without following a symlink, making each
+ * directory searchable first (an archive may leave mode 000 behind). */
+static void rm_tree(int at, const char *name)
+{
+    struct stat sb;
+    DIR *d;
+    struct dirent *de;
+    int fd;
+    if (fstatat(at, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISDIR(sb.st_mode)) {
+        unlinkat(at, name, 0);
+        return;
+    }
+    fchmodat(at, name, 0700, 0);
+    if ((fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0 &&
+        (d = fdopendir(fd)) != NULL) {
+        while ((de = readdir(d)) != NULL)
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                rm_tree(dirfd(d), de->d_name);
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    unlinkat(at, name, AT_REMOVEDIR);
+}
+
+static void remove_scratch(void)
+{
+    if (scratch_fd < 0)
+        return;
+    rm_tree(AT_FDCWD, scratch);
+    close(scratch_fd);
+    scratch_fd = -1;
+}
+
+/* The child: confined to the scratch directory, extract /in into /dest.
+ * Exit 0 done (either way), 3 when it cannot be confined. As root it gets
+ * a mount namespace with a read-only /proc inside the scratch directory,
+ * which LeakSanitizer needs; elsewhere leaks go unchecked here. */
+static void child(void)
+{
+    char err[512], proc[4200];
+    bool leaks = false;
+    snprintf(proc, sizeof proc, "%s/proc", scratch);
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+        mount("proc", proc, "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+        leaks = true;
+    if (chroot(scratch) != 0) {
+        /* Not root: a user namespace of our own grants chroot. */
+        if (unshare(CLONE_NEWUSER) != 0 || chroot(scratch) != 0)
+            _exit(3);
+    }
+    if (chdir("/") != 0)
+        _exit(3);
+    archive_extract("/in", "/dest", err, sizeof err);
+    if (leaks && __lsan_do_leak_check)
+        __lsan_do_leak_check(); /* _exit skips LeakSanitizer's own check */
+    _exit(0);
+}
+
+static void extract(const uint8_t *data, size_t size)
+{
+    int fd, status;
+    pid_t pid;
+    struct stat sb;
+    DIR *d;
+    struct dirent *de;
+
+    scratch_ready();
+    rm_tree(scratch_fd, "dest");
+    rm_tree(scratch_fd, "in");
+    if ((fd = openat(scratch_fd, "in", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
+        write(fd, data, size) != (ssize_t)size || close(fd) != 0 ||
+        mkdirat(scratch_fd, "dest", 0700) != 0)
+        abort();
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        abort();
+    if (pid == 0)
+        child();
+    if (waitpid(pid, &status, 0) != pid)
+        abort();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+        return; /* cannot be confined here: nothing was extracted */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        abort(); /* the extraction crashed (its report is above) */
+    /* Nothing beside the destination, which is still a directory. */
+    if ((fd = dup(scratch_fd)) < 0 || !(d = fdopendir(fd)))
+        abort();
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "in") &&
+            strcmp(de->d_name, "dest") && strcmp(de->d_name, "proc"))
+            abort(); /* an entry was written outside the destination */
+    closedir(d);
+    if (fstatat(scratch_fd, "dest", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode))
+        abort(); /* the destination itself was replaced */
+    if (fstatat(scratch_fd, "proc", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode) || sb.st_nlink != 2)
+        abort(); /* the mount point of the child's /proc was written to */
+    if (fstatat(scratch_fd, "in", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+        (size_t)sb.st_size != size)
+        abort(); /* a hard link to a file outside the destination, or a write to it */
+    if (size) {
+        uint8_t *back = malloc(size);
+        if (!back || (fd = openat(scratch_fd, "in", O_RDONLY | O_CLOEXEC)) < 0 ||
+            read(fd, back, size) != (ssize_t)size || memcmp(back, data, size) != 0)
+            abort();
+        close(fd);
+        free(back);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct archive *a = archive_read_new();
@@ -98,5 +252,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     archive_read_free(a);
+    extract(data, size);
     return 0;
 }
