@@ -10,9 +10,9 @@
  *  - it is read as an archive, with every filter and format libarchive
  *    knows, and each entry's name and hard-link target is cleaned the same
  *    way;
- *  - it is extracted with archive_extract() by a child process confined
+ *  - it is extracted with archive_extract() by a worker process confined
  *    (chroot) to a scratch directory holding the archive and the
- *    destination. Afterwards nothing may exist beside the destination, and
+ *    destination, started once and fed one archive at a time. Afterwards nothing may exist beside the destination, and
  *    the archive file must be unchanged, with no hard link to it: an entry
  *    that wrote outside the destination, or linked to a file outside it,
  *    fails the check. The chroot keeps an escape inside the scratch directory; where
@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,28 +92,16 @@ static void check_clean(const char *name)
 /* ---- extraction, confined ---------------------------------------------- */
 
 /* LeakSanitizer's entry point, there when it is linked in. */
-extern void __lsan_do_leak_check(void) __attribute__((weak));
+extern int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
 
-static char scratch[4096]; /* holds "in" (the archive) and "dest" */
+static char scratch[4096]; /* holds "in" (the archive), "dest" and "proc" */
 static int scratch_fd = -1;
+static pid_t worker = -1;  /* extracts /in into /dest on each byte sent */
+static int to_worker = -1, from_worker = -1;
+static bool no_worker;     /* it cannot be confined here */
 
-static void remove_scratch(void);
-
-static bool scratch_ready(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    if (scratch_fd >= 0)
-        return true;
-    snprintf(scratch, sizeof scratch, "%s/fuzz_sbxd_tar.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(scratch) || (scratch_fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        mkdirat(scratch_fd, "proc", 0555) != 0)
-        abort();
-    atexit(remove_scratch);
-    return true;
-}
-
-/* Remove at/name without following a symlink, making each
- * directory searchable first (an archive may leave mode 000 behind). */
+/* Remove at/name without following a symlink, making each directory
+ * searchable first (an archive may leave mode 000 behind). */
 static void rm_tree(int at, const char *name)
 {
     struct stat sb;
@@ -138,22 +127,29 @@ static void rm_tree(int at, const char *name)
     unlinkat(at, name, AT_REMOVEDIR);
 }
 
-static void remove_scratch(void)
+static void finish(void)
 {
-    if (scratch_fd < 0)
-        return;
-    rm_tree(AT_FDCWD, scratch);
-    close(scratch_fd);
-    scratch_fd = -1;
+    if (worker > 0) {
+        close(to_worker); /* end of input: it exits */
+        close(from_worker);
+        waitpid(worker, NULL, 0);
+        worker = -1;
+    }
+    if (scratch_fd >= 0) {
+        rm_tree(AT_FDCWD, scratch);
+        close(scratch_fd);
+        scratch_fd = -1;
+    }
 }
 
-/* The child: confined to the scratch directory, extract /in into /dest.
- * Exit 0 done (either way), 3 when it cannot be confined. As root it gets
- * a mount namespace with a read-only /proc inside the scratch directory,
- * which LeakSanitizer needs; elsewhere leaks go unchecked here. */
-static void child(void)
+/* The worker: confined to the scratch directory, it extracts /in into
+ * /dest for each byte it reads, answers with a byte, and exits 3 when it
+ * cannot be confined. As root it gets a mount namespace with a read-only
+ * /proc inside the scratch directory, which LeakSanitizer needs; elsewhere
+ * leaks go unchecked here. A leak ends it with status 4. */
+static void work(int in, int out)
 {
-    char err[512], proc[4200];
+    char err[512], proc[4200], c;
     bool leaks = false;
     snprintf(proc, sizeof proc, "%s/proc", scratch);
     if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
@@ -166,38 +162,68 @@ static void child(void)
     }
     if (chdir("/") != 0)
         _exit(3);
-    archive_extract("/in", "/dest", err, sizeof err);
-    if (leaks && __lsan_do_leak_check)
-        __lsan_do_leak_check(); /* _exit skips LeakSanitizer's own check */
+    while (read(in, &c, 1) == 1) {
+        archive_extract("/in", "/dest", err, sizeof err);
+        if (leaks && __lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check())
+            _exit(4);
+        if (write(out, &c, 1) != 1)
+            break;
+    }
     _exit(0);
+}
+
+static bool start_worker(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    int down[2], up[2];
+    if (worker > 0 || no_worker)
+        return !no_worker;
+    snprintf(scratch, sizeof scratch, "%s/fuzz_sbxd_tar.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch) || (scratch_fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        mkdirat(scratch_fd, "proc", 0555) != 0 || pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0)
+        abort();
+    atexit(finish);
+    signal(SIGPIPE, SIG_IGN); /* a worker that died is seen by its pipe */
+    fflush(NULL);
+    if ((worker = fork()) < 0)
+        abort();
+    if (worker == 0) {
+        close(down[1]);
+        close(up[0]);
+        work(down[0], up[1]);
+    }
+    close(down[0]);
+    close(up[1]);
+    to_worker = down[1];
+    from_worker = up[0];
+    return true;
 }
 
 static void extract(const uint8_t *data, size_t size)
 {
     int fd, status;
-    pid_t pid;
     struct stat sb;
     DIR *d;
     struct dirent *de;
+    char c = 'x';
 
-    scratch_ready();
+    if (!start_worker())
+        return;
     rm_tree(scratch_fd, "dest");
     rm_tree(scratch_fd, "in");
     if ((fd = openat(scratch_fd, "in", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
-        write(fd, data, size) != (ssize_t)size || close(fd) != 0 ||
-        mkdirat(scratch_fd, "dest", 0700) != 0)
+        write(fd, data, size) != (ssize_t)size || close(fd) != 0 || mkdirat(scratch_fd, "dest", 0700) != 0)
         abort();
-    fflush(NULL);
-    if ((pid = fork()) < 0)
-        abort();
-    if (pid == 0)
-        child();
-    if (waitpid(pid, &status, 0) != pid)
-        abort();
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
-        return; /* cannot be confined here: nothing was extracted */
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        abort(); /* the extraction crashed (its report is above) */
+    if (write(to_worker, &c, 1) != 1 || read(from_worker, &c, 1) != 1) {
+        if (waitpid(worker, &status, 0) != worker)
+            abort();
+        worker = -1;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+            no_worker = true; /* cannot be confined here: nothing was extracted */
+            return;
+        }
+        abort(); /* the extraction crashed or leaked (its report is above) */
+    }
     /* Nothing beside the destination, which is still a directory. */
     if ((fd = dup(scratch_fd)) < 0 || !(d = fdopendir(fd)))
         abort();
@@ -210,7 +236,7 @@ static void extract(const uint8_t *data, size_t size)
     if (fstatat(scratch_fd, "dest", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode))
         abort(); /* the destination itself was replaced */
     if (fstatat(scratch_fd, "proc", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(sb.st_mode) || sb.st_nlink != 2)
-        abort(); /* the mount point of the child's /proc was written to */
+        abort(); /* the mount point of the worker's /proc was written to */
     if (fstatat(scratch_fd, "in", &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
         (size_t)sb.st_size != size)
         abort(); /* a hard link to a file outside the destination, or a write to it */
