@@ -154,6 +154,12 @@ static json_t *load(const char *body, size_t len, sbx__err *err)
     json_t *j;
     if (len == 0)
         return json_object(); /* an empty body is {} (protocol 1.1) */
+    /* jansson skips a raw NUL after a number, yet the body is kept as a C
+     * string (sbx_sandbox_json): it would be cut there. JSON has none. */
+    if (memchr(body, '\0', len)) {
+        sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: it holds a NUL byte");
+        return NULL;
+    }
     j = json_loadb(body, len, 0, &je);
     if (!j)
         sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: %s", je.text);
@@ -186,12 +192,19 @@ static sbx_status opt_str(json_t *o, const char *key, char **out, sbx__err *err)
 static sbx_status need_num(json_t *o, const char *what, const char *key, int64_t *out, sbx__err *err)
 {
     json_t *v = json_object_get(o, key);
-    if (json_is_integer(v))
+    double d;
+    if (json_is_integer(v)) {
         *out = json_integer_value(v);
-    else if (json_is_real(v))
-        *out = (int64_t)json_real_value(v);
-    else
+        return SBX_OK;
+    }
+    if (!json_is_real(v))
         return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: missing or not a number", what, key);
+    /* Converting a double outside int64_t's range is undefined behaviour:
+     * a server's 1e300 must be refused, not cast. */
+    d = json_real_value(v);
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: %g is out of range", what, key, d);
+    *out = (int64_t)d;
     return SBX_OK;
 }
 
@@ -305,8 +318,14 @@ sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__sna
         json_decref(j);
         return st;
     }
-    if (json_object_get(o, "expiresAt"))
-        need_num(o, "snapshot", "expiresAt", &sn->expires_at, err);
+    /* Optional: absent, null or not a usable number means never. Checked
+     * on a scratch error: a success must not leave one recorded. */
+    if (json_object_get(o, "expiresAt")) {
+        sbx__err ignored = {0};
+        if (need_num(o, "snapshot", "expiresAt", &sn->expires_at, &ignored) != SBX_OK)
+            sn->expires_at = 0;
+        sbx__err_free(&ignored);
+    }
     if (!(sn->json = sbx__strndup(body, len)))
         st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
     if (st == SBX_OK && sbx && json_object_get(j, "sandbox"))

@@ -105,8 +105,12 @@ sbx_status sbx__jwt_claims(const char *jwt, char **owner_id, char **project_id, 
     e = json_object_get(j, "exp");
     if (json_is_integer(e))
         *exp = json_integer_value(e);
-    else if (json_is_real(e))
-        *exp = (int64_t)json_real_value(e);
+    else if (json_is_real(e)) {
+        /* Saturated: casting a double past int64_t's range is undefined
+         * behaviour, and 1e300 means "never", -1e300 "long ago". */
+        double d = json_real_value(e);
+        *exp = d >= 9223372036854775807.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+    }
     json_decref(j);
     return SBX_OK;
 }

@@ -766,6 +766,36 @@ START_TEST(test_api_parse_snapshot_expiry_optional)
 }
 END_TEST
 
+/* Reals past int64_t are refused (casting them is undefined), a
+ * non-number expiresAt leaves no error behind a success, and a raw NUL
+ * (which jansson skips after a number) makes the answer not JSON. */
+START_TEST(test_api_parse_odd_numbers_and_nul)
+{
+    static const char huge[] = "{\"sandbox\":{\"id\":\"s\",\"status\":\"running\",\"runtime\":\"node22\","
+                               "\"region\":\"r\",\"timeout\":1e300,\"createdAt\":1,\"vcpus\":1,\"memory\":1}}";
+    static const char bad_exp[] = "{\"snapshot\":{\"id\":\"s\",\"status\":\"created\",\"sourceSandboxId\":\"b\","
+                                  "\"sizeBytes\":0,\"createdAt\":1,\"expiresAt\":\"never\"}}";
+    static const char nul[] = "{\"command\":{\"id\":\"c\",\"startedAt\":1\0,\"exitCode\":null}}";
+    struct sbx__sandbox_info sb = {0};
+    struct sbx__snapshot_info sn = {0};
+    struct sbx__command_info cmd = {0};
+    sbx__err err = {0};
+    ck_assert_int_eq(sbx__api_parse_sandbox(huge, strlen(huge), &sb, &err), SBX_E_PROTOCOL);
+    assert_msg_has(&err, "sandbox.timeout");
+    sbx__sandbox_info_free(&sb);
+    sbx__err_clear(&err);
+    sn.expires_at = 99;
+    ck_assert_int_eq(sbx__api_parse_snapshot(bad_exp, strlen(bad_exp), &sn, NULL, &err), SBX_OK);
+    ck_assert_int_eq(sn.expires_at, 0);
+    ck_assert_int_eq(err.code, SBX_OK);
+    sbx__snapshot_info_free(&sn);
+    ck_assert_int_eq(sbx__api_parse_command(nul, sizeof nul - 1, &cmd, &err), SBX_E_PROTOCOL);
+    assert_msg_has(&err, "NUL");
+    sbx__command_info_free(&cmd);
+    sbx__err_free(&err);
+}
+END_TEST
+
 START_TEST(test_api_parse_snapshot_required_fields)
 {
     static const char *const fields[] = {"id", "status", "sourceSandboxId", "sizeBytes", "createdAt"};
@@ -1206,6 +1236,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(resp, test_api_parse_snapshot);
     SBX_TEST_ADD(resp, test_api_parse_snapshot_expiry_optional);
     SBX_TEST_ADD(resp, test_api_parse_snapshot_required_fields);
+    SBX_TEST_ADD(resp, test_api_parse_odd_numbers_and_nul);
     SBX_TEST_ADD(resp, test_api_check_list);
     SBX_TEST_ADD(resp, test_api_parse_log_streams);
     SBX_TEST_ADD(resp, test_api_parse_log_invalid);

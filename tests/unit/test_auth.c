@@ -258,6 +258,16 @@ START_TEST(test_auth_jwt_claims_bad_base64)
 }
 END_TEST
 
+/* A real exp is saturated, not cast: a cast past int64_t's range is
+ * undefined behaviour. */
+START_TEST(test_auth_jwt_claims_real_exp_saturated)
+{
+    expect_claims("e30.eyJvd25lcl9pZCI6InQiLCJleHAiOjFlMzAwfQ.s", "t", NULL, INT64_MAX); /* {"owner_id":"t","exp":1e300} */
+    expect_claims("e30.eyJvd25lcl9pZCI6InQiLCJleHAiOi0xZTMwMH0.s", "t", NULL, INT64_MIN);
+    expect_claims("e30.eyJvd25lcl9pZCI6InQiLCJleHAiOjEuOWU5fQ.s", "t", NULL, 1900000000);
+}
+END_TEST
+
 START_TEST(test_auth_jwt_claims_impossible_base64_length)
 {
     /* No base64 text has a length of 4k+1: the last character would carry 6
@@ -824,6 +834,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(jwt, test_auth_jwt_claims_wrong_number_of_dots);
     SBX_TEST_ADD(jwt, test_auth_jwt_claims_bad_base64);
     SBX_TEST_ADD(jwt, test_auth_jwt_claims_impossible_base64_length);
+    SBX_TEST_ADD(jwt, test_auth_jwt_claims_real_exp_saturated);
     suite_add_tcase(s, jwt);
 
     SBX_TEST_ADD(set, test_auth_set_rejects_spaces_and_controls);

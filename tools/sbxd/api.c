@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "tarx.h"
 #include "http.h"
+#include "parse.h"
 #include "sbxd.h"
 
 static const char *const runtimes[] = {"node24", "node22", "node26", "python3.13", NULL};
@@ -81,71 +82,6 @@ static json_t *wrap_sandbox(struct sandbox *s, bool routes)
 }
 
 /* ---- parsing helpers ---------------------------------------------------- */
-
-static bool env_key_ok(const char *k)
-{
-    return *k && !strchr(k, '=');
-}
-
-/* An object of string values into KEY=VALUE; -1 with a message. */
-static int parse_env(json_t *j, const char *what, sbx__strlist *out, char *err, size_t errlen)
-{
-    const char *k;
-    json_t *v;
-    if (!j || json_is_null(j))
-        return 0;
-    if (!json_is_object(j)) {
-        snprintf(err, errlen, "%s must be an object of strings", what);
-        return -1;
-    }
-    json_object_foreach(j, k, v) {
-        size_t n;
-        char *kv;
-        if (!json_is_string(v) || !env_key_ok(k)) {
-            snprintf(err, errlen, "%s: '%s' must be a name without '=' with a string value", what, k);
-            return -1;
-        }
-        n = strlen(k) + json_string_length(v) + 2;
-        if (strlen(json_string_value(v)) != json_string_length(v)) {
-            snprintf(err, errlen, "%s: the value of '%s' contains a NUL byte", what, k);
-            return -1;
-        }
-        kv = sbx__malloc(n);
-        if (!kv) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        snprintf(kv, n, "%s=%s", k, json_string_value(v));
-        if (sbx__strlist_push_take(out, kv) != SBX_OK) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int parse_strings(json_t *j, const char *what, sbx__strlist *out, char *err, size_t errlen)
-{
-    size_t i;
-    json_t *v;
-    if (!j || json_is_null(j))
-        return 0;
-    if (!json_is_array(j)) {
-        snprintf(err, errlen, "%s must be an array of strings", what);
-        return -1;
-    }
-    json_array_foreach(j, i, v) {
-        if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-            snprintf(err, errlen, "%s[%zu] must be a string without NUL bytes", what, i);
-            return -1;
-        }
-        if (sbx__strlist_push(out, json_string_value(v)) != SBX_OK) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    return 0;
-}
 
 static int parse_limit(struct http_req *r, int *limit, int64_t *since, int64_t *until,
                        char *err, size_t errlen)

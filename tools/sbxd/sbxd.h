@@ -25,6 +25,7 @@
 #include "netpolicy.h"
 #include "ctl.h"
 #include "http.h"
+#include "parse.h"
 #include "str.h"
 
 #define SBXD_VERSION "1.0.0"
@@ -273,7 +274,6 @@ char *read_file(const char *path, size_t max, size_t *len);
 json_t *load_json_file(const char *path);
 char *path_join(const char *a, const char *b);
 json_t *json_str_or_null(const char *s);
-int json_get_int64(json_t *o, const char *key, int64_t *out); /* 1 found, 0 absent, -1 wrong type */
 bool id_is_safe(const char *id);
 /* An --add-host entry is NAME=ADDR with a host name and an IP address. */
 bool add_host_ok(const char *entry);

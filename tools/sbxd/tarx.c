@@ -34,10 +34,11 @@ char *archive_clean_name(const char *name)
             sbx__buf_free(&b);
             return NULL;
         }
-        if (n && !(n == 1 && p[0] == '.')) {
-            if (b.len)
-                sbx__buf_putc(&b, '/');
-            sbx__buf_append(&b, p, n);
+        if (n && !(n == 1 && p[0] == '.') &&
+            ((b.len && sbx__buf_putc(&b, '/') != SBX_OK) || sbx__buf_append(&b, p, n) != SBX_OK)) {
+            /* Out of memory: a name cut short would name another file. */
+            sbx__buf_free(&b);
+            return NULL;
         }
         p += n + (slash ? 1 : 0);
     }

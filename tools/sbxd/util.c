@@ -278,27 +278,6 @@ json_t *json_str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-int json_get_int64(json_t *o, const char *key, int64_t *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v)
-        return 0;
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-        return 1;
-    }
-    /* JSON.stringify writes 5e3 style numbers only for huge values; accept
-     * integral reals so 3000.0 from other clients is not refused. */
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (d == (double)(int64_t)d) {
-            *out = (int64_t)d;
-            return 1;
-        }
-    }
-    return -1;
-}
-
 json_t *load_json_file(const char *path)
 {
     char *text = read_file(path, 1 << 20, NULL);
