@@ -1144,9 +1144,7 @@ static int tar_pass(struct http_req *r, struct sandbox *s, const char *base, boo
     int64_t want_bytes = 0, free_files = 0;
     int64_t free_bytes = write_files ? -1 : disk_free_bytes(s->root, &free_files);
 
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
+    tarx_read_support(a);
     lseek(r->spool_fd, 0, SEEK_SET);
     if (archive_read_open_fd(a, r->spool_fd, 65536) != ARCHIVE_OK) {
         snprintf(err, errlen, "the body is not a tar archive: %s", archive_error_string(a));

@@ -164,6 +164,23 @@ out:
     return rc;
 }
 
+void tarx_read_support(struct archive *a)
+{
+    /* Each returns ARCHIVE_WARN when it would fall back to an external
+     * program; such a filter is disabled again by not keeping it: a fresh
+     * archive cannot drop one, so the check comes first. */
+    struct archive *probe = archive_read_new();
+    int (*filters[])(struct archive *) = {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+                                          archive_read_support_filter_xz, archive_read_support_filter_zstd};
+    archive_read_support_filter_none(a);
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
+        if (probe && filters[i](probe) == ARCHIVE_OK)
+            filters[i](a);
+    archive_read_free(probe);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+}
+
 int archive_extract(const char *archive_path, const char *dest, char *err, size_t errlen)
 {
     struct archive *a = archive_read_new(), *w = archive_write_disk_new();
@@ -175,8 +192,7 @@ int archive_extract(const char *archive_path, const char *dest, char *err, size_
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
+    tarx_read_support(a);
     /* Names are made absolute under dest below, so NOABSOLUTEPATHS cannot be
      * used; archive_clean_name refuses absolute names and ".." instead. */
     archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |

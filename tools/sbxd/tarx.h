@@ -13,7 +13,16 @@
 int archive_dir(const char *dir, const char *const *skip, const char *out, int64_t *size,
                 char *err, size_t errlen);
 
-/* Extract a tar (any compression libarchive knows) into dest, which must be
+struct archive;
+
+/* Let a reads tar archives (ustar, pax, GNU) uncompressed or compressed
+ * with gzip, bzip2, xz or zstd, decoded inside libarchive only: the
+ * archives come from sandboxes and the network, and a filter that
+ * libarchive would run as an external program (or a parser of zip, rar,
+ * iso9660...) is attack surface in sbxd for nothing the protocol needs. */
+void tarx_read_support(struct archive *a);
+
+/* Extract a tar (see tarx_read_support) into dest, which must be
  * a directory path without symlinks. Refuses absolute names, "..", and any
  * entry that would land through a symlink; only regular files, directories,
  * symlinks and hard links inside the tree are created. On failure errno is
