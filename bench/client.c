@@ -46,7 +46,8 @@
  *                      commands `sleep --soak-sleep S` [120] followed at
  *                      once; sbxd's RSS before and 40 s after each burst
  *                      (target: within 20%); then --soak-idle I [5000] idle
- *                      connections held while a client works
+ *                      connections held while a client works;
+ *                      --soak-follow logs|wait [logs]: command.follow
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -423,7 +424,7 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* --child-scale URL TOKEN get|cmd K TOTAL SLEEP_S [PER-SANDBOX] */
+/* --child-scale URL TOKEN get|cmd K TOTAL SLEEP_S [PER-SANDBOX [FOLLOW]] */
 static int child_scale(int argc, char **argv)
 {
     struct mark m_start = take_mark(), m_init, m_ready, m_work;
@@ -453,6 +454,10 @@ static int child_scale(int argc, char **argv)
     per = argc > 8 ? atoi(argv[8]) : 64;
     if (per < 1)
         per = 64;
+    if (argc > 9 && sbx_client_set_option(c, "command.follow", argv[9]) != SBX_OK) {
+        fprintf(stderr, "bench-client: command.follow: %s\n", sbx_client_last_error(c));
+        return 2;
+    }
     nsbx = strcmp(kind, "cmd") == 0 ? (k + per - 1) / per : 1;
     s = create_sandboxes(c, nsbx);
     fds_before = count_fds("/proc/self/fd");
@@ -809,7 +814,8 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
-static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s, int per)
+static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s, int per,
+                     const char *follow)
 {
     char sk[16], st[16], ss[16], sp[16];
     struct child ch;
@@ -819,7 +825,8 @@ static int scale_run(const char *self, const char *kind, int k, int total, int s
     snprintf(ss, sizeof ss, "%d", sleep_s);
     snprintf(sp, sizeof sp, "%d", per);
     {
-        char *argv[] = {(char *)self, "--child-scale", url, token, (char *)kind, sk, st, ss, sp, NULL};
+        char *argv[] = {(char *)self, "--child-scale", url, token, (char *)kind, sk, st, ss, sp,
+                        (char *)follow, NULL};
         if (run_child(argv, &ch) < 0 || !WIFEXITED(ch.status) || WEXITSTATUS(ch.status) != 0 ||
             val(ch.out, "work_cpu_ms") < 0) {
             char who[64];
@@ -900,15 +907,16 @@ static int count_closed(const int *fds, int n)
     return closed;
 }
 
-static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, int idle)
+static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, int idle, const char *follow)
 {
     double before, after = 0;
     int failed = 0, *fds;
     struct figures f;
 
-    printf("\nSoak: %d bursts of %d sandboxes x %d commands `sleep %d`, all followed at once (a start\n"
-           "stream and a log stream each: %d long-lived connections), one client process per burst.\n",
-           bursts, nsbx, per, sleep_s, 2 * nsbx * per);
+    int conns = strcmp(follow, "logs") == 0 ? nsbx * per : 2 * nsbx * per;
+    printf("\nSoak: %d bursts of %d sandboxes x %d commands `sleep %d`, all followed at once\n"
+           "(command.follow=%s: %d long-lived connections), one client process per burst.\n",
+           bursts, nsbx, per, sleep_s, follow, conns);
     run_lib(self, 4, 50, 16, "true"); /* warm-up: sbxd's first sandboxes, its pool */
     sleep(40);                         /* idle workers exit after 30 s */
     before = server_rss_mb();
@@ -920,7 +928,7 @@ static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, in
     for (int b = 0; b < bursts; b++) {
         printf("  %5d ", b + 1);
         fflush(stdout);
-        if (scale_run(self, "cmd", nsbx * per, nsbx * per, sleep_s, per) < 0)
+        if (scale_run(self, "cmd", nsbx * per, nsbx * per, sleep_s, per, follow) < 0)
             failed++;
         sleep(40);
         after = server_rss_mb();
@@ -952,6 +960,7 @@ int main(int argc, char **argv)
     int commands = 1000, concurrency = 16, nsbx = 4, rounds = 2, no_node = 0, no_scale = 0,
         scale_max = 1000, do_soak = 0, soak_sbx = 100, soak_per = 100, soak_bursts = 4,
         soak_sleep = 120, soak_idle = 5000;
+    const char *soak_follow = "logs";
     const char *mode = "echo", *compat = BENCH_COMPATDIR, *script = BENCH_SRCDIR "/client-node.mjs";
     const char *sbxd;
     char self[4096], node[4200], version[128] = "?";
@@ -969,7 +978,7 @@ int main(int argc, char **argv)
                         "       [--rounds N] [--mode echo|true] [--compat DIR] [--node-script FILE]\n"
                         "       [--no-node] [--no-scale] [--scale-max K]\n"
                         "       [--soak [--soak-bursts B] [--soak-sandboxes N] [--soak-per-sandbox M]\n"
-                        "        [--soak-sleep S] [--soak-idle I]]\n");
+                        "        [--soak-sleep S] [--soak-idle I] [--soak-follow logs|wait]]\n");
         return 2;
     }
     sbxd = argv[1];
@@ -1009,6 +1018,8 @@ int main(int argc, char **argv)
             soak_sleep = atoi(v), i++;
         else if (strcmp(a, "--soak-idle") == 0)
             soak_idle = atoi(v), i++;
+        else if (strcmp(a, "--soak-follow") == 0)
+            soak_follow = v, i++;
         else
             return fprintf(stderr, "bench-client: unknown option %s\n", a), 2;
     }
@@ -1047,7 +1058,7 @@ int main(int argc, char **argv)
                node, compat);
 
     if (do_soak) {
-        int rc = soak(self, soak_sbx, soak_per, soak_bursts, soak_sleep, soak_idle);
+        int rc = soak(self, soak_sbx, soak_per, soak_bursts, soak_sleep, soak_idle, soak_follow);
         stop_sbxd();
         return rc;
     }
@@ -1141,7 +1152,7 @@ int main(int argc, char **argv)
         printf("  %5s %7s %8s %8s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "", "", "MB", "", "",
                "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
-            scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0, 64);
+            scale_run(self, "get", ks[i], ks[i] * 4 > 4000 ? ks[i] * 4 : 4000, 0, 64, "wait");
         printf("cmd: K commands `sleep S` started at once and followed to their exit (a start\n"
                "stream and a log stream each), 64 per sandbox. exits: first to last completion; all K\n"
                "were alive together if that is under S (each lives S seconds).\n");
@@ -1150,7 +1161,7 @@ int main(int argc, char **argv)
         printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "alive", "", "", "MB",
                "", "", "thr", "fds");
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
-            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50, 64); /* sbxd needs ~13 s to start 1,000 */
+            scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50, 64, "wait"); /* sbxd needs ~13 s to start 1,000 */
         printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 2\n"
                "  requests); HWM: the child's VmHWM (peak RSS of its own image); maxrss: ru_maxrss\n"
                "  from wait4; KB/cmd: (HWM - RSS before the step) / K; +sockets: most fds open at once\n"

@@ -603,6 +603,14 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         return sbx__engine_set_user_agent(cl->core->engine, value) == SBX_OK
                    ? SBX_OK
                    : sbx__err_set(&cl->err, SBX_E_NOMEM, "out of memory");
+    if (strcmp(key, "command.follow") == 0) {
+        if (strcmp(value, "wait") != 0 && strcmp(value, "logs") != 0)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
+                                "command.follow: 'wait' (a start stream and a log stream per command) or "
+                                "'logs' (the log stream only), not '%s'", value);
+        cl->core->follow_logs_only = value[0] == 'l';
+        return SBX_OK;
+    }
     sbx__engine_get_limits(cl->core->engine, &l);
     if (strcmp(key, "limit.global") == 0 || strcmp(key, "limit.project") == 0) {
         if (parse_uint(value, 1000000, &v) != SBX_OK)

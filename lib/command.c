@@ -21,7 +21,9 @@
  * with GET .../cmd/ID?wait=true (idempotent, retried) once the output has
  * ended; the command is never started again. Only a code the server sent is
  * ever reported. Detached starts are the plain POST (no wait); attaching to
- * a command by id is requests 2 and then the GET.
+ * a command by id is requests 2 and then the GET. With command.follow=logs
+ * a followed command is the plain POST, then requests 2 and the GET: one
+ * long-lived request instead of two.
  *
  * The command's deadline is put on each request; when it passes, the
  * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT, at most
@@ -96,6 +98,7 @@ struct cmd_run {
     unsigned reconnects;
     int64_t deadline;         /* absolute (monotonic), 0 none */
     bool detached, paused, timed_out;
+    bool logs_only;           /* followed with a plain start (command.follow=logs) */
     sbx_status stream_fail;   /* why our data handler stopped the logs */
     char *server_error;       /* an error line of the log stream */
 };
@@ -845,14 +848,22 @@ static void start_done(sbx__req *r, void *user)
 
     if (op->done || run->timed_out)
         return;
-    if (run->detached) {
+    if (run->detached || run->logs_only) {
         size_t len;
         const char *body;
         if (!req_ok(run, r, "start the command"))
             return;
         body = sbx__req_body(r, &len);
         st = take_command(run, body, len);
-        run_finish(run, st, NULL);
+        if (st != SBX_OK || run->detached) {
+            run_finish(run, st, NULL);
+            return;
+        }
+        /* It runs: its output, then (the log stream ends with the
+         * command) a GET of its exit code. */
+        sbx__req_free(run->start);
+        run->start = NULL;
+        start_logs(run);
         return;
     }
     if (run->start_fail != SBX_OK) {
@@ -978,6 +989,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
     run->cmd = cmd;
     run->detached = cmd->detached && !attach_id;
+    run->logs_only = !run->detached && !attach_id && cmd->core->follow_logs_only;
     sbx__ndjson_init(&run->nd, LOG_LINE_MAX);
     sbx__ndjson_init(&run->snd, LOG_LINE_MAX);
     op = sbx__op_new(cmd->core, &cmd->t, &run_ops, run);
@@ -1003,7 +1015,8 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         cmd->info.id = id;
     } else {
         char *path = cmd_path(cmd, NULL, "/cmd");
-        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo, !run->detached);
+        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo,
+                                       !run->detached && !run->logs_only);
         sbx__req *r = path && body ? new_req(run, "POST", path, false) : NULL;
         if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
             sbx__req_free(r);
@@ -1015,7 +1028,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
             sbx__op_destroy(op);
             return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
         }
-        if (!run->detached)
+        if (!run->detached && !run->logs_only)
             sbx__req_set_stream(r, start_data, run);
         sbx__req_on_done(r, start_done, run);
         run->start = r;

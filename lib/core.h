@@ -36,6 +36,10 @@ struct sbx__core {
     void *done_user;
     int in_callback;
     atomic_uint cancels;    /* sbx_op_cancel() calls not yet applied */
+    /* How a followed command is started: false, POST with "wait": true
+     * (two long-lived requests); true, a plain POST and only the log
+     * stream open (command.follow=logs). */
+    bool follow_logs_only;
 };
 
 struct sbx_client {

@@ -690,6 +690,51 @@ START_TEST(test_client_faults_logs_reset_mid_body)
 }
 END_TEST
 
+/* command.follow=logs: a plain start, the log stream, then a GET of the
+ * exit code; one long-lived request per command. Breaks of the log stream
+ * are resumed as in the default mode, and the start is never repeated. */
+START_TEST(test_client_faults_follow_logs_only)
+{
+    struct fx x;
+    sbx_command *k;
+    char *out, *err;
+    size_t len, elen;
+    int n_post, n_get;
+
+    fx_start(&x, true, NULL, NULL);
+    expect_sbx(sbx_client_set_option(x.c, "command.follow", "both"), SBX_E_INVALID_ARG, sbx_client_last_error, x.c);
+    ok_cl(sbx_client_set_option(x.c, "command.follow", "logs"), x.c);
+    faultd_rule(x.f, "GET", "/logs$", 1, FAULT_TRUNCATE, 3000);
+    faultd_rule(x.f, "GET", "/logs$", 2, FAULT_RESET_MID, 60000);
+    k = sh_cmd(x.s, SEQ_SCRIPT "; echo bye >&2; exit 3", NULL);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 3);
+    out = drain(k, SBX_STREAM_STDOUT, &len);
+    err = drain(k, SBX_STREAM_STDERR, &elen);
+    expect_seq(out, len);
+    ck_assert_str_eq(err, "bye\n");
+    ck_assert_int_ge(faultd_count(x.f, "GET", "/logs$"), 3);
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 1);
+    /* The exit code came from the GET, not from a start stream. */
+    ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true"), 1);
+    free(out);
+    free(err);
+    sbx_command_free(k);
+
+    /* A start cut after it was forwarded is not sent again. */
+    faultd_clear(x.f);
+    n_post = faultd_count(x.f, "POST", sbx_pat(&x, "/cmd"));
+    n_get = faultd_count(x.f, "GET", "/cmd/");
+    faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 1, FAULT_RESET_AFTER, 0);
+    k = sh_cmd(x.s, COUNT_SCRIPT, NULL);
+    expect_sbx(sbx_command_run(k), SBX_E_TRANSPORT, sbx_command_last_error, k);
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")) - n_post, 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/cmd/") - n_get, 0);
+    sbx_command_free(k);
+    fx_stop(&x);
+}
+END_TEST
+
 START_TEST(test_client_faults_logs_truncated_mid_line)
 {
     struct fx x;
@@ -2353,6 +2398,7 @@ Suite *sbx_test_suite(void)
         {"rate_limited", test_client_faults_429_retry_after},
         {"logs_reset_mid", test_client_faults_logs_reset_mid_body},
         {"logs_truncated", test_client_faults_logs_truncated_mid_line},
+        {"follow_logs_only", test_client_faults_follow_logs_only},
         {"logs_reset_before", test_client_faults_logs_reset_before_answer},
         {"stall_get", test_client_faults_stall_get_timeout},
         {"stall_logs", test_client_faults_stall_logs_command_timeout},

@@ -937,9 +937,14 @@ unsigned http_default_max_conns(void)
     rlim_t n = 1024;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         n = rl.rlim_cur;
-    /* About four descriptors per followed command (two connections, two
-     * pipes): half for connections, the rest for pipes, sandboxes, files. */
-    n = n > 512 ? (n - 256) / 2 : 128;
+    /* A connection is one descriptor (command output costs none: init
+     * forwards it). The rest is kept for sandboxes (control sockets,
+     * pidfds, locks: about a dozen each at most) and files, and never less
+     * than half. */
+    rlim_t reserve = 256 + 12 * (rlim_t)(g.cfg.max_sandboxes > 0 ? g.cfg.max_sandboxes : 256);
+    if (reserve > n / 2)
+        reserve = n / 2;
+    n = n - reserve > 64 ? n - reserve : 64;
     return n > 1000000 ? 1000000 : (unsigned)n;
 }
 
