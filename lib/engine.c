@@ -93,6 +93,7 @@ struct sbx__req {
     void *done_user;
     bool paused, resume_pending;
     bool too_large;               /* the buffered body passed max_response */
+    bool nomem;                   /* no memory to buffer the body */
     atomic_bool cancel;
     /* results */
     sbx__buf body;                /* buffered body, or the error body of a stream */
@@ -670,11 +671,15 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
         return len;
     }
     /* Buffered bodies, and error bodies of streams (kept small). */
-    if (sbx__buf_append(&r->body, data, len) != SBX_OK) {
+    sbx_status st = sbx__buf_append(&r->body, data, len);
+    if (st != SBX_OK) {
         if (r->data_fn)
             return len; /* an oversized error body is cut, not fatal */
-        r->too_large = true;
-        return 0;       /* the request fails with BUDGET_EXCEEDED */
+        if (st == SBX_E_NOMEM)
+            r->nomem = true; /* the request fails with NOMEM */
+        else
+            r->too_large = true; /* ... with BUDGET_EXCEEDED */
+        return 0;
     }
     return len;
 }
@@ -778,7 +783,7 @@ static sbx_status attach_easy(sbx__req *r)
     r->content_type[0] = r->retry_after[0] = '\0';
     r->http_status = 0;
     r->paused = false;
-    r->too_large = false;
+    r->too_large = r->nomem = false;
     r->sends = 0;
     r->resend_stopped = false;
     r->body_off = 0;
@@ -973,6 +978,11 @@ static void attempt_done(sbx__req *r, CURLcode code)
     }
     if (atomic_load(&r->cancel)) {
         finish(r, SBX_E_CANCELLED, "cancelled");
+        return;
+    }
+    if (code == CURLE_WRITE_ERROR && r->nomem) {
+        r->maybe_sent = true;
+        finish(r, SBX_E_NOMEM, "out of memory");
         return;
     }
     if (code != CURLE_OK) {
