@@ -207,8 +207,20 @@ static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *soc
     uint8_t *st = fd_slot(e, s), want;
     (void)easy;
     (void)socketp;
-    if (!st)
-        return -1; /* out of memory: libcurl fails the transfer */
+    if (!st) {
+        /* No memory to record it: watch it unrecorded all the same (a
+         * later call finds it by EEXIST). Returning -1 does not fail the
+         * transfer (libcurl 7.88): it waited, forever, for an event on a
+         * socket nobody watched. */
+        memset(&ev, 0, sizeof ev);
+        ev.data.fd = s;
+        ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+        if (what == CURL_POLL_REMOVE)
+            epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+        else if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+            epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+        return 0;
+    }
     if (what == CURL_POLL_REMOVE) {
         if (*st & FD_REG)
             *st |= FD_IDLE;
