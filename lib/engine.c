@@ -104,6 +104,7 @@ struct sbx__req {
     void *done_user;
     bool paused, resume_pending;
     bool too_large;               /* the buffered body passed max_response */
+    bool nomem;                   /* no memory to buffer the body */
     atomic_bool cancel;
     /* results */
     sbx__buf body;                /* buffered body, or the error body of a stream */
@@ -233,8 +234,20 @@ static int sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *soc
     uint8_t *st = fd_slot(e, s), want;
     (void)easy;
     (void)socketp;
-    if (!st)
-        return -1; /* out of memory: libcurl fails the transfer */
+    if (!st) {
+        /* No memory to record it: watch it unrecorded all the same (a
+         * later call finds it by EEXIST). Returning -1 does not fail the
+         * transfer (libcurl 7.88): it waited, forever, for an event on a
+         * socket nobody watched. */
+        memset(&ev, 0, sizeof ev);
+        ev.data.fd = s;
+        ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+        if (what == CURL_POLL_REMOVE)
+            epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+        else if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+            epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+        return 0;
+    }
     if (what == CURL_POLL_REMOVE) {
         if (*st & FD_REG)
             *st |= FD_IDLE;
@@ -791,11 +804,15 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
         return len;
     }
     /* Buffered bodies, and error bodies of streams (kept small). */
-    if (sbx__buf_append(&r->body, data, len) != SBX_OK) {
+    sbx_status st = sbx__buf_append(&r->body, data, len);
+    if (st != SBX_OK) {
         if (r->data_fn)
             return len; /* an oversized error body is cut, not fatal */
-        r->too_large = true;
-        return 0;       /* the request fails with BUDGET_EXCEEDED */
+        if (st == SBX_E_NOMEM)
+            r->nomem = true; /* the request fails with NOMEM */
+        else
+            r->too_large = true; /* ... with BUDGET_EXCEEDED */
+        return 0;
     }
     return len;
 }
@@ -916,7 +933,7 @@ static sbx_status attach_easy(sbx__req *r)
     r->content_type[0] = r->retry_after[0] = '\0';
     r->http_status = 0;
     r->paused = false;
-    r->too_large = false;
+    r->too_large = r->nomem = false;
     r->sends = 0;
     r->resend_stopped = false;
     r->body_off = 0;
@@ -1220,6 +1237,11 @@ static void attempt_done(sbx__req *r, CURLcode code)
     }
     if (atomic_load(&r->cancel)) {
         finish(r, SBX_E_CANCELLED, "cancelled");
+        return;
+    }
+    if (code == CURLE_WRITE_ERROR && r->nomem) {
+        r->maybe_sent = true;
+        finish(r, SBX_E_NOMEM, "out of memory");
         return;
     }
     if (code != CURLE_OK) {

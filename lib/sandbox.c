@@ -774,12 +774,15 @@ static sbx_status check_path(sbx_sandbox *s, const char *path)
 /* The path of a file in the sandbox, made absolute (against cwd) and
  * normalised lexically, without its leading '/': a tar entry name for an
  * upload extracted at "/". ".." at the root stays at the root, as the SDK
- * does. NULL if nothing is left (the root itself) or out of memory. */
-char *sbx__sandbox_tar_name(const char *cwd, const char *path)
+ * does. *name is NULL if nothing is left (the root itself); out of memory
+ * is told apart, so that it is not reported as a bad path. */
+sbx_status sbx__sandbox_tar_name(const char *cwd, const char *path, char **name)
 {
     sbx__buf in = SBX__BUF_INIT, out = SBX__BUF_INIT;
-    char *p, *save = NULL, *res = NULL;
+    char *p, *save = NULL;
+    sbx_status st = SBX_E_NOMEM;
 
+    *name = NULL;
     if ((path[0] != '/' && (sbx__buf_puts(&in, cwd) != SBX_OK || sbx__buf_putc(&in, '/') != SBX_OK)) ||
         sbx__buf_puts(&in, path) != SBX_OK)
         goto out;
@@ -794,12 +797,13 @@ char *sbx__sandbox_tar_name(const char *cwd, const char *path)
         if ((out.len && sbx__buf_putc(&out, '/') != SBX_OK) || sbx__buf_puts(&out, p) != SBX_OK)
             goto out;
     }
-    if (out.len)
-        res = sbx__buf_detach(&out, NULL);
+    st = SBX_OK;
+    if (out.len && !(*name = sbx__buf_detach(&out, NULL)))
+        st = SBX_E_NOMEM;
 out:
     sbx__buf_free(&in);
     sbx__buf_free(&out);
-    return res;
+    return st;
 }
 
 /* The path of an endpoint of this sandbox: /v1/sandboxes/ID/suffix. */
@@ -927,7 +931,8 @@ sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const 
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "data is NULL but len is %zu", len);
     if (mode > 07777)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "mode %o: permission bits only (at most 07777)", mode);
-    name = sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path);
+    if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
     if (!name)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory, not a file",
                             path);
@@ -964,7 +969,8 @@ sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const cha
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: a file or directory to upload");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
-    name = sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path);
+    if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
     if (!name)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory", path);
     tar = sbx__tar_new();

@@ -38,7 +38,8 @@ bool sbx__text_ok(const char *v, bool allow_empty);
 sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err);
 /* The sandbox's working directory (as the server reported it). */
 const char *sbx__sandbox_cwd(const sbx_sandbox *s);
-/* A sandbox path as a tar entry name for an upload extracted at "/". */
-char *sbx__sandbox_tar_name(const char *cwd, const char *path);
+/* A sandbox path as a tar entry name for an upload extracted at "/":
+ * SBX_OK (*name NULL when the path is the root itself) or SBX_E_NOMEM. */
+sbx_status sbx__sandbox_tar_name(const char *cwd, const char *path, char **name);
 
 #endif /* SBX_SANDBOX_INT_H */

@@ -341,7 +341,7 @@ int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, pid_t 
                   size_t errlen);
 void usernet_stop(pid_t pid, int fd);
 /* The context a policy gets: open for allow-all when the layer is on. */
-enum netmode usernet_mode(int policy_mode);
+enum netmode usernet_mode(enum np_mode policy_mode);
 void usernet_shutdown(void);
 
 /* seccomp.c: the system-call filter every command runs under. */

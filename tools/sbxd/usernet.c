@@ -122,7 +122,7 @@ void usernet_detach(struct sandbox *s, int ctx)
     s->ctx[ctx].net_fd = -1;
 }
 
-enum netmode usernet_mode(int policy_mode)
+enum netmode usernet_mode(enum np_mode policy_mode)
 {
     /* Without the layer, allow-all goes through the egress proxy, which
      * allows every destination but the host: never the host's namespace. */
