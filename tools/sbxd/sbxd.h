@@ -3,11 +3,12 @@
  * sbxd: the local sandbox server. Shared declarations of its modules.
  *
  * Concurrency: one global mutex (g.lock) guards every sandbox, command and
- * snapshot object and their lists. HTTP requests run on libmicrohttpd's
- * thread-per-connection threads and may block on condition variables tied to
- * that mutex (a command's output or exit, a control reply). One I/O thread
- * owns the control sockets and output pipes: it reads them, appends output,
- * records exits and closes the fds. One launcher thread forks bwrap, so that
+ * snapshot object and their lists. HTTP requests run on http.c's workers,
+ * which may block on the work (a control reply, a sandbox's boot) but never
+ * on an event: long polls and streams park on a command's wait queue
+ * (http.h) until output or its exit. One I/O thread owns the control
+ * sockets: it reads them, appends the output init forwards, records exits.
+ * One launcher thread forks bwrap, so that
  * PR_SET_PDEATHSIG (bwrap --die-with-parent) is tied to a thread that lives as
  * long as sbxd. Objects are reference-counted under g.lock.
  */
