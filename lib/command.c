@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "core.h"
 #include "ndjson.h"
@@ -416,8 +417,18 @@ static void stream_silent(sbx__req *r, void *user);
 static void watch(struct cmd_run *run, sbx__req *r)
 {
     struct sbx__engine_limits l;
+    uint32_t rnd = 0;
+    int64_t ms;
     sbx__engine_get_limits(run->cmd->core->engine, &l);
-    sbx__req_set_idle(r, l.probe_after_ms, stream_silent, run);
+    /* Up to half again, at random: thousands of commands started together
+     * and silent together would otherwise check all at once, a burst of
+     * thousands of new connections that a busy server may refuse. */
+    ms = l.probe_after_ms;
+    if (ms > 0) {
+        (void)!getrandom(&rnd, sizeof rnd, GRND_NONBLOCK);
+        ms += (int64_t)(rnd % (uint32_t)(ms / 2 + 1));
+    }
+    sbx__req_set_idle(r, ms, stream_silent, run);
 }
 
 /* Common outcome handling of this op's requests. Returns true when the

@@ -358,10 +358,11 @@ struct conn_node {
 
 /* A connection is not closed for lack of a token before it has had this
  * long to send its request, nor while bytes it sent wait to be read: a
- * client that opens ten thousand connections at once has sent every
- * request, but sbxd has not read them all yet. Each pass passes over a
- * bounded number of those, so a flood costs O(1) per new connection. */
-#define UNAUTH_GRACE_MS 2000
+ * client that opens ten thousand connections at once may take seconds to
+ * write its requests, and sbxd more to read them. Only when connections
+ * reach the limit are idle ones closed sooner. Each pass passes over a
+ * bounded number of busy ones, so a flood costs O(1) per new connection. */
+#define UNAUTH_GRACE_MS 10000
 #define UNAUTH_SCAN 64
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -412,7 +413,7 @@ static void evict_locked(int64_t now)
     for (int skipped = 0; n && n_unauth > g.cfg.max_unauth && skipped < UNAUTH_SCAN; n = next) {
         int pending = 0;
         next = n->next;
-        if (now - n->since < UNAUTH_GRACE_MS)
+        if (now - n->since < UNAUTH_GRACE_MS && n_conns < g.cfg.max_conns)
             break; /* the rest are younger still */
         if (n->fd >= 0 && ioctl(n->fd, FIONREAD, &pending) == 0 && pending > 0) {
             skipped++; /* it has spoken; sbxd has not listened yet */
