@@ -129,6 +129,7 @@ struct sbx__req {
     /* Silence: last_io is the last byte either way; idle_at when the
      * timer next looks (lazily moved, not on every byte). */
     int64_t last_io, idle_at, idle_ms;
+    bool idle_none;               /* a short request allowed to be silent (sbx__req_no_idle) */
     sbx__idle_fn idle_fn;
     void *idle_user;
     bool stalled;                 /* an attempt stalled: no second retry for that */
@@ -573,6 +574,8 @@ static int64_t idle_period(const sbx__req *r)
         return 0; /* draining under its own short deadline */
     if (r->follow)
         return r->idle_fn ? r->idle_ms : 0;
+    if (r->idle_none)
+        return 0;
     return r->e ? r->e->limits.idle_ms : 0;
 }
 
@@ -1640,6 +1643,11 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
     /* A slot is free: the queue may move. */
     if (r->e)
         due_now(r->e);
+}
+
+void sbx__req_no_idle(sbx__req *r)
+{
+    r->idle_none = true;
 }
 
 void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user)

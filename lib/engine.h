@@ -118,6 +118,10 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms);
  * its silence may be legitimate; the owner checks the server. ms 0: never.
  * Time paused by the data handler is not silence. */
 void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user);
+/* A short request whose answer may legitimately take long with nothing on
+ * the wire (a create that clones a repository): no idle timeout, only its
+ * deadline. */
+void sbx__req_no_idle(sbx__req *r);
 /* End it at the next process with this status and message (its done
  * callback runs then), not retried. Driving thread only. */
 void sbx__req_abort(sbx__req *r, sbx_status st, const char *msg);

@@ -532,6 +532,11 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
     if (create) {
         a->req = sm->req;
         sm->on_end = create_end;
+        /* The server answers once the sandbox runs: after cloning the
+         * repository, downloading the tarball or restoring the snapshot,
+         * which may take minutes without a byte on the wire. */
+        if (s->source != SBX__SRC_NONE)
+            sbx__req_no_idle(sm->req);
     }
     st = sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
     if (st == SBX_OK && busy)

@@ -220,6 +220,21 @@ expect 0 "" "help sandbox" -- help sandbox
 expect 0 "usage: sbxrun exec" "exec --help" -- exec --help
 expect 0 "usage: sbxrun cp" "cp --help" -- cp --help
 
+# A server that stopped answering (SIGSTOP): the request's deadline ends the
+# command with an error, instead of a hang.
+expect 1 "" "--request-timeout wants milliseconds" -- sandbox list --request-timeout soon
+kill -STOP "$pid"
+t0=$(date +%s)
+out=$(timeout 60 "$sbxrun" sandbox list --request-timeout 2000 2>&1); rc=$?
+t1=$(date +%s)
+kill -CONT "$pid"
+if [ $rc -eq 1 ] && [ $((t1 - t0)) -lt 30 ] && [[ "$out" == *deadline* ]]; then
+  ok "sandbox list against a stopped server ends at --request-timeout ($((t1 - t0)) s)"
+else
+  not_ok "sandbox list against a stopped server" "rc=$rc after $((t1 - t0)) s" "$out"
+fi
+expect 0 "$id" "the server answers again once resumed" -- sandbox list
+
 # No endpoint and no local sbxd: a clear error naming what to set.
 out=$(env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN HOME="$dir/home" \
       XDG_STATE_HOME="$dir/xdg" "$sbxrun" sandbox list 2>&1); rc=$?

@@ -273,6 +273,11 @@ int remote_open(struct remote *r, const struct remote_opts *o, bool allow_privat
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
         return -1;
     }
+    if (sbx_client_set_option(r->client, "timeout_ms",
+                              o->request_timeout ? o->request_timeout : REMOTE_REQUEST_TIMEOUT_MS) != SBX_OK) {
+        snprintf(err, errlen, "--request-timeout %s: milliseconds, 0 for none", o->request_timeout);
+        return -1;
+    }
     if ((st = sbx_client_resolve_credentials(r->client)) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
         return -1;

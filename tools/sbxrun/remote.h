@@ -13,8 +13,13 @@
 struct remote_opts {
     const char *endpoint;     /* --endpoint */
     const char *token_file;   /* --token-file */
+    const char *request_timeout; /* --request-timeout MS, NULL: the default */
     bool json;                /* --json */
 };
+
+/* Each short request's deadline unless --request-timeout says otherwise: a
+ * server that stopped answering is reported, not waited for. */
+#define REMOTE_REQUEST_TIMEOUT_MS "60000"
 
 struct remote {
     sbx_client *client;
@@ -34,11 +39,14 @@ void remote_close(struct remote *r);
     "                      [SBXRUN_ENDPOINT; else Vercel if VERCEL_OIDC_TOKEN or VERCEL_TOKEN\n" \
     "                      is set; else the local sbxd]\n"                                     \
     "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
+    "  --request-timeout MS  deadline of each request to the endpoint, 0 for none [60000;\n"  \
+    "                      none for a create that clones or downloads its source]\n"          \
     "  --json              machine-readable output on stdout\n"
-enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON };
+enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON, OPT_REQUEST_TIMEOUT };
 #define REMOTE_LONGOPTS                                                                         \
     {"endpoint", required_argument, NULL, OPT_ENDPOINT},                                        \
-        {"token-file", required_argument, NULL, OPT_TOKEN_FILE}, {"json", no_argument, NULL, OPT_JSON}
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE}, {"json", no_argument, NULL, OPT_JSON}, \
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT}
 /* Handle one of the common options; 1 if it was one. */
 static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
 {
@@ -46,6 +54,7 @@ static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
     case OPT_ENDPOINT: o->endpoint = arg; return 1;
     case OPT_TOKEN_FILE: o->token_file = arg; return 1;
     case OPT_JSON: o->json = true; return 1;
+    case OPT_REQUEST_TIMEOUT: o->request_timeout = arg; return 1;
     default: return 0;
     }
 }

@@ -268,6 +268,15 @@ int cmd_sandbox(int argc, char **argv)
                 goto out;
             }
         }
+        /* A create that clones, downloads or restores its source may take
+         * minutes to answer: no deadline unless one was asked for. */
+        {
+            bool slow = git != NULL;
+            for (int i = 0; i < ncreate; i++)
+                slow = slow || strncmp(create_opts[i][0], "source.", 7) == 0;
+            if (slow && !o.request_timeout)
+                sbx_client_set_option(r.client, "timeout_ms", "0");
+        }
         st = sbx_sandbox_create(s);
         if (st != SBX_OK) {
             fail_msg(o.json, "create", st, sbx_sandbox_last_error(s));
