@@ -47,7 +47,9 @@
  *                      once; sbxd's RSS before and 40 s after each burst
  *                      (target: within 20%); then --soak-idle I [5000] idle
  *                      connections held while a client works;
- *                      --soak-follow logs|wait [logs]: command.follow
+ *                      --soak-follow logs|wait [logs]: command.follow;
+ *                      --soak-retain-output MS: sbxd's --retain-output
+ *                      [its default, 30 min]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -515,6 +517,8 @@ static int child_scale(int argc, char **argv)
 static char dir[256], url[128], token[256], sbxd_log[300];
 static pid_t sbxd_pid;
 
+static const char *sbxd_extra[4]; /* more options for sbxd (the soak's) */
+
 static int start_sbxd(const char *bin)
 {
     int out[2];
@@ -532,7 +536,8 @@ static int start_sbxd(const char *bin)
         if (!freopen(sbxd_log, "w", stderr))
             _exit(127);
         execl(bin, bin, "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn",
-              "--max-sandboxes", "512", (char *)NULL);
+              "--max-sandboxes", "512", sbxd_extra[0], sbxd_extra[1], sbxd_extra[2], sbxd_extra[3],
+              (char *)NULL);
         _exit(127);
     }
     close(out[1]);
@@ -814,6 +819,14 @@ static int file_exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+static void scale_cmd_header(void)
+{
+    printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s %7s\n", "K", "S", "wall s", "exits s", "all",
+           "CPU us/c", "HWM MB", "maxrss", "KB/cmd", "+sockets", "sbxd", "sbxd", "sbxd");
+    printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s %7s\n", "", "", "", "", "alive", "", "", "MB", "",
+           "", "thr", "fds", "RSS MB");
+}
+
 static int scale_run(const char *self, const char *kind, int k, int total, int sleep_s, int per,
                      const char *follow)
 {
@@ -849,10 +862,11 @@ static int scale_run(const char *self, const char *kind, int k, int total, int s
                ch.server.threads, ch.server.fds);
     else {
         double spread = val(ch.out, "done_last_s") - val(ch.out, "done_first_s");
-        printf("  %5d %4d s %8.2f %8.2f %5s %9.0f %8.1f %8.1f %9.1f %9.0f | %6d %6d\n", k, sleep_s, wall,
+        printf("  %5d %4d s %8.2f %8.2f %5s %9.0f %8.1f %8.1f %9.1f %9.0f | %6d %6d %7.1f\n", k, sleep_s, wall,
                spread, spread < sleep_s ? "yes" : "NO", cpu * 1e3 / total, peak,
                (double)ch.ru.ru_maxrss / 1024.0, (peak - rss_ready) * 1024.0 / k,
-               val(ch.out, "max_fds") - val(ch.out, "fds_before"), ch.server.threads, ch.server.fds);
+               val(ch.out, "max_fds") - val(ch.out, "fds_before"), ch.server.threads, ch.server.fds,
+               ch.server.rss_mb);
     }
     fflush(stdout);
     server_log_news("that step");
@@ -921,19 +935,14 @@ static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, in
     sleep(40);                         /* idle workers exit after 30 s */
     before = server_rss_mb();
     printf("  sbxd RSS before the first burst (after a warm-up and 40 s idle): %.1f MB\n", before);
-    printf("  %5s %8s %8s %5s %9s %8s | %7s %7s %9s %11s\n", "burst", "wall s", "exits s", "all", "CPU us/c",
-           "HWM MB", "sbxd", "sbxd", "sbxd peak", "sbxd RSS");
-    printf("  %5s %8s %8s %5s %9s %8s | %7s %7s %9s %11s\n", "", "", "", "alive", "", "", "thr", "fds",
-           "RSS MB", "40 s after");
+    scale_cmd_header();
     for (int b = 0; b < bursts; b++) {
-        printf("  %5d ", b + 1);
-        fflush(stdout);
         if (scale_run(self, "cmd", nsbx * per, nsbx * per, sleep_s, per, follow) < 0)
             failed++;
         sleep(40);
         after = server_rss_mb();
-        printf("        RSS 40 s after burst %d: %.1f MB (%.0f%% of before; target <= 120%%)\n", b + 1,
-               after, 100.0 * after / before);
+        printf("  burst %d: sbxd RSS 40 s after it %.1f MB (%.0f%% of before; target <= 120%%)\n", b + 1, after,
+               100.0 * after / before);
     }
     printf("  After %d bursts: sbxd RSS %.1f MB against %.1f MB before: %s\n", bursts, after, before,
            after <= before * 1.2 ? "met" : "NOT met");
@@ -960,7 +969,7 @@ int main(int argc, char **argv)
     int commands = 1000, concurrency = 16, nsbx = 4, rounds = 2, no_node = 0, no_scale = 0,
         scale_max = 1000, do_soak = 0, soak_sbx = 100, soak_per = 100, soak_bursts = 4,
         soak_sleep = 120, soak_idle = 5000;
-    const char *soak_follow = "logs";
+    const char *soak_follow = "logs", *soak_retain = NULL;
     const char *mode = "echo", *compat = BENCH_COMPATDIR, *script = BENCH_SRCDIR "/client-node.mjs";
     const char *sbxd;
     char self[4096], node[4200], version[128] = "?";
@@ -978,7 +987,8 @@ int main(int argc, char **argv)
                         "       [--rounds N] [--mode echo|true] [--compat DIR] [--node-script FILE]\n"
                         "       [--no-node] [--no-scale] [--scale-max K]\n"
                         "       [--soak [--soak-bursts B] [--soak-sandboxes N] [--soak-per-sandbox M]\n"
-                        "        [--soak-sleep S] [--soak-idle I] [--soak-follow logs|wait]]\n");
+                        "        [--soak-sleep S] [--soak-idle I] [--soak-follow logs|wait]\n"
+                        "        [--soak-retain-output MS]]\n");
         return 2;
     }
     sbxd = argv[1];
@@ -1020,6 +1030,8 @@ int main(int argc, char **argv)
             soak_idle = atoi(v), i++;
         else if (strcmp(a, "--soak-follow") == 0)
             soak_follow = v, i++;
+        else if (strcmp(a, "--soak-retain-output") == 0)
+            soak_retain = v, i++;
         else
             return fprintf(stderr, "bench-client: unknown option %s\n", a), 2;
     }
@@ -1043,6 +1055,10 @@ int main(int argc, char **argv)
         have_node = !no_node && access(node, X_OK) == 0 && file_exists(sdk) && file_exists(script);
     }
 
+    if (do_soak && soak_retain) {
+        sbxd_extra[0] = "--retain-output";
+        sbxd_extra[1] = soak_retain;
+    }
     if (start_sbxd(sbxd) < 0) {
         stop_sbxd();
         return 1;
@@ -1156,10 +1172,7 @@ int main(int argc, char **argv)
         printf("cmd: K commands `sleep S` started at once and followed to their exit (a start\n"
                "stream and a log stream each), 64 per sandbox. exits: first to last completion; all K\n"
                "were alive together if that is under S (each lives S seconds).\n");
-        printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "K", "S", "wall s", "exits s",
-               "all", "CPU us/c", "HWM MB", "maxrss", "KB/cmd", "+sockets", "sbxd", "sbxd");
-        printf("  %5s %6s %8s %8s %5s %9s %8s %8s %9s %9s | %6s %6s\n", "", "", "", "", "alive", "", "", "MB",
-               "", "", "thr", "fds");
+        scale_cmd_header();
         for (size_t i = 0; i < sizeof ks / sizeof ks[0] && ks[i] <= scale_max; i++)
             scale_run(self, "cmd", ks[i], ks[i], 2 + ks[i] / 50, 64, "wait"); /* sbxd needs ~13 s to start 1,000 */
         printf("  CPU: user+sys of the child during the step, per request (get) or command (cmd: 2\n"

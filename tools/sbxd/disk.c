@@ -17,6 +17,7 @@
  * starting mke2fs every time.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -98,12 +99,30 @@ out:
 
 /* A free loop device backed by fd, detached by the kernel once unmounted
  * (LO_FLAGS_AUTOCLEAR), so nothing outlives sbxd. Returns its fd. */
+static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int attach_loop_locked(int fd, char *dev, size_t devlen);
+
 static int attach_loop(int fd, char *dev, size_t devlen)
+{
+    /* One at a time within sbxd: a hundred creates at once all got the
+     * same free device from LOOP_CTL_GET_FREE and raced for it. */
+    int r;
+    pthread_mutex_lock(&loop_lock);
+    r = attach_loop_locked(fd, dev, devlen);
+    pthread_mutex_unlock(&loop_lock);
+    return r;
+}
+
+static int attach_loop_locked(int fd, char *dev, size_t devlen)
 {
     int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0)
         return -1;
-    for (int tries = 0; tries < 64; tries++) {
+    /* Other processes may race too, and a device being released (a stopped
+     * sandbox's, cleared on its last close) reports busy for a moment:
+     * retry with a growing pause, for about 4 s in all. */
+    for (int tries = 0; tries < 200; tries++) {
         struct loop_config cfg;
         int n = ioctl(ctl, LOOP_CTL_GET_FREE), lfd;
         if (n < 0)
@@ -129,6 +148,7 @@ static int attach_loop(int fd, char *dev, size_t devlen)
         close(lfd);
         if (errno != EBUSY)
             break; /* EBUSY: another process took it first */
+        usleep((useconds_t)(tries < 20 ? 1000 * tries : 20000));
     }
     close(ctl);
     return -1;

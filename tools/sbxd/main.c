@@ -73,6 +73,8 @@ static void usage(FILE *out)
 "                          stream waiting for output holds none) [64]\n"
 "  --retain-records MS     records of stopped sandboxes are kept this long, then\n"
 "                          deleted, 0 = forever [604800000]\n"
+"  --retain-output MS      output of a stopped sandbox's commands is kept this\n"
+"                          long [1800000]\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
 "  --check                 create a sandbox, report every isolation layer, then exit\n"
 "                          (status 1 when a layer is off without --allow-degraded)\n"
@@ -555,7 +557,7 @@ enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
     O_HELP, O_UPSTREAM_CA, O_IDRANGE, O_DISK, O_INODES, O_ADDHOST, O_DEGRADED, O_UNSAFE_NET,
-    O_MAXCONN, O_MAXUNAUTH, O_READTIMEOUT, O_IOTHREADS, O_WORKERS, O_RETAIN
+    O_MAXCONN, O_MAXUNAUTH, O_READTIMEOUT, O_IOTHREADS, O_WORKERS, O_RETAIN, O_RETAIN_OUT
 };
 
 int main(int argc, char **argv)
@@ -590,6 +592,7 @@ int main(int argc, char **argv)
         {"io-threads", required_argument, NULL, O_IOTHREADS},
         {"workers", required_argument, NULL, O_WORKERS},
         {"retain-records", required_argument, NULL, O_RETAIN},
+        {"retain-output", required_argument, NULL, O_RETAIN_OUT},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -667,6 +670,7 @@ int main(int argc, char **argv)
         case O_IOTHREADS: if (parse_i64("--io-threads", optarg, 1, &v)) return 2; c->io_threads = (unsigned)(v > 64 ? 64 : v); break;
         case O_WORKERS: if (parse_i64("--workers", optarg, 1, &v)) return 2; c->max_workers = (unsigned)(v > 4096 ? 4096 : v); break;
         case O_RETAIN: if (parse_i64("--retain-records", optarg, 0, &c->retain_records_ms)) return 2; break;
+        case O_RETAIN_OUT: if (parse_i64("--retain-output", optarg, 0, &c->retain_stopped_ms)) return 2; break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
