@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -605,6 +606,9 @@ int main(int argc, char **argv)
     char err[2048];
     char *bwrap = NULL;
 
+    /* Few arenas: sbxd's workers come and go, and memory freed in an arena
+     * of its own per thread is hard to give back after a burst. */
+    mallopt(M_ARENA_MAX, 2);
     c->listen = sbx__strdup("127.0.0.1:0");
     c->default_timeout_ms = 300000;
     c->max_timeout_ms = 5 * 3600 * 1000;
