@@ -132,7 +132,9 @@ if [ "$(id -u)" = 0 ] && ! [ -S /var/lib/sbxd/sbxd.sock ]; then
     "$sbxrun" exec --allow sh -- sh -c 'echo started; sleep 120' >"$dir/pout" 2>"$dir/perr" &
   kpid=$!
   for _ in $(seq 300); do grep -q started "$dir/pout" 2>/dev/null && break; sleep 0.1; done
-  spid=$(pgrep -P "$kpid" | head -1)
+  # Its child, found in /proc (a fresh Debian has no procps).
+  spid=$(for s in /proc/[0-9]*/stat; do read -r p c st pp rest <"$s" 2>/dev/null &&
+         [ "$pp" = "$kpid" ] && echo "$p"; done 2>/dev/null | head -1)
   pstate=$(tr '\0' '\n' <"/proc/$spid/cmdline" 2>/dev/null | grep -A1 -x -- --state-dir | tail -1)
   if grep -q started "$dir/pout" && [ -n "$spid" ]; then
     kill -9 "$kpid"; wait "$kpid" 2>/dev/null
