@@ -628,12 +628,8 @@ static ssize_t emit_json_line(struct wait_stream *ws, json_t *o, char *buf, size
     if (!text)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     n = strlen(text);
-    ws->line = realloc(text, n + 1);
-    if (!ws->line) {
-        free(text);
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    ws->line[n] = '\n';
+    ws->line = text;
+    ws->line[n] = '\n'; /* over the NUL: the length is kept apart */
     ws->len = n + 1;
     ws->off = 0;
     return emit_pending(ws, buf, max);
