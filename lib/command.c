@@ -706,17 +706,33 @@ static bool stuck(struct cmd_run *run, sbx__req *r)
     return r && sbx__req_silent_ms(r) >= l.probe_after_ms;
 }
 
-static void probe_done(sbx__req *r, void *user)
+/* The exit code a probe's answer reports: -1 while the command runs, or
+ * for an answer that is an HTTP error, unreadable, or (id given) about
+ * another command. */
+static int probe_exit_code(sbx__req *r, const char *id)
 {
-    struct cmd_run *run = user;
-    sbx_command *cmd = run->cmd;
-    struct sbx__engine_limits l;
     struct sbx__command_info in = {0};
     sbx__err tmp = {0};
     size_t len;
     const char *body = sbx__req_body(r, &len);
     long http = sbx__req_http_status(r);
+    int code = -1;
+    in.exit_code = -1;
+    if (sbx__req_status(r) == SBX_OK && http >= 200 && http <= 299 &&
+        sbx__api_parse_command(body, len, &in, &tmp) == SBX_OK && (!id || (in.id && strcmp(in.id, id) == 0)))
+        code = in.exit_code;
+    sbx__command_info_free(&in);
+    sbx__err_free(&tmp);
+    return code;
+}
+
+static void probe_done(sbx__req *r, void *user)
+{
+    struct cmd_run *run = user;
+    sbx_command *cmd = run->cmd;
+    struct sbx__engine_limits l;
     sbx_status st = sbx__req_status(r);
+    int code;
 
     run->probe = NULL;
     if (run->op->done || run->timed_out || st == SBX_E_CANCELLED) {
@@ -732,24 +748,17 @@ static void probe_done(sbx__req *r, void *user)
         sbx__req_free(r);
         return;
     }
-    in.exit_code = -1;
     /* An HTTP error is still an answer: the server is alive. */
-    if (http < 200 || http > 299 || sbx__api_parse_command(body, len, &in, &tmp) != SBX_OK || in.exit_code < 0 ||
-        !in.id || strcmp(in.id, cmd->info.id) != 0) {
-        sbx__command_info_free(&in);
-        sbx__err_free(&tmp);
-        sbx__req_free(r);
+    code = probe_exit_code(r, cmd->info.id);
+    sbx__req_free(r);
+    if (code < 0)
         return;
-    }
     /* It exited, so its streams should end; a silent one is stuck. The
      * code is one the server sent. */
     if (!run->exit_known) {
-        cmd->info.exit_code = in.exit_code;
+        cmd->info.exit_code = code;
         run->exit_known = true;
     }
-    sbx__command_info_free(&in);
-    sbx__err_free(&tmp);
-    sbx__req_free(r);
     if (stuck(run, run->start)) {
         sbx__req_free(run->start);
         run->start = NULL;
@@ -1154,28 +1163,20 @@ static void wait_probe_done(sbx__req *r, void *user)
 {
     struct info_arg *a = user;
     struct sbx__engine_limits l;
-    struct sbx__command_info in = {0};
-    sbx__err tmp = {0};
-    size_t len;
-    const char *body = sbx__req_body(r, &len);
-    long http = sbx__req_http_status(r);
     char msg[1024];
+    int code;
 
     a->probe = NULL;
     sbx__engine_get_limits(a->cmd->core->engine, &l);
-    in.exit_code = -1;
     msg[0] = '\0';
     if (sbx__req_status(r) != SBX_OK && sbx__req_status(r) != SBX_E_CANCELLED)
         snprintf(msg, sizeof msg,
                  "the server stopped answering: the wait brought nothing for %lld ms and a check of the command "
                  "got no answer within %lld ms (%s)",
                  (long long)l.probe_after_ms, (long long)l.probe_timeout_ms, sbx__req_error(r));
-    else if (sbx__req_status(r) == SBX_OK && http >= 200 && http <= 299 &&
-             sbx__api_parse_command(body, len, &in, &tmp) == SBX_OK && in.exit_code >= 0)
+    else if ((code = probe_exit_code(r, NULL)) >= 0)
         snprintf(msg, sizeof msg, "the wait stalled: the command exited (code %d) but the answer did not come",
-                 in.exit_code);
-    sbx__command_info_free(&in);
-    sbx__err_free(&tmp);
+                 code);
     sbx__req_free(r);
     if (msg[0])
         sbx__req_abort(a->req, SBX_E_TRANSPORT, msg);
