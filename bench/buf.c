@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "buf.h"
+#include "util/buf.h"
 
 #define DOC (64u << 10) /* bytes per document */
 #define DOCS 1024       /* documents per run */

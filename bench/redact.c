@@ -151,7 +151,7 @@ static double naive(regex_t *res, size_t nres, const char *buf, size_t len)
 }
 
 /* What the library will scan with here: it picks the AVX-512 VBMI
- * prefilter at run time, as this does (lib/redact_simd.c). */
+ * prefilter at run time, as this does (lib/redact/redact_simd.c). */
 static const char *prefilter(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "buf.h"
+#include "util/buf.h"
 
 static char sock[512], token[256], dir[256];
 static pid_t server;

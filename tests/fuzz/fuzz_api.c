@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the parsers of the server's answers (lib/api.c): the
+ * Fuzz target for the parsers of the server's answers (lib/client/proto/v1.c): the
  * input is given, as a response body, to every one of them: sandbox,
  * command, snapshot (with and without the sandbox beside it), the list
  * check, a log line and the error-body summary. None may crash, leak or
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "buf.h"
-#include "error.h"
+#include "client/proto/proto.h"
+#include "util/buf.h"
+#include "util/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

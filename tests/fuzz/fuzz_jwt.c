@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the JWT claims reader (lib/auth.c), which decodes the
+ * Fuzz target for the JWT claims reader (lib/client/auth.c), which decodes the
  * payload of an OIDC token from the environment without verifying it. The
  * input is read twice: as a token of its own, and as the payload of a
  * token this harness encodes (base64url, with and without padding). The
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "alloc.h"
+#include "client/auth.h"
+#include "util/alloc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

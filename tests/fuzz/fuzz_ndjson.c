@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Differential fuzz target for the NDJSON splitter (lib/ndjson.c). The
+ * Differential fuzz target for the NDJSON splitter (lib/util/ndjson.c). The
  * first input byte picks the line limit (below 0x80: 4096 bytes; else
  * 1..128), the rest is the stream. The stream is fed whole, byte by byte,
  * and cut at points a generator seeded by the input picks; every way must
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ndjson.h"
+#include "util/ndjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the network-policy loader (lib/netpolicy.c). An input
+ * Fuzz target for the network-policy loader (lib/policy/netpolicy.c). An input
  * that starts with '@' names a preset ("@repo.clone") on its first line,
  * then gives its inputs as key=value lines; any other input is a policy in
  * the protocol's JSON form. A load that fails must leave the policy as it

@@ -15,7 +15,7 @@
 
 #include <sbxrun/sbxrun.h>
 
-#include "redact_int.h"
+#include "redact/redact_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

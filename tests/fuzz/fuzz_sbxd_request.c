@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "netpolicy.h"
 #include "parse.h"
 

@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "tarx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Round-trip fuzz target for the tar bodies of fs/write (lib/tarball.c),
+ * Round-trip fuzz target for the tar bodies of fs/write (lib/client/tarball.c),
  * which the library writes and sandboxes' servers read. The input is a list
  * of entries: a name up to '\n', two bytes of mode, a length byte and that
  * many bytes of data. A name is taken only if it is relative and
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tarball.h"
+#include "client/tarball.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

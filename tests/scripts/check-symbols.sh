@@ -41,10 +41,10 @@ fi
 if ! readelf -d "$lib" | grep -q 'Library soname: \[libsbxrun.so.1\]'; then
   echo "FAIL: SONAME is not libsbxrun.so.1:"; readelf -d "$lib" | grep SONAME; fail=1
 fi
-# libarchive is loaded on first use (lib/archive_dl.h), never linked: linking
+# libarchive is loaded on first use (lib/client/archive_dl.h), never linked: linking
 # it would put libxml2, ICU and libstdc++ into every client process.
 if readelf -d "$lib" | grep -q 'NEEDED.*libarchive'; then
-  echo "FAIL: the library links libarchive; it must load it with dlopen (lib/archive_dl.c)"; fail=1
+  echo "FAIL: the library links libarchive; it must load it with dlopen (lib/client/archive_dl.c)"; fail=1
 fi
 [ $fail = 0 ] && echo "OK: $(wc -l <"$tmp/exported") exported symbols, all sbx_, matching map and headers; SONAME libsbxrun.so.1"
 exit $fail

@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 /* Defined by each test_<module>.c: the module's suite. */
 Suite *sbx_test_suite(void);

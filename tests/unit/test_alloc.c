@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/alloc.c: the wrapper and its fault injection. */
+/* Unit tests for lib/util/alloc.c: the wrapper and its fault injection. */
 #include "harness.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/api.c: request bodies, response parsing, error texts, escaping. */
+/* Unit tests for lib/client/proto/v1.c: request bodies, response parsing, error texts, escaping. */
 #include "harness.h"
 
 #include <jansson.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "client/proto/proto.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/auth.c: JWT claims, explicit and environment credentials. */
+/* Unit tests for lib/client/auth.c: JWT claims, explicit and environment credentials. */
 #include "harness.h"
 
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
+#include "client/auth.h"
 
 #define FUTURE_EXP 4102444800LL /* 2100-01-01 */
 #define PAST_EXP 1000000000LL   /* 2001-09-09 */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/buf.c: the growable, limited byte buffer. */
+/* Unit tests for lib/util/buf.c: the growable, limited byte buffer. */
 #include "harness.h"
 
 #include <string.h>
 
-#include "buf.h"
+#include "util/buf.h"
 
 START_TEST(test_buf_append_keeps_bytes_and_terminator)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client_oom: the client, sandbox and command paths (lib/client.c,
- * lib/sandbox.c, lib/command.c, lib/engine.c) under allocation failure.
+ * client_oom: the client, sandbox and command paths (lib/client/client.c,
+ * lib/client/sandbox.c, lib/client/command.c, lib/client/engine.c) under allocation failure.
  *
  * Each scenario makes a client against canned_http, a server in the test
  * process that answers every request as sbxd would (tests/unit/canned_http.c),

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/error.c: code names and texts, per-handle messages. */
+/* Unit tests for lib/util/error.c: code names and texts, per-handle messages. */
 #include "harness.h"
 
 #include <limits.h>
 #include <string.h>
 
-#include "str.h"
+#include "util/str.h"
 
 /* The highest code this version defines; bump when appending a code. */
 #define LAST_CODE SBX_E_AGAIN

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/global.c: version and reference-counted global init. */
+/* Unit tests for lib/client/global.c: version and reference-counted global init. */
 #include "harness.h"
 
 #include <pthread.h>
@@ -8,7 +8,7 @@
 
 #include <curl/curl.h>
 
-#include "global.h"
+#include "client/global.h"
 
 START_TEST(test_global_version_matches_headers)
 {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/ndjson.c: incremental, bounded line splitting. */
+/* Unit tests for lib/util/ndjson.c: incremental, bounded line splitting. */
 #include "harness.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "ndjson.h"
+#include "util/ndjson.h"
 
 /* ---- a callback that records what it gets -------------------------------- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/netpolicy.c: validation, merge rules, presets, JSON both ways, secrets. */
+/* Unit tests for lib/policy/netpolicy.c: validation, merge rules, presets, JSON both ways, secrets. */
 #include "harness.h"
 
 #include <jansson.h>

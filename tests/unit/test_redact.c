@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "harness.h"
-#include "redact_int.h"
+#include "redact/redact_int.h"
 #include "redact_shapes_cases.h"
 
 #ifndef SBX_REDACT_CORPUS

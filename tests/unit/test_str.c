@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/str.c: string lists, UTF-8 checks, wiping. */
+/* Unit tests for lib/util/str.c: string lists, UTF-8 checks, wiping. */
 #include "harness.h"
 
 #include <string.h>
 
-#include "str.h"
+#include "util/str.h"
 
 START_TEST(test_str_list_push_keeps_null_terminated_copies)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/tarball.c: gzip tar bodies generated while they are read. */
+/* Unit tests for lib/client/tarball.c: gzip tar bodies generated while they are read. */
 #include "harness.h"
 
 #include <archive.h>
@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive_dl.h"
-#include "tarball.h"
+#include "client/archive_dl.h"
+#include "client/tarball.h"
 
 /* ---- byte strings and files owned by the test (plain malloc: never fault-injected) ---- */
 

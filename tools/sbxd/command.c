@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "mitm.h"
 #include "sbxd.h"
 

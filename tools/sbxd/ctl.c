@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 
 #define HDR_LEN 16u /* u32 len, u32 type, u64 id */
 

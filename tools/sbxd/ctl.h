@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "util/buf.h"
 
 /* Frames are bounded: argv and env are capped well below this by the API's
  * body limit, and file contents never travel here (fds do). */

@@ -33,7 +33,7 @@
 #include <sys/resource.h>
 #include <sys/ioctl.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "sbxd.h"
 
 #define STREAM_BLOCK (8 * 1024)

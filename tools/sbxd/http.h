@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "buf.h"
+#include "util/buf.h"
 
 #define HTTP_MAX_SEGS 8
 

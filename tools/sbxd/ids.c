@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "sbxd.h"
 
 /* The last 64 Ki ids of the range systemd reserves for containers

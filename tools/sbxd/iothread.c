@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "sbxd.h"
 
 #define JANITOR_MS 10000

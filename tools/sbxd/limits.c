@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "sbxd.h"
 
 enum backend { BK_RLIMIT, BK_CGROUP1, BK_CGROUP2 };

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "mitm.h"
 #include "sbxd.h"
 

@@ -35,8 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "buf.h"
+#include "util/alloc.h"
+#include "util/buf.h"
 #include "sbxd.h"
 
 #define HEAD_MAX 65536

@@ -15,8 +15,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "alloc.h"
-#include "str.h"
+#include "util/alloc.h"
+#include "util/str.h"
 
 #define MAX_RULES 1024
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 
 static bool env_key_ok(const char *k)
 {

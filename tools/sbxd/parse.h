@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "str.h"
+#include "util/str.h"
 
 /* An object of string values into KEY=VALUE entries appended to out; absent
  * (NULL) or null adds nothing. 0, or -1 with a message in err. */

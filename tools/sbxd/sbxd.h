@@ -22,12 +22,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "buf.h"
+#include "util/buf.h"
 #include "netpolicy.h"
 #include "ctl.h"
 #include "http.h"
 #include "parse.h"
-#include "str.h"
+#include "util/str.h"
 
 #define SBXD_VERSION "1.0.0"
 #ifndef SBXD_LIBEXECDIR

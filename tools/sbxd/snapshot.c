@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "tarx.h"
 #include "sbxd.h"
 

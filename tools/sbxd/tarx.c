@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "buf.h"
+#include "util/alloc.h"
+#include "util/buf.h"
 
 char *archive_clean_name(const char *name)
 {

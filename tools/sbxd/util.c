@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "util/alloc.h"
 #include "sbxd.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,0 +1,947 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client: the client handle and its core (endpoint, credentials, engine),
+ * operations and how they finish, and the list endpoints. The op is the one
+ * asynchronous unit: blocking calls are an op driven to its end.
+ */
+#include "util/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/core.h"
+#include "client/global.h"
+#include "util/str.h"
+
+#define VERCEL_API "https://vercel.com/api"
+
+/* ---- core ----------------------------------------------------------------------- */
+
+void sbx__core_ref(struct sbx__core *c)
+{
+    c->refs++;
+}
+
+void sbx__core_unref(struct sbx__core *c)
+{
+    if (!c || --c->refs > 0)
+        return;
+    sbx__engine_free(c->engine);
+    sbx__auth_clear(&c->auth);
+    sbx__err_free(&c->endpoint_err);
+    sbx__free(c->endpoint);
+    sbx__free(c->base);
+    sbx__free(c);
+    sbx_global_cleanup();
+}
+
+bool sbx__core_in_callback(const struct sbx__core *c)
+{
+    return c->in_callback > 0;
+}
+
+static sbx_status set_endpoint(struct sbx__core *c, const char *ep, sbx__err *err)
+{
+    char *endpoint = NULL, *base = NULL, *userpwd = NULL;
+    const char *unix_path = NULL;
+    size_t n;
+
+    if (sbx__url_split_userinfo(ep, &endpoint, &userpwd) != SBX_OK)
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    n = strlen(endpoint);
+    if (strncmp(endpoint, "unix:", 5) == 0 && endpoint[5] == '/' && !userpwd) {
+        unix_path = endpoint + 5;
+        base = sbx__strdup("http://localhost");
+    } else if ((strncmp(endpoint, "http://", 7) == 0 && n > 7) || (strncmp(endpoint, "https://", 8) == 0 && n > 8)) {
+        base = sbx__strndup(endpoint, endpoint[n - 1] == '/' ? n - 1 : n);
+    } else {
+        sbx__err_set(err, SBX_E_INVALID_ARG, "endpoint '%s': expected https://..., http://HOST:PORT or unix:/PATH",
+                     endpoint);
+        sbx__free(endpoint);
+        sbx__free_secret(userpwd);
+        return SBX_E_INVALID_ARG;
+    }
+    if (!base || sbx__engine_set_unix_socket(c->engine, unix_path) != SBX_OK ||
+        sbx__engine_set_userpwd(c->engine, userpwd) != SBX_OK) {
+        sbx__free(endpoint);
+        sbx__free(base);
+        sbx__free_secret(userpwd);
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    sbx__free_secret(userpwd); /* the engine has its copy */
+    sbx__free(c->endpoint);
+    sbx__free(c->base);
+    c->endpoint = endpoint;
+    c->base = base;
+    c->vercel = strcmp(base, VERCEL_API) == 0;
+    return SBX_OK;
+}
+
+sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err)
+{
+    sbx_status st;
+    if (c->endpoint_err.code != SBX_OK)
+        return sbx__err_copy(err, &c->endpoint_err);
+    if (!c->auth_resolved) {
+        st = c->auth_explicit ? SBX_OK : sbx__auth_from_env(&c->auth, c->vercel, err);
+        if (st != SBX_OK)
+            return st;
+        c->auth_resolved = true;
+    }
+    if (c->vercel && !c->auth.project)
+        return sbx__err_set(err, SBX_E_AUTH,
+                            "no project for the Vercel API: give it to sbx_client_set_credentials(), or set "
+                            "VERCEL_PROJECT_ID");
+    if (sbx__auth_expired(&c->auth, (int64_t)time(NULL)))
+        return sbx__err_set(err, SBX_E_AUTH,
+                            "the OIDC token (%s) has expired; get a fresh one (`vercel env pull`)",
+                            c->auth.source ? c->auth.source : "explicit");
+    c->used = true;
+    return SBX_OK;
+}
+
+sbx__req *sbx__core_request(struct sbx__core *c, const char *method, const char *path, bool idempotent,
+                            sbx__err *err)
+{
+    sbx__buf url = SBX__BUF_INIT, auth = SBX__BUF_INIT;
+    sbx__req *r = NULL;
+
+    if (sbx__core_ready(c, err) != SBX_OK)
+        return NULL;
+    if (sbx__buf_puts(&url, c->base) != SBX_OK || sbx__buf_puts(&url, path) != SBX_OK)
+        goto oom;
+    if (c->auth.team) {
+        if (sbx__buf_puts(&url, strchr(path, '?') ? "&teamId=" : "?teamId=") != SBX_OK ||
+            sbx__api_escape(&url, c->auth.team) != SBX_OK)
+            goto oom;
+    }
+    r = sbx__req_new(c->engine, method, url.data);
+    if (!r)
+        goto oom;
+    /* Reserve first: the token is never left in a reallocated block. */
+    if (sbx__buf_reserve(&auth, strlen(c->auth.token) + 32) != SBX_OK ||
+        sbx__buf_printf(&auth, "Authorization: Bearer %s", c->auth.token) != SBX_OK ||
+        sbx__req_add_secret_header(r, auth.data) != SBX_OK ||
+        sbx__req_add_header(r, "Accept: application/json") != SBX_OK ||
+        sbx__req_set_project(r, c->auth.project) != SBX_OK)
+        goto oom;
+    sbx__req_set_idempotent(r, idempotent);
+    sbx__buf_wipe_free(&auth);
+    sbx__buf_free(&url);
+    return r;
+oom:
+    sbx__req_free(r);
+    sbx__buf_wipe_free(&auth);
+    sbx__buf_free(&url);
+    sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    return NULL;
+}
+
+/* ---- targets ------------------------------------------------------------------------ */
+
+void sbx__target_init(struct sbx__target *t, void (*destroy)(struct sbx__target *t))
+{
+    t->refs = 1;
+    t->ops = NULL;
+    t->destroy = destroy;
+}
+
+void sbx__target_ref(struct sbx__target *t)
+{
+    t->refs++;
+}
+
+void sbx__target_unref(struct sbx__target *t)
+{
+    if (t && --t->refs == 0)
+        t->destroy(t);
+}
+
+void sbx__target_release(struct sbx__target *t)
+{
+    for (sbx_op *op = t->ops; op; op = op->tnext)
+        sbx__op_cancel_now(op);
+    sbx__target_unref(t);
+}
+
+/* ---- ops ---------------------------------------------------------------------------- */
+
+sbx_op *sbx__op_new(struct sbx__core *c, struct sbx__target *t, const struct sbx__op_ops *ops, void *state)
+{
+    sbx_op *op = sbx__calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->core = c;
+    sbx__core_ref(c);
+    op->status = SBX_E_AGAIN;
+    op->ops = ops;
+    op->state = state;
+    atomic_init(&op->cancel, false);
+    op->next = c->ops;
+    if (c->ops)
+        c->ops->prev = op;
+    c->ops = op;
+    c->nops++;
+    if (t) {
+        op->target = t;
+        sbx__target_ref(t);
+        op->tnext = t->ops;
+        t->ops = op;
+    }
+    return op;
+}
+
+static void detach_target(sbx_op *op)
+{
+    struct sbx__target *t = op->target;
+    if (!t)
+        return;
+    for (sbx_op **pp = &t->ops; *pp; pp = &(*pp)->tnext)
+        if (*pp == op) {
+            *pp = op->tnext;
+            break;
+        }
+    op->target = NULL;
+    sbx__target_unref(t);
+}
+
+static void unlink_pending(sbx_op *op)
+{
+    struct sbx__core *c = op->core;
+    if (op->prev || c->ops == op)
+        c->nops--;
+    if (op->prev)
+        op->prev->next = op->next;
+    else if (c->ops == op)
+        c->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    op->prev = op->next = NULL;
+}
+
+void sbx__op_destroy(sbx_op *op)
+{
+    if (!op->done)
+        unlink_pending(op);
+    if (op->ops && op->ops->release)
+        op->ops->release(op);
+    detach_target(op);
+    sbx__err_free(&op->err);
+    sbx__free(op->result_json);
+    sbx__core_unref(op->core);
+    sbx__free(op);
+}
+
+void sbx__op_finish(sbx_op *op, sbx_status st, const char *fmt, ...)
+{
+    struct sbx__core *c = op->core;
+    if (op->done)
+        return;
+    if (st != SBX_OK && fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        sbx__err_setv(&op->err, st, fmt, ap);
+        va_end(ap);
+    } else if (st != SBX_OK && op->err.code != st) {
+        sbx__err_set(&op->err, st, "%s", sbx_strerror(st));
+    }
+    op->status = st;
+    unlink_pending(op);
+    op->done = true;
+    if (op->owner_freed) {
+        sbx__op_destroy(op);
+        return;
+    }
+    if (op->internal)
+        return;
+    if (c->done_tail)
+        c->done_tail->done_next = op;
+    else
+        c->done_head = op;
+    c->done_tail = op;
+    if (c->done_cb) {
+        c->in_callback++;
+        c->done_cb(op, c->done_user);
+        c->in_callback--;
+    }
+}
+
+sbx_status sbx__op_check_response(sbx_op *op, sbx__req *r, const char *what)
+{
+    sbx_status st = sbx__req_status(r);
+    long http = sbx__req_http_status(r);
+    op->http_status = (int)http;
+    if (st != SBX_OK) {
+        /* Say so when a request that is never repeated may have run. */
+        const char *note = st != SBX_E_CANCELLED && !sbx__req_idempotent(r) && sbx__req_maybe_sent(r)
+                               ? " (it may have reached the server, so it was not sent again)"
+                               : "";
+        return sbx__err_set(&op->err, st, "%s: %s%s", what, sbx__req_error(r), note);
+    }
+    if (http < 200 || http > 299) {
+        char text[512];
+        size_t len;
+        const char *body = sbx__req_body(r, &len);
+        sbx__api_error_text(body, len, text, sizeof text);
+        return sbx__err_set(&op->err, sbx__api_status_for(http), "%s: HTTP %ld%s%s", what, http,
+                            text[0] ? ": " : "", text);
+    }
+    return SBX_OK;
+}
+
+/* Cancellations asked from other threads take effect here, on the thread
+ * that drives the client. */
+static void propagate_cancels(struct sbx__core *c)
+{
+    sbx_op *op, *next;
+    if (atomic_exchange(&c->cancels, 0) == 0)
+        return;
+    for (op = c->ops; op; op = next) {
+        next = op->next;
+        if (atomic_load(&op->cancel) && !op->cancel_applied) {
+            op->cancel_applied = true;
+            if (op->ops && op->ops->cancel)
+                op->ops->cancel(op);
+        }
+    }
+}
+
+void sbx__core_process(struct sbx__core *c)
+{
+    sbx__engine_take_poke(c->engine); /* before the flags are read */
+    propagate_cancels(c);
+    sbx__engine_process(c->engine);
+}
+
+static sbx_status drive(struct sbx__core *c, sbx_op *op, int64_t timeout_ms)
+{
+    int64_t until = timeout_ms >= 0 ? sbx__mono_ms() + timeout_ms : -1;
+    for (;;) {
+        sbx__core_process(c);
+        if (op ? op->done : c->ops == NULL)
+            return SBX_OK;
+        if (until >= 0 && sbx__mono_ms() >= until)
+            return SBX_E_TIMEOUT;
+        sbx__engine_wait(c->engine, until >= 0 ? until - sbx__mono_ms() : -1);
+    }
+}
+
+sbx_status sbx__op_drive(sbx_op *op)
+{
+    op->internal = true;
+    drive(op->core, op, -1);
+    return op->status;
+}
+
+sbx_status sbx__op_block(sbx_op *op, sbx__err *err)
+{
+    sbx_status st = sbx__op_drive(op);
+    if (st == SBX_OK)
+        sbx__err_clear(err);
+    else
+        sbx__err_copy(err, &op->err);
+    sbx__op_destroy(op);
+    return st;
+}
+
+/* ---- one-request ops ------------------------------------------------------------------ */
+
+static void simple_cancel(sbx_op *op)
+{
+    struct sbx__simple *s = op->state;
+    if (s->req)
+        sbx__req_cancel(s->req);
+}
+
+static void simple_release(sbx_op *op)
+{
+    struct sbx__simple *s = op->state;
+    sbx__req_free(s->req);
+    if (s->arg_free)
+        s->arg_free(s->arg);
+    sbx__free(s);
+}
+
+static const struct sbx__op_ops simple_ops = {simple_cancel, simple_release};
+
+static void simple_done(sbx__req *r, void *user)
+{
+    sbx_op *op = user;
+    struct sbx__simple *s = op->state;
+    sbx_status st = sbx__op_check_response(op, r, s->what);
+    if (st == SBX_OK && s->reply)
+        st = s->reply(op, r, s->arg);
+    if (st == SBX_OK && !op->result_json && s->reply) {
+        /* The object answered (a get, a stop...), for bindings that want
+         * the JSON itself. */
+        size_t len;
+        const char *body = sbx__req_body(r, &len);
+        if (len && !(op->result_json = sbx__strndup(body, len)))
+            st = sbx__err_set(&op->err, SBX_E_NOMEM, "out of memory");
+    }
+    if (s->on_end)
+        s->on_end(op, st, s->arg);
+    /* on_end may have named the real cause of a failure (an upload whose
+     * body generator failed): its code and message stand. */
+    if (st != SBX_OK && op->err.code != SBX_OK)
+        st = op->err.code;
+    sbx__op_finish(op, st, NULL);
+}
+
+struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const char *method,
+                                    const char *path, bool idempotent, sbx__reply_fn reply, void *arg,
+                                    void (*arg_free)(void *), sbx__err *err)
+{
+    struct sbx__simple *s = sbx__calloc(1, sizeof *s);
+    if (!s) {
+        if (arg_free)
+            arg_free(arg);
+        sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->reply = reply;
+    s->arg = arg;
+    s->arg_free = arg_free;
+    s->what = what;
+    s->req = sbx__core_request(c, method, path, idempotent, err);
+    if (!s->req) {
+        simple_release(&(sbx_op){.state = s});
+        return NULL;
+    }
+    return s;
+}
+
+void sbx__simple_discard(struct sbx__simple *s)
+{
+    if (s)
+        simple_release(&(sbx_op){.state = s});
+}
+
+sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct sbx__simple *s, sbx_op **out,
+                              sbx__err *err)
+{
+    sbx_op *op = sbx__op_new(c, t, &simple_ops, s);
+    if (!op) {
+        simple_release(&(sbx_op){.state = s});
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    sbx__req_on_done(s->req, simple_done, op);
+    if (sbx__req_submit(s->req) != SBX_OK) {
+        sbx__op_destroy(op);
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    *out = op;
+    return SBX_OK;
+}
+
+sbx_status sbx__simple_start(struct sbx__core *c, struct sbx__target *t, const char *what,
+                             const char *method, const char *path, const char *body, bool idempotent,
+                             sbx__reply_fn reply, void *arg, void (*arg_free)(void *), sbx_op **out,
+                             sbx__err *err)
+{
+    struct sbx__simple *s = sbx__simple_new(c, what, method, path, idempotent, reply, arg, arg_free, err);
+    if (!s)
+        return err->code;
+    if (body && sbx__req_set_body(s->req, body, strlen(body), "application/json") != SBX_OK) {
+        sbx__simple_discard(s);
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    return sbx__simple_submit(c, t, s, out, err);
+}
+
+/* ---- the client handle ----------------------------------------------------------------- */
+
+sbx_client *sbx_client_new(void)
+{
+    sbx_client *cl;
+    struct sbx__core *c;
+    const char *ep = getenv("SBXRUN_ENDPOINT");
+    sbx__err tmp = {0};
+
+    if (sbx_global_init() != SBX_OK)
+        return NULL;
+    cl = sbx__calloc(1, sizeof *cl);
+    c = sbx__calloc(1, sizeof *c);
+    if (!cl || !c || !(c->engine = sbx__engine_new()) ||
+        sbx__engine_set_user_agent(c->engine, "libsbxrun/" SBX_VERSION_STRING) != SBX_OK) {
+        if (c && c->engine)
+            sbx__engine_free(c->engine);
+        sbx__free(c);
+        sbx__free(cl);
+        sbx_global_cleanup();
+        return NULL;
+    }
+    c->refs = 1;
+    atomic_init(&c->cancels, 0);
+    cl->core = c;
+    /* SBXRUN_ENDPOINT picks the default. A bad one must not quietly become
+     * Vercel (a token meant for sbxd would go there): it is kept as an
+     * error that every request reports until a good endpoint is set. */
+    if (set_endpoint(c, ep && *ep ? ep : VERCEL_API, &tmp) != SBX_OK) {
+        if (tmp.code == SBX_E_NOMEM || set_endpoint(c, VERCEL_API, &cl->err) != SBX_OK) {
+            sbx__err_free(&tmp);
+            sbx_client_free(cl);
+            return NULL;
+        }
+        sbx__err_set(&c->endpoint_err, SBX_E_INVALID_ARG, "SBXRUN_ENDPOINT: %s", sbx__err_msg(&tmp));
+        sbx__err_copy(&cl->err, &c->endpoint_err);
+    }
+    sbx__err_free(&tmp);
+    return cl;
+}
+
+void sbx_client_free(sbx_client *cl)
+{
+    struct sbx__core *c;
+    if (!cl)
+        return;
+    c = cl->core;
+    /* Pending ops are cancelled; finished ones not handed out are let go. */
+    for (sbx_op *op = c->ops; op; op = op->next)
+        sbx__op_cancel_now(op);
+    while (c->done_head) {
+        sbx_op *op = c->done_head;
+        c->done_head = op->done_next;
+        if (!op->handed_out)
+            op->owner_freed = true;
+    }
+    c->done_tail = NULL;
+    c->done_cb = NULL;
+    sbx__err_free(&cl->err);
+    sbx__free(cl);
+    sbx__core_unref(c);
+}
+
+const char *sbx_client_last_error(const sbx_client *cl)
+{
+    return cl ? sbx__err_msg(&cl->err) : "";
+}
+
+#define CHECK_CLIENT(cl)                                                                          \
+    do {                                                                                          \
+        if (!(cl))                                                                                \
+            return SBX_E_INVALID_ARG;                                                             \
+        if (sbx__core_in_callback((cl)->core))                                                     \
+            return sbx__err_set(&(cl)->err, SBX_E_MISUSE, "not allowed inside a callback");        \
+    } while (0)
+
+sbx_status sbx_client_set_endpoint(sbx_client *cl, const char *endpoint)
+{
+    CHECK_CLIENT(cl);
+    if (!endpoint)
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "endpoint is NULL");
+    if (cl->core->used)
+        return sbx__err_set(&cl->err, SBX_E_MISUSE, "the endpoint cannot change after requests were made");
+    if (set_endpoint(cl->core, endpoint, &cl->err) != SBX_OK)
+        return cl->err.code;
+    sbx__err_clear(&cl->core->endpoint_err);
+    return SBX_OK;
+}
+
+sbx_status sbx_client_set_credentials(sbx_client *cl, const char *token, const char *team,
+                                      const char *project)
+{
+    sbx_status st;
+    CHECK_CLIENT(cl);
+    if (!token)
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "token is NULL");
+    st = sbx__auth_set(&cl->core->auth, token, team, project, &cl->err);
+    if (st == SBX_OK) {
+        cl->core->auth_explicit = true;
+        cl->core->auth_resolved = true;
+    }
+    return st;
+}
+
+sbx_status sbx_client_resolve_credentials(sbx_client *cl)
+{
+    CHECK_CLIENT(cl);
+    return sbx__core_ready(cl->core, &cl->err);
+}
+
+const char *sbx_client_endpoint(const sbx_client *cl)
+{
+    return cl ? cl->core->endpoint : NULL;
+}
+
+const char *sbx_client_project(const sbx_client *cl)
+{
+    return cl && cl->core->auth_resolved ? cl->core->auth.project : NULL;
+}
+
+const char *sbx_client_team(const sbx_client *cl)
+{
+    return cl && cl->core->auth_resolved ? cl->core->auth.team : NULL;
+}
+
+static sbx_status parse_uint(const char *v, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long x;
+    if (!v || !*v || *v == '-')
+        return SBX_E_INVALID_ARG;
+    x = strtoull(v, &end, 10);
+    if (*end || x > max)
+        return SBX_E_INVALID_ARG;
+    *out = x;
+    return SBX_OK;
+}
+
+sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *value)
+{
+    struct sbx__engine_limits l;
+    uint64_t v = 0;
+    CHECK_CLIENT(cl);
+    if (!key || !value)
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "key and value must not be NULL");
+    if (strcmp(key, "endpoint") == 0)
+        return sbx_client_set_endpoint(cl, value);
+    if (strcmp(key, "user_agent") == 0)
+        return sbx__engine_set_user_agent(cl->core->engine, value) == SBX_OK
+                   ? SBX_OK
+                   : sbx__err_set(&cl->err, SBX_E_NOMEM, "out of memory");
+    if (strcmp(key, "command.follow") == 0) {
+        if (strcmp(value, "wait") != 0 && strcmp(value, "logs") != 0)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
+                                "command.follow: 'wait' (a start stream and a log stream per command) or "
+                                "'logs' (the log stream only), not '%s'", value);
+        cl->core->follow_logs_only = value[0] == 'l';
+        return SBX_OK;
+    }
+    sbx__engine_get_limits(cl->core->engine, &l);
+    if (strcmp(key, "limit.global") == 0 || strcmp(key, "limit.project") == 0) {
+        if (parse_uint(value, 1000000, &v) != SBX_OK)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: a number of requests (0 = no limit)", key);
+        if (key[6] == 'g')
+            l.global = (unsigned)v;
+        else
+            l.per_project = (unsigned)v;
+    } else if (strcmp(key, "retry.max") == 0) {
+        if (parse_uint(value, 100, &v) != SBX_OK)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "retry.max: 0 to 100");
+        l.retry_max = (unsigned)v;
+    } else if (strcmp(key, "timeout_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "timeout_ms: milliseconds, 0 for none");
+        l.timeout_ms = (int64_t)v;
+    } else if (strcmp(key, "idle_timeout_ms") == 0 || strcmp(key, "probe_after_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || (v > 0 && v < 100))
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: milliseconds, at least 100, 0 for none", key);
+        if (key[0] == 'i')
+            l.idle_ms = (int64_t)v;
+        else
+            l.probe_after_ms = (int64_t)v;
+    } else if (strcmp(key, "probe_timeout_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || v < 100)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "probe_timeout_ms: milliseconds, at least 100");
+        l.probe_timeout_ms = (int64_t)v;
+    } else if (strcmp(key, "max_response_bytes") == 0) {
+        if (parse_uint(value, SIZE_MAX / 2, &v) != SBX_OK || v < 1024)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "max_response_bytes: at least 1024");
+        l.max_response = (size_t)v;
+    } else {
+        return sbx__err_set(&cl->err, SBX_E_UNKNOWN_OPTION, "unknown client option '%s'", key);
+    }
+    sbx__engine_set_limits(cl->core->engine, &l);
+    return SBX_OK;
+}
+
+/* ---- driving -------------------------------------------------------------------------- */
+
+sbx_status sbx_client_get_fd(sbx_client *cl, int *fd)
+{
+    if (!cl || !fd)
+        return SBX_E_INVALID_ARG;
+    *fd = sbx__engine_fd(cl->core->engine);
+    return SBX_OK;
+}
+
+sbx_status sbx_client_get_timeout(sbx_client *cl, int64_t *ms)
+{
+    if (!cl || !ms)
+        return SBX_E_INVALID_ARG;
+    /* Finished ops not handed out yet: the host should look now. */
+    *ms = cl->core->done_head ? 0 : sbx__engine_timeout(cl->core->engine);
+    return SBX_OK;
+}
+
+sbx_status sbx_client_process(sbx_client *cl, uint32_t *running)
+{
+    CHECK_CLIENT(cl);
+    sbx__core_process(cl->core);
+    if (running)
+        *running = cl->core->nops;
+    return SBX_OK;
+}
+
+sbx_status sbx_client_wait(sbx_client *cl, int64_t timeout_ms)
+{
+    if (!cl)
+        return SBX_E_INVALID_ARG;
+    return sbx__engine_wait(cl->core->engine, timeout_ms);
+}
+
+sbx_status sbx_client_wakeup(sbx_client *cl)
+{
+    if (!cl)
+        return SBX_E_INVALID_ARG;
+    sbx__engine_wakeup(cl->core->engine);
+    return SBX_OK;
+}
+
+sbx_op *sbx_client_next_done(sbx_client *cl)
+{
+    struct sbx__core *c;
+    sbx_op *op;
+    if (!cl)
+        return NULL;
+    c = cl->core;
+    op = c->done_head;
+    if (!op)
+        return NULL;
+    c->done_head = op->done_next;
+    if (!c->done_head)
+        c->done_tail = NULL;
+    op->done_next = NULL;
+    op->handed_out = true;
+    return op;
+}
+
+sbx_status sbx_client_run(sbx_client *cl, int64_t timeout_ms)
+{
+    CHECK_CLIENT(cl);
+    return drive(cl->core, NULL, timeout_ms);
+}
+
+sbx_status sbx_client_set_done_cb(sbx_client *cl, sbx_op_done_cb cb, void *user)
+{
+    CHECK_CLIENT(cl);
+    cl->core->done_cb = cb;
+    cl->core->done_user = cb ? user : NULL;
+    return SBX_OK;
+}
+
+/* ---- op accessors ------------------------------------------------------------------------ */
+
+int sbx_op_done(const sbx_op *op)
+{
+    return op && op->done;
+}
+
+sbx_status sbx_op_status(const sbx_op *op)
+{
+    return op ? op->status : SBX_E_INVALID_ARG;
+}
+
+const char *sbx_op_last_error(const sbx_op *op)
+{
+    return op && op->done && op->status != SBX_OK ? sbx__err_msg(&op->err) : "";
+}
+
+int sbx_op_http_status(const sbx_op *op)
+{
+    return op ? op->http_status : 0;
+}
+
+const char *sbx_op_result_json(const sbx_op *op)
+{
+    return op && op->done ? op->result_json : NULL;
+}
+
+sbx_status sbx_op_cancel(sbx_op *op)
+{
+    if (!op)
+        return SBX_E_INVALID_ARG;
+    /* Only flags: this may run on any thread; the driving thread applies
+     * it (propagate_cancels). */
+    if (!atomic_exchange(&op->cancel, true)) {
+        atomic_fetch_add(&op->core->cancels, 1);
+        sbx__engine_notify(op->core->engine);
+    }
+    return SBX_OK;
+}
+
+void sbx__op_cancel_now(sbx_op *op)
+{
+    if (op->done || op->cancel_applied)
+        return;
+    atomic_store(&op->cancel, true);
+    op->cancel_applied = true;
+    if (op->ops && op->ops->cancel)
+        op->ops->cancel(op);
+}
+
+sbx_status sbx_op_wait(sbx_op *op)
+{
+    if (!op)
+        return SBX_E_INVALID_ARG;
+    if (sbx__core_in_callback(op->core))
+        return SBX_E_MISUSE;
+    drive(op->core, op, -1);
+    return op->status;
+}
+
+void sbx_op_set_user(sbx_op *op, void *user)
+{
+    if (op)
+        op->user = user;
+}
+
+void *sbx_op_user(const sbx_op *op)
+{
+    return op ? op->user : NULL;
+}
+
+void sbx_op_free(sbx_op *op)
+{
+    struct sbx__core *c;
+    if (!op)
+        return;
+    c = op->core;
+    if (!op->done) {
+        sbx__op_cancel_now(op);
+        if (sbx__core_in_callback(c)) {
+            op->owner_freed = true; /* destroyed when it finishes */
+            return;
+        }
+        /* Cancelled requests end at the next round: finish it here, so
+         * nothing is left waiting for a driver that may never come. */
+        op->internal = true;
+        drive(c, op, -1);
+        sbx__op_destroy(op);
+        return;
+    }
+    if (!op->handed_out) {
+        /* Still in the done queue: take it out. */
+        sbx_op *prev = NULL;
+        for (sbx_op *o = c->done_head; o; prev = o, o = o->done_next) {
+            if (o != op)
+                continue;
+            if (prev)
+                prev->done_next = o->done_next;
+            else
+                c->done_head = o->done_next;
+            if (c->done_tail == o)
+                c->done_tail = prev;
+            break;
+        }
+    }
+    sbx__op_destroy(op);
+}
+
+/* ---- lists ------------------------------------------------------------------------------- */
+
+struct list_arg {
+    const char *key;
+};
+
+static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    struct list_arg *la = arg;
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    /* simple_done keeps the body as the op's result_json. */
+    return sbx__api_check_list(body, len, la->key, &op->err);
+}
+
+static sbx_status list_start(sbx_client *cl, const char *what, const char *key, const char *project,
+                             uint32_t limit, int64_t since, int64_t until, sbx_op **op)
+{
+    static struct list_arg sandboxes = {"sandboxes"}, snapshots = {"snapshots"};
+    sbx__buf path = SBX__BUF_INIT;
+    sbx_status st;
+    char sep = '?';
+
+    CHECK_CLIENT(cl);
+    if (op)
+        *op = NULL;
+    if (!op || since < -1 || until < -1 || limit > 1000)
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
+                            "list: op must not be NULL, limit at most 1000, since/until -1 or a time");
+    if ((st = sbx__core_ready(cl->core, &cl->err)) != SBX_OK)
+        return st;
+    if (!project)
+        project = cl->core->auth.project;
+    st = sbx__buf_puts(&path, strcmp(key, "sandboxes") == 0 ? "/v1/sandboxes" : "/v1/sandboxes/snapshots");
+    if (project && st == SBX_OK) {
+        st = sbx__buf_printf(&path, "%cproject=", sep);
+        sep = '&';
+        if (st == SBX_OK)
+            st = sbx__api_escape(&path, project);
+    }
+    if (limit && st == SBX_OK) {
+        st = sbx__buf_printf(&path, "%climit=%u", sep, limit);
+        sep = '&';
+    }
+    if (since >= 0 && st == SBX_OK) {
+        st = sbx__buf_printf(&path, "%csince=%lld", sep, (long long)since);
+        sep = '&';
+    }
+    if (until >= 0 && st == SBX_OK)
+        st = sbx__buf_printf(&path, "%cuntil=%lld", sep, (long long)until);
+    if (st != SBX_OK) {
+        sbx__buf_free(&path);
+        return sbx__err_set(&cl->err, SBX_E_NOMEM, "out of memory");
+    }
+    st = sbx__simple_start(cl->core, NULL, what, "GET", path.data, NULL, true, list_reply,
+                           key[1] == 'a' ? &sandboxes : &snapshots, NULL, op, &cl->err);
+    sbx__buf_free(&path);
+    return st;
+}
+
+static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
+{
+    sbx_status st;
+    op->internal = true;
+    drive(op->core, op, -1);
+    st = op->status;
+    if (st == SBX_OK) {
+        *json = op->result_json;
+        op->result_json = NULL;
+        sbx__err_clear(&cl->err);
+    } else {
+        sbx__err_copy(&cl->err, &op->err);
+    }
+    sbx__op_destroy(op);
+    return st;
+}
+
+sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, uint32_t limit,
+                                           int64_t since, int64_t until, sbx_op **op)
+{
+    return list_start(cl, "list sandboxes", "sandboxes", project, limit, since, until, op);
+}
+
+/* The blocking form of a list: start it, drive it, hand out its JSON. */
+static sbx_status list_blocking(sbx_client *cl, const char *what, const char *key, const char *project,
+                                uint32_t limit, int64_t since, int64_t until, char **json)
+{
+    sbx_op *op;
+    sbx_status st;
+    if (!cl || !json)
+        return cl ? sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "json must not be NULL") : SBX_E_INVALID_ARG;
+    *json = NULL;
+    st = list_start(cl, what, key, project, limit, since, until, &op);
+    return st == SBX_OK ? list_block(cl, op, json) : st;
+}
+
+sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
+                                     int64_t until, char **json)
+{
+    return list_blocking(cl, "list sandboxes", "sandboxes", project, limit, since, until, json);
+}
+
+sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, uint32_t limit,
+                                           int64_t since, int64_t until, sbx_op **op)
+{
+    return list_start(cl, "list snapshots", "snapshots", project, limit, since, until, op);
+}
+
+sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
+                                     int64_t until, char **json)
+{
+    return list_blocking(cl, "list snapshots", "snapshots", project, limit, since, until, json);
+}

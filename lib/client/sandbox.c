@@ -1,0 +1,1512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox: the sbx_sandbox and sbx_snapshot handles — configuration, the
+ * lifecycle endpoints, files, snapshots. Every endpoint call is an op (see
+ * client.c); the blocking form drives that op to its end.
+ *
+ * Which requests may be repeated (doc/client.md): reads, stop, network
+ * policy, file writes and deletes are idempotent and retried; create,
+ * extend-timeout (it adds), mkdir (a repeat fails "exists") and snapshot
+ * (it stops the sandbox) are sent once.
+ */
+#include "util/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/core.h"
+#include "client/sandbox_int.h"
+#include "util/str.h"
+#include "client/tarball.h"
+
+#define DEFAULT_CWD "/vercel/sandbox"
+#define READ_MAX_DEFAULT (64u << 20)
+#define TAR_KEEP_MAX (8u << 20) /* a tar body up to this size is kept in memory */
+#define ID_MAX 256
+
+static void sandbox_destroy(struct sbx__target *t)
+{
+    sbx_sandbox *s = (sbx_sandbox *)t;
+    struct sbx__core *c = s->core;
+    sbx__err_free(&s->err);
+    sbx__free(s->runtime);
+    sbx__free(s->policy_json);
+    sbx__strlist_wipe(&s->env);
+    sbx__free(s->src_url);
+    sbx__free(s->src_rev);
+    sbx__free_secret(s->src_user);
+    sbx__free_secret(s->src_pass);
+    sbx__free(s->src_snapshot);
+    sbx__sandbox_info_free(&s->info);
+    sbx__free(s);
+    sbx__core_unref(c);
+}
+
+sbx_sandbox *sbx_sandbox_new(sbx_client *cl)
+{
+    sbx_sandbox *s;
+    if (!cl || sbx__core_in_callback(cl->core))
+        return NULL;
+    s = sbx__calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    sbx__target_init(&s->t, sandbox_destroy);
+    s->core = cl->core;
+    sbx__core_ref(s->core);
+    return s;
+}
+
+void sbx_sandbox_free(sbx_sandbox *s)
+{
+    if (s)
+        sbx__target_release(&s->t);
+}
+
+const char *sbx_sandbox_last_error(const sbx_sandbox *s)
+{
+    return s ? sbx__err_msg(&s->err) : "";
+}
+
+/* ---- checks shared by the calls ---------------------------------------------------- */
+
+#define CHECK_HANDLE(s)                                                                         \
+    do {                                                                                        \
+        if (!(s))                                                                               \
+            return SBX_E_INVALID_ARG;                                                           \
+        if (sbx__core_in_callback((s)->core))                                                   \
+            return sbx__err_set(&(s)->err, SBX_E_MISUSE, "not allowed inside a callback");       \
+    } while (0)
+
+/* Configuration is only possible before the sandbox exists. */
+static sbx_status configurable(sbx_sandbox *s)
+{
+    if (s->info.id || s->busy)
+        return sbx__err_set(&s->err, SBX_E_MISUSE,
+                            "the sandbox is already created or attached; options apply at creation");
+    return SBX_OK;
+}
+
+static sbx_status need_sandbox(sbx_sandbox *s)
+{
+    if (!s->info.id)
+        return sbx__err_set(&s->err, SBX_E_MISUSE,
+                            "the handle has no sandbox: call sbx_sandbox_create() or sbx_sandbox_get() first");
+    return SBX_OK;
+}
+
+bool sbx__text_ok(const char *v, bool allow_empty)
+{
+    if (!v || (!allow_empty && !*v))
+        return false;
+    for (const char *c = v; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return false;
+    return sbx__utf8_valid(v, strlen(v)); /* it travels in JSON */
+}
+
+static bool id_ok(const char *id)
+{
+    return sbx__text_ok(id, false) && strlen(id) <= ID_MAX;
+}
+
+/* The process's umask, read without changing it: umask() can only set it,
+ * and setting it, even for an instant, changes the mode of files other
+ * threads create meanwhile. Linux has it in /proc/self/status; 022 if not. */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[128];
+    unsigned v = 022;
+    if (!f)
+        return 022;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &v) == 1)
+            break;
+    fclose(f);
+    return (mode_t)(v & 0777);
+}
+
+static sbx_status replace_str(sbx__err *err, char **dst, const char *v, bool secret)
+{
+    char *p = v ? sbx__strdup(v) : NULL;
+    if (v && !p)
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    if (secret)
+        sbx__free_secret(*dst);
+    else
+        sbx__free(*dst);
+    *dst = p;
+    return SBX_OK;
+}
+
+/* ---- configuration -------------------------------------------------------------------- */
+
+sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (runtime && !sbx__text_ok(runtime, false))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "runtime: a name such as \"node24\" or NULL");
+    return replace_str(&s->err, &s->runtime, runtime, false);
+}
+
+sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (ms < 0)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "timeout: milliseconds >= 0 (0: the server's default)");
+    s->timeout_ms = ms;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, uint32_t vcpus)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (vcpus > 64)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "vcpus: at most 64 (0: the server's default)");
+    s->vcpus = vcpus;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (port == 0 || port > 65535)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: must be 1 to 65535", port);
+    for (size_t i = 0; i < s->nports; i++)
+        if (s->ports[i] == port)
+            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: given twice", port);
+    if (s->nports == SBX__MAX_PORTS)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %d ports", port, SBX__MAX_PORTS);
+    s->ports[s->nports++] = port;
+    return SBX_OK;
+}
+
+/* NAME=VALUE lists of secrets: replace or remove one name. */
+sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err)
+{
+    size_t nlen;
+    char *kv;
+    if (!sbx__text_ok(name, false) || strchr(name, '='))
+        return sbx__err_set(err, SBX_E_INVALID_ARG,
+                            "environment variable name: non-empty, without '=' or control characters");
+    nlen = strlen(name);
+    if (value && !sbx__utf8_valid(value, strlen(value)))
+        return sbx__err_set(err, SBX_E_INVALID_ARG, "environment variable %s: the value is not valid UTF-8",
+                            name);
+    if (value) {
+        size_t vlen = strlen(value);
+        kv = sbx__malloc(nlen + vlen + 2);
+        if (!kv)
+            return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        memcpy(kv, name, nlen);
+        kv[nlen] = '=';
+        memcpy(kv + nlen + 1, value, vlen + 1);
+    } else {
+        kv = NULL;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        if (strncmp(l->v[i], name, nlen) != 0 || l->v[i][nlen] != '=')
+            continue;
+        sbx__free_secret(l->v[i]);
+        if (kv) {
+            l->v[i] = kv;
+        } else {
+            memmove(&l->v[i], &l->v[i + 1], (l->n - i) * sizeof *l->v); /* with the NULL */
+            l->n--;
+        }
+        return SBX_OK;
+    }
+    if (!kv)
+        return SBX_OK;
+    if (sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes kv on failure */
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_env(sbx_sandbox *s, const char *name, const char *value)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    return sbx__env_set(&s->env, name, value, &s->err);
+}
+
+sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)
+{
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (json && sbx__api_check_policy(json, &s->err) != SBX_OK)
+        return s->err.code;
+    return replace_str(&s->err, &s->policy_json, json, false);
+}
+
+static void clear_source(sbx_sandbox *s)
+{
+    sbx__free(s->src_url);
+    sbx__free(s->src_rev);
+    sbx__free(s->src_snapshot);
+    s->src_url = s->src_rev = s->src_snapshot = NULL;
+    s->depth = 0;
+    s->source = SBX__SRC_NONE;
+}
+
+sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const char *revision, uint32_t depth)
+{
+    char *u, *r = NULL;
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!sbx__text_ok(url, false) || (revision && !sbx__text_ok(revision, false)))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
+                            "git source: a URL, and a revision that is NULL or non-empty, without control characters");
+    if (depth > 1000000)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "git source: depth %u is too large", depth);
+    u = sbx__strdup(url);
+    if (revision)
+        r = sbx__strdup(revision);
+    if (!u || (revision && !r)) {
+        sbx__free(u);
+        sbx__free(r);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    clear_source(s);
+    s->source = SBX__SRC_GIT;
+    s->src_url = u;
+    s->src_rev = r;
+    s->depth = depth;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username, const char *password)
+{
+    char *u = NULL, *p = NULL;
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!username != !password || (username && (!sbx__text_ok(username, false) || !sbx__text_ok(password, false))))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
+                            "git credentials: a username and a password, or neither");
+    if (username && (!(u = sbx__strdup(username)) || !(p = sbx__strdup(password)))) {
+        sbx__free_secret(u);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    sbx__free_secret(s->src_user);
+    sbx__free_secret(s->src_pass);
+    s->src_user = u;
+    s->src_pass = p;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_source_tarball(sbx_sandbox *s, const char *url)
+{
+    char *u;
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!sbx__text_ok(url, false))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "tarball source: a URL");
+    if (!(u = sbx__strdup(url)))
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    clear_source(s);
+    s->source = SBX__SRC_TARBALL;
+    s->src_url = u;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_source_snapshot(sbx_sandbox *s, const char *snapshot_id)
+{
+    char *id;
+    CHECK_HANDLE(s);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!id_ok(snapshot_id))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "snapshot source: a snapshot id");
+    if (!(id = sbx__strdup(snapshot_id)))
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    clear_source(s);
+    s->source = SBX__SRC_SNAPSHOT;
+    s->src_snapshot = id;
+    return SBX_OK;
+}
+
+static sbx_status parse_u32(sbx_sandbox *s, const char *key, const char *v, uint32_t max, uint32_t *out)
+{
+    char *end;
+    unsigned long long x;
+    if (!*v || *v == '-' || *v == '+' || *v == ' ')
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "%s: '%s' is not a number", key, v);
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (*end || errno || x > max)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "%s: '%s' is not a number up to %u", key, v, max);
+    *out = (uint32_t)x;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *value)
+{
+    uint32_t n = 0;
+    CHECK_HANDLE(s);
+    if (!key || !value)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "key and value must not be NULL");
+    if (strcmp(key, "runtime") == 0)
+        return sbx_sandbox_set_runtime(s, value);
+    if (strcmp(key, "timeout_ms") == 0) {
+        char *end;
+        long long ms;
+        errno = 0;
+        ms = strtoll(value, &end, 10);
+        if (!*value || *end || errno || ms < 0)
+            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "timeout_ms: '%s' is not milliseconds", value);
+        return sbx_sandbox_set_timeout_ms(s, ms);
+    }
+    if (strcmp(key, "vcpus") == 0)
+        return parse_u32(s, key, value, 64, &n) ? s->err.code : sbx_sandbox_set_vcpus(s, n);
+    if (strcmp(key, "port") == 0)
+        return parse_u32(s, key, value, 65535, &n) ? s->err.code : sbx_sandbox_add_port(s, n);
+    if (strncmp(key, "env.", 4) == 0)
+        return sbx_sandbox_set_env(s, key + 4, value);
+    if (strcmp(key, "network_policy") == 0)
+        return sbx_sandbox_set_network_policy_json(s, value);
+    if (strcmp(key, "source.git") == 0)
+        return sbx_sandbox_set_source_git(s, value, NULL, 0);
+    if (strcmp(key, "source.revision") == 0 || strcmp(key, "source.depth") == 0) {
+        if (s->source != SBX__SRC_GIT)
+            return sbx__err_set(&s->err, SBX_E_MISUSE, "%s: set source.git first", key);
+        if (key[7] == 'd') {
+            if (parse_u32(s, key, value, 1000000, &n))
+                return s->err.code;
+            return configurable(s) ? SBX_E_MISUSE : (s->depth = n, SBX_OK);
+        }
+        if (configurable(s) != SBX_OK)
+            return SBX_E_MISUSE;
+        if (!sbx__text_ok(value, false))
+            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "source.revision: a branch, tag or commit");
+        return replace_str(&s->err, &s->src_rev, value, false);
+    }
+    if (strcmp(key, "source.tarball") == 0)
+        return sbx_sandbox_set_source_tarball(s, value);
+    if (strcmp(key, "source.snapshot") == 0)
+        return sbx_sandbox_set_source_snapshot(s, value);
+    return sbx__err_set(&s->err, SBX_E_UNKNOWN_OPTION, "unknown sandbox option '%s'", key);
+}
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+/* A new sandbox object from the server replaces the handle's view; routes
+ * come only with create/get, so an answer without them keeps the old ones. */
+static void adopt(sbx_sandbox *s, struct sbx__sandbox_info *in, bool has_routes)
+{
+    if (!has_routes) {
+        for (size_t i = 0; i < in->nroutes; i++)
+            sbx__free(in->routes[i].url);
+        memcpy(in->routes, s->info.routes, sizeof in->routes);
+        in->nroutes = s->info.nroutes;
+        s->info.nroutes = 0;
+    }
+    sbx__sandbox_info_free(&s->info);
+    s->info = *in;
+    memset(in, 0, sizeof *in);
+}
+
+struct sbx_reply_arg {
+    sbx_sandbox *s;
+    bool has_routes;
+    char *expect_id;   /* get: the id asked for */
+    sbx__req *req;     /* create: its request, read when it failed */
+};
+
+static void reply_arg_free(void *p)
+{
+    struct sbx_reply_arg *a = p;
+    sbx__free(a->expect_id);
+    sbx__free(a);
+}
+
+static sbx_status sandbox_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    struct sbx_reply_arg *a = arg;
+    struct sbx__sandbox_info in = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    sbx_status st = sbx__api_parse_sandbox(body, len, &in, &op->err);
+    if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
+        st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for sandbox %s, the server answered with %s",
+                          a->expect_id, in.id);
+    if (st == SBX_OK && a->s->info.id && strcmp(in.id, a->s->info.id) != 0)
+        st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "the server answered with another sandbox (%s)", in.id);
+    if (st == SBX_OK)
+        adopt(a->s, &in, a->has_routes);
+    sbx__sandbox_info_free(&in);
+    return st;
+}
+
+static void not_busy(sbx_op *op, sbx_status st, void *arg)
+{
+    struct sbx_reply_arg *a = arg;
+    (void)op;
+    (void)st;
+    a->s->busy = false;
+}
+
+/* Whether a create that failed with st may still have made a sandbox: the
+ * request may have reached the server and no answer said it did nothing
+ * (a 4xx does; a 5xx, a lost connection or a deadline after sending, an
+ * unreadable 2xx do not). */
+static bool create_may_exist(sbx__req *r, sbx_status st)
+{
+    long http = sbx__req_http_status(r);
+    if (st == SBX_OK || st == SBX_E_NOMEM)
+        return false;
+    /* The engine does not judge a cancelled request's bytes: any attempt
+     * begun may have sent them. */
+    if (sbx__req_status(r) != SBX_OK)
+        return sbx__req_maybe_sent(r) || (sbx__req_status(r) == SBX_E_CANCELLED && sbx__req_attempts(r) > 0);
+    return http >= 500 || (http >= 200 && http <= 299);
+}
+
+/* A create whose outcome is unknown is one failure, whatever caused it
+ * (SBX_E_TRANSPORT, or SBX_E_CANCELLED when the caller cancelled it), with
+ * a message that says what the caller must do about it: a sandbox the
+ * handle does not know may be running, and only a list finds it. */
+static void create_end(sbx_op *op, sbx_status st, void *arg)
+{
+    struct sbx_reply_arg *a = arg;
+    not_busy(op, st, arg);
+    if (!create_may_exist(a->req, st))
+        return;
+    sbx__err_set(&op->err, st == SBX_E_CANCELLED ? SBX_E_CANCELLED : SBX_E_TRANSPORT, "a sandbox may exist: %s",
+                 op->err.code != SBX_OK ? sbx__err_msg(&op->err) : sbx_strerror(st));
+}
+
+/* Start one request about this sandbox whose answer is a sandbox object.
+ * create: the request makes the sandbox (a failure may leave one). */
+static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *method, const char *suffix,
+                               const char *body, bool idempotent, bool has_routes, const char *expect_id,
+                               bool busy, bool create, sbx_op **op)
+{
+    sbx__buf path = SBX__BUF_INIT;
+    struct sbx_reply_arg *a;
+    struct sbx__simple *sm;
+    sbx_status st;
+
+    a = sbx__calloc(1, sizeof *a);
+    if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
+        sbx__free(a);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    a->s = s;
+    a->has_routes = has_routes;
+    if (sbx__buf_puts(&path, "/v1/sandboxes") != SBX_OK ||
+        (suffix && (sbx__buf_putc(&path, '/') != SBX_OK ||
+                    sbx__api_escape(&path, expect_id ? expect_id : s->info.id) != SBX_OK ||
+                    sbx__buf_puts(&path, suffix) != SBX_OK))) {
+        reply_arg_free(a);
+        sbx__buf_free(&path);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    sm = sbx__simple_new(s->core, what, method, path.data, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
+    sbx__buf_free(&path);
+    if (!sm)
+        return s->err.code;
+    if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
+        sbx__simple_discard(sm);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    if (busy)
+        sm->on_end = not_busy;
+    if (create) {
+        a->req = sm->req;
+        sm->on_end = create_end;
+        /* The server answers once the sandbox runs: after cloning the
+         * repository, downloading the tarball or restoring the snapshot,
+         * which may take minutes without a byte on the wire. */
+        if (s->source != SBX__SRC_NONE)
+            sbx__req_no_idle(sm->req);
+    }
+    st = sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
+    if (st == SBX_OK && busy)
+        s->busy = true;
+    return st;
+}
+
+/* Check the out pointer of a _start call. */
+#define CHECK_OUT(s, op)                                                                          \
+    do {                                                                                          \
+        if (!(op))                                                                                \
+            return sbx__err_set(&(s)->err, SBX_E_INVALID_ARG, "op must not be NULL");             \
+        *(op) = NULL;                                                                             \
+    } while (0)
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
+{
+    struct sbx__create_spec spec;
+    char *body;
+    sbx_status st;
+
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        return st;
+    memset(&spec, 0, sizeof spec);
+    spec.project = s->core->auth.project;
+    spec.runtime = s->runtime;
+    spec.policy_json = s->policy_json;
+    spec.timeout_ms = s->timeout_ms;
+    spec.vcpus = s->vcpus;
+    spec.ports = s->ports;
+    spec.nports = s->nports;
+    spec.env = &s->env;
+    spec.source = s->source;
+    spec.url = s->src_url;
+    spec.revision = s->src_rev;
+    spec.depth = s->depth;
+    spec.snapshot_id = s->src_snapshot;
+    if (s->source == SBX__SRC_GIT) {
+        spec.username = s->src_user;
+        spec.password = s->src_pass;
+    }
+    body = sbx__api_create_body(&spec);
+    if (!body)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    st = sandbox_call(s, "create sandbox", "POST", NULL, body, false, true, NULL, true, true, op);
+    /* The body may hold git credentials and env secrets. */
+    sbx__free_secret(body);
+    return st;
+}
+
+sbx_status sbx_sandbox_create(sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_create_start(s, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_get_start(sbx_sandbox *s, const char *id, sbx_op **op)
+{
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!id_ok(id))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sandbox id: non-empty, printable, at most %d bytes",
+                            ID_MAX);
+    if (s->busy || (s->info.id && strcmp(s->info.id, id) != 0))
+        return sbx__err_set(&s->err, SBX_E_MISUSE,
+                            "the handle is already bound to sandbox %s; use a new handle",
+                            s->info.id ? s->info.id : "(being created)");
+    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, id, true, false, op);
+}
+
+sbx_status sbx_sandbox_get(sbx_sandbox *s, const char *id)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_get_start(s, id, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
+{
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, NULL, false, false, op);
+}
+
+sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_refresh_start(s, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
+{
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    return sandbox_call(s, "stop sandbox", "POST", "/stop", NULL, true, false, NULL, false, false, op);
+}
+
+sbx_status sbx_sandbox_stop(sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_stop_start(s, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op **op)
+{
+    char *body;
+    sbx_status st;
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (ms <= 0)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!(body = sbx__api_int_body("duration", ms)))
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    st = sandbox_call(s, "extend timeout", "POST", "/extend-timeout", body, false, false, NULL, false, false, op);
+    sbx__free(body);
+    return st;
+}
+
+sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_extend_timeout_start(s, ms, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *json, sbx_op **op)
+{
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!json)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "network policy: JSON must not be NULL");
+    if (sbx__api_check_policy(json, &s->err) != SBX_OK)
+        return s->err.code;
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    return sandbox_call(s, "update network policy", "POST", "/network-policy", json, true, false, NULL, false,
+                        false, op);
+}
+
+sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_update_network_policy_start(s, json, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+/* ---- getters -------------------------------------------------------------------------------- */
+
+const char *sbx_sandbox_id(const sbx_sandbox *s)
+{
+    return s ? s->info.id : NULL;
+}
+
+const char *sbx_sandbox_status(const sbx_sandbox *s)
+{
+    return s ? s->info.status : NULL;
+}
+
+const char *sbx_sandbox_runtime(const sbx_sandbox *s)
+{
+    return s ? s->info.runtime : NULL;
+}
+
+const char *sbx_sandbox_region(const sbx_sandbox *s)
+{
+    return s ? s->info.region : NULL;
+}
+
+int64_t sbx_sandbox_timeout_ms(const sbx_sandbox *s)
+{
+    return s && s->info.id ? s->info.timeout_ms : -1;
+}
+
+uint32_t sbx_sandbox_vcpus(const sbx_sandbox *s)
+{
+    return s ? s->info.vcpus : 0;
+}
+
+uint32_t sbx_sandbox_memory_mb(const sbx_sandbox *s)
+{
+    return s ? s->info.memory_mb : 0;
+}
+
+int64_t sbx_sandbox_created_at(const sbx_sandbox *s)
+{
+    return s && s->info.id ? s->info.created_at : -1;
+}
+
+const char *sbx_sandbox_route_url(const sbx_sandbox *s, uint32_t port)
+{
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < s->info.nroutes; i++)
+        if (s->info.routes[i].port == port)
+            return s->info.routes[i].url;
+    return NULL;
+}
+
+const char *sbx_sandbox_network_policy_json(const sbx_sandbox *s)
+{
+    return s ? s->info.network_policy_json : NULL;
+}
+
+const char *sbx_sandbox_json(const sbx_sandbox *s)
+{
+    return s ? s->info.json : NULL;
+}
+
+const char *sbx__sandbox_cwd(const sbx_sandbox *s)
+{
+    return s->info.cwd ? s->info.cwd : DEFAULT_CWD;
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+static sbx_status check_path(sbx_sandbox *s, const char *path)
+{
+    if (!path || !*path)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path: a non-empty path in the sandbox");
+    if (!sbx__utf8_valid(path, strlen(path)))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path: not valid UTF-8");
+    return SBX_OK;
+}
+
+/* The path of a file in the sandbox, made absolute (against cwd) and
+ * normalised lexically, without its leading '/': a tar entry name for an
+ * upload extracted at "/". ".." at the root stays at the root, as the SDK
+ * does. *name is NULL if nothing is left (the root itself); out of memory
+ * is told apart, so that it is not reported as a bad path. */
+sbx_status sbx__sandbox_tar_name(const char *cwd, const char *path, char **name)
+{
+    sbx__buf in = SBX__BUF_INIT, out = SBX__BUF_INIT;
+    char *p, *save = NULL;
+    sbx_status st = SBX_E_NOMEM;
+
+    *name = NULL;
+    if ((path[0] != '/' && (sbx__buf_puts(&in, cwd) != SBX_OK || sbx__buf_putc(&in, '/') != SBX_OK)) ||
+        sbx__buf_puts(&in, path) != SBX_OK)
+        goto out;
+    for (p = strtok_r(in.data, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+        if (strcmp(p, ".") == 0)
+            continue;
+        if (strcmp(p, "..") == 0) {
+            char *slash = out.len ? memrchr(out.data, '/', out.len) : NULL;
+            sbx__buf_truncate(&out, slash ? (size_t)(slash - out.data) : 0);
+            continue;
+        }
+        if ((out.len && sbx__buf_putc(&out, '/') != SBX_OK) || sbx__buf_puts(&out, p) != SBX_OK)
+            goto out;
+    }
+    st = SBX_OK;
+    if (out.len && !(*name = sbx__buf_detach(&out, NULL)))
+        st = SBX_E_NOMEM;
+out:
+    sbx__buf_free(&in);
+    sbx__buf_free(&out);
+    return st;
+}
+
+/* The path of an endpoint of this sandbox: /v1/sandboxes/ID/suffix. */
+static char *sandbox_path(sbx_sandbox *s, const char *suffix)
+{
+    sbx__buf path = SBX__BUF_INIT;
+    if (sbx__buf_puts(&path, "/v1/sandboxes/") != SBX_OK || sbx__api_escape(&path, s->info.id) != SBX_OK ||
+        sbx__buf_puts(&path, suffix) != SBX_OK) {
+        sbx__buf_free(&path);
+        return NULL;
+    }
+    return sbx__buf_detach(&path, NULL);
+}
+
+static sbx_status file_call(sbx_sandbox *s, const char *what, const char *suffix, const char *body,
+                            bool idempotent, sbx_op **op)
+{
+    char *path = sandbox_path(s, suffix);
+    sbx_status st;
+    if (!path)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    st = sbx__simple_start(s->core, &s->t, what, "POST", path, body, idempotent, NULL, NULL, NULL, op, &s->err);
+    sbx__free(path);
+    return st;
+}
+
+sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op)
+{
+    char *body;
+    sbx_status st;
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        return st;
+    if (!(body = sbx__api_path_body(path, NULL)))
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    st = file_call(s, "mkdir", "/fs/mkdir", body, false, op);
+    sbx__free(body);
+    return st;
+}
+
+sbx_status sbx_sandbox_mkdir(sbx_sandbox *s, const char *path)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_mkdir_start(s, path, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+/* An fs/write of the entries of tar (taken over, freed with the op). */
+static size_t tar_read_fn(char *buf, size_t n, void *user)
+{
+    return sbx__tar_read(user, buf, n);
+}
+
+static int tar_rewind_fn(void *user)
+{
+    return sbx__tar_rewind(user);
+}
+
+static void tar_free_fn(void *p)
+{
+    sbx__tar_free(p);
+}
+
+static sbx_status tar_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    (void)op;
+    (void)r;
+    (void)arg;
+    return SBX_OK;
+}
+
+static void tar_end(sbx_op *op, sbx_status st, void *arg)
+{
+    /* A failure of the body's generator shows as an aborted upload: say
+     * what really failed. */
+    const char *e = sbx__tar_error(arg);
+    if (st != SBX_OK && e[0])
+        sbx__err_set(&op->err, SBX_E_IO, "write files: %s", e);
+}
+
+static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
+{
+    char *path;
+    struct sbx__simple *sm;
+    uint64_t size = 0;
+    sbx_status st;
+
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK || (st = sbx__tar_prepare(tar, TAR_KEEP_MAX, &size, &s->err)) != SBX_OK) {
+        sbx__tar_free(tar);
+        return st;
+    }
+    if (!(path = sandbox_path(s, "/fs/write"))) {
+        sbx__tar_free(tar);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    /* Writing the same files again gives the same result: idempotent. */
+    sm = sbx__simple_new(s->core, "write files", "POST", path, true, tar_reply, tar, tar_free_fn, &s->err);
+    sbx__free(path);
+    if (!sm)
+        return s->err.code;
+    sm->on_end = tar_end;
+    if (sbx__req_add_header(sm->req, "x-cwd: /") != SBX_OK ||
+        sbx__req_set_body_stream(sm->req, tar_read_fn, tar_rewind_fn, tar, size, "application/gzip") != SBX_OK) {
+        sbx__simple_discard(sm);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    return sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
+}
+
+sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const void *data, size_t len,
+                                        uint32_t mode, sbx_op **op)
+{
+    sbx__tar *tar;
+    char *name;
+    sbx_status st;
+
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!data && len)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "data is NULL but len is %zu", len);
+    if (mode > 07777)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "mode %o: permission bits only (at most 07777)", mode);
+    if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    if (!name)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory, not a file",
+                            path);
+    tar = sbx__tar_new();
+    if (!tar) {
+        sbx__free(name);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    st = sbx__tar_add_memory(tar, name, data, len, mode ? mode : 0644, &s->err);
+    sbx__free(name);
+    if (st != SBX_OK) {
+        sbx__tar_free(tar);
+        return st;
+    }
+    return write_tar(s, tar, op);
+}
+
+sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const void *data, size_t len, uint32_t mode)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_write_file_start(s, path, data, len, mode, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const char *path, sbx_op **op)
+{
+    sbx__tar *tar;
+    char *name;
+    sbx_status st;
+
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!local || !*local)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: a file or directory to upload");
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    if (!name)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory", path);
+    tar = sbx__tar_new();
+    if (!tar) {
+        sbx__free(name);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    st = sbx__tar_add_path(tar, local, name, &s->err);
+    sbx__free(name);
+    if (st != SBX_OK) {
+        sbx__tar_free(tar);
+        return st;
+    }
+    return write_tar(s, tar, op);
+}
+
+sbx_status sbx_sandbox_upload(sbx_sandbox *s, const char *local, const char *path)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_upload_start(s, local, path, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+/* ---- reading files: to memory, a callback or a local file ---------------------------------- */
+
+enum sink { SINK_MEM, SINK_CB, SINK_FILE };
+
+struct read_state {
+    sbx__req *req;
+    enum sink sink;
+    sbx__buf mem;
+    size_t max;
+    sbx_data_cb cb;
+    void *cb_user;
+    int fd;
+    char *tmp, *final;
+    bool too_big, cb_stopped, nomem;
+    int io_errno;
+};
+
+static void read_cancel(sbx_op *op)
+{
+    struct read_state *rs = op->state;
+    if (rs->req)
+        sbx__req_cancel(rs->req);
+}
+
+static void drop_tmp(struct read_state *rs)
+{
+    if (rs->fd >= 0)
+        close(rs->fd);
+    rs->fd = -1;
+    if (rs->tmp)
+        unlink(rs->tmp);
+}
+
+static void read_release(sbx_op *op)
+{
+    struct read_state *rs = op->state;
+    sbx__req_free(rs->req);
+    drop_tmp(rs);
+    sbx__free(rs->tmp);
+    sbx__free(rs->final);
+    sbx__buf_free(&rs->mem);
+    sbx__free(rs);
+}
+
+static const struct sbx__op_ops read_ops = {read_cancel, read_release};
+
+static int read_data(sbx__req *r, const char *data, size_t len, void *user)
+{
+    sbx_op *op = user;
+    struct read_state *rs = op->state;
+    sbx_status st;
+    (void)r;
+    switch (rs->sink) {
+    case SINK_MEM:
+        st = sbx__buf_append(&rs->mem, data, len);
+        if (st == SBX_E_BUDGET_EXCEEDED)
+            rs->too_big = true;
+        else if (st != SBX_OK)
+            rs->nomem = true;
+        return st == SBX_OK ? SBX__DATA_OK : SBX__DATA_ABORT;
+    case SINK_CB: {
+        int stop;
+        op->core->in_callback++;
+        stop = rs->cb(data, len, rs->cb_user);
+        op->core->in_callback--;
+        if (stop) {
+            rs->cb_stopped = true;
+            return SBX__DATA_ABORT;
+        }
+        return SBX__DATA_OK;
+    }
+    case SINK_FILE:
+        while (len) {
+            ssize_t w = write(rs->fd, data, len);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                rs->io_errno = w < 0 ? errno : EIO;
+                return SBX__DATA_ABORT;
+            }
+            data += w;
+            len -= (size_t)w;
+        }
+        return SBX__DATA_OK;
+    }
+    return SBX__DATA_ABORT;
+}
+
+static void read_done(sbx__req *r, void *user)
+{
+    sbx_op *op = user;
+    struct read_state *rs = op->state;
+    sbx_status st;
+
+    if (rs->too_big)
+        st = sbx__err_set(&op->err, SBX_E_BUDGET_EXCEEDED, "read file: larger than the %zu bytes allowed",
+                          rs->max);
+    else if (rs->nomem)
+        st = sbx__err_set(&op->err, SBX_E_NOMEM, "out of memory");
+    else if (rs->cb_stopped)
+        st = sbx__err_set(&op->err, SBX_E_CANCELLED, "read file: the callback stopped it");
+    else if (rs->io_errno)
+        st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(rs->io_errno));
+    else if ((st = sbx__op_check_response(op, r, "read file")) == SBX_E_NOT_FOUND)
+        sbx__err_set(&op->err, st, "read file: no such file (or not a regular file) in the sandbox");
+    if (st == SBX_OK && rs->sink == SINK_FILE) {
+        int fd = rs->fd;
+        rs->fd = -1;
+        if (fsync(fd) != 0 || close(fd) != 0) {
+            st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(errno));
+            close(fd);
+        } else if (rename(rs->tmp, rs->final) != 0) {
+            st = sbx__err_set(&op->err, SBX_E_IO, "download: cannot move it to %s: %s", rs->final,
+                              strerror(errno));
+        } else {
+            sbx__free(rs->tmp);
+            rs->tmp = NULL; /* in place: nothing to remove */
+        }
+    }
+    if (st != SBX_OK && rs->sink == SINK_FILE)
+        drop_tmp(rs);
+    sbx__op_finish(op, st, NULL);
+}
+
+static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state *rs, sbx_op **out)
+{
+    char *url_path = NULL, *body = NULL;
+    sbx_op *op;
+    sbx_status st;
+
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        goto fail;
+    url_path = sandbox_path(s, "/fs/read");
+    body = sbx__api_path_body(path, NULL);
+    if (!url_path || !body) {
+        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    /* A read has no effect: idempotent, retried until bytes arrive. */
+    rs->req = sbx__core_request(s->core, "POST", url_path, true, &s->err);
+    if (!rs->req) {
+        st = s->err.code;
+        goto fail;
+    }
+    if (sbx__req_set_body(rs->req, body, strlen(body), "application/json") != SBX_OK) {
+        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    op = sbx__op_new(s->core, &s->t, &read_ops, rs);
+    if (!op) {
+        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    sbx__free(url_path);
+    sbx__free(body);
+    sbx__req_set_stream(rs->req, read_data, op);
+    sbx__req_on_done(rs->req, read_done, op);
+    if (sbx__req_submit(rs->req) != SBX_OK) {
+        sbx__op_destroy(op);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    *out = op;
+    return SBX_OK;
+fail:
+    sbx__free(url_path);
+    sbx__free(body);
+    read_release(&(sbx_op){.state = rs});
+    return st;
+}
+
+static struct read_state *read_state_new(sbx_sandbox *s, enum sink sink)
+{
+    struct read_state *rs = sbx__calloc(1, sizeof *rs);
+    if (!rs) {
+        sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    rs->sink = sink;
+    rs->fd = -1;
+    return rs;
+}
+
+sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, char **data, size_t *len)
+{
+    struct read_state *rs;
+    sbx_op *op;
+    sbx_status st;
+
+    CHECK_HANDLE(s);
+    if (!data || !len)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "data and len must not be NULL");
+    *data = NULL;
+    *len = 0;
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!(rs = read_state_new(s, SINK_MEM)))
+        return SBX_E_NOMEM;
+    rs->max = max ? max : READ_MAX_DEFAULT;
+    sbx__buf_init(&rs->mem, rs->max);
+    if ((st = read_start(s, path, rs, &op)) != SBX_OK)
+        return st;
+    st = sbx__op_drive(op);
+    if (st == SBX_OK) {
+        *len = rs->mem.len;
+        *data = sbx__buf_detach(&rs->mem, NULL);
+        if (!*data) {
+            *len = 0;
+            st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        } else {
+            sbx__err_clear(&s->err);
+        }
+    } else {
+        sbx__err_copy(&s->err, &op->err);
+    }
+    sbx__op_destroy(op);
+    return st;
+}
+
+sbx_status sbx_sandbox_read_stream_start(sbx_sandbox *s, const char *path, sbx_data_cb cb, void *user,
+                                         sbx_op **op)
+{
+    struct read_state *rs;
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!cb)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "cb must not be NULL");
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!(rs = read_state_new(s, SINK_CB)))
+        return SBX_E_NOMEM;
+    rs->cb = cb;
+    rs->cb_user = user;
+    return read_start(s, path, rs, op);
+}
+
+sbx_status sbx_sandbox_read_stream(sbx_sandbox *s, const char *path, sbx_data_cb cb, void *user)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_read_stream_start(s, path, cb, user, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const char *local, sbx_op **op)
+{
+    struct read_state *rs;
+    sbx__buf tmp = SBX__BUF_INIT;
+
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!local || !*local)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: the file to write");
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!(rs = read_state_new(s, SINK_FILE)))
+        return SBX_E_NOMEM;
+    if (sbx__buf_printf(&tmp, "%s.sbxrun-XXXXXX", local) != SBX_OK || !(rs->final = sbx__strdup(local))) {
+        sbx__buf_free(&tmp);
+        read_release(&(sbx_op){.state = rs});
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    rs->tmp = sbx__buf_detach(&tmp, NULL);
+    if (!rs->tmp) {
+        read_release(&(sbx_op){.state = rs});
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    rs->fd = mkostemp(rs->tmp, O_CLOEXEC);
+    if (rs->fd < 0) {
+        int e = errno;
+        sbx__free(rs->tmp);
+        rs->tmp = NULL;
+        read_release(&(sbx_op){.state = rs});
+        return sbx__err_set(&s->err, SBX_E_IO, "download: cannot create a file beside %s: %s", local,
+                            strerror(e));
+    }
+    /* mkostemp makes it 0600; a downloaded file gets the usual mode. */
+    (void)fchmod(rs->fd, 0666 & ~current_umask());
+    return read_start(s, path, rs, op);
+}
+
+sbx_status sbx_sandbox_download(sbx_sandbox *s, const char *path, const char *local)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_download_start(s, path, local, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+static void snapshot_destroy(struct sbx__target *t)
+{
+    sbx_snapshot *sn = (sbx_snapshot *)t;
+    struct sbx__core *c = sn->core;
+    sbx__err_free(&sn->err);
+    sbx__snapshot_info_free(&sn->info);
+    sbx__free(sn);
+    sbx__core_unref(c);
+}
+
+sbx_snapshot *sbx_snapshot_new(sbx_client *cl)
+{
+    sbx_snapshot *sn;
+    if (!cl || sbx__core_in_callback(cl->core))
+        return NULL;
+    sn = sbx__calloc(1, sizeof *sn);
+    if (!sn)
+        return NULL;
+    sbx__target_init(&sn->t, snapshot_destroy);
+    sn->core = cl->core;
+    sbx__core_ref(sn->core);
+    return sn;
+}
+
+void sbx_snapshot_free(sbx_snapshot *sn)
+{
+    if (sn)
+        sbx__target_release(&sn->t);
+}
+
+const char *sbx_snapshot_last_error(const sbx_snapshot *sn)
+{
+    return sn ? sbx__err_msg(&sn->err) : "";
+}
+
+struct snap_arg {
+    sbx_snapshot *sn;
+    sbx_sandbox *s;      /* when taking a snapshot of it */
+    char *expect_id;
+};
+
+static void snap_arg_free(void *p)
+{
+    struct snap_arg *a = p;
+    if (a->s)
+        sbx__target_unref(&a->sn->t);
+    sbx__free(a->expect_id);
+    sbx__free(a);
+}
+
+static sbx_status snap_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    struct snap_arg *a = arg;
+    struct sbx__snapshot_info in = {0};
+    struct sbx__sandbox_info sbi = {0};
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    sbx_status st = sbx__api_parse_snapshot(body, len, &in, a->s ? &sbi : NULL, &op->err);
+    if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
+        st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for snapshot %s, the server answered with %s",
+                          a->expect_id, in.id);
+    if (st == SBX_OK) {
+        sbx__snapshot_info_free(&a->sn->info);
+        a->sn->info = in;
+        memset(&in, 0, sizeof in);
+        if (a->s && sbi.id && a->s->info.id && strcmp(sbi.id, a->s->info.id) == 0)
+            adopt(a->s, &sbi, false);
+    }
+    sbx__snapshot_info_free(&in);
+    sbx__sandbox_info_free(&sbi);
+    return st;
+}
+
+static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, const char *what, const char *method,
+                            const char *path, const char *body, bool idempotent, const char *expect_id,
+                            sbx_op **op)
+{
+    struct snap_arg *a = sbx__calloc(1, sizeof *a);
+    if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
+        sbx__free(a);
+        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    a->sn = sn;
+    if (s) {
+        /* The op belongs to the sandbox (and keeps it); it keeps the
+         * snapshot handle too. */
+        a->s = s;
+        sbx__target_ref(&sn->t);
+    }
+    return sbx__simple_start(sn->core, s ? &s->t : &sn->t, what, method, path, body, idempotent, snap_reply, a,
+                             snap_arg_free, op, err);
+}
+
+sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn, sbx_op **op)
+{
+    char *path, *body;
+    sbx_status st;
+
+    CHECK_HANDLE(s);
+    CHECK_OUT(s, op);
+    if (!sn || sn->core != s->core)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sn: a snapshot handle of the same client");
+    if (expiration_ms < -1)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
+                            "expiration: milliseconds, 0 for never, -1 for the server's default");
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        return st;
+    path = sandbox_path(s, "/snapshot");
+    /* Always a body: a request that must not run twice is sent through a
+     * reader libcurl cannot replay (engine.c). */
+    body = expiration_ms >= 0 ? sbx__api_int_body("expiration", expiration_ms) : sbx__strdup("{}");
+    if (!path || !body) {
+        sbx__free(path);
+        sbx__free(body);
+        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+    }
+    st = snap_call(sn, s, &s->err, "snapshot sandbox", "POST", path, body, false, NULL, op);
+    sbx__free(path);
+    sbx__free(body);
+    return st;
+}
+
+sbx_status sbx_sandbox_snapshot(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_snapshot_start(s, expiration_ms, sn, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+static char *snapshot_path(const char *id)
+{
+    sbx__buf path = SBX__BUF_INIT;
+    if (sbx__buf_puts(&path, "/v1/sandboxes/snapshots/") != SBX_OK || sbx__api_escape(&path, id) != SBX_OK) {
+        sbx__buf_free(&path);
+        return NULL;
+    }
+    return sbx__buf_detach(&path, NULL);
+}
+
+#define CHECK_SN(sn)                                                                            \
+    do {                                                                                        \
+        if (!(sn))                                                                              \
+            return SBX_E_INVALID_ARG;                                                           \
+        if (sbx__core_in_callback((sn)->core))                                                  \
+            return sbx__err_set(&(sn)->err, SBX_E_MISUSE, "not allowed inside a callback");      \
+    } while (0)
+
+sbx_status sbx_snapshot_get_start(sbx_snapshot *sn, const char *id, sbx_op **op)
+{
+    char *path;
+    sbx_status st;
+    CHECK_SN(sn);
+    CHECK_OUT(sn, op);
+    if (!id_ok(id))
+        return sbx__err_set(&sn->err, SBX_E_INVALID_ARG, "snapshot id: non-empty, printable, at most %d bytes",
+                            ID_MAX);
+    if (!(path = snapshot_path(id)))
+        return sbx__err_set(&sn->err, SBX_E_NOMEM, "out of memory");
+    st = snap_call(sn, NULL, &sn->err, "get snapshot", "GET", path, NULL, true, id, op);
+    sbx__free(path);
+    return st;
+}
+
+sbx_status sbx_snapshot_get(sbx_snapshot *sn, const char *id)
+{
+    sbx_op *op;
+    sbx_status st = sbx_snapshot_get_start(sn, id, &op);
+    return st == SBX_OK ? sbx__op_block(op, &sn->err) : st;
+}
+
+sbx_status sbx_snapshot_delete_start(sbx_snapshot *sn, sbx_op **op)
+{
+    char *path;
+    sbx_status st;
+    CHECK_SN(sn);
+    CHECK_OUT(sn, op);
+    if (!sn->info.id)
+        return sbx__err_set(&sn->err, SBX_E_MISUSE, "the handle has no snapshot: sbx_snapshot_get() first");
+    if (!(path = snapshot_path(sn->info.id)))
+        return sbx__err_set(&sn->err, SBX_E_NOMEM, "out of memory");
+    st = snap_call(sn, NULL, &sn->err, "delete snapshot", "DELETE", path, NULL, true, sn->info.id, op);
+    sbx__free(path);
+    return st;
+}
+
+sbx_status sbx_snapshot_delete(sbx_snapshot *sn)
+{
+    sbx_op *op;
+    sbx_status st = sbx_snapshot_delete_start(sn, &op);
+    return st == SBX_OK ? sbx__op_block(op, &sn->err) : st;
+}
+
+const char *sbx_snapshot_id(const sbx_snapshot *sn)
+{
+    return sn ? sn->info.id : NULL;
+}
+
+const char *sbx_snapshot_status(const sbx_snapshot *sn)
+{
+    return sn ? sn->info.status : NULL;
+}
+
+const char *sbx_snapshot_source_sandbox_id(const sbx_snapshot *sn)
+{
+    return sn ? sn->info.source_sandbox_id : NULL;
+}
+
+int64_t sbx_snapshot_size_bytes(const sbx_snapshot *sn)
+{
+    return sn && sn->info.id ? sn->info.size_bytes : -1;
+}
+
+int64_t sbx_snapshot_expires_at(const sbx_snapshot *sn)
+{
+    return sn && sn->info.id ? sn->info.expires_at : -1;
+}
+
+const char *sbx_snapshot_json(const sbx_snapshot *sn)
+{
+    return sn ? sn->info.json : NULL;
+}

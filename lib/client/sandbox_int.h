@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* sandbox_int: the sandbox and snapshot handles, shared with command.c. */
+#ifndef SBX_SANDBOX_INT_H
+#define SBX_SANDBOX_INT_H
+
+#include "client/core.h"
+#include "util/str.h"
+
+struct sbx_sandbox {
+    struct sbx__target t;       /* first: ops refer to the handle through it */
+    struct sbx__core *core;
+    sbx__err err;
+    /* configuration, sent at creation */
+    char *runtime, *policy_json;
+    int64_t timeout_ms;
+    uint32_t vcpus, ports[SBX__MAX_PORTS];
+    size_t nports;
+    sbx__strlist env;           /* NAME=VALUE; values are secrets */
+    enum sbx__source source;
+    char *src_url, *src_rev, *src_user, *src_pass, *src_snapshot;
+    uint32_t depth;
+    /* what the server said */
+    bool busy;                  /* a create or get is pending */
+    struct sbx__sandbox_info info;
+};
+
+struct sbx_snapshot {
+    struct sbx__target t;
+    struct sbx__core *core;
+    sbx__err err;
+    struct sbx__snapshot_info info;
+};
+
+/* A string that may travel in JSON and URLs as given: no control
+ * characters, valid UTF-8, and non-empty unless allow_empty. */
+bool sbx__text_ok(const char *v, bool allow_empty);
+/* Set (value) or remove (NULL) NAME in a NAME=VALUE list of secrets. */
+sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err);
+/* The sandbox's working directory (as the server reported it). */
+const char *sbx__sandbox_cwd(const sbx_sandbox *s);
+/* A sandbox path as a tar entry name for an upload extracted at "/":
+ * SBX_OK (*name NULL when the path is the root itself) or SBX_E_NOMEM. */
+sbx_status sbx__sandbox_tar_name(const char *cwd, const char *path, char **name);
+
+#endif /* SBX_SANDBOX_INT_H */

@@ -1,0 +1,1700 @@
+/* SPDX-License-Identifier: MIT */
+/* The streaming redactor: registered values and their encoded forms, the
+ * built-in shapes (redact_shapes.c), a two-byte prefilter in front of both,
+ * and streams that hold back only the bytes that could still start a match. */
+#include <ctype.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/internal.h"
+#include "redact/redact_int.h"
+#include "util/str.h"
+
+#define VALUE_MIN 8
+#define VALUE_MAX 4096
+#define KIND_SECRET 0
+#define NO_SHAPE (-1)
+#define RECHECK_MIN 512
+#define BRIDGE 4096 /* bytes of a new chunk scanned behind held ones */
+#define HIST 40 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;2;255;100;0m */
+
+/* How a literal may appear encoded in the text, decoded as it is compared:
+ * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
+ * `\/`, `\uXXXX` in any case, surrogate pairs), and line breaks (raw or
+ * JSON-escaped) between the characters of a wrapped base64 form. */
+enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4 };
+#define DEC_VALUE (DEC_PERCENT | DEC_JSON)
+#define DEC_BASE64 (DEC_PERCENT | DEC_JSON | DEC_SKIP_NL)
+
+/* A registered value, a line of one, or a base64 form (kind "secret"). */
+struct lit {
+    char *s;
+    size_t len;
+    unsigned dec;
+};
+
+/* Something that can start at a byte: a literal, or a shape's trigger. */
+struct cand {
+    const char *trig;
+    size_t tlen;
+    bool icase;
+    int shape;    /* index into sbx__shapes, or NO_SHAPE */
+    unsigned kind;
+    unsigned dec; /* DEC_* of a literal */
+    bool plain;   /* a literal with no byte an escape or a line break can start with */
+};
+
+/* A candidate under one of the pairs of bytes its text can start with
+ * (its first two characters, or an escape's first two bytes), so that a
+ * position only looks at the candidates its own two bytes start. A shape's
+ * trigger is checked on its first eight bytes at once, as words:
+ * (bytes | fold) & mask == want, fold turning the letters of an icase
+ * trigger to lowercase; a literal's mask is 0 (its text may be escaped:
+ * match_dec decides). */
+struct slot {
+    uint64_t want, mask, fold;
+    uint32_t cand;
+    /* a shape's quick reject (sbx__shape's need_*, need_n at most
+     * NEED_PROBE), here so that a near miss stops at the slot */
+    uint8_t need_from, need_n, need;
+};
+#define WORD 8
+/* pair8[] values: bit 0 in every one (the hot loop's ctz finds the first
+ * that is not 0), then which kinds of candidate start with the pair. */
+#define PAIR_ANY 1
+#define PAIR_SHAPE 2
+#define PAIR_LIT 4
+#define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
+#define TRI_ALTS 5     /* most prefilter alternatives a candidate has (tri_alts) */
+
+/* The compiled rules: immutable once built, shared by streams through a
+ * reference count, so a redactor can change while streams keep theirs. */
+struct rules {
+    atomic_uint refs;
+    struct lit *lits;
+    size_t nlits;
+    struct cand *cands;
+    size_t ncands;
+    struct slot *slots;      /* candidates grouped by their first pair, pairs in order */
+    uint32_t *start;         /* pair g: slots[start[g] .. start[g + 1]) */
+    bool first[256];         /* some candidate's text can start with this byte */
+    uint8_t pair8[65536];    /* at b0 << 8 | b1: PAIR_* bits when some candidate
+                              * starts so, 0 if none (the hot loop's table: a
+                              * load and a test per byte) */
+    uint16_t group[65536];   /* the pair's g, for a pair in pair8[] (65,536 fit) */
+    uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
+    bool intro[256];         /* bytes an escape or a line break may start with */
+    /* Runs of one byte c (dashes of a separator line): a position where a
+     * run of c of length k begins can start a candidate only if bit k
+     * (bit 63: 63 or more) of run_ok[c] is set, when run_skip[c]. */
+    uint64_t run_ok[256];
+    bool run_skip[256];
+    sbx__tri *tri;           /* the three-byte prefilter in front, or NULL (redact_simd.c) */
+    const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
+    char **markers;          /* "[REDACTED:kind]" for each */
+    size_t nkinds;
+};
+
+struct val {
+    char *p;
+    size_t n;
+};
+
+struct sbx_redactor {
+    struct val *vals;
+    size_t nvals;
+    bool shapes;
+    struct rules *rules;
+    sbx__err err;
+};
+
+struct sbx_redact_stream {
+    struct rules *r;
+    sbx__buf pend; /* input not yet decided */
+    sbx__buf out;  /* the output of the last call */
+    unsigned char hist[HIST]; /* the last input bytes before pend, oldest first */
+    size_t nhist;
+    bool after_match;      /* pend starts right after a redaction */
+    enum sbx__cont cont;   /* a match cut by its window goes on here */
+    size_t recheck;        /* held bytes: scan again once pend is this long */
+    bool finished;
+    uint64_t *counts;
+};
+
+/* ---- rules ----------------------------------------------------------------------------------- */
+
+static void rules_unref(struct rules *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    for (size_t i = 0; i < r->nlits; i++) {
+        sbx__wipe(r->lits[i].s, r->lits[i].len);
+        sbx__free(r->lits[i].s);
+    }
+    sbx__free(r->lits);
+    sbx__free(r->cands);
+    sbx__free(r->slots);
+    sbx__free(r->start);
+    sbx__tri_free(r->tri);
+    for (size_t k = 0; r->markers && k < r->nkinds; k++)
+        sbx__free(r->markers[k]);
+    sbx__free(r->markers);
+    sbx__free(r->kinds);
+    sbx__free(r);
+}
+
+static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t len, unsigned dec)
+{
+    char *copy;
+    if (len < VALUE_MIN)
+        return SBX_OK; /* a form too short to redact safely (a base64 core) */
+    if (r->nlits == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        struct lit *l = sbx__realloc(r->lits, ncap * sizeof *l);
+        if (!l)
+            return SBX_E_NOMEM;
+        r->lits = l;
+        *cap = ncap;
+    }
+    if (!(copy = sbx__malloc(len)))
+        return SBX_E_NOMEM;
+    memcpy(copy, s, len);
+    r->lits[r->nlits].s = copy;
+    r->lits[r->nlits].dec = dec;
+    r->lits[r->nlits++].len = len;
+    return SBX_OK;
+}
+
+static int lit_cmp(const void *a, const void *b)
+{
+    const struct lit *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->s, y->s, x->len);
+}
+
+/* The same literal from two values (or a value equal to another's base64
+ * form) once, with both decodings: sorted and merged, O(n log n) where a
+ * lookup per addition made many values quadratic. */
+static void dedup_lits(struct rules *r)
+{
+    size_t o = 0;
+    if (r->nlits < 2)
+        return;
+    qsort(r->lits, r->nlits, sizeof *r->lits, lit_cmp);
+    for (size_t i = 0; i < r->nlits; i++) {
+        if (o && lit_cmp(&r->lits[o - 1], &r->lits[i]) == 0) {
+            r->lits[o - 1].dec |= r->lits[i].dec;
+            sbx__wipe(r->lits[i].s, r->lits[i].len);
+            sbx__free(r->lits[i].s);
+            continue;
+        }
+        r->lits[o++] = r->lits[i];
+    }
+    r->nlits = o;
+}
+
+/* Base64 forms: v after k = 0, 1, 2 unknown bytes, in the standard and
+ * URL-safe alphabets; only the characters made of v's bits alone, since the
+ * neighbours are unknown. */
+static sbx_status add_base64(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
+{
+    static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int alpha = 0; alpha < 2; alpha++) {
+        const char *tab = alpha ? url : std;
+        for (size_t k = 0; k < 3; k++) {
+            size_t bits = 8 * (k + n), o = 0;
+            for (size_t j = (8 * k + 5) / 6; 6 * j + 6 <= bits; j++) {
+                unsigned val = 0;
+                for (size_t b = 6 * j; b < 6 * j + 6; b++) {
+                    size_t byte = b / 8 - k;
+                    val = val << 1 | (((unsigned char)v[byte] >> (7 - b % 8)) & 1u);
+                }
+                tmp[o++] = tab[val];
+            }
+            if (add_lit(r, cap, tmp, o, DEC_BASE64) != SBX_OK)
+                return SBX_E_NOMEM;
+        }
+    }
+    return SBX_OK;
+}
+
+/* A value as it is (matched also percent-encoded and JSON-escaped, decoded
+ * on the fly), and its base64 forms. */
+static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t n)
+{
+    char *tmp = sbx__malloc(2 * n + 8);
+    sbx_status st;
+    if (!tmp)
+        return SBX_E_NOMEM;
+    st = add_lit(r, cap, v, n, DEC_VALUE);
+    if (st == SBX_OK)
+        st = add_base64(r, cap, v, n, tmp);
+    sbx__wipe(tmp, 2 * n + 8);
+    sbx__free(tmp);
+    return st;
+}
+
+/* Whether a line of a multi-line value is worth redacting on its own: not
+ * blank (indentation would be redacted everywhere) and not a PEM armor
+ * line (-----BEGIN/END ...-----, public boilerplate). */
+static bool line_worth(const char *line, size_t len)
+{
+    size_t k = 0;
+    while (k < len && (line[k] == ' ' || line[k] == '\t'))
+        k++;
+    if (len - k < VALUE_MIN)
+        return false;
+    return !(len - k >= 10 && memcmp(line + k, "-----", 5) == 0 && memcmp(line + len - 5, "-----", 5) == 0);
+}
+
+/* A value, and each of its lines of VALUE_MIN bytes or more. */
+static sbx_status add_value(struct rules *r, size_t *cap, const char *v, size_t n)
+{
+    const char *line = v, *stop = v + n;
+    if (add_forms(r, cap, v, n) != SBX_OK)
+        return SBX_E_NOMEM;
+    if (!memchr(v, '\n', n))
+        return SBX_OK;
+    while (line < stop) {
+        const char *nl = memchr(line, '\n', (size_t)(stop - line));
+        size_t len = (size_t)((nl ? nl : stop) - line);
+        if (len && line[len - 1] == '\r')
+            len--;
+        if (line_worth(line, len) && add_forms(r, cap, line, len) != SBX_OK)
+            return SBX_E_NOMEM;
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return SBX_OK;
+}
+
+static unsigned char lower(unsigned char ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (unsigned char)(ch + 32) : ch;
+}
+
+static unsigned char upper(unsigned char ch)
+{
+    return ch >= 'a' && ch <= 'z' ? (unsigned char)(ch - 32) : ch;
+}
+
+/* The letter of a byte's short JSON escape (`\n`), or 0. */
+static char json_short(unsigned char b)
+{
+    switch (b) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '/': return '/';
+    case '\b': return 'b';
+    case '\f': return 'f';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    case '\t': return 't';
+    default: return 0;
+    }
+}
+
+/* Whether some JSON encoder escapes this byte: the short escapes, control
+ * bytes, non-ASCII (Python's ensure_ascii), HTML-safe encoders' < > & '. */
+static bool json_escapable(unsigned char b)
+{
+    return json_short(b) || b < 0x20 || b >= 0x7f || b == '<' || b == '>' || b == '&' || b == '\'';
+}
+
+/* Whether b may be where a literal with these decodings has its next
+ * character: the start of an escape, or a line break inside base64. */
+static inline bool dec_intro(unsigned char b, unsigned dec)
+{
+    return ((dec & DEC_PERCENT) && (b == '%' || b == '+')) || ((dec & (DEC_JSON | DEC_SKIP_NL)) && b == '\\') ||
+           ((dec & DEC_SKIP_NL) && (b == '\n' || b == '\r'));
+}
+
+static inline bool bit_set(const uint64_t *set, unsigned x)
+{
+    return (set[x >> 6] >> (x & 63)) & 1;
+}
+
+/* A 16-bit hash of the 4 bytes at p, for the literals' second filter. */
+static inline unsigned quad_hash(const unsigned char *p)
+{
+    uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (unsigned)((w * 0x9E3779B1u) >> 16);
+}
+
+/* The bytes a candidate's text can start with, and for each the bytes that
+ * can follow it (a 256-bit set), for the index and the pair filter. */
+struct starts {
+    unsigned n;
+    unsigned char first[4];
+    uint64_t second[4][4];
+};
+
+static void set_bit(uint64_t *set, unsigned char b)
+{
+    set[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+/* What may follow a literal's first character: its second character, as
+ * it is or as the start of an escape. */
+static void lit_seconds(const struct cand *c, uint64_t *set)
+{
+    unsigned char t1 = (unsigned char)c->trig[1];
+    set_bit(set, t1);
+    if (c->dec & DEC_PERCENT) {
+        set_bit(set, '%');
+        if (t1 == ' ')
+            set_bit(set, '+');
+    }
+    if (c->dec & (DEC_JSON | DEC_SKIP_NL))
+        set_bit(set, '\\');
+    if (c->dec & DEC_SKIP_NL) {
+        set_bit(set, '\n');
+        set_bit(set, '\r');
+    }
+}
+
+/* The slot of first byte f in st (added if new: a literal starting with
+ * '%' has its raw and its escaped starts there). */
+static uint64_t *first_slot(struct starts *st, unsigned char f)
+{
+    for (unsigned k = 0; k < st->n; k++)
+        if (st->first[k] == f)
+            return st->second[k];
+    st->first[st->n] = f;
+    return st->second[st->n++];
+}
+
+static void cand_starts(const struct cand *c, struct starts *st)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    unsigned char f = (unsigned char)c->trig[0], t1 = (unsigned char)c->trig[1];
+    uint64_t *set;
+    memset(st, 0, sizeof *st);
+    if (c->icase) {
+        set = first_slot(st, lower(f));
+        set_bit(set, lower(t1));
+        set_bit(set, upper(t1));
+        set = first_slot(st, upper(f));
+        set_bit(set, lower(t1));
+        set_bit(set, upper(t1));
+        return;
+    }
+    if (!c->dec) {
+        set_bit(first_slot(st, f), t1);
+        return;
+    }
+    lit_seconds(c, first_slot(st, f));
+    if (c->dec & DEC_PERCENT) {
+        set = first_slot(st, '%');
+        set_bit(set, (unsigned char)hex[f >> 4]);
+        set_bit(set, lower((unsigned char)hex[f >> 4]));
+        if (f == ' ')
+            lit_seconds(c, first_slot(st, '+'));
+    }
+    if ((c->dec & DEC_JSON) && json_escapable(f)) {
+        set = first_slot(st, '\\');
+        set_bit(set, 'u');
+        if (json_short(f))
+            set_bit(set, (unsigned char)json_short(f));
+    }
+}
+
+/* The part of shape candidate c's quick reject that is tested before its
+ * validator: the first NEED_PROBE of its needed bytes (n 0: none). */
+static void shape_probe(const struct cand *c, uint8_t *from, uint8_t *n, uint8_t *need)
+{
+    const sbx__shape *sh = &sbx__shapes[c->shape];
+    *from = sh->need_from;
+    *n = sh->need_n < NEED_PROBE ? sh->need_n : NEED_PROBE;
+    *need = sh->need;
+}
+
+/* A slot for candidate i: a shape's trigger as words (see struct slot). */
+static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
+{
+    unsigned char want[WORD] = {0}, mask[WORD] = {0}, fold[WORD] = {0};
+    sl->cand = i;
+    for (size_t k = 0; !c->dec && k < c->tlen && k < WORD; k++) {
+        unsigned char t = (unsigned char)c->trig[k];
+        bool letter = c->icase && lower(t) >= 'a' && lower(t) <= 'z';
+        want[k] = letter ? lower(t) : t;
+        fold[k] = letter ? 0x20 : 0;
+        mask[k] = 0xff;
+    }
+    memcpy(&sl->want, want, WORD);
+    memcpy(&sl->mask, mask, WORD);
+    memcpy(&sl->fold, fold, WORD);
+    if (c->shape != NO_SHAPE)
+        shape_probe(c, &sl->need_from, &sl->need_n, &sl->need);
+}
+
+/*
+ * Which run lengths of a byte c can start a candidate whose text starts
+ * with cc. A shape's trigger of k c's then another byte matches only where
+ * the text's run is k long: a longer run has c where the trigger does not,
+ * a shorter one the reverse. A literal's text may go on escaped, which
+ * begins with an escape byte, not c: a run of k c's or fewer. Letters (a
+ * case-insensitive trigger), escape bytes, and a trigger that is all c
+ * turn this off for c.
+ */
+static void index_runs(struct rules *r)
+{
+    for (unsigned c = 0; c < 256; c++)
+        r->run_skip[c] = !r->intro[c] && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    for (size_t i = 0; i < r->ncands; i++) {
+        const struct cand *cd = &r->cands[i];
+        unsigned char c = (unsigned char)cd->trig[0];
+        size_t k = 1;
+        if (cd->tlen < 2 || (unsigned char)cd->trig[1] != c)
+            continue;
+        while (k < cd->tlen && (unsigned char)cd->trig[k] == c)
+            k++;
+        if (k == cd->tlen)
+            r->run_skip[c] = false;
+        else if (!cd->dec)
+            r->run_ok[c] |= (uint64_t)1 << (k < 63 ? k : 63);
+        else
+            r->run_ok[c] |= k < 63 ? (((uint64_t)1 << (k + 1)) - 1) : ~(uint64_t)0;
+    }
+}
+
+/* The bytes that may stand where a literal with decodings dec has its
+ * next character, besides that character: an escape's or a line break's
+ * first byte (as match_dec_from reads them). */
+static void tri_intros(uint64_t *set, unsigned dec)
+{
+    if (dec & DEC_PERCENT) {
+        set_bit(set, '%');
+        set_bit(set, '+');
+    }
+    if (dec & (DEC_JSON | DEC_SKIP_NL))
+        set_bit(set, '\\');
+    if (dec & DEC_SKIP_NL) {
+        set_bit(set, '\n');
+        set_bit(set, '\r');
+    }
+}
+
+/* How candidate c can begin, as the prefilter's alternatives (up to
+ * TRI_ALTS):
+ * a shape's trigger (either case of its letters when icase); a literal's
+ * first characters raw, raw then an escape or a line break, or an escape
+ * first (percent, '+' for a space, JSON). Anything match_dec_from accepts
+ * must be inside one of them; more is fine. */
+static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *t = (const unsigned char *)c->trig;
+    unsigned char f = t[0];
+    size_t n = 0;
+    memset(a, 0, TRI_ALTS * sizeof *a);
+    if (!c->dec) {
+        for (size_t j = 0; j < 3; j++) {
+            if (j >= c->tlen) {
+                memset(a[0].b[j], 0xff, sizeof a->b[j]);
+                continue;
+            }
+            set_bit(a[0].b[j], t[j]);
+            if (c->icase) {
+                set_bit(a[0].b[j], lower(t[j]));
+                set_bit(a[0].b[j], upper(t[j]));
+            }
+        }
+        shape_probe(c, &a[0].need_from, &a[0].need_n, &a[0].need);
+        if (!a[0].need_n)
+            a[0].need = 0; /* no quick reject: an ordinary alternative */
+        return 1;
+    }
+    /* raw, raw, raw or an escape */
+    set_bit(a[n].b[0], f);
+    set_bit(a[n].b[1], t[1]);
+    if (c->tlen > 2)
+        set_bit(a[n].b[2], t[2]);
+    else
+        memset(a[n].b[2], 0xff, sizeof a->b[2]);
+    tri_intros(a[n++].b[2], c->dec);
+    /* raw, then an escape or a line break, whose bytes may be anything */
+    set_bit(a[n].b[0], f);
+    tri_intros(a[n].b[1], c->dec);
+    memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+    if (c->dec & DEC_PERCENT) {
+        set_bit(a[n].b[0], '%');
+        set_bit(a[n].b[1], (unsigned char)hex[f >> 4]);
+        set_bit(a[n].b[1], lower((unsigned char)hex[f >> 4]));
+        set_bit(a[n].b[2], (unsigned char)hex[f & 15]);
+        set_bit(a[n++].b[2], lower((unsigned char)hex[f & 15]));
+        if (f == ' ') {
+            set_bit(a[n].b[0], '+');
+            set_bit(a[n].b[1], t[1]);
+            tri_intros(a[n].b[1], c->dec);
+            memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+        }
+    }
+    if (c->dec & DEC_JSON) {
+        /* \uXXXX (below U+0080: \u00XX), or a short escape */
+        set_bit(a[n].b[0], '\\');
+        set_bit(a[n].b[1], 'u');
+        if (f < 0x80 && !json_short(f)) {
+            set_bit(a[n++].b[2], '0');
+        } else {
+            if (json_short(f))
+                set_bit(a[n].b[1], (unsigned char)json_short(f));
+            memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+        }
+    }
+    return n;
+}
+
+/* The prefilter, when this CPU has it and it pays. */
+static sbx_status index_tri(struct rules *r)
+{
+    sbx__tri_alt *alts;
+    size_t n = 0;
+    sbx_status st;
+    if (!r->ncands)
+        return SBX_OK;
+    if (!(alts = sbx__calloc(r->ncands * TRI_ALTS, sizeof *alts)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < r->ncands; i++)
+        n += tri_alts(&r->cands[i], alts + n);
+    st = sbx__tri_build(alts, n, &r->tri);
+    sbx__wipe(alts, r->ncands * TRI_ALTS * sizeof *alts); /* the bytes of secret values */
+    sbx__free(alts);
+    return st;
+}
+
+/* Candidates, the pair index and the pair filter. */
+static sbx_status index_cands(struct rules *r, bool shapes)
+{
+    size_t n = r->nlits + (shapes ? sbx__nshapes : 0), nslots = 0;
+    uint32_t *fill = NULL, npairs = 0;
+    if (!(r->cands = sbx__calloc(n ? n : 1, sizeof *r->cands)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < r->nlits; i++) {
+        struct cand *c = &r->cands[r->ncands++];
+        *c = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET, r->lits[i].dec, true};
+        for (size_t k = 0; k < c->tlen; k++)
+            if (strchr("%+\\\n\r", c->trig[k]))
+                c->plain = false;
+    }
+    for (size_t i = 0; shapes && i < sbx__nshapes; i++) {
+        unsigned kind = 0;
+        for (size_t k = 1; k < r->nkinds; k++)
+            if (strcmp(r->kinds[k], sbx__shapes[i].kind) == 0)
+                kind = (unsigned)k;
+        r->cands[r->ncands++] =
+            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false};
+    }
+    /* The pair filters. */
+    for (size_t i = 0; i < r->ncands; i++) {
+        struct starts st;
+        cand_starts(&r->cands[i], &st);
+        for (unsigned k = 0; k < st.n; k++) {
+            unsigned char f = st.first[k];
+            r->first[f] = true;
+            for (unsigned w = 0; w < 4; w++)
+                for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1)
+                    r->pair8[(unsigned)f << 8 | (w * 64 + (unsigned)__builtin_ctzll(bits))] |=
+                        PAIR_ANY | (r->cands[i].dec ? PAIR_LIT : PAIR_SHAPE);
+        }
+    }
+    for (unsigned x = 0; x < 65536; x += 8) { /* most are 0: eight at a time */
+        uint64_t eight;
+        memcpy(&eight, r->pair8 + x, 8);
+        for (unsigned k = 0; eight && k < 8; k++)
+            if (r->pair8[x + k])
+                r->group[x + k] = (uint16_t)npairs++;
+    }
+    /* The slots, counted per pair, then filled in. */
+    if (!(r->start = sbx__calloc(npairs + 1, sizeof *r->start)))
+        return SBX_E_NOMEM;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            for (uint32_t g = 0; g < npairs; g++)
+                r->start[g + 1] += r->start[g];
+            if (!(r->slots = sbx__calloc(nslots ? nslots : 1, sizeof *r->slots)) ||
+                !(fill = sbx__calloc(npairs ? npairs : 1, sizeof *fill)))
+                return SBX_E_NOMEM;
+        }
+        for (size_t i = 0; i < r->ncands; i++) {
+            struct starts st;
+            cand_starts(&r->cands[i], &st);
+            for (unsigned k = 0; k < st.n; k++)
+                for (unsigned w = 0; w < 4; w++)
+                    for (uint64_t bits = st.second[k][w]; bits; bits &= bits - 1) {
+                        unsigned x = (unsigned)st.first[k] << 8 | (w * 64 + (unsigned)__builtin_ctzll(bits));
+                        uint32_t g = r->group[x];
+                        if (pass == 0) {
+                            r->start[g + 1]++;
+                            nslots++;
+                        } else {
+                            slot_set(&r->slots[r->start[g] + fill[g]++], &r->cands[i], (uint32_t)i);
+                        }
+                    }
+        }
+    }
+    sbx__free(fill);
+    /* Literals are at least VALUE_MIN bytes: when none of the text's first
+     * four bytes can begin an escape or a line break, those four bytes are
+     * the literal's own. */
+    for (size_t i = 0; i < r->nlits; i++) {
+        unsigned x = quad_hash((const unsigned char *)r->lits[i].s);
+        r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
+    }
+    r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = true;
+    index_runs(r);
+    return index_tri(r);
+}
+
+/* Whether something may start at p[i] (n bytes, more may follow): the pair
+ * filter, and for a pair only literals start with, the four-byte filter
+ * (a shape's pair goes to at(), whose word compare is as cheap as a hash).
+ * The last byte may always start something when more may come. */
+static inline bool worth_at(const struct rules *r, const unsigned char *p, size_t i, size_t n, bool more)
+{
+    unsigned x;
+    if (i + 1 >= n)
+        return more && r->first[p[i]];
+    x = r->pair8[(unsigned)p[i] << 8 | p[i + 1]];
+    if (x != (PAIR_ANY | PAIR_LIT)) /* none, or a shape's */
+        return x != 0;
+    if (i + 4 > n)
+        return true;
+    if (r->intro[p[i]] || r->intro[p[i + 1]] || r->intro[p[i + 2]] || r->intro[p[i + 3]])
+        return true;
+    return bit_set(r->quad, quad_hash(p + i));
+}
+
+static struct rules *rules_build(const sbx_redactor *rd)
+{
+    struct rules *r = sbx__calloc(1, sizeof *r);
+    size_t cap = 0;
+    if (!r)
+        return NULL;
+    atomic_init(&r->refs, 1);
+    if (!(r->kinds = sbx__calloc(sbx__nshapes + 1, sizeof *r->kinds)))
+        goto fail;
+    r->kinds[r->nkinds++] = "secret";
+    for (size_t i = 0; i < sbx__nshapes; i++) {
+        size_t k = 1;
+        while (k < r->nkinds && strcmp(r->kinds[k], sbx__shapes[i].kind) != 0)
+            k++;
+        if (k == r->nkinds)
+            r->kinds[r->nkinds++] = sbx__shapes[i].kind;
+    }
+    if (!(r->markers = sbx__calloc(r->nkinds, sizeof *r->markers)))
+        goto fail;
+    for (size_t k = 0; k < r->nkinds; k++) {
+        size_t n = strlen(r->kinds[k]) + 12;
+        if (!(r->markers[k] = sbx__malloc(n)))
+            goto fail;
+        snprintf(r->markers[k], n, "[REDACTED:%s]", r->kinds[k]);
+    }
+    for (size_t i = 0; i < rd->nvals; i++)
+        if (add_value(r, &cap, rd->vals[i].p, rd->vals[i].n) != SBX_OK)
+            goto fail;
+    dedup_lits(r);
+    if (index_cands(r, rd->shapes) != SBX_OK)
+        goto fail;
+    return r;
+fail:
+    rules_unref(r);
+    return NULL;
+}
+
+/* ---- the redactor ---------------------------------------------------------------------------- */
+
+sbx_redactor *sbx_redactor_new(void)
+{
+    sbx_redactor *r = sbx__calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->shapes = true;
+    if (!(r->rules = rules_build(r))) {
+        sbx__free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void sbx_redactor_free(sbx_redactor *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nvals; i++) {
+        sbx__wipe(r->vals[i].p, r->vals[i].n);
+        sbx__free(r->vals[i].p);
+    }
+    sbx__free(r->vals);
+    rules_unref(r->rules);
+    sbx__err_free(&r->err);
+    sbx__free(r);
+}
+
+const char *sbx_redactor_last_error(const sbx_redactor *r)
+{
+    return r ? sbx__err_msg(&r->err) : "invalid argument: the redactor is NULL";
+}
+
+/* Rebuild the rules after a change; on failure the change is undone by
+ * the caller and the old rules stay. */
+static sbx_status rebuild(sbx_redactor *r)
+{
+    struct rules *nr = rules_build(r);
+    if (!nr)
+        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+    rules_unref(r->rules);
+    r->rules = nr;
+    sbx__err_clear(&r->err);
+    return SBX_OK;
+}
+
+sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t len)
+{
+    struct val *v;
+    char *copy;
+    if (!r)
+        return SBX_E_INVALID_ARG;
+    if (!value)
+        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "invalid argument: the secret is NULL");
+    if (len < VALUE_MIN)
+        return sbx__err_set(&r->err, SBX_E_INVALID_ARG,
+                            "a secret of %zu bytes is refused: values shorter than %d bytes would redact "
+                            "ordinary text",
+                            len, VALUE_MIN);
+    if (len > VALUE_MAX)
+        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "a secret of %zu bytes is refused (at most %d)", len,
+                            VALUE_MAX);
+    for (size_t i = 0; i < r->nvals; i++)
+        if (r->vals[i].n == len && memcmp(r->vals[i].p, value, len) == 0) {
+            sbx__err_clear(&r->err);
+            return SBX_OK;
+        }
+    if (!(v = sbx__realloc(r->vals, (r->nvals + 1) * sizeof *v)))
+        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+    r->vals = v;
+    if (!(copy = sbx__malloc(len)))
+        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+    memcpy(copy, value, len);
+    r->vals[r->nvals].p = copy;
+    r->vals[r->nvals++].n = len;
+    if (rebuild(r) != SBX_OK) {
+        r->nvals--;
+        sbx__wipe(copy, len);
+        sbx__free(copy);
+        return SBX_E_NOMEM;
+    }
+    return SBX_OK;
+}
+
+sbx_status sbx_redactor_add_secret_env(sbx_redactor *r, const char *name)
+{
+    const char *v;
+    sbx_status st;
+    if (!r)
+        return SBX_E_INVALID_ARG;
+    if (!name || !*name)
+        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "invalid argument: no variable name");
+    if (!(v = getenv(name)))
+        return sbx__err_set(&r->err, SBX_E_NOT_FOUND, "the environment variable %.128s is not set", name);
+    st = sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v));
+    if (st == SBX_E_INVALID_ARG)
+        sbx__err_set(&r->err, st, "the value of %.128s is refused: %zu bytes (a secret needs %d to %d)", name,
+                     strlen(v), VALUE_MIN, VALUE_MAX);
+    return st;
+}
+
+sbx_status sbx_redactor_set_shapes(sbx_redactor *r, int enabled)
+{
+    bool old;
+    if (!r)
+        return SBX_E_INVALID_ARG;
+    old = r->shapes;
+    r->shapes = enabled != 0;
+    if (rebuild(r) != SBX_OK) {
+        r->shapes = old;
+        return SBX_E_NOMEM;
+    }
+    return SBX_OK;
+}
+
+/* ---- streams --------------------------------------------------------------------------------- */
+
+sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules)
+{
+    sbx_redact_stream *s;
+    if (!rules || !(s = sbx__calloc(1, sizeof *s)))
+        return NULL;
+    if (!(s->counts = sbx__calloc(rules->nkinds, sizeof *s->counts))) {
+        sbx__free(s);
+        return NULL;
+    }
+    s->r = rules;
+    atomic_fetch_add(&s->r->refs, 1);
+    return s;
+}
+
+sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
+{
+    return r ? sbx__redact_stream_with(r->rules) : NULL;
+}
+
+bool sbx__redact_prefiltered(const sbx_redactor *r)
+{
+    return r && r->rules->tri;
+}
+
+sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
+{
+    atomic_fetch_add(&r->rules->refs, 1);
+    return r->rules;
+}
+
+void sbx__redact_rules_unref(sbx__redact_rules *rules)
+{
+    rules_unref(rules);
+}
+
+size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s)
+{
+    return s->r->nkinds;
+}
+
+const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count)
+{
+    *count = s->counts[k];
+    return s->r->kinds[k];
+}
+
+void sbx_redact_stream_free(sbx_redact_stream *s)
+{
+    if (!s)
+        return;
+    rules_unref(s->r);
+    sbx__buf_wipe_free(&s->pend);
+    sbx__buf_wipe_free(&s->out);
+    sbx__free(s->counts);
+    sbx__free(s);
+}
+
+/* Whether p holds the first n bytes of a shape's trigger; its first
+ * WORD were checked by the slot (or are all there is). */
+static inline bool prefix_eq(const struct cand *c, const unsigned char *p, size_t n)
+{
+    size_t k = WORD;
+    if (!c->icase) {
+        for (; k < n; k++)
+            if ((unsigned char)c->trig[k] != p[k])
+                return false;
+        return true;
+    }
+    for (; k < n; k++) /* icase triggers are written in lowercase */
+        if ((unsigned char)c->trig[k] != lower(p[k]))
+            return false;
+    return true;
+}
+
+enum at_result { AT_NONE, AT_MATCH, AT_WAIT };
+
+static int hexval(unsigned char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* The 4 hex digits at p as a number, -1 when they are not. */
+static long hex4(const unsigned char *p)
+{
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        int d = hexval(p[k]);
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* The escape at p (avail bytes, more may follow) under dec: its decoded
+ * bytes in o (*olen, up to 4: a `\uXXXX` as UTF-8) and its length in
+ * *elen. 1: an escape; 0: none here; -1: cannot tell yet. */
+static int decode_esc(const unsigned char *p, size_t avail, bool more, unsigned dec, unsigned char *o, size_t *olen,
+                      size_t *elen)
+{
+    if ((dec & DEC_PERCENT) && p[0] == '%') {
+        for (size_t k = 1; k < 3; k++) {
+            if (k >= avail)
+                return more ? -1 : 0;
+            if (hexval(p[k]) < 0)
+                return 0;
+        }
+        o[0] = (unsigned char)(hexval(p[1]) << 4 | hexval(p[2]));
+        *olen = 1;
+        *elen = 3;
+        return 1;
+    }
+    if ((dec & DEC_JSON) && p[0] == '\\') {
+        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+        const char *q;
+        long cp, lo;
+        if (avail < 2)
+            return more ? -1 : 0;
+        if (p[1] != 'u') {
+            if (!p[1] || !(q = strchr(from, p[1])))
+                return 0;
+            o[0] = (unsigned char)to[q - from];
+            *olen = 1;
+            *elen = 2;
+            return 1;
+        }
+        for (size_t k = 2; k < 6; k++) {
+            if (k >= avail)
+                return more ? -1 : 0;
+            if (hexval(p[k]) < 0)
+                return 0;
+        }
+        cp = hex4(p + 2);
+        *elen = 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return 0; /* a lone low surrogate */
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            static const char u[] = "\\u";
+            for (size_t k = 6; k < 12; k++) {
+                if (k >= avail)
+                    return more ? -1 : 0;
+                if (k < 8 ? p[k] != (unsigned char)u[k - 6] : hexval(p[k]) < 0)
+                    return 0;
+            }
+            lo = hex4(p + 8);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            *elen = 12;
+        }
+        if (cp < 0x80) {
+            o[0] = (unsigned char)cp;
+            *olen = 1;
+        } else if (cp < 0x800) {
+            o[0] = (unsigned char)(0xC0 | cp >> 6);
+            o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 2;
+        } else if (cp < 0x10000) {
+            o[0] = (unsigned char)(0xE0 | cp >> 12);
+            o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 3;
+        } else {
+            o[0] = (unsigned char)(0xF0 | cp >> 18);
+            o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            *olen = 4;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* A line break between two characters of a wrapped base64 form: `\n`,
+ * `\r\n` as bytes or as JSON escapes. Its length, 0 when none, -1 when
+ * the answer needs more bytes. */
+static int line_break(const unsigned char *p, size_t avail, bool more)
+{
+    static const char *const forms[] = {"\r\n", "\n", "\\r\\n", "\\n"};
+    for (size_t f = 0; f < 4; f++) {
+        size_t n = strlen(forms[f]), k = 0;
+        while (k < n && k < avail && p[k] == (unsigned char)forms[f][k])
+            k++;
+        if (k == n)
+            return (int)n;
+        if (k == avail && more)
+            return -1; /* none is a prefix of another: this one may still come */
+    }
+    return 0;
+}
+
+/*
+ * A literal with decodings (a registered value or a base64 form of one) at
+ * p, from text offset t and literal offset v: compared byte by byte, an
+ * escape standing for the bytes it decodes to. Where the text's raw bytes
+ * also match (a value holding "%25" itself), the raw reading is tried
+ * aside first and the decoded one if it fails; the tries aside share a
+ * budget of bytes, so the work stays linear in the value.
+ * On a match *mlen is the length in the text.
+ */
+static enum at_result match_dec_from(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t t,
+                                     size_t v, bool broke, long *budget, bool aside, size_t *mlen)
+{
+    const unsigned char *val = (const unsigned char *)c->trig;
+    size_t vlen = c->tlen;
+    while (v < vlen) {
+        unsigned char ch, o[4];
+        size_t olen, elen;
+        int d;
+        if (aside && --*budget < 0)
+            return AT_NONE; /* a raw reading tried aside: out of budget */
+        if (c->plain) {
+            /* No byte of the literal starts an escape: equal bytes are
+             * the literal's own, compared in a run. */
+            size_t m = avail - t < vlen - v ? avail - t : vlen - v, k = 0;
+            for (; k + WORD <= m; k += WORD) { /* eight bytes at a time to the first difference */
+                uint64_t x, y;
+                memcpy(&x, p + t + k, WORD);
+                memcpy(&y, val + v + k, WORD);
+                if (x != y)
+                    break;
+            }
+            while (k < m && p[t + k] == val[v + k])
+                k++;
+            if (k) {
+                t += k;
+                v += k;
+                broke = false;
+                if (v == vlen)
+                    break;
+            }
+        }
+        if (t >= avail)
+            return more ? AT_WAIT : AT_NONE;
+        ch = p[t];
+        if (ch == val[v] && !dec_intro(ch, c->dec)) {
+            t++;
+            v++;
+            broke = false;
+            continue;
+        }
+        if ((c->dec & DEC_SKIP_NL) && v > 0 && !broke && (ch == '\n' || ch == '\r' || ch == '\\')) {
+            int nl = line_break(p + t, avail - t, more);
+            if (nl < 0)
+                return AT_WAIT;
+            if (nl > 0) {
+                t += (size_t)nl;
+                broke = true;
+                continue;
+            }
+        }
+        broke = false;
+        d = decode_esc(p + t, avail - t, more, c->dec, o, &olen, &elen);
+        if (d < 0)
+            return AT_WAIT;
+        if (d > 0 && olen <= vlen - v && memcmp(o, val + v, olen) == 0) {
+            if (ch == val[v] && *budget > 0) {
+                /* Both readings fit here: raw first, then decoded. The raw
+                 * tries share one budget of bytes, so a value of many
+                 * backslashes stays linear (no exponential search). */
+                enum at_result res = match_dec_from(c, p, avail, more, t + 1, v + 1, false, budget, true, mlen);
+                if (res != AT_NONE)
+                    return res;
+            }
+            t += elen;
+            v += olen;
+            continue;
+        }
+        if ((c->dec & DEC_PERCENT) && ch == '+' && val[v] == ' ') {
+            t++;
+            v++;
+            continue;
+        }
+        if (ch != val[v])
+            return AT_NONE;
+        t++;
+        v++;
+    }
+    *mlen = t;
+    return AT_MATCH;
+}
+
+static enum at_result match_dec(const struct cand *c, const unsigned char *p, size_t avail, bool more, size_t *mlen)
+{
+    long budget = 8 * (long)c->tlen + 64;
+    return match_dec_from(c, p, avail, more, 0, 0, false, &budget, false, mlen);
+}
+
+/* What starts at p[0] (avail bytes known, more may follow): the match
+ * reaching farthest, or a wait when any candidate cannot tell yet. */
+static inline int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
+
+static inline __attribute__((always_inline)) enum at_result
+at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, size_t last_end, bool more, size_t *ms,
+   size_t *me, unsigned *kind, enum sbx__cont *cont, unsigned skip_kind)
+{
+    const struct rules *r = s->r;
+    const unsigned char *p = base + i;
+    size_t avail = n - i;
+    int prev = INT_MIN; /* the byte before, as word boundaries see it: worked out if a shape gets that far */
+    bool wait = false, found = false;
+    unsigned x;
+    uint64_t word, have = ~(uint64_t)0; /* the next WORD bytes, and which of them are there */
+    uint32_t g, end;
+    if (avail < 2) /* every candidate is 2 bytes or more */
+        return more && r->first[p[0]] ? AT_WAIT : AT_NONE;
+    x = (unsigned)p[0] << 8 | p[1]; /* in pair8[]: worth_at() said so */
+    if (avail >= WORD) {
+        memcpy(&word, p, WORD);
+    } else {
+        unsigned char w[WORD] = {0}, h[WORD] = {0};
+        memcpy(w, p, avail);
+        memset(h, 0xff, avail);
+        memcpy(&word, w, WORD);
+        memcpy(&have, h, WORD);
+    }
+    g = r->group[x];
+    end = r->start[g + 1];
+    for (uint32_t k = r->start[g]; k < end; k++) {
+        const struct slot *sl = &r->slots[k];
+        const struct cand *c;
+        const sbx__shape *sh;
+        enum sbx__shape_result res;
+        enum sbx__cont cc = SBX__CONT_NONE;
+        size_t a = 0, b, len;
+        if (((word | sl->fold) & sl->mask & have) != (sl->want & have))
+            continue;
+        if (sl->need_n) {
+            /* The quick reject (a near miss fails within a few bytes): the
+             * first of the needed bytes, as far as they are here. A byte
+             * out of class means NO whatever the rest of the trigger is. */
+            size_t j = sl->need_from, lim = j + sl->need_n;
+            if (lim > avail)
+                lim = avail;
+            while (j < lim && p[j] < 128 && (sbx__kclass[p[j]] & sl->need))
+                j++;
+            if (j < lim)
+                continue;
+        }
+        c = &r->cands[sl->cand];
+        if (c->dec) {
+            /* A literal, maybe encoded. */
+            enum at_result m = match_dec(c, p, avail, more, &b);
+            if (m == AT_WAIT)
+                wait = true;
+            if (m != AT_MATCH)
+                continue;
+            goto take;
+        }
+        /* A shape inside a match of its own kind ends where that one does. */
+        if (c->kind == skip_kind)
+            continue;
+        if (avail < c->tlen) {
+            if (more && prefix_eq(c, p, avail))
+                wait = true;
+            continue;
+        }
+        if (!prefix_eq(c, p, c->tlen))
+            continue;
+        sh = &sbx__shapes[c->shape];
+        len = avail < sh->window ? avail : sh->window;
+        if (prev == INT_MIN)
+            prev = boundary(s, base, i, last_end);
+        res = sh->match((const char *)p, len, prev, more && avail < sh->window, &a, &b);
+        if (res == SBX__SHAPE_MORE) {
+            wait = true;
+            continue;
+        }
+        if ((res != SBX__SHAPE_YES && res != SBX__SHAPE_CUT) || b <= a || b > len)
+            continue;
+        if (res == SBX__SHAPE_CUT)
+            cc = sh->cont;
+    take:
+        /* The span covers every match here: the one reaching farthest gives
+         * the kind (and its continuation), and one starting earlier (a
+         * registered value that is also the header name before an
+         * Authorization value) stretches the start back over it. */
+        if (!found || b > *me || (b == *me && a < *ms)) {
+            size_t from = found && *ms < a ? *ms : a;
+            found = true;
+            *ms = from;
+            *me = b;
+            *kind = c->kind;
+            *cont = cc;
+        } else if (a < *ms) {
+            *ms = a;
+        }
+    }
+    return wait ? AT_WAIT : found ? AT_MATCH : AT_NONE;
+}
+
+static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
+{
+    s->counts[kind]++;
+    return sbx__buf_puts(&s->out, s->r->markers[kind]);
+}
+
+/* The input byte k places before p[i] (k = 1..HIST), from p or the
+ * history; -1 before the start of the stream. */
+static int back(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t k)
+{
+    if (i >= k)
+        return p[i - k];
+    k -= i;
+    return k <= s->nhist ? s->hist[s->nhist - k] : -1;
+}
+
+static bool is_hex(int c)
+{
+    return c >= 0 && hexval((unsigned char)c) >= 0;
+}
+
+/* Whether the bytes ending k places before p[i] are ESC, raw or as a
+ * JSON escape (\u001b, \u001B, \x1b is not JSON). */
+static bool esc_before(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t k)
+{
+    if (back(s, p, i, k) == 0x1b)
+        return true;
+    return back(s, p, i, k) == 'b' || back(s, p, i, k) == 'B' ? back(s, p, i, k + 1) == '1' &&
+                                                                      back(s, p, i, k + 2) == '0' &&
+                                                                      back(s, p, i, k + 3) == '0' &&
+                                                                      back(s, p, i, k + 4) == 'u' &&
+                                                                      back(s, p, i, k + 5) == '\\'
+                                                                : false;
+}
+
+/* The byte before a candidate, as the shapes' word boundaries should see
+ * it: none (-1) right after a redaction, after a JSON escape (`\n`, `\t`,
+ * `\r`, `\b`, `\f`, `\/`, `\u003d`: the letters are not part of a word),
+ * after a percent escape (`%3D`) or after an ANSI colour code
+ * (`ESC[32m`, also JSON-escaped). */
+static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end);
+
+static inline int boundary(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
+{
+    if (i > 0 && i != last_match_end) {
+        int b1 = p[i - 1];
+        if (!(b1 >= '0' && b1 <= '9') && b1 != '/' && b1 != '"' && !(b1 >= 0x40 && b1 <= 0x7e))
+            return b1; /* the common case: a space or punctuation */
+    }
+    return boundary_slow(s, p, i, last_match_end);
+}
+
+static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, size_t i, size_t last_match_end)
+{
+    int b1 = back(s, p, i, 1), b2, b3;
+    if ((i == last_match_end && (i > 0 || s->after_match)) || b1 < 0)
+        return -1;
+    /* Every special case below ends in a letter, a digit, '/' or '"': a
+     * space or punctuation before the candidate is just itself. */
+    if (!(b1 >= '0' && b1 <= '9') && b1 != '/' && b1 != '"' && !(b1 >= 0x40 && b1 <= 0x7e))
+        return b1; /* (letters are in 0x40..0x7e) */
+    b2 = back(s, p, i, 2);
+    b3 = back(s, p, i, 3);
+    if (b2 == '\\' && b3 != '\\' && strchr("ntrbf/", b1))
+        return -1;
+    if (b1 == '"' && b2 == '\\' && b3 != '\\')
+        return SBX__PREV_ESCAPED_QUOTE;
+    if (b3 == '%' && is_hex(b2) && is_hex(b1))
+        return -1;
+    if (is_hex(b1) && is_hex(b2) && is_hex(b3) && is_hex(back(s, p, i, 4)) && back(s, p, i, 5) == 'u' &&
+        back(s, p, i, 6) == '\\' && back(s, p, i, 7) != '\\')
+        return -1;
+    if (b1 >= 0x40 && b1 <= 0x7e && b1 != '[') {
+        /* CSI: ESC '[' parameters (digits, ';') final byte */
+        size_t k = 2;
+        while (k < HIST - 7 && (isdigit(back(s, p, i, k)) || back(s, p, i, k) == ';'))
+            k++;
+        if (back(s, p, i, k) == '[' && esc_before(s, p, i, k + 1))
+            return -1;
+    }
+    return b1;
+}
+
+/* The first position from *i the prefilter lets through: true with *i
+ * there; false with *i where too few bytes are left for a block (the
+ * scalar loop takes the rest). The last block's mask is kept in *base and
+ * *mask for the next call. */
+static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n, size_t *i, size_t *base,
+                            uint64_t *mask)
+{
+    size_t at = *i;
+    for (;;) {
+        if (at >= *base && at - *base < 64) {
+            uint64_t m = *mask >> (at - *base);
+            if (m) {
+                *i = at + (size_t)__builtin_ctzll(m);
+                return true;
+            }
+            at = *base + 64;
+        }
+        if (at + SBX__TRI_SPAN > n) {
+            *i = at;
+            return false;
+        }
+        *base = at;
+        *mask = sbx__tri_block(t, p + at, n - at);
+    }
+}
+
+/* A match [i + *ms, i + *me) of kind found at i: widen it to the union of
+ * every match found at a later byte before its end, so that a second
+ * secret starting inside the first leaves nothing behind (shapes of the
+ * same kind are skipped: a JWT or an Authorization value inside one ends
+ * where it does, and looking again at each would be quadratic). AT_WAIT
+ * when a candidate inside cannot tell yet. */
+static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
+                            size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont)
+{
+    const struct rules *r = s->r;
+    size_t start = i + *ms, end = i + *me, tri_base = SIZE_MAX;
+    uint64_t tri_mask = 0;
+    for (size_t j = i + 1; j < end; j++) {
+        size_t a = 0, b = 0;
+        unsigned k;
+        enum sbx__cont c = SBX__CONT_NONE;
+        enum at_result res;
+        if (r->tri && j + SBX__TRI_SPAN <= n) {
+            /* to the prefilter's next hit, or to where the last bytes are
+             * left to the pair test */
+            tri_next(r->tri, p, n, &j, &tri_base, &tri_mask);
+            if (j >= end)
+                break;
+        }
+        if (!worth_at(r, p, j, n, more))
+            continue;
+        res = at(s, p, j, n, last_end, more, &a, &b, &k, &c, kind);
+        if (res == AT_WAIT)
+            return AT_WAIT;
+        /* Anything that starts inside joins the span: a match overlapping
+         * it or reaching past it, one between i and the span's start (a
+         * value used as an Authorization scheme word), and one whose
+         * trigger is inside though its redaction starts after (a value
+         * ending in "https:/"). The farthest end brings its continuation. */
+        if (res == AT_MATCH) {
+            if (j + a < start)
+                start = j + a;
+            if (j + b > end) {
+                end = j + b;
+                *cont = c;
+            }
+        }
+    }
+    *ms = start - i;
+    *me = end - i;
+    return AT_MATCH;
+}
+
+enum { CONT_DONE, CONT_ALL, CONT_MORE };
+
+/* Swallow the rest of a match cut by its window, from p[*i]: CONT_DONE
+ * when it has ended (p[*i] is the first byte after it), CONT_ALL when
+ * every byte was taken and it goes on, CONT_MORE when p[*i] cannot be
+ * judged without the next byte (hold from there). Byte by byte, with its
+ * state in the stream, so chunking changes nothing. */
+static int cont_take(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *i)
+{
+    for (; *i < n; (*i)++) {
+        unsigned char c = p[*i];
+        switch (s->cont) {
+        case SBX__CONT_JWT:
+            if (!(isalnum(c) || c == '_' || c == '-' || c == '.'))
+                goto done;
+            break;
+        case SBX__CONT_LINE:
+            if (c == '\n' || c == '\r' || c == '"' || c == '\'')
+                goto done;
+            if (c == '\\') { /* an escaped line break ends it; another escape is in it */
+                if (*i + 1 >= n)
+                    return more ? CONT_MORE : (s->cont = SBX__CONT_NONE, CONT_DONE);
+                if (p[*i + 1] == 'n' || p[*i + 1] == 'r')
+                    goto done;
+                (*i)++;
+            }
+            break;
+        case SBX__CONT_PEM: {
+            size_t used = 0;
+            int res = sbx__pem_cont((const char *)p + *i, n - *i, more, &used);
+            *i += used;
+            if (res == 2)
+                return CONT_MORE;
+            if (res == 1)
+                return CONT_ALL;
+            goto done;
+        }
+        default:
+            return CONT_DONE;
+        }
+    }
+    return CONT_ALL;
+done:
+    s->cont = SBX__CONT_NONE;
+    return CONT_DONE;
+}
+
+/* Where to look next after nothing matched at p[i]: i + 1, or in a run of
+ * one byte (a separator line) the first position whose run length some
+ * candidate can start with (index_runs), when the run's end is known. */
+static inline size_t after_miss(const struct rules *r, const unsigned char *p, size_t i, size_t n, bool more)
+{
+    unsigned char c;
+    size_t e = i + 2, j = i + 1;
+    if (__builtin_expect(i + 2 >= n || p[i + 1] != p[i] || !r->run_skip[p[i]], 1))
+        return i + 1;
+    c = p[i];
+    while (e < n && p[e] == c)
+        e++;
+    if (e == n && more)
+        return i + 1;
+    while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
+        j++;
+    return j;
+}
+
+/* Decide what can be decided in p[0..n) (the held bytes, or a chunk fed
+ * while nothing was held): the output is appended to s->out, *decided
+ * receives how many bytes were decided; the rest must be held. */
+static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
+{
+    const struct rules *r = s->r;
+    size_t i = 0, emit = 0, last_end = 0, tri_base = SIZE_MAX;
+    uint64_t tri_mask = 0;
+    if (!p) /* nothing held at the end: no arithmetic on a null pointer */
+        p = (const unsigned char *)"";
+    if (s->cont != SBX__CONT_NONE) {
+        int cr = cont_take(s, p, n, more, &i);
+        emit = last_end = i;
+        if (cr == CONT_MORE)
+            goto out;
+    }
+    while (i < n) {
+        size_t ms = 0, me = 0;
+        unsigned kind = 0;
+        enum sbx__cont cont = SBX__CONT_NONE;
+        enum at_result res;
+        if (r->tri && i + SBX__TRI_SPAN <= n && tri_next(r->tri, p, n, &i, &tri_base, &tri_mask))
+            goto pair;
+        /* The hot loop: one pair test per byte until something could
+         * start, four positions per round (independent loads). */
+        while (i + 4 < n) {
+            unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
+                     c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
+            /* the first of the four, without a branch per position (bit 0
+             * is set in every value that is not 0) */
+            unsigned m = (unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 | (unsigned)r->pair8[c] << 2 |
+                         (unsigned)r->pair8[d] << 3;
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                goto pair;
+            }
+            i += 4;
+        }
+        while (i + 1 < n && !r->pair8[(unsigned)p[i] << 8 | p[i + 1]])
+            i++;
+    pair:
+        /* Here p[i], p[i + 1] is a pair some candidate starts with, or i
+         * is the last byte: held if it could start one and more may come. */
+        if (!worth_at(r, p, i, n, more)) {
+            i++;
+            continue;
+        }
+        res = at(s, p, i, n, last_end, more, &ms, &me, &kind, &cont, UINT_MAX);
+        if (res == AT_WAIT)
+            break;
+        if (res == AT_NONE) {
+            i = after_miss(r, p, i, n, more);
+            continue;
+        }
+        if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont) != AT_MATCH)
+            break; /* something inside needs more bytes: hold from i */
+        if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
+            return SBX_E_NOMEM;
+        i = emit = last_end = i + me;
+        if (cont != SBX__CONT_NONE) {
+            /* Cut by its window: the rest of it goes too. */
+            int cr;
+            s->cont = cont;
+            cr = cont_take(s, p, n, more, &i);
+            emit = last_end = i;
+            if (cr == CONT_MORE)
+                break;
+        }
+    }
+out:
+    if (sbx__buf_append(&s->out, p + emit, i - emit) != SBX_OK)
+        return SBX_E_NOMEM;
+    if (i > 0) {
+        /* Remember the last bytes decided, for the next boundaries. */
+        unsigned char h[2 * HIST];
+        size_t nh = 0;
+        for (size_t k = 0; k < s->nhist; k++)
+            h[nh++] = s->hist[k];
+        for (size_t k = i > HIST ? i - HIST : 0; k < i; k++)
+            h[nh++] = p[k];
+        s->nhist = nh < HIST ? nh : HIST;
+        memcpy(s->hist, h + nh - s->nhist, s->nhist);
+        s->after_match = last_end == i;
+    }
+    *decided = i;
+    return SBX_OK;
+}
+
+sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out,
+                                  size_t *out_len)
+{
+    size_t done;
+    unsigned char hist[HIST];
+    size_t nhist;
+    bool after;
+    enum sbx__cont cont;
+    if (!s || (!data && len) || !out || !out_len)
+        return SBX_E_INVALID_ARG;
+    *out = "";
+    *out_len = 0;
+    if (s->finished)
+        return SBX_E_MISUSE;
+    memcpy(hist, s->hist, sizeof hist);
+    nhist = s->nhist;
+    after = s->after_match;
+    cont = s->cont;
+    sbx__buf_clear(&s->out);
+    if (s->pend.len == 0) {
+        /* Nothing held: scan the chunk where it is, hold only its tail.
+         * Room for the tail first, so nothing can fail after the scan. */
+        if (sbx__buf_reserve(&s->pend, len) != SBX_OK)
+            return SBX_E_NOMEM;
+        if (scan(s, (const unsigned char *)data, len, true, &done) != SBX_OK)
+            goto oom;
+        sbx__buf_append(&s->pend, data + done, len - done); /* reserved: cannot fail */
+    } else {
+        size_t old = s->pend.len, bridge = len < BRIDGE ? len : BRIDGE, more_done = 0;
+        /* Held bytes wait for a candidate that needs more input: deciding
+         * again only once many held bytes have doubled keeps a stream fed
+         * one byte at a time linear (the answer depends on the bytes, not
+         * on when it is given). */
+        if (old + len < s->recheck) {
+            if (sbx__buf_append(&s->pend, data, len) != SBX_OK)
+                return SBX_E_NOMEM;
+            return SBX_OK;
+        }
+        /* Room for everything first: nothing can fail after a scan but
+         * another scan, which undoes the call. */
+        if (sbx__buf_reserve(&s->pend, old + len) != SBX_OK)
+            return SBX_E_NOMEM;
+        /* The held bytes and the chunk's start: usually enough to decide
+         * what was held, and the rest of the chunk is then scanned where it
+         * is instead of being copied behind them. */
+        sbx__buf_append(&s->pend, data, bridge);
+        if (scan(s, (const unsigned char *)s->pend.data, s->pend.len, true, &done) != SBX_OK)
+            goto undo;
+        if (done >= old && bridge < len) {
+            size_t off = done - old;
+            if (scan(s, (const unsigned char *)data + off, len - off, true, &more_done) != SBX_OK)
+                goto undo;
+            sbx__wipe(s->pend.data, s->pend.len);
+            sbx__buf_clear(&s->pend);
+            sbx__buf_append(&s->pend, data + off + more_done, len - off - more_done); /* reserved */
+        } else {
+            sbx__buf_append(&s->pend, data + bridge, len - bridge); /* reserved */
+            if (bridge < len &&
+                scan(s, (const unsigned char *)s->pend.data + done, s->pend.len - done, true, &more_done) != SBX_OK)
+                goto undo;
+            sbx__wipe(s->pend.data, done + more_done);
+            sbx__buf_consume(&s->pend, done + more_done);
+        }
+        goto held;
+    undo:
+        sbx__wipe(s->pend.data + old, s->pend.len - old);
+        sbx__buf_truncate(&s->pend, old);
+        goto oom;
+    }
+held:
+    /* Up to RECHECK_MIN held bytes are decided again at every feed; past
+     * that, once they have doubled (a PEM block fed byte by byte). */
+    s->recheck = s->pend.len > RECHECK_MIN ? 2 * s->pend.len : 0;
+    *out = s->out.data ? s->out.data : "";
+    *out_len = s->out.len;
+    return SBX_OK;
+oom:
+    memcpy(s->hist, hist, sizeof hist);
+    s->nhist = nhist;
+    s->after_match = after;
+    s->cont = cont;
+    return SBX_E_NOMEM;
+}
+
+sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size_t *out_len)
+{
+    sbx_status st;
+    size_t done;
+    if (!s || !out || !out_len)
+        return SBX_E_INVALID_ARG;
+    *out = "";
+    *out_len = 0;
+    if (s->finished)
+        return SBX_E_MISUSE;
+    sbx__buf_clear(&s->out);
+    if ((st = scan(s, (const unsigned char *)s->pend.data, s->pend.len, false, &done)) != SBX_OK)
+        return st;
+    sbx__wipe(s->pend.data, s->pend.len);
+    sbx__buf_clear(&s->pend);
+    s->finished = true;
+    *out = s->out.data ? s->out.data : "";
+    *out_len = s->out.len;
+    return SBX_OK;
+}
+
+uint64_t sbx_redact_stream_count(const sbx_redact_stream *s, const char *kind)
+{
+    uint64_t n = 0;
+    if (!s)
+        return 0;
+    for (size_t k = 0; k < s->r->nkinds; k++)
+        if (!kind || strcmp(kind, s->r->kinds[k]) == 0)
+            n += s->counts[k];
+    return n;
+}
+
+sbx_status sbx_redact_stream_counts_json(const sbx_redact_stream *s, char **out)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    bool first = true;
+    if (!s || !out)
+        return SBX_E_INVALID_ARG;
+    *out = NULL;
+    if (sbx__buf_putc(&b, '{') != SBX_OK)
+        goto oom;
+    for (size_t k = 0; k < s->r->nkinds; k++) {
+        if (!s->counts[k])
+            continue;
+        if (sbx__buf_printf(&b, "%s\"%s\": %llu", first ? "" : ", ", s->r->kinds[k],
+                            (unsigned long long)s->counts[k]) != SBX_OK)
+            goto oom;
+        first = false;
+    }
+    if (sbx__buf_putc(&b, '}') != SBX_OK || !(*out = sbx__buf_detach(&b, NULL)))
+        goto oom;
+    return SBX_OK;
+oom:
+    sbx__buf_free(&b);
+    return SBX_E_NOMEM;
+}
+
+sbx_status sbx_redactor_redact(const sbx_redactor *r, const char *data, size_t len, char **out, size_t *out_len)
+{
+    sbx_redact_stream *s;
+    sbx__buf b = SBX__BUF_INIT;
+    const char *o;
+    size_t n;
+    sbx_status st;
+    if (out)
+        *out = NULL;
+    if (!r || (!data && len) || !out)
+        return SBX_E_INVALID_ARG;
+    if (!(s = sbx_redact_stream_new(r)))
+        return SBX_E_NOMEM;
+    st = sbx_redact_stream_feed(s, data ? data : "", len, &o, &n);
+    if (st == SBX_OK)
+        st = sbx__buf_append(&b, o, n);
+    if (st == SBX_OK)
+        st = sbx_redact_stream_finish(s, &o, &n);
+    if (st == SBX_OK)
+        st = sbx__buf_append(&b, o, n);
+    sbx_redact_stream_free(s);
+    if (st == SBX_OK && !(*out = sbx__buf_detach(&b, out_len)))
+        st = SBX_E_NOMEM;
+    if (st != SBX_OK)
+        sbx__buf_wipe_free(&b);
+    return st; /* the buffer has no limit: only SBX_E_NOMEM can fail */
+}

@@ -1,0 +1,1107 @@
+/* SPDX-License-Identifier: MIT */
+/* redact_shapes: the credential shapes the redactor recognises by their form alone. */
+#include "redact/redact_int.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * Every matcher reads its bytes in order through peek(), which answers
+ * BYTE_NEED when a byte is not there yet but may come: the matcher then returns
+ * MORE. A matcher therefore decides only on bytes it has read, so feeding
+ * the same text in any chunking gives the same answer. When more is false
+ * the text ends at len (the stream ended or the engine's window is full)
+ * and peek() answers BYTE_END there, which the matchers treat as a boundary.
+ *
+ * The token shapes require the token to be a maximal run of its "run" set
+ * (its body charset plus the word bytes [A-Za-z0-9_]) on both sides: a
+ * byte of that set just before the trigger or just after the body means the
+ * bytes are part of a longer identifier or of encoded data, not a token.
+ * So a 37-character ghp_ run is NO rather than a partial redaction.
+ */
+
+#define BYTE_END (-1)  /* the text ends here */
+#define BYTE_NEED (-2) /* the byte may exist but is not in buf yet */
+
+/* Windows: trigger, longest body and the one byte that ends it. */
+#define GH_CLASSIC_WINDOW (4u + 36u + 1u)
+#define GH_FINE_WINDOW (11u + 82u + 1u)
+#define GITLAB_PAYLOAD_MAX 300u
+#define GITLAB_WINDOW (6u + GITLAB_PAYLOAD_MAX + 1u + 3u + 9u + 1u)
+#define SLACK_MAX 250u
+#define SLACK_WINDOW (5u + SLACK_MAX + 1u)
+#define STRIPE_WINDOW (8u + 247u + 1u)
+#define AWS_WINDOW (4u + 16u + 1u)
+#define GOOGLE_WINDOW (4u + 35u + 1u)
+#define NPM_WINDOW (4u + 36u + 1u)
+#define OPENAI_WINDOW (11u + 200u + 1u) /* sk-svcacct- is the longest prefix */
+#define ANTHROPIC_WINDOW (7u + 200u + 1u)
+/* Windows of the unbounded shapes: a cap on what the engine must hold. */
+#define JWT_WINDOW 8192u
+#define PEM_WINDOW 65536u
+#define URL_WINDOW 16384u
+#define AUTH_WINDOW 16384u
+
+typedef enum sbx__shape_result shape_result;
+
+/* ASCII classes by hand (<ctype.h> would follow the locale), as bit masks
+ * over one table so the matchers' loops need no calls. */
+enum { /* the classes of sbx__kclass */
+    K_DIGIT = 1, K_LOWER = 2, K_UPPER = 4, K_UNDER = 8, K_DASH = 16,
+    K_B32 = 32, /* A-Z 2-7 */
+    K_L36 = 64, /* 0-9 a-z */
+};
+#define K_ALPHA (K_LOWER | K_UPPER)
+#define K_ALNUM (K_DIGIT | K_ALPHA)
+#define K_WORD (K_ALNUM | K_UNDER)
+#define K_B64URL (K_WORD | K_DASH)
+#define K_SLACK (K_ALNUM | K_DASH)
+const uint8_t sbx__kclass[128] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0,
+    65, 65, 97, 97, 97, 97, 97, 97, 65, 65, 0, 0, 0, 0, 0, 0,
+    0, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+    36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 0, 0, 0, 0, 8,
+    0, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66,
+    66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 0, 0, 0, 0, 0,
+};
+
+static inline bool in(int c, unsigned mask)
+{
+    return c >= 0 && c < 128 && (sbx__kclass[c] & mask);
+}
+static bool is_digit(int c) { return in(c, K_DIGIT); }
+static bool is_alpha(int c) { return in(c, K_ALPHA); }
+static bool is_alnum(int c) { return in(c, K_ALNUM); }
+static bool is_blank(int c) { return c == ' ' || c == '\t'; }
+
+static int peek(const char *buf, size_t len, size_t i, bool more)
+{
+    if (i < len)
+        return (unsigned char)buf[i];
+    return more ? BYTE_NEED : BYTE_END;
+}
+
+/* Whether prev may sit before a token whose run set is run. */
+static bool prev_ok(int prev, unsigned run)
+{
+    return prev < 0 || !in(prev, run);
+}
+
+/*
+ * Advance *i over at most max + 1 bytes of cls, leaving in *c the byte that
+ * stopped it (BYTE_END at the end of the text). Stopping after max + 1 lets a
+ * caller say NO to an overlong run without waiting for its end. False when
+ * the next byte is still to come.
+ */
+static inline bool skip_class(const char *buf, size_t len, size_t *i, bool more, unsigned cls, size_t max,
+                              int *c)
+{
+    size_t stop = *i + max + 1, lim = stop < len ? stop : len, j = *i;
+
+    while (j < lim && (unsigned char)buf[j] < 128 && (sbx__kclass[(unsigned char)buf[j]] & cls))
+        j++;
+    *i = j;
+    if (j == stop) { /* overlong: the last byte taken is in the class */
+        *c = (unsigned char)buf[j - 1];
+        return true;
+    }
+    if (j < len) {
+        *c = (unsigned char)buf[j];
+        return true;
+    }
+    *c = more ? BYTE_NEED : BYTE_END;
+    return !more;
+}
+
+static bool all_class(const char *buf, size_t from, size_t to, unsigned cls)
+{
+    for (size_t i = from; i < to; i++)
+        if (!in((unsigned char)buf[i], cls))
+            return false;
+    return true;
+}
+
+enum prefix_state { PFX_NO, PFX_PARTIAL, PFX_YES };
+
+/* Whether lit is at buf[at]; PARTIAL when buf ends inside a match. */
+static enum prefix_state has_prefix(const char *buf, size_t len, size_t at, const char *lit)
+{
+    for (size_t k = 0; lit[k]; k++) {
+        if (at + k >= len)
+            return PFX_PARTIAL;
+        if (buf[at + k] != lit[k])
+            return PFX_NO;
+    }
+    return PFX_YES;
+}
+
+/* has_prefix() as a shape's answer: YES, NO, or MORE when the bytes that
+ * would tell are still to come. */
+static shape_result expect_prefix(const char *buf, size_t len, size_t at, const char *lit, bool more)
+{
+    enum prefix_state st = has_prefix(buf, len, at, lit);
+    return st == PFX_YES ? SBX__SHAPE_YES : st == PFX_PARTIAL && more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+}
+
+static shape_result yes(size_t s, size_t e, size_t *start, size_t *end)
+{
+    *start = s;
+    *end = e;
+    return SBX__SHAPE_YES;
+}
+
+/* YES for [s, e), which the window cut: the stream takes the rest. */
+static shape_result cut(size_t s, size_t e, size_t *start, size_t *end)
+{
+    yes(s, e, start, end);
+    return SBX__SHAPE_CUT;
+}
+
+/* A fixed literal, then min..max bytes of body, as a maximal run of run. */
+struct token_rule {
+    size_t prefix;
+    size_t min, max;
+    unsigned body, run; /* K_* masks */
+};
+
+static shape_result match_token(const struct token_rule *r, const char *buf, size_t len, int prev,
+                                bool more, size_t *start, size_t *end)
+{
+    size_t i = r->prefix;
+    int c;
+
+    if (!prev_ok(prev, r->run))
+        return SBX__SHAPE_NO;
+    if (!skip_class(buf, len, &i, more, r->body, r->max, &c))
+        return SBX__SHAPE_MORE;
+    /* An overlong body, or a run byte outside the body charset right after
+     * it (an identifier going on), means this is not the token. */
+    if (i - r->prefix > r->max || i - r->prefix < r->min || in(c, r->run))
+        return SBX__SHAPE_NO;
+    return yes(0, i, start, end);
+}
+
+/* GitHub classic tokens (ghp_, gho_, ghu_, ghs_, ghr_): 36 alphanumerics. */
+static shape_result match_github_classic(const char *buf, size_t len, int prev, bool more,
+                                         size_t *start, size_t *end)
+{
+    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* GitHub fine-grained PATs: 82 of [A-Za-z0-9_], which includes the
+ * 22 + '_' + 59 form GitHub issues. */
+static shape_result match_github_fine(const char *buf, size_t len, int prev, bool more,
+                                      size_t *start, size_t *end)
+{
+    const struct token_rule r = {11, 82, 82, K_WORD, K_WORD};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* Stripe live secret and restricted keys. */
+static shape_result match_stripe(const char *buf, size_t len, int prev, bool more,
+                                 size_t *start, size_t *end)
+{
+    const struct token_rule r = {8, 24, 247, K_ALNUM, K_WORD};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* AWS access key ids: the prefix, then 16 base32 upper-case bytes. */
+static shape_result match_aws(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    const struct token_rule r = {4, 16, 16, K_B32, K_WORD};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* Google API keys. */
+static shape_result match_google(const char *buf, size_t len, int prev, bool more,
+                                 size_t *start, size_t *end)
+{
+    const struct token_rule r = {4, 35, 35, K_B64URL, K_B64URL};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* npm access tokens; npm_config_* and npm_package_* names fail on '_'. */
+static shape_result match_npm(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/* Anthropic keys: sk-ant- then the kind and version (api03-, admin01-...)
+ * and the secret, counted together. */
+static shape_result match_anthropic(const char *buf, size_t len, int prev, bool more,
+                                    size_t *start, size_t *end)
+{
+    const struct token_rule r = {7, 80, 200, K_B64URL, K_B64URL};
+    return match_token(&r, buf, len, prev, more, start, end);
+}
+
+/*
+ * OpenAI keys: sk-proj-, sk-svcacct-, sk-admin- then 20..200 base64url
+ * bytes, or the legacy sk- then 48 alphanumerics. sk-ant- is Anthropic's:
+ * NO here lets that shape's YES stand alone at the position.
+ */
+static shape_result match_openai(const char *buf, size_t len, int prev, bool more,
+                                 size_t *start, size_t *end)
+{
+    static const char *const named[] = {"sk-proj-", "sk-svcacct-", "sk-admin-"};
+    const struct token_rule legacy = {3, 48, 48, K_ALNUM, K_B64URL};
+    bool partial = false;
+
+    if (!prev_ok(prev, K_B64URL))
+        return SBX__SHAPE_NO;
+    /* Only the byte after "sk-" can start a named form ('a' also
+     * Anthropic's sk-ant-, which is not this shape). */
+    if (len > 3 && !memchr("psa", buf[3], 3))
+        return match_token(&legacy, buf, len, prev, more, start, end);
+    switch (has_prefix(buf, len, 0, "sk-ant-")) {
+    case PFX_YES:
+        return SBX__SHAPE_NO;
+    case PFX_PARTIAL:
+        partial = true;
+        break;
+    case PFX_NO:
+        break;
+    }
+    for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
+        enum prefix_state p = has_prefix(buf, len, 0, named[k]);
+        if (p == PFX_YES) {
+            const struct token_rule r = {strlen(named[k]), 20, 200, K_B64URL, K_B64URL};
+            return match_token(&r, buf, len, prev, more, start, end);
+        }
+        partial = partial || p == PFX_PARTIAL;
+    }
+    /* Which form this is depends on bytes still to come. */
+    if (partial && more)
+        return SBX__SHAPE_MORE;
+    return match_token(&legacy, buf, len, prev, more, start, end);
+}
+
+/*
+ * GitLab PATs: the legacy glpat- + 20 base64url bytes, or the routable form
+ * glpat- + 27..300 base64url payload + '.' + [0-9a-z]{9} (2-byte length and
+ * 7-byte CRC), optionally with a 2-byte version group: '.' [0-9a-z]{2} '.'
+ * [0-9a-z]{9}. A '.' after either form is only punctuation.
+ */
+static shape_result match_gitlab(const char *buf, size_t len, int prev, bool more,
+                                 size_t *start, size_t *end)
+{
+    size_t i = 6, n, j, k;
+    int c;
+
+    if (!prev_ok(prev, K_B64URL))
+        return SBX__SHAPE_NO;
+    if (!skip_class(buf, len, &i, more, K_B64URL, GITLAB_PAYLOAD_MAX, &c))
+        return SBX__SHAPE_MORE;
+    n = i - 6;
+    if (n == 20)
+        return yes(0, i, start, end);
+    if (n < 27 || n > GITLAB_PAYLOAD_MAX || c != '.')
+        return SBX__SHAPE_NO;
+    j = k = i + 1;
+    if (!skip_class(buf, len, &k, more, K_B64URL, 9, &c))
+        return SBX__SHAPE_MORE;
+    if (k - j == 9 && all_class(buf, j, k, K_L36))
+        return yes(0, k, start, end);
+    if (k - j != 2 || c != '.' || !all_class(buf, j, k, K_L36))
+        return SBX__SHAPE_NO;
+    j = k = k + 1;
+    if (!skip_class(buf, len, &k, more, K_B64URL, 9, &c))
+        return SBX__SHAPE_MORE;
+    if (k - j == 9 && all_class(buf, j, k, K_L36))
+        return yes(0, k, start, end);
+    return SBX__SHAPE_NO;
+}
+
+
+/*
+ * Slack tokens: xox[abposre]- then 10..250 bytes of [A-Za-z0-9-] in
+ * '-'-separated groups: at least two groups, none empty, the first numeric
+ * (the team or app id every Slack token starts with), and a letter
+ * somewhere. The numeric first group and the letter keep "xoxo-gossip-girl"
+ * and "xoxo-2024-05-17" out.
+ */
+static shape_result match_slack(const char *buf, size_t len, int prev, bool more,
+                                size_t *start, size_t *end)
+{
+    size_t i, n = 0, dashes = 0;
+    bool letter = false;
+    int c, last = '-';
+
+    if (!prev_ok(prev, K_B64URL))
+        return SBX__SHAPE_NO;
+    c = peek(buf, len, 3, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c == BYTE_END || !memchr("abposre", c, 7))
+        return SBX__SHAPE_NO;
+    c = peek(buf, len, 4, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != '-')
+        return SBX__SHAPE_NO;
+    for (i = 5;; i++) {
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END || !in(c, K_SLACK))
+            break;
+        if (++n > SLACK_MAX || (c == '-' && last == '-') || (is_alpha(c) && dashes == 0))
+            return SBX__SHAPE_NO;
+        dashes += c == '-';
+        letter = letter || is_alpha(c);
+        last = c;
+    }
+    if (c == '_' || n < 10 || dashes == 0 || last == '-' || !letter)
+        return SBX__SHAPE_NO;
+    return yes(0, i, start, end);
+}
+
+/*
+ * JWTs: eyJ (base64 of '{"') + 8 or more base64url, '.', the same for the
+ * payload, '.', and a signature of zero or more base64url (unsigned tokens
+ * end in the dot). A payload or signature cut by the window is still
+ * redacted, to the window's end: the header and payload were seen.
+ */
+static shape_result match_jwt(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    size_t i = 3, payload;
+    int c;
+    shape_result r;
+
+    if (!prev_ok(prev, K_B64URL))
+        return SBX__SHAPE_NO;
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
+        return SBX__SHAPE_MORE;
+    if (c != '.' || i < 3 + 8)
+        return SBX__SHAPE_NO;
+    payload = ++i;
+    if ((r = expect_prefix(buf, len, payload, "eyJ", more)) != SBX__SHAPE_YES)
+        return r;
+    i += 3;
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
+        return SBX__SHAPE_MORE;
+    if (i < payload + 3 + 8)
+        return SBX__SHAPE_NO;
+    if (c == BYTE_END && len >= JWT_WINDOW)
+        return cut(0, len, start, end);
+    if (c != '.')
+        return SBX__SHAPE_NO;
+    i++;
+    if (!skip_class(buf, len, &i, more, K_B64URL, JWT_WINDOW, &c))
+        return SBX__SHAPE_MORE;
+    if (c == BYTE_END && len >= JWT_WINDOW)
+        return cut(0, len, start, end);
+    return yes(0, i, start, end);
+}
+
+/* A PEM label at buf[at] ("RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"...)
+ * and its closing "-----": *n is the length of both. Only private-key
+ * labels: certificates and public keys are not secrets. */
+static shape_result pem_label(const char *buf, size_t len, size_t at, bool more, size_t *n)
+{
+    size_t i = at;
+    shape_result r;
+    while (i < len && i - at <= 64 && (in((unsigned char)buf[i], K_DIGIT | K_UPPER) || buf[i] == ' '))
+        i++;
+    if (i >= len)
+        return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    if (i - at > 64)
+        return SBX__SHAPE_NO;
+    if ((r = expect_prefix(buf, len, i, "-----", more)) != SBX__SHAPE_YES)
+        return r;
+    /* "... PRIVATE KEY" or "... PRIVATE KEY BLOCK" (PGP) */
+    if (!((i - at >= 11 && memcmp(buf + i - 11, "PRIVATE KEY", 11) == 0) ||
+          (i - at >= 17 && memcmp(buf + i - 17, "PRIVATE KEY BLOCK", 17) == 0)))
+        return SBX__SHAPE_NO;
+    *n = i + 5 - at;
+    return SBX__SHAPE_YES;
+}
+
+static bool is_b64(int c)
+{
+    return is_alnum(c) || c == '+' || c == '/' || c == '=';
+}
+
+/* A line break at buf[i]: "\n" or "\r\n", raw or escaped by any number
+ * of backslashes (JSON, JSON inside JSON). Its length, 0 when there is
+ * none, -1 when more bytes are needed to tell. */
+static int pem_break(const char *buf, size_t len, size_t i, bool more)
+{
+    size_t j = i;
+    int c = peek(buf, len, j, more);
+    if (c == '\n')
+        return 1;
+    if (c == '\r') {
+        c = peek(buf, len, j + 1, more);
+        return c == BYTE_NEED ? -1 : c == '\n' ? 2 : 1;
+    }
+    while (c == '\\')
+        c = peek(buf, len, ++j, more);
+    if (j == i)
+        return 0;
+    if (c == BYTE_NEED)
+        return -1;
+    if (c == 'n')
+        return (int)(j + 1 - i);
+    if (c == 'r') { /* an escaped CR, maybe with its escaped LF */
+        int k = pem_break(buf, len, j + 1, more);
+        return k < 0 ? -1 : (int)(j + 1 - i) + (k > 1 ? k : 0);
+    }
+    return 0;
+}
+
+/* An END line at buf[i]: *n its length through the closing dashes. */
+static shape_result pem_end(const char *buf, size_t len, size_t i, bool more, size_t *n)
+{
+    size_t k;
+    shape_result r;
+    if ((r = expect_prefix(buf, len, i, "-----END ", more)) != SBX__SHAPE_YES ||
+        (r = pem_label(buf, len, i + 9, more, &k)) != SBX__SHAPE_YES)
+        return r;
+    *n = 9 + k;
+    return SBX__SHAPE_YES;
+}
+
+int sbx__pem_cont(const char *buf, size_t len, bool more, size_t *used)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t j = i, n;
+        int brk;
+        shape_result r = pem_end(buf, len, i, more, &n);
+        if (r == SBX__SHAPE_YES) {
+            *used = i + n;
+            return 0;
+        }
+        if (r == SBX__SHAPE_MORE) {
+            *used = i;
+            return 2;
+        }
+        while (j < len && is_b64((unsigned char)buf[j]))
+            j++;
+        if (j == len) {
+            if (!more) { /* the stream ends inside the body */
+                *used = j;
+                return 0;
+            }
+            if (j - i > 4096) { /* a long run: take it, the body goes on */
+                *used = j;
+                return 1;
+            }
+            *used = i;
+            return j == i ? 1 : 2;
+        }
+        brk = pem_break(buf, len, j, more);
+        if (brk < 0) {
+            *used = i;
+            return 2;
+        }
+        if (brk == 0 || j == i) { /* a line that is not base64, or an empty one */
+            *used = i;
+            return 0;
+        }
+        i = j + (size_t)brk;
+    }
+}
+
+/*
+ * PEM private keys: "-----BEGIN <label>-----", a body, and the first
+ * "-----END <label>-----" (any private-key label on either: a mismatched
+ * pair is still a key). Lines may be real or escaped ("\n" in JSON, "\\n"
+ * in JSON inside JSON). Header lines ("Proc-Type: 4,ENCRYPTED", an armor's
+ * "Version: GnuPG v1 (GNU/Linux)") may come first, then the body: lines
+ * of base64. A key flattened into one line (spaces for line breaks) is a
+ * block whose END is on the BEGIN line.
+ *
+ * There must be key material (a run of 16 base64 characters): a BEGIN and
+ * an END line quoted in prose are not a key. Without an END line the key
+ * was cut or truncated: the redaction ends after the last line of base64
+ * (the line breaking off, when it is base64 up to where it stops), and a
+ * line that is not base64 (prose, a log line) ends the key there. A body
+ * longer than the window is redacted to the start of the window's last
+ * line, and the stream goes on through the rest (sbx__pem_cont).
+ */
+static shape_result match_pem(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    size_t n = 0, i, run = 0, maxrun = 0, keep = 0, line_start, first;
+    bool headers = true, pure = true, empty = true, colon = false, spaced_ok = true;
+    shape_result r;
+    int c;
+
+    (void)prev;
+    r = pem_label(buf, len, 11, more, &n);
+    if (r != SBX__SHAPE_YES)
+        return r;
+    first = line_start = i = 11 + n;
+    for (;;) {
+        int brk;
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END)
+            break;
+        if (c == '-') {
+            r = pem_end(buf, len, i, more, &n);
+            if (r == SBX__SHAPE_MORE)
+                return r;
+            if (r == SBX__SHAPE_YES) {
+                if (maxrun < 16) /* BEGIN and END lines quoted in prose */
+                    return SBX__SHAPE_NO;
+                return yes(0, i + n, start, end);
+            }
+        }
+        brk = pem_break(buf, len, i, more);
+        if (brk < 0)
+            return SBX__SHAPE_MORE;
+        if (brk > 0) {
+            if (!empty) {
+                if (headers && colon && !pure)
+                    ; /* a header line */
+                else if (pure)
+                    headers = false, keep = i;
+                else if (line_start == first && spaced_ok && maxrun >= 16)
+                    headers = false, keep = i; /* the BEGIN line holding a flattened body */
+                else
+                    goto cut;
+            } else if (!headers || keep) {
+                goto cut; /* a blank line after the body */
+            } else if (line_start != first) {
+                headers = false; /* the blank line closing the headers */
+            }
+            i += (size_t)brk;
+            line_start = i;
+            pure = empty = true;
+            colon = false;
+            run = 0;
+            continue;
+        }
+        if (empty && is_blank(c) && line_start != first) {
+            i++; /* indentation (a key in a YAML block) */
+            continue;
+        }
+        empty = false;
+        if (is_b64(c)) {
+            if (++run > maxrun)
+                maxrun = run;
+            i++;
+            continue;
+        }
+        run = 0;
+        pure = false;
+        if (c == ':')
+            colon = true;
+        if (line_start == first && c != ' ')
+            spaced_ok = false;
+        /* Header lines may hold any printable character; body lines only
+         * base64 (and the BEGIN line, spaces). */
+        if (c == ' ' || c == '\t' || (headers && c >= 0x20 && c < 0x7f && c != '"' && c != '\'')) {
+            i++;
+            continue;
+        }
+        break;
+    }
+    if (c == BYTE_END && len >= PEM_WINDOW) {
+        /* Cut by the window: redact to the start of its last line, the
+         * stream takes the rest line by line (an END line cut in two is
+         * seen whole there). */
+        return cut(0, line_start > first ? line_start : len, start, end);
+    }
+cut:
+    if (pure && !empty && (!headers || keep))
+        keep = i; /* the line breaking off is base64 up to here */
+    if (maxrun < 16 || !keep)
+        return SBX__SHAPE_NO;
+    return yes(0, keep, start, end);
+}
+
+/* Bytes that end a URL's authority, plus those never in a userinfo, so
+ * JSON, HTML, Markdown and ${VAR} templates around a URL stay outside. */
+static bool url_stop(int c)
+{
+    /* A bit per byte below 128 (the characters above, controls, space). */
+    static const uint64_t stop[2] = {
+        0xffffffffull | 1ull << ' ' | 1ull << '"' | 1ull << '#' | 1ull << '/' | 1ull << '<' | 1ull << '>' | 1ull << '?',
+        1ull << ('\\' - 64) | 1ull << ('`' - 64) | 1ull << ('{' - 64) | 1ull << ('|' - 64) | 1ull << ('}' - 64) |
+            1ull << (0x7f - 64),
+    };
+    return c < 128 && ((stop[c >> 6] >> (c & 63)) & 1);
+}
+
+/* The bytes match_url's loop looks at: url_stop's, and , ; ' @ : */
+static bool url_mark(unsigned char c)
+{
+    static const uint64_t mark[2] = {
+        0xffffffffull | 1ull << ' ' | 1ull << '"' | 1ull << '#' | 1ull << '/' | 1ull << '<' | 1ull << '>' | 1ull << '?' |
+            1ull << ',' | 1ull << ';' | 1ull << '\'' | 1ull << ':',
+        1ull << ('@' - 64) | 1ull << ('\\' - 64) | 1ull << ('`' - 64) | 1ull << ('{' - 64) | 1ull << ('|' - 64) |
+            1ull << ('}' - 64) | 1ull << (0x7f - 64),
+    };
+    return c < 128 && ((mark[c >> 6] >> (c & 63)) & 1);
+}
+
+/* Whether buf[i..] starts "%XY" for the two hex digits of enc (any case);
+ * BYTE_NEED when it cannot tell yet. */
+static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *enc)
+{
+    for (size_t k = 0; k < 3; k++) {
+        int c = peek(buf, len, i + k, more);
+        if (c == BYTE_NEED)
+            return BYTE_NEED;
+        if (c == BYTE_END || (c | (k ? 0x20 : 0)) != (enc[k] | (k ? 0x20 : 0)))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * URL credentials: after "://" (or ":\/\/" in JSON), the userinfo is
+ * everything up to the last '@' before the authority ends (as WHATWG
+ * parses a raw '@' in a password), and it must hold a ':' followed by a
+ * non-empty password. Only the userinfo is redacted; the scheme is not
+ * visible (prev only), any is taken. A URL percent-encoded whole (inside
+ * another URL's query: "https%3A%2F%2Fuser%3Apass%40host") is read the
+ * same way with %3A, %40 and %2F.
+ */
+static shape_result match_url(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    size_t i, from, at = 0, colon = 0, atlen = 1, clen = 1;
+    bool pct = buf[0] == '%';
+    int c;
+
+    (void)prev;
+    /* "://", ":\/\/", "%3A%2F%2F", or Python quote()'s "%3A//" */
+    from = pct ? (buf[3] == '/' ? 5 : 9) : buf[1] == '\\' ? 5 : 3;
+    if (!pct) {
+        /* The rules of the encoded form's loop below, without its escapes,
+         * in a tight loop: most URLs have no userinfo, and this runs at each. */
+        for (i = from; i < len; i++) {
+            unsigned char b = (unsigned char)buf[i];
+            if (!url_mark(b))
+                continue;
+            if (url_stop(b) || (!colon && (b == ',' || b == ';' || b == '\'')))
+                break;
+            if (b == '@')
+                at = i;
+            else if (b == ':' && !colon)
+                colon = i;
+        }
+        if (i >= len && more)
+            return SBX__SHAPE_MORE;
+    } else {
+        for (i = from;; i++) {
+            c = peek(buf, len, i, more);
+            if (c == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (c == BYTE_END || url_stop(c) || c == '&')
+                break;
+            /* Before the password's ':', a list separator or a quote ends the
+             * URL (CSV, SQL): a user name does not hold one. */
+            if (!colon && (c == ',' || c == ';' || c == '\''))
+                break;
+            if (c == '%') {
+                int a = pct_is(buf, len, i, more, "%40"), k = pct_is(buf, len, i, more, "%3A"),
+                    sl = pct_is(buf, len, i, more, "%2F"), q = pct_is(buf, len, i, more, "%3F"),
+                    h = pct_is(buf, len, i, more, "%23");
+                if (a == BYTE_NEED)
+                    return SBX__SHAPE_MORE;
+                if (sl == 1 || q == 1 || h == 1)
+                    break;
+                if (a == 1)
+                    at = i, atlen = 3;
+                else if (k == 1 && !colon)
+                    colon = i, clen = 3;
+                continue;
+            }
+            /* Raw ':' and '@' count in an encoded URL too (half-encoded). */
+            if (c == '@')
+                at = i, atlen = 1;
+            else if (c == ':' && !colon)
+                colon = i, clen = 1;
+        }
+    }
+    if (!at || !colon || colon > at || at == colon + clen)
+        return SBX__SHAPE_NO;
+    /* image@sha256:digest is a container image reference, not a login. */
+    for (size_t k = 0; k < 3; k++) {
+        static const char *const digests[] = {"sha256:", "sha512:", "sha384:"};
+        if (has_prefix(buf, len, at + atlen, digests[k]) == PFX_YES)
+            return SBX__SHAPE_NO;
+    }
+    return yes(from, at, start, end);
+}
+
+/* Where a header name may start: a line, a prompt ("> " from curl -v), a
+ * quote (JSON, a Python dict, -H '...', also an escaped \" in JSON), a
+ * bracket, a list or object separator, a query string (?authorization=), an
+ * environment name (HTTP_AUTHORIZATION), an assignment (git config's
+ * http.extraheader=AUTHORIZATION: ...). A letter, digit or '-' before it
+ * means another word (X-Authorization:, preauthorization:) and is NO. */
+static bool auth_prev_ok(int prev)
+{
+    return prev < 0 || prev == SBX__PREV_ESCAPED_QUOTE || (prev != 0 && prev < 128 && strchr("\n\r \t<>\"',{[(;?&_=", prev));
+}
+
+static bool is_scheme(int c)
+{
+    return is_alnum(c) || c == '-' || c == '_' || c == '.' || c == '+';
+}
+
+/* The HTTP authentication schemes programs use (IANA's registry and the
+ * common private ones): a lone one is a scheme without credentials, and
+ * after one, the next word is the credential whatever it looks like. */
+static bool known_scheme(const char *w, size_t n)
+{
+    static const char *const schemes[] = {
+        "basic", "bearer", "digest", "token", "negotiate", "ntlm", "bot", "oauth", "hoba", "mutual",
+        "vapid", "hawk", "apikey", "api-key", "key", "jwt", "dpop", "aws4-hmac-sha256", "scram-sha-1",
+        "scram-sha-256", "googlelogin", "privatetoken", "concealed", "gnap", "sso", "otp",
+    };
+    for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
+        size_t m = strlen(schemes[k]), j = 0;
+        while (j < n && j < m && (w[j] | 0x20) == schemes[k][j])
+            j++;
+        if (j == n && j == m)
+            return true;
+    }
+    return false;
+}
+
+/* A word that could be a credential on its own: 8 bytes or more with a
+ * digit, a token68 symbol or both letter cases ("required" and "none" are
+ * prose). */
+static bool credentialish(const char *w, size_t n)
+{
+    bool digit = false, upper = false, lower = false, sym = false;
+    if (n < 8)
+        return false;
+    for (size_t k = 0; k < n; k++) {
+        int c = (unsigned char)w[k];
+        digit = digit || is_digit(c);
+        upper = upper || (c >= 'A' && c <= 'Z');
+        lower = lower || (c >= 'a' && c <= 'z');
+        sym = sym || (c != 0 && strchr("+/=_-.~", c));
+    }
+    return digit || sym || (upper && lower);
+}
+
+/* A reference to a secret, not one: $VAR, ${VAR}, $(cmd), <token>, {{x}},
+ * %VAR%, or masked (***, xxxx). */
+static bool placeholder(const char *w, size_t n)
+{
+    size_t k = 0;
+    if (n && (w[0] == '$' || w[0] == '<' || w[0] == '%' || (n > 1 && w[0] == '{' && w[1] == '{')))
+        return true;
+    while (k < n && (w[k] == '*' || w[k] == 'x' || w[k] == 'X' || w[k] == '.'))
+        k++;
+    return k == n;
+}
+
+/* Skip an ANSI colour code (ESC [ params letter) at buf[*i]. False when
+ * the answer needs more bytes. */
+static bool skip_ansi(const char *buf, size_t len, size_t *i, bool more)
+{
+    size_t j = *i;
+    int c = peek(buf, len, j, more);
+    if (c != 0x1b)
+        return c != BYTE_NEED;
+    c = peek(buf, len, ++j, more);
+    if (c == BYTE_NEED)
+        return false;
+    if (c != '[')
+        return true;
+    do
+        c = peek(buf, len, ++j, more);
+    while (is_digit(c) || c == ';');
+    if (c == BYTE_NEED)
+        return false;
+    if (c >= 0x40 && c <= 0x7e)
+        *i = j + 1;
+    return true;
+}
+
+/* Skip blanks and colour codes; the byte there in *c. False: need more. */
+static bool skip_space(const char *buf, size_t len, size_t *i, bool more, int *c)
+{
+    for (;;) {
+        size_t j = *i;
+        if (!skip_ansi(buf, len, i, more))
+            return false;
+        *c = peek(buf, len, *i, more);
+        if (*c == BYTE_NEED)
+            return false;
+        if (is_blank(*c))
+            (*i)++;
+        else if (*i == j)
+            return true;
+    }
+}
+
+/* A quote at buf[i]: '"', '\'', or an escaped \" (SBX__PREV_ESCAPED_QUOTE);
+ * BYTE_END for none, BYTE_NEED to tell later. *n its length. */
+static int quote_at(const char *buf, size_t len, size_t i, bool more, size_t *n)
+{
+    int c = peek(buf, len, i, more);
+    *n = 1;
+    if (c == '"' || c == '\'')
+        return c;
+    if (c == '\\') {
+        c = peek(buf, len, i + 1, more);
+        if (c == BYTE_NEED)
+            return BYTE_NEED;
+        *n = 2;
+        return c == '"' ? SBX__PREV_ESCAPED_QUOTE : BYTE_END;
+    }
+    return c == BYTE_NEED ? BYTE_NEED : BYTE_END;
+}
+
+/* Whether the value ends at buf[i] (1), does not (0), or cannot tell yet
+ * (-1): a line break (also escaped), a colour code, its closing quote or
+ * bracket (an escaped \" when it was opened by one), the end of the text. */
+static int auth_end(const char *buf, size_t len, size_t i, bool more, int endq)
+{
+    int c = peek(buf, len, i, more), d;
+    if (c == BYTE_NEED)
+        return -1;
+    if (c == BYTE_END || c == '\n' || c == '\r' || c == 0x1b || c == endq)
+        return 1;
+    if (c != '\\')
+        return 0;
+    d = peek(buf, len, i + 1, more);
+    if (d == BYTE_NEED)
+        return -1;
+    return d == 'n' || d == 'r' || d == BYTE_END || (d == '"' && endq == SBX__PREV_ESCAPED_QUOTE);
+}
+
+/* Advance *i over a word of the value (to a blank, or with eq to an '=' too,
+ * or to the value's end: *ended). An escaped character is part of it. */
+static int auth_word(const char *buf, size_t len, size_t *i, bool more, int endq, bool eq, bool *ended)
+{
+    for (;;) {
+        int e = auth_end(buf, len, *i, more, endq);
+        if (e < 0)
+            return -1;
+        *ended = e == 1;
+        if (*ended || is_blank((unsigned char)buf[*i]) || (eq && buf[*i] == '='))
+            return 0;
+        *i += buf[*i] == '\\' ? 2 : 1;
+    }
+}
+
+static int auth_blanks(const char *buf, size_t len, size_t *i, bool more, int endq, bool *ended)
+{
+    for (;;) {
+        int e = auth_end(buf, len, *i, more, endq);
+        if (e < 0)
+            return -1;
+        *ended = e == 1;
+        if (*ended || !is_blank((unsigned char)buf[*i]))
+            return 0;
+        (*i)++;
+    }
+}
+
+/* YES for the credential [s, t); CUT when it runs to the window's end. */
+static shape_result auth_yes(const char *buf, size_t len, size_t s, size_t t, size_t *start, size_t *end)
+{
+    (void)buf;
+    if (t == len && len >= AUTH_WINDOW)
+        return cut(s, t, start, end);
+    return yes(s, t, start, end);
+}
+
+/*
+ * Authorization: and Proxy-Authorization: values, in the forms programs
+ * print them: a header line (curl -v, HTTP dumps, YAML; also coloured), a
+ * quoted header line (-H 'Authorization: ...', also inside a JSON string),
+ * a key with its value: JSON, a Python dict or bytes dict, a Python tuple
+ * ('authorization', '...'), a Ruby hash ('...' => '...'), a Go header map
+ * (Authorization:[...], "Authorization":["..."], []string{"..."}), an
+ * assignment (HTTP_AUTHORIZATION=..., ?authorization=...). The value ends
+ * at a line break (also an escaped one), its closing quote or bracket, or
+ * a colour code.
+ *
+ * Only the credentials are redacted, so that prose mentioning the header
+ * survives. After a known scheme word (Bearer, Basic, token, Negotiate...),
+ * the next word; or after any scheme word, a list of auth-params
+ * (Digest username="...", AWS4-HMAC-SHA256 Credential=...) to the end.
+ * After an unknown word, or alone, a word: where a header surely is (the
+ * start of a line, a quote, a key), any word; after a space (prose, or
+ * curl's "> "), only one that looks like a credential (8 bytes or more
+ * with a digit, a symbol or both cases). Placeholders ($TOKEN, ${TOKEN},
+ * <token>) are not credentials.
+ */
+static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
+                               size_t *start, size_t *end)
+{
+    size_t i = (buf[0] == 'p' || buf[0] == 'P') ? 19 : 13, v, w, s, t, k, qn;
+    int keyq, endq = BYTE_END, c, r;
+    bool bracket = false, ended;
+    /* Where a header surely is (a line's start, a quote, a key), any value
+     * is a credential; after a space it may be prose, which is tested. */
+    bool header = prev != ' ';
+
+    if (!auth_prev_ok(prev))
+        return SBX__SHAPE_NO;
+    /* The common miss first: the name in prose or in an identifier, a word
+     * after it (a separator, a quote or a colour code would come first). */
+    for (k = i; k < len && is_blank((unsigned char)buf[k]); k++)
+        ;
+    if (k < len && is_alnum((unsigned char)buf[k]))
+        return SBX__SHAPE_NO;
+    if (!skip_ansi(buf, len, &i, more))
+        return SBX__SHAPE_MORE;
+    /* A quoted key: the quote that opened it closes it. */
+    keyq = quote_at(buf, len, i, more, &qn);
+    if (keyq == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (keyq != BYTE_END && keyq == prev)
+        i += qn;
+    else
+        keyq = BYTE_END;
+    if (!skip_space(buf, len, &i, more, &c))
+        return SBX__SHAPE_MORE;
+    if (c == '=' && keyq != BYTE_END && peek(buf, len, i + 1, more) == '>')
+        i++; /* Ruby's => */
+    else if (peek(buf, len, i + 1, more) == BYTE_NEED && c == '=' && keyq != BYTE_END)
+        return SBX__SHAPE_MORE;
+    if (c != ':' && c != '=' && !(c == ',' && keyq != BYTE_END))
+        return SBX__SHAPE_NO;
+    i++;
+    if (!skip_space(buf, len, &i, more, &c))
+        return SBX__SHAPE_MORE;
+    /* The value's opening: Go's []string{, a bracket, Python's b'', a quote. */
+    if (c == '[' && has_prefix(buf, len, i, "[]string{") != PFX_NO) {
+        if (has_prefix(buf, len, i, "[]string{") == PFX_PARTIAL)
+            return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+        i += 9;
+    } else if (c == '[' || c == '(') {
+        bracket = true;
+        endq = c == '[' ? ']' : ')';
+        i++;
+    }
+    c = peek(buf, len, i, more);
+    if (c == 'b') {
+        int d = peek(buf, len, i + 1, more);
+        if (d == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (d == '\'' || d == '"')
+            i++;
+    }
+    k = quote_at(buf, len, i, more, &qn) == BYTE_NEED ? 0 : 1;
+    if (!k)
+        return SBX__SHAPE_MORE;
+    c = quote_at(buf, len, i, more, &qn);
+    if (c != BYTE_END) {
+        endq = c;
+        i += qn;
+    } else if (!bracket && keyq == BYTE_END) {
+        /* A whole header line in quotes, or in brackets. */
+        endq = prev == '"' || prev == '\'' || prev == SBX__PREV_ESCAPED_QUOTE ? prev
+               : prev == '(' ? ')' : prev == '[' ? ']' : prev == '{' ? '}' : BYTE_END;
+    }
+    /* The value is read word by word, and only as far as needed: prose is
+     * told from a credential by its first words, so a long line of text is
+     * not read to its end at every "authorization" in it. */
+    v = i;
+    r = auth_blanks(buf, len, &v, more, endq, &ended);
+    if (r < 0)
+        return SBX__SHAPE_MORE;
+    if (ended)
+        return SBX__SHAPE_NO;
+    w = v;
+    if (auth_word(buf, len, &w, more, endq, false, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    s = w;
+    if (!ended && auth_blanks(buf, len, &s, more, endq, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (ended) { /* one word */
+        if (placeholder(buf + v, w - v) || known_scheme(buf + v, w - v) ||
+            (!header && !credentialish(buf + v, w - v)))
+            return SBX__SHAPE_NO;
+        return auth_yes(buf, len, v, w, start, end);
+    }
+    for (k = v; k < w && is_scheme((unsigned char)buf[k]); k++)
+        ;
+    if (k < w)
+        return SBX__SHAPE_NO; /* not a scheme word: prose */
+    k = s;
+    if (auth_word(buf, len, &k, more, endq, true, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (placeholder(buf + s, k - s))
+        return SBX__SHAPE_NO;
+    if (!ended && k > s && buf[k] == '=') {
+        /* auth-params (Digest username="...", Credential=...): to the end */
+        for (t = k;;) {
+            size_t b = t;
+            if (auth_word(buf, len, &t, more, endq, false, &ended) < 0 ||
+                (!ended && auth_blanks(buf, len, &t, more, endq, &ended) < 0))
+                return SBX__SHAPE_MORE;
+            if (ended)
+                break;
+            if (t == b)
+                t++; /* cannot happen: a word or blanks moved on */
+        }
+        while (t > s && is_blank((unsigned char)buf[t - 1]))
+            t--;
+        return auth_yes(buf, len, s, t, start, end);
+    }
+    if (known_scheme(buf + v, w - v))
+        return auth_yes(buf, len, s, k, start, end); /* one word; words after it stay */
+    /* An unknown scheme: its credential must be the last word. */
+    t = k;
+    if (!ended && auth_blanks(buf, len, &t, more, endq, &ended) < 0)
+        return SBX__SHAPE_MORE;
+    if (!ended || (!header && !credentialish(buf + s, k - s)))
+        return SBX__SHAPE_NO;
+    return auth_yes(buf, len, s, k, start, end);
+}
+
+const sbx__shape sbx__shapes[] = {
+    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine, SBX__CONT_NONE, 11, 82, K_WORD},
+    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 6, 20, K_B64URL},
+    {"slack", "xoxa-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxb-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxo-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxs-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxr-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"slack", "xoxe-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
+    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
+    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
+    {"aws", "AKIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ASIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AGPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AIDA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AROA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ANPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "ANVA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"aws", "AIPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
+    {"google", "AIza", false, GOOGLE_WINDOW, match_google, SBX__CONT_NONE, 4, 35, K_B64URL},
+    {"npm", "npm_", false, NPM_WINDOW, match_npm, SBX__CONT_NONE, 4, 36, K_ALNUM},
+    {"openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE, 3, 20, K_B64URL},
+    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic, SBX__CONT_NONE, 7, 80, K_B64URL},
+    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT, 3, 8, K_B64URL},
+    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM, 0, 0, 0},
+    {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
+    {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
+    {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
+};
+
+const size_t sbx__nshapes = sizeof sbx__shapes / sizeof sbx__shapes[0];
