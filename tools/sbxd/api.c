@@ -334,7 +334,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->vcpus = limits_effective_vcpus((int)vcpus);
     s->memory_mb = 2048 * s->vcpus;
     s->timeout_ms = timeout;
-    s->status = SBX_PENDING;
+    s->status = SBXD_PENDING;
     s->requested_at = requested_at;
     s->policy = policy;
     policy = NULL;
@@ -409,7 +409,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         snprintf(s->route_urls[i], sizeof s->route_urls[i], "%s", route_url(s->routes[i]));
     }
     pthread_mutex_lock(&g.lock);
-    s->status = SBX_RUNNING;
+    s->status = SBXD_RUNNING;
     s->started_at = s->updated_at = now_ms();
     s->deadline_mono = mono_ms() + s->timeout_ms;
     sandbox_persist_locked(s);
@@ -428,7 +428,7 @@ failed_booted:
      * so the error (even a 5xx) is safe for the SDK to retry. */
     pthread_mutex_lock(&g.lock);
     if (s->ctx[s->primary].up) {
-        s->status = SBX_RUNNING;
+        s->status = SBXD_RUNNING;
         sandbox_stop_locked(s, false);
     }
     pthread_mutex_unlock(&g.lock);
@@ -438,7 +438,7 @@ failed_booted:
     }
     egress_detach(s);
     pthread_mutex_lock(&g.lock);
-    if (s->status == SBX_STOPPED || s->status == SBX_FAILED)
+    if (s->status == SBXD_STOPPED || s->status == SBXD_FAILED)
         g.running++; /* the finalizer released the slot that discard releases */
     pthread_mutex_unlock(&g.lock);
 failed:
@@ -503,7 +503,7 @@ static enum MHD_Result extend_timeout(struct http_req *r, struct sandbox *s)
     }
     json_decref(body);
     pthread_mutex_lock(&g.lock);
-    if (s->status != SBX_RUNNING) {
+    if (s->status != SBXD_RUNNING) {
         pthread_mutex_unlock(&g.lock);
         return gone(r, s);
     }
@@ -540,7 +540,7 @@ static enum MHD_Result network_policy(struct http_req *r, struct sandbox *s)
     if (sandbox_set_network(s, p, err, sizeof err) < 0) {
         bool running;
         pthread_mutex_lock(&g.lock);
-        running = s->status == SBX_RUNNING;
+        running = s->status == SBXD_RUNNING;
         pthread_mutex_unlock(&g.lock);
         /* The policy is recorded either way; a context that cannot start
          * leaves the sandbox without the network it asked for (fail closed). */
@@ -569,7 +569,7 @@ static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
     make_id(sn->id, sizeof sn->id, "snap_");
     sn->status = sbx__strdup("failed");
     pthread_mutex_lock(&g.lock);
-    if (s->status != SBX_RUNNING || s->snap_pending) {
+    if (s->status != SBXD_RUNNING || s->snap_pending) {
         pthread_mutex_unlock(&g.lock);
         snapshot_free(sn);
         return s->snap_pending ? reply_error(r, 409, "conflict", "sandbox %s is being snapshotted", s->id)
@@ -813,7 +813,7 @@ static struct command *get_command(struct http_req *r, struct sandbox *s, const 
     c = command_find(s, id);
     if (c)
         command_ref(c);
-    released = !c && s->status == SBX_STOPPED && s->ncommands == 0 &&
+    released = !c && s->status == SBXD_STOPPED && s->ncommands == 0 &&
                now_ms() - s->stopped_at >= g.cfg.retain_stopped_ms;
     pthread_mutex_unlock(&g.lock);
     if (!c)

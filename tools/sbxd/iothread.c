@@ -180,7 +180,7 @@ static void fire_timeouts(void)
 {
     int64_t now = mono_ms();
     for (struct sandbox *s = g.sandboxes; s; s = s->next)
-        if (s->status == SBX_RUNNING && s->deadline_mono <= now)
+        if (s->status == SBXD_RUNNING && s->deadline_mono <= now)
             sandbox_stop_locked(s, true);
 }
 

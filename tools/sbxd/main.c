@@ -279,14 +279,14 @@ static struct sandbox *self_test_boot(enum netmode mode, char *err, size_t errle
                  (unsigned)g.ids.count);
     } else if (sandbox_prepare_root(s, err, errlen) == 0 && sandbox_boot(s, err, errlen) == 0) {
         pthread_mutex_lock(&g.lock);
-        s->status = SBX_RUNNING;
+        s->status = SBXD_RUNNING;
         s->deadline_mono = mono_ms() + 60000;
         pthread_mutex_unlock(&g.lock);
         return s;
     }
     pthread_mutex_lock(&g.lock);
     if (s->ctx[s->primary].up) {
-        s->status = SBX_RUNNING;
+        s->status = SBXD_RUNNING;
         sandbox_stop_locked(s, false); /* the finalizer releases */
     } else {
         g.running--;
@@ -502,7 +502,7 @@ static void stop_everything(void)
 {
     pthread_mutex_lock(&g.lock);
     for (struct sandbox *s = g.sandboxes; s; s = s->next) {
-        if (s->status == SBX_RUNNING || s->status == SBX_STOPPING || s->status == SBX_SNAPSHOTTING) {
+        if (s->status == SBXD_RUNNING || s->status == SBXD_STOPPING || s->status == SBXD_SNAPSHOTTING) {
             sandbox_ref(s);
             sandbox_stop_locked(s, false);
             sandbox_unref(s);

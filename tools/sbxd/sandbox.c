@@ -34,25 +34,25 @@
 const char *sandbox_status_name(enum sandbox_status st)
 {
     switch (st) {
-    case SBX_PENDING: return "pending";
-    case SBX_RUNNING: return "running";
-    case SBX_STOPPING: return "stopping";
-    case SBX_STOPPED: return "stopped";
-    case SBX_FAILED: return "failed";
-    case SBX_ABORTED: return "aborted";
-    case SBX_SNAPSHOTTING: return "snapshotting";
+    case SBXD_PENDING: return "pending";
+    case SBXD_RUNNING: return "running";
+    case SBXD_STOPPING: return "stopping";
+    case SBXD_STOPPED: return "stopped";
+    case SBXD_FAILED: return "failed";
+    case SBXD_ABORTED: return "aborted";
+    case SBXD_SNAPSHOTTING: return "snapshotting";
     }
     return "failed";
 }
 
 static enum sandbox_status status_from_name(const char *s)
 {
-    static const enum sandbox_status all[] = {SBX_PENDING, SBX_RUNNING, SBX_STOPPING, SBX_STOPPED,
-                                              SBX_FAILED, SBX_ABORTED, SBX_SNAPSHOTTING};
+    static const enum sandbox_status all[] = {SBXD_PENDING, SBXD_RUNNING, SBXD_STOPPING, SBXD_STOPPED,
+                                              SBXD_FAILED, SBXD_ABORTED, SBXD_SNAPSHOTTING};
     for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
         if (strcmp(s, sandbox_status_name(all[i])) == 0)
             return all[i];
-    return SBX_STOPPED;
+    return SBXD_STOPPED;
 }
 
 struct sandbox *sandbox_alloc(void)
@@ -615,7 +615,7 @@ static int ctx_boot(struct sandbox *s, int ctx, char *err, size_t errlen)
         }
     }
     pthread_mutex_lock(&g.lock);
-    if (!primary && (s->status != SBX_RUNNING || !s->ctx[s->primary].up)) {
+    if (!primary && (s->status != SBXD_RUNNING || !s->ctx[s->primary].up)) {
         /* The sandbox stopped while this context was starting. */
         pthread_mutex_unlock(&g.lock);
         boot_kill(pid, child);
@@ -765,7 +765,7 @@ int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
 
     pthread_mutex_lock(&g.lock);
     for (;;) {
-        if (s->status != SBX_RUNNING) {
+        if (s->status != SBXD_RUNNING) {
             pthread_mutex_unlock(&g.lock);
             snprintf(err, errlen, "sandbox %s is %s", s->id, sandbox_status_name(s->status));
             return -1;
@@ -903,7 +903,7 @@ static void *finalize_main(void *arg)
         s->routes[i] = NULL;
     if (s->active_cpu_ms < 0)
         s->active_cpu_ms = 0;
-    s->status = (s->stop_reason && strcmp(s->stop_reason, "failed") == 0) ? SBX_FAILED : SBX_STOPPED;
+    s->status = (s->stop_reason && strcmp(s->stop_reason, "failed") == 0) ? SBXD_FAILED : SBXD_STOPPED;
     s->stopped_at = s->updated_at = now_ms();
     if (sn) {
         s->snapshotted_at = s->stopped_at;
@@ -927,9 +927,9 @@ static void start_finalizer(struct sandbox *s)
     if (s->finalizing)
         return;
     s->finalizing = true;
-    if (s->status == SBX_RUNNING || s->status == SBX_PENDING) {
+    if (s->status == SBXD_RUNNING || s->status == SBXD_PENDING) {
         /* Nobody asked: init died (killed by an OOM in its cgroup, say). */
-        s->status = SBX_STOPPING;
+        s->status = SBXD_STOPPING;
         if (!s->stop_reason)
             s->stop_reason = sbx__strdup("failed");
         s->aborted_at = now_ms();
@@ -948,7 +948,7 @@ static void start_finalizer(struct sandbox *s)
 
 void sandbox_ctx_dead(struct sandbox *s, int ctx)
 {
-    bool by_stop = s->status != SBX_RUNNING;
+    bool by_stop = s->status != SBXD_RUNNING;
     bool primary = ctx == s->primary;
 
     s->ctx[ctx].up = false;
@@ -974,8 +974,8 @@ void sandbox_ctx_dead(struct sandbox *s, int ctx)
 
 void sandbox_stop_locked(struct sandbox *s, bool by_timeout)
 {
-    if (s->status == SBX_RUNNING) {
-        s->status = s->snap_pending ? SBX_SNAPSHOTTING : SBX_STOPPING;
+    if (s->status == SBXD_RUNNING) {
+        s->status = s->snap_pending ? SBXD_SNAPSHOTTING : SBXD_STOPPING;
         s->requested_stop_at = s->updated_at = now_ms();
         sbx__free(s->stop_reason);
         s->stop_reason = sbx__strdup(by_timeout ? "timeout" : s->snap_pending ? "snapshot" : "stop");
@@ -989,7 +989,7 @@ void sandbox_stop_locked(struct sandbox *s, bool by_timeout)
     }
     if (by_timeout)
         return; /* the I/O thread must not wait for itself */
-    while (s->status == SBX_STOPPING || s->status == SBX_SNAPSHOTTING)
+    while (s->status == SBXD_STOPPING || s->status == SBXD_SNAPSHOTTING)
         pthread_cond_wait(&s->cond, &g.lock);
 }
 
@@ -997,7 +997,7 @@ int64_t sandbox_next_deadline(void)
 {
     int64_t best = -1;
     for (struct sandbox *s = g.sandboxes; s; s = s->next)
-        if (s->status == SBX_RUNNING && (best < 0 || s->deadline_mono < best))
+        if (s->status == SBXD_RUNNING && (best < 0 || s->deadline_mono < best))
             best = s->deadline_mono;
     return best;
 }
@@ -1008,7 +1008,7 @@ int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_
 {
     struct netpolicy *old;
     pthread_mutex_lock(&g.lock);
-    if (s->status != SBX_RUNNING) {
+    if (s->status != SBXD_RUNNING) {
         pthread_mutex_unlock(&g.lock);
         snprintf(err, errlen, "sandbox %s is %s", s->id, sandbox_status_name(s->status));
         netpolicy_free(p);
@@ -1063,7 +1063,7 @@ json_t *sandbox_json(struct sandbox *s)
         json_object_set_new(o, "sourceSnapshotId", json_string(s->source_snapshot_id));
     if (s->policy)
         json_object_set_new(o, "networkPolicy", netpolicy_json(s->policy));
-    if (s->status == SBX_STOPPED && s->active_cpu_ms >= 0 && s->stopped_at > 0)
+    if (s->status == SBXD_STOPPED && s->active_cpu_ms >= 0 && s->stopped_at > 0)
         json_object_set_new(o, "activeCpuDurationMs", json_integer(s->active_cpu_ms));
     if (s->project_id)
         json_object_set_new(o, "projectId", json_string(s->project_id));
@@ -1212,9 +1212,9 @@ int sandbox_load_all(void)
             snprintf(img, sizeof img, "%s/%s/disk.img", dir, e->d_name);
             unlink(img);
         }
-        if (s->status != SBX_STOPPED && s->status != SBX_FAILED && s->status != SBX_ABORTED) {
+        if (s->status != SBXD_STOPPED && s->status != SBXD_FAILED && s->status != SBXD_ABORTED) {
             g.orphans_found++;
-            s->status = SBX_STOPPED;
+            s->status = SBXD_STOPPED;
             s->stopped_at = s->updated_at = now_ms();
             s->stop_reason = sbx__strdup("sbxd restarted");
             sandbox_persist_locked(s);
@@ -1244,7 +1244,7 @@ int sandbox_prune_records(void)
     for (struct sandbox **pp = &g.sandboxes; *pp;) {
         struct sandbox *s = *pp;
         int64_t ended = s->stopped_at ? s->stopped_at : s->updated_at;
-        bool done = s->status == SBX_STOPPED || s->status == SBX_FAILED || s->status == SBX_ABORTED;
+        bool done = s->status == SBXD_STOPPED || s->status == SBXD_FAILED || s->status == SBXD_ABORTED;
         /* refs == 1: only the list holds it (no request, no finalizer). */
         if (!done || s->refs != 1 || s->snap_pending || now - ended < g.cfg.retain_records_ms) {
             pp = &s->next;
@@ -1265,7 +1265,7 @@ void sandbox_janitor(void)
     int64_t now = now_ms();
     int n;
     for (struct sandbox *s = g.sandboxes; s; s = s->next) {
-        if (s->status != SBX_STOPPED && s->status != SBX_FAILED)
+        if (s->status != SBXD_STOPPED && s->status != SBXD_FAILED)
             continue;
         if (!s->commands || now - s->stopped_at < g.cfg.retain_stopped_ms)
             continue;

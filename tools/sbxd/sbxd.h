@@ -101,7 +101,7 @@ struct sbxd_config {
 };
 
 enum sandbox_status {
-    SBX_PENDING, SBX_RUNNING, SBX_STOPPING, SBX_STOPPED, SBX_FAILED, SBX_ABORTED, SBX_SNAPSHOTTING
+    SBXD_PENDING, SBXD_RUNNING, SBXD_STOPPING, SBXD_STOPPED, SBXD_FAILED, SBXD_ABORTED, SBXD_SNAPSHOTTING
 };
 
 /* A context's network: NET_OPEN (allow-all) has user-mode networking to the
