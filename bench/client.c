@@ -19,7 +19,7 @@
  *      commands done), so the commands alone can be told from start-up.
  *   3. Scaling: one libsbxrun client on one thread keeps K requests in flight,
  *      K = 1, 10, 100, 1000, each K in a fresh child:
- *        get   K GET /v1/sandboxes/ID (sbx_sandbox_get_start, a new handle
+ *        get   K GET /v1/sandboxes/ID (sbx_sandbox_fetch_start, a new handle
  *              each) kept in flight until TOTAL are done: throughput, CPU per
  *              request, peak RSS;
  *        cmd   K commands `sleep S` started at once (sbx_command_start,
@@ -191,7 +191,7 @@ static sbx_sandbox **create_sandboxes(sbx_client *c, int n)
         }
     }
     for (int i = 0; i < n; i++) {
-        if (sbx_op_wait(ops[i]) != SBX_OK) {
+        if (sbx_op_wait(ops[i], -1) != SBX_OK) {
             fprintf(stderr, "bench-client: create: %s\n", sbx_op_last_error(ops[i]));
             exit(1);
         }
@@ -314,7 +314,7 @@ static int cmd_finish(struct pool *p, sbx_op *op)
         char buf[64];
         size_t n = 0, got = 0;
         while (got < sizeof buf - 1 &&
-               sbx_command_read_output(cmd, SBX_STREAM_STDOUT, buf + got, sizeof buf - 1 - got, &n) == SBX_OK)
+               sbx_command_read_output(cmd, SBX_STREAM_STDOUT, (uint8_t *)buf + got, sizeof buf - 1 - got, &n) == SBX_OK)
             got += n;
         buf[got] = '\0';
         if (strcmp(buf, "hi\n") != 0) {
@@ -395,7 +395,7 @@ static int get_start(struct pool *p, int i, sbx_op **op)
     struct get_ctx *x = p->ctx;
     sbx_sandbox *s = sbx_sandbox_new(p->c);
     (void)i;
-    if (!s || sbx_sandbox_get_start(s, x->id, op) != SBX_OK) {
+    if (!s || sbx_sandbox_fetch_start(s, x->id, op) != SBX_OK) {
         pool_fail(p, "get start: %s%s", s ? sbx_sandbox_last_error(s) : "NULL", "");
         sbx_sandbox_free(s);
         return -1;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/policy: decisions per second of sbx_policy_check() on a realistic
- * mix of what verification jobs run (git, bun, node, sed, rg, ls, cat, a
+ * mix of what verification jobs run (git, bun, sed, node, rg, ls, cat, a
  * package exec, about a fifth denied), one thread and then four threads
  * sharing one policy. Best of RUNS; the mix is checked for the expected
  * decisions first so the figure is for correct answers.
@@ -69,7 +69,7 @@ static unsigned long run(const sbx_policy *p)
     unsigned long denied = 0;
     for (int r = 0; r < ROUNDS; r++)
         for (size_t i = 0; i < NMIX; i++)
-            if (sbx_policy_check(p, "verify.lint", mix[i].argv, argcs[i], mix[i].cwd, NULL, NULL, 0) != SBX_OK)
+            if (sbx_policy_check(p, "verify.lint", argcs[i], mix[i].argv, mix[i].cwd, NULL, NULL, 0) != SBX_OK)
                 denied++;
     return denied;
 }
@@ -92,7 +92,7 @@ int main(void)
         char msg[256];
         sbx_status st;
         argcs[i] = argc_of(&mix[i]);
-        st = sbx_policy_check(p, "verify.lint", mix[i].argv, argcs[i], mix[i].cwd, &why, msg, sizeof msg);
+        st = sbx_policy_check(p, "verify.lint", argcs[i], mix[i].argv, mix[i].cwd, &why, msg, sizeof msg);
         if ((st == SBX_OK) != mix[i].allow) {
             fprintf(stderr, "bench-policy: item %zu (%s): unexpected %s %s\n", i, mix[i].argv[0],
                     sbx_policy_reason_name((int)why), msg);

@@ -84,11 +84,11 @@ static size_t fill(char *buf, size_t size, int kind)
 static double once(const sbx_redactor *r, const char *buf, size_t len, size_t *outlen)
 {
     sbx_redact_stream *s = sbx_redact_stream_new(r);
-    const char *out;
+    const uint8_t *out;
     size_t n, total = 0;
     double t = bench_now();
     for (size_t i = 0; i < len; i += CHUNK) {
-        sbx_redact_stream_feed(s, buf + i, len - i < CHUNK ? len - i : CHUNK, &out, &n);
+        sbx_redact_stream_feed(s, (const uint8_t *)buf + i, len - i < CHUNK ? len - i : CHUNK, &out, &n);
         total += n;
     }
     sbx_redact_stream_finish(s, &out, &n);

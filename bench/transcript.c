@@ -58,12 +58,12 @@ static double steps(const sbx_redactor *red, const char *path)
     }
     t0 = bench_now();
     for (int i = 0; i < STEPS; i++) {
-        uint32_t s;
+        size_t s;
         if (sbx_transcript_step_begin(t, "test", &s) || sbx_transcript_step_set_argv(t, s, 4, argv) ||
             sbx_transcript_step_set_cwd(t, s, "/vercel/sandbox") || sbx_transcript_step_add_env(t, s, "CI=1") ||
             sbx_transcript_step_add_env(t, s, "NODE_ENV=test") ||
             sbx_transcript_step_set_command_id(t, s, "cmd_0123456789abcdefghij") ||
-            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, line, strlen(line)) ||
+            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)line, strlen(line)) ||
             sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL)) {
             fprintf(stderr, "bench-transcript: %s\n", sbx_transcript_last_error(t));
             exit(1);
@@ -108,13 +108,13 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < 3; r++) {
         sbx_transcript *t = sbx_transcript_new();
-        uint32_t s;
+        size_t s;
         double t0;
         sbx_transcript_set_redactor(t, red);
         sbx_transcript_step_begin(t, NULL, &s);
         t0 = bench_now();
         for (int i = 0; i < 16384; i++) /* 1 GiB */
-            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, chunk, 65536);
+            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)chunk, 65536);
         t0 = bench_now() - t0;
         sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL);
         sbx_transcript_free(t);

@@ -57,8 +57,11 @@ SBX_API sbx_client *sbx_client_new(void);
 SBX_API void sbx_client_free(sbx_client *c);
 
 /**
- * The message of the client's last failure, "" if none. Owned by the client,
- * valid until the next call on it. Never contains a token.
+ * What went wrong in the most recent failing call on the client: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_client_last_error() itself, sbx_client_wait() and sbx_client_wakeup() never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
  * @since 1.0
  */
@@ -172,7 +175,7 @@ SBX_API sbx_status sbx_client_get_timeout(sbx_client *c, int64_t *ms);
  * @return SBX_OK, SBX_E_MISUSE (called from inside a callback).
  * @since 1.0
  */
-SBX_API sbx_status sbx_client_process(sbx_client *c, uint32_t *running);
+SBX_API sbx_status sbx_client_process(sbx_client *c, size_t *running);
 
 /**
  * Block until the client has work (the fd is readable or the timeout is
@@ -180,7 +183,10 @@ SBX_API sbx_status sbx_client_process(sbx_client *c, uint32_t *running);
  * operation, so it may run on a worker thread while another thread calls
  * sbx_client_process() afterwards (never at the same time as _free).
  *
- * @return SBX_OK, SBX_E_TIMEOUT (nothing happened in time), SBX_E_IO.
+ * Never changes sbx_client_last_error().
+ *
+ * @return SBX_OK, SBX_E_AGAIN (timeout_ms passed and nothing happened),
+ *         SBX_E_INVALID_ARG, SBX_E_IO.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_wait(sbx_client *c, int64_t timeout_ms);
@@ -204,9 +210,11 @@ SBX_API sbx_op *sbx_client_next_done(sbx_client *c);
 
 /**
  * Drive the client until every operation has finished, or timeout_ms passes
- * (-1: no limit).
+ * (-1: no limit). A binding that must notice signals calls it with a short
+ * timeout in a loop; the operations carry on between calls.
  *
- * @return SBX_OK, SBX_E_TIMEOUT, SBX_E_MISUSE (from a callback).
+ * @return SBX_OK (nothing is pending), SBX_E_AGAIN (timeout_ms passed with
+ *         operations still pending), SBX_E_MISUSE (from a callback).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_run(sbx_client *c, int64_t timeout_ms);
@@ -280,12 +288,18 @@ SBX_API const char *sbx_op_result_json(const sbx_op *op);
 SBX_API sbx_status sbx_op_cancel(sbx_op *op);
 
 /**
- * Drive the client until this operation finishes (others progress too).
+ * Drive the client until this operation finishes (others progress too), or
+ * timeout_ms passes (-1: no limit). When the timeout passes first the
+ * operation is left as it is, still pending: call again to go on waiting, or
+ * sbx_op_cancel() it. A binding waits in slices (say 100 ms) to check for
+ * signals between them, so a Ctrl-C is not held up by a long operation.
  *
- * @return the operation's status, or SBX_E_MISUSE from a callback.
+ * @return the operation's status once it has finished, SBX_E_AGAIN when
+ *         timeout_ms passed first, SBX_E_INVALID_ARG (op NULL),
+ *         SBX_E_MISUSE (from a callback).
  * @since 1.0
  */
-SBX_API sbx_status sbx_op_wait(sbx_op *op);
+SBX_API sbx_status sbx_op_wait(sbx_op *op, int64_t timeout_ms);
 
 /**
  * Attach a pointer of the caller's to the op (a binding's future, say).
@@ -321,7 +335,7 @@ SBX_API void sbx_op_free(sbx_op *op);
  *         SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_client_list_sandboxes(sbx_client *c, const char *project, uint32_t limit,
+SBX_API sbx_status sbx_client_list_sandboxes(sbx_client *c, const char *project, size_t limit,
                                              int64_t since, int64_t until, char **json);
 
 /**
@@ -332,7 +346,7 @@ SBX_API sbx_status sbx_client_list_sandboxes(sbx_client *c, const char *project,
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_list_sandboxes_start(sbx_client *c, const char *project,
-                                                   uint32_t limit, int64_t since, int64_t until,
+                                                   size_t limit, int64_t since, int64_t until,
                                                    sbx_op **op);
 
 /**
@@ -341,7 +355,7 @@ SBX_API sbx_status sbx_client_list_sandboxes_start(sbx_client *c, const char *pr
  *
  * @since 1.0
  */
-SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project, uint32_t limit,
+SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project, size_t limit,
                                              int64_t since, int64_t until, char **json);
 
 /**
@@ -352,7 +366,7 @@ SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project,
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *project,
-                                                   uint32_t limit, int64_t since, int64_t until,
+                                                   size_t limit, int64_t since, int64_t until,
                                                    sbx_op **op);
 
 #ifdef __cplusplus

@@ -25,16 +25,13 @@ extern "C" {
 
 typedef struct sbx_command sbx_command;
 
-/** Output streams of a command. */
-#define SBX_STREAM_STDOUT 1
-#define SBX_STREAM_STDERR 2
-
 /**
  * Receives a command's output as it arrives: stream is SBX_STREAM_STDOUT or
- * SBX_STREAM_STDERR, data (UTF-8 text as the server sends it) is valid only
- * during the call. Return non-zero to cancel the command's operation.
+ * SBX_STREAM_STDERR; data is bytes as the program wrote them (not
+ * NUL-terminated, not necessarily UTF-8), valid only during the call. Return
+ * non-zero to cancel the command's operation.
  */
-typedef int (*sbx_output_cb)(int stream, const char *data, size_t len, void *user);
+typedef int (*sbx_output_cb)(sbx_stream stream, const uint8_t *data, size_t len, void *user);
 
 /**
  * A command handle for sandbox s (which must be created or attached by the
@@ -54,7 +51,11 @@ SBX_API sbx_command *sbx_command_new(sbx_sandbox *s);
 SBX_API void sbx_command_free(sbx_command *cmd);
 
 /**
- * The message of the handle's last failure, "" if none.
+ * What went wrong in the most recent failing call on the command: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_command_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
  * @since 1.0
  */
@@ -68,7 +69,7 @@ SBX_API const char *sbx_command_last_error(const sbx_command *cmd);
  *         string missing), SBX_E_MISUSE (started), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_command_set_argv(sbx_command *cmd, uint32_t argc, const char *const *argv);
+SBX_API sbx_status sbx_command_set_argv(sbx_command *cmd, size_t argc, const char *const *argv);
 
 /**
  * The working directory (absolute, or relative to /vercel/sandbox); NULL for
@@ -81,7 +82,11 @@ SBX_API sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd);
 
 /**
  * An environment variable for this command (over the sandbox's); value NULL
- * removes it. Values are treated as secrets.
+ * removes it. The value is wiped from the library's memory when the handle is
+ * freed and never appears in an error message. It is not redacted from the
+ * command's output: a program that prints it prints it. To keep a value out
+ * of output, register it with a redactor (sbx_redactor_add_secret()) and
+ * filter the output through it; jobs do this for their secret inputs.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_NOMEM.
  * @since 1.0
@@ -195,14 +200,14 @@ SBX_API sbx_status sbx_command_attach(sbx_command *cmd, const char *id);
  *         another command), SBX_E_NOT_FOUND, SBX_E_TRANSPORT, SBX_E_HTTP, ...
  * @since 1.0
  */
-SBX_API sbx_status sbx_command_get(sbx_command *cmd, const char *id);
+SBX_API sbx_status sbx_command_fetch(sbx_command *cmd, const char *id);
 
 /**
- * Start sbx_command_get().
+ * Start sbx_command_fetch().
  *
  * @since 1.0
  */
-SBX_API sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op);
+SBX_API sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx_op **op);
 
 /**
  * Wait until the command has exited, without reading its output (a long
@@ -250,7 +255,7 @@ SBX_API sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op *
  *         a callback).
  * @since 1.0
  */
-SBX_API sbx_status sbx_command_read_output(sbx_command *cmd, int stream, char *buf, size_t cap,
+SBX_API sbx_status sbx_command_read_output(sbx_command *cmd, sbx_stream stream, uint8_t *buf, size_t cap,
                                            size_t *n);
 
 /**
@@ -281,7 +286,7 @@ SBX_API int64_t sbx_command_started_at(const sbx_command *cmd);
  *
  * @since 1.0
  */
-SBX_API uint64_t sbx_command_output_bytes(const sbx_command *cmd, int stream);
+SBX_API uint64_t sbx_command_output_bytes(const sbx_command *cmd, sbx_stream stream);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,8 @@ extern "C" {
  * renumbered or reused. Bindings must treat a value they do not know as
  * "another error". A job whose steps ran and failed is not an error; these
  * codes describe failures of the library itself. The handle that failed
- * keeps a message with the detail (sbx_<noun>_last_error()).
+ * keeps a message with the detail (sbx_<noun>_last_error()), until the next
+ * call on it that can fail.
  */
 typedef enum sbx_status {
     /** Success. */
@@ -80,6 +81,14 @@ typedef enum sbx_status {
     /** Not finished yet, or nothing available now: try again later. */
     SBX_E_AGAIN = 22
 } sbx_status;
+
+/** The output streams of a command, as commands, transcripts and jobs name them. */
+typedef enum sbx_stream {
+    /** Standard output. */
+    SBX_STREAM_STDOUT = 1,
+    /** Standard error. */
+    SBX_STREAM_STDERR = 2
+} sbx_stream;
 
 /**
  * The library's version at run time, as "MAJOR.MINOR.PATCH".

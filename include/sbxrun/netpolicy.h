@@ -25,9 +25,14 @@ extern "C" {
 typedef struct sbx_netpolicy sbx_netpolicy;
 
 /** Network policy modes. */
-#define SBX_NETPOLICY_ALLOW_ALL 0
-#define SBX_NETPOLICY_DENY_ALL 1
-#define SBX_NETPOLICY_CUSTOM 2
+typedef enum sbx_network_mode {
+    /** Every destination is reachable. */
+    SBX_NETPOLICY_ALLOW_ALL = 0,
+    /** No destination is reachable. */
+    SBX_NETPOLICY_DENY_ALL = 1,
+    /** Only the allowed domains and networks, minus the denied networks. */
+    SBX_NETPOLICY_CUSTOM = 2
+} sbx_network_mode;
 
 /**
  * A new network policy in deny-all mode.
@@ -45,10 +50,12 @@ SBX_API sbx_netpolicy *sbx_netpolicy_new(void);
 SBX_API void sbx_netpolicy_free(sbx_netpolicy *n);
 
 /**
- * Describe the last failure of a call on n.
+ * What went wrong in the most recent failing call on the policy: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_netpolicy_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
- * @return a message owned by n, valid until the next call on n; "" when the
- *         last call succeeded; a static text when n is NULL.
  * @since 1.0
  */
 SBX_API const char *sbx_netpolicy_last_error(const sbx_netpolicy *n);
@@ -62,13 +69,14 @@ SBX_API const char *sbx_netpolicy_last_error(const sbx_netpolicy *n);
  * @return SBX_OK, SBX_E_INVALID_ARG.
  * @since 1.0
  */
-SBX_API sbx_status sbx_netpolicy_set_mode(sbx_netpolicy *n, int mode);
+SBX_API sbx_status sbx_netpolicy_set_mode(sbx_netpolicy *n, sbx_network_mode mode);
 
 /**
- * The current mode (SBX_NETPOLICY_*), or -1 when n is NULL.
+ * The current mode; SBX_NETPOLICY_DENY_ALL when n is NULL (what a missing
+ * policy must mean).
  * @since 1.0
  */
-SBX_API int sbx_netpolicy_mode(const sbx_netpolicy *n);
+SBX_API sbx_network_mode sbx_netpolicy_mode(const sbx_netpolicy *n);
 
 /**
  * Allow a domain (custom mode; the policy switches to it). `*.example.org`
@@ -138,14 +146,15 @@ SBX_API sbx_status sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *dom
  * without it; it never falls back to allow-all. On failure n is unchanged.
  *
  * @param job_type  the job type (or "install").
+ * @param ninputs   how many inputs follow (0: keys and values may be NULL).
  * @param keys      ninputs input names.
  * @param values    ninputs input values.
  * @return SBX_OK, SBX_E_INVALID_ARG (unknown job type or input, missing or
  *         bad input: named in last_error), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, const char *const *keys,
-                                        const char *const *values, size_t ninputs);
+SBX_API sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
+                                        const char *const *keys, const char *const *values);
 
 /**
  * Replace n with a policy in the protocol's JSON form (as sent to the API),

@@ -80,10 +80,12 @@ SBX_API sbx_policy *sbx_policy_new(void);
 SBX_API void sbx_policy_free(sbx_policy *p);
 
 /**
- * Describe the last failure of a call on p (a setter or a load).
+ * What went wrong in the most recent failing call on the policy: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_policy_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
- * @return a message owned by p, valid until the next call on p; "" when the
- *         last call succeeded; a static text when p is NULL.
  * @since 1.0
  */
 SBX_API const char *sbx_policy_last_error(const sbx_policy *p);
@@ -149,11 +151,13 @@ SBX_API sbx_status sbx_policy_load_file(sbx_policy *p, const char *path);
 /**
  * Decide whether argv may run in cwd.
  *
- * @param p         the policy (not modified; safe to share between threads).
+ * @param p         the policy (not modified, its last_error included: safe to
+ *                  share between threads, which is why the message goes to
+ *                  a buffer of the caller's).
  * @param job_type  NULL for the rules that apply to every job type, or a job
  *                  type whose own rules apply too.
- * @param argv      argc NUL-terminated arguments, argv[0] the program.
  * @param argc      the number of arguments.
+ * @param argv      argc NUL-terminated arguments, argv[0] the program.
  * @param cwd       the working directory, absolute; NULL means
  *                  /vercel/sandbox.
  * @param reason    receives the reason code (SBX_POLICY_ALLOW when allowed);
@@ -167,9 +171,9 @@ SBX_API sbx_status sbx_policy_load_file(sbx_policy *p, const char *path);
  *         job type).
  * @since 1.0
  */
-SBX_API sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, const char *const *argv,
-                                    size_t argc, const char *cwd, sbx_policy_reason *reason, char *msg,
-                                    size_t msg_cap);
+SBX_API sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t argc,
+                                    const char *const *argv, const char *cwd, sbx_policy_reason *reason,
+                                    char *msg, size_t msg_cap);
 
 /**
  * The stable name of a reason code, such as "path_outside" (lowercase, as in
@@ -178,7 +182,7 @@ SBX_API sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, c
  * @return a static string; "unknown" for a code this version does not know.
  * @since 1.0
  */
-SBX_API const char *sbx_policy_reason_name(int reason);
+SBX_API const char *sbx_policy_reason_name(sbx_policy_reason reason);
 
 #ifdef __cplusplus
 }

@@ -49,10 +49,12 @@ SBX_API sbx_redactor *sbx_redactor_new(void);
 SBX_API void sbx_redactor_free(sbx_redactor *r);
 
 /**
- * Describe the last failure of a call on r (without the secret).
+ * What went wrong in the most recent failing call on the redactor: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_redactor_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
- * @return a message owned by r, valid until the next call on r; "" when the
- *         last call succeeded; a static text when r is NULL.
  * @since 1.0
  */
 SBX_API const char *sbx_redactor_last_error(const sbx_redactor *r);
@@ -97,13 +99,15 @@ SBX_API sbx_status sbx_redactor_set_shapes(sbx_redactor *r, int enabled);
 /**
  * Redact a whole buffer at once (a stream fed once and finished).
  *
- * @param out      receives the redacted text, NUL-terminated; free it with
- *                 sbx_free().
+ * @param r        the redactor (not modified, its last_error included: safe
+ *                 to share between threads).
+ * @param out      receives the redacted bytes, with a NUL after them for
+ *                 convenience; free it with sbx_free().
  * @param out_len  receives its length; may be NULL.
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_redactor_redact(const sbx_redactor *r, const char *data, size_t len, char **out,
+SBX_API sbx_status sbx_redactor_redact(const sbx_redactor *r, const uint8_t *data, size_t len, uint8_t **out,
                                        size_t *out_len);
 
 /**
@@ -132,8 +136,8 @@ SBX_API void sbx_redact_stream_free(sbx_redact_stream *s);
  *         SBX_E_NOMEM (nothing of the chunk was consumed).
  * @since 1.0
  */
-SBX_API sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out,
-                                          size_t *out_len);
+SBX_API sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const uint8_t *data, size_t len,
+                                          const uint8_t **out, size_t *out_len);
 
 /**
  * End the stream: decide and return the bytes still held back. Further
@@ -143,7 +147,7 @@ SBX_API sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data
  *         SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size_t *out_len);
+SBX_API sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const uint8_t **out, size_t *out_len);
 
 /**
  * How many spans of a kind the stream has replaced so far ("secret",
@@ -160,7 +164,7 @@ SBX_API uint64_t sbx_redact_stream_count(const sbx_redact_stream *s, const char 
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_redact_stream_counts_json(const sbx_redact_stream *s, char **out);
+SBX_API sbx_status sbx_redact_stream_counts_to_json(const sbx_redact_stream *s, char **out);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
  *
  * A handle is made with sbx_sandbox_new(), configured with setters, then
  * either created (sbx_sandbox_create) or pointed at an existing sandbox
- * (sbx_sandbox_get). Getters read what the server last said about it.
+ * (sbx_sandbox_fetch). Getters read what the server last said about it.
  */
 #ifndef SBXRUN_SANDBOX_H
 #define SBXRUN_SANDBOX_H
@@ -42,7 +42,11 @@ SBX_API sbx_sandbox *sbx_sandbox_new(sbx_client *c);
 SBX_API void sbx_sandbox_free(sbx_sandbox *s);
 
 /**
- * The message of the handle's last failure, "" if none. Owned by the handle.
+ * What went wrong in the most recent failing call on the sandbox: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_sandbox_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
  * @since 1.0
  */
@@ -73,7 +77,7 @@ SBX_API sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms);
  * @return SBX_OK, SBX_E_INVALID_ARG (more than 64), SBX_E_MISUSE.
  * @since 1.0
  */
-SBX_API sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, uint32_t vcpus);
+SBX_API sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, size_t vcpus);
 
 /**
  * Publish a port of the sandbox (at most 4): its route is then known by
@@ -87,7 +91,9 @@ SBX_API sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port);
 
 /**
  * An environment variable for every command of the sandbox; value NULL
- * removes it. Values are treated as secrets: wiped on free, never in errors.
+ * removes it. Values are wiped from the library's memory on free and never
+ * appear in an error message; they are not redacted from output (see
+ * sbx_command_set_env()).
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (empty name, '=' in it, control
  *         characters), SBX_E_MISUSE, SBX_E_NOMEM.
@@ -114,11 +120,11 @@ SBX_API sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const cha
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const char *revision,
-                                              uint32_t depth);
+                                              size_t depth);
 
 /**
  * Credentials for the git source (both or neither; NULL, NULL removes them).
- * Treated as secrets.
+ * Wiped from memory on free, never in an error message.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (one without the other), SBX_E_MISUSE,
  *         SBX_E_NOMEM.
@@ -191,19 +197,19 @@ SBX_API sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op);
  *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_sandbox_get(sbx_sandbox *s, const char *id);
+SBX_API sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id);
 
 /**
- * Start sbx_sandbox_get().
+ * Start sbx_sandbox_fetch().
  *
  * @since 1.0
  */
-SBX_API sbx_status sbx_sandbox_get_start(sbx_sandbox *s, const char *id, sbx_op **op);
+SBX_API sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op);
 
 /**
  * Read the sandbox's state again (status, timeout, policy...).
  *
- * @return as sbx_sandbox_get(); SBX_E_MISUSE when the handle has no sandbox.
+ * @return as sbx_sandbox_fetch(); SBX_E_MISUSE when the handle has no sandbox.
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_refresh(sbx_sandbox *s);
@@ -308,7 +314,7 @@ SBX_API int64_t sbx_sandbox_timeout_ms(const sbx_sandbox *s);
  *
  * @since 1.0
  */
-SBX_API uint32_t sbx_sandbox_vcpus(const sbx_sandbox *s);
+SBX_API size_t sbx_sandbox_vcpus(const sbx_sandbox *s);
 
 /**
  * The memory in MB, or 0 if unknown.
@@ -375,7 +381,7 @@ SBX_API sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx
  *         (too large for the server), SBX_E_HTTP, SBX_E_TRANSPORT, ...
  * @since 1.0
  */
-SBX_API sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const void *data,
+SBX_API sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const uint8_t *data,
                                           size_t len, uint32_t mode);
 
 /**
@@ -383,7 +389,7 @@ SBX_API sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, cons
  *
  * @since 1.0
  */
-SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const void *data,
+SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const uint8_t *data,
                                                 size_t len, uint32_t mode, sbx_op **op);
 
 /**
@@ -420,13 +426,13 @@ SBX_API sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, c
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max,
-                                         char **data, size_t *len);
+                                         uint8_t **data, size_t *len);
 
 /**
  * Receives a file's bytes as they arrive; return non-zero to stop (the read
  * then fails with SBX_E_CANCELLED). data is valid only during the call.
  */
-typedef int (*sbx_data_cb)(const void *data, size_t len, void *user);
+typedef int (*sbx_data_cb)(const uint8_t *data, size_t len, void *user);
 
 /**
  * Stream a file of the sandbox to cb, in pieces, without holding it whole.
@@ -481,7 +487,11 @@ SBX_API sbx_snapshot *sbx_snapshot_new(sbx_client *c);
 SBX_API void sbx_snapshot_free(sbx_snapshot *sn);
 
 /**
- * The message of the handle's last failure, "" if none.
+ * What went wrong in the most recent failing call on the snapshot: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_snapshot_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
  * @since 1.0
  */
@@ -512,14 +522,14 @@ SBX_API sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_HTTP, ...
  * @since 1.0
  */
-SBX_API sbx_status sbx_snapshot_get(sbx_snapshot *sn, const char *id);
+SBX_API sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id);
 
 /**
- * Start sbx_snapshot_get().
+ * Start sbx_snapshot_fetch().
  *
  * @since 1.0
  */
-SBX_API sbx_status sbx_snapshot_get_start(sbx_snapshot *sn, const char *id, sbx_op **op);
+SBX_API sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **op);
 
 /**
  * Delete the snapshot; its status becomes "deleted".

@@ -74,10 +74,12 @@ SBX_API sbx_transcript *sbx_transcript_ref(sbx_transcript *t);
 SBX_API void sbx_transcript_free(sbx_transcript *t);
 
 /**
- * Describe the last failure of a call on t.
+ * What went wrong in the most recent failing call on the transcript: "" when the last
+ * call on it that can fail succeeded (each such call clears it first);
+ * getters, sbx_transcript_last_error() itself never change it. Owned by the
+ * handle, valid until the next call on it that can fail. Never NULL; for a
+ * NULL handle, a fixed text. Never contains a secret.
  *
- * @return a message owned by t, valid until the next call on it; "" when the
- *         last call succeeded; a static text when t is NULL.
  * @since 1.0
  */
 SBX_API const char *sbx_transcript_last_error(const sbx_transcript *t);
@@ -190,7 +192,7 @@ SBX_API sbx_status sbx_transcript_set_sandbox_id(sbx_transcript *t, const char *
  *         SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, uint32_t *step);
+SBX_API sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, size_t *step);
 
 /**
  * Set a step's argv (each argument redacted; copied).
@@ -199,7 +201,7 @@ SBX_API sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name
  *         SBX_E_NOT_FOUND (no such open step), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, uint32_t step, uint32_t argc,
+SBX_API sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, size_t step, size_t argc,
                                                 const char *const *argv);
 
 /**
@@ -208,7 +210,7 @@ SBX_API sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, uint32_t step
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, uint32_t step, const char *cwd);
+SBX_API sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, size_t step, const char *cwd);
 
 /**
  * Record an environment variable given to a step: its name only. name may
@@ -218,7 +220,7 @@ SBX_API sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, uint32_t step,
  *         SBX_E_NOT_FOUND, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_add_env(sbx_transcript *t, uint32_t step, const char *name);
+SBX_API sbx_status sbx_transcript_step_add_env(sbx_transcript *t, size_t step, const char *name);
 
 /**
  * Record the remote command id of a step.
@@ -226,7 +228,7 @@ SBX_API sbx_status sbx_transcript_step_add_env(sbx_transcript *t, uint32_t step,
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, uint32_t step, const char *id);
+SBX_API sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, size_t step, const char *id);
 
 /**
  * Add output of a step: redacted as a stream (a secret split between calls
@@ -237,8 +239,8 @@ SBX_API sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, uint32_
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_output(sbx_transcript *t, uint32_t step, int stream, const char *data,
-                                              size_t len);
+SBX_API sbx_status sbx_transcript_step_output(sbx_transcript *t, size_t step, sbx_stream stream,
+                                              const uint8_t *data, size_t len);
 
 /**
  * End a step: its end time is now, its entry is made (and journaled).
@@ -253,7 +255,7 @@ SBX_API sbx_status sbx_transcript_step_output(sbx_transcript *t, uint32_t step, 
  *         memory, the file lacks it (and later entries are not appended).
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_end(sbx_transcript *t, uint32_t step, sbx_step_outcome outcome,
+SBX_API sbx_status sbx_transcript_step_end(sbx_transcript *t, size_t step, sbx_step_outcome outcome,
                                            int exit_code, int retryable, const char *detail);
 
 /**
@@ -281,34 +283,35 @@ SBX_API sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
  *         SBX_E_UNSUPPORTED (a newer format version), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_load(sbx_transcript *t, const char *path);
+SBX_API sbx_status sbx_transcript_load_file(sbx_transcript *t, const char *path);
 
 /**
- * Load a transcript from memory, as sbx_transcript_load() does from a file.
+ * Load a transcript from memory, as sbx_transcript_load_file() does from a file.
  *
- * @return as sbx_transcript_load(), without SBX_E_IO.
+ * @return as sbx_transcript_load_file(), without SBX_E_IO.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_load_data(sbx_transcript *t, const char *data, size_t len);
+SBX_API sbx_status sbx_transcript_load_data(sbx_transcript *t, const uint8_t *data, size_t len);
 
 /**
  * Check the hash chain: each entry's own hash, its link to the entry
  * before, its sequence number, and that it is written canonically; a torn
  * last line counts as broken.
  *
- * @param broken  receives the number (0-based) of the first broken entry,
- *                or -1 when the chain holds; may be NULL.
+ * @param broken  receives the index (0-based) of the first broken entry
+ *                when the result is SBX_E_INTEGRITY, and is left as it is
+ *                otherwise; may be NULL.
  * @return SBX_OK (the chain holds), SBX_E_INTEGRITY (the message names the
  *         entry and what is wrong), SBX_E_INVALID_ARG.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_verify(sbx_transcript *t, int64_t *broken);
+SBX_API sbx_status sbx_transcript_verify(sbx_transcript *t, size_t *broken);
 
 /**
  * The number of step entries.
  * @since 1.0
  */
-SBX_API uint32_t sbx_transcript_step_count(const sbx_transcript *t);
+SBX_API size_t sbx_transcript_step_count(const sbx_transcript *t);
 
 /**
  * Whether the transcript has its end entry (the job finished).
@@ -340,7 +343,7 @@ SBX_API const char *sbx_transcript_head_hash(const sbx_transcript *t);
  *         SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_get_job_json(sbx_transcript *t, char **out);
+SBX_API sbx_status sbx_transcript_job_to_json(sbx_transcript *t, char **out);
 
 /**
  * A step's entry as JSON, by position (1 = the first step entry, in the
@@ -350,17 +353,18 @@ SBX_API sbx_status sbx_transcript_get_job_json(sbx_transcript *t, char **out);
  *         entry is damaged), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_get_step_json(sbx_transcript *t, uint32_t n, char **out);
+SBX_API sbx_status sbx_transcript_step_to_json(sbx_transcript *t, size_t n, char **out);
 
 /**
- * The whole transcript in its file format (JSON Lines).
+ * The whole transcript in its file format (JSON Lines), as
+ * sbx_transcript_save_file() writes it and sbx_transcript_load_data() reads it.
  *
- * @param out  receives it, NUL-terminated; free it with sbx_free().
+ * @param out  receives it, with a NUL after it; free it with sbx_free().
  * @param len  receives its length; may be NULL.
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_export(sbx_transcript *t, char **out, size_t *len);
+SBX_API sbx_status sbx_transcript_save_data(sbx_transcript *t, uint8_t **out, size_t *len);
 
 /**
  * Write the transcript to path atomically: a temporary file beside it,
@@ -369,7 +373,7 @@ SBX_API sbx_status sbx_transcript_export(sbx_transcript *t, char **out, size_t *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_IO, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_save(sbx_transcript *t, const char *path);
+SBX_API sbx_status sbx_transcript_save_file(sbx_transcript *t, const char *path);
 
 #ifdef __cplusplus
 }

@@ -179,7 +179,7 @@ sbx_status sbx__auth_set(struct sbx__auth *a, const char *token, const char *tea
         return sbx__err_set(err, SBX_E_INVALID_ARG, "team and project must be non-empty or NULL");
     st = sbx__jwt_claims(token, &owner, &proj, &exp);
     if (st == SBX_E_NOMEM)
-        return sbx__err_set(err, st, "out of memory");
+        return sbx__err_set(err, st, SBX__NOMEM_TEXT);
     if (st == SBX_OK && (owner || proj)) {
         /* As the SDK does: a JWT naming a team is an OIDC token. */
         oidc = true;
@@ -192,7 +192,7 @@ sbx_status sbx__auth_set(struct sbx__auth *a, const char *token, const char *tea
     st = take(a, token, team ? team : owner, project ? project : proj, oidc, exp, "explicit");
     sbx__free(owner);
     sbx__free(proj);
-    return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, "out of memory");
+    return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, SBX__NOMEM_TEXT);
 }
 
 sbx_status sbx__auth_from_env(struct sbx__auth *a, bool vercel, sbx__err *err)
@@ -206,14 +206,14 @@ sbx_status sbx__auth_from_env(struct sbx__auth *a, bool vercel, sbx__err *err)
         if (!token_ok(sbxd))
             return sbx__err_set(err, SBX_E_AUTH, "SBXRUN_TOKEN contains spaces or control characters");
         st = take(a, sbxd, NULL, proj && *proj ? proj : NULL, false, 0, "SBXRUN_TOKEN");
-        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, "out of memory");
+        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, SBX__NOMEM_TEXT);
     }
     if (oidc && *oidc) {
         char *owner = NULL, *project = NULL;
         int64_t exp = 0;
         st = sbx__jwt_claims(oidc, &owner, &project, &exp);
         if (st == SBX_E_NOMEM)
-            return sbx__err_set(err, st, "out of memory");
+            return sbx__err_set(err, st, SBX__NOMEM_TEXT);
         if (st != SBX_OK || !owner || !project) {
             sbx__free(owner);
             sbx__free(project);
@@ -230,7 +230,7 @@ sbx_status sbx__auth_from_env(struct sbx__auth *a, bool vercel, sbx__err *err)
         st = take(a, oidc, owner, project, true, exp, "VERCEL_OIDC_TOKEN");
         sbx__free(owner);
         sbx__free(project);
-        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, "out of memory");
+        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, SBX__NOMEM_TEXT);
     }
     if (tok && *tok) {
         if (!token_ok(tok))
@@ -241,7 +241,7 @@ sbx_status sbx__auth_from_env(struct sbx__auth *a, bool vercel, sbx__err *err)
                                 "VERCEL_TEAM_ID for a team's project)");
         st = take(a, tok, team && *team ? team : NULL, proj && *proj ? proj : NULL, false, 0,
                   "VERCEL_TOKEN");
-        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, "out of memory");
+        return st == SBX_OK ? SBX_OK : sbx__err_set(err, st, SBX__NOMEM_TEXT);
     }
     if (vercel)
         return sbx__err_set(err, SBX_E_AUTH,

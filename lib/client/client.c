@@ -50,7 +50,7 @@ static sbx_status set_endpoint(struct sbx__core *c, const char *ep, sbx__err *er
     size_t n;
 
     if (sbx__url_split_userinfo(ep, &endpoint, &userpwd) != SBX_OK)
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     n = strlen(endpoint);
     if (strncmp(endpoint, "unix:", 5) == 0 && endpoint[5] == '/' && !userpwd) {
         unix_path = endpoint + 5;
@@ -69,7 +69,7 @@ static sbx_status set_endpoint(struct sbx__core *c, const char *ep, sbx__err *er
         sbx__free(endpoint);
         sbx__free(base);
         sbx__free_secret(userpwd);
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     sbx__free_secret(userpwd); /* the engine has its copy */
     sbx__free(c->endpoint);
@@ -136,7 +136,7 @@ oom:
     sbx__req_free(r);
     sbx__buf_wipe_free(&auth);
     sbx__buf_free(&url);
-    sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    sbx__err_nomem(err);
     return NULL;
 }
 
@@ -324,7 +324,7 @@ static sbx_status drive(struct sbx__core *c, sbx_op *op, int64_t timeout_ms)
         if (op ? op->done : c->ops == NULL)
             return SBX_OK;
         if (until >= 0 && sbx__mono_ms() >= until)
-            return SBX_E_TIMEOUT;
+            return SBX_E_AGAIN;
         sbx__engine_wait(c->engine, until >= 0 ? until - sbx__mono_ms() : -1);
     }
 }
@@ -380,7 +380,7 @@ static void simple_done(sbx__req *r, void *user)
         size_t len;
         const char *body = sbx__req_body(r, &len);
         if (len && !(op->result_json = sbx__strndup(body, len)))
-            st = sbx__err_set(&op->err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(&op->err);
     }
     if (s->on_end)
         s->on_end(op, st, s->arg);
@@ -399,7 +399,7 @@ struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const
     if (!s) {
         if (arg_free)
             arg_free(arg);
-        sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        sbx__err_nomem(err);
         return NULL;
     }
     s->reply = reply;
@@ -426,12 +426,12 @@ sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct
     sbx_op *op = sbx__op_new(c, t, &simple_ops, s);
     if (!op) {
         simple_release(&(sbx_op){.state = s});
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     sbx__req_on_done(s->req, simple_done, op);
     if (sbx__req_submit(s->req) != SBX_OK) {
         sbx__op_destroy(op);
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     *out = op;
     return SBX_OK;
@@ -447,7 +447,7 @@ sbx_status sbx__simple_start(struct sbx__core *c, struct sbx__target *t, const c
         return err->code;
     if (body && sbx__req_set_body(s->req, body, strlen(body), "application/json") != SBX_OK) {
         sbx__simple_discard(s);
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     return sbx__simple_submit(c, t, s, out, err);
 }
@@ -517,22 +517,13 @@ void sbx_client_free(sbx_client *cl)
 
 const char *sbx_client_last_error(const sbx_client *cl)
 {
-    return cl ? sbx__err_msg(&cl->err) : "";
+    return SBX__LAST_ERROR(cl);
 }
-
-#define CHECK_CLIENT(cl)                                                                          \
-    do {                                                                                          \
-        if (!(cl))                                                                                \
-            return SBX_E_INVALID_ARG;                                                             \
-        if (sbx__core_in_callback((cl)->core))                                                     \
-            return sbx__err_set(&(cl)->err, SBX_E_MISUSE, "not allowed inside a callback");        \
-    } while (0)
 
 sbx_status sbx_client_set_endpoint(sbx_client *cl, const char *endpoint)
 {
-    CHECK_CLIENT(cl);
-    if (!endpoint)
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "endpoint is NULL");
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    SBX__ARG(cl, endpoint, "endpoint is NULL");
     if (cl->core->used)
         return sbx__err_set(&cl->err, SBX_E_MISUSE, "the endpoint cannot change after requests were made");
     if (set_endpoint(cl->core, endpoint, &cl->err) != SBX_OK)
@@ -545,9 +536,8 @@ sbx_status sbx_client_set_credentials(sbx_client *cl, const char *token, const c
                                       const char *project)
 {
     sbx_status st;
-    CHECK_CLIENT(cl);
-    if (!token)
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "token is NULL");
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    SBX__ARG(cl, token, "token is NULL");
     st = sbx__auth_set(&cl->core->auth, token, team, project, &cl->err);
     if (st == SBX_OK) {
         cl->core->auth_explicit = true;
@@ -558,7 +548,7 @@ sbx_status sbx_client_set_credentials(sbx_client *cl, const char *token, const c
 
 sbx_status sbx_client_resolve_credentials(sbx_client *cl)
 {
-    CHECK_CLIENT(cl);
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     return sbx__core_ready(cl->core, &cl->err);
 }
 
@@ -594,15 +584,14 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
 {
     struct sbx__engine_limits l;
     uint64_t v = 0;
-    CHECK_CLIENT(cl);
-    if (!key || !value)
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "key and value must not be NULL");
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    SBX__ARG(cl, key && value, "key and value must not be NULL");
     if (strcmp(key, "endpoint") == 0)
         return sbx_client_set_endpoint(cl, value);
     if (strcmp(key, "user_agent") == 0)
         return sbx__engine_set_user_agent(cl->core->engine, value) == SBX_OK
                    ? SBX_OK
-                   : sbx__err_set(&cl->err, SBX_E_NOMEM, "out of memory");
+                   : sbx__err_nomem(&cl->err);
     if (strcmp(key, "command.follow") == 0) {
         if (strcmp(value, "wait") != 0 && strcmp(value, "logs") != 0)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
@@ -668,9 +657,9 @@ sbx_status sbx_client_get_timeout(sbx_client *cl, int64_t *ms)
     return SBX_OK;
 }
 
-sbx_status sbx_client_process(sbx_client *cl, uint32_t *running)
+sbx_status sbx_client_process(sbx_client *cl, size_t *running)
 {
-    CHECK_CLIENT(cl);
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     sbx__core_process(cl->core);
     if (running)
         *running = cl->core->nops;
@@ -712,13 +701,13 @@ sbx_op *sbx_client_next_done(sbx_client *cl)
 
 sbx_status sbx_client_run(sbx_client *cl, int64_t timeout_ms)
 {
-    CHECK_CLIENT(cl);
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     return drive(cl->core, NULL, timeout_ms);
 }
 
 sbx_status sbx_client_set_done_cb(sbx_client *cl, sbx_op_done_cb cb, void *user)
 {
-    CHECK_CLIENT(cl);
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     cl->core->done_cb = cb;
     cl->core->done_user = cb ? user : NULL;
     return SBX_OK;
@@ -774,14 +763,14 @@ void sbx__op_cancel_now(sbx_op *op)
         op->ops->cancel(op);
 }
 
-sbx_status sbx_op_wait(sbx_op *op)
+sbx_status sbx_op_wait(sbx_op *op, int64_t timeout_ms)
 {
     if (!op)
         return SBX_E_INVALID_ARG;
     if (sbx__core_in_callback(op->core))
         return SBX_E_MISUSE;
-    drive(op->core, op, -1);
-    return op->status;
+    drive(op->core, op, timeout_ms);
+    return op->done ? op->status : SBX_E_AGAIN;
 }
 
 void sbx_op_set_user(sbx_op *op, void *user)
@@ -848,14 +837,14 @@ static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
 }
 
 static sbx_status list_start(sbx_client *cl, const char *what, const char *key, const char *project,
-                             uint32_t limit, int64_t since, int64_t until, sbx_op **op)
+                             size_t limit, int64_t since, int64_t until, sbx_op **op)
 {
     static struct list_arg sandboxes = {"sandboxes"}, snapshots = {"snapshots"};
     sbx__buf path = SBX__BUF_INIT;
     sbx_status st;
     char sep = '?';
 
-    CHECK_CLIENT(cl);
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     if (op)
         *op = NULL;
     if (!op || since < -1 || until < -1 || limit > 1000)
@@ -873,7 +862,7 @@ static sbx_status list_start(sbx_client *cl, const char *what, const char *key, 
             st = sbx__api_escape(&path, project);
     }
     if (limit && st == SBX_OK) {
-        st = sbx__buf_printf(&path, "%climit=%u", sep, limit);
+        st = sbx__buf_printf(&path, "%climit=%zu", sep, limit);
         sep = '&';
     }
     if (since >= 0 && st == SBX_OK) {
@@ -884,7 +873,7 @@ static sbx_status list_start(sbx_client *cl, const char *what, const char *key, 
         st = sbx__buf_printf(&path, "%cuntil=%lld", sep, (long long)until);
     if (st != SBX_OK) {
         sbx__buf_free(&path);
-        return sbx__err_set(&cl->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cl->err);
     }
     st = sbx__simple_start(cl->core, NULL, what, "GET", path.data, NULL, true, list_reply,
                            key[1] == 'a' ? &sandboxes : &snapshots, NULL, op, &cl->err);
@@ -909,7 +898,7 @@ static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
     return st;
 }
 
-sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, uint32_t limit,
+sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
     return list_start(cl, "list sandboxes", "sandboxes", project, limit, since, until, op);
@@ -917,30 +906,30 @@ sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, 
 
 /* The blocking form of a list: start it, drive it, hand out its JSON. */
 static sbx_status list_blocking(sbx_client *cl, const char *what, const char *key, const char *project,
-                                uint32_t limit, int64_t since, int64_t until, char **json)
+                                size_t limit, int64_t since, int64_t until, char **json)
 {
     sbx_op *op;
     sbx_status st;
-    if (!cl || !json)
-        return cl ? sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "json must not be NULL") : SBX_E_INVALID_ARG;
+    SBX__ENTER(cl, false);
+    SBX__ARG(cl, json, "json must not be NULL");
     *json = NULL;
     st = list_start(cl, what, key, project, limit, since, until, &op);
     return st == SBX_OK ? list_block(cl, op, json) : st;
 }
 
-sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
+sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
     return list_blocking(cl, "list sandboxes", "sandboxes", project, limit, since, until, json);
 }
 
-sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, uint32_t limit,
+sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
     return list_start(cl, "list snapshots", "snapshots", project, limit, since, until, op);
 }
 
-sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, uint32_t limit, int64_t since,
+sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
     return list_blocking(cl, "list snapshots", "snapshots", project, limit, since, until, json);

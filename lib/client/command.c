@@ -154,16 +154,8 @@ void sbx_command_free(sbx_command *cmd)
 
 const char *sbx_command_last_error(const sbx_command *cmd)
 {
-    return cmd ? sbx__err_msg(&cmd->err) : "";
+    return SBX__LAST_ERROR(cmd);
 }
-
-#define CHECK_CMD(cmd)                                                                           \
-    do {                                                                                         \
-        if (!(cmd))                                                                              \
-            return SBX_E_INVALID_ARG;                                                            \
-        if (sbx__core_in_callback((cmd)->core))                                                  \
-            return sbx__err_set(&(cmd)->err, SBX_E_MISUSE, "not allowed inside a callback");      \
-    } while (0)
 
 static sbx_status not_started(sbx_command *cmd)
 {
@@ -172,22 +164,21 @@ static sbx_status not_started(sbx_command *cmd)
     return SBX_OK;
 }
 
-sbx_status sbx_command_set_argv(sbx_command *cmd, uint32_t argc, const char *const *argv)
+sbx_status sbx_command_set_argv(sbx_command *cmd, size_t argc, const char *const *argv)
 {
     sbx__strlist l = SBX__STRLIST_INIT;
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     if (argc == 0 || !argv || !argv[0] || !argv[0][0])
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv: at least a non-empty program name");
-    for (uint32_t i = 0; i < argc; i++) {
-        if (!argv[i])
-            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv[%u] is NULL", i);
-        if (!sbx__utf8_valid(argv[i], strlen(argv[i]))) /* it travels in JSON */
-            return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv[%u] is not valid UTF-8", i);
+    for (size_t i = 0; i < argc; i++) {
+        SBX__ARG(cmd, argv[i], "argv[%zu] is NULL", i);
+        /* it travels in JSON */
+        SBX__ARG(cmd, sbx__utf8_valid(argv[i], strlen(argv[i])), "argv[%zu] is not valid UTF-8", i);
     }
     if (sbx__strlist_set(&l, argv, argc) != SBX_OK)
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     sbx__strlist_clear(&cmd->argv);
     cmd->argv = l;
     return SBX_OK;
@@ -196,7 +187,7 @@ sbx_status sbx_command_set_argv(sbx_command *cmd, uint32_t argc, const char *con
 sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd)
 {
     char *p = NULL;
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     if (cwd && !*cwd)
@@ -204,7 +195,7 @@ sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd)
     if (cwd && !sbx__utf8_valid(cwd, strlen(cwd)))
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "cwd: not valid UTF-8");
     if (cwd && !(p = sbx__strdup(cwd)))
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     sbx__free(cmd->cwd);
     cmd->cwd = p;
     return SBX_OK;
@@ -212,7 +203,7 @@ sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd)
 
 sbx_status sbx_command_set_env(sbx_command *cmd, const char *name, const char *value)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     return sbx__env_set(&cmd->env, name, value, &cmd->err);
@@ -220,7 +211,7 @@ sbx_status sbx_command_set_env(sbx_command *cmd, const char *name, const char *v
 
 sbx_status sbx_command_set_sudo(sbx_command *cmd, int sudo)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     cmd->sudo = sudo != 0;
@@ -229,7 +220,7 @@ sbx_status sbx_command_set_sudo(sbx_command *cmd, int sudo)
 
 sbx_status sbx_command_set_detached(sbx_command *cmd, int detached)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     cmd->detached = detached != 0;
@@ -238,7 +229,7 @@ sbx_status sbx_command_set_detached(sbx_command *cmd, int detached)
 
 sbx_status sbx_command_set_timeout_ms(sbx_command *cmd, int64_t ms)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     if (ms < 0)
@@ -249,7 +240,7 @@ sbx_status sbx_command_set_timeout_ms(sbx_command *cmd, int64_t ms)
 
 sbx_status sbx_command_set_output_cb(sbx_command *cmd, sbx_output_cb cb, void *user)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     cmd->cb = cb;
@@ -259,7 +250,7 @@ sbx_status sbx_command_set_output_cb(sbx_command *cmd, sbx_output_cb cb, void *u
 
 sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes)
 {
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
     if (bytes == 0)
@@ -305,7 +296,7 @@ static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
     if (cmd->cb) {
         int stop;
         cmd->core->in_callback++;
-        stop = cmd->cb(stream, data, n, cmd->cb_user);
+        stop = cmd->cb((sbx_stream)stream, (const uint8_t *)data, n, cmd->cb_user);
         cmd->core->in_callback--;
         if (stop) {
             sbx__err_set(&run->op->err, SBX_E_CANCELLED, "the output callback stopped the command's operation");
@@ -314,7 +305,7 @@ static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
         return true;
     }
     if (sbx__buf_append(&cmd->out[i], data, n) != SBX_OK) {
-        sbx__err_set(&run->op->err, SBX_E_NOMEM, "out of memory");
+        sbx__err_nomem(&run->op->err);
         return false;
     }
     if (cmd->blocking)
@@ -518,7 +509,7 @@ static void start_wait(struct cmd_run *run)
     sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
     sbx__free(path);
     if (!r) {
-        run_finish(run, SBX_E_NOMEM, "out of memory");
+        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
     }
     sbx__req_set_follow(r, true); /* a long poll: not rationed */
@@ -526,7 +517,7 @@ static void start_wait(struct cmd_run *run)
     sbx__req_on_done(r, wait_done, run);
     run->wait = r;
     if (sbx__req_submit(r) != SBX_OK)
-        run_finish(run, SBX_E_NOMEM, "out of memory");
+        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
 }
 
 /* 2. the output */
@@ -541,7 +532,7 @@ static int log_line(const char *line, size_t len, void *user)
         /* The last line: the server says why the output ended. */
         char *e = sbx__strndup(run->data.data ? run->data.data : "", run->data.len);
         if (!e) {
-            sbx__err_set(&run->op->err, SBX_E_NOMEM, "out of memory");
+            sbx__err_nomem(&run->op->err);
             return 1;
         }
         sbx__free(run->server_error);
@@ -568,7 +559,7 @@ static int feed(struct cmd_run *run, sbx__ndjson *nd, const char *data, size_t l
     if (st == SBX_E_BUDGET_EXCEEDED)
         sbx__err_set(&run->op->err, st, "%s is longer than %u bytes", what, LOG_LINE_MAX);
     else if (st == SBX_E_NOMEM)
-        sbx__err_set(&run->op->err, st, "out of memory");
+        sbx__err_set(&run->op->err, st, SBX__NOMEM_TEXT);
     *fail = run->op->err.code ? run->op->err.code : SBX_E_PROTOCOL;
     return SBX__DATA_ABORT;
 }
@@ -658,7 +649,7 @@ static void start_logs(struct cmd_run *run)
     sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
     sbx__free(path);
     if (!r) {
-        run_finish(run, SBX_E_NOMEM, "out of memory");
+        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
     }
     sbx__ndjson_reset(&run->nd);
@@ -670,7 +661,7 @@ static void start_logs(struct cmd_run *run)
     sbx__req_on_done(r, logs_done, run);
     run->logs = r;
     if (sbx__req_submit(r) != SBX_OK)
-        run_finish(run, SBX_E_NOMEM, "out of memory");
+        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
 }
 
 /* Liveness: a followed stream was silent for probe_after_ms. */
@@ -787,7 +778,7 @@ static void stream_silent(sbx__req *r, void *user)
             return;
     run->probe = probe_new(run->cmd, probe_done, run, &run->op->err);
     if (!run->probe)
-        run_finish(run, SBX_E_NOMEM, "out of memory");
+        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
 }
 
 /* 1. the start */
@@ -1006,7 +997,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         return st;
     run = sbx__calloc(1, sizeof *run);
     if (!run)
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     run->cmd = cmd;
     run->detached = cmd->detached && !attach_id;
     run->logs_only = !run->detached && !attach_id && cmd->core->follow_logs_only;
@@ -1017,7 +1008,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         sbx__ndjson_free(&run->nd);
         sbx__ndjson_free(&run->snd);
         sbx__free(run);
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     }
     run->op = op;
     if (cmd->timeout_ms > 0)
@@ -1027,7 +1018,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         char *id = sbx__strdup(attach_id);
         if (!id) {
             sbx__op_destroy(op);
-            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&cmd->err);
         }
         sbx__command_info_free(&cmd->info);
         cmd->info.exit_code = -1;
@@ -1046,7 +1037,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         sbx__free_secret(body); /* it holds the environment */
         if (!r) {
             sbx__op_destroy(op);
-            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&cmd->err);
         }
         if (!run->detached && !run->logs_only)
             sbx__req_set_stream(r, start_data, run);
@@ -1054,7 +1045,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         run->start = r;
         if (sbx__req_submit(r) != SBX_OK) {
             sbx__op_destroy(op);
-            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&cmd->err);
         }
     }
     cmd->started = true;
@@ -1068,9 +1059,8 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
 
 sbx_status sbx_command_start(sbx_command *cmd, sbx_op **op)
 {
-    CHECK_CMD(cmd);
-    if (!op)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     return begin(cmd, NULL, op);
 }
@@ -1079,7 +1069,7 @@ sbx_status sbx_command_run(sbx_command *cmd)
 {
     sbx_op *op;
     sbx_status st;
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (cmd->started)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command handle was already started; use a new one");
     cmd->blocking = !cmd->detached;
@@ -1102,9 +1092,8 @@ static sbx_status check_id(sbx_command *cmd, const char *id)
 
 sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **op)
 {
-    CHECK_CMD(cmd);
-    if (!op)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     if (check_id(cmd, id) != SBX_OK)
         return SBX_E_INVALID_ARG;
@@ -1129,7 +1118,7 @@ sbx_status sbx_command_attach(sbx_command *cmd, const char *id)
 {
     sbx_op *op;
     sbx_status st;
-    CHECK_CMD(cmd);
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     cmd->blocking = true;
     st = sbx_command_attach_start(cmd, id, &op);
     if (st != SBX_OK) {
@@ -1232,12 +1221,12 @@ static sbx_status info_call(sbx_command *cmd, const char *what, const char *meth
     if (!cmd->info.id)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has no id yet (not started, or its start is pending)");
     if (!(a = sbx__calloc(1, sizeof *a)))
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     a->cmd = cmd;
     a->need_exit = need_exit;
     if (!(path = cmd_path(cmd, mid, tail))) {
         info_arg_free(a);
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     }
     sm = sbx__simple_new(cmd->core, what, method, path, idempotent, info_reply, a, info_arg_free, &cmd->err);
     sbx__free(path);
@@ -1245,7 +1234,7 @@ static sbx_status info_call(sbx_command *cmd, const char *what, const char *meth
         return cmd->err.code;
     if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
         sbx__simple_discard(sm);
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     }
     sbx__req_set_follow(sm->req, follow);
     if (follow) {
@@ -1259,12 +1248,11 @@ static sbx_status info_call(sbx_command *cmd, const char *what, const char *meth
     return sbx__simple_submit(cmd->core, &cmd->t, sm, op, &cmd->err);
 }
 
-sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op)
+sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx_op **op)
 {
     sbx_status st;
-    CHECK_CMD(cmd);
-    if (!op)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     if (check_id(cmd, id) != SBX_OK)
         return SBX_E_INVALID_ARG;
@@ -1274,25 +1262,24 @@ sbx_status sbx_command_get_start(sbx_command *cmd, const char *id, sbx_op **op)
         if (cmd->run)
             return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command's start is pending");
         if (!(cmd->info.id = sbx__strdup(id)))
-            return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&cmd->err);
         cmd->started = true; /* it exists: the handle cannot start another */
     }
     st = info_call(cmd, "get command", "GET", "/cmd/", "", NULL, true, false, false, op);
     return st;
 }
 
-sbx_status sbx_command_get(sbx_command *cmd, const char *id)
+sbx_status sbx_command_fetch(sbx_command *cmd, const char *id)
 {
     sbx_op *op;
-    sbx_status st = sbx_command_get_start(cmd, id, &op);
+    sbx_status st = sbx_command_fetch_start(cmd, id, &op);
     return st == SBX_OK ? sbx__op_block(op, &cmd->err) : st;
 }
 
 sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op)
 {
-    CHECK_CMD(cmd);
-    if (!op)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     return info_call(cmd, "wait for the command", "GET", "/cmd/", "?wait=true", NULL, true, true, true, op);
 }
@@ -1308,14 +1295,13 @@ sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op)
 {
     char *body;
     sbx_status st;
-    CHECK_CMD(cmd);
-    if (!op)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "op must not be NULL");
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     if (signal < 1 || signal > 64)
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "signal %d: a Linux signal number, 1 to 64", signal);
     if (!(body = sbx__api_int_body("signal", signal)))
-        return sbx__err_set(&cmd->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&cmd->err);
     /* The 1.x path has no cmd/ segment (protocol 4.7). */
     st = info_call(cmd, "kill command", "POST", "/", "/kill", body, false, false, false, op);
     sbx__free(body);
@@ -1331,12 +1317,12 @@ sbx_status sbx_command_kill(sbx_command *cmd, int signal)
 
 /* ---- reading output and state ---------------------------------------------------------------- */
 
-sbx_status sbx_command_read_output(sbx_command *cmd, int stream, char *buf, size_t cap, size_t *n)
+sbx_status sbx_command_read_output(sbx_command *cmd, sbx_stream stream, uint8_t *buf, size_t cap, size_t *n)
 {
     sbx__buf *b;
     size_t k;
-    if (!cmd || !n)
-        return cmd ? sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "n must not be NULL") : SBX_E_INVALID_ARG;
+    SBX__ENTER(cmd, false);
+    SBX__ARG(cmd, n, "n must not be NULL");
     *n = 0;
     if ((stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR) || !buf || cap == 0)
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG,
@@ -1376,7 +1362,7 @@ int64_t sbx_command_started_at(const sbx_command *cmd)
     return cmd && cmd->info.id ? cmd->info.started_at : -1;
 }
 
-uint64_t sbx_command_output_bytes(const sbx_command *cmd, int stream)
+uint64_t sbx_command_output_bytes(const sbx_command *cmd, sbx_stream stream)
 {
     if (!cmd || (stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR))
         return 0;

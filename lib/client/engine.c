@@ -1239,7 +1239,7 @@ static void attempt_done(sbx__req *r, CURLcode code)
     }
     if (code == CURLE_WRITE_ERROR && r->nomem) {
         r->maybe_sent = true;
-        finish(r, SBX_E_NOMEM, "out of memory");
+        finish(r, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
     }
     if (code != CURLE_OK) {
@@ -1539,7 +1539,7 @@ sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
     atomic_fetch_sub(&e->waiters, 1);
     if (r < 0)
         return SBX_E_IO;
-    return r > 0 || sbx__engine_timeout(e) == 0 ? SBX_OK : SBX_E_TIMEOUT;
+    return r > 0 || sbx__engine_timeout(e) == 0 ? SBX_OK : SBX_E_AGAIN;
 }
 
 /* ---- requests ------------------------------------------------------------------------ */

@@ -69,18 +69,10 @@ void sbx_sandbox_free(sbx_sandbox *s)
 
 const char *sbx_sandbox_last_error(const sbx_sandbox *s)
 {
-    return s ? sbx__err_msg(&s->err) : "";
+    return SBX__LAST_ERROR(s);
 }
 
 /* ---- checks shared by the calls ---------------------------------------------------- */
-
-#define CHECK_HANDLE(s)                                                                         \
-    do {                                                                                        \
-        if (!(s))                                                                               \
-            return SBX_E_INVALID_ARG;                                                           \
-        if (sbx__core_in_callback((s)->core))                                                   \
-            return sbx__err_set(&(s)->err, SBX_E_MISUSE, "not allowed inside a callback");       \
-    } while (0)
 
 /* Configuration is only possible before the sandbox exists. */
 static sbx_status configurable(sbx_sandbox *s)
@@ -95,7 +87,7 @@ static sbx_status need_sandbox(sbx_sandbox *s)
 {
     if (!s->info.id)
         return sbx__err_set(&s->err, SBX_E_MISUSE,
-                            "the handle has no sandbox: call sbx_sandbox_create() or sbx_sandbox_get() first");
+                            "the handle has no sandbox: call sbx_sandbox_create() or sbx_sandbox_fetch() first");
     return SBX_OK;
 }
 
@@ -135,7 +127,7 @@ static sbx_status replace_str(sbx__err *err, char **dst, const char *v, bool sec
 {
     char *p = v ? sbx__strdup(v) : NULL;
     if (v && !p)
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     if (secret)
         sbx__free_secret(*dst);
     else
@@ -148,7 +140,7 @@ static sbx_status replace_str(sbx__err *err, char **dst, const char *v, bool sec
 
 sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (runtime && !sbx__text_ok(runtime, false))
@@ -158,7 +150,7 @@ sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
 
 sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (ms < 0)
@@ -167,20 +159,20 @@ sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms)
     return SBX_OK;
 }
 
-sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, uint32_t vcpus)
+sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, size_t vcpus)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (vcpus > 64)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "vcpus: at most 64 (0: the server's default)");
-    s->vcpus = vcpus;
+    s->vcpus = (uint32_t)vcpus;
     return SBX_OK;
 }
 
 sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (port == 0 || port > 65535)
@@ -210,7 +202,7 @@ sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sb
         size_t vlen = strlen(value);
         kv = sbx__malloc(nlen + vlen + 2);
         if (!kv)
-            return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(err);
         memcpy(kv, name, nlen);
         kv[nlen] = '=';
         memcpy(kv + nlen + 1, value, vlen + 1);
@@ -232,13 +224,13 @@ sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sb
     if (!kv)
         return SBX_OK;
     if (sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes kv on failure */
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     return SBX_OK;
 }
 
 sbx_status sbx_sandbox_set_env(sbx_sandbox *s, const char *name, const char *value)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sbx__env_set(&s->env, name, value, &s->err);
@@ -246,7 +238,7 @@ sbx_status sbx_sandbox_set_env(sbx_sandbox *s, const char *name, const char *val
 
 sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)
 {
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (json && sbx__api_check_policy(json, &s->err) != SBX_OK)
@@ -264,37 +256,37 @@ static void clear_source(sbx_sandbox *s)
     s->source = SBX__SRC_NONE;
 }
 
-sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const char *revision, uint32_t depth)
+sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const char *revision, size_t depth)
 {
     char *u, *r = NULL;
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (!sbx__text_ok(url, false) || (revision && !sbx__text_ok(revision, false)))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
                             "git source: a URL, and a revision that is NULL or non-empty, without control characters");
     if (depth > 1000000)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "git source: depth %u is too large", depth);
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "git source: depth %zu is too large", depth);
     u = sbx__strdup(url);
     if (revision)
         r = sbx__strdup(revision);
     if (!u || (revision && !r)) {
         sbx__free(u);
         sbx__free(r);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     clear_source(s);
     s->source = SBX__SRC_GIT;
     s->src_url = u;
     s->src_rev = r;
-    s->depth = depth;
+    s->depth = (uint32_t)depth;
     return SBX_OK;
 }
 
 sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username, const char *password)
 {
     char *u = NULL, *p = NULL;
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (!username != !password || (username && (!sbx__text_ok(username, false) || !sbx__text_ok(password, false))))
@@ -302,7 +294,7 @@ sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username,
                             "git credentials: a username and a password, or neither");
     if (username && (!(u = sbx__strdup(username)) || !(p = sbx__strdup(password)))) {
         sbx__free_secret(u);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     sbx__free_secret(s->src_user);
     sbx__free_secret(s->src_pass);
@@ -314,13 +306,13 @@ sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username,
 sbx_status sbx_sandbox_set_source_tarball(sbx_sandbox *s, const char *url)
 {
     char *u;
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (!sbx__text_ok(url, false))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "tarball source: a URL");
     if (!(u = sbx__strdup(url)))
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     clear_source(s);
     s->source = SBX__SRC_TARBALL;
     s->src_url = u;
@@ -330,13 +322,13 @@ sbx_status sbx_sandbox_set_source_tarball(sbx_sandbox *s, const char *url)
 sbx_status sbx_sandbox_set_source_snapshot(sbx_sandbox *s, const char *snapshot_id)
 {
     char *id;
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (!id_ok(snapshot_id))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "snapshot source: a snapshot id");
     if (!(id = sbx__strdup(snapshot_id)))
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     clear_source(s);
     s->source = SBX__SRC_SNAPSHOT;
     s->src_snapshot = id;
@@ -360,7 +352,7 @@ static sbx_status parse_u32(sbx_sandbox *s, const char *key, const char *v, uint
 sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *value)
 {
     uint32_t n = 0;
-    CHECK_HANDLE(s);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (!key || !value)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "key and value must not be NULL");
     if (strcmp(key, "runtime") == 0)
@@ -507,7 +499,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
     a = sbx__calloc(1, sizeof *a);
     if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
         sbx__free(a);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     a->s = s;
     a->has_routes = has_routes;
@@ -517,7 +509,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
                     sbx__buf_puts(&path, suffix) != SBX_OK))) {
         reply_arg_free(a);
         sbx__buf_free(&path);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     sm = sbx__simple_new(s->core, what, method, path.data, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
     sbx__buf_free(&path);
@@ -525,7 +517,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
         return s->err.code;
     if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
         sbx__simple_discard(sm);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     if (busy)
         sm->on_end = not_busy;
@@ -544,14 +536,6 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
     return st;
 }
 
-/* Check the out pointer of a _start call. */
-#define CHECK_OUT(s, op)                                                                          \
-    do {                                                                                          \
-        if (!(op))                                                                                \
-            return sbx__err_set(&(s)->err, SBX_E_INVALID_ARG, "op must not be NULL");             \
-        *(op) = NULL;                                                                             \
-    } while (0)
-
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
 sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
@@ -560,8 +544,9 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     char *body;
     sbx_status st;
 
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
@@ -586,7 +571,7 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     }
     body = sbx__api_create_body(&spec);
     if (!body)
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     st = sandbox_call(s, "create sandbox", "POST", NULL, body, false, true, NULL, true, true, op);
     /* The body may hold git credentials and env secrets. */
     sbx__free_secret(body);
@@ -600,10 +585,11 @@ sbx_status sbx_sandbox_create(sbx_sandbox *s)
     return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 
-sbx_status sbx_sandbox_get_start(sbx_sandbox *s, const char *id, sbx_op **op)
+sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
 {
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!id_ok(id))
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sandbox id: non-empty, printable, at most %d bytes",
                             ID_MAX);
@@ -614,17 +600,18 @@ sbx_status sbx_sandbox_get_start(sbx_sandbox *s, const char *id, sbx_op **op)
     return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, id, true, false, op);
 }
 
-sbx_status sbx_sandbox_get(sbx_sandbox *s, const char *id)
+sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id)
 {
     sbx_op *op;
-    sbx_status st = sbx_sandbox_get_start(s, id, &op);
+    sbx_status st = sbx_sandbox_fetch_start(s, id, &op);
     return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 
 sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
 {
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, NULL, false, false, op);
@@ -639,8 +626,9 @@ sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
 
 sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
 {
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sandbox_call(s, "stop sandbox", "POST", "/stop", NULL, true, false, NULL, false, false, op);
@@ -657,14 +645,15 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
 {
     char *body;
     sbx_status st;
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (ms <= 0)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     if (!(body = sbx__api_int_body("duration", ms)))
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     st = sandbox_call(s, "extend timeout", "POST", "/extend-timeout", body, false, false, NULL, false, false, op);
     sbx__free(body);
     return st;
@@ -679,8 +668,9 @@ sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
 
 sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *json, sbx_op **op)
 {
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!json)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "network policy: JSON must not be NULL");
     if (sbx__api_check_policy(json, &s->err) != SBX_OK)
@@ -725,7 +715,7 @@ int64_t sbx_sandbox_timeout_ms(const sbx_sandbox *s)
     return s && s->info.id ? s->info.timeout_ms : -1;
 }
 
-uint32_t sbx_sandbox_vcpus(const sbx_sandbox *s)
+size_t sbx_sandbox_vcpus(const sbx_sandbox *s)
 {
     return s ? s->info.vcpus : 0;
 }
@@ -829,7 +819,7 @@ static sbx_status file_call(sbx_sandbox *s, const char *what, const char *suffix
     char *path = sandbox_path(s, suffix);
     sbx_status st;
     if (!path)
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     st = sbx__simple_start(s->core, &s->t, what, "POST", path, body, idempotent, NULL, NULL, NULL, op, &s->err);
     sbx__free(path);
     return st;
@@ -839,14 +829,15 @@ sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op
 {
     char *body;
     sbx_status st;
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
     if (!(body = sbx__api_path_body(path, NULL)))
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     st = file_call(s, "mkdir", "/fs/mkdir", body, false, op);
     sbx__free(body);
     return st;
@@ -905,7 +896,7 @@ static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
     }
     if (!(path = sandbox_path(s, "/fs/write"))) {
         sbx__tar_free(tar);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     /* Writing the same files again gives the same result: idempotent. */
     sm = sbx__simple_new(s->core, "write files", "POST", path, true, tar_reply, tar, tar_free_fn, &s->err);
@@ -916,20 +907,21 @@ static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
     if (sbx__req_add_header(sm->req, "x-cwd: /") != SBX_OK ||
         sbx__req_set_body_stream(sm->req, tar_read_fn, tar_rewind_fn, tar, size, "application/gzip") != SBX_OK) {
         sbx__simple_discard(sm);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     return sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
 }
 
-sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const void *data, size_t len,
+sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const uint8_t *data, size_t len,
                                         uint32_t mode, sbx_op **op)
 {
     sbx__tar *tar;
     char *name;
     sbx_status st;
 
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if (!data && len)
@@ -937,14 +929,14 @@ sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const 
     if (mode > 07777)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "mode %o: permission bits only (at most 07777)", mode);
     if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     if (!name)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory, not a file",
                             path);
     tar = sbx__tar_new();
     if (!tar) {
         sbx__free(name);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     st = sbx__tar_add_memory(tar, name, data, len, mode ? mode : 0644, &s->err);
     sbx__free(name);
@@ -955,7 +947,8 @@ sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const 
     return write_tar(s, tar, op);
 }
 
-sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const void *data, size_t len, uint32_t mode)
+sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const uint8_t *data, size_t len,
+                                  uint32_t mode)
 {
     sbx_op *op;
     sbx_status st = sbx_sandbox_write_file_start(s, path, data, len, mode, &op);
@@ -968,20 +961,21 @@ sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const cha
     char *name;
     sbx_status st;
 
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!local || !*local)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: a file or directory to upload");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     if (!name)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory", path);
     tar = sbx__tar_new();
     if (!tar) {
         sbx__free(name);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     st = sbx__tar_add_path(tar, local, name, &s->err);
     sbx__free(name);
@@ -1062,7 +1056,7 @@ static int read_data(sbx__req *r, const char *data, size_t len, void *user)
     case SINK_CB: {
         int stop;
         op->core->in_callback++;
-        stop = rs->cb(data, len, rs->cb_user);
+        stop = rs->cb((const uint8_t *)data, len, rs->cb_user);
         op->core->in_callback--;
         if (stop) {
             rs->cb_stopped = true;
@@ -1097,7 +1091,7 @@ static void read_done(sbx__req *r, void *user)
         st = sbx__err_set(&op->err, SBX_E_BUDGET_EXCEEDED, "read file: larger than the %zu bytes allowed",
                           rs->max);
     else if (rs->nomem)
-        st = sbx__err_set(&op->err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(&op->err);
     else if (rs->cb_stopped)
         st = sbx__err_set(&op->err, SBX_E_CANCELLED, "read file: the callback stopped it");
     else if (rs->io_errno)
@@ -1134,7 +1128,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
     url_path = sandbox_path(s, "/fs/read");
     body = sbx__api_path_body(path, NULL);
     if (!url_path || !body) {
-        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(&s->err);
         goto fail;
     }
     /* A read has no effect: idempotent, retried until bytes arrive. */
@@ -1144,12 +1138,12 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
         goto fail;
     }
     if (sbx__req_set_body(rs->req, body, strlen(body), "application/json") != SBX_OK) {
-        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(&s->err);
         goto fail;
     }
     op = sbx__op_new(s->core, &s->t, &read_ops, rs);
     if (!op) {
-        st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(&s->err);
         goto fail;
     }
     sbx__free(url_path);
@@ -1158,7 +1152,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
     sbx__req_on_done(rs->req, read_done, op);
     if (sbx__req_submit(rs->req) != SBX_OK) {
         sbx__op_destroy(op);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     *out = op;
     return SBX_OK;
@@ -1173,7 +1167,7 @@ static struct read_state *read_state_new(sbx_sandbox *s, enum sink sink)
 {
     struct read_state *rs = sbx__calloc(1, sizeof *rs);
     if (!rs) {
-        sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        sbx__err_nomem(&s->err);
         return NULL;
     }
     rs->sink = sink;
@@ -1181,15 +1175,14 @@ static struct read_state *read_state_new(sbx_sandbox *s, enum sink sink)
     return rs;
 }
 
-sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, char **data, size_t *len)
+sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, uint8_t **data, size_t *len)
 {
     struct read_state *rs;
     sbx_op *op;
     sbx_status st;
 
-    CHECK_HANDLE(s);
-    if (!data || !len)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "data and len must not be NULL");
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, data && len, "data and len must not be NULL");
     *data = NULL;
     *len = 0;
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
@@ -1203,10 +1196,10 @@ sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, c
     st = sbx__op_drive(op);
     if (st == SBX_OK) {
         *len = rs->mem.len;
-        *data = sbx__buf_detach(&rs->mem, NULL);
+        *data = (uint8_t *)sbx__buf_detach(&rs->mem, NULL);
         if (!*data) {
             *len = 0;
-            st = sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(&s->err);
         } else {
             sbx__err_clear(&s->err);
         }
@@ -1221,8 +1214,9 @@ sbx_status sbx_sandbox_read_stream_start(sbx_sandbox *s, const char *path, sbx_d
                                          sbx_op **op)
 {
     struct read_state *rs;
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!cb)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "cb must not be NULL");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
@@ -1246,8 +1240,9 @@ sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const ch
     struct read_state *rs;
     sbx__buf tmp = SBX__BUF_INIT;
 
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!local || !*local)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: the file to write");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
@@ -1257,12 +1252,12 @@ sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const ch
     if (sbx__buf_printf(&tmp, "%s.sbxrun-XXXXXX", local) != SBX_OK || !(rs->final = sbx__strdup(local))) {
         sbx__buf_free(&tmp);
         read_release(&(sbx_op){.state = rs});
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     rs->tmp = sbx__buf_detach(&tmp, NULL);
     if (!rs->tmp) {
         read_release(&(sbx_op){.state = rs});
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     rs->fd = mkostemp(rs->tmp, O_CLOEXEC);
     if (rs->fd < 0) {
@@ -1319,7 +1314,7 @@ void sbx_snapshot_free(sbx_snapshot *sn)
 
 const char *sbx_snapshot_last_error(const sbx_snapshot *sn)
 {
-    return sn ? sbx__err_msg(&sn->err) : "";
+    return SBX__LAST_ERROR(sn);
 }
 
 struct snap_arg {
@@ -1367,7 +1362,7 @@ static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, con
     struct snap_arg *a = sbx__calloc(1, sizeof *a);
     if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
         sbx__free(a);
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     a->sn = sn;
     if (s) {
@@ -1385,8 +1380,9 @@ sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx
     char *path, *body;
     sbx_status st;
 
-    CHECK_HANDLE(s);
-    CHECK_OUT(s, op);
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
     if (!sn || sn->core != s->core)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sn: a snapshot handle of the same client");
     if (expiration_ms < -1)
@@ -1403,7 +1399,7 @@ sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx
     if (!path || !body) {
         sbx__free(path);
         sbx__free(body);
-        return sbx__err_set(&s->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&s->err);
     }
     st = snap_call(sn, s, &s->err, "snapshot sandbox", "POST", path, body, false, NULL, op);
     sbx__free(path);
@@ -1428,34 +1424,27 @@ static char *snapshot_path(const char *id)
     return sbx__buf_detach(&path, NULL);
 }
 
-#define CHECK_SN(sn)                                                                            \
-    do {                                                                                        \
-        if (!(sn))                                                                              \
-            return SBX_E_INVALID_ARG;                                                           \
-        if (sbx__core_in_callback((sn)->core))                                                  \
-            return sbx__err_set(&(sn)->err, SBX_E_MISUSE, "not allowed inside a callback");      \
-    } while (0)
-
-sbx_status sbx_snapshot_get_start(sbx_snapshot *sn, const char *id, sbx_op **op)
+sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **op)
 {
     char *path;
     sbx_status st;
-    CHECK_SN(sn);
-    CHECK_OUT(sn, op);
+    SBX__ENTER(sn, sbx__core_in_callback(sn->core));
+    SBX__ARG(sn, op, "op must not be NULL");
+    *op = NULL;
     if (!id_ok(id))
         return sbx__err_set(&sn->err, SBX_E_INVALID_ARG, "snapshot id: non-empty, printable, at most %d bytes",
                             ID_MAX);
     if (!(path = snapshot_path(id)))
-        return sbx__err_set(&sn->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&sn->err);
     st = snap_call(sn, NULL, &sn->err, "get snapshot", "GET", path, NULL, true, id, op);
     sbx__free(path);
     return st;
 }
 
-sbx_status sbx_snapshot_get(sbx_snapshot *sn, const char *id)
+sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id)
 {
     sbx_op *op;
-    sbx_status st = sbx_snapshot_get_start(sn, id, &op);
+    sbx_status st = sbx_snapshot_fetch_start(sn, id, &op);
     return st == SBX_OK ? sbx__op_block(op, &sn->err) : st;
 }
 
@@ -1463,12 +1452,13 @@ sbx_status sbx_snapshot_delete_start(sbx_snapshot *sn, sbx_op **op)
 {
     char *path;
     sbx_status st;
-    CHECK_SN(sn);
-    CHECK_OUT(sn, op);
+    SBX__ENTER(sn, sbx__core_in_callback(sn->core));
+    SBX__ARG(sn, op, "op must not be NULL");
+    *op = NULL;
     if (!sn->info.id)
-        return sbx__err_set(&sn->err, SBX_E_MISUSE, "the handle has no snapshot: sbx_snapshot_get() first");
+        return sbx__err_set(&sn->err, SBX_E_MISUSE, "the handle has no snapshot: sbx_snapshot_fetch() first");
     if (!(path = snapshot_path(sn->info.id)))
-        return sbx__err_set(&sn->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&sn->err);
     st = snap_call(sn, NULL, &sn->err, "delete snapshot", "DELETE", path, NULL, true, sn->info.id, op);
     sbx__free(path);
     return st;

@@ -92,7 +92,7 @@ static sbx_status push(sbx__tar *t, const char *name, const char *local, const v
         size_t cap = t->cap ? t->cap * 2 : 16;
         struct entry *v = sbx__realloc(t->v, cap * sizeof *v);
         if (!v)
-            return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(err);
         t->v = v;
         t->cap = cap;
     }
@@ -107,7 +107,7 @@ static sbx_status push(sbx__tar *t, const char *name, const char *local, const v
         sbx__free(e->name);
         sbx__free(e->local);
         sbx__free(e->data);
-        return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(err);
     }
     t->n++;
     return SBX_OK;
@@ -172,7 +172,7 @@ static sbx_status walk(sbx__tar *t, const char *root, sbx__buf *local, sbx__buf 
             continue;
         if (sbx__buf_printf(local, "/%s", de->d_name) != SBX_OK ||
             sbx__buf_printf(name, "/%s", de->d_name) != SBX_OK) {
-            st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(err);
             break;
         }
         if (lstat(local->data, &sb) != 0) {
@@ -240,7 +240,7 @@ static sbx_status add_slurped(sbx__tar *t, const char *local, const char *name, 
         st = sbx__err_set(err, st, "%s: its size is unknown (%s) and it holds more than %zu bytes", local,
                           "not a regular file, or one that says 0 bytes", SLURP_MAX);
     else if (st == SBX_E_NOMEM)
-        st = sbx__err_set(err, st, "out of memory");
+        st = sbx__err_set(err, st, SBX__NOMEM_TEXT);
     if (st == SBX_OK)
         st = push(t, name, NULL, b.data ? b.data : "", b.len, mode, err);
     sbx__buf_free(&b);
@@ -273,7 +273,7 @@ sbx_status sbx__tar_add_path(sbx__tar *t, const char *local, const char *name, s
         if (!root)
             return sbx__err_set(err, SBX_E_IO, "%s: %s", local, strerror(errno));
         if (sbx__buf_puts(&lb, root) != SBX_OK || sbx__buf_puts(&nb, name) != SBX_OK)
-            st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(err);
         else
             st = walk(t, root, &lb, &nb, 0, err);
         free(root);
@@ -299,7 +299,7 @@ static la_ssize_t out_cb(struct archive *a, void *user, const void *buf, size_t 
     sbx__tar *t = user;
     (void)a;
     if (sbx__buf_append(&t->out, buf, n) != SBX_OK) {
-        t->ar->set_error(a, ENOMEM, "out of memory");
+        t->ar->set_error(a, ENOMEM, SBX__NOMEM_TEXT);
         return -1;
     }
     return (la_ssize_t)n;
@@ -335,11 +335,11 @@ static bool open_archive(sbx__tar *t)
     }
     t->a = t->ar->write_new();
     if (!t->a) {
-        fail(t, "out of memory");
+        fail(t, SBX__NOMEM_TEXT);
         return false;
     }
     if (!t->chunk && !(t->chunk = sbx__malloc(CHUNK))) {
-        fail(t, "out of memory");
+        fail(t, SBX__NOMEM_TEXT);
         return false;
     }
     if (t->ar->write_add_filter_gzip(t->a) != ARCHIVE_OK ||
@@ -363,7 +363,7 @@ static bool start_entry(sbx__tar *t, struct entry *e)
     int r;
 
     if (!ae) {
-        fail(t, "out of memory");
+        fail(t, SBX__NOMEM_TEXT);
         return false;
     }
     if (e->local) {
@@ -538,7 +538,7 @@ sbx_status sbx__tar_prepare(sbx__tar *t, size_t mem_limit, uint64_t *size, sbx__
     if (t->failed) {
         sbx_status st = sbx__err_set(err,
                                      t->no_archive                        ? SBX_E_UNSUPPORTED
-                                     : strstr(t->error, "out of memory") ? SBX_E_NOMEM
+                                     : strstr(t->error, SBX__NOMEM_TEXT) ? SBX_E_NOMEM
                                                                           : SBX_E_IO,
                                      "%s", t->error);
         reset(t);

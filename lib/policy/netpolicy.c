@@ -90,11 +90,6 @@ static sbx_status SBX__PRINTF(3, 4) bad(sbx__err *e, const char *what, const cha
     return sbx__err_set(e, SBX_E_INVALID_ARG, "%s%s%s", what ? what : "", what ? ": " : "", msg);
 }
 
-static sbx_status nomem(sbx__err *e)
-{
-    return sbx__err_set(e, SBX_E_NOMEM, "out of memory");
-}
-
 /* Index of the first byte that is a control character (NUL and DEL too), or -1. */
 static long find_ctl(const char *s, size_t n)
 {
@@ -404,7 +399,7 @@ static sbx_status list_add(sbx__err *e, const char *what, sbx__strlist *l, const
         return SBX_OK;
     if (l->n >= NP_MAX_LIST)
         return bad(e, what, "too many %s (at most %d)", kind, NP_MAX_LIST);
-    return sbx__strlist_push(l, s) == SBX_OK ? SBX_OK : nomem(e);
+    return sbx__strlist_push(l, s) == SBX_OK ? SBX_OK : sbx__err_nomem(e);
 }
 
 static sbx_status body_domain(struct body *b, sbx__err *e, const char *what, const char *s, size_t n,
@@ -437,7 +432,7 @@ static sbx_status rule_set(struct rule *r, sbx__err *e, const char *what, const 
     if (at < 0 && r->names.n >= NP_MAX_HEADERS)
         return bad(e, what, "too many headers for '%s' (at most %d)", r->domain, NP_MAX_HEADERS);
     if (!(copy = sbx__strndup(v, vn)))
-        return nomem(e);
+        return sbx__err_nomem(e);
     if (at >= 0) {
         sbx__free_secret(r->values.v[at]);
         r->values.v[at] = copy;
@@ -445,12 +440,12 @@ static sbx_status rule_set(struct rule *r, sbx__err *e, const char *what, const 
     }
     if (sbx__strlist_push(&r->names, name) != SBX_OK) {
         sbx__free_secret(copy);
-        return nomem(e);
+        return sbx__err_nomem(e);
     }
     if (sbx__strlist_push_take(&r->values, copy) != SBX_OK) {
         sbx__free(r->names.v[--r->names.n]);
         r->names.v[r->names.n] = NULL;
-        return nomem(e);
+        return sbx__err_nomem(e);
     }
     return SBX_OK;
 }
@@ -462,7 +457,7 @@ static sbx_status rule_new(struct body *b, sbx__err *e, const char *what, const 
     struct rule r = {NULL, SBX__STRLIST_INIT, SBX__STRLIST_INIT};
     sbx_status st;
     if (!(r.domain = sbx__strdup(d)))
-        return nomem(e);
+        return sbx__err_nomem(e);
     if ((st = rule_set(&r, e, what, name, v, vn)) != SBX_OK) {
         rule_free(&r);
         return st;
@@ -481,7 +476,7 @@ static sbx_status rules_reserve(struct body *b, sbx__err *e, const char *what)
         return bad(e, what, "too many injection rules (at most %d)", NP_MAX_RULES);
     cap = b->caprules ? b->caprules * 2 : 4;
     if (!(r = sbx__realloc(b->rules, cap * sizeof *r)))
-        return nomem(e);
+        return sbx__err_nomem(e);
     b->rules = r;
     b->caprules = cap;
     return SBX_OK;
@@ -1197,18 +1192,6 @@ static const struct {
 
 /* ---- the API ---------------------------------------------------------------------- */
 
-#define CHECK_HANDLE(n)                                                                            \
-    do {                                                                                           \
-        if (!(n))                                                                                  \
-            return SBX_E_INVALID_ARG;                                                              \
-    } while (0)
-
-#define NEED(n, cond, msg)                                                                         \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            return sbx__err_set(&(n)->err, SBX_E_INVALID_ARG, "%s", msg);                          \
-    } while (0)
-
 sbx_netpolicy *sbx_netpolicy_new(void)
 {
     sbx_netpolicy *n = sbx__calloc(1, sizeof *n);
@@ -1228,67 +1211,58 @@ void sbx_netpolicy_free(sbx_netpolicy *n)
 
 const char *sbx_netpolicy_last_error(const sbx_netpolicy *n)
 {
-    return n ? sbx__err_msg(&n->err) : "the network policy handle is NULL";
+    return SBX__LAST_ERROR(n);
 }
 
-sbx_status sbx_netpolicy_set_mode(sbx_netpolicy *n, int mode)
+sbx_status sbx_netpolicy_set_mode(sbx_netpolicy *n, sbx_network_mode mode)
 {
-    CHECK_HANDLE(n);
+    SBX__ENTER(n, false);
     if (mode != SBX_NETPOLICY_ALLOW_ALL && mode != SBX_NETPOLICY_DENY_ALL && mode != SBX_NETPOLICY_CUSTOM)
-        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "unknown network policy mode %d", mode);
+        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "unknown network policy mode %d", (int)mode);
     if (mode != SBX_NETPOLICY_CUSTOM)
         body_clear(&n->b);
-    n->b.mode = mode;
-    sbx__err_clear(&n->err);
+    n->b.mode = (int)mode;
     return SBX_OK;
 }
 
-int sbx_netpolicy_mode(const sbx_netpolicy *n)
+sbx_network_mode sbx_netpolicy_mode(const sbx_netpolicy *n)
 {
-    return n ? n->b.mode : -1;
-}
-
-/* Finish a mutating call: clear the error on success. */
-static sbx_status done(sbx_netpolicy *n, sbx_status st)
-{
-    if (st == SBX_OK)
-        sbx__err_clear(&n->err);
-    return st;
+    return n ? (sbx_network_mode)n->b.mode : SBX_NETPOLICY_DENY_ALL;
 }
 
 sbx_status sbx_netpolicy_allow_domain(sbx_netpolicy *n, const char *domain)
 {
-    CHECK_HANDLE(n);
-    NEED(n, domain, "the domain is NULL");
-    return done(n, body_domain(&n->b, &n->err, NULL, domain, strlen(domain), D_WILD | D_STAR));
+    SBX__ENTER(n, false);
+    SBX__ARG(n, domain, "the domain is NULL");
+    return body_domain(&n->b, &n->err, NULL, domain, strlen(domain), D_WILD | D_STAR);
 }
 
 sbx_status sbx_netpolicy_allow_cidr(sbx_netpolicy *n, const char *cidr)
 {
-    CHECK_HANDLE(n);
-    NEED(n, cidr, "the CIDR is NULL");
-    return done(n, body_cidr(&n->b, &n->err, NULL, cidr, strlen(cidr), false));
+    SBX__ENTER(n, false);
+    SBX__ARG(n, cidr, "the CIDR is NULL");
+    return body_cidr(&n->b, &n->err, NULL, cidr, strlen(cidr), false);
 }
 
 sbx_status sbx_netpolicy_deny_cidr(sbx_netpolicy *n, const char *cidr)
 {
-    CHECK_HANDLE(n);
-    NEED(n, cidr, "the CIDR is NULL");
-    return done(n, body_cidr(&n->b, &n->err, NULL, cidr, strlen(cidr), true));
+    SBX__ENTER(n, false);
+    SBX__ARG(n, cidr, "the CIDR is NULL");
+    return body_cidr(&n->b, &n->err, NULL, cidr, strlen(cidr), true);
 }
 
 sbx_status sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *domain, const char *name, const char *value)
 {
-    CHECK_HANDLE(n);
-    NEED(n, domain, "the domain is NULL");
-    NEED(n, name, "the header name is NULL");
-    NEED(n, value, "the header value is NULL");
-    return done(n, body_inject(&n->b, &n->err, NULL, domain, strlen(domain), name, strlen(name), value,
-                               strlen(value)));
+    SBX__ENTER(n, false);
+    SBX__ARG(n, domain, "the domain is NULL");
+    SBX__ARG(n, name, "the header name is NULL");
+    SBX__ARG(n, value, "the header value is NULL");
+    return body_inject(&n->b, &n->err, NULL, domain, strlen(domain), name, strlen(name), value,
+                               strlen(value));
 }
 
-sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, const char *const *keys,
-                                const char *const *values, size_t ninputs)
+sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
+                                const char *const *keys, const char *const *values)
 {
     struct inputs in = {job_type, keys, values, ninputs};
     struct body b = {SBX_NETPOLICY_DENY_ALL, SBX__STRLIST_INIT, SBX__STRLIST_INIT, SBX__STRLIST_INIT, NULL, 0, 0};
@@ -1296,9 +1270,9 @@ sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, const ch
     sbx_status st;
     size_t i;
 
-    CHECK_HANDLE(n);
-    NEED(n, job_type, "the job type is NULL");
-    NEED(n, ninputs == 0 || (keys && values), "keys or values is NULL while ninputs > 0");
+    SBX__ENTER(n, false);
+    SBX__ARG(n, job_type, "the job type is NULL");
+    SBX__ARG(n, ninputs == 0 || (keys && values), "keys or values is NULL while ninputs > 0");
     for (i = 0; i < SBX__ARRAY_LEN(presets) && strcmp(presets[i].job, job_type) != 0; i++)
         ;
     if (i == SBX__ARRAY_LEN(presets))
@@ -1312,7 +1286,7 @@ sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, const ch
     }
     body_clear(&n->b);
     n->b = b;
-    return done(n, SBX_OK);
+    return SBX_OK;
 }
 
 /* jansson's message without its " near '...'" quote of the text, which
@@ -1322,7 +1296,7 @@ static sbx_status parse_error(sbx__err *e, const json_error_t *je)
     char text[JSON_ERROR_TEXT_LENGTH];
     char *near;
     if (json_error_code(je) == json_error_out_of_memory)
-        return nomem(e);
+        return sbx__err_nomem(e);
     snprintf(text, sizeof text, "%s", je->text);
     if ((near = strstr(text, " near ")) != NULL)
         *near = '\0';
@@ -1356,8 +1330,8 @@ sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
     json_t *root;
     sbx_status st;
 
-    CHECK_HANDLE(n);
-    NEED(n, json, "the JSON text is NULL");
+    SBX__ENTER(n, false);
+    SBX__ARG(n, json, "the JSON text is NULL");
     if ((len = strlen(json)) > NP_MAX_JSON)
         return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "the policy is longer than %u bytes", NP_MAX_JSON);
     /* JSON_ALLOW_NUL lets a "\u0000" through so the field holding it can be
@@ -1374,7 +1348,7 @@ sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
     }
     body_clear(&n->b);
     n->b = b;
-    return done(n, SBX_OK);
+    return SBX_OK;
 }
 
 sbx_status sbx_netpolicy_to_json(const sbx_netpolicy *n, char **out)

@@ -84,7 +84,7 @@ void sbx_policy_free(sbx_policy *p)
 
 const char *sbx_policy_last_error(const sbx_policy *p)
 {
-    return p ? sbx__err_msg(&p->err) : "invalid argument: the policy is NULL";
+    return SBX__LAST_ERROR(p);
 }
 
 /* ---- building ----------------------------------------------------------------------------- */
@@ -197,17 +197,14 @@ static sbx_status add_program(sbx_policy *p, const char *job_type, const char *p
 {
     struct scope *s;
     const char *why;
-    if (!p)
-        return SBX_E_INVALID_ARG;
-    if (!program)
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "invalid argument: program is NULL");
+    SBX__ENTER(p, false);
+    SBX__ARG(p, program, "invalid argument: program is NULL");
     if (!(s = scope_for(p, job_type)))
         return SBX_E_INVALID_ARG;
     if ((why = bad_program(program)))
         return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "program name \"%.64s\" %s", program, why);
     if (sbx__strlist_push(deny ? &s->deny : &s->allow, program) != SBX_OK)
-        return sbx__err_set(&p->err, SBX_E_NOMEM, "out of memory");
-    sbx__err_clear(&p->err);
+        return sbx__err_nomem(&p->err);
     return SBX_OK;
 }
 
@@ -225,18 +222,15 @@ sbx_status sbx_policy_allow_package(sbx_policy *p, const char *job_type, const c
 {
     struct scope *s;
     size_t n;
-    if (!p)
-        return SBX_E_INVALID_ARG;
-    if (!spec)
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "invalid argument: package spec is NULL");
+    SBX__ENTER(p, false);
+    SBX__ARG(p, spec, "invalid argument: package spec is NULL");
     if (!(s = scope_for(p, job_type)))
         return SBX_E_INVALID_ARG;
     if (!pkg_spec_ok(spec, &n))
         return sbx__err_set(&p->err, SBX_E_INVALID_ARG,
                             "package \"%.64s\" is not a registry package name with an optional @version", spec);
     if (sbx__strlist_push(&s->packages, spec) != SBX_OK)
-        return sbx__err_set(&p->err, SBX_E_NOMEM, "out of memory");
-    sbx__err_clear(&p->err);
+        return sbx__err_nomem(&p->err);
     return SBX_OK;
 }
 
@@ -267,7 +261,7 @@ static sbx_status load_list(struct loader *L, json_t *arr, const char *path, sbx
         if (why)
             return sbx__err_set(L->err, SBX_E_INVALID_ARG, "%s[%zu]: \"%.64s\" %s", path, i, s, why);
         if (sbx__strlist_push(dst, s) != SBX_OK)
-            return sbx__err_set(L->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(L->err);
     }
     return SBX_OK;
 }
@@ -343,7 +337,7 @@ static sbx_status load_doc(struct loader *L, json_t *doc)
     if (!ext || (strcmp(ext, "default") && strcmp(ext, "none")))
         return sbx__err_set(L->err, SBX_E_INVALID_ARG, "extends: must be \"default\" or \"none\"");
     if (strcmp(ext, "default") == 0 && set_defaults(L->s) != SBX_OK)
-        return sbx__err_set(L->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(L->err);
     if ((st = load_scope(L, doc, "", &L->s[0])) != SBX_OK)
         return st;
     if (!jt)
@@ -370,10 +364,8 @@ sbx_status sbx_policy_load_json(sbx_policy *p, const char *json)
     json_error_t je;
     json_t *doc;
     sbx_status st;
-    if (!p)
-        return SBX_E_INVALID_ARG;
-    if (!json)
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "invalid argument: json is NULL");
+    SBX__ENTER(p, false);
+    SBX__ARG(p, json, "invalid argument: json is NULL");
     doc = json_loads(json, JSON_REJECT_DUPLICATES, &je);
     if (!doc)
         return sbx__err_set(&p->err, SBX_E_PARSE, "the policy is not valid JSON: line %d column %d: %s", je.line,
@@ -388,7 +380,6 @@ sbx_status sbx_policy_load_json(sbx_policy *p, const char *json)
     }
     scopes_clear(p->s);
     memcpy(p->s, L.s, sizeof p->s);
-    sbx__err_clear(&p->err);
     return SBX_OK;
 }
 
@@ -400,10 +391,8 @@ sbx_status sbx_policy_load_file(sbx_policy *p, const char *path)
     size_t got = 0;
     int fd;
     sbx_status st;
-    if (!p)
-        return SBX_E_INVALID_ARG;
-    if (!path)
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "invalid argument: path is NULL");
+    SBX__ENTER(p, false);
+    SBX__ARG(p, path, "invalid argument: path is NULL");
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return sbx__err_set(&p->err, SBX_E_IO, "cannot open the policy file %s: %s", path, strerror(errno));
@@ -417,7 +406,7 @@ sbx_status sbx_policy_load_file(sbx_policy *p, const char *path)
     }
     if (!(buf = sbx__malloc(FILE_MAX_BYTES + 1))) {
         close(fd);
-        return sbx__err_set(&p->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&p->err);
     }
     while ((n = read(fd, buf + got, FILE_MAX_BYTES + 1 - got)) > 0 && got + (size_t)n <= FILE_MAX_BYTES)
         got += (size_t)n;
@@ -439,14 +428,14 @@ sbx_status sbx_policy_load_file(sbx_policy *p, const char *path)
 
 /* ---- a decision --------------------------------------------------------------------------- */
 
-const char *sbx_policy_reason_name(int reason)
+const char *sbx_policy_reason_name(sbx_policy_reason reason)
 {
     static const char *const names[] = {
         "allow",     "empty_argv", "program_path", "program_not_allowed", "control_char",
         "arg_too_long", "cwd_outside", "path_outside", "subcommand",     "option",
         "config",    "transport",  "script",       "package_exec",       "encoding",
     };
-    return reason >= 0 && (size_t)reason < SBX__ARRAY_LEN(names) ? names[reason] : "unknown";
+    return (int)reason >= 0 && (size_t)reason < SBX__ARRAY_LEN(names) ? names[reason] : "unknown";
 }
 
 const char *sbx__pshow(const char *arg, char *buf, size_t cap)
@@ -895,7 +884,7 @@ bool sbx__p_run_as(sbx__pctx *c, size_t i)
     return true;
 }
 
-sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, const char *const *argv, size_t argc,
+sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t argc, const char *const *argv,
                             const char *cwd, sbx_policy_reason *reason, char *msg, size_t msg_cap)
 {
     sbx__pctx c;

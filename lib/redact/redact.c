@@ -740,7 +740,7 @@ void sbx_redactor_free(sbx_redactor *r)
 
 const char *sbx_redactor_last_error(const sbx_redactor *r)
 {
-    return r ? sbx__err_msg(&r->err) : "invalid argument: the redactor is NULL";
+    return SBX__LAST_ERROR(r);
 }
 
 /* Rebuild the rules after a change; on failure the change is undone by
@@ -749,10 +749,9 @@ static sbx_status rebuild(sbx_redactor *r)
 {
     struct rules *nr = rules_build(r);
     if (!nr)
-        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&r->err);
     rules_unref(r->rules);
     r->rules = nr;
-    sbx__err_clear(&r->err);
     return SBX_OK;
 }
 
@@ -760,10 +759,8 @@ sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t
 {
     struct val *v;
     char *copy;
-    if (!r)
-        return SBX_E_INVALID_ARG;
-    if (!value)
-        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "invalid argument: the secret is NULL");
+    SBX__ENTER(r, false);
+    SBX__ARG(r, value, "invalid argument: the secret is NULL");
     if (len < VALUE_MIN)
         return sbx__err_set(&r->err, SBX_E_INVALID_ARG,
                             "a secret of %zu bytes is refused: values shorter than %d bytes would redact "
@@ -773,15 +770,13 @@ sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t
         return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "a secret of %zu bytes is refused (at most %d)", len,
                             VALUE_MAX);
     for (size_t i = 0; i < r->nvals; i++)
-        if (r->vals[i].n == len && memcmp(r->vals[i].p, value, len) == 0) {
-            sbx__err_clear(&r->err);
+        if (r->vals[i].n == len && memcmp(r->vals[i].p, value, len) == 0)
             return SBX_OK;
-        }
     if (!(v = sbx__realloc(r->vals, (r->nvals + 1) * sizeof *v)))
-        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&r->err);
     r->vals = v;
     if (!(copy = sbx__malloc(len)))
-        return sbx__err_set(&r->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&r->err);
     memcpy(copy, value, len);
     r->vals[r->nvals].p = copy;
     r->vals[r->nvals++].n = len;
@@ -798,10 +793,8 @@ sbx_status sbx_redactor_add_secret_env(sbx_redactor *r, const char *name)
 {
     const char *v;
     sbx_status st;
-    if (!r)
-        return SBX_E_INVALID_ARG;
-    if (!name || !*name)
-        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "invalid argument: no variable name");
+    SBX__ENTER(r, false);
+    SBX__ARG(r, name && *name, "invalid argument: no variable name");
     if (!(v = getenv(name)))
         return sbx__err_set(&r->err, SBX_E_NOT_FOUND, "the environment variable %.128s is not set", name);
     st = sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v));
@@ -814,8 +807,7 @@ sbx_status sbx_redactor_add_secret_env(sbx_redactor *r, const char *name)
 sbx_status sbx_redactor_set_shapes(sbx_redactor *r, int enabled)
 {
     bool old;
-    if (!r)
-        return SBX_E_INVALID_ARG;
+    SBX__ENTER(r, false);
     old = r->shapes;
     r->shapes = enabled != 0;
     if (rebuild(r) != SBX_OK) {
@@ -1530,8 +1522,8 @@ out:
     return SBX_OK;
 }
 
-sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out,
-                                  size_t *out_len)
+/* The stream works on char (the buffers' type); the API speaks bytes. */
+sbx_status sbx__redact_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out, size_t *out_len)
 {
     size_t done;
     unsigned char hist[HIST];
@@ -1614,7 +1606,13 @@ oom:
     return SBX_E_NOMEM;
 }
 
-sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size_t *out_len)
+sbx_status sbx_redact_stream_feed(sbx_redact_stream *s, const uint8_t *data, size_t len, const uint8_t **out,
+                                  size_t *out_len)
+{
+    return sbx__redact_feed(s, (const char *)data, len, (const char **)out, out_len);
+}
+
+sbx_status sbx__redact_finish(sbx_redact_stream *s, const char **out, size_t *out_len)
 {
     sbx_status st;
     size_t done;
@@ -1635,6 +1633,11 @@ sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const char **out, size
     return SBX_OK;
 }
 
+sbx_status sbx_redact_stream_finish(sbx_redact_stream *s, const uint8_t **out, size_t *out_len)
+{
+    return sbx__redact_finish(s, (const char **)out, out_len);
+}
+
 uint64_t sbx_redact_stream_count(const sbx_redact_stream *s, const char *kind)
 {
     uint64_t n = 0;
@@ -1646,7 +1649,7 @@ uint64_t sbx_redact_stream_count(const sbx_redact_stream *s, const char *kind)
     return n;
 }
 
-sbx_status sbx_redact_stream_counts_json(const sbx_redact_stream *s, char **out)
+sbx_status sbx_redact_stream_counts_to_json(const sbx_redact_stream *s, char **out)
 {
     sbx__buf b = SBX__BUF_INIT;
     bool first = true;
@@ -1671,7 +1674,8 @@ oom:
     return SBX_E_NOMEM;
 }
 
-sbx_status sbx_redactor_redact(const sbx_redactor *r, const char *data, size_t len, char **out, size_t *out_len)
+sbx_status sbx_redactor_redact(const sbx_redactor *r, const uint8_t *data, size_t len, uint8_t **out,
+                               size_t *out_len)
 {
     sbx_redact_stream *s;
     sbx__buf b = SBX__BUF_INIT;
@@ -1684,15 +1688,15 @@ sbx_status sbx_redactor_redact(const sbx_redactor *r, const char *data, size_t l
         return SBX_E_INVALID_ARG;
     if (!(s = sbx_redact_stream_new(r)))
         return SBX_E_NOMEM;
-    st = sbx_redact_stream_feed(s, data ? data : "", len, &o, &n);
+    st = sbx__redact_feed(s, data ? (const char *)data : "", len, &o, &n);
     if (st == SBX_OK)
         st = sbx__buf_append(&b, o, n);
     if (st == SBX_OK)
-        st = sbx_redact_stream_finish(s, &o, &n);
+        st = sbx__redact_finish(s, &o, &n);
     if (st == SBX_OK)
         st = sbx__buf_append(&b, o, n);
     sbx_redact_stream_free(s);
-    if (st == SBX_OK && !(*out = sbx__buf_detach(&b, out_len)))
+    if (st == SBX_OK && !(*out = (uint8_t *)sbx__buf_detach(&b, out_len)))
         st = SBX_E_NOMEM;
     if (st != SBX_OK)
         sbx__buf_wipe_free(&b);

@@ -123,4 +123,9 @@ bool sbx__redact_prefiltered(const sbx_redactor *r);
 size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s);
 const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count);
 
+/* sbx_redact_stream_feed() and _finish() on char buffers, for the modules
+ * that keep text in sbx__buf (the transcript). */
+sbx_status sbx__redact_feed(sbx_redact_stream *s, const char *data, size_t len, const char **out, size_t *out_len);
+sbx_status sbx__redact_finish(sbx_redact_stream *s, const char **out, size_t *out_len);
+
 #endif /* SBX_REDACT_INT_H */

@@ -66,7 +66,7 @@ struct win {
 };
 
 struct step {
-    uint32_t num;
+    size_t num;
     char *name, *cwd, *command_id;
     json_t *argv, *env, *counts; /* counts: kind -> redactions outside the output */
     struct win out[2];
@@ -93,7 +93,7 @@ struct sbx_transcript {
     char started_at[32];
     int64_t started_mono;
     bool header_made, finished, loaded;
-    uint32_t next_step;
+    size_t next_step;
     struct step *steps; /* open steps */
     json_t *totals;     /* kind -> redactions in all steps */
     /* entries */
@@ -146,8 +146,8 @@ static char *redact_str(sbx_transcript *t, const char *s, json_t *counts)
     char *res = NULL;
     if (!rs)
         return NULL;
-    if (sbx_redact_stream_feed(rs, s, strlen(s), &o, &n) != SBX_OK || sbx__buf_append(&b, o, n) != SBX_OK ||
-        sbx_redact_stream_finish(rs, &o, &n) != SBX_OK || sbx__buf_append(&b, o, n) != SBX_OK)
+    if (sbx__redact_feed(rs, s, strlen(s), &o, &n) != SBX_OK || sbx__buf_append(&b, o, n) != SBX_OK ||
+        sbx__redact_finish(rs, &o, &n) != SBX_OK || sbx__buf_append(&b, o, n) != SBX_OK)
         goto out;
     if (counts)
         for (size_t k = 0; k < sbx__redact_stream_nkinds(rs); k++) {
@@ -297,15 +297,8 @@ void sbx_transcript_free(sbx_transcript *t)
 
 const char *sbx_transcript_last_error(const sbx_transcript *t)
 {
-    return t ? sbx__err_msg(&t->err) : "invalid argument: the transcript is NULL";
+    return SBX__LAST_ERROR(t);
 }
-
-#define CHECK(t)                                                                                      \
-    do {                                                                                              \
-        if (!(t))                                                                                     \
-            return SBX_E_INVALID_ARG;                                                                 \
-        sbx__err_clear(&(t)->err);                                                                    \
-    } while (0)
 
 /* Whether the transcript can still take entries; sets the error if not. */
 static sbx_status writable(sbx_transcript *t)
@@ -331,7 +324,7 @@ static sbx_status job_open(sbx_transcript *t, const char *what)
 
 sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
 {
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!r)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: the redactor is NULL");
     sbx__redact_rules_unref(t->rules);
@@ -341,7 +334,7 @@ sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
 
 sbx_status sbx_transcript_set_limits(sbx_transcript *t, uint64_t head, uint64_t tail, uint64_t total)
 {
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (head > WINDOW_MAX || tail > WINDOW_MAX)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "a window of more than 1 GiB (head %llu, tail %llu)",
                             (unsigned long long)head, (unsigned long long)tail);
@@ -360,14 +353,14 @@ sbx_status sbx_transcript_set_job(sbx_transcript *t, const char *type)
 {
     char *copy;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = job_open(t, "the job type")) != SBX_OK)
         return st;
     if (!type || !*type || strlen(type) > 64 || strspn(type, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(type))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG,
                             "invalid job type: 1 to 64 letters, digits, '.', '-' or '_' expected");
     if (!(copy = sbx__strdup(type)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     sbx__free(t->job_type);
     t->job_type = copy;
     return SBX_OK;
@@ -377,7 +370,7 @@ sbx_status sbx_transcript_set_input(sbx_transcript *t, const char *key, const ch
 {
     json_t *v;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = job_open(t, "an input")) != SBX_OK)
         return st;
     if (!key || !*key || !text_ok(key, 128))
@@ -385,7 +378,7 @@ sbx_status sbx_transcript_set_input(sbx_transcript *t, const char *key, const ch
     if (!value || !text_ok(value, SIZE_MAX))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid value for input \"%s\": UTF-8 expected", key);
     if (!(v = redacted_json(t, value, NULL)) || json_object_set_new(t->inputs, key, v) != 0)
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     return SBX_OK;
 }
 
@@ -394,7 +387,7 @@ static sbx_status set_json(sbx_transcript *t, json_t **slot, const char *json, c
     json_error_t e;
     json_t *v;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = job_open(t, what)) != SBX_OK)
         return st;
     if (!json)
@@ -405,7 +398,7 @@ static sbx_status set_json(sbx_transcript *t, json_t **slot, const char *json, c
     }
     if (redact_tree(t, v) != SBX_OK) {
         json_decref(v);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     json_decref(*slot);
     *slot = v;
@@ -426,7 +419,7 @@ sbx_status sbx_transcript_set_endpoint(sbx_transcript *t, const char *endpoint)
 {
     char *r;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = job_open(t, "the endpoint")) != SBX_OK)
         return st;
     if (!endpoint || !*endpoint || !text_ok(endpoint, 4096))
@@ -435,12 +428,12 @@ sbx_status sbx_transcript_set_endpoint(sbx_transcript *t, const char *endpoint)
         /* A URL's userinfo is a credential: never recorded. */
         char *bare = NULL, *userpwd = NULL;
         if (sbx__url_split_userinfo(endpoint, &bare, &userpwd) != SBX_OK)
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         sbx__free_secret(userpwd);
         r = redact_str(t, bare, NULL);
         sbx__free(bare);
         if (!r)
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
     }
     sbx__free(t->endpoint);
     t->endpoint = r;
@@ -475,7 +468,7 @@ static sbx_status journal(sbx_transcript *t, const char *line, size_t len)
     char *buf = sbx__malloc(len + 1);
     int rc;
     if (!buf)
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     memcpy(buf, line, len);
     buf[len] = '\n';
     rc = write_all(t->fd, buf, len + 1);
@@ -535,7 +528,7 @@ static sbx_status add_entry(sbx_transcript *t, json_t *obj, bool is_end)
     sbx_status st;
     if (reserve_entries(t) != SBX_OK || !(jline = seal(t, obj, &len, hash))) {
         json_decref(obj);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     if (len + 1 > room(t, is_end)) {
         free(jline);
@@ -548,7 +541,7 @@ static sbx_status add_entry(sbx_transcript *t, json_t *obj, bool is_end)
     if (!line) {
         free(jline);
         json_decref(obj);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     memcpy(line, jline, len + 1);
     free(jline);
@@ -584,7 +577,7 @@ static sbx_status make_header(sbx_transcript *t)
         json_decref(h);
         json_decref(job);
         json_decref(lim);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     t->header_made = true;
     return add_entry(t, h, false);
@@ -595,13 +588,13 @@ sbx_status sbx_transcript_set_sandbox_id(sbx_transcript *t, const char *id)
     char *r;
     json_t *m;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = writable(t)) != SBX_OK)
         return st;
     if (!id || !*id || !text_ok(id, 256))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid sandbox id: 1 to 256 bytes of UTF-8 expected");
     if (!(r = redact_str(t, id, NULL)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     sbx__free(t->sandbox_id);
     t->sandbox_id = r;
     if (!t->header_made)
@@ -610,7 +603,7 @@ sbx_status sbx_transcript_set_sandbox_id(sbx_transcript *t, const char *id)
     if (!(m = json_object()) || json_object_set_new(m, "type", json_string("meta")) ||
         json_object_set_new(m, "sandbox_id", json_string(r))) {
         json_decref(m);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     return add_entry(t, m, false);
 }
@@ -620,7 +613,7 @@ sbx_status sbx_transcript_set_file(sbx_transcript *t, const char *path)
     sbx_status st;
     char *copy;
     int fd;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!path || !*path)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
     if (t->loaded || t->fd >= 0 || t->path)
@@ -629,7 +622,7 @@ sbx_status sbx_transcript_set_file(sbx_transcript *t, const char *path)
     if (t->finished)
         return sbx__err_set(&t->err, SBX_E_MISUSE, "the transcript is finished (save it instead)");
     if (!(copy = sbx__strdup(path)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
@@ -647,7 +640,7 @@ sbx_status sbx_transcript_set_file(sbx_transcript *t, const char *path)
 
 /* ---- steps ------------------------------------------------------------------------------- */
 
-static struct step *find_step(sbx_transcript *t, uint32_t num)
+static struct step *find_step(sbx_transcript *t, size_t num)
 {
     for (struct step *s = t->steps; s; s = s->next)
         if (s->num == num)
@@ -655,18 +648,18 @@ static struct step *find_step(sbx_transcript *t, uint32_t num)
     return NULL;
 }
 
-#define STEP(t, num, s)                                                                               \
+#define STEP(t, num, s)                                                                              \
     do {                                                                                              \
-        CHECK(t);                                                                                     \
+        SBX__ENTER(t, false);                                                                         \
         if (!((s) = find_step((t), (num))))                                                           \
-            return sbx__err_set(&(t)->err, SBX_E_NOT_FOUND, "no open step %u", (unsigned)(num));       \
+            return sbx__err_set(&(t)->err, SBX_E_NOT_FOUND, "no open step %zu", (size_t)(num));         \
     } while (0)
 
-sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, uint32_t *step)
+sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, size_t *step)
 {
     struct step *s;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!step)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: step is NULL");
     *step = 0;
@@ -680,7 +673,7 @@ sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, uint32
         !(s->counts = json_object()) || !(s->out[0].rs = sbx__redact_stream_with(t->rules)) ||
         !(s->out[1].rs = sbx__redact_stream_with(t->rules))) {
         step_free(s);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     s->num = t->next_step++;
     now_iso(s->started_at);
@@ -691,24 +684,24 @@ sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, uint32
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, uint32_t step, uint32_t argc, const char *const *argv)
+sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, size_t step, size_t argc, const char *const *argv)
 {
     struct step *s;
     json_t *a;
     STEP(t, step, s);
     if (!argc || !argv)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: an empty argv");
-    for (uint32_t i = 0; i < argc; i++)
+    for (size_t i = 0; i < argc; i++)
         if (!text_ok(argv[i], SIZE_MAX))
             return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: argv[%u] is %s", (unsigned)i,
                                 argv[i] ? "not UTF-8" : "NULL");
     if (!(a = json_array()))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
-    for (uint32_t i = 0; i < argc; i++) {
+        return sbx__err_nomem(&t->err);
+    for (size_t i = 0; i < argc; i++) {
         json_t *v = redacted_json(t, argv[i], s->counts);
         if (!v || json_array_append_new(a, v) != 0) {
             json_decref(a);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
     }
     json_decref(s->argv);
@@ -716,7 +709,7 @@ sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, uint32_t step, uint32
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, uint32_t step, const char *cwd)
+sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, size_t step, const char *cwd)
 {
     struct step *s;
     char *r;
@@ -724,13 +717,13 @@ sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, uint32_t step, const c
     if (!cwd || !*cwd || !text_ok(cwd, 4096))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid cwd: 1 to 4096 bytes of UTF-8 expected");
     if (!(r = redact_str(t, cwd, s->counts)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     sbx__free_secret(s->cwd);
     s->cwd = r;
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_step_add_env(sbx_transcript *t, uint32_t step, const char *name)
+sbx_status sbx_transcript_step_add_env(sbx_transcript *t, size_t step, const char *name)
 {
     struct step *s;
     const char *eq;
@@ -752,7 +745,7 @@ sbx_status sbx_transcript_step_add_env(sbx_transcript *t, uint32_t step, const c
         if (json_string_length(v) == n && memcmp(json_string_value(v), name, n) == 0)
             return SBX_OK;
     if (!(v = json_stringn(name, n)) || json_array_append_new(s->env, v) != 0)
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     return SBX_OK;
 bad:
     /* Never echo it: it may be NAME=secret. */
@@ -760,7 +753,7 @@ bad:
                         "invalid environment variable name (letters, digits and '_', not starting with a digit)");
 }
 
-sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, uint32_t step, const char *id)
+sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, size_t step, const char *id)
 {
     struct step *s;
     char *r;
@@ -768,7 +761,7 @@ sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, uint32_t step, 
     if (!id || !*id || !text_ok(id, 256))
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid command id: 1 to 256 bytes of UTF-8 expected");
     if (!(r = redact_str(t, id, NULL)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     sbx__free(s->command_id);
     s->command_id = r;
     return SBX_OK;
@@ -809,7 +802,8 @@ static sbx_status win_keep(sbx_transcript *t, struct win *w, const char *p, size
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_step_output(sbx_transcript *t, uint32_t step, int stream, const char *data, size_t len)
+sbx_status sbx_transcript_step_output(sbx_transcript *t, size_t step, sbx_stream stream, const uint8_t *data,
+                                      size_t len)
 {
     struct step *s;
     struct win *w;
@@ -817,12 +811,13 @@ sbx_status sbx_transcript_step_output(sbx_transcript *t, uint32_t step, int stre
     size_t n;
     STEP(t, step, s);
     if (stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid stream %d (SBX_STREAM_STDOUT or _STDERR)", stream);
+        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid stream %d (SBX_STREAM_STDOUT or _STDERR)",
+                            (int)stream);
     if (!data && len)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: data is NULL");
     w = &s->out[stream == SBX_STREAM_STDERR];
-    if (sbx_redact_stream_feed(w->rs, data ? data : "", len, &o, &n) != SBX_OK || win_keep(t, w, o, n) != SBX_OK)
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+    if (sbx__redact_feed(w->rs, data ? (const char *)data : "", len, &o, &n) != SBX_OK || win_keep(t, w, o, n) != SBX_OK)
+        return sbx__err_nomem(&t->err);
     w->raw += len;
     return SBX_OK;
 }
@@ -981,7 +976,7 @@ static json_t *step_json(struct step *s, sbx_step_outcome outcome, int exit_code
         json_decref(e);
         return NULL;
     }
-    if (json_object_set_new(e, "type", json_string("step")) || json_object_set_new(e, "step", json_integer(s->num)) ||
+    if (json_object_set_new(e, "type", json_string("step")) || json_object_set_new(e, "step", json_integer((json_int_t)s->num)) ||
         json_object_set_new(e, "name", s->name ? json_string(s->name) : json_null()) ||
         json_object_set(e, "argv", s->argv ? s->argv : json_null()) ||
         json_object_set_new(e, "cwd", s->cwd ? json_string(s->cwd) : json_null()) ||
@@ -1021,28 +1016,28 @@ static sbx_status end_step(sbx_transcript *t, struct step *s, sbx_step_outcome o
 
     now_iso(ended_at);
     if (detail && !(d = redacted_json(t, detail, s->counts)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     for (int k = 0; k < 2; k++)
-        if (sbx_redact_stream_finish(s->out[k].rs, &rest[k], &nrest[k]) != SBX_OK) {
+        if (sbx__redact_finish(s->out[k].rs, &rest[k], &nrest[k]) != SBX_OK) {
             json_decref(d);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
     for (int k = 0; k < 2; k++) /* the held bytes, released at the end, are output too */
         if (win_keep(t, &s->out[k], rest[k], nrest[k]) != SBX_OK) {
             json_decref(d);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
     if (add_counts(s->counts, s->out[0].rs) || add_counts(s->counts, s->out[1].rs) ||
         merge_counts(t->totals, s->counts)) {
         json_decref(d);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     /* Within the total limit: smaller windows until it fits, then none. */
     for (;;) {
         if (!(e = step_json(s, outcome, exit_code, retryable, d, ended_at, sbx__mono_ms() - s->started_mono, head,
                             tail, truncated))) {
             json_decref(d);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
         {
             char *probe = json_dumps(e, DUMP_FLAGS);
@@ -1051,7 +1046,7 @@ static sbx_status end_step(sbx_transcript *t, struct step *s, sbx_step_outcome o
             if (!n) {
                 json_decref(e);
                 json_decref(d);
-                return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+                return sbx__err_nomem(&t->err);
             }
             if (n <= room(t, false) || (head == 0 && tail == 0))
                 break;
@@ -1070,7 +1065,7 @@ static sbx_status end_step(sbx_transcript *t, struct step *s, sbx_step_outcome o
     return st;
 }
 
-sbx_status sbx_transcript_step_end(sbx_transcript *t, uint32_t step, sbx_step_outcome outcome, int exit_code,
+sbx_status sbx_transcript_step_end(sbx_transcript *t, size_t step, sbx_step_outcome outcome, int exit_code,
                                    int retryable, const char *detail)
 {
     struct step *s;
@@ -1095,16 +1090,16 @@ static int write_lines(sbx_transcript *t, int fd)
     return 0;
 }
 
-sbx_status sbx_transcript_save(sbx_transcript *t, const char *path)
+sbx_status sbx_transcript_save_file(sbx_transcript *t, const char *path)
 {
     char *tmp, *dir, *dcopy;
     int fd, e;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!path || !*path)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
     if (!(tmp = sbx__malloc(strlen(path) + 16)) || !(dcopy = sbx__strdup(path))) {
         sbx__free(tmp);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     /* A temporary file beside the target (same filesystem: rename is atomic). */
     sprintf(tmp, "%s.tmp-XXXXXX", path);
@@ -1149,7 +1144,7 @@ sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
     json_t *e;
     sbx_status st;
     bool known = false;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if ((st = writable(t)) != SBX_OK)
         return st;
     for (size_t k = 0; verdict && k < sizeof verdicts / sizeof verdicts[0]; k++)
@@ -1172,9 +1167,9 @@ sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
         json_object_set_new(e, "verdict", json_string(verdict)) ||
         json_object_set_new(e, "ended_at", json_string(ended_at)) ||
         json_object_set_new(e, "duration_ms", json_integer(sbx__mono_ms() - t->started_mono)) ||
-        json_object_set_new(e, "steps", json_integer(t->next_step - 1)) || json_object_set(e, "redactions", t->totals)) {
+        json_object_set_new(e, "steps", json_integer((json_int_t)(t->next_step - 1))) || json_object_set(e, "redactions", t->totals)) {
         json_decref(e);
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     }
     st = add_entry(t, e, true);
     if (st != SBX_OK && st != SBX_E_IO)
@@ -1183,7 +1178,7 @@ sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
     if (t->path) {
         /* The journal has every entry; the complete file replaces it
          * atomically, so a reader never sees a half-written end. */
-        sbx_status sv = sbx_transcript_save(t, t->path);
+        sbx_status sv = sbx_transcript_save_file(t, t->path);
         if (t->fd >= 0) {
             close(t->fd);
             t->fd = -1;
@@ -1217,7 +1212,7 @@ static sbx_status parse_lines(sbx_transcript *t, const char *data, size_t len)
         }
         if (reserve_entries(t) != SBX_OK || !(line = sbx__malloc(n + 1))) {
             json_decref(obj);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
         memcpy(line, p, n);
         line[n] = '\0';
@@ -1228,14 +1223,14 @@ static sbx_status parse_lines(sbx_transcript *t, const char *data, size_t len)
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_load_data(sbx_transcript *t, const char *data, size_t len)
+sbx_status sbx_transcript_load_data(sbx_transcript *t, const uint8_t *bytes, size_t len)
 {
     json_t *h;
     const char *fmt;
     sbx_status st;
-    CHECK(t);
-    if (!data && len)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: data is NULL");
+    const char *data = (const char *)bytes;
+    SBX__ENTER(t, false);
+    SBX__ARG(t, data || !len, "invalid argument: data is NULL");
     if (t->loaded || t->nentries || t->steps || t->fd >= 0)
         return sbx__err_set(&t->err, SBX_E_MISUSE, "load into a new transcript");
     if ((st = parse_lines(t, data ? data : "", len)) != SBX_OK)
@@ -1258,14 +1253,14 @@ sbx_status sbx_transcript_load_data(sbx_transcript *t, const char *data, size_t 
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_load(sbx_transcript *t, const char *path)
+sbx_status sbx_transcript_load_file(sbx_transcript *t, const char *path)
 {
     FILE *f;
     sbx__buf b = SBX__BUF_INIT;
     char chunk[65536];
     size_t n;
     sbx_status st;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!path || !*path)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
     if (t->loaded || t->nentries || t->steps || t->fd >= 0)
@@ -1276,7 +1271,7 @@ sbx_status sbx_transcript_load(sbx_transcript *t, const char *path)
         if (sbx__buf_append(&b, chunk, n) != SBX_OK) {
             fclose(f);
             sbx__buf_free(&b);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
     if (ferror(f)) {
         int e = errno;
@@ -1285,7 +1280,7 @@ sbx_status sbx_transcript_load(sbx_transcript *t, const char *path)
         return sbx__err_set(&t->err, SBX_E_IO, "cannot read %s: %s", path, strerror(e));
     }
     fclose(f);
-    st = sbx_transcript_load_data(t, b.data ? b.data : "", b.len);
+    st = sbx_transcript_load_data(t, (const uint8_t *)(b.data ? b.data : ""), b.len);
     sbx__buf_free(&b);
     return st;
 }
@@ -1306,7 +1301,7 @@ static const char *entry_fault(sbx_transcript *t, size_t i, char hash[65])
     if (!json_is_integer(seq) || json_integer_value(seq) != (json_int_t)i)
         return "its sequence number is wrong (an entry was removed, added or moved)";
     if (!(canon = json_dumps(e->obj, DUMP_FLAGS)))
-        return "out of memory";
+        return SBX__NOMEM_TEXT;
     ok = strlen(canon) == e->len && memcmp(canon, e->line, e->len) == 0;
     free(canon);
     if (!ok)
@@ -1316,12 +1311,12 @@ static const char *entry_fault(sbx_transcript *t, size_t i, char hash[65])
     if (!h || strlen(h) != 64 || !prev)
         return "it has no hash or no link";
     if (!(copy = json_deep_copy(e->obj)))
-        return "out of memory";
+        return SBX__NOMEM_TEXT;
     json_object_del(copy, "hash");
     body = json_dumps(copy, DUMP_FLAGS);
     json_decref(copy);
     if (!body)
-        return "out of memory";
+        return SBX__NOMEM_TEXT;
     sha256_hex(body, strlen(body), hash);
     free(body);
     if (strcmp(hash, h) != 0)
@@ -1336,23 +1331,21 @@ static const char *entry_fault(sbx_transcript *t, size_t i, char hash[65])
     return NULL;
 }
 
-sbx_status sbx_transcript_verify(sbx_transcript *t, int64_t *broken)
+sbx_status sbx_transcript_verify(sbx_transcript *t, size_t *broken)
 {
     char hash[65];
-    CHECK(t);
-    if (broken)
-        *broken = -1;
+    SBX__ENTER(t, false);
     for (size_t i = 0; i < t->nentries; i++) {
         const char *why = entry_fault(t, i, hash);
         if (why) {
             if (broken)
-                *broken = (int64_t)i;
+                *broken = i;
             return sbx__err_set(&t->err, SBX_E_INTEGRITY, "entry %zu is broken: %s", i, why);
         }
     }
     if (t->torn) {
         if (broken)
-            *broken = (int64_t)t->nentries;
+            *broken = t->nentries;
         return sbx__err_set(&t->err, SBX_E_INTEGRITY,
                             "entry %zu is torn: %llu bytes without their end (a writer stopped while writing it)",
                             t->nentries, (unsigned long long)t->torn);
@@ -1367,9 +1360,9 @@ static bool is_type(const struct entry *e, const char *type)
     return strcmp(json_string_value(json_object_get(e->obj, "type")) ?: "", type) == 0;
 }
 
-uint32_t sbx_transcript_step_count(const sbx_transcript *t)
+size_t sbx_transcript_step_count(const sbx_transcript *t)
 {
-    uint32_t n = 0;
+    size_t n = 0;
     for (size_t i = 0; t && i < t->nentries; i++)
         n += is_type(&t->entries[i], "step");
     return n;
@@ -1393,15 +1386,15 @@ const char *sbx_transcript_head_hash(const sbx_transcript *t)
 static sbx_status dup_out(sbx_transcript *t, const char *s, size_t n, char **out)
 {
     if (!(*out = sbx__malloc(n + 1)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+        return sbx__err_nomem(&t->err);
     memcpy(*out, s, n);
     (*out)[n] = '\0';
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_get_job_json(sbx_transcript *t, char **out)
+sbx_status sbx_transcript_job_to_json(sbx_transcript *t, char **out)
 {
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!out)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
     *out = NULL;
@@ -1410,10 +1403,10 @@ sbx_status sbx_transcript_get_job_json(sbx_transcript *t, char **out)
     return dup_out(t, t->entries[0].line, t->entries[0].len, out);
 }
 
-sbx_status sbx_transcript_get_step_json(sbx_transcript *t, uint32_t n, char **out)
+sbx_status sbx_transcript_step_to_json(sbx_transcript *t, size_t n, char **out)
 {
-    uint32_t k = 0;
-    CHECK(t);
+    size_t k = 0;
+    SBX__ENTER(t, false);
     if (!out)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
     *out = NULL;
@@ -1423,22 +1416,22 @@ sbx_status sbx_transcript_get_step_json(sbx_transcript *t, uint32_t n, char **ou
         if (is_type(&t->entries[i], "step") && ++k == n)
             return dup_out(t, t->entries[i].line, t->entries[i].len, out);
     }
-    return sbx__err_set(&t->err, SBX_E_NOT_FOUND, "no step %u (the transcript has %u)", (unsigned)n, (unsigned)k);
+    return sbx__err_set(&t->err, SBX_E_NOT_FOUND, "no step %zu (the transcript has %zu)", n, k);
 }
 
-sbx_status sbx_transcript_export(sbx_transcript *t, char **out, size_t *len)
+sbx_status sbx_transcript_save_data(sbx_transcript *t, uint8_t **out, size_t *len)
 {
     sbx__buf b = SBX__BUF_INIT;
-    CHECK(t);
+    SBX__ENTER(t, false);
     if (!out)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
     *out = NULL;
     for (size_t i = 0; i < t->nentries; i++)
         if (sbx__buf_append(&b, t->entries[i].line, t->entries[i].len) != SBX_OK || sbx__buf_putc(&b, '\n') != SBX_OK) {
             sbx__buf_free(&b);
-            return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(&t->err);
         }
-    if (!(*out = sbx__buf_detach(&b, len)))
-        return sbx__err_set(&t->err, SBX_E_NOMEM, "out of memory");
+    if (!(*out = (uint8_t *)sbx__buf_detach(&b, len)))
+        return sbx__err_nomem(&t->err);
     return SBX_OK;
 }

@@ -104,6 +104,11 @@ void sbx__err_clear(sbx__err *e)
     e->code = SBX_OK;
 }
 
+sbx_status sbx__err_nomem(sbx__err *e)
+{
+    return sbx__err_set(e, SBX_E_NOMEM, SBX__NOMEM_TEXT);
+}
+
 const char *sbx__err_msg(const sbx__err *e)
 {
     if (e->msg)

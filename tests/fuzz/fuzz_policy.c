@@ -35,7 +35,7 @@ static void decide(const sbx_policy *p, const char *job, const char *const *argv
     sbx_policy_reason r2;
     sbx_status st2;
     memset(v, 0, sizeof *v);
-    v->st = sbx_policy_check(p, job, argv, argc, cwd, &v->reason, v->msg, sizeof v->msg);
+    v->st = sbx_policy_check(p, job, argc, argv, cwd, &v->reason, v->msg, sizeof v->msg);
     if (v->st == SBX_OK && v->reason != SBX_POLICY_ALLOW)
         abort();
     if (v->st == SBX_E_POLICY_DENIED && (v->reason == SBX_POLICY_ALLOW || !v->msg[0]))
@@ -45,11 +45,11 @@ static void decide(const sbx_policy *p, const char *job, const char *const *argv
     if (strnlen(v->msg, sizeof v->msg) == sizeof v->msg)
         abort();
     /* A short buffer gets the start of the same message; none gets none. */
-    st2 = sbx_policy_check(p, job, argv, argc, cwd, &r2, small, sizeof small);
+    st2 = sbx_policy_check(p, job, argc, argv, cwd, &r2, small, sizeof small);
     if (st2 != v->st || r2 != v->reason || strnlen(small, sizeof small) == sizeof small ||
         strncmp(small, v->msg, sizeof small - 1) != 0)
         abort();
-    if (sbx_policy_check(p, job, argv, argc, cwd, NULL, NULL, 0) != v->st)
+    if (sbx_policy_check(p, job, argc, argv, cwd, NULL, NULL, 0) != v->st)
         abort();
 }
 

@@ -24,14 +24,14 @@ static char *run(const sbx_redactor *r, const char *text, size_t len, size_t chu
     sbx_redact_stream *s = sbx_redact_stream_new(r);
     char *all = malloc(len * 4 + 64);
     size_t o = 0, n, cap = len * 4 + 64;
-    const char *out;
+    const uint8_t *out;
     if (!s || !all)
         abort();
     for (size_t i = 0; i <= len; i += chunk) {
         size_t k = len - i < chunk ? len - i : chunk;
         if (i == len)
             break;
-        if (sbx_redact_stream_feed(s, text + i, k, &out, &n) != SBX_OK)
+        if (sbx_redact_stream_feed(s, (const uint8_t *)text + i, k, &out, &n) != SBX_OK)
             abort();
         if (o + n > cap && !(all = realloc(all, cap = (o + n) * 2)))
             abort();

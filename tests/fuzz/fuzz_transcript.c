@@ -20,31 +20,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sbx_transcript *t = sbx_transcript_new(), *u;
     char *text = NULL, *x = NULL;
     size_t len = 0;
-    int64_t broken = -2, broken2 = -2;
+    size_t broken = SIZE_MAX, broken2 = SIZE_MAX; /* left as they are when the chain holds */
     sbx_status v, v2;
     if (!t)
         abort();
-    if (sbx_transcript_load_data(t, (const char *)data, size) != SBX_OK) {
+    if (sbx_transcript_load_data(t, data, size) != SBX_OK) {
         sbx_transcript_free(t);
         return 0;
     }
     v = sbx_transcript_verify(t, &broken);
-    if ((v == SBX_OK) != (broken == -1))
+    if ((v == SBX_OK) != (broken == SIZE_MAX))
         abort();
-    for (uint32_t n = 1; n <= sbx_transcript_step_count(t) + 1; n++) {
-        if (sbx_transcript_get_step_json(t, n, &x) == SBX_OK && !x)
+    for (size_t n = 1; n <= sbx_transcript_step_count(t) + 1; n++) {
+        if (sbx_transcript_step_to_json(t, n, &x) == SBX_OK && !x)
             abort();
         sbx_free(x);
         x = NULL;
     }
-    if (sbx_transcript_get_job_json(t, &x) == SBX_OK)
+    if (sbx_transcript_job_to_json(t, &x) == SBX_OK)
         sbx_free(x);
-    if (sbx_transcript_export(t, &text, &len) != SBX_OK)
+    if (sbx_transcript_save_data(t, (uint8_t **)&text, &len) != SBX_OK)
         abort();
     /* The export is the entries kept (a torn tail is not): it loads again,
      * and verifies the same way unless the tail was what broke it. */
     u = sbx_transcript_new();
-    if (!u || sbx_transcript_load_data(u, text, len) != SBX_OK)
+    if (!u || sbx_transcript_load_data(u, (const uint8_t *)text, len) != SBX_OK)
         abort();
     v2 = sbx_transcript_verify(u, &broken2);
     if (!sbx_transcript_torn_bytes(t) && (v2 != v || broken2 != broken))

@@ -57,7 +57,7 @@ struct it_out {
     int stop_after; /* >0: return non-zero on that call */
 };
 
-static inline int it_collect(int stream, const char *data, size_t len, void *user)
+static inline int it_collect(sbx_stream stream, const uint8_t *data, size_t len, void *user)
 {
     struct it_out *o = user;
     int i = stream == SBX_STREAM_STDERR ? 1 : 0;

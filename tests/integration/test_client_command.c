@@ -35,7 +35,7 @@ static char *drain(sbx_command *k, int stream, size_t *total)
     char buf[7], *all = NULL;
     size_t n = 0, got;
     sbx_status st;
-    while ((st = sbx_command_read_output(k, stream, buf, sizeof buf, &got)) == SBX_OK) {
+    while ((st = sbx_command_read_output(k, stream, (uint8_t *)buf, sizeof buf, &got)) == SBX_OK) {
         all = realloc(all, n + got + 1);
         memcpy(all + n, buf, got);
         n += got;
@@ -62,7 +62,7 @@ START_TEST(test_client_command_run_buffers)
     ck_assert_ptr_null(sbx_command_id(k));
     ck_assert_int_eq(sbx_command_exit_code(k), -1);
     ck_assert_int_eq(sbx_command_started_at(k), -1);
-    expect_st(sbx_command_read_output(k, SBX_STREAM_STDOUT, buf, sizeof buf, &n), SBX_E_MISUSE,
+    expect_st(sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)buf, sizeof buf, &n), SBX_E_MISUSE,
               sbx_command_last_error, k);
     expect_st(sbx_command_run(k), SBX_E_MISUSE, sbx_command_last_error, k); /* no argv */
 
@@ -79,8 +79,8 @@ START_TEST(test_client_command_run_buffers)
     ck_assert_str_eq(err, "err-1\n");
     free(out);
     free(err);
-    expect_st(sbx_command_read_output(k, 3, buf, sizeof buf, &n), SBX_E_INVALID_ARG, sbx_command_last_error, k);
-    expect_st(sbx_command_read_output(k, SBX_STREAM_STDOUT, NULL, 4, &n), SBX_E_INVALID_ARG,
+    expect_st(sbx_command_read_output(k, 3, (uint8_t *)buf, sizeof buf, &n), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+    expect_st(sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)NULL, 4, &n), SBX_E_INVALID_ARG,
               sbx_command_last_error, k);
     /* Single use. */
     expect_st(sbx_command_run(k), SBX_E_MISUSE, sbx_command_last_error, k);
@@ -155,7 +155,7 @@ START_TEST(test_client_command_settings)
     expect_st(sbx_command_set_output_limit(k, 0), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     expect_st(sbx_command_start(k, NULL), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     ck_assert_ptr_null(sbx_command_new(NULL));
-    ck_assert_str_eq(sbx_command_last_error(NULL), "");
+    ck_assert_str_eq(sbx_command_last_error(NULL), "invalid argument: the handle is NULL");
     ck_assert_int_eq(sbx_command_run(NULL), SBX_E_INVALID_ARG);
     sbx_command_free(k);
     sbx_command_free(NULL);
@@ -264,7 +264,7 @@ START_TEST(test_client_command_backpressure)
     /* Now drain while driving. */
     for (;;) {
         sbx_client_process(e.c, NULL);
-        while ((st = sbx_command_read_output(k, SBX_STREAM_STDOUT, buf, sizeof buf, &got)) == SBX_OK) {
+        while ((st = sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)buf, sizeof buf, &got)) == SBX_OK) {
             memcpy(all + n, buf, got);
             n += got;
         }
@@ -275,7 +275,7 @@ START_TEST(test_client_command_backpressure)
             peak = sbx_command_output_bytes(k, SBX_STREAM_STDOUT) - n;
         sbx_client_wait(e.c, 1000);
     }
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     ck_assert_int_eq(n, 1988895);
     ck_assert(memcmp(all + n - 14, "299999\n300000\n", 14) == 0);
     ck_assert_uint_le(peak, 32768 + 65536);
@@ -318,7 +318,7 @@ START_TEST(test_client_command_timeout_kills)
     ck_assert_str_eq(it_str(&o, 0), "started\n");
     /* The server reports what really happened. */
     g = sbx_command_new(e.s);
-    ok_cmd(sbx_command_get(g, sbx_command_id(k)), g);
+    ok_cmd(sbx_command_fetch(g, sbx_command_id(k)), g);
     ok_cmd(sbx_command_wait_exit(g), g);
     ck_assert_int_eq(sbx_command_exit_code(g), 137);
     sbx_command_free(g);
@@ -337,7 +337,7 @@ START_TEST(test_client_command_detached_attach_kill)
 
     ok_cmd(sbx_command_set_detached(k, 1), k);
     ok_cmd(sbx_command_start(k, &op), k);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_ptr_nonnull(sbx_command_id(k));
     ck_assert_int_eq(sbx_command_exit_code(k), -1);
@@ -363,10 +363,10 @@ START_TEST(test_client_command_detached_attach_kill)
     {
         sbx_op *kop;
         ok_cmd(sbx_command_kill_start(k, 15, &kop), k);
-        ck_assert_int_eq(sbx_op_wait(kop), SBX_OK);
+        ck_assert_int_eq(sbx_op_wait(kop, -1), SBX_OK);
         sbx_op_free(kop);
     }
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     ck_assert_int_eq(sbx_command_exit_code(a), 143);
     sbx_op_free(op);
     ok_cmd(sbx_command_wait_exit(k), k);
@@ -385,7 +385,7 @@ START_TEST(test_client_command_detached_attach_kill)
         ok_cmd(sbx_command_set_detached(d, 1), d);
         ok_cmd(sbx_command_run(d), d);
         ok_cmd(sbx_command_attach_start(d, sbx_command_id(d), &dop), d);
-        ck_assert_int_eq(sbx_op_wait(dop), SBX_OK);
+        ck_assert_int_eq(sbx_op_wait(dop, -1), SBX_OK);
         sbx_op_free(dop);
         ck_assert_int_eq(sbx_command_exit_code(d), 0);
         out = drain(d, SBX_STREAM_STDOUT, NULL);
@@ -400,9 +400,9 @@ START_TEST(test_client_command_detached_attach_kill)
         {
             char b[8];
             size_t n;
-            ck_assert_int_eq(sbx_command_read_output(d, SBX_STREAM_STDOUT, b, sizeof b, &n), SBX_E_AGAIN);
+            ck_assert_int_eq(sbx_command_read_output(d, SBX_STREAM_STDOUT, (uint8_t *)b, sizeof b, &n), SBX_E_AGAIN);
         }
-        ck_assert_int_eq(sbx_op_wait(dop), SBX_OK);
+        ck_assert_int_eq(sbx_op_wait(dop, -1), SBX_OK);
         sbx_op_free(dop);
         sbx_command_free(d);
         /* A failed attach leaves the handle as it was: still started. */
@@ -426,13 +426,13 @@ START_TEST(test_client_command_detached_attach_kill)
 
     /* get on a new handle; get/attach of an unknown id. */
     g = sbx_command_new(e.s);
-    ok_cmd(sbx_command_get(g, sbx_command_id(k)), g);
+    ok_cmd(sbx_command_fetch(g, sbx_command_id(k)), g);
     ck_assert_int_eq(sbx_command_exit_code(g), 143);
     ck_assert(sbx_command_started_at(g) > 0);
-    expect_st(sbx_command_get(g, "cmd_other"), SBX_E_MISUSE, sbx_command_last_error, g);
+    expect_st(sbx_command_fetch(g, "cmd_other"), SBX_E_MISUSE, sbx_command_last_error, g);
     sbx_command_free(g);
     g = sbx_command_new(e.s);
-    expect_st(sbx_command_get(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);
+    expect_st(sbx_command_fetch(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);
     sbx_command_free(g);
     g = sbx_command_new(e.s);
     expect_st(sbx_command_attach(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);
@@ -441,7 +441,7 @@ START_TEST(test_client_command_detached_attach_kill)
      * before anything is sent. */
     expect_st(sbx_command_attach(g, "cmd_a\nb"), SBX_E_INVALID_ARG, sbx_command_last_error, g);
     ck_assert(strstr(sbx_command_last_error(g), "control characters") != NULL);
-    expect_st(sbx_command_get(g, "cmd_\xff"), SBX_E_INVALID_ARG, sbx_command_last_error, g);
+    expect_st(sbx_command_fetch(g, "cmd_\xff"), SBX_E_INVALID_ARG, sbx_command_last_error, g);
     ck_assert(strstr(sbx_command_last_error(g), "invalid UTF-8") != NULL);
     sbx_command_free(g);
 
@@ -468,19 +468,81 @@ START_TEST(test_client_command_get_and_wait_ops)
     w = (sbx_op *)g;
     expect_st(sbx_command_wait_exit_start(g, &w), SBX_E_MISUSE, sbx_command_last_error, g);
     ck_assert_ptr_null(w);
-    ok_cmd(sbx_command_get_start(g, sbx_command_id(k), &op), g);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ok_cmd(sbx_command_fetch_start(g, sbx_command_id(k), &op), g);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_str_eq(sbx_command_id(g), sbx_command_id(k));
     ck_assert_int_eq(sbx_command_exit_code(g), -1); /* still running */
     ok_cmd(sbx_command_wait_exit_start(g, &w), g);
     ck_assert_int_eq(sbx_op_done(w), 0);
-    ck_assert_int_eq(sbx_op_wait(w), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(w, -1), SBX_OK);
     ck_assert_int_eq(sbx_command_exit_code(g), 7);
     sbx_op_free(w);
-    expect_st(sbx_command_get_start(g, "cmd_other", &op), SBX_E_MISUSE, sbx_command_last_error, g);
+    expect_st(sbx_command_fetch_start(g, "cmd_other", &op), SBX_E_MISUSE, sbx_command_last_error, g);
     ck_assert_ptr_null(op);
     sbx_command_free(g);
+    sbx_command_free(k);
+    teardown(&e);
+}
+END_TEST
+
+/* A wait with a timeout returns SBX_E_AGAIN and leaves the op running, so a
+ * binding can wait in slices and look for signals between them. */
+START_TEST(test_client_command_op_wait_in_slices)
+{
+    struct env e = setup();
+    sbx_command *k = it_sh_cmd(e.s, "sleep 1; echo done", NULL);
+    sbx_op *op;
+    sbx_status st;
+    int slices = 0;
+
+    ok_cmd(sbx_command_start(k, &op), k);
+    while ((st = sbx_op_wait(op, 50)) == SBX_E_AGAIN) {
+        ck_assert_int_eq(sbx_op_done(op), 0);
+        slices++;
+    }
+    ck_assert_int_eq(st, SBX_OK);
+    ck_assert_int_ge(slices, 5); /* a second in 50 ms slices */
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    /* A finished op answers at once, whatever the timeout. */
+    ck_assert_int_eq(sbx_op_wait(op, 0), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(NULL, 10), SBX_E_INVALID_ARG);
+    sbx_op_free(op);
+    /* The client-wide forms say the same. */
+    k = (sbx_command_free(k), it_sh_cmd(e.s, "sleep 1", NULL));
+    ok_cmd(sbx_command_start(k, &op), k);
+    ck_assert_int_eq(sbx_client_run(e.c, 50), SBX_E_AGAIN);
+    ck_assert_int_eq(sbx_op_done(op), 0);
+    ck_assert_int_eq(sbx_client_run(e.c, -1), SBX_OK);
+    ck_assert_int_eq(sbx_op_status(op), SBX_OK);
+    sbx_op_free(op);
+    sbx_command_free(k);
+    teardown(&e);
+}
+END_TEST
+
+/* last_error describes the most recent failing call: the next call that can
+ * fail and succeeds clears it; getters leave it. */
+START_TEST(test_client_command_error_contract)
+{
+    struct env e = setup();
+    sbx_command *k = sbx_command_new(e.s);
+    const char *argv[] = {"true"};
+    expect_st(sbx_command_set_timeout_ms(k, -1), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+    ck_assert_str_ne(sbx_command_last_error(k), "");
+    (void)sbx_command_id(k);
+    (void)sbx_command_exit_code(k);
+    ck_assert_str_ne(sbx_command_last_error(k), ""); /* getters leave it */
+    ok_cmd(sbx_command_set_argv(k, 1, argv), k);
+    ck_assert_str_eq(sbx_command_last_error(k), ""); /* a success clears it */
+    expect_st(sbx_sandbox_set_vcpus(e.s, 1000), SBX_E_MISUSE, sbx_sandbox_last_error, e.s);
+    ok_c(sbx_sandbox_refresh(e.s), e.c);
+    ck_assert_str_eq(sbx_sandbox_last_error(e.s), "");
+    expect_st(sbx_client_set_option(e.c, "no.such", "1"), SBX_E_UNKNOWN_OPTION, sbx_client_last_error, e.c);
+    ck_assert_int_eq(sbx_client_wait(e.c, 0), SBX_E_AGAIN);
+    ck_assert_str_ne(sbx_client_last_error(e.c), ""); /* wait never touches it */
+    ok_c(sbx_client_set_option(e.c, "retry.max", "3"), e.c);
+    ck_assert_str_eq(sbx_client_last_error(e.c), "");
     sbx_command_free(k);
     teardown(&e);
 }
@@ -493,7 +555,7 @@ START_TEST(test_client_command_detached_server)
     sbx_op *op;
     ok_cmd(sbx_command_set_detached(k, 1), k);
     ok_cmd(sbx_command_start(k, &op), k);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s,
                   "for i in $(seq 50); do python3 -c \"import urllib.request as u; "
@@ -519,7 +581,7 @@ START_TEST(test_client_command_sandbox_stopped)
         sbx_client_process(e.c, NULL);
     }
     ok_s(sbx_sandbox_stop(e.s), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_E_CONFLICT);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_CONFLICT);
     ck_assert(contains(sbx_op_last_error(op), "stop"));
     ck_assert_int_eq(sbx_command_exit_code(k), 137);
     sbx_op_free(op);
@@ -619,6 +681,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_command_timeout_kills);
     tcase_add_test(tc, test_client_command_detached_attach_kill);
     tcase_add_test(tc, test_client_command_get_and_wait_ops);
+    tcase_add_test(tc, test_client_command_op_wait_in_slices);
+    tcase_add_test(tc, test_client_command_error_contract);
     tcase_add_test(tc, test_client_command_detached_server);
     tcase_add_test(tc, test_client_command_sandbox_stopped);
     tcase_add_test(tc, test_client_command_many_in_flight);

@@ -83,7 +83,7 @@ static void fx_start(struct fx *x, bool with_sandbox, const char *retry_max, con
         x->sid = sbx_create(x->d, NULL);
         x->s = sbx_sandbox_new(x->c);
         ck_assert_ptr_nonnull(x->s);
-        ok_sb(sbx_sandbox_get(x->s, x->sid), x->s);
+        ok_sb(sbx_sandbox_fetch(x->s, x->sid), x->s);
     }
 }
 
@@ -152,7 +152,7 @@ struct outbuf {
     size_t len[2];
 };
 
-static int collect(int stream, const char *data, size_t len, void *user)
+static int collect(sbx_stream stream, const uint8_t *data, size_t len, void *user)
 {
     struct outbuf *o = user;
     int i = stream == SBX_STREAM_STDERR ? 1 : 0;
@@ -196,7 +196,7 @@ static char *drain(sbx_command *k, int stream, size_t *len)
             b = realloc(b, cap + 1);
             ck_assert_ptr_nonnull(b);
         }
-        st = sbx_command_read_output(k, stream, b + n, cap - n, &got);
+        st = sbx_command_read_output(k, stream, (uint8_t *)b + n, cap - n, &got);
         if (st != SBX_OK)
             break;
         n += got;
@@ -263,7 +263,7 @@ START_TEST(test_client_faults_get_transient_retried)
     faultd_rule(x.f, "GET", get, 1, FAULT_STATUS_AFTER, 503);
     faultd_rule(x.f, "GET", get, 2, FAULT_RESET, 0);
     s2 = sbx_sandbox_new(x.c);
-    ok_sb(sbx_sandbox_get(s2, x.sid), s2);
+    ok_sb(sbx_sandbox_fetch(s2, x.sid), s2);
     ck_assert_str_eq(sbx_sandbox_id(s2), x.sid);
     ck_assert_str_eq(sbx_sandbox_status(s2), "running");
     sbx_sandbox_free(s2);
@@ -327,7 +327,7 @@ START_TEST(test_client_faults_get_exhausted)
         ck_assert_ptr_null(json);
         ck_assert_int_eq(faultd_count(x.f, "GET", "/v1/sandboxes$"), 3);
         faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_RESET_AFTER, 0);
-        expect_sbx(sbx_sandbox_read_file(x.s, "nope.txt", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
+        expect_sbx(sbx_sandbox_read_file(x.s, "nope.txt", 0, (uint8_t **)&data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
                    x.s);
         note("fs/read reset every time", sbx_sandbox_last_error(x.s));
         ck_assert_int_ge(faultd_count(x.f, "POST", "/fs/read$"), 3);
@@ -335,7 +335,7 @@ START_TEST(test_client_faults_get_exhausted)
         snprintf(pat, sizeof pat, "/cmd/%s$", cid);
         faultd_rule(x.f, "GET", pat, 0, FAULT_STATUS, 500);
         k = sbx_command_new(x.s);
-        expect_sbx(sbx_command_get(k, cid), SBX_E_HTTP, sbx_command_last_error, k);
+        expect_sbx(sbx_command_fetch(k, cid), SBX_E_HTTP, sbx_command_last_error, k);
         note("command get 500 every time", sbx_command_last_error(k));
         ck_assert_int_eq(faultd_count(x.f, "GET", pat), 3);
         sbx_command_free(k);
@@ -371,7 +371,7 @@ START_TEST(test_client_faults_get_others_retried)
     faultd_rule(x.f, "GET", pat, 2, FAULT_RESET_AFTER, 0);
     faultd_rule(x.f, "GET", pat, 3, FAULT_STATUS_AFTER, 503);
     k = sbx_command_new(x.s);
-    ok_k(sbx_command_get(k, cid), k);
+    ok_k(sbx_command_fetch(k, cid), k);
     ck_assert_str_eq(sbx_command_id(k), cid);
     ck_assert_int_eq(sbx_command_exit_code(k), 0);
     ck_assert_int_ge(faultd_count(x.f, "GET", pat), 4);
@@ -383,7 +383,7 @@ START_TEST(test_client_faults_get_others_retried)
     faultd_rule(x.f, "POST", "/fs/read$", 1, FAULT_STATUS, 503);
     faultd_rule(x.f, "POST", "/fs/read$", 2, FAULT_RESET, 0);
     faultd_rule(x.f, "POST", "/fs/read$", 3, FAULT_RESET_AFTER, 0);
-    ok_sb(sbx_sandbox_read_file(x.s, "r.txt", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "r.txt", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, sizeof content - 1);
     ck_assert_mem_eq(data, content, len);
     sbx_free(data);
@@ -530,7 +530,7 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
     sbx_client_run(x.c, 200);
     ck_assert_int_eq(sbx_op_done(op), 0);
     ok_cl(sbx_op_cancel(op), x.c);
-    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_CANCELLED, sbx_op_last_error, op);
     ck_assert_msg(strncmp(sbx_op_last_error(op), "a sandbox may exist: ", 21) == 0, "message: %s",
                   sbx_op_last_error(op));
     sbx_op_free(op);
@@ -908,7 +908,7 @@ START_TEST(test_client_faults_start_stream_terminator_never)
     struct fx x;
     sbx_command *k;
     struct outbuf o = {0};
-    uint32_t running = 1;
+    size_t running = 1;
 
     fx_start(&x, true, NULL, NULL);
     faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 0, FAULT_LATE_TERMINATOR, 30000);
@@ -1029,7 +1029,7 @@ START_TEST(test_client_faults_cancel_during_stall)
     ck_assert_int_eq(sbx_op_done(op), 0);
     t0 = mono_ms();
     ok_cl(sbx_op_cancel(op), x.c);
-    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_CANCELLED, sbx_op_last_error, op);
     dt = mono_ms() - t0;
     ck_assert_msg(dt < 500, "cancel took %lld ms", (long long)dt);
     ck_assert_msg(sbx_op_last_error(op)[0], "no message");
@@ -1048,7 +1048,7 @@ START_TEST(test_client_faults_cancel_during_stall)
     ck_assert_int_eq(sbx_op_done(op), 0);
     t0 = mono_ms();
     ok_cl(sbx_op_cancel(op), x.c);
-    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_CANCELLED, sbx_op_last_error, op);
     dt = mono_ms() - t0;
     ck_assert_msg(dt < 500, "cancel took %lld ms", (long long)dt);
     ck_assert_int_eq(settled_count(x.d, x.sid), 1);
@@ -1096,8 +1096,8 @@ static void slow_case(enum fault kind, long arg)
     sbx_command_free(k);
     outbuf_free(&o);
 
-    ok_sb(sbx_sandbox_write_file(s, "slow/big.txt", big, kind == FAULT_DRIP ? 300 : sizeof big, 0644), s);
-    ok_sb(sbx_sandbox_read_file(s, "slow/big.txt", 0, &data, &len), s);
+    ok_sb(sbx_sandbox_write_file(s, "slow/big.txt", (const uint8_t *)big, kind == FAULT_DRIP ? 300 : sizeof big, 0644), s);
+    ok_sb(sbx_sandbox_read_file(s, "slow/big.txt", 0, (uint8_t **)&data, &len), s);
     ck_assert_uint_eq(len, kind == FAULT_DRIP ? 300 : sizeof big);
     ck_assert_mem_eq(data, big, len);
     sbx_free(data);
@@ -1249,7 +1249,7 @@ START_TEST(test_client_faults_cancel_during_backoff)
     ck_assert_int_eq(sbx_op_done(op), 0);
     t0 = mono_ms();
     ok_cl(sbx_op_cancel(op), x.c);
-    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_CANCELLED, sbx_op_last_error, op);
     dt = mono_ms() - t0;
     ck_assert_msg(dt < 500, "cancel took %lld ms", (long long)dt);
     note("cancel in a 429 wait", sbx_op_last_error(op));
@@ -1306,14 +1306,14 @@ START_TEST(test_client_faults_read_cut_mid_body)
     sbx_write_file(x.d, x.sid, "/vercel/sandbox/big.bin", big, n, 0644);
 
     faultd_rule(x.f, "POST", "/fs/read$", 1, FAULT_RESET_MID, 50000);
-    expect_sbx(sbx_sandbox_read_file(x.s, "big.bin", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
+    expect_sbx(sbx_sandbox_read_file(x.s, "big.bin", 0, (uint8_t **)&data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
                x.s);
     note("read reset mid-body", sbx_sandbox_last_error(x.s));
     ck_assert_ptr_null(data);
     ck_assert_uint_eq(len, 0);
 
     faultd_rule(x.f, "POST", "/fs/read$", 1, FAULT_TRUNCATE, 70000);
-    expect_sbx(sbx_sandbox_read_file(x.s, "big.bin", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
+    expect_sbx(sbx_sandbox_read_file(x.s, "big.bin", 0, (uint8_t **)&data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
                x.s);
     note("read truncated", sbx_sandbox_last_error(x.s));
     ck_assert_ptr_null(data);
@@ -1334,7 +1334,7 @@ START_TEST(test_client_faults_read_cut_mid_body)
 
     /* Without faults: all of it. */
     faultd_clear(x.f);
-    ok_sb(sbx_sandbox_read_file(x.s, "big.bin", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "big.bin", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, n);
     ck_assert_mem_eq(data, big, n);
     sbx_free(data);
@@ -1431,9 +1431,9 @@ START_TEST(test_client_faults_bodies_replayed)
     faultd_rule(x.f, "POST", "/fs/write$", 1, FAULT_STATUS_AFTER, 503);
     faultd_rule(x.f, "POST", "/fs/write$", 2, FAULT_RESET, 0);
     faultd_rule(x.f, "POST", "/fs/write$", 3, FAULT_RESET_AFTER, 0);
-    ok_sb(sbx_sandbox_write_file(x.s, "w/small.txt", "small\n", 6, 0644), x.s);
+    ok_sb(sbx_sandbox_write_file(x.s, "w/small.txt", (const uint8_t *)"small\n", 6, 0644), x.s);
     ck_assert_int_ge(faultd_count(x.f, "POST", "/fs/write$"), 4);
-    ok_sb(sbx_sandbox_read_file(x.s, "w/small.txt", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "w/small.txt", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, 6);
     ck_assert_mem_eq(data, "small\n", 6);
     sbx_free(data);
@@ -1441,8 +1441,8 @@ START_TEST(test_client_faults_bodies_replayed)
     /* A 3 MiB random file (a large body: Expect: 100-continue). */
     faultd_clear(x.f);
     faultd_rule(x.f, "POST", "/fs/write$", 1, FAULT_STATUS, 500);
-    ok_sb(sbx_sandbox_write_file(x.s, "w/big.bin", big, n, 0600), x.s);
-    ok_sb(sbx_sandbox_read_file(x.s, "w/big.bin", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_write_file(x.s, "w/big.bin", (const uint8_t *)big, n, 0600), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "w/big.bin", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, n);
     ck_assert_mem_eq(data, big, n);
     sbx_free(data);
@@ -1465,10 +1465,10 @@ START_TEST(test_client_faults_bodies_replayed)
     faultd_rule(x.f, "POST", "/fs/write$", 2, FAULT_RESET, 0);
     ok_sb(sbx_sandbox_upload(x.s, dir, "uploaded"), x.s);
     ck_assert_int_ge(faultd_count(x.f, "POST", "/fs/write$"), 3);
-    ok_sb(sbx_sandbox_read_file(x.s, "uploaded/a.txt", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "uploaded/a.txt", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_str_eq(data, "upload a\n");
     sbx_free(data);
-    ok_sb(sbx_sandbox_read_file(x.s, "uploaded/big.bin", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "uploaded/big.bin", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, n);
     ck_assert_mem_eq(data, big, n);
     sbx_free(data);
@@ -1578,7 +1578,7 @@ START_TEST(test_client_faults_logs_cut_with_backpressure)
         for (int i = 0; i < 2; i++) {
             /* Read slowly: a little at a time. */
             sbx_status st = ended[i] ? SBX_E_NOT_FOUND
-                                     : sbx_command_read_output(k, i ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT, buf,
+                                     : sbx_command_read_output(k, i ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT, (uint8_t *)buf,
                                                                sizeof buf, &n);
             if (st == SBX_OK) {
                 ck_assert_uint_le(glen[i] + n, wlen[i] + 999);
@@ -1592,7 +1592,7 @@ START_TEST(test_client_faults_logs_cut_with_backpressure)
         }
     }
     ck_assert_msg(ended[0] && ended[1], "the output did not end");
-    expect_sbx(sbx_op_wait(op), SBX_OK, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_OK, sbx_op_last_error, op);
     ck_assert_int_eq(sbx_command_exit_code(k), 0);
     for (int i = 0; i < 2; i++) {
         snprintf(name, sizeof name, "%s", i ? "stderr" : "stdout");
@@ -1688,7 +1688,7 @@ START_TEST(test_client_faults_cancel_message_unstarted)
         sbx_client_run(x.c, 50);
     sbx_client_run(x.c, 100);
     ok_cl(sbx_op_cancel(op), x.c);
-    expect_sbx(sbx_op_wait(op), SBX_E_CANCELLED, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_CANCELLED, sbx_op_last_error, op);
     ck_assert_ptr_null(sbx_command_id(k));
     ck_assert_int_eq(faultd_forwarded(x.f, "POST", post), 0);
     ck_assert_msg(!contains(sbx_op_last_error(op), "keeps running"),
@@ -1794,7 +1794,7 @@ START_TEST(test_client_faults_read_cut_in_head)
     fx_start(&x, true, NULL, NULL);
     sbx_write_file(x.d, x.sid, "/vercel/sandbox/f.txt", "content\n", 8, 0644);
     faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_CUT_HEAD, 17);
-    expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, &data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
+    expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error, x.s);
     ck_assert_ptr_null(data);
     snprintf(dir, sizeof dir, "%.300s/dlh", x.d->dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
@@ -2077,7 +2077,7 @@ START_TEST(test_client_faults_server_stopped)
 
     ck_assert_int_eq(kill(x.d->pid, SIGSTOP), 0);
     t0 = mono_ms();
-    expect_sbx(sbx_op_wait(op), SBX_E_TRANSPORT, sbx_op_last_error, op);
+    expect_sbx(sbx_op_wait(op, -1), SBX_E_TRANSPORT, sbx_op_last_error, op);
     dt = mono_ms() - t0;
     note("sbxd stopped, followed command", sbx_op_last_error(op));
     ck_assert_msg(dt < 1000 + 1000 + 5000, "took %lld ms", (long long)dt);
@@ -2091,7 +2091,7 @@ START_TEST(test_client_faults_server_stopped)
     k2 = sbx_command_new(x.s);
     ck_assert_ptr_nonnull(k2);
     ck_assert_int_eq(kill(x.d->pid, SIGCONT), 0);
-    ok_k(sbx_command_get(k2, cid), k2);
+    ok_k(sbx_command_fetch(k2, cid), k2);
     ck_assert_int_eq(kill(x.d->pid, SIGSTOP), 0);
     t0 = mono_ms();
     expect_sbx(sbx_command_wait_exit(k2), SBX_E_TRANSPORT, sbx_command_last_error, k2);
@@ -2149,7 +2149,7 @@ START_TEST(test_client_faults_endpoint_userinfo)
     ok_cl(sbx_client_set_credentials(c, x.d->token, NULL, NULL), c);
     ok_cl(sbx_client_set_option(c, "retry.max", "0"), c);
     s = sbx_sandbox_new(c);
-    ok_sb(sbx_sandbox_get(s, x.sid), s);
+    ok_sb(sbx_sandbox_fetch(s, x.sid), s);
     faultd_rule(x.f, "GET", sbx_pat(&x, ""), 0, FAULT_RESET, 0);
     expect_sbx(sbx_sandbox_refresh(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
     note("userinfo endpoint, reset", sbx_sandbox_last_error(s));
@@ -2179,7 +2179,7 @@ START_TEST(test_client_faults_unix_socket_missing)
     ok_cl(sbx_client_set_credentials(c, "sbxd_test_token", NULL, NULL), c);
     ok_cl(sbx_client_set_option(c, "retry.max", "0"), c);
     s = sbx_sandbox_new(c);
-    expect_sbx(sbx_sandbox_get(s, "sbx_x"), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
+    expect_sbx(sbx_sandbox_fetch(s, "sbx_x"), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
     note("missing unix socket", sbx_sandbox_last_error(s));
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "/nonexistent/sbxd.sock") &&
                       contains(sbx_sandbox_last_error(s), "No such file") &&
@@ -2360,8 +2360,8 @@ START_TEST(test_client_faults_passthrough)
     ck_assert_int_eq(sbx_command_exit_code(k), 0);
     expect_seq(o.data[0], o.len[0]);
     sbx_command_free(k);
-    ok_sb(sbx_sandbox_write_file(x.s, "p.txt", "pass\n", 5, 0600), x.s);
-    ok_sb(sbx_sandbox_read_file(x.s, "p.txt", 0, &data, &len), x.s);
+    ok_sb(sbx_sandbox_write_file(x.s, "p.txt", (const uint8_t *)"pass\n", 5, 0600), x.s);
+    ok_sb(sbx_sandbox_read_file(x.s, "p.txt", 0, (uint8_t **)&data, &len), x.s);
     ck_assert_uint_eq(len, 5);
     ck_assert_mem_eq(data, "pass\n", 5);
     sbx_free(data);

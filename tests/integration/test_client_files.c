@@ -95,7 +95,7 @@ START_TEST(test_client_files_mkdir)
     ok_s(sbx_sandbox_mkdir(e.s, "a"), e.s);
     ok_s(sbx_sandbox_mkdir(e.s, "/vercel/sandbox/a/b"), e.s);
     ok_s(sbx_sandbox_mkdir_start(e.s, "a/b/c", &op), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s, "cd /vercel/sandbox && find a -type d | sort", "a\na/b\na/b/c\n");
     expect_st(sbx_sandbox_mkdir(e.s, "d\xff"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
@@ -116,40 +116,40 @@ START_TEST(test_client_files_write_and_read)
     sbx_op *op;
     static const char bin[] = {'a', 0, 'b', '\n', (char)0xff};
 
-    ok_s(sbx_sandbox_write_file(e.s, "notes/hello.txt", "hello\n", 6, 0), e.s);
-    ok_s(sbx_sandbox_write_file(e.s, "/tmp/run.sh", "#!/bin/sh\necho ran\n", 19, 0755), e.s);
-    ok_s(sbx_sandbox_write_file(e.s, "bin.dat", bin, sizeof bin, 0600), e.s);
-    ok_s(sbx_sandbox_write_file(e.s, "empty", NULL, 0, 0644), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "notes/hello.txt", (const uint8_t *)"hello\n", 6, 0), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "/tmp/run.sh", (const uint8_t *)"#!/bin/sh\necho ran\n", 19, 0755), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "bin.dat", (const uint8_t *)bin, sizeof bin, 0600), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "empty", (const uint8_t *)NULL, 0, 0644), e.s);
     /* .. at the root stays at the root, like the SDK. */
-    ok_s(sbx_sandbox_write_file(e.s, "../../../../tmp/up.txt", "up\n", 3, 0644), e.s);
-    ok_s(sbx_sandbox_write_file_start(e.s, "notes/hello.txt", "replaced\n", 9, 0644, &op), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ok_s(sbx_sandbox_write_file(e.s, "../../../../tmp/up.txt", (const uint8_t *)"up\n", 3, 0644), e.s);
+    ok_s(sbx_sandbox_write_file_start(e.s, "notes/hello.txt", (const uint8_t *)"replaced\n", 9, 0644, &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s,
                   "cd /vercel/sandbox; cat notes/hello.txt; /tmp/run.sh; stat -c '%a %s' /tmp/run.sh bin.dat empty "
                   "notes/hello.txt; cat /tmp/up.txt",
                   "replaced\nran\n755 19\n600 5\n644 0\n644 9\nup\n");
 
-    ok_s(sbx_sandbox_read_file(e.s, "bin.dat", 0, &data, &len), e.s);
+    ok_s(sbx_sandbox_read_file(e.s, "bin.dat", 0, (uint8_t **)&data, &len), e.s);
     ck_assert_int_eq(len, sizeof bin);
     ck_assert(memcmp(data, bin, len) == 0);
     ck_assert_int_eq(data[len], '\0');
     sbx_free(data);
-    ok_s(sbx_sandbox_read_file(e.s, "/vercel/sandbox/empty", 0, &data, &len), e.s);
+    ok_s(sbx_sandbox_read_file(e.s, "/vercel/sandbox/empty", 0, (uint8_t **)&data, &len), e.s);
     ck_assert_int_eq(len, 0);
     ck_assert_str_eq(data, "");
     sbx_free(data);
 
-    expect_st(sbx_sandbox_read_file(e.s, "missing", 0, &data, &len), SBX_E_NOT_FOUND, sbx_sandbox_last_error, e.s);
+    expect_st(sbx_sandbox_read_file(e.s, "missing", 0, (uint8_t **)&data, &len), SBX_E_NOT_FOUND, sbx_sandbox_last_error, e.s);
     ck_assert_ptr_null(data);
-    expect_st(sbx_sandbox_read_file(e.s, "notes", 0, &data, &len), SBX_E_NOT_FOUND, sbx_sandbox_last_error, e.s);
-    expect_st(sbx_sandbox_read_file(e.s, "notes/hello.txt", 4, &data, &len), SBX_E_BUDGET_EXCEEDED,
+    expect_st(sbx_sandbox_read_file(e.s, "notes", 0, (uint8_t **)&data, &len), SBX_E_NOT_FOUND, sbx_sandbox_last_error, e.s);
+    expect_st(sbx_sandbox_read_file(e.s, "notes/hello.txt", 4, (uint8_t **)&data, &len), SBX_E_BUDGET_EXCEEDED,
               sbx_sandbox_last_error, e.s);
     ck_assert_ptr_null(data);
     expect_st(sbx_sandbox_read_file(e.s, "x", 0, NULL, &len), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
-    expect_st(sbx_sandbox_write_file(e.s, "/", "x", 1, 0644), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
-    expect_st(sbx_sandbox_write_file(e.s, "f", NULL, 3, 0644), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
-    expect_st(sbx_sandbox_write_file(e.s, "f", "x", 1, 010000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    expect_st(sbx_sandbox_write_file(e.s, "/", (const uint8_t *)"x", 1, 0644), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    expect_st(sbx_sandbox_write_file(e.s, "f", (const uint8_t *)NULL, 3, 0644), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    expect_st(sbx_sandbox_write_file(e.s, "f", (const uint8_t *)"x", 1, 010000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
     teardown(&e);
 }
 END_TEST
@@ -160,7 +160,7 @@ struct chunks {
     size_t stop_at;
 };
 
-static int on_chunk(const void *data, size_t len, void *user)
+static int on_chunk(const uint8_t *data, size_t len, void *user)
 {
     struct chunks *c = user;
     if (c->total + len > c->cap) {
@@ -200,7 +200,7 @@ START_TEST(test_client_files_large_round_trip)
 
     snprintf(back, sizeof back, "%s/back.bin", e.local);
     ok_s(sbx_sandbox_download_start(e.s, "big.bin", back, &op), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     b = read_host(back, &got);
     ck_assert_int_eq(got, n);
@@ -222,7 +222,7 @@ START_TEST(test_client_files_large_round_trip)
      * not the aborted transfer's. */
     ok_s(sbx_sandbox_upload_start(e.s, path, "big2.bin", &op), e.s);
     ck_assert_int_eq(truncate(path, 1000), 0);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_E_IO);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_IO);
     ck_assert_msg(strstr(sbx_op_last_error(op), "write files:") &&
                       strstr(sbx_op_last_error(op), "big.bin"),
                   "message: %s", sbx_op_last_error(op));
@@ -241,13 +241,13 @@ START_TEST(test_client_files_stream_stop_and_download_failures)
     unsigned char *data = noise(n, 2);
     sbx_op *op;
 
-    ok_s(sbx_sandbox_write_file(e.s, "data.bin", data, n, 0644), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "data.bin", (const uint8_t *)data, n, 0644), e.s);
     expect_st(sbx_sandbox_read_stream(e.s, "data.bin", on_chunk, &ch), SBX_E_CANCELLED, sbx_sandbox_last_error, e.s);
     ck_assert_int_eq(ch.calls, 1);
     free(ch.data);
     memset(&ch, 0, sizeof ch);
     ok_s(sbx_sandbox_read_stream_start(e.s, "data.bin", on_chunk, &ch, &op), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_int_eq(ch.total, n);
     ck_assert(memcmp(ch.data, data, n) == 0);
@@ -309,7 +309,7 @@ START_TEST(test_client_files_upload_tree)
 
     snprintf(p, sizeof p, "%s/proj", e.local);
     ok_s(sbx_sandbox_upload_start(e.s, p, "/vercel/sandbox/dest", &op), e.s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s, "cd /vercel/sandbox/dest && find . -type f | sort && cat link-in && stat -c %a src/main.sh",
                   "./README\n./link-in\n./src/deep/a file with spaces é.txt\n./src/main.sh\nreadme\n755\n");
@@ -341,7 +341,7 @@ START_TEST(test_client_files_too_large_for_server)
     sbx_sandbox *s = it_sandbox(c);
     size_t n = 3u << 20;
     unsigned char *data = noise(n, 3);
-    expect_st(sbx_sandbox_write_file(s, "big", data, n, 0644), SBX_E_BUDGET_EXCEEDED, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_write_file(s, "big", (const uint8_t *)data, n, 0644), SBX_E_BUDGET_EXCEEDED, sbx_sandbox_last_error, s);
     ck_assert(contains(sbx_sandbox_last_error(s), "413"));
     free(data);
     sbx_sandbox_free(s);

@@ -68,13 +68,13 @@ START_TEST(test_client_sandbox_create_with_options)
 
     /* Another handle attaches by id and sees the same. */
     g = sbx_sandbox_new(c);
-    ok_s(sbx_sandbox_get(g, sbx_sandbox_id(s)), g);
+    ok_s(sbx_sandbox_fetch(g, sbx_sandbox_id(s)), g);
     ck_assert_str_eq(sbx_sandbox_id(g), sbx_sandbox_id(s));
     ck_assert_str_eq(sbx_sandbox_runtime(g), "python3.13");
     ck_assert_ptr_nonnull(sbx_sandbox_route_url(g, (uint32_t)port));
     /* Bound: another id is refused; the same id refreshes. */
-    expect_st(sbx_sandbox_get(g, "sbx_other"), SBX_E_MISUSE, sbx_sandbox_last_error, g);
-    ok_s(sbx_sandbox_get(g, sbx_sandbox_id(s)), g);
+    expect_st(sbx_sandbox_fetch(g, "sbx_other"), SBX_E_MISUSE, sbx_sandbox_last_error, g);
+    ok_s(sbx_sandbox_fetch(g, sbx_sandbox_id(s)), g);
     sbx_sandbox_free(g);
 
     ok_s(sbx_sandbox_stop(s), s);
@@ -141,11 +141,11 @@ START_TEST(test_client_sandbox_bad_configuration)
     expect_st(sbx_sandbox_extend_timeout(s, 1000), SBX_E_MISUSE, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_update_network_policy(s, "{\"mode\":\"deny-all\"}"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_mkdir(s, "x"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
-    expect_st(sbx_sandbox_get(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
-    expect_st(sbx_sandbox_get(s, "bad\nid"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_fetch(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_fetch(s, "bad\nid"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_create_start(s, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     ck_assert_int_eq(sbx_sandbox_create(NULL), SBX_E_INVALID_ARG);
-    ck_assert_str_eq(sbx_sandbox_last_error(NULL), "");
+    ck_assert_str_eq(sbx_sandbox_last_error(NULL), "invalid argument: the handle is NULL");
     sbx_sandbox_free(NULL);
     sbx_sandbox_free(s);
     sbx_client_free(c);
@@ -158,12 +158,12 @@ START_TEST(test_client_sandbox_get_unknown)
     sbx_client *c = it_client(d);
     sbx_sandbox *s = sbx_sandbox_new(c);
     sbx_op *op;
-    expect_st(sbx_sandbox_get(s, "sbx_nope"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_fetch(s, "sbx_nope"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
     ck_assert(contains(sbx_sandbox_last_error(s), "404"));
     ck_assert_ptr_null(sbx_sandbox_id(s));
     /* Reusable after a failed get; the op form reports the same. */
-    ok_s(sbx_sandbox_get_start(s, "sbx_nope2", &op), s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_E_NOT_FOUND);
+    ok_s(sbx_sandbox_fetch_start(s, "sbx_nope2", &op), s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_NOT_FOUND);
     ck_assert_int_eq(sbx_op_http_status(op), 404);
     ck_assert(contains(sbx_op_last_error(op), "not_found"));
     sbx_op_free(op);
@@ -185,7 +185,7 @@ START_TEST(test_client_sandbox_stop_extend_policy)
     ok_s(sbx_sandbox_extend_timeout(s, 60000), s);
     ck_assert_int_eq(sbx_sandbox_timeout_ms(s), before + 60000);
     ok_s(sbx_sandbox_extend_timeout_start(s, 1000, &op), s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_int_eq(sbx_sandbox_timeout_ms(s), before + 61000);
     expect_st(sbx_sandbox_extend_timeout(s, 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
@@ -198,7 +198,7 @@ START_TEST(test_client_sandbox_stop_extend_policy)
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "allowedDomains"), 0)), "example.com");
     json_decref(j);
     ok_s(sbx_sandbox_update_network_policy_start(s, "{\"mode\":\"deny-all\"}", &op), s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert(contains(sbx_sandbox_network_policy_json(s), "deny-all"));
     expect_st(sbx_sandbox_update_network_policy(s, "nope"), SBX_E_PARSE, sbx_sandbox_last_error, s);
@@ -211,12 +211,12 @@ START_TEST(test_client_sandbox_stop_extend_policy)
     ok_s(sbx_sandbox_refresh(s), s);
     ck_assert_str_eq(sbx_sandbox_status(s), "running");
     ok_s(sbx_sandbox_refresh_start(s, &op), s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ok_s(sbx_sandbox_stop(s), s);
     ck_assert(strcmp(sbx_sandbox_status(s), "stopped") == 0 || strcmp(sbx_sandbox_status(s), "stopping") == 0);
     ok_s(sbx_sandbox_stop_start(s, &op), s);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
 
     /* A stopped sandbox refuses work with a conflict. */
@@ -307,7 +307,7 @@ START_TEST(test_client_snapshot_round_trip)
     ck_assert_int_eq(sbx_snapshot_size_bytes(sn), -1);
     ck_assert_int_eq(sbx_snapshot_expires_at(sn), -1);
     expect_st(sbx_snapshot_delete(sn), SBX_E_MISUSE, sbx_snapshot_last_error, sn);
-    ok_s(sbx_sandbox_write_file(s, "kept.txt", "state\n", 6, 0644), s);
+    ok_s(sbx_sandbox_write_file(s, "kept.txt", (const uint8_t *)"state\n", 6, 0644), s);
     ok_s(sbx_sandbox_snapshot(s, 0, sn), s);
     ck_assert_ptr_nonnull(sbx_snapshot_id(sn));
     ck_assert_str_eq(sbx_snapshot_status(sn), "created");
@@ -333,7 +333,7 @@ START_TEST(test_client_snapshot_round_trip)
 
     /* Get by id, list, delete. */
     g = sbx_snapshot_new(c);
-    ok_sn(sbx_snapshot_get(g, sbx_snapshot_id(sn)), g);
+    ok_sn(sbx_snapshot_fetch(g, sbx_snapshot_id(sn)), g);
     ck_assert_str_eq(sbx_snapshot_id(g), sbx_snapshot_id(sn));
     ck_assert_int_eq(sbx_snapshot_size_bytes(g), sbx_snapshot_size_bytes(sn));
     ok_c(sbx_client_list_snapshots(c, NULL, 0, -1, -1, &json), c);
@@ -342,7 +342,7 @@ START_TEST(test_client_snapshot_round_trip)
     json_decref(j);
     sbx_free(json);
     ok_sn(sbx_snapshot_delete_start(g, &op), g);
-    ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_str_eq(sbx_snapshot_status(g), "deleted");
     sbx_snapshot_free(g);
@@ -353,7 +353,7 @@ START_TEST(test_client_snapshot_round_trip)
         sbx_snapshot *sn2 = sbx_snapshot_new(c);
         int64_t now_ms = sbx_sandbox_created_at(s2);
         ok_s(sbx_sandbox_snapshot_start(s2, 3600000, sn2, &op), s2);
-        ck_assert_int_eq(sbx_op_wait(op), SBX_OK);
+        ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
         sbx_op_free(op);
         ck_assert(sbx_snapshot_expires_at(sn2) >= now_ms + 3600000);
         ok_sn(sbx_snapshot_delete(sn2), sn2);
@@ -363,14 +363,14 @@ START_TEST(test_client_snapshot_round_trip)
 
     /* Unknown, bad arguments. */
     g = sbx_snapshot_new(c);
-    expect_st(sbx_snapshot_get(g, "snap_nope"), SBX_E_NOT_FOUND, sbx_snapshot_last_error, g);
-    expect_st(sbx_snapshot_get(g, ""), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
-    expect_st(sbx_snapshot_get_start(g, "snap_x", NULL), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
+    expect_st(sbx_snapshot_fetch(g, "snap_nope"), SBX_E_NOT_FOUND, sbx_snapshot_last_error, g);
+    expect_st(sbx_snapshot_fetch(g, ""), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
+    expect_st(sbx_snapshot_fetch_start(g, "snap_x", NULL), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
     expect_st(sbx_sandbox_snapshot(s, -2, g), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_snapshot(s, 0, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     sbx_snapshot_free(g);
     ck_assert_ptr_null(sbx_snapshot_new(NULL));
-    ck_assert_str_eq(sbx_snapshot_last_error(NULL), "");
+    ck_assert_str_eq(sbx_snapshot_last_error(NULL), "invalid argument: the handle is NULL");
 
     /* Creating from a deleted snapshot fails. */
     r = sbx_sandbox_new(c);

@@ -7,6 +7,33 @@
 
 #include "util/internal.h"
 
+/* The API takes and gives bytes (uint8_t); the tests write their data as
+ * string literals. These pass them through unchanged. */
+static inline sbx_status t_feed(sbx_redact_stream *s, const char *d, size_t n, const char **o, size_t *on)
+{
+    return sbx_redact_stream_feed(s, (const uint8_t *)d, n, (const uint8_t **)o, on);
+}
+static inline sbx_status t_finish(sbx_redact_stream *s, const char **o, size_t *on)
+{
+    return sbx_redact_stream_finish(s, (const uint8_t **)o, on);
+}
+static inline sbx_status t_redact(const sbx_redactor *r, const char *d, size_t n, char **o, size_t *on)
+{
+    return sbx_redactor_redact(r, (const uint8_t *)d, n, (uint8_t **)o, on);
+}
+static inline sbx_status t_step_output(sbx_transcript *t, size_t step, sbx_stream stream, const char *d, size_t n)
+{
+    return sbx_transcript_step_output(t, step, stream, (const uint8_t *)d, n);
+}
+static inline sbx_status t_load_data(sbx_transcript *t, const char *d, size_t n)
+{
+    return sbx_transcript_load_data(t, (const uint8_t *)d, n);
+}
+static inline sbx_status t_save_data(sbx_transcript *t, char **o, size_t *n)
+{
+    return sbx_transcript_save_data(t, (uint8_t **)o, n);
+}
+
 /* Defined by each test_<module>.c: the module's suite. */
 Suite *sbx_test_suite(void);
 

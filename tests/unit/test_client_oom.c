@@ -245,7 +245,7 @@ static sbx_status new_sandbox(sbx_client **c, sbx_sandbox **s)
         return st;
     if (!(*s = sbx_sandbox_new(*c)))
         return SBX_E_NOMEM;
-    if ((st = sbx_sandbox_get(*s, SID)) == SBX_OK)
+    if ((st = sbx_sandbox_fetch(*s, SID)) == SBX_OK)
         EXPECT(strcmp(sbx_sandbox_id(*s), SID) == 0);
     return st;
 }
@@ -339,7 +339,7 @@ static sbx_status sc_snapshot(void *ctx)
     TRY(sbx_sandbox_snapshot(s, 86400000, sn));
     EXPECT(strcmp(sbx_snapshot_id(sn), SNAP) == 0);
     EXPECT(strcmp(sbx_sandbox_status(s), "stopped") == 0);
-    TRY(sbx_snapshot_get(again, SNAP));
+    TRY(sbx_snapshot_fetch(again, SNAP));
     EXPECT(sbx_snapshot_size_bytes(again) == 4096);
     TRY(sbx_snapshot_delete(again));
     EXPECT(strcmp(sbx_snapshot_status(again), "deleted") == 0);
@@ -357,7 +357,7 @@ static sbx_status drain(sbx_command *k, int stream, char *all, size_t cap)
     size_t n = 0, got;
     char buf[5];
     sbx_status st;
-    while ((st = sbx_command_read_output(k, stream, buf, sizeof buf, &got)) == SBX_OK) {
+    while ((st = sbx_command_read_output(k, stream, (uint8_t *)buf, sizeof buf, &got)) == SBX_OK) {
         ck_assert_uint_lt(n + got, cap);
         memcpy(all + n, buf, got);
         n += got;
@@ -404,7 +404,7 @@ struct collected {
     size_t len[2];
 };
 
-static int collect(int stream, const char *data, size_t len, void *user)
+static int collect(sbx_stream stream, const uint8_t *data, size_t len, void *user)
 {
     struct collected *o = user;
     int i = stream == SBX_STREAM_STDERR;
@@ -424,7 +424,7 @@ static sbx_status sc_command_op(void *ctx)
     sbx_command *k = NULL;
     sbx_op *op = NULL, *done;
     struct collected o = {0};
-    uint32_t running = 1;
+    size_t running = 1;
     sbx_status st;
     (void)ctx;
     TRY(new_sandbox(&c, &s));
@@ -474,7 +474,7 @@ static sbx_status sc_command_detached(void *ctx)
     TRY(sbx_command_set_sudo(k, 1));
     TRY(sbx_command_run(k));
     EXPECT(strcmp(sbx_command_id(k), CID) == 0 && sbx_command_exit_code(k) == -1);
-    TRY(sbx_command_get(other, CID));
+    TRY(sbx_command_fetch(other, CID));
     TRY(sbx_command_wait_exit(other));
     EXPECT(sbx_command_exit_code(other) == 0);
     TRY(sbx_command_kill(k, 15));
@@ -486,7 +486,7 @@ out:
     return st;
 }
 
-static int count_bytes(const void *data, size_t len, void *user)
+static int count_bytes(const uint8_t *data, size_t len, void *user)
 {
     (void)data;
     *(size_t *)user += len;
@@ -503,8 +503,8 @@ static sbx_status sc_files(void *ctx)
     (void)ctx;
     TRY(new_sandbox(&c, &s));
     TRY(sbx_sandbox_mkdir(s, "work"));
-    TRY(sbx_sandbox_write_file(s, "work/a.txt", FILE_BODY, strlen(FILE_BODY), 0600));
-    TRY(sbx_sandbox_read_file(s, "work/a.txt", 0, &data, &len));
+    TRY(sbx_sandbox_write_file(s, "work/a.txt", (const uint8_t *)FILE_BODY, strlen(FILE_BODY), 0600));
+    TRY(sbx_sandbox_read_file(s, "work/a.txt", 0, (uint8_t **)&data, &len));
     EXPECT(len == strlen(FILE_BODY) && memcmp(data, FILE_BODY, len) == 0);
     TRY(sbx_sandbox_read_stream(s, "/vercel/sandbox/work/a.txt", count_bytes, &streamed));
     EXPECT(streamed == strlen(FILE_BODY));
@@ -538,10 +538,10 @@ static sbx_status sc_errors(void *ctx)
         st = SBX_E_NOMEM;
         goto out;
     }
-    EXPECT_FAIL(sbx_sandbox_get(missing, "sbx_missing"), SBX_E_NOT_FOUND);
+    EXPECT_FAIL(sbx_sandbox_fetch(missing, "sbx_missing"), SBX_E_NOT_FOUND);
     /* The message is kept only if there was memory for it. */
     EXPECT(sbx__fault_triggered() || strstr(sbx_sandbox_last_error(missing), "no such route") != NULL);
-    EXPECT_FAIL(sbx_sandbox_write_file(s, "/", "x", 1, 0), SBX_E_INVALID_ARG);
+    EXPECT_FAIL(sbx_sandbox_write_file(s, "/", (const uint8_t *)"x", 1, 0), SBX_E_INVALID_ARG);
     EXPECT_FAIL(sbx_client_set_option(c, "no.such.option", "1"), SBX_E_UNKNOWN_OPTION);
     /* 429 with Retry-After: 0, then the page. */
     TRY(sbx_client_list_sandboxes(c, "busy", 0, -1, -1, &json));
@@ -570,7 +570,7 @@ static sbx_status sc_ops(void *ctx)
         st = SBX_E_NOMEM;
         goto out;
     }
-    TRY(sbx_sandbox_get_start(s, SID, &ops[0]));
+    TRY(sbx_sandbox_fetch_start(s, SID, &ops[0]));
     TRY(sbx_sandbox_create_start(t, &ops[1]));
     TRY(sbx_client_list_sandboxes_start(c, NULL, 0, -1, -1, &ops[2]));
     TRY(sbx_client_run(c, 30000));

@@ -22,7 +22,7 @@ static sbx_status chk(const sbx_policy *p, const char *job, const char *const *a
     size_t n = 0;
     while (argv[n])
         n++;
-    return sbx_policy_check(p, job, argv, n, NULL, r, msg, cap);
+    return sbx_policy_check(p, job, n, argv, NULL, r, msg, cap);
 }
 
 #define ARGV(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -34,26 +34,26 @@ START_TEST(test_policy_api_arguments)
     char msg[128];
     const char *argv[] = {"ls", NULL};
     ck_assert_ptr_nonnull(p);
-    ck_assert_int_eq(sbx_policy_check(NULL, NULL, argv, 1, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_policy_check(NULL, NULL, 1, argv, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
     ck_assert_str_eq(msg, "invalid argument: the policy is NULL");
     ck_assert_int_eq(r, SBX_POLICY_ALLOW);
-    ck_assert_int_eq(sbx_policy_check(p, NULL, NULL, 1, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 1, NULL, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
     ck_assert_str_eq(msg, "invalid argument: argv is NULL");
-    ck_assert_int_eq(sbx_policy_check(p, NULL, argv, 2, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 2, argv, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
     ck_assert_str_eq(msg, "invalid argument: argv[1] is NULL");
-    ck_assert_int_eq(sbx_policy_check(p, "verify.lnt", argv, 1, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_policy_check(p, "verify.lnt", 1, argv, NULL, &r, msg, sizeof msg), SBX_E_INVALID_ARG);
     ck_assert_msg(strstr(msg, "verify.lnt"), "%s", msg);
     /* No argv at all is a denial, not a misuse. */
-    ck_assert_int_eq(sbx_policy_check(p, NULL, NULL, 0, NULL, &r, msg, sizeof msg), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 0, NULL, NULL, &r, msg, sizeof msg), SBX_E_POLICY_DENIED);
     ck_assert_int_eq(r, SBX_POLICY_EMPTY_ARGV);
     /* reason and msg are optional. */
-    ck_assert_int_eq(sbx_policy_check(p, NULL, ARGV("sh"), 1, NULL, NULL, NULL, 0), SBX_E_POLICY_DENIED);
-    ck_assert_int_eq(sbx_policy_check(p, NULL, argv, 1, NULL, NULL, NULL, 99), SBX_OK);
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 1, ARGV("sh"), NULL, NULL, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 1, argv, NULL, NULL, NULL, 99), SBX_OK);
     /* A short buffer gets a truncated, terminated message. */
-    ck_assert_int_eq(sbx_policy_check(p, NULL, ARGV("cat", "/etc/passwd"), 2, NULL, &r, msg, 12),
+    ck_assert_int_eq(sbx_policy_check(p, NULL, 2, ARGV("cat", "/etc/passwd"), NULL, &r, msg, 12),
                      SBX_E_POLICY_DENIED);
     ck_assert_uint_eq(strlen(msg), 11);
-    ck_assert_str_eq(sbx_policy_last_error(NULL), "invalid argument: the policy is NULL");
+    ck_assert_str_eq(sbx_policy_last_error(NULL), "invalid argument: the handle is NULL");
     sbx_policy_free(p);
     sbx_policy_free(NULL);
 }
@@ -288,7 +288,7 @@ static int run_case(json_t *c, int line, char *why, size_t cap)
             goto out;
         }
     }
-    st = sbx_policy_check(p, job, argv, n, cwd, &r, msg, sizeof msg);
+    st = sbx_policy_check(p, job, n, argv, cwd, &r, msg, sizeof msg);
     if (strcmp(expect, "allow") == 0 ? st != SBX_OK
                                      : st != SBX_E_POLICY_DENIED || strcmp(sbx_policy_reason_name((int)r), reason)) {
         char *a = json_dumps(jargv, JSON_COMPACT);

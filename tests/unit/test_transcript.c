@@ -66,11 +66,11 @@ static char *read_file(const char *path, size_t *len)
 }
 
 /* A step's entry (1-based) parsed. */
-static json_t *step_obj(sbx_transcript *t, uint32_t n)
+static json_t *step_obj(sbx_transcript *t, size_t n)
 {
     char *s = NULL;
     json_t *j;
-    ok(sbx_transcript_get_step_json(t, n, &s));
+    ok(sbx_transcript_step_to_json(t, n, &s));
     j = json_loads(s, 0, NULL);
     ck_assert_ptr_nonnull(j);
     sbx_free(s);
@@ -89,7 +89,7 @@ static const char *jstr(json_t *o, const char *path1, const char *path2)
 static sbx_transcript *small_job(void)
 {
     sbx_transcript *t = sbx_transcript_new();
-    uint32_t a, b;
+    size_t a, b;
     const char *argv1[] = {"npm", "ci"}, *argv2[] = {"npm", "test", "--", "--silent"};
     ck_assert_ptr_nonnull(t);
     ok(sbx_transcript_set_job(t, "verify.test"));
@@ -103,11 +103,11 @@ static sbx_transcript *small_job(void)
     ok(sbx_transcript_step_set_cwd(t, a, "/vercel/sandbox"));
     ok(sbx_transcript_step_add_env(t, a, "CI=1"));
     ok(sbx_transcript_step_set_command_id(t, a, "cmd_aaaa"));
-    ok(sbx_transcript_step_output(t, a, SBX_STREAM_STDOUT, "added 12 packages\n", 18));
+    ok(t_step_output(t, a, SBX_STREAM_STDOUT, "added 12 packages\n", 18));
     ok(sbx_transcript_step_end(t, a, SBX_STEP_EXITED, 0, 1, NULL));
     ok(sbx_transcript_step_begin(t, "test", &b));
     ok(sbx_transcript_step_set_argv(t, b, 4, argv2));
-    ok(sbx_transcript_step_output(t, b, SBX_STREAM_STDERR, "1 failing\n", 10));
+    ok(t_step_output(t, b, SBX_STREAM_STDERR, "1 failing\n", 10));
     ok(sbx_transcript_step_end(t, b, SBX_STEP_EXITED, 1, 0, "tests failed"));
     ok(sbx_transcript_finish(t, "failed"));
     return t;
@@ -119,20 +119,20 @@ START_TEST(test_transcript_round_trip)
     char *a, *b, *job;
     size_t alen, blen;
     json_t *s1, *s2, *h;
-    int64_t broken = 7;
+    size_t broken = 7;
 
-    ok(sbx_transcript_export(t, &a, &alen));
+    ok(t_save_data(t, &a, &alen));
     ck_assert_uint_eq(strlen(a), alen);
     ok(sbx_transcript_verify(t, &broken));
-    ck_assert_int_eq(broken, -1);
+    ck_assert_uint_eq(broken, 7); /* untouched when the chain holds */
     ck_assert_uint_eq(sbx_transcript_step_count(t), 2);
     ck_assert_int_eq(sbx_transcript_complete(t), 1);
     ck_assert_uint_eq(strlen(sbx_transcript_head_hash(t)), 64);
 
     /* Loaded back: the same bytes, the same chain. */
-    ok(sbx_transcript_load_data(u, a, alen));
+    ok(t_load_data(u, a, alen));
     ok(sbx_transcript_verify(u, NULL));
-    ok(sbx_transcript_export(u, &b, &blen));
+    ok(t_save_data(u, &b, &blen));
     ck_assert_uint_eq(alen, blen);
     ck_assert_mem_eq(a, b, alen);
     ck_assert_str_eq(sbx_transcript_head_hash(u), sbx_transcript_head_hash(t));
@@ -141,7 +141,7 @@ START_TEST(test_transcript_round_trip)
     ck_assert_uint_eq(sbx_transcript_torn_bytes(u), 0);
 
     /* The header and the steps, field by field. */
-    ok(sbx_transcript_get_job_json(u, &job));
+    ok(sbx_transcript_job_to_json(u, &job));
     h = json_loads(job, 0, NULL);
     ck_assert_str_eq(jstr(h, "format", NULL), "sbxrun-transcript");
     ck_assert_int_eq(json_integer_value(json_object_get(h, "version")), 1);
@@ -174,7 +174,7 @@ START_TEST(test_transcript_round_trip)
     json_decref(s2);
     {
         char *x = NULL;
-        ck_assert_int_eq(sbx_transcript_get_step_json(u, 3, &x), SBX_E_NOT_FOUND);
+        ck_assert_int_eq(sbx_transcript_step_to_json(u, 3, &x), SBX_E_NOT_FOUND);
         ck_assert_ptr_null(x);
     }
     sbx_free(a);
@@ -188,7 +188,7 @@ END_TEST
 static void check_windows(uint64_t head, uint64_t tail, size_t total, size_t chunk)
 {
     sbx_transcript *t = sbx_transcript_new();
-    uint32_t s;
+    size_t s;
     char *text = malloc(total + 1), *h;
     json_t *e, *o;
     size_t hl, tl;
@@ -198,7 +198,7 @@ static void check_windows(uint64_t head, uint64_t tail, size_t total, size_t chu
     ok(sbx_transcript_set_limits(t, head, tail, 1u << 20));
     ok(sbx_transcript_step_begin(t, NULL, &s));
     for (size_t i = 0; i < total; i += chunk)
-        ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, text + i, total - i < chunk ? total - i : chunk));
+        ok(t_step_output(t, s, SBX_STREAM_STDOUT, text + i, total - i < chunk ? total - i : chunk));
     ok(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
     e = step_obj(t, 1);
     o = json_object_get(json_object_get(e, "output"), "stdout");
@@ -240,14 +240,14 @@ END_TEST
 START_TEST(test_transcript_windows_utf8_and_binary)
 {
     sbx_transcript *t = sbx_transcript_new();
-    uint32_t s;
+    size_t s;
     json_t *e, *o;
     /* "é" is 2 bytes: 10 of them, head 5 bytes, tail 5 bytes */
     const char *text = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
     ok(sbx_transcript_set_limits(t, 5, 5, 1u << 20));
     ok(sbx_transcript_step_begin(t, NULL, &s));
-    ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, text, strlen(text)));
-    ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDERR, "\xff\x00\x01\xfe", 4));
+    ok(t_step_output(t, s, SBX_STREAM_STDOUT, text, strlen(text)));
+    ok(t_step_output(t, s, SBX_STREAM_STDERR, "\xff\x00\x01\xfe", 4));
     ok(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
     e = step_obj(t, 1);
     o = json_object_get(json_object_get(e, "output"), "stdout");
@@ -269,19 +269,19 @@ START_TEST(test_transcript_total_limit)
     sbx_transcript *t = sbx_transcript_new();
     char *big = malloc(100000), *x;
     size_t len;
-    uint32_t s;
+    size_t s;
     json_t *e;
     memset(big, 'x', 100000);
     ok(sbx_transcript_set_limits(t, 4096, 4096, 8192));
     for (int i = 0; i < 5; i++) {
         sbx_status st;
         ok(sbx_transcript_step_begin(t, NULL, &s));
-        ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, big, 100000));
+        ok(t_step_output(t, s, SBX_STREAM_STDOUT, big, 100000));
         st = sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL);
         ck_assert_msg(st == SBX_OK || st == SBX_E_BUDGET_EXCEEDED, "%s", sbx_transcript_last_error(t));
     }
     ok(sbx_transcript_finish(t, "passed"));
-    ok(sbx_transcript_export(t, &x, &len));
+    ok(t_save_data(t, &x, &len));
     ck_assert_uint_le(len, 8192);
     ok(sbx_transcript_verify(t, NULL));
     ck_assert_uint_ge(sbx_transcript_step_count(t), 1);
@@ -307,7 +307,7 @@ START_TEST(test_transcript_every_byte_change_detected)
     /* a flipped bit (digits, letters, hex of the hashes), a line break, a
      * quote: changes that keep or break the structure */
     static const unsigned char repl[] = {0x01, '\n', '"'};
-    ok(sbx_transcript_export(t, &text, &len));
+    ok(t_save_data(t, &text, &len));
     for (size_t i = 0; i < len; i++) {
         for (size_t r = 0; r < sizeof repl; r++) {
             char *m;
@@ -320,7 +320,7 @@ START_TEST(test_transcript_every_byte_change_detected)
             memcpy(m, text, len);
             m[i] = (char)b;
             u = sbx_transcript_new();
-            st = sbx_transcript_load_data(u, m, len);
+            st = t_load_data(u, m, len);
             if (st == SBX_OK)
                 st = sbx_transcript_verify(u, NULL);
             ck_assert_msg(st != SBX_OK, "byte %zu set to 0x%02x is not detected", i, repl[r]);
@@ -341,15 +341,15 @@ START_TEST(test_transcript_verify_reports_first_broken)
     sbx_transcript *t = small_job(), *u;
     char *text, *m, *p;
     size_t len;
-    int64_t broken;
-    ok(sbx_transcript_export(t, &text, &len));
+    size_t broken;
+    ok(t_save_data(t, &text, &len));
     /* entry 1 (the first step) changed: its exit code */
     m = strdup(text);
     p = strstr(m, "\"exit_code\":0");
     ck_assert_ptr_nonnull(p);
     p[12] = '7';
     u = sbx_transcript_new();
-    ok(sbx_transcript_load_data(u, m, len));
+    ok(t_load_data(u, m, len));
     ck_assert_int_eq(sbx_transcript_verify(u, &broken), SBX_E_INTEGRITY);
     ck_assert_int_eq(broken, 1);
     ck_assert_msg(strstr(sbx_transcript_last_error(u), "entry 1"), "%s", sbx_transcript_last_error(u));
@@ -363,7 +363,7 @@ START_TEST(test_transcript_verify_reports_first_broken)
         memcpy(m, text, (size_t)(nl1 - text) + 1);
         memcpy(m + (nl1 - text) + 1, nl2 + 1, len - (size_t)(nl2 + 1 - text));
         u = sbx_transcript_new();
-        ok(sbx_transcript_load_data(u, m, len - cut));
+        ok(t_load_data(u, m, len - cut));
         ck_assert_int_eq(sbx_transcript_verify(u, &broken), SBX_E_INTEGRITY);
         ck_assert_int_eq(broken, 1);
         sbx_transcript_free(u);
@@ -375,7 +375,7 @@ START_TEST(test_transcript_verify_reports_first_broken)
         while (k > 0 && text[k - 1] != '\n')
             k--;
         u = sbx_transcript_new();
-        ok(sbx_transcript_load_data(u, text, k));
+        ok(t_load_data(u, text, k));
         ok(sbx_transcript_verify(u, &broken));
         ck_assert_int_eq(sbx_transcript_complete(u), 0);
         /* ... which the head hash of the whole one tells apart */
@@ -394,14 +394,14 @@ START_TEST(test_transcript_torn_tail)
     sbx_transcript *t = small_job(), *u;
     char *text;
     size_t len, last;
-    int64_t broken;
-    ok(sbx_transcript_export(t, &text, &len));
+    size_t broken;
+    ok(t_save_data(t, &text, &len));
     last = len - 1;
     while (last > 0 && text[last - 1] != '\n')
         last--;
     for (size_t cut = last + 1; cut < len - 1; cut += 7) {
         u = sbx_transcript_new();
-        ok(sbx_transcript_load_data(u, text, cut));
+        ok(t_load_data(u, text, cut));
         ck_assert_uint_eq(sbx_transcript_torn_bytes(u), cut - last);
         ck_assert_uint_eq(sbx_transcript_step_count(u), 2);
         ck_assert_int_eq(sbx_transcript_complete(u), 0);
@@ -422,7 +422,7 @@ START_TEST(test_transcript_journal_and_atomic_finish)
     sbx_transcript *t = sbx_transcript_new(), *u;
     char path[300], *disk, *mem;
     size_t dlen, mlen;
-    uint32_t s;
+    size_t s;
     const char *argv[] = {"true"};
     DIR *d;
     struct dirent *e;
@@ -436,14 +436,14 @@ START_TEST(test_transcript_journal_and_atomic_finish)
     ok(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
     /* on disk already: the header and the step */
     u = sbx_transcript_new();
-    ok(sbx_transcript_load(u, path));
+    ok(sbx_transcript_load_file(u, path));
     ok(sbx_transcript_verify(u, NULL));
     ck_assert_uint_eq(sbx_transcript_step_count(u), 1);
     ck_assert_int_eq(sbx_transcript_complete(u), 0);
     sbx_transcript_free(u);
     ok(sbx_transcript_finish(t, "passed"));
     disk = read_file(path, &dlen);
-    ok(sbx_transcript_export(t, &mem, &mlen));
+    ok(t_save_data(t, &mem, &mlen));
     ck_assert_uint_eq(dlen, mlen);
     ck_assert_mem_eq(disk, mem, dlen);
     d = opendir(tmpdir);
@@ -460,7 +460,7 @@ START_TEST(test_transcript_journal_and_atomic_finish)
     {
         char other[320];
         snprintf(other, sizeof other, "%s/copy", tmpdir);
-        ok(sbx_transcript_save(t, other));
+        ok(sbx_transcript_save_file(t, other));
         free(disk);
         disk = read_file(other, &dlen);
         ck_assert_mem_eq(disk, mem, mlen);
@@ -494,12 +494,12 @@ START_TEST(test_transcript_crash_safety)
             close(fds[0]);
             if (!t || sbx_transcript_set_job(t, "verify.test") || sbx_transcript_set_file(t, path))
                 _exit(2);
-            for (uint32_t i = 0;; i++) {
-                uint32_t s;
+            for (size_t i = 0;; i++) {
+                size_t s;
                 if (sbx_transcript_step_begin(t, "step", &s))
                     _exit(3);
                 for (int k = 0; k < 4; k++)
-                    sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, out, sizeof out);
+                    t_step_output(t, s, SBX_STREAM_STDOUT, out, sizeof out);
                 if (sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL))
                     _exit(4);
                 if (write(fds[1], "x", 1) != 1) /* one byte per step on disk */
@@ -525,16 +525,16 @@ START_TEST(test_transcript_crash_safety)
         close(fds[0]);
         {
             sbx_transcript *u = sbx_transcript_new();
-            int64_t broken;
+            size_t broken;
             sbx_status st;
-            ok(sbx_transcript_load(u, path));
-            ck_assert_uint_ge(sbx_transcript_step_count(u), (uint32_t)done);
+            ok(sbx_transcript_load_file(u, path));
+            ck_assert_uint_ge(sbx_transcript_step_count(u), (size_t)done);
             ck_assert_int_eq(sbx_transcript_complete(u), 0);
             st = sbx_transcript_verify(u, &broken);
             /* whole lines only, or one torn last line */
             if (st != SBX_OK) {
                 ck_assert_uint_gt(sbx_transcript_torn_bytes(u), 0);
-                ck_assert_int_eq(broken, (int64_t)sbx_transcript_step_count(u) + 1);
+                ck_assert_uint_eq(broken, sbx_transcript_step_count(u) + 1);
             }
             sbx_transcript_free(u);
         }
@@ -550,7 +550,7 @@ START_TEST(test_transcript_redaction)
 {
     sbx_transcript *t = sbx_transcript_new();
     sbx_redactor *r = sbx_redactor_new();
-    uint32_t s;
+    size_t s;
     const char *argv[] = {"curl", "-H", "Authorization: Bearer " SECRET, "--token=" GHP};
     const char *out = "token is " SECRET " ok\n";
     char *text, *endj;
@@ -569,10 +569,10 @@ START_TEST(test_transcript_redaction)
     ck_assert_int_eq(sbx_transcript_step_add_env(t, s, "1BAD=" SECRET), SBX_E_INVALID_ARG);
     ck_assert_ptr_null(strstr(sbx_transcript_last_error(t), SECRET));
     for (size_t i = 0; i < strlen(out); i++) /* a byte at a time: split everywhere */
-        ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, out + i, 1));
+        ok(t_step_output(t, s, SBX_STREAM_STDOUT, out + i, 1));
     ok(sbx_transcript_step_end(t, s, SBX_STEP_TRANSPORT_ERROR, -1, 1, "lost " SECRET));
     ok(sbx_transcript_finish(t, "error"));
-    ok(sbx_transcript_export(t, &text, &len));
+    ok(t_save_data(t, &text, &len));
     ck_assert_msg(!strstr(text, SECRET) && !strstr(text, GHP), "%s", text);
     ck_assert_msg(strstr(text, "API_TOKEN") && strstr(text, "[REDACTED:github]"), "%s", text);
     /* An endpoint's userinfo is a credential even when no rule knows it. */
@@ -608,7 +608,7 @@ START_TEST(test_transcript_redaction)
     ok(sbx_transcript_step_begin(t, NULL, &s));
     ok(sbx_transcript_step_set_argv(t, s, 4, argv));
     ok(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
-    ok(sbx_transcript_export(t, &text, &len));
+    ok(t_save_data(t, &text, &len));
     ck_assert_msg(!strstr(text, GHP), "%s", text);
     sbx_free(text);
     sbx_transcript_free(t);
@@ -620,7 +620,7 @@ END_TEST
 START_TEST(test_transcript_late_fields_and_open_steps)
 {
     sbx_transcript *t = sbx_transcript_new();
-    uint32_t a, b;
+    size_t a, b;
     json_t *e;
     ok(sbx_transcript_step_begin(t, "first", &a));
     ok(sbx_transcript_set_sandbox_id(t, "sbx_late"));
@@ -636,7 +636,7 @@ START_TEST(test_transcript_late_fields_and_open_steps)
     {
         char *x;
         size_t n;
-        ok(sbx_transcript_export(t, &x, &n));
+        ok(t_save_data(t, &x, &n));
         ck_assert_ptr_nonnull(strstr(x, "{\"hash\":"));
         ck_assert_ptr_nonnull(strstr(x, "\"type\":\"meta\""));
         ck_assert_ptr_nonnull(strstr(x, "sbx_late"));
@@ -649,11 +649,11 @@ END_TEST
 START_TEST(test_transcript_argument_errors)
 {
     sbx_transcript *t = sbx_transcript_new(), *u;
-    uint32_t s;
+    size_t s;
     char *out = (char *)1, path[300];
     const char *argv[] = {"ls", NULL};
     ck_assert_int_eq(sbx_transcript_set_job(NULL, "x"), SBX_E_INVALID_ARG);
-    ck_assert_str_eq(sbx_transcript_last_error(NULL), "invalid argument: the transcript is NULL");
+    ck_assert_str_eq(sbx_transcript_last_error(NULL), "invalid argument: the handle is NULL");
     ck_assert_int_eq(sbx_transcript_set_job(t, "bad type!"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_job(t, ""), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_input(t, "", "v"), SBX_E_INVALID_ARG);
@@ -671,9 +671,9 @@ START_TEST(test_transcript_argument_errors)
     ck_assert_int_eq(sbx_transcript_step_set_argv(t, s, 2, argv), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_set_argv(t, s, 0, argv), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_set_argv(t, s + 9, 1, argv), SBX_E_NOT_FOUND);
-    ck_assert_int_eq(sbx_transcript_step_output(t, s, 3, "x", 1), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, NULL, 1), SBX_E_INVALID_ARG);
-    ok(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, NULL, 0));
+    ck_assert_int_eq(t_step_output(t, s, 3, "x", 1), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(t_step_output(t, s, SBX_STREAM_STDOUT, NULL, 1), SBX_E_INVALID_ARG);
+    ok(t_step_output(t, s, SBX_STREAM_STDOUT, NULL, 0));
     ck_assert_int_eq(sbx_transcript_step_end(t, s, (sbx_step_outcome)42, 0, 0, NULL), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 256, 0, NULL), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, -2, 0, NULL), SBX_E_INVALID_ARG);
@@ -687,30 +687,30 @@ START_TEST(test_transcript_argument_errors)
     ok(sbx_transcript_finish(t, "passed"));
     ck_assert_int_eq(sbx_transcript_finish(t, "passed"), SBX_E_MISUSE);
     ck_assert_int_eq(sbx_transcript_step_begin(t, NULL, &s), SBX_E_MISUSE);
-    ck_assert_int_eq(sbx_transcript_export(t, NULL, NULL), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_transcript_get_job_json(t, NULL), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_transcript_save(t, "/nonexistent-dir/t.jsonl"), SBX_E_IO);
-    ck_assert_int_eq(sbx_transcript_load_data(t, "x", 1), SBX_E_MISUSE);
+    ck_assert_int_eq(t_save_data(t, NULL, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_save_file(t, "/nonexistent-dir/t.jsonl"), SBX_E_IO);
+    ck_assert_int_eq(t_load_data(t, "x", 1), SBX_E_MISUSE);
 
     /* loading what is not a transcript */
     u = sbx_transcript_new();
-    ck_assert_int_eq(sbx_transcript_load_data(u, "hello\n", 6), SBX_E_PARSE);
+    ck_assert_int_eq(t_load_data(u, "hello\n", 6), SBX_E_PARSE);
     sbx_transcript_free(u);
     u = sbx_transcript_new();
-    ck_assert_int_eq(sbx_transcript_load_data(u, "", 0), SBX_E_PARSE);
-    ck_assert_int_eq(sbx_transcript_get_job_json(u, &out), SBX_E_NOT_FOUND);
+    ck_assert_int_eq(t_load_data(u, "", 0), SBX_E_PARSE);
+    ck_assert_int_eq(sbx_transcript_job_to_json(u, &out), SBX_E_NOT_FOUND);
     ck_assert_ptr_null(out);
     sbx_transcript_free(u);
     u = sbx_transcript_new();
     {
         const char *v2 = "{\"type\":\"job\",\"format\":\"sbxrun-transcript\",\"version\":2}\n";
-        ck_assert_int_eq(sbx_transcript_load_data(u, v2, strlen(v2)), SBX_E_UNSUPPORTED);
+        ck_assert_int_eq(t_load_data(u, v2, strlen(v2)), SBX_E_UNSUPPORTED);
     }
     ck_assert_int_eq(sbx_transcript_step_begin(u, NULL, &s), SBX_E_MISUSE); /* loaded: read-only */
     sbx_transcript_free(u);
     u = sbx_transcript_new();
     snprintf(path, sizeof path, "/nonexistent-dir/t.jsonl");
-    ck_assert_int_eq(sbx_transcript_load(u, path), SBX_E_IO);
+    ck_assert_int_eq(sbx_transcript_load_file(u, path), SBX_E_IO);
     ck_assert_msg(strstr(sbx_transcript_last_error(u), path), "%s", sbx_transcript_last_error(u));
     sbx_transcript_free(u);
 
@@ -732,7 +732,7 @@ static sbx_status oom_once(void *ctx)
 {
     sbx_transcript *t = sbx_transcript_new(), *u = NULL;
     sbx_redactor *r = sbx_redactor_new();
-    uint32_t s;
+    size_t s;
     char *x = NULL;
     size_t n;
     const char *argv[] = {"echo", SECRET};
@@ -752,15 +752,15 @@ static sbx_status oom_once(void *ctx)
     TRY(sbx_transcript_step_begin(t, "a", &s));
     TRY(sbx_transcript_step_set_argv(t, s, 2, argv));
     TRY(sbx_transcript_step_add_env(t, s, "X=1"));
-    TRY(sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, SECRET "\n", strlen(SECRET) + 1));
+    TRY(t_step_output(t, s, SBX_STREAM_STDOUT, SECRET "\n", strlen(SECRET) + 1));
     TRY(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
     TRY(sbx_transcript_finish(t, "passed"));
-    TRY(sbx_transcript_export(t, &x, &n));
+    TRY(t_save_data(t, &x, &n));
     if (!(u = sbx_transcript_new())) {
         st = SBX_E_NOMEM;
         goto out;
     }
-    TRY(sbx_transcript_load_data(u, x, n));
+    TRY(t_load_data(u, x, n));
     TRY(sbx_transcript_verify(u, NULL));
 #undef TRY
 out:

@@ -83,7 +83,7 @@ int cmd_cp(int argc, char **argv)
         return SBXRUN_EXIT_FAIL;
     }
     s = sbx_sandbox_new(r.client);
-    if (!s || (st = sbx_sandbox_get(s, id)) != SBX_OK) {
+    if (!s || (st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
         fail_msg(o.json, "find the sandbox", s ? st : SBX_E_NOMEM, s ? sbx_sandbox_last_error(s) : "out of memory");
         goto out;
     }

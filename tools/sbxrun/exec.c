@@ -113,7 +113,7 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     /* A relative --cwd is under the workspace, as the server takes it. */
     if (cwd && cwd[0] != '/')
         snprintf(dir, sizeof dir, "/vercel/sandbox/%s", cwd);
-    st = sbx_policy_check(p, NULL, (const char *const *)argv, (size_t)argc, cwd && cwd[0] != '/' ? dir : cwd, &why,
+    st = sbx_policy_check(p, NULL, (size_t)argc, (const char *const *)argv, cwd && cwd[0] != '/' ? dir : cwd, &why,
                           msg, sizeof msg);
     if (st == SBX_E_POLICY_DENIED) {
         if (json) {
@@ -144,7 +144,7 @@ struct tail {
 struct sink {
     sbx_redact_stream *out, *err;
     sbx_transcript *tr;
-    uint32_t step;
+    size_t step;
     char tr_err[512];
     bool json;            /* keep tails instead of printing */
     struct tail tails[2]; /* stdout, stderr */
@@ -182,25 +182,25 @@ static void tr_failed(struct sink *k, sbx_status st)
 
 static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
 {
-    const char *o = data;
+    const uint8_t *o = (const uint8_t *)data;
     size_t n = len;
-    if (rs && (finish ? sbx_redact_stream_finish(rs, &o, &n) : sbx_redact_stream_feed(rs, data, len, &o, &n)) != SBX_OK)
+    if (rs && (finish ? sbx_redact_stream_finish(rs, &o, &n) : sbx_redact_stream_feed(rs, o, len, &o, &n)) != SBX_OK)
         n = 0; /* out of memory: drop rather than print unredacted */
     fwrite(o, 1, n, f);
     fflush(f);
 }
 
-static int stream_out(int stream, const char *data, size_t len, void *user)
+static int stream_out(sbx_stream stream, const uint8_t *data, size_t len, void *user)
 {
     struct sink *k = user;
     if (k->tr)
         tr_failed(k, sbx_transcript_step_output(k->tr, k->step, stream, data, len));
     if (k->json)
-        tail_add(&k->tails[stream == SBX_STREAM_STDERR], data, len);
+        tail_add(&k->tails[stream == SBX_STREAM_STDERR], (const char *)data, len);
     else if (stream == SBX_STREAM_STDERR)
-        put(stderr, k->err, data, len, false);
+        put(stderr, k->err, (const char *)data, len, false);
     else
-        put(stdout, k->out, data, len, false);
+        put(stdout, k->out, (const char *)data, len, false);
     return 0;
 }
 
@@ -235,7 +235,7 @@ fail:
  * crash leaves what was recorded). NULL after printing why; *st says why. */
 static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red, const char *endpoint,
                                        const char *sandbox_id, int argc, char **argv, const char *cwd,
-                                       const char *const *envs, int nenv, uint32_t *step, sbx_status *why)
+                                       const char *const *envs, int nenv, size_t *step, sbx_status *why)
 {
     sbx_transcript *t = sbx_transcript_new();
     sbx_redactor *plain = NULL;
@@ -250,7 +250,7 @@ static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red
         (sandbox_id && (st = sbx_transcript_set_sandbox_id(t, sandbox_id)) != SBX_OK) ||
         (st = sbx_transcript_set_file(t, path)) != SBX_OK ||
         (st = sbx_transcript_step_begin(t, "exec", step)) != SBX_OK ||
-        (st = sbx_transcript_step_set_argv(t, *step, (uint32_t)argc, (const char *const *)argv)) != SBX_OK ||
+        (st = sbx_transcript_step_set_argv(t, *step, (size_t)argc, (const char *const *)argv)) != SBX_OK ||
         (st = sbx_transcript_step_set_cwd(t, *step, cwd ? cwd : "/vercel/sandbox")) != SBX_OK)
         goto fail;
     for (int i = 0; i < nenv; i++)
@@ -307,11 +307,11 @@ static json_t *tail_json(struct tail *t, const sbx_redactor *red)
     size_t len = t->len < TAIL_MAX ? t->len : TAIL_MAX;
     const char *all = t->buf ? t->buf + t->len - len : NULL;
     if (red) {
-        char *r = NULL;
+        uint8_t *r = NULL;
         size_t rlen = 0;
-        if (sbx_redactor_redact(red, all ? all : "", len, &r, &rlen) != SBX_OK)
+        if (sbx_redactor_redact(red, (const uint8_t *)(all ? all : ""), len, &r, &rlen) != SBX_OK)
             return json_string("");
-        s = json_stringn_nocheck(r, rlen);
+        s = json_stringn_nocheck((const char *)r, rlen);
         sbx_free(r);
     } else {
         s = json_stringn_nocheck(all ? all : "", len);
@@ -541,7 +541,7 @@ int cmd_exec(int argc, char **argv)
         }
         st = sbx_sandbox_create(s);
     } else {
-        st = sbx_sandbox_get(s, sandbox_id);
+        st = sbx_sandbox_fetch(s, sandbox_id);
     }
     if (st != SBX_OK) {
         fail_msg(o.json, own_sandbox ? "create a sandbox" : "find the sandbox", st, sbx_sandbox_last_error(s));

@@ -88,7 +88,7 @@ static int check(int argc, char **argv)
         sbx_policy_free(p);
         return rc;
     }
-    st = sbx_policy_check(p, job, (const char *const *)(argv + optind), (size_t)(argc - optind), cwd, &reason,
+    st = sbx_policy_check(p, job, (size_t)(argc - optind), (const char *const *)(argv + optind), cwd, &reason,
                           msg, sizeof msg);
     sbx_policy_free(p);
     if (st != SBX_OK && st != SBX_E_POLICY_DENIED)

@@ -76,7 +76,7 @@ int cli_add_env_secrets(sbx_redactor *r)
 static int copy(sbx_redact_stream *s, size_t chunk)
 {
     char *buf = malloc(chunk);
-    const char *out;
+    const uint8_t *out;
     size_t n, got;
     if (!buf) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
@@ -100,7 +100,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
         }
         if (got == 0)
             break;
-        if (sbx_redact_stream_feed(s, buf, got, &out, &n) != SBX_OK) {
+        if (sbx_redact_stream_feed(s, (const uint8_t *)buf, got, &out, &n) != SBX_OK) {
             fprintf(stderr, "sbxrun redact: out of memory\n");
             free(buf);
             return SBXRUN_EXIT_FAIL;
@@ -190,7 +190,7 @@ int cmd_redact(int argc, char **argv)
         goto out;
     }
     rc = copy(s, chunk);
-    if (stats && sbx_redact_stream_counts_json(s, &json) == SBX_OK) {
+    if (stats && sbx_redact_stream_counts_to_json(s, &json) == SBX_OK) {
         fprintf(stderr, "%s\n", json);
         sbx_free(json);
     }

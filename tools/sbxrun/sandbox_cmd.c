@@ -70,7 +70,7 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
         print_json_value(sbx_sandbox_json(s));
         return;
     }
-    printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %u\nmemory:    %u MB\n"
+    printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %u MB\n"
            "timeout:   %lld ms\n",
            sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s), sbx_sandbox_region(s),
            sbx_sandbox_vcpus(s), sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
@@ -289,7 +289,7 @@ int cmd_sandbox(int argc, char **argv)
         rc = SBXRUN_EXIT_OK;
         goto out;
     }
-    if ((st = sbx_sandbox_get(s, id)) != SBX_OK) {
+    if ((st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
         fail_msg(o.json, sub, st, sbx_sandbox_last_error(s));
         goto out;
     }

@@ -32,7 +32,7 @@ static sbx_transcript *open_transcript(const char *cmd, const char *path)
         fprintf(stderr, "sbxrun transcript %s: out of memory\n", cmd);
         return NULL;
     }
-    if (sbx_transcript_load(t, path) != SBX_OK) {
+    if (sbx_transcript_load_file(t, path) != SBX_OK) {
         fprintf(stderr, "sbxrun transcript %s: %s\n", cmd, sbx_transcript_last_error(t));
         sbx_transcript_free(t);
         return NULL;
@@ -135,7 +135,7 @@ static int show(const char *path, bool as_json, long step)
     if (!t)
         return SBXRUN_EXIT_FAIL;
     if (step > 0) {
-        if (sbx_transcript_get_step_json(t, (uint32_t)step, &text) != SBX_OK) {
+        if (sbx_transcript_step_to_json(t, (size_t)step, &text) != SBX_OK) {
             fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
             sbx_transcript_free(t);
             return SBXRUN_EXIT_FAIL;
@@ -150,7 +150,7 @@ static int show(const char *path, bool as_json, long step)
         sbx_transcript_free(t);
         return rc;
     }
-    if (sbx_transcript_export(t, &text, &len) != SBX_OK) {
+    if (sbx_transcript_save_data(t, (uint8_t **)&text, &len) != SBX_OK) {
         fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
         sbx_transcript_free(t);
         return SBXRUN_EXIT_FAIL;
@@ -202,7 +202,7 @@ static int show(const char *path, bool as_json, long step)
 static int verify(const char *path, const char *expect, bool allow_incomplete)
 {
     sbx_transcript *t = open_transcript("verify", path);
-    int64_t broken = -1;
+    size_t broken = 0;
     int rc = SBXRUN_EXIT_OK;
     if (!t)
         return SBXRUN_EXIT_FAIL;
@@ -215,7 +215,7 @@ static int verify(const char *path, const char *expect, bool allow_incomplete)
                 path, sbx_transcript_head_hash(t), expect);
         rc = SBXRUN_EXIT_FAIL;
     } else {
-        printf("%s: the chain holds: %u steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
+        printf("%s: the chain holds: %zu steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
                sbx_transcript_complete(t) ? ", complete" : ", incomplete (no end entry)", sbx_transcript_head_hash(t));
         /* An intact record of a job that never ended is not a record of the
          * job: a caller checking only the exit status must not take it for one. */

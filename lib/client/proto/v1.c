@@ -177,7 +177,7 @@ static sbx_status need_str(json_t *o, const char *what, const char *key, char **
     if (!v)
         return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: missing or not a string", what, key);
     *out = sbx__strdup(v);
-    return *out ? SBX_OK : sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    return *out ? SBX_OK : sbx__err_nomem(err);
 }
 
 static sbx_status opt_str(json_t *o, const char *key, char **out, sbx__err *err)
@@ -186,7 +186,7 @@ static sbx_status opt_str(json_t *o, const char *key, char **out, sbx__err *err)
     if (!v)
         return SBX_OK;
     *out = sbx__strdup(v);
-    return *out ? SBX_OK : sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+    return *out ? SBX_OK : sbx__err_nomem(err);
 }
 
 static sbx_status need_num(json_t *o, const char *what, const char *key, int64_t *out, sbx__err *err)
@@ -236,7 +236,7 @@ static sbx_status fill_sandbox(json_t *s, json_t *routes, struct sbx__sandbox_in
         out->network_policy_json = t ? sbx__strdup(t) : NULL;
         free(t);
         if (!out->network_policy_json)
-            return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(err);
     }
     json_array_foreach(routes, i, e) {
         int64_t port = 0;
@@ -248,7 +248,7 @@ static sbx_status fill_sandbox(json_t *s, json_t *routes, struct sbx__sandbox_in
         out->routes[out->nroutes].port = (uint32_t)port;
         out->routes[out->nroutes].url = sbx__strdup(url);
         if (!out->routes[out->nroutes++].url)
-            return sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            return sbx__err_nomem(err);
     }
     return SBX_OK;
 }
@@ -262,7 +262,7 @@ sbx_status sbx__api_parse_sandbox(const char *body, size_t len, struct sbx__sand
         return err->code;
     st = fill_sandbox(json_object_get(j, "sandbox"), json_object_get(j, "routes"), out, err);
     if (st == SBX_OK && !(out->json = sbx__strndup(body, len)))
-        st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(err);
     json_decref(j);
     return st;
 }
@@ -327,7 +327,7 @@ sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__sna
         sbx__err_free(&ignored);
     }
     if (!(sn->json = sbx__strndup(body, len)))
-        st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+        st = sbx__err_nomem(err);
     if (st == SBX_OK && sbx && json_object_get(j, "sandbox"))
         st = fill_sandbox(json_object_get(j, "sandbox"), NULL, sbx, err);
     json_decref(j);
@@ -363,13 +363,13 @@ sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__bu
     if (s && (strcmp(s, "stdout") == 0 || strcmp(s, "stderr") == 0) && json_is_string(d)) {
         *stream = s[3] == 'o' ? SBX__LOG_STDOUT : SBX__LOG_STDERR;
         if (sbx__buf_append(data, json_string_value(d), json_string_length(d)) != SBX_OK)
-            st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(err);
     } else if (s && strcmp(s, "error") == 0 && json_is_object(d)) {
         const char *code = json_string_value(json_object_get(d, "code"));
         const char *msg = json_string_value(json_object_get(d, "message"));
         *stream = SBX__LOG_ERROR;
         if (sbx__buf_printf(data, "%s: %s", code ? code : "error", msg ? msg : "") != SBX_OK)
-            st = sbx__err_set(err, SBX_E_NOMEM, "out of memory");
+            st = sbx__err_nomem(err);
     } else {
         st = sbx__err_set(err, SBX_E_PROTOCOL, "a log line has no valid stream/data");
     }
