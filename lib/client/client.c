@@ -103,22 +103,18 @@ sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err)
     return SBX_OK;
 }
 
-sbx__req *sbx__core_request(struct sbx__core *c, const char *method, const char *path, bool idempotent,
-                            sbx__err *err)
+sbx__req *sbx__core_request(struct sbx__core *c, const struct sbx__api_req *req, bool idempotent, sbx__err *err)
 {
     sbx__buf url = SBX__BUF_INIT, auth = SBX__BUF_INIT;
     sbx__req *r = NULL;
 
     if (sbx__core_ready(c, err) != SBX_OK)
         return NULL;
-    if (sbx__buf_puts(&url, c->base) != SBX_OK || sbx__buf_puts(&url, path) != SBX_OK)
+    if (sbx__buf_puts(&url, c->base) != SBX_OK || sbx__buf_puts(&url, req->path) != SBX_OK)
         goto oom;
-    if (c->auth.team) {
-        if (sbx__buf_puts(&url, strchr(path, '?') ? "&teamId=" : "?teamId=") != SBX_OK ||
-            sbx__api_escape(&url, c->auth.team) != SBX_OK)
-            goto oom;
-    }
-    r = sbx__req_new(c->engine, method, url.data);
+    if (c->auth.team && sbx__api_add_team(&url, c->auth.team) != SBX_OK)
+        goto oom;
+    r = sbx__req_new(c->engine, req->method, url.data);
     if (!r)
         goto oom;
     /* Reserve first: the token is never left in a reallocated block. */
@@ -126,7 +122,9 @@ sbx__req *sbx__core_request(struct sbx__core *c, const char *method, const char 
         sbx__buf_printf(&auth, "Authorization: Bearer %s", c->auth.token) != SBX_OK ||
         sbx__req_add_secret_header(r, auth.data) != SBX_OK ||
         sbx__req_add_header(r, "Accept: application/json") != SBX_OK ||
-        sbx__req_set_project(r, c->auth.project) != SBX_OK)
+        sbx__req_set_project(r, c->auth.project) != SBX_OK ||
+        (req->body && sbx__req_set_body(r, req->body, strlen(req->body), req->content_type) != SBX_OK) ||
+        (req->header && sbx__req_add_header(r, req->header) != SBX_OK))
         goto oom;
     sbx__req_set_idempotent(r, idempotent);
     sbx__buf_wipe_free(&auth);
@@ -391,9 +389,9 @@ static void simple_done(sbx__req *r, void *user)
     sbx__op_finish(op, st, NULL);
 }
 
-struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const char *method,
-                                    const char *path, bool idempotent, sbx__reply_fn reply, void *arg,
-                                    void (*arg_free)(void *), sbx__err *err)
+struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const struct sbx__api_req *req,
+                                    bool idempotent, sbx__reply_fn reply, void *arg, void (*arg_free)(void *),
+                                    sbx__err *err)
 {
     struct sbx__simple *s = sbx__calloc(1, sizeof *s);
     if (!s) {
@@ -406,7 +404,7 @@ struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const
     s->arg = arg;
     s->arg_free = arg_free;
     s->what = what;
-    s->req = sbx__core_request(c, method, path, idempotent, err);
+    s->req = sbx__core_request(c, req, idempotent, err);
     if (!s->req) {
         simple_release(&(sbx_op){.state = s});
         return NULL;
@@ -438,17 +436,12 @@ sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct
 }
 
 sbx_status sbx__simple_start(struct sbx__core *c, struct sbx__target *t, const char *what,
-                             const char *method, const char *path, const char *body, bool idempotent,
-                             sbx__reply_fn reply, void *arg, void (*arg_free)(void *), sbx_op **out,
-                             sbx__err *err)
+                             const struct sbx__api_req *req, bool idempotent, sbx__reply_fn reply, void *arg,
+                             void (*arg_free)(void *), sbx_op **out, sbx__err *err)
 {
-    struct sbx__simple *s = sbx__simple_new(c, what, method, path, idempotent, reply, arg, arg_free, err);
+    struct sbx__simple *s = sbx__simple_new(c, what, req, idempotent, reply, arg, arg_free, err);
     if (!s)
         return err->code;
-    if (body && sbx__req_set_body(s->req, body, strlen(body), "application/json") != SBX_OK) {
-        sbx__simple_discard(s);
-        return sbx__err_nomem(err);
-    }
     return sbx__simple_submit(c, t, s, out, err);
 }
 
@@ -824,7 +817,7 @@ void sbx_op_free(sbx_op *op)
 /* ---- lists ------------------------------------------------------------------------------- */
 
 struct list_arg {
-    const char *key;
+    enum sbx__api_list what;
 };
 
 static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
@@ -833,16 +826,15 @@ static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
     size_t len;
     const char *body = sbx__req_body(r, &len);
     /* simple_done keeps the body as the op's result_json. */
-    return sbx__api_check_list(body, len, la->key, &op->err);
+    return sbx__api_check_list(body, len, la->what, &op->err);
 }
 
-static sbx_status list_start(sbx_client *cl, const char *what, const char *key, const char *project,
+static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
                              size_t limit, int64_t since, int64_t until, sbx_op **op)
 {
-    static struct list_arg sandboxes = {"sandboxes"}, snapshots = {"snapshots"};
-    sbx__buf path = SBX__BUF_INIT;
+    static struct list_arg sandboxes = {SBX__API_SANDBOXES}, snapshots = {SBX__API_SNAPSHOTS};
+    struct sbx__api_req req;
     sbx_status st;
-    char sep = '?';
 
     SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     if (op)
@@ -854,30 +846,13 @@ static sbx_status list_start(sbx_client *cl, const char *what, const char *key, 
         return st;
     if (!project)
         project = cl->core->auth.project;
-    st = sbx__buf_puts(&path, strcmp(key, "sandboxes") == 0 ? "/v1/sandboxes" : "/v1/sandboxes/snapshots");
-    if (project && st == SBX_OK) {
-        st = sbx__buf_printf(&path, "%cproject=", sep);
-        sep = '&';
-        if (st == SBX_OK)
-            st = sbx__api_escape(&path, project);
-    }
-    if (limit && st == SBX_OK) {
-        st = sbx__buf_printf(&path, "%climit=%zu", sep, limit);
-        sep = '&';
-    }
-    if (since >= 0 && st == SBX_OK) {
-        st = sbx__buf_printf(&path, "%csince=%lld", sep, (long long)since);
-        sep = '&';
-    }
-    if (until >= 0 && st == SBX_OK)
-        st = sbx__buf_printf(&path, "%cuntil=%lld", sep, (long long)until);
-    if (st != SBX_OK) {
-        sbx__buf_free(&path);
+    st = key == SBX__API_SANDBOXES ? sbx__api_list_sandboxes(&req, project, limit, since, until)
+                                   : sbx__api_list_snapshots(&req, project, limit, since, until);
+    if (st != SBX_OK)
         return sbx__err_nomem(&cl->err);
-    }
-    st = sbx__simple_start(cl->core, NULL, what, "GET", path.data, NULL, true, list_reply,
-                           key[1] == 'a' ? &sandboxes : &snapshots, NULL, op, &cl->err);
-    sbx__buf_free(&path);
+    st = sbx__simple_start(cl->core, NULL, what, &req, true, list_reply,
+                           key == SBX__API_SANDBOXES ? &sandboxes : &snapshots, NULL, op, &cl->err);
+    sbx__api_req_free(&req);
     return st;
 }
 
@@ -901,11 +876,11 @@ static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
 sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list sandboxes", "sandboxes", project, limit, since, until, op);
+    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, op);
 }
 
 /* The blocking form of a list: start it, drive it, hand out its JSON. */
-static sbx_status list_blocking(sbx_client *cl, const char *what, const char *key, const char *project,
+static sbx_status list_blocking(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
                                 size_t limit, int64_t since, int64_t until, char **json)
 {
     sbx_op *op;
@@ -920,17 +895,17 @@ static sbx_status list_blocking(sbx_client *cl, const char *what, const char *ke
 sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list sandboxes", "sandboxes", project, limit, since, until, json);
+    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, json);
 }
 
 sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list snapshots", "snapshots", project, limit, since, until, op);
+    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, op);
 }
 
 sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list snapshots", "snapshots", project, limit, since, until, json);
+    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, json);
 }

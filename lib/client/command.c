@@ -4,7 +4,7 @@
  *
  * A followed command costs two requests, both open while it runs:
  *
- *   1. POST .../cmd with "wait": true. An NDJSON stream of two lines: the
+ *   1. POST .../cmd in wait mode. An NDJSON stream of two lines: the
  *      command as started (its id), then the command as finished (its exit
  *      code). Not idempotent: never sent twice once it may have reached the
  *      server. Once the first line is in, the request is long-lived and
@@ -259,21 +259,6 @@ sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes)
     return SBX_OK;
 }
 
-/* ---- paths ------------------------------------------------------------------------------ */
-
-/* /v1/sandboxes/SID + mid + CID + tail (CID omitted when mid is NULL). */
-static char *cmd_path(sbx_command *cmd, const char *mid, const char *tail)
-{
-    sbx__buf p = SBX__BUF_INIT;
-    if (sbx__buf_puts(&p, "/v1/sandboxes/") != SBX_OK || sbx__api_escape(&p, cmd->sbx->info.id) != SBX_OK ||
-        (mid && (sbx__buf_puts(&p, mid) != SBX_OK || sbx__api_escape(&p, cmd->info.id) != SBX_OK)) ||
-        sbx__buf_puts(&p, tail) != SBX_OK) {
-        sbx__buf_free(&p);
-        return NULL;
-    }
-    return sbx__buf_detach(&p, NULL);
-}
-
 /* ---- output ----------------------------------------------------------------------------- */
 
 /* Keep the last `limit` bytes of a blocking run's stream, amortised: the
@@ -391,9 +376,11 @@ static void run_release(sbx_op *op)
 
 static const struct sbx__op_ops run_ops = {run_cancel, run_release};
 
-static sbx__req *new_req(struct cmd_run *run, const char *method, const char *path, bool idempotent)
+/* built: the status of the api builder that filled req (freed here). */
+static sbx__req *new_req(struct cmd_run *run, sbx_status built, struct sbx__api_req *req, bool idempotent)
 {
-    sbx__req *r = sbx__core_request(run->cmd->core, method, path, idempotent, &run->op->err);
+    sbx__req *r = built == SBX_OK ? sbx__core_request(run->cmd->core, req, idempotent, &run->op->err) : NULL;
+    sbx__api_req_free(req);
     if (r && run->deadline)
         sbx__req_set_deadline(r, run->deadline);
     return r;
@@ -505,9 +492,8 @@ static void wait_done(sbx__req *r, void *user)
 
 static void start_wait(struct cmd_run *run)
 {
-    char *path = cmd_path(run->cmd, "/cmd/", "?wait=true");
-    sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
-    sbx__free(path);
+    struct sbx__api_req req;
+    sbx__req *r = new_req(run, sbx__api_wait_command(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -645,9 +631,8 @@ static void logs_done(sbx__req *r, void *user)
 
 static void start_logs(struct cmd_run *run)
 {
-    char *path = cmd_path(run->cmd, "/cmd/", "/logs");
-    sbx__req *r = path ? new_req(run, "GET", path, true) : NULL;
-    sbx__free(path);
+    struct sbx__api_req req;
+    sbx__req *r = new_req(run, sbx__api_command_logs(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -671,9 +656,11 @@ static void start_logs(struct cmd_run *run)
 static sbx__req *probe_new(sbx_command *cmd, sbx__done_fn fn, void *user, sbx__err *err)
 {
     struct sbx__engine_limits l;
-    char *path = cmd_path(cmd, "/cmd/", "");
-    sbx__req *r = path ? sbx__core_request(cmd->core, "GET", path, true, err) : NULL;
-    sbx__free(path);
+    struct sbx__api_req req;
+    sbx__req *r = sbx__api_get_command(&req, cmd->sbx->info.id, cmd->info.id) == SBX_OK
+                      ? sbx__core_request(cmd->core, &req, true, err)
+                      : NULL;
+    sbx__api_req_free(&req);
     if (!r)
         return NULL;
     sbx__engine_get_limits(cmd->core->engine, &l);
@@ -946,7 +933,7 @@ static void kill_after_timeout_done(sbx__req *r, void *user)
 static void on_timeout(struct cmd_run *run)
 {
     sbx_command *cmd = run->cmd;
-    char *path, *body;
+    struct sbx__api_req req;
     sbx__req *r;
 
     if (run->timed_out)
@@ -960,15 +947,10 @@ static void on_timeout(struct cmd_run *run)
                    "the server did not confirm the command's start before the deadline; it may have started");
         return;
     }
-    path = cmd_path(cmd, "/", "/kill");
-    body = sbx__api_int_body("signal", 9);
-    r = path && body ? sbx__core_request(cmd->core, "POST", path, true, &run->op->err) : NULL;
-    if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
-        sbx__req_free(r);
-        r = NULL;
-    }
-    sbx__free(path);
-    sbx__free(body);
+    r = sbx__api_kill_command(&req, cmd->sbx->info.id, cmd->info.id, 9) == SBX_OK
+            ? sbx__core_request(cmd->core, &req, true, &run->op->err)
+            : NULL;
+    sbx__api_req_free(&req);
     if (!r) {
         run_finish(run, SBX_E_TIMEOUT, "the command ran past its deadline; out of memory to kill it");
         return;
@@ -1025,16 +1007,11 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         cmd->info.started_at = -1;
         cmd->info.id = id;
     } else {
-        char *path = cmd_path(cmd, NULL, "/cmd");
-        char *body = sbx__api_run_body(&cmd->argv, cmd->cwd, &cmd->env, cmd->sudo,
-                                       !run->detached && !run->logs_only);
-        sbx__req *r = path && body ? new_req(run, "POST", path, false) : NULL;
-        if (r && sbx__req_set_body(r, body, strlen(body), "application/json") != SBX_OK) {
-            sbx__req_free(r);
-            r = NULL;
-        }
-        sbx__free(path);
-        sbx__free_secret(body); /* it holds the environment */
+        /* The body holds the environment: the request is freed wiped. */
+        struct sbx__api_req req;
+        sbx_status built = sbx__api_run_command(&req, cmd->sbx->info.id, &cmd->argv, cmd->cwd, &cmd->env,
+                                                cmd->sudo, !run->detached && !run->logs_only);
+        sbx__req *r = new_req(run, built, &req, false);
         if (!r) {
             sbx__op_destroy(op);
             return sbx__err_nomem(&cmd->err);
@@ -1208,13 +1185,16 @@ static sbx_status info_reply(sbx_op *op, sbx__req *r, void *arg)
     return st;
 }
 
-static sbx_status info_call(sbx_command *cmd, const char *what, const char *method, const char *mid,
-                            const char *tail, const char *body, bool idempotent, bool need_exit, bool follow,
-                            sbx_op **op)
+/* build: the api builder of the request, given the sandbox's and the
+ * command's ids; NULL: the kill, with signal. */
+static sbx_status info_call(sbx_command *cmd, const char *what,
+                            sbx_status (*build)(struct sbx__api_req *, const char *, const char *), int signal,
+                            bool idempotent, bool need_exit, bool follow, sbx_op **op)
 {
     struct info_arg *a;
     struct sbx__simple *sm;
-    char *path;
+    struct sbx__api_req req;
+    sbx_status st;
 
     if (!cmd->sbx->info.id)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the sandbox is not created or attached yet");
@@ -1224,18 +1204,16 @@ static sbx_status info_call(sbx_command *cmd, const char *what, const char *meth
         return sbx__err_nomem(&cmd->err);
     a->cmd = cmd;
     a->need_exit = need_exit;
-    if (!(path = cmd_path(cmd, mid, tail))) {
+    st = build ? build(&req, cmd->sbx->info.id, cmd->info.id)
+               : sbx__api_kill_command(&req, cmd->sbx->info.id, cmd->info.id, signal);
+    if (st != SBX_OK) {
         info_arg_free(a);
         return sbx__err_nomem(&cmd->err);
     }
-    sm = sbx__simple_new(cmd->core, what, method, path, idempotent, info_reply, a, info_arg_free, &cmd->err);
-    sbx__free(path);
+    sm = sbx__simple_new(cmd->core, what, &req, idempotent, info_reply, a, info_arg_free, &cmd->err);
+    sbx__api_req_free(&req);
     if (!sm)
         return cmd->err.code;
-    if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
-        sbx__simple_discard(sm);
-        return sbx__err_nomem(&cmd->err);
-    }
     sbx__req_set_follow(sm->req, follow);
     if (follow) {
         struct sbx__engine_limits l;
@@ -1265,7 +1243,7 @@ sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx_op **op
             return sbx__err_nomem(&cmd->err);
         cmd->started = true; /* it exists: the handle cannot start another */
     }
-    st = info_call(cmd, "get command", "GET", "/cmd/", "", NULL, true, false, false, op);
+    st = info_call(cmd, "get command", sbx__api_get_command, 0, true, false, false, op);
     return st;
 }
 
@@ -1281,7 +1259,7 @@ sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
-    return info_call(cmd, "wait for the command", "GET", "/cmd/", "?wait=true", NULL, true, true, true, op);
+    return info_call(cmd, "wait for the command", sbx__api_wait_command, 0, true, true, true, op);
 }
 
 sbx_status sbx_command_wait_exit(sbx_command *cmd)
@@ -1293,19 +1271,12 @@ sbx_status sbx_command_wait_exit(sbx_command *cmd)
 
 sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op)
 {
-    char *body;
-    sbx_status st;
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
     if (signal < 1 || signal > 64)
         return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "signal %d: a Linux signal number, 1 to 64", signal);
-    if (!(body = sbx__api_int_body("signal", signal)))
-        return sbx__err_nomem(&cmd->err);
-    /* The 1.x path has no cmd/ segment (protocol 4.7). */
-    st = info_call(cmd, "kill command", "POST", "/", "/kill", body, false, false, false, op);
-    sbx__free(body);
-    return st;
+    return info_call(cmd, "kill command", NULL, signal, false, false, false, op);
 }
 
 sbx_status sbx_command_kill(sbx_command *cmd, int signal)

@@ -84,10 +84,10 @@ void sbx__core_ref(struct sbx__core *c);
 void sbx__core_unref(struct sbx__core *c);
 /* Credentials resolved, a request can be made; err on the caller's handle. */
 sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err);
-/* A request to base + path (path already escaped, with its own query if
- * any; teamId is added). Authorization set; idempotent as given. */
-sbx__req *sbx__core_request(struct sbx__core *c, const char *method, const char *path, bool idempotent,
-                            sbx__err *err);
+/* The request an api builder described (proto.h): base + its path (the
+ * team is added), its method, body and header. Authorization set;
+ * idempotent as given. */
+sbx__req *sbx__core_request(struct sbx__core *c, const struct sbx__api_req *req, bool idempotent, sbx__err *err);
 /* One round of work: apply cancellations, then the engine. */
 void sbx__core_process(struct sbx__core *c);
 /* Whether the caller is inside a callback (then only getters are allowed). */
@@ -127,17 +127,16 @@ struct sbx__simple {
 /* The two halves of sbx__simple_start, for requests that need more set up
  * (a streamed body, headers) before they go: new makes the request (on
  * failure arg is freed), submit queues it as an op (on failure s is freed). */
-struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const char *method,
-                                    const char *path, bool idempotent, sbx__reply_fn reply, void *arg,
-                                    void (*arg_free)(void *), sbx__err *err);
+struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const struct sbx__api_req *req,
+                                    bool idempotent, sbx__reply_fn reply, void *arg, void (*arg_free)(void *),
+                                    sbx__err *err);
 sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct sbx__simple *s, sbx_op **out,
                               sbx__err *err);
 void sbx__simple_discard(struct sbx__simple *s);
-/* Start method path (body JSON or NULL) as one op on target t. */
+/* Start req as one op on target t. */
 sbx_status sbx__simple_start(struct sbx__core *c, struct sbx__target *t, const char *what,
-                             const char *method, const char *path, const char *body, bool idempotent,
-                             sbx__reply_fn reply, void *arg, void (*arg_free)(void *), sbx_op **out,
-                             sbx__err *err);
+                             const struct sbx__api_req *req, bool idempotent, sbx__reply_fn reply, void *arg,
+                             void (*arg_free)(void *), sbx_op **out, sbx__err *err);
 
 /* ---- targets ---- */
 void sbx__target_init(struct sbx__target *t, void (*destroy)(struct sbx__target *t));

@@ -486,39 +486,29 @@ static void create_end(sbx_op *op, sbx_status st, void *arg)
 }
 
 /* Start one request about this sandbox whose answer is a sandbox object.
- * create: the request makes the sandbox (a failure may leave one). */
-static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *method, const char *suffix,
-                               const char *body, bool idempotent, bool has_routes, const char *expect_id,
-                               bool busy, bool create, sbx_op **op)
+ * built: the status of the api builder that filled req, which is freed
+ * here either way. create: the request makes the sandbox (a failure may
+ * leave one). */
+static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
+                               bool idempotent, bool has_routes, const char *expect_id, bool busy, bool create,
+                               sbx_op **op)
 {
-    sbx__buf path = SBX__BUF_INIT;
     struct sbx_reply_arg *a;
     struct sbx__simple *sm;
     sbx_status st;
 
-    a = sbx__calloc(1, sizeof *a);
+    a = built == SBX_OK ? sbx__calloc(1, sizeof *a) : NULL;
     if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
         sbx__free(a);
+        sbx__api_req_free(req);
         return sbx__err_nomem(&s->err);
     }
     a->s = s;
     a->has_routes = has_routes;
-    if (sbx__buf_puts(&path, "/v1/sandboxes") != SBX_OK ||
-        (suffix && (sbx__buf_putc(&path, '/') != SBX_OK ||
-                    sbx__api_escape(&path, expect_id ? expect_id : s->info.id) != SBX_OK ||
-                    sbx__buf_puts(&path, suffix) != SBX_OK))) {
-        reply_arg_free(a);
-        sbx__buf_free(&path);
-        return sbx__err_nomem(&s->err);
-    }
-    sm = sbx__simple_new(s->core, what, method, path.data, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
-    sbx__buf_free(&path);
+    sm = sbx__simple_new(s->core, what, req, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
+    sbx__api_req_free(req);
     if (!sm)
         return s->err.code;
-    if (body && sbx__req_set_body(sm->req, body, strlen(body), "application/json") != SBX_OK) {
-        sbx__simple_discard(sm);
-        return sbx__err_nomem(&s->err);
-    }
     if (busy)
         sm->on_end = not_busy;
     if (create) {
@@ -541,7 +531,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, const char *met
 sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
 {
     struct sbx__create_spec spec;
-    char *body;
+    struct sbx__api_req req;
     sbx_status st;
 
     SBX__ENTER(s, sbx__core_in_callback(s->core));
@@ -569,13 +559,9 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
         spec.username = s->src_user;
         spec.password = s->src_pass;
     }
-    body = sbx__api_create_body(&spec);
-    if (!body)
-        return sbx__err_nomem(&s->err);
-    st = sandbox_call(s, "create sandbox", "POST", NULL, body, false, true, NULL, true, true, op);
-    /* The body may hold git credentials and env secrets. */
-    sbx__free_secret(body);
-    return st;
+    /* The body may hold git credentials and env secrets: freed wiped. */
+    st = sbx__api_create_sandbox(&req, &spec);
+    return sandbox_call(s, "create sandbox", st, &req, false, true, NULL, true, true, op);
 }
 
 sbx_status sbx_sandbox_create(sbx_sandbox *s)
@@ -587,6 +573,7 @@ sbx_status sbx_sandbox_create(sbx_sandbox *s)
 
 sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
 {
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
@@ -597,7 +584,7 @@ sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
         return sbx__err_set(&s->err, SBX_E_MISUSE,
                             "the handle is already bound to sandbox %s; use a new handle",
                             s->info.id ? s->info.id : "(being created)");
-    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, id, true, false, op);
+    return sandbox_call(s, "get sandbox", sbx__api_get_sandbox(&req, id), &req, true, true, id, true, false, op);
 }
 
 sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id)
@@ -609,12 +596,14 @@ sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id)
 
 sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
 {
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "get sandbox", "GET", "", NULL, true, true, NULL, false, false, op);
+    return sandbox_call(s, "get sandbox", sbx__api_get_sandbox(&req, s->info.id), &req, true, true, NULL, false,
+                        false, op);
 }
 
 sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
@@ -626,12 +615,14 @@ sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
 
 sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
 {
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "stop sandbox", "POST", "/stop", NULL, true, false, NULL, false, false, op);
+    return sandbox_call(s, "stop sandbox", sbx__api_stop_sandbox(&req, s->info.id), &req, true, false, NULL, false,
+                        false, op);
 }
 
 sbx_status sbx_sandbox_stop(sbx_sandbox *s)
@@ -643,8 +634,7 @@ sbx_status sbx_sandbox_stop(sbx_sandbox *s)
 
 sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op **op)
 {
-    char *body;
-    sbx_status st;
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
@@ -652,11 +642,8 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!(body = sbx__api_int_body("duration", ms)))
-        return sbx__err_nomem(&s->err);
-    st = sandbox_call(s, "extend timeout", "POST", "/extend-timeout", body, false, false, NULL, false, false, op);
-    sbx__free(body);
-    return st;
+    return sandbox_call(s, "extend timeout", sbx__api_extend_timeout(&req, s->info.id, ms), &req, false, false,
+                        NULL, false, false, op);
 }
 
 sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
@@ -668,6 +655,7 @@ sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
 
 sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *json, sbx_op **op)
 {
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
@@ -677,8 +665,8 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
         return s->err.code;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "update network policy", "POST", "/network-policy", json, true, false, NULL, false,
-                        false, op);
+    return sandbox_call(s, "update network policy", sbx__api_update_network_policy(&req, s->info.id, json), &req,
+                        true, false, NULL, false, false, op);
 }
 
 sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)
@@ -801,33 +789,21 @@ out:
     return st;
 }
 
-/* The path of an endpoint of this sandbox: /v1/sandboxes/ID/suffix. */
-static char *sandbox_path(sbx_sandbox *s, const char *suffix)
-{
-    sbx__buf path = SBX__BUF_INIT;
-    if (sbx__buf_puts(&path, "/v1/sandboxes/") != SBX_OK || sbx__api_escape(&path, s->info.id) != SBX_OK ||
-        sbx__buf_puts(&path, suffix) != SBX_OK) {
-        sbx__buf_free(&path);
-        return NULL;
-    }
-    return sbx__buf_detach(&path, NULL);
-}
-
-static sbx_status file_call(sbx_sandbox *s, const char *what, const char *suffix, const char *body,
+/* built: the status of the api builder that filled req (freed here). */
+static sbx_status file_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
                             bool idempotent, sbx_op **op)
 {
-    char *path = sandbox_path(s, suffix);
     sbx_status st;
-    if (!path)
+    if (built != SBX_OK)
         return sbx__err_nomem(&s->err);
-    st = sbx__simple_start(s->core, &s->t, what, "POST", path, body, idempotent, NULL, NULL, NULL, op, &s->err);
-    sbx__free(path);
+    st = sbx__simple_start(s->core, &s->t, what, req, idempotent, NULL, NULL, NULL, op, &s->err);
+    sbx__api_req_free(req);
     return st;
 }
 
 sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op)
 {
-    char *body;
+    struct sbx__api_req req;
     sbx_status st;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
@@ -836,11 +812,7 @@ sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op
         return s->err.code;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
-    if (!(body = sbx__api_path_body(path, NULL)))
-        return sbx__err_nomem(&s->err);
-    st = file_call(s, "mkdir", "/fs/mkdir", body, false, op);
-    sbx__free(body);
-    return st;
+    return file_call(s, "mkdir", sbx__api_mkdir(&req, s->info.id, path), &req, false, op);
 }
 
 sbx_status sbx_sandbox_mkdir(sbx_sandbox *s, const char *path)
@@ -885,7 +857,7 @@ static void tar_end(sbx_op *op, sbx_status st, void *arg)
 
 static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
 {
-    char *path;
+    struct sbx__api_req req;
     struct sbx__simple *sm;
     uint64_t size = 0;
     sbx_status st;
@@ -894,18 +866,20 @@ static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
         sbx__tar_free(tar);
         return st;
     }
-    if (!(path = sandbox_path(s, "/fs/write"))) {
+    if (sbx__api_write_files(&req, s->info.id) != SBX_OK) {
         sbx__tar_free(tar);
         return sbx__err_nomem(&s->err);
     }
     /* Writing the same files again gives the same result: idempotent. */
-    sm = sbx__simple_new(s->core, "write files", "POST", path, true, tar_reply, tar, tar_free_fn, &s->err);
-    sbx__free(path);
-    if (!sm)
+    sm = sbx__simple_new(s->core, "write files", &req, true, tar_reply, tar, tar_free_fn, &s->err);
+    if (!sm) {
+        sbx__api_req_free(&req);
         return s->err.code;
+    }
     sm->on_end = tar_end;
-    if (sbx__req_add_header(sm->req, "x-cwd: /") != SBX_OK ||
-        sbx__req_set_body_stream(sm->req, tar_read_fn, tar_rewind_fn, tar, size, "application/gzip") != SBX_OK) {
+    st = sbx__req_set_body_stream(sm->req, tar_read_fn, tar_rewind_fn, tar, size, req.content_type);
+    sbx__api_req_free(&req);
+    if (st != SBX_OK) {
         sbx__simple_discard(sm);
         return sbx__err_nomem(&s->err);
     }
@@ -1119,26 +1093,20 @@ static void read_done(sbx__req *r, void *user)
 
 static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state *rs, sbx_op **out)
 {
-    char *url_path = NULL, *body = NULL;
+    struct sbx__api_req req = {0};
     sbx_op *op;
     sbx_status st;
 
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         goto fail;
-    url_path = sandbox_path(s, "/fs/read");
-    body = sbx__api_path_body(path, NULL);
-    if (!url_path || !body) {
+    if (sbx__api_read_file(&req, s->info.id, path) != SBX_OK) {
         st = sbx__err_nomem(&s->err);
         goto fail;
     }
     /* A read has no effect: idempotent, retried until bytes arrive. */
-    rs->req = sbx__core_request(s->core, "POST", url_path, true, &s->err);
+    rs->req = sbx__core_request(s->core, &req, true, &s->err);
     if (!rs->req) {
         st = s->err.code;
-        goto fail;
-    }
-    if (sbx__req_set_body(rs->req, body, strlen(body), "application/json") != SBX_OK) {
-        st = sbx__err_nomem(&s->err);
         goto fail;
     }
     op = sbx__op_new(s->core, &s->t, &read_ops, rs);
@@ -1146,8 +1114,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
         st = sbx__err_nomem(&s->err);
         goto fail;
     }
-    sbx__free(url_path);
-    sbx__free(body);
+    sbx__api_req_free(&req);
     sbx__req_set_stream(rs->req, read_data, op);
     sbx__req_on_done(rs->req, read_done, op);
     if (sbx__req_submit(rs->req) != SBX_OK) {
@@ -1157,8 +1124,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
     *out = op;
     return SBX_OK;
 fail:
-    sbx__free(url_path);
-    sbx__free(body);
+    sbx__api_req_free(&req);
     read_release(&(sbx_op){.state = rs});
     return st;
 }
@@ -1355,13 +1321,15 @@ static sbx_status snap_reply(sbx_op *op, sbx__req *r, void *arg)
     return st;
 }
 
-static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, const char *what, const char *method,
-                            const char *path, const char *body, bool idempotent, const char *expect_id,
-                            sbx_op **op)
+/* built: the status of the api builder that filled req (freed here). */
+static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, const char *what, sbx_status built,
+                            struct sbx__api_req *req, bool idempotent, const char *expect_id, sbx_op **op)
 {
-    struct snap_arg *a = sbx__calloc(1, sizeof *a);
+    struct snap_arg *a = built == SBX_OK ? sbx__calloc(1, sizeof *a) : NULL;
+    sbx_status st;
     if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
         sbx__free(a);
+        sbx__api_req_free(req);
         return sbx__err_nomem(err);
     }
     a->sn = sn;
@@ -1371,13 +1339,15 @@ static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, con
         a->s = s;
         sbx__target_ref(&sn->t);
     }
-    return sbx__simple_start(sn->core, s ? &s->t : &sn->t, what, method, path, body, idempotent, snap_reply, a,
-                             snap_arg_free, op, err);
+    st = sbx__simple_start(sn->core, s ? &s->t : &sn->t, what, req, idempotent, snap_reply, a, snap_arg_free, op,
+                           err);
+    sbx__api_req_free(req);
+    return st;
 }
 
 sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn, sbx_op **op)
 {
-    char *path, *body;
+    struct sbx__api_req req;
     sbx_status st;
 
     SBX__ENTER(s, sbx__core_in_callback(s->core));
@@ -1392,19 +1362,8 @@ sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx
         return SBX_E_MISUSE;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
-    path = sandbox_path(s, "/snapshot");
-    /* Always a body: a request that must not run twice is sent through a
-     * reader libcurl cannot replay (engine.c). */
-    body = expiration_ms >= 0 ? sbx__api_int_body("expiration", expiration_ms) : sbx__strdup("{}");
-    if (!path || !body) {
-        sbx__free(path);
-        sbx__free(body);
-        return sbx__err_nomem(&s->err);
-    }
-    st = snap_call(sn, s, &s->err, "snapshot sandbox", "POST", path, body, false, NULL, op);
-    sbx__free(path);
-    sbx__free(body);
-    return st;
+    st = sbx__api_create_snapshot(&req, s->info.id, expiration_ms);
+    return snap_call(sn, s, &s->err, "snapshot sandbox", st, &req, false, NULL, op);
 }
 
 sbx_status sbx_sandbox_snapshot(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn)
@@ -1414,31 +1373,16 @@ sbx_status sbx_sandbox_snapshot(sbx_sandbox *s, int64_t expiration_ms, sbx_snaps
     return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 
-static char *snapshot_path(const char *id)
-{
-    sbx__buf path = SBX__BUF_INIT;
-    if (sbx__buf_puts(&path, "/v1/sandboxes/snapshots/") != SBX_OK || sbx__api_escape(&path, id) != SBX_OK) {
-        sbx__buf_free(&path);
-        return NULL;
-    }
-    return sbx__buf_detach(&path, NULL);
-}
-
 sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **op)
 {
-    char *path;
-    sbx_status st;
+    struct sbx__api_req req;
     SBX__ENTER(sn, sbx__core_in_callback(sn->core));
     SBX__ARG(sn, op, "op must not be NULL");
     *op = NULL;
     if (!id_ok(id))
         return sbx__err_set(&sn->err, SBX_E_INVALID_ARG, "snapshot id: non-empty, printable, at most %d bytes",
                             ID_MAX);
-    if (!(path = snapshot_path(id)))
-        return sbx__err_nomem(&sn->err);
-    st = snap_call(sn, NULL, &sn->err, "get snapshot", "GET", path, NULL, true, id, op);
-    sbx__free(path);
-    return st;
+    return snap_call(sn, NULL, &sn->err, "get snapshot", sbx__api_get_snapshot(&req, id), &req, true, id, op);
 }
 
 sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id)
@@ -1450,18 +1394,14 @@ sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id)
 
 sbx_status sbx_snapshot_delete_start(sbx_snapshot *sn, sbx_op **op)
 {
-    char *path;
-    sbx_status st;
+    struct sbx__api_req req;
     SBX__ENTER(sn, sbx__core_in_callback(sn->core));
     SBX__ARG(sn, op, "op must not be NULL");
     *op = NULL;
     if (!sn->info.id)
         return sbx__err_set(&sn->err, SBX_E_MISUSE, "the handle has no snapshot: sbx_snapshot_fetch() first");
-    if (!(path = snapshot_path(sn->info.id)))
-        return sbx__err_nomem(&sn->err);
-    st = snap_call(sn, NULL, &sn->err, "delete snapshot", "DELETE", path, NULL, true, sn->info.id, op);
-    sbx__free(path);
-    return st;
+    return snap_call(sn, NULL, &sn->err, "delete snapshot", sbx__api_delete_snapshot(&req, sn->info.id), &req, true,
+                     sn->info.id, op);
 }
 
 sbx_status sbx_snapshot_delete(sbx_snapshot *sn)

@@ -122,8 +122,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     command(body, size);
     snapshot(body, size, false);
     snapshot(body, size, true);
-    check_status(sbx__api_check_list(body, size, "sandboxes", &err), &err);
-    check_status(sbx__api_check_list(body, size, "snapshots", &err), &err);
+    check_status(sbx__api_check_list(body, size, SBX__API_SANDBOXES, &err), &err);
+    check_status(sbx__api_check_list(body, size, SBX__API_SNAPSHOTS, &err), &err);
     log_line(body, size);
     error_text(body, size);
     free(body);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/client/proto/v1.c: request bodies, response parsing, error texts, escaping. */
+/* Unit tests for lib/client/proto/v1.c: requests (methods, paths, bodies), response parsing, error texts,
+ * escaping. */
 #include "harness.h"
 
 #include <jansson.h>
@@ -65,12 +66,38 @@ static void assert_msg_has(const sbx__err *err, const char *word)
                   word);
 }
 
+/* The body of a built request (the rest freed), or NULL when building failed. */
+static char *take_body(sbx_status st, struct sbx__api_req *r)
+{
+    char *body;
+    if (st != SBX_OK) {
+        ck_assert_ptr_null(r->path);
+        return NULL;
+    }
+    body = r->body;
+    r->body = NULL;
+    sbx__api_req_free(r);
+    return body;
+}
+
+static char *create_body(const struct sbx__create_spec *s)
+{
+    struct sbx__api_req r;
+    return take_body(sbx__api_create_sandbox(&r, s), &r);
+}
+
+static char *run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
+{
+    struct sbx__api_req r;
+    return take_body(sbx__api_run_command(&r, "sb", argv, cwd, env, sudo, wait), &r);
+}
+
 /* ---- create body ----------------------------------------------------------------- */
 
 START_TEST(test_api_create_body_minimal)
 {
     struct sbx__create_spec s = {0};
-    char *body = sbx__api_create_body(&s);
+    char *body = create_body(&s);
     json_t *o = parse_obj(body);
     static const char *const keys[] = {"ports", NULL};
     assert_keys(o, "minimal create", keys);
@@ -85,7 +112,7 @@ START_TEST(test_api_create_body_minimal)
         static const char *const keys2[] = {"projectId", "ports", NULL};
         s.project = "prj_1";
         s.env = &env;
-        body = sbx__api_create_body(&s);
+        body = create_body(&s);
         o = parse_obj(body);
         assert_keys(o, "create with project", keys2);
         ck_assert_str_eq(str_of(o, "projectId"), "prj_1");
@@ -125,7 +152,7 @@ START_TEST(test_api_create_body_full_git)
     s.username = "x-access-token";
     s.password = "p\"ss\\word";
     s.depth = 1;
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     o = parse_obj(body);
     assert_keys(o, "create", keys);
     ck_assert_str_eq(str_of(o, "projectId"), "prj_1");
@@ -171,7 +198,7 @@ START_TEST(test_api_create_body_git_without_options)
     char *body;
     s.source = SBX__SRC_GIT;
     s.url = "https://example.com/r.git";
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     o = parse_obj(body);
     assert_keys(json_object_get(o, "source"), "bare git source", srckeys);
     ck_assert_ptr_null(json_object_get(o, "runtime"));
@@ -195,7 +222,7 @@ START_TEST(test_api_create_body_tarball_source)
     /* Git-only fields are not sent for a tarball. */
     s.revision = "main";
     s.depth = 3;
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     o = parse_obj(body);
     assert_keys(o, "tarball create", keys);
     ck_assert_str_eq(str_of(o, "runtime"), "python3.13");
@@ -220,7 +247,7 @@ START_TEST(test_api_create_body_snapshot_source_omits_runtime)
     s.timeout_ms = 60000;
     s.source = SBX__SRC_SNAPSHOT;
     s.snapshot_id = "snap_abc";
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     o = parse_obj(body);
     assert_keys(o, "snapshot create", keys);
     src = json_object_get(o, "source");
@@ -247,7 +274,7 @@ START_TEST(test_api_body_utf8)
     char *body;
 
     strlist(&a, good, 3);
-    body = sbx__api_run_body(&a, NULL, &none, false, false);
+    body = run_body(&a, NULL, &none, false, false);
     o = parse_obj(body);
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "args"), 1)),
                      "caf\xc3\xa9 \xf0\x9f\x9a\x80");
@@ -256,10 +283,10 @@ START_TEST(test_api_body_utf8)
     sbx__strlist_clear(&a);
 
     strlist(&a, bad, 3);
-    ck_assert_ptr_null(sbx__api_run_body(&a, NULL, &none, false, false));
+    ck_assert_ptr_null(run_body(&a, NULL, &none, false, false));
     strlist(&e, envv, 2);
     s.env = &e;
-    ck_assert_ptr_null(sbx__api_create_body(&s));
+    ck_assert_ptr_null(create_body(&s));
     sbx__strlist_clear(&a);
     sbx__strlist_clear(&e);
 }
@@ -285,14 +312,14 @@ START_TEST(test_api_env_long_names_not_dropped)
     kv[300] = '\0'; /* kv is now the name alone */
 
     s.env = &e;
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     o = parse_obj(body);
     ck_assert_uint_eq(json_object_size(json_object_get(o, "env")), 2);
     ck_assert_msg(json_object_get(json_object_get(o, "env"), kv) != NULL, "create: the 300-byte name was dropped");
     json_decref(o);
     sbx__free(body);
 
-    body = sbx__api_run_body(&a, NULL, &e, false, false);
+    body = run_body(&a, NULL, &e, false, false);
     o = parse_obj(body);
     ck_assert_msg(json_object_get(json_object_get(o, "env"), kv) != NULL, "run: the 300-byte name was dropped");
     ck_assert_str_eq(str_of(json_object_get(o, "env"), kv), "long");
@@ -320,7 +347,7 @@ START_TEST(test_api_run_body_fields)
     strlist(&a1, one, 1);
     strlist(&e, envv, 2);
 
-    body = sbx__api_run_body(&a, NULL, &none, false, false);
+    body = run_body(&a, NULL, &none, false, false);
     o = parse_obj(body);
     assert_keys(o, "run", keys);
     ck_assert_str_eq(str_of(o, "command"), "ls");
@@ -336,7 +363,7 @@ START_TEST(test_api_run_body_fields)
     sbx__free(body);
 
     /* No env list at all: still an env object. */
-    body = sbx__api_run_body(&a1, NULL, NULL, false, false);
+    body = run_body(&a1, NULL, NULL, false, false);
     o = parse_obj(body);
     assert_keys(o, "run without env", keys);
     ck_assert(json_is_array(json_object_get(o, "args")));
@@ -345,7 +372,7 @@ START_TEST(test_api_run_body_fields)
     json_decref(o);
     sbx__free(body);
 
-    body = sbx__api_run_body(&a1, "/vercel/sandbox/app", &e, true, true);
+    body = run_body(&a1, "/vercel/sandbox/app", &e, true, true);
     o = parse_obj(body);
     assert_keys(o, "run with everything", keys_all);
     ck_assert_str_eq(str_of(o, "command"), "true");
@@ -359,7 +386,7 @@ START_TEST(test_api_run_body_fields)
     sbx__free(body);
 
     /* wait=false is omitted, not sent as false. */
-    body = sbx__api_run_body(&a1, "/w", NULL, false, false);
+    body = run_body(&a1, "/w", NULL, false, false);
     o = parse_obj(body);
     ck_assert_ptr_null(json_object_get(o, "wait"));
     ck_assert_str_eq(str_of(o, "cwd"), "/w");
@@ -367,7 +394,7 @@ START_TEST(test_api_run_body_fields)
     sbx__free(body);
 
     /* No program: no body. */
-    ck_assert_ptr_null(sbx__api_run_body(&none, NULL, NULL, false, false));
+    ck_assert_ptr_null(run_body(&none, NULL, NULL, false, false));
 
     sbx__strlist_clear(&a);
     sbx__strlist_clear(&a1);
@@ -378,26 +405,196 @@ END_TEST
 START_TEST(test_api_path_and_int_bodies)
 {
     static const char *const k1[] = {"path", NULL};
-    static const char *const k2[] = {"path", "cwd", NULL};
-    static const char *const k3[] = {"timeout", NULL};
-    char *body = sbx__api_path_body("a/b c.txt", NULL);
+    static const char *const k3[] = {"duration", NULL};
+    struct sbx__api_req r;
+    char *body = take_body(sbx__api_mkdir(&r, "sb", "a/b c.txt"), &r);
     json_t *o = parse_obj(body);
-    assert_keys(o, "path", k1);
+    assert_keys(o, "mkdir", k1);
     ck_assert_str_eq(str_of(o, "path"), "a/b c.txt");
     json_decref(o);
     sbx__free(body);
-    body = sbx__api_path_body("x", "/vercel/sandbox");
+    body = take_body(sbx__api_read_file(&r, "sb", "/x"), &r);
     o = parse_obj(body);
-    assert_keys(o, "path+cwd", k2);
-    ck_assert_str_eq(str_of(o, "cwd"), "/vercel/sandbox");
+    assert_keys(o, "read", k1);
+    ck_assert_str_eq(str_of(o, "path"), "/x");
     json_decref(o);
     sbx__free(body);
-    body = sbx__api_int_body("timeout", 9007199254740993LL);
+    /* Past 2^53: an integer on the wire, not a double. */
+    body = take_body(sbx__api_extend_timeout(&r, "sb", 9007199254740993LL), &r);
     o = parse_obj(body);
-    assert_keys(o, "int", k3);
-    ck_assert_int_eq(int_of(o, "timeout"), 9007199254740993LL);
+    assert_keys(o, "extend", k3);
+    ck_assert_int_eq(int_of(o, "duration"), 9007199254740993LL);
     json_decref(o);
     sbx__free(body);
+}
+END_TEST
+
+/* ---- methods and paths ------------------------------------------------------------- */
+
+/* An id that needs escaping, and its escaped form. */
+#define ODD_ID "sb x/\xc3\xa9?&"
+#define ODD_ESC "sb%20x%2F%C3%A9%3F%26"
+
+/* r was built (st) with this method and path; its body, if any, is JSON
+ * (then returned parsed, else NULL). r is freed. */
+static json_t *check_req(sbx_status st, struct sbx__api_req *r, const char *method, const char *path)
+{
+    json_t *o = NULL;
+    ck_assert_int_eq(st, SBX_OK);
+    ck_assert_str_eq(r->method, method);
+    ck_assert_str_eq(r->path, path);
+    ck_assert_ptr_null(r->header);
+    if (r->body) {
+        ck_assert_str_eq(r->content_type, "application/json");
+        o = parse_obj(r->body);
+    } else {
+        ck_assert_ptr_null(r->content_type);
+    }
+    sbx__api_req_free(r);
+    ck_assert_ptr_null(r->path);
+    ck_assert_ptr_null(r->body);
+    return o;
+}
+
+static void check_bodyless(sbx_status st, struct sbx__api_req *r, const char *method, const char *path)
+{
+    json_t *o = check_req(st, r, method, path);
+    ck_assert_ptr_null(o);
+}
+
+START_TEST(test_api_req_sandboxes)
+{
+    struct sbx__api_req r;
+    struct sbx__create_spec s = {0};
+    json_t *o;
+
+    o = check_req(sbx__api_create_sandbox(&r, &s), &r, "POST", "/v1/sandboxes");
+    ck_assert_ptr_nonnull(o);
+    json_decref(o);
+    check_bodyless(sbx__api_get_sandbox(&r, ODD_ID), &r, "GET", "/v1/sandboxes/" ODD_ESC);
+    check_bodyless(sbx__api_stop_sandbox(&r, ODD_ID), &r, "POST", "/v1/sandboxes/" ODD_ESC "/stop");
+    o = check_req(sbx__api_extend_timeout(&r, ODD_ID, 60000), &r, "POST", "/v1/sandboxes/" ODD_ESC "/extend-timeout");
+    ck_assert_int_eq(int_of(o, "duration"), 60000);
+    json_decref(o);
+    o = check_req(sbx__api_update_network_policy(&r, ODD_ID, "{\"mode\":\"deny-all\"}"), &r, "POST",
+                  "/v1/sandboxes/" ODD_ESC "/network-policy");
+    ck_assert_str_eq(str_of(o, "mode"), "deny-all");
+    ck_assert_uint_eq(json_object_size(o), 1);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_api_req_snapshots)
+{
+    static const char *const none[] = {NULL};
+    static const char *const exp[] = {"expiration", NULL};
+    struct sbx__api_req r;
+    json_t *o;
+
+    /* -1: the server's default, yet a body all the same ({}). */
+    o = check_req(sbx__api_create_snapshot(&r, ODD_ID, -1), &r, "POST", "/v1/sandboxes/" ODD_ESC "/snapshot");
+    assert_keys(o, "default expiration", none);
+    json_decref(o);
+    o = check_req(sbx__api_create_snapshot(&r, "sb", 0), &r, "POST", "/v1/sandboxes/sb/snapshot");
+    assert_keys(o, "never", exp);
+    ck_assert_int_eq(int_of(o, "expiration"), 0);
+    json_decref(o);
+    o = check_req(sbx__api_create_snapshot(&r, "sb", 86400000), &r, "POST", "/v1/sandboxes/sb/snapshot");
+    ck_assert_int_eq(int_of(o, "expiration"), 86400000);
+    json_decref(o);
+    check_bodyless(sbx__api_get_snapshot(&r, ODD_ID), &r, "GET", "/v1/sandboxes/snapshots/" ODD_ESC);
+    check_bodyless(sbx__api_delete_snapshot(&r, ODD_ID), &r, "DELETE", "/v1/sandboxes/snapshots/" ODD_ESC);
+}
+END_TEST
+
+START_TEST(test_api_req_files)
+{
+    struct sbx__api_req r;
+    json_t *o;
+
+    o = check_req(sbx__api_mkdir(&r, ODD_ID, "/d"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/mkdir");
+    ck_assert_str_eq(str_of(o, "path"), "/d");
+    json_decref(o);
+    o = check_req(sbx__api_read_file(&r, ODD_ID, "/f"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/read");
+    ck_assert_str_eq(str_of(o, "path"), "/f");
+    json_decref(o);
+    /* The body is the caller's stream: only its type and the header here. */
+    ck_assert_int_eq(sbx__api_write_files(&r, ODD_ID), SBX_OK);
+    ck_assert_str_eq(r.method, "POST");
+    ck_assert_str_eq(r.path, "/v1/sandboxes/" ODD_ESC "/fs/write");
+    ck_assert_ptr_null(r.body);
+    ck_assert_str_eq(r.content_type, "application/gzip");
+    ck_assert_str_eq(r.header, "x-cwd: /");
+    sbx__api_req_free(&r);
+}
+END_TEST
+
+START_TEST(test_api_req_commands)
+{
+    static const char *const argv[] = {"ls", "-l"};
+    sbx__strlist a;
+    struct sbx__api_req r;
+    json_t *o;
+
+    strlist(&a, argv, 2);
+    o = check_req(sbx__api_run_command(&r, ODD_ID, &a, NULL, NULL, false, true), &r, "POST",
+                  "/v1/sandboxes/" ODD_ESC "/cmd");
+    ck_assert_str_eq(str_of(o, "command"), "ls");
+    ck_assert(json_is_true(json_object_get(o, "wait")));
+    json_decref(o);
+    sbx__strlist_clear(&a);
+    check_bodyless(sbx__api_get_command(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1");
+    check_bodyless(sbx__api_wait_command(&r, ODD_ID, "c/1"), &r, "GET",
+                   "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1?wait=true");
+    check_bodyless(sbx__api_command_logs(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1/logs");
+    /* The 1.x kill path has no cmd/ segment. */
+    o = check_req(sbx__api_kill_command(&r, ODD_ID, "c/1", 15), &r, "POST", "/v1/sandboxes/" ODD_ESC "/c%2F1/kill");
+    ck_assert_int_eq(int_of(o, "signal"), 15);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_api_req_lists)
+{
+    static const struct {
+        const char *project;
+        uint32_t limit;
+        int64_t since, until;
+        const char *query;
+    } cases[] = {
+        {NULL, 0, -1, -1, ""},
+        {"p q&r", 0, -1, -1, "?project=p%20q%26r"},
+        {NULL, 1000, -1, -1, "?limit=1000"},
+        {NULL, 0, 0, -1, "?since=0"},
+        {NULL, 0, -1, 1700000000000, "?until=1700000000000"},
+        {NULL, 5, 10, -1, "?limit=5&since=10"},
+        {"prj", 20, 1, 2, "?project=prj&limit=20&since=1&until=2"},
+    };
+    struct sbx__api_req r;
+    char want[256];
+
+    for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
+        snprintf(want, sizeof want, "/v1/sandboxes%s", cases[i].query);
+        check_bodyless(sbx__api_list_sandboxes(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+                       &r, "GET", want);
+        snprintf(want, sizeof want, "/v1/sandboxes/snapshots%s", cases[i].query);
+        check_bodyless(sbx__api_list_snapshots(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+                       &r, "GET", want);
+    }
+}
+END_TEST
+
+START_TEST(test_api_add_team)
+{
+    sbx__buf url = SBX__BUF_INIT;
+    ck_assert_int_eq(sbx__buf_puts(&url, "http://h/v1/sandboxes/a"), SBX_OK);
+    ck_assert_int_eq(sbx__api_add_team(&url, "team/1"), SBX_OK);
+    ck_assert_str_eq(url.data, "http://h/v1/sandboxes/a?teamId=team%2F1");
+    sbx__buf_clear(&url);
+    ck_assert_int_eq(sbx__buf_puts(&url, "http://h/v1/sandboxes?limit=1"), SBX_OK);
+    ck_assert_int_eq(sbx__api_add_team(&url, "t"), SBX_OK);
+    ck_assert_str_eq(url.data, "http://h/v1/sandboxes?limit=1&teamId=t");
+    sbx__buf_free(&url);
 }
 END_TEST
 
@@ -832,19 +1029,19 @@ START_TEST(test_api_check_list)
     };
     const char *ok = "{\"sandboxes\":[{\"id\":\"a\"}],\"pagination\":{\"count\":1,\"next\":null}}";
     sbx__err err = {0};
-    ck_assert_int_eq(sbx__api_check_list(ok, strlen(ok), "sandboxes", &err), SBX_OK);
+    ck_assert_int_eq(sbx__api_check_list(ok, strlen(ok), SBX__API_SANDBOXES, &err), SBX_OK);
     ck_assert_int_eq(err.code, SBX_OK);
     for (size_t i = 0; i < SBX__ARRAY_LEN(bad); i++) {
         sbx__err_clear(&err);
-        ck_assert_msg(sbx__api_check_list(bad[i], strlen(bad[i]), "sandboxes", &err) == SBX_E_PROTOCOL, "%s",
+        ck_assert_msg(sbx__api_check_list(bad[i], strlen(bad[i]), SBX__API_SANDBOXES, &err) == SBX_E_PROTOCOL, "%s",
                       bad[i]);
         assert_msg_has(&err, "\"sandboxes\"");
     }
     sbx__err_clear(&err);
-    ck_assert_int_eq(sbx__api_check_list("", 0, "snapshots", &err), SBX_E_PROTOCOL);
+    ck_assert_int_eq(sbx__api_check_list("", 0, SBX__API_SNAPSHOTS, &err), SBX_E_PROTOCOL);
     assert_msg_has(&err, "\"snapshots\"");
     sbx__err_clear(&err);
-    ck_assert_int_eq(sbx__api_check_list("nope", 4, "snapshots", &err), SBX_E_PROTOCOL);
+    ck_assert_int_eq(sbx__api_check_list("nope", 4, SBX__API_SNAPSHOTS, &err), SBX_E_PROTOCOL);
     assert_msg_has(&err, "not JSON");
     sbx__err_free(&err);
 }
@@ -1087,7 +1284,7 @@ static sbx_status oom_bodies(void *ctx)
     s.url = "https://x/y.git";
     s.password = "pw";
     s.depth = 2;
-    body = sbx__api_create_body(&s);
+    body = create_body(&s);
     if (!body)
         return SBX_E_NOMEM;
     o = parse_obj(body);
@@ -1096,7 +1293,7 @@ static sbx_status oom_bodies(void *ctx)
     json_decref(o);
     sbx__free(body);
 
-    body = sbx__api_run_body(&c->argv, "/tmp", &c->env, true, true);
+    body = run_body(&c->argv, "/tmp", &c->env, true, true);
     if (!body)
         return SBX_E_NOMEM;
     o = parse_obj(body);
@@ -1104,16 +1301,71 @@ static sbx_status oom_bodies(void *ctx)
     json_decref(o);
     sbx__free(body);
 
-    body = sbx__api_path_body("p", "/c");
-    if (!body)
-        return SBX_E_NOMEM;
-    sbx__free(body);
-    body = sbx__api_int_body("timeout", 5);
-    if (!body)
-        return SBX_E_NOMEM;
-    sbx__free(body);
     return SBX_OK;
 }
+
+/* Each builder once: a failure is SBX_E_NOMEM with r left empty. */
+static sbx_status oom_builders(void *ctx)
+{
+    struct oom_create *c = ctx;
+    struct sbx__create_spec s = {0};
+    struct sbx__api_req r;
+    sbx__buf url = SBX__BUF_INIT;
+    sbx_status st = SBX_OK;
+    int step;
+
+    s.project = "prj";
+    s.env = &c->env;
+    for (step = 0; step < 18 && st == SBX_OK; step++) {
+        switch (step) {
+        case 0: st = sbx__api_create_sandbox(&r, &s); break;
+        case 1: st = sbx__api_get_sandbox(&r, ODD_ID); break;
+        case 2: st = sbx__api_stop_sandbox(&r, ODD_ID); break;
+        case 3: st = sbx__api_extend_timeout(&r, ODD_ID, 5); break;
+        case 4: st = sbx__api_update_network_policy(&r, ODD_ID, "{\"mode\":\"allow-all\"}"); break;
+        case 5: st = sbx__api_list_sandboxes(&r, "a project", 10, 1, 2); break;
+        case 6: st = sbx__api_list_snapshots(&r, "a project", 10, 1, 2); break;
+        case 7: st = sbx__api_create_snapshot(&r, ODD_ID, -1); break;
+        case 8: st = sbx__api_create_snapshot(&r, ODD_ID, 1000); break;
+        case 9: st = sbx__api_get_snapshot(&r, ODD_ID); break;
+        case 10: st = sbx__api_delete_snapshot(&r, ODD_ID); break;
+        case 11: st = sbx__api_mkdir(&r, ODD_ID, "/d"); break;
+        case 12: st = sbx__api_write_files(&r, ODD_ID); break;
+        case 13: st = sbx__api_read_file(&r, ODD_ID, "/f"); break;
+        case 14: st = sbx__api_run_command(&r, ODD_ID, &c->argv, "/tmp", &c->env, true, true); break;
+        case 15: st = sbx__api_get_command(&r, ODD_ID, "c1"); break;
+        case 16: st = sbx__api_wait_command(&r, ODD_ID, "c1"); break;
+        default: st = sbx__api_command_logs(&r, ODD_ID, "c1"); break;
+        }
+        if (st != SBX_OK) {
+            ck_assert_int_eq(st, SBX_E_NOMEM);
+            ck_assert_ptr_null(r.path);
+            ck_assert_ptr_null(r.body);
+        } else {
+            ck_assert_ptr_nonnull(r.path);
+            sbx__api_req_free(&r);
+        }
+    }
+    if (st == SBX_OK && (st = sbx__api_kill_command(&r, ODD_ID, "c1", 9)) == SBX_OK)
+        sbx__api_req_free(&r);
+    if (st == SBX_OK && (st = sbx__buf_puts(&url, "http://h/x")) == SBX_OK)
+        st = sbx__api_add_team(&url, "a team");
+    sbx__buf_free(&url);
+    return st;
+}
+
+START_TEST(test_api_builders_out_of_memory)
+{
+    static const char *const envv[] = {"A=1", "B=2"};
+    static const char *const argv[] = {"echo", "a"};
+    struct oom_create c;
+    strlist(&c.env, envv, 2);
+    strlist(&c.argv, argv, 2);
+    ck_assert_int_gt(sbx_test_oom_loop(oom_builders, &c), 18);
+    sbx__strlist_clear(&c.env);
+    sbx__strlist_clear(&c.argv);
+}
+END_TEST
 
 START_TEST(test_api_bodies_out_of_memory)
 {
@@ -1224,6 +1476,12 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(req, test_api_run_body_fields);
     SBX_TEST_ADD(req, test_api_path_and_int_bodies);
     SBX_TEST_ADD(req, test_api_check_policy);
+    SBX_TEST_ADD(req, test_api_req_sandboxes);
+    SBX_TEST_ADD(req, test_api_req_snapshots);
+    SBX_TEST_ADD(req, test_api_req_files);
+    SBX_TEST_ADD(req, test_api_req_commands);
+    SBX_TEST_ADD(req, test_api_req_lists);
+    SBX_TEST_ADD(req, test_api_add_team);
     suite_add_tcase(s, req);
 
     SBX_TEST_ADD(resp, test_api_parse_sandbox_full);
@@ -1251,6 +1509,7 @@ Suite *sbx_test_suite(void)
     suite_add_tcase(s, misc);
 
     SBX_TEST_ADD(oom, test_api_bodies_out_of_memory);
+    SBX_TEST_ADD(oom, test_api_builders_out_of_memory);
     SBX_TEST_ADD(oom, test_api_parsers_out_of_memory);
     SBX_TEST_ADD(oom, test_api_log_and_escape_out_of_memory);
     suite_add_tcase(s, oom);

@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* api: the v1 endpoints' JSON, built and parsed (the only module that knows it). */
+/*
+ * api: the whole protocol surface. What each operation sends (method, path
+ * with its query, body, any header) and how each answer reads, behind
+ * prototypes that name no protocol detail: lib/client/ above this header
+ * knows no path, field or parameter name. v1.c implements it for the v1
+ * endpoints; another version is a sibling file implementing the same
+ * prototypes, built in its place.
+ */
 #ifndef SBX_API_H
 #define SBX_API_H
 
@@ -56,14 +63,61 @@ struct sbx__create_spec {
     uint32_t depth;
 };
 
-/* Request bodies. NULL on out of memory, or if a string is not UTF-8: the
- * public setters refuse those first, so callers may report NULL as
- * out of memory. */
-char *sbx__api_create_body(const struct sbx__create_spec *s);
-char *sbx__api_run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo,
-                        bool wait);
-char *sbx__api_path_body(const char *path, const char *cwd);
-char *sbx__api_int_body(const char *key, int64_t value);
+/* One request of an operation: what the engine sends. Builders fill it
+ * and return SBX_OK, or SBX_E_NOMEM with r left empty. A string that is not
+ * UTF-8 fails too: the public setters refuse those first, so callers may
+ * report any failure as out of memory. Ids are percent-escaped here. */
+struct sbx__api_req {
+    const char *method;         /* static */
+    char *path;                 /* from the API root, with its query string */
+    char *body;                 /* JSON, or NULL for none; wiped when freed (env values, credentials) */
+    const char *content_type;   /* of body, or of the body the caller streams (write files); NULL: none */
+    const char *header;         /* one more header line the operation needs ("Name: value"), or NULL */
+};
+void sbx__api_req_free(struct sbx__api_req *r);
+
+/* Sandboxes. */
+sbx_status sbx__api_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s);
+sbx_status sbx__api_get_sandbox(struct sbx__api_req *r, const char *id);
+sbx_status sbx__api_stop_sandbox(struct sbx__api_req *r, const char *id);
+sbx_status sbx__api_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms);
+/* policy_json: checked by sbx__api_check_policy. */
+sbx_status sbx__api_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json);
+
+/* Lists: project NULL for all, limit 0 / since -1 / until -1 for the
+ * server's default. Their answers are checked by sbx__api_check_list. */
+enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS };
+sbx_status sbx__api_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                   int64_t until);
+sbx_status sbx__api_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                   int64_t until);
+
+/* Snapshots. expiration_ms: 0 never, -1 the server's default. */
+sbx_status sbx__api_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms);
+sbx_status sbx__api_get_snapshot(struct sbx__api_req *r, const char *id);
+sbx_status sbx__api_delete_snapshot(struct sbx__api_req *r, const char *id);
+
+/* Files. write files: no body here; the caller streams a gzipped tar whose
+ * names are relative to the root (content_type and header say so). */
+sbx_status sbx__api_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+sbx_status sbx__api_write_files(struct sbx__api_req *r, const char *sandbox_id);
+sbx_status sbx__api_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+
+/* Commands. run: argv[0] is the program (argv->n > 0); wait: the answer
+ * streams the command as started, then as finished (NDJSON). logs: NDJSON
+ * lines read by sbx__api_parse_log. */
+sbx_status sbx__api_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
+                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait);
+sbx_status sbx__api_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+/* The same answer as get, once the command has exited. */
+sbx_status sbx__api_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+sbx_status sbx__api_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+sbx_status sbx__api_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal);
+
+/* Scope every request to a team: appends its query parameter to url (a
+ * base URL plus a path from a builder). */
+sbx_status sbx__api_add_team(sbx__buf *url, const char *team);
+
 /* A network policy given by a caller: a JSON object with a string "mode". */
 sbx_status sbx__api_check_policy(const char *json, sbx__err *err);
 
@@ -74,7 +128,7 @@ sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__comm
                                   sbx__err *err);
 sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__snapshot_info *sn,
                                    struct sbx__sandbox_info *sbx, sbx__err *err);
-sbx_status sbx__api_check_list(const char *body, size_t len, const char *key, sbx__err *err);
+sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err);
 
 enum { SBX__LOG_STDOUT = 1, SBX__LOG_STDERR = 2, SBX__LOG_ERROR = 3 };
 /* One NDJSON log line into its stream and data (appended to data, which is

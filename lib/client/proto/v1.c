@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * api: the JSON of the v1 protocol (vercel-sandbox-protocol.md), in both
- * directions. Requests are built as JSON.stringify would build them (absent
+ * api, v1: the v1 protocol (vercel-sandbox-protocol.md) behind proto.h, in
+ * both directions: each operation's method, path and query, and the JSON.
+ * Requests are built as JSON.stringify would build them (absent
  * fields omitted, never null); responses are checked for the fields and
  * types the protocol makes required, so a server that breaks the protocol
  * gives SBX_E_PROTOCOL with the field named, not a crash or a silent zero.
@@ -51,7 +52,7 @@ static json_t *env_object(const sbx__strlist *env)
     return o;
 }
 
-char *sbx__api_create_body(const struct sbx__create_spec *s)
+static char *create_body(const struct sbx__create_spec *s)
 {
     json_t *o = json_object(), *ports = json_array();
     bool ok = o && ports;
@@ -97,8 +98,7 @@ char *sbx__api_create_body(const struct sbx__create_spec *s)
     return dump(o);
 }
 
-char *sbx__api_run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo,
-                        bool wait)
+static char *run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
 {
     json_t *o = json_object(), *args = json_array(), *envo = env_object(env);
     bool ok = o && args && envo && argv->n > 0;
@@ -117,17 +117,17 @@ char *sbx__api_run_body(const sbx__strlist *argv, const char *cwd, const sbx__st
     return dump(o);
 }
 
-char *sbx__api_path_body(const char *path, const char *cwd)
+static char *path_body(const char *path)
 {
     json_t *o = json_object();
-    if (!o || set_str(o, "path", path) < 0 || set_str(o, "cwd", cwd) < 0) {
+    if (!o || set_str(o, "path", path) < 0) {
         json_decref(o);
         return NULL;
     }
     return dump(o);
 }
 
-char *sbx__api_int_body(const char *key, int64_t value)
+static char *int_body(const char *key, int64_t value)
 {
     return dump(json_pack("{s:I}", key, (json_int_t)value));
 }
@@ -144,6 +144,199 @@ sbx_status sbx__api_check_policy(const char *json, sbx__err *err)
                           "network policy: a JSON object with \"mode\" (allow-all, deny-all, custom)");
     json_decref(j);
     return st;
+}
+
+/* ---- requests --------------------------------------------------------------------------- */
+
+/* Every endpoint is under /v1/sandboxes (snapshots and commands too). */
+#define ROOT "/v1/sandboxes"
+
+/* ROOT, then "/SID" (sid), mid, the escaped cid, tail: each when not NULL. */
+static sbx_status put_path(sbx__buf *p, const char *sid, const char *mid, const char *cid, const char *tail)
+{
+    if (sbx__buf_puts(p, ROOT) != SBX_OK ||
+        (sid && (sbx__buf_putc(p, '/') != SBX_OK || sbx__api_escape(p, sid) != SBX_OK)) ||
+        (mid && sbx__buf_puts(p, mid) != SBX_OK) || (cid && sbx__api_escape(p, cid) != SBX_OK) ||
+        (tail && sbx__buf_puts(p, tail) != SBX_OK))
+        return SBX_E_NOMEM;
+    return SBX_OK;
+}
+
+static char *path_of(const char *sid, const char *mid, const char *cid, const char *tail)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    if (put_path(&p, sid, mid, cid, tail) != SBX_OK) {
+        sbx__buf_free(&p);
+        return NULL;
+    }
+    return sbx__buf_detach(&p, NULL);
+}
+
+/* Fill r, taking path and body over; a NULL path, or a NULL body when one
+ * is needed, is the failure of the call that made it. */
+static sbx_status make(struct sbx__api_req *r, const char *method, char *path, char *body, bool has_body)
+{
+    memset(r, 0, sizeof *r);
+    if (!path || (has_body && !body)) {
+        sbx__free(path);
+        sbx__free_secret(body);
+        return SBX_E_NOMEM;
+    }
+    r->method = method;
+    r->path = path;
+    r->body = body;
+    r->content_type = body ? "application/json" : NULL;
+    return SBX_OK;
+}
+
+void sbx__api_req_free(struct sbx__api_req *r)
+{
+    sbx__free(r->path);
+    sbx__free_secret(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+sbx_status sbx__api_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s)
+{
+    return make(r, "POST", path_of(NULL, NULL, NULL, NULL), create_body(s), true);
+}
+
+sbx_status sbx__api_get_sandbox(struct sbx__api_req *r, const char *id)
+{
+    return make(r, "GET", path_of(id, NULL, NULL, NULL), NULL, false);
+}
+
+sbx_status sbx__api_stop_sandbox(struct sbx__api_req *r, const char *id)
+{
+    return make(r, "POST", path_of(id, NULL, NULL, "/stop"), NULL, false);
+}
+
+sbx_status sbx__api_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms)
+{
+    return make(r, "POST", path_of(id, NULL, NULL, "/extend-timeout"), int_body("duration", ms), true);
+}
+
+sbx_status sbx__api_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json)
+{
+    /* The body is the policy object itself. */
+    return make(r, "POST", path_of(id, NULL, NULL, "/network-policy"), sbx__strdup(policy_json), true);
+}
+
+/* A list: ROOT (+ mid) and the query parameters that are set. */
+static sbx_status list(struct sbx__api_req *r, const char *mid, const char *project, size_t limit,
+                       int64_t since, int64_t until)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    char sep = '?';
+    sbx_status st = put_path(&p, NULL, mid, NULL, NULL);
+
+    if (project && st == SBX_OK) {
+        st = sbx__buf_printf(&p, "%cproject=", sep);
+        sep = '&';
+        if (st == SBX_OK)
+            st = sbx__api_escape(&p, project);
+    }
+    if (limit && st == SBX_OK) {
+        st = sbx__buf_printf(&p, "%climit=%zu", sep, limit);
+        sep = '&';
+    }
+    if (since >= 0 && st == SBX_OK) {
+        st = sbx__buf_printf(&p, "%csince=%lld", sep, (long long)since);
+        sep = '&';
+    }
+    if (until >= 0 && st == SBX_OK)
+        st = sbx__buf_printf(&p, "%cuntil=%lld", sep, (long long)until);
+    if (st != SBX_OK) {
+        sbx__buf_free(&p);
+        memset(r, 0, sizeof *r);
+        return SBX_E_NOMEM;
+    }
+    return make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+}
+
+sbx_status sbx__api_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                   int64_t until)
+{
+    return list(r, NULL, project, limit, since, until);
+}
+
+sbx_status sbx__api_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                   int64_t until)
+{
+    return list(r, "/snapshots", project, limit, since, until);
+}
+
+sbx_status sbx__api_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms)
+{
+    /* Always a body: a request that must not run twice is sent through a
+     * reader libcurl cannot replay (engine.c). */
+    char *body = expiration_ms >= 0 ? int_body("expiration", expiration_ms) : sbx__strdup("{}");
+    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/snapshot"), body, true);
+}
+
+sbx_status sbx__api_get_snapshot(struct sbx__api_req *r, const char *id)
+{
+    return make(r, "GET", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
+}
+
+sbx_status sbx__api_delete_snapshot(struct sbx__api_req *r, const char *id)
+{
+    return make(r, "DELETE", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
+}
+
+sbx_status sbx__api_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+{
+    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/mkdir"), path_body(path), true);
+}
+
+sbx_status sbx__api_write_files(struct sbx__api_req *r, const char *sandbox_id)
+{
+    sbx_status st = make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/write"), NULL, false);
+    if (st == SBX_OK) {
+        /* The archive's names are relative to the root. */
+        r->content_type = "application/gzip";
+        r->header = "x-cwd: /";
+    }
+    return st;
+}
+
+sbx_status sbx__api_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+{
+    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/read"), path_body(path), true);
+}
+
+sbx_status sbx__api_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
+                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
+{
+    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/cmd"), run_body(argv, cwd, env, sudo, wait), true);
+}
+
+sbx_status sbx__api_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, NULL), NULL, false);
+}
+
+sbx_status sbx__api_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "?wait=true"), NULL, false);
+}
+
+sbx_status sbx__api_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "/logs"), NULL, false);
+}
+
+sbx_status sbx__api_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal)
+{
+    /* The 1.x path has no cmd/ segment (protocol 4.7). */
+    return make(r, "POST", path_of(sandbox_id, "/", cmd_id, "/kill"), int_body("signal", signal), true);
+}
+
+sbx_status sbx__api_add_team(sbx__buf *url, const char *team)
+{
+    if (sbx__buf_puts(url, url->data && strchr(url->data, '?') ? "&teamId=" : "?teamId=") != SBX_OK)
+        return SBX_E_NOMEM;
+    return sbx__api_escape(url, team);
 }
 
 /* ---- responses ------------------------------------------------------------- */
@@ -334,8 +527,9 @@ sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__sna
     return st;
 }
 
-sbx_status sbx__api_check_list(const char *body, size_t len, const char *key, sbx__err *err)
+sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err)
 {
+    const char *key = what == SBX__API_SANDBOXES ? "sandboxes" : "snapshots";
     json_t *j = load(body, len, err);
     sbx_status st = SBX_OK;
     if (!j)
