@@ -107,7 +107,7 @@ SBX_API sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_reda
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (entries exist).
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_set_limits(sbx_transcript *t, uint64_t head, uint64_t tail, uint64_t total);
+SBX_API sbx_status sbx_transcript_set_limits(sbx_transcript *t, size_t head, size_t tail, size_t total);
 
 /**
  * Journal the transcript to path: the file is created (or replaced), the
@@ -324,7 +324,7 @@ SBX_API int sbx_transcript_complete(const sbx_transcript *t);
  * Bytes of a torn last line left out by the load (0: none).
  * @since 1.0
  */
-SBX_API uint64_t sbx_transcript_torn_bytes(const sbx_transcript *t);
+SBX_API size_t sbx_transcript_torn_bytes(const sbx_transcript *t);
 
 /**
  * The hash of the last entry (64 hex digits): kept elsewhere, it lets a

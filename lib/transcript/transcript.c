@@ -101,7 +101,7 @@ struct sbx_transcript {
     size_t nentries, cap;
     uint64_t bytes;     /* of all lines, newlines included */
     char head_hash[65];
-    uint64_t torn;
+    size_t torn;
     /* the journal */
     char *path;
     int fd;
@@ -332,7 +332,7 @@ sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_set_limits(sbx_transcript *t, uint64_t head, uint64_t tail, uint64_t total)
+sbx_status sbx_transcript_set_limits(sbx_transcript *t, size_t head, size_t tail, size_t total)
 {
     SBX__ENTER(t, false);
     if (head > WINDOW_MAX || tail > WINDOW_MAX)
@@ -1373,7 +1373,7 @@ int sbx_transcript_complete(const sbx_transcript *t)
     return t && t->nentries && is_type(&t->entries[t->nentries - 1], "end");
 }
 
-uint64_t sbx_transcript_torn_bytes(const sbx_transcript *t)
+size_t sbx_transcript_torn_bytes(const sbx_transcript *t)
 {
     return t ? t->torn : 0;
 }
