@@ -118,12 +118,20 @@ SBX_API sbx_status sbx_client_set_option(sbx_client *c, const char *key, const c
 SBX_API const char *sbx_client_endpoint(const sbx_client *c);
 
 /**
- * Resolve the credentials now (explicit, then the environment) instead of at
- * the first request, to report a configuration problem early. An sbxd
- * endpoint needs a token too (its bearer token).
+ * Resolve the credentials now instead of at the first request, to report a
+ * configuration problem early. The order: those set with
+ * sbx_client_set_credentials(); else the environment (for an sbxd endpoint
+ * SBXRUN_TOKEN, then VERCEL_OIDC_TOKEN, then VERCEL_TOKEN; for Vercel
+ * VERCEL_OIDC_TOKEN, then VERCEL_TOKEN with VERCEL_PROJECT_ID); else, for a
+ * "unix:" endpoint only and when the environment names none of those, the
+ * file "token" in the socket's directory, where sbxd keeps it (a regular
+ * file, not a symbolic link, at most 4 KiB, trailing newline ignored; its
+ * contents are wiped from memory after use). An sbxd endpoint needs a token
+ * too (its bearer token).
  *
  * @return SBX_OK, SBX_E_AUTH (nothing usable: the message names the
- *         variables to set; or an expired OIDC token), SBX_E_NOMEM.
+ *         variables to set, or the token file and what is wrong with it;
+ *         or an expired OIDC token), SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_resolve_credentials(sbx_client *c);
@@ -354,6 +362,49 @@ SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project,
 SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *project,
                                                    uint32_t limit, int64_t since, int64_t until,
                                                    sbx_op **op);
+
+/* ---- logging ----------------------------------------------------------- */
+
+/**
+ * How much a log message matters. Messages at a level below the minimum
+ * given to sbx_client_set_log_cb() are not made at all.
+ *
+ * @since 1.0
+ */
+typedef enum sbx_log_level {
+    SBX_LOG_DEBUG = 0, /* every request's start and end, with status and duration */
+    SBX_LOG_INFO = 1,  /* a new connection made because a used one failed, a stream asked for again */
+    SBX_LOG_WARN = 2,  /* a retry (why, and the wait before it), a slow request, a stall */
+    SBX_LOG_ERROR = 3  /* a request that failed for good */
+} sbx_log_level;
+
+/**
+ * Receives one log message: one line of plain English naming the request's
+ * method and path (no query string), never a header, a token or a URL's
+ * user and password. The message is valid only during the call. Called
+ * from sbx_client_process() (and the blocking calls built on it), on the
+ * thread driving the client; never from sbx_client_wait(), never from
+ * another thread. From inside it only getters, sbx_op_cancel(),
+ * sbx_op_free() and sbx_client_next_done() may be called; other calls fail
+ * with SBX_E_MISUSE.
+ *
+ * @since 1.0
+ */
+typedef void (*sbx_log_cb)(sbx_log_level level, const char *message, void *user);
+
+/**
+ * Set (or with a NULL cb remove) the client's log callback, which gets the
+ * messages at min_level and above. The library never prints: without a
+ * callback, nothing is logged. sbx_client_free() removes it (handles made
+ * from the client log nothing after that). The option
+ * "log.slow_request_ms" (sbx_client_set_option()) sets when a request
+ * counts as slow (default 10000, 0 = never).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (c NULL, or min_level not a level),
+ *         SBX_E_MISUSE (from inside a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_log_cb(sbx_client *c, sbx_log_level min_level, sbx_log_cb cb, void *user);
 
 #ifdef __cplusplus
 }
