@@ -33,10 +33,8 @@ typedef struct sbx_op sbx_op;
 /**
  * Make a client. It talks to Vercel's API (https://vercel.com/api) unless
  * an endpoint is set (sbx_client_set_endpoint(), or SBXRUN_ENDPOINT).
- * Credentials are resolved when the first request needs them: those set
- * explicitly, else VERCEL_OIDC_TOKEN, else VERCEL_TOKEN with
- * VERCEL_PROJECT_ID (and VERCEL_TEAM_ID); for an sbxd endpoint SBXRUN_TOKEN
- * comes first. A malformed SBXRUN_ENDPOINT is kept as an error: every
+ * Credentials are resolved when the first request needs them, as
+ * sbx_client_resolve_credentials() says. A malformed SBXRUN_ENDPOINT is kept as an error: every
  * request fails with SBX_E_INVALID_ARG (and last_error says why) until
  * sbx_client_set_endpoint() gives a good one, so nothing meant for a local
  * server is sent to Vercel. Takes a reference on the library's global
@@ -103,8 +101,10 @@ SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, 
  * 60000), "probe_after_ms" (a command's stream silent this long makes the
  * client check the command, 0 = never; default 30000), "probe_timeout_ms"
  * (how long that check may take; default 10000), "max_response_bytes"
- * (largest JSON answer, default 16 MiB), "user_agent". doc/client.md has
- * the retry policy and what the timeouts do.
+ * (largest JSON answer, default 16 MiB), "user_agent", "command.follow"
+ * ("wait" or "logs"), "log.slow_request_ms" (a request in flight this long
+ * is logged as slow, 0 = never; default 10000). doc/client.md has the retry
+ * policy and what the timeouts do.
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION (the key is named in last_error),
  *         SBX_E_INVALID_ARG (a bad value), SBX_E_NOMEM.
@@ -121,12 +121,21 @@ SBX_API sbx_status sbx_client_set_option(sbx_client *c, const char *key, const c
 SBX_API const char *sbx_client_endpoint(const sbx_client *c);
 
 /**
- * Resolve the credentials now (explicit, then the environment) instead of at
- * the first request, to report a configuration problem early. An sbxd
- * endpoint needs a token too (its bearer token).
+ * Resolve the credentials now instead of at the first request, to report a
+ * configuration problem early. The library and the sbxrun command resolve
+ * them the same way, in this order: those set with
+ * sbx_client_set_credentials(); else SBXRUN_TOKEN, for an sbxd endpoint;
+ * else, for a "unix:" endpoint, the file "token" in the socket's directory,
+ * where sbxd keeps it (a regular file, not a symbolic link, at most 4 KiB,
+ * trailing newline ignored; wiped from memory after use), so a Vercel token
+ * from the environment is not sent to a local server that has its own;
+ * else VERCEL_OIDC_TOKEN, then VERCEL_TOKEN (with VERCEL_PROJECT_ID and
+ * VERCEL_TEAM_ID for Vercel). An sbxd endpoint needs a token too (its
+ * bearer token).
  *
  * @return SBX_OK, SBX_E_AUTH (nothing usable: the message names the
- *         variables to set; or an expired OIDC token), SBX_E_NOMEM.
+ *         variables to set, or the token file and what is wrong with it;
+ *         or an expired OIDC token), SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_resolve_credentials(sbx_client *c);
@@ -368,6 +377,49 @@ SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project,
 SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *project,
                                                    size_t limit, int64_t since, int64_t until,
                                                    sbx_op **op);
+
+/* ---- logging ----------------------------------------------------------- */
+
+/**
+ * How much a log message matters. Messages at a level below the minimum
+ * given to sbx_client_set_log_cb() are not made at all.
+ *
+ * @since 1.0
+ */
+typedef enum sbx_log_level {
+    SBX_LOG_DEBUG = 0, /* every request's start and end, with status and duration */
+    SBX_LOG_INFO = 1,  /* a new connection made because a used one failed, a stream asked for again */
+    SBX_LOG_WARN = 2,  /* a retry (why, and the wait before it), a slow request, a stall */
+    SBX_LOG_ERROR = 3  /* a request that failed for good */
+} sbx_log_level;
+
+/**
+ * Receives one log message: one line of plain English naming the request's
+ * method and path (no query string), never a header, a token or a URL's
+ * user and password. The message is valid only during the call. Called
+ * from sbx_client_process() (and the blocking calls built on it), on the
+ * thread driving the client; never from sbx_client_wait(), never from
+ * another thread. From inside it only getters, sbx_op_cancel(),
+ * sbx_op_free() and sbx_client_next_done() may be called; other calls fail
+ * with SBX_E_MISUSE.
+ *
+ * @since 1.0
+ */
+typedef void (*sbx_log_cb)(sbx_log_level level, const char *message, void *user);
+
+/**
+ * Set (or with a NULL cb remove) the client's log callback, which gets the
+ * messages at min_level and above. The library never prints: without a
+ * callback, nothing is logged. sbx_client_free() removes it (handles made
+ * from the client log nothing after that). The option
+ * "log.slow_request_ms" (sbx_client_set_option()) sets when a request
+ * counts as slow (default 10000, 0 = never).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (c NULL, or min_level not a level),
+ *         SBX_E_MISUSE (from inside a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_log_cb(sbx_client *c, sbx_log_level min_level, sbx_log_cb cb, void *user);
 
 #ifdef __cplusplus
 }

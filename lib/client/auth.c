@@ -8,13 +8,18 @@
  */
 #include "util/internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/auth.h"
+#include "util/buf.h"
 #include "util/str.h"
 
 static int b64url_value(char c)
@@ -252,6 +257,136 @@ sbx_status sbx__auth_from_env(struct sbx__auth *a, bool vercel, sbx__err *err)
                         "no credentials for the sbxd endpoint: set SBXRUN_TOKEN to its token (in "
                         "its state directory, file 'token'), or give it to "
                         "sbx_client_set_credentials()");
+}
+
+/* ---- the token file beside a unix socket ---------------------------------------- */
+
+/* sbxd writes its bearer token to a file of a few dozen bytes; anything
+ * much larger is not one, and is not read into memory. */
+#define TOKEN_FILE_MAX 4096
+
+/* DIR/token for the socket DIR/NAME (the path is absolute: set_endpoint
+ * accepts only "unix:/..."). */
+static sbx_status token_path(const char *sock, sbx__buf *path)
+{
+    const char *slash = strrchr(sock, '/');
+    size_t dir = slash ? (size_t)(slash - sock) + 1 : 0;
+    if (sbx__buf_append(path, sock, dir) != SBX_OK || sbx__buf_puts(path, "token") != SBX_OK)
+        return SBX_E_NOMEM;
+    return SBX_OK;
+}
+
+/* Open the file itself, never what a symbolic link points to (a link in a
+ * shared directory could aim the token at anything), and never block on a
+ * FIFO planted there: it is refused below as not a regular file. */
+static sbx_status token_open(const char *path, int *fd, sbx__err *err)
+{
+    struct stat sb;
+    int e;
+    memset(&sb, 0, sizeof sb); /* a failed fstat reads as "not a regular file" */
+    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0) {
+        e = errno;
+        if (e == ELOOP)
+            return sbx__err_set(err, SBX_E_AUTH, "the token file %s is a symbolic link; it is not followed", path);
+        return sbx__err_set(err, SBX_E_AUTH,
+                            "no credentials for the sbxd endpoint: cannot read the token file %s beside its "
+                            "socket (%s); set SBXRUN_TOKEN, or give the token to sbx_client_set_credentials()",
+                            path, strerror(e));
+    }
+    if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > TOKEN_FILE_MAX) {
+        bool reg = S_ISREG(sb.st_mode);
+        close(*fd);
+        *fd = -1;
+        return reg ? sbx__err_set(err, SBX_E_AUTH, "the token file %s is larger than %d bytes: not a token", path,
+                                  TOKEN_FILE_MAX)
+                   : sbx__err_set(err, SBX_E_AUTH, "the token file %s is not a regular file", path);
+    }
+    return SBX_OK;
+}
+
+/* Read at most TOKEN_FILE_MAX + 1 bytes (the file may have grown since
+ * fstat) into buf, which holds TOKEN_FILE_MAX + 2. */
+static sbx_status token_read(int fd, const char *path, char *buf, size_t *len, sbx__err *err)
+{
+    ssize_t n;
+    *len = 0;
+    while (*len <= TOKEN_FILE_MAX) {
+        n = read(fd, buf + *len, TOKEN_FILE_MAX + 1 - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sbx__err_set(err, SBX_E_AUTH, "cannot read the token file %s: %s", path, strerror(errno));
+        if (n == 0)
+            break;
+        *len += (size_t)n;
+    }
+    if (*len > TOKEN_FILE_MAX)
+        return sbx__err_set(err, SBX_E_AUTH, "the token file %s is larger than %d bytes: not a token", path,
+                            TOKEN_FILE_MAX);
+    buf[*len] = '\0';
+    /* Files written by `echo` or an editor end in a newline. */
+    while (*len && (buf[*len - 1] == '\n' || buf[*len - 1] == '\r' || buf[*len - 1] == ' ' ||
+                    buf[*len - 1] == '\t'))
+        buf[--*len] = '\0';
+    if (!*len)
+        return sbx__err_set(err, SBX_E_AUTH, "the token file %s is empty", path);
+    if (!token_ok(buf))
+        return sbx__err_set(err, SBX_E_AUTH, "the token file %s contains spaces or control characters", path);
+    return SBX_OK;
+}
+
+sbx_status sbx__auth_from_file(struct sbx__auth *a, const char *unix_path, sbx__err *err)
+{
+    sbx__buf path = SBX__BUF_INIT;
+    const char *proj = getenv("VERCEL_PROJECT_ID");
+    char *buf = NULL;
+    size_t len = 0;
+    sbx_status st;
+    int fd = -1;
+
+    if (token_path(unix_path, &path) != SBX_OK || !(buf = sbx__malloc(TOKEN_FILE_MAX + 2))) {
+        sbx__buf_free(&path);
+        return sbx__err_nomem(err);
+    }
+    st = token_open(path.data, &fd, err);
+    if (st == SBX_OK) {
+        st = token_read(fd, path.data, buf, &len, err);
+        close(fd);
+    }
+    /* As SBXRUN_TOKEN: VERCEL_PROJECT_ID, when set, names the project. */
+    if (st == SBX_OK && (st = take(a, buf, NULL, proj && *proj ? proj : NULL, false, 0, "token file")) != SBX_OK)
+        sbx__err_set(err, st, SBX__NOMEM_TEXT);
+    sbx__wipe(buf, TOKEN_FILE_MAX + 2);
+    sbx__free(buf);
+    sbx__buf_free(&path);
+    return st;
+}
+
+/* For a unix socket, the token sbxd wrote beside it comes right after
+ * SBXRUN_TOKEN: a Vercel token from the environment is only tried when
+ * there is no such file, so it is not sent to a local server that has its
+ * own. A file that exists but cannot be used is reported, not skipped. */
+sbx_status sbx__auth_resolve(struct sbx__auth *a, bool vercel, const char *unix_path, sbx__err *err)
+{
+    const char *sbxd = getenv("SBXRUN_TOKEN");
+    sbx__buf path = SBX__BUF_INIT;
+    struct stat sb;
+    bool file;
+
+    if (vercel || !unix_path || (sbxd && *sbxd))
+        return sbx__auth_from_env(a, vercel, err);
+    if (token_path(unix_path, &path) != SBX_OK) {
+        sbx__buf_free(&path);
+        return sbx__err_nomem(err);
+    }
+    file = lstat(path.data, &sb) == 0;
+    sbx__buf_free(&path);
+    if (!file && ((getenv("VERCEL_OIDC_TOKEN") && *getenv("VERCEL_OIDC_TOKEN")) ||
+                  (getenv("VERCEL_TOKEN") && *getenv("VERCEL_TOKEN"))))
+        return sbx__auth_from_env(a, vercel, err);
+    /* Without a file this reports the missing file, naming its path. */
+    return sbx__auth_from_file(a, unix_path, err);
 }
 
 void sbx__auth_clear(struct sbx__auth *a)

@@ -80,13 +80,19 @@ static sbx_status set_endpoint(struct sbx__core *c, const char *ep, sbx__err *er
     return SBX_OK;
 }
 
+/* The socket of a unix: endpoint (its token file lies beside it), or NULL. */
+static const char *unix_socket(const struct sbx__core *c)
+{
+    return strncmp(c->endpoint, "unix:", 5) == 0 ? c->endpoint + 5 : NULL;
+}
+
 sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err)
 {
     sbx_status st;
     if (c->endpoint_err.code != SBX_OK)
         return sbx__err_copy(err, &c->endpoint_err);
     if (!c->auth_resolved) {
-        st = c->auth_explicit ? SBX_OK : sbx__auth_from_env(&c->auth, c->vercel, err);
+        st = c->auth_explicit ? SBX_OK : sbx__auth_resolve(&c->auth, c->vercel, unix_socket(c), err);
         if (st != SBX_OK)
             return st;
         c->auth_resolved = true;
@@ -486,6 +492,15 @@ sbx_client *sbx_client_new(void)
     return cl;
 }
 
+/* The caller's user pointer may die with its client handle; the core may
+ * live on (sandboxes), logging nothing. */
+static void clear_log_cb(struct sbx__core *c)
+{
+    c->log_cb = NULL;
+    c->log_user = NULL;
+    sbx__engine_set_log(c->engine, NULL, NULL, SBX_LOG_DEBUG);
+}
+
 void sbx_client_free(sbx_client *cl)
 {
     struct sbx__core *c;
@@ -503,6 +518,7 @@ void sbx_client_free(sbx_client *cl)
     }
     c->done_tail = NULL;
     c->done_cb = NULL;
+    clear_log_cb(c);
     sbx__err_free(&cl->err);
     sbx__free(cl);
     sbx__core_unref(c);
@@ -620,6 +636,10 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || v < 100)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "probe_timeout_ms: milliseconds, at least 100");
         l.probe_timeout_ms = (int64_t)v;
+    } else if (strcmp(key, "log.slow_request_ms") == 0) {
+        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "log.slow_request_ms: milliseconds, 0 for never");
+        l.slow_ms = (int64_t)v;
     } else if (strcmp(key, "max_response_bytes") == 0) {
         if (parse_uint(value, SIZE_MAX / 2, &v) != SBX_OK || v < 1024)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "max_response_bytes: at least 1024");
@@ -908,4 +928,42 @@ sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, size_t
                                      int64_t until, char **json)
 {
     return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, json);
+}
+
+/* ---- logging ------------------------------------------------------------------------------ */
+
+/* The engine's hook: the caller's callback, with the token scrubbed (as a
+ * last line: no message is made with it) and mutating calls refused
+ * (SBX_E_MISUSE) while it runs, as inside every callback. */
+static void core_log(int level, const char *msg, void *user)
+{
+    struct sbx__core *c = user;
+    char line[1024];
+    size_t n = strlen(msg);
+    if (!c->log_cb)
+        return;
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    memcpy(line, msg, n);
+    line[n] = '\0';
+    sbx__str_scrub(line, c->auth.token);
+    c->in_callback++;
+    c->log_cb((sbx_log_level)level, line, c->log_user);
+    c->in_callback--;
+}
+
+sbx_status sbx_client_set_log_cb(sbx_client *cl, sbx_log_level min_level, sbx_log_cb cb, void *user)
+{
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    if ((int)min_level < SBX_LOG_DEBUG || (int)min_level > SBX_LOG_ERROR)
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "log level %d: SBX_LOG_DEBUG (0) to SBX_LOG_ERROR (3)",
+                            (int)min_level);
+    if (!cb) {
+        clear_log_cb(cl->core);
+        return SBX_OK;
+    }
+    cl->core->log_cb = cb;
+    cl->core->log_user = user;
+    sbx__engine_set_log(cl->core->engine, core_log, cl->core, (int)min_level);
+    return SBX_OK;
 }

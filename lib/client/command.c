@@ -588,6 +588,9 @@ static void logs_again(struct cmd_run *run, const char *why)
                        RECONNECTS_MAX, why, run->cmd->info.id);
         return;
     }
+    if (run->logs) /* a reconnect: worth knowing when output seems to stutter */
+        sbx__req_log(run->logs, SBX_LOG_INFO, "the output stream of command %s is asked for again (%s; %u of %u)",
+                     run->cmd->info.id ? run->cmd->info.id : "?", why, run->reconnects, RECONNECTS_MAX);
     sbx__req_free(run->logs);
     run->logs = NULL;
     start_logs(run);

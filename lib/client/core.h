@@ -40,6 +40,10 @@ struct sbx__core {
      * (two long-lived requests); true, a plain POST and only the log
      * stream open (command.follow=logs). */
     bool follow_logs_only;
+    /* The caller's log callback (sbx_client_set_log_cb), run behind
+     * in_callback like the done callback. */
+    sbx_log_cb log_cb;
+    void *log_user;
 };
 
 struct sbx_client {

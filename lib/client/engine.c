@@ -27,6 +27,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,11 @@ struct sbx__req {
     sbx__idle_fn idle_fn;
     void *idle_user;
     bool stalled;                 /* an attempt stalled: no second retry for that */
+    /* For the log: when it was submitted and its attempt started; when the
+     * attempt counts as slow (0: not, or already said); whether libcurl
+     * sent it again on a new connection because a reused one had died. */
+    int64_t t_submit, t_attempt, slow_at;
+    bool resent, guarded;
     sbx_status abort_st;          /* sbx__req_abort's, applied in housekeeping */
     char *abort_msg;
     char errbuf[CURL_ERROR_SIZE];
@@ -169,6 +175,9 @@ struct sbx__engine {
     char *unix_path;
     char *user_agent;
     char *userpwd;             /* wiped on free */
+    sbx__log_fn log_fn;        /* the client's log hook, or NULL */
+    void *log_user;
+    int log_min;
     bool in_process;           /* inside sbx__engine_process (the driving thread) */
     bool kick;                 /* a request was submitted inside process */
     atomic_bool woken;         /* the eventfd was written and not yet read */
@@ -303,6 +312,7 @@ sbx__engine *sbx__engine_new(void)
     e->limits.idle_ms = SBX__IDLE_MS_DEFAULT;
     e->limits.probe_after_ms = SBX__PROBE_AFTER_MS_DEFAULT;
     e->limits.probe_timeout_ms = SBX__PROBE_TIMEOUT_MS_DEFAULT;
+    e->limits.slow_ms = SBX__SLOW_MS_DEFAULT;
     e->multi = curl_multi_init();
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -330,6 +340,7 @@ fail:
 
 static void finish(sbx__req *r, sbx_status st, const char *msg);
 static void detach_easy(sbx__req *r);
+static const char *shown_url(const sbx__req *r, char *buf, size_t cap);
 
 void sbx__engine_free(sbx__engine *e)
 {
@@ -416,6 +427,67 @@ void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l)
 void sbx__engine_get_limits(const sbx__engine *e, struct sbx__engine_limits *l)
 {
     *l = e->limits;
+}
+
+void sbx__engine_set_log(sbx__engine *e, sbx__log_fn fn, void *user, int min_level)
+{
+    e->log_fn = fn;
+    e->log_user = fn ? user : NULL;
+    e->log_min = min_level;
+}
+
+bool sbx__engine_logs(const sbx__engine *e, int level)
+{
+    return e && e->log_fn && level >= e->log_min && e->in_process;
+}
+
+void sbx__engine_log(sbx__engine *e, int level, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    if (!sbx__engine_logs(e, level))
+        return;
+    va_start(ap, fmt);
+    if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+        msg[0] = '\0';
+    va_end(ap);
+    if (e->userpwd) {
+        const char *colon = strchr(e->userpwd, ':');
+        sbx__str_scrub(msg, e->userpwd);
+        if (colon)
+            sbx__str_scrub(msg, colon + 1);
+    }
+    e->log_fn(level, msg, e->log_user);
+}
+
+/* The request's path as the log shows it: no scheme, host or query string
+ * (a query may carry values a log must not keep). */
+static const char *log_path(const sbx__req *r, char *buf, size_t cap)
+{
+    const char *p = strstr(r->url, "://");
+    size_t n;
+    p = p ? strchr(p + 3, '/') : NULL;
+    if (!p)
+        p = "/";
+    n = strcspn(p, "?#");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+void sbx__req_log(sbx__req *r, int level, const char *fmt, ...)
+{
+    char what[768], path[256];
+    va_list ap;
+    if (!sbx__engine_logs(r->e, level))
+        return;
+    va_start(ap, fmt);
+    if (vsnprintf(what, sizeof what, fmt, ap) < 0)
+        what[0] = '\0';
+    va_end(ap);
+    sbx__engine_log(r->e, level, "%s %s: %s", r->method, log_path(r, path, sizeof path), what);
 }
 
 int sbx__engine_fd(sbx__engine *e)
@@ -549,6 +621,8 @@ static void timer_update(sbx__req *r)
             k = r->retry_due;
         if (r->state == R_ACTIVE && r->idle_at > 0 && (k < 0 || r->idle_at < k))
             k = r->idle_at;
+        if (r->state == R_ACTIVE && r->slow_at > 0 && (k < 0 || r->slow_at < k))
+            k = r->slow_at;
         if (r->deadline && (k < 0 || r->deadline < k))
             k = r->deadline;
     }
@@ -865,10 +939,13 @@ static int prereq_cb(void *user, char *conn_primary_ip, char *conn_local_ip, int
 {
     sbx__req *r = user;
     (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
-    if (r->idempotent)
-        return CURL_PREREQFUNC_OK;
     if (r->sends++ == 0)
         return CURL_PREREQFUNC_OK;
+    /* A second send in one attempt: the reused connection had died. Noted
+     * for the log (said from process, outside libcurl's callbacks). */
+    r->resent = true;
+    if (r->idempotent || !r->guarded)
+        return CURL_PREREQFUNC_OK; /* an unguarded body fails to rewind instead */
     r->resend_stopped = true;
     return CURL_PREREQFUNC_ABORT;
 }
@@ -920,8 +997,10 @@ static sbx_status attach_easy(sbx__req *r)
     CURL *h = e->nspare ? e->spare[--e->nspare] : new_easy(e);
     /* A small body that must not run twice goes with the headers in one
      * write when prereq_cb can stop libcurl's resend (libcurl >= 7.80);
-     * otherwise through read_cb, which cannot rewind, so the resend fails. */
-    bool guarded = false;
+     * otherwise through read_cb, which cannot rewind, so the resend fails.
+     * prereq_cb also sees every resend, for the log. */
+    bool guarded = false, prereq = false;
+    int64_t now = sbx__mono_ms();
     if (!h)
         return SBX_E_NOMEM;
     r->easy = h;
@@ -932,11 +1011,14 @@ static sbx_status attach_easy(sbx__req *r)
     r->too_large = r->nomem = false;
     r->sends = 0;
     r->resend_stopped = false;
+    r->resent = false;
     r->body_off = 0;
     r->ul_seen = 0;
     memset(&r->head, 0, sizeof r->head);
     r->head.clen = -1;
-    r->last_io = sbx__mono_ms();
+    r->last_io = r->t_attempt = now;
+    /* Long-lived streams are in flight as long as their command runs. */
+    r->slow_at = !r->follow && !r->orphan && e->limits.slow_ms > 0 ? now + e->limits.slow_ms : 0;
     sbx__buf_free(&r->body);
     sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
     curl_easy_setopt(h, CURLOPT_URL, r->url);
@@ -949,11 +1031,12 @@ static sbx_status attach_easy(sbx__req *r)
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
     curl_easy_setopt(h, CURLOPT_USERPWD, e->userpwd); /* NULL: none */
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
-    if (r->has_body && !r->read_fn && !r->idempotent && !NO_PREREQ)
-        guarded = curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, prereq_cb) == CURLE_OK &&
-                  curl_easy_setopt(h, CURLOPT_PREREQDATA, r) == CURLE_OK;
+    if (!NO_PREREQ)
+        prereq = curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, prereq_cb) == CURLE_OK &&
+                 curl_easy_setopt(h, CURLOPT_PREREQDATA, r) == CURLE_OK;
     else
         curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, NULL);
+    guarded = r->guarded = prereq && r->has_body && !r->read_fn && !r->idempotent;
     if (r->read_fn || (r->has_body && !r->idempotent && !guarded)) {
         /* Streamed bodies, and unguarded ones that must not run twice (the
          * seek_cb refuses to rewind those). */
@@ -984,6 +1067,10 @@ static sbx_status attach_easy(sbx__req *r)
     r->state = R_ACTIVE;
     q_remove(r);
     idle_arm(r); /* and a retry's due time no longer counts */
+    if (r->attempts == 1)
+        sbx__req_log(r, SBX_LOG_DEBUG, "started");
+    else
+        sbx__req_log(r, SBX_LOG_DEBUG, "attempt %u started", r->attempts);
     return SBX_OK;
 }
 
@@ -1046,12 +1133,47 @@ static void retire(sbx__req *r)
     }
 }
 
+/* msg without the "METHOD URL: " the engine's messages start with: the
+ * URL's query string stays out of the log. */
+static const char *log_reason(const sbx__req *r, const char *msg)
+{
+    char ub[600];
+    const char *u = shown_url(r, ub, sizeof ub);
+    size_t m = strlen(r->method), n = strlen(u);
+    if (strncmp(msg, r->method, m) == 0 && msg[m] == ' ' && strncmp(msg + m + 1, u, n) == 0 &&
+        strncmp(msg + m + 1 + n, ": ", 2) == 0)
+        return msg + m + 3 + n;
+    return msg;
+}
+
+/* The end of a request, for the log: DEBUG always, ERROR when it failed
+ * for good (a failure of the transport, or an answer the retry policy
+ * counts as one). Said before the done callback, which may free r. */
+static void log_end(sbx__req *r, sbx_status st, const char *msg)
+{
+    int64_t ms = sbx__mono_ms() - (r->t_submit ? r->t_submit : r->t_attempt);
+    unsigned n = r->attempts;
+    if (st == SBX_OK && (r->http_status == 429 || r->http_status >= 500))
+        sbx__req_log(r, SBX_LOG_ERROR, "failed: HTTP %ld after %u attempt%s in %lld ms", r->http_status, n,
+                     n == 1 ? "" : "s", (long long)ms);
+    else if (st != SBX_OK && st != SBX_E_CANCELLED)
+        sbx__req_log(r, SBX_LOG_ERROR, "failed (%s): %s; after %u attempt%s in %lld ms", sbx_status_name(st),
+                     msg ? log_reason(r, msg) : sbx_strerror(st), n, n == 1 ? "" : "s", (long long)ms);
+    if (st == SBX_OK)
+        sbx__req_log(r, SBX_LOG_DEBUG, "done: HTTP %ld in %lld ms (%u attempt%s)", r->http_status, (long long)ms, n,
+                     n == 1 ? "" : "s");
+    else
+        sbx__req_log(r, SBX_LOG_DEBUG, "ended: %s in %lld ms (%u attempt%s)", sbx_status_name(st), (long long)ms, n,
+                     n == 1 ? "" : "s");
+}
+
 static void finish(sbx__req *r, sbx_status st, const char *msg)
 {
     if (r->orphan) {
         sbx__req_free(r); /* its connection is back in the pool, or closed */
         return;
     }
+    log_end(r, st, msg);
     retire(r);
     r->state = R_DONE;
     r->status = st;
@@ -1157,8 +1279,9 @@ static const char *response_cut(sbx__req *r)
 
 /* An attempt failed without a whole answer: retry it if that is safe and
  * allowed, else report. unsent: no byte of it can have reached the server;
- * stalled: it failed because nothing moved for the idle period. */
-static void attempt_failed(sbx__req *r, const char *msg, bool unsent, bool stalled)
+ * stalled: it failed because nothing moved for the idle period. why: msg
+ * without the URL, for the log. */
+static void attempt_failed(sbx__req *r, const char *msg, const char *why, bool unsent, bool stalled)
 {
     int64_t now = sbx__mono_ms();
     r->maybe_sent = !unsent;
@@ -1170,8 +1293,11 @@ static void attempt_failed(sbx__req *r, const char *msg, bool unsent, bool stall
      * how much it has; anything else retries if it is safe. */
     if (r->attempts <= r->e->limits.retry_max && r->streamed == 0 && (r->idempotent || unsent) &&
         !(stalled && r->stalled)) {
+        int64_t delay = backoff_ms(r->attempts);
         r->stalled = r->stalled || stalled;
-        schedule_retry(r, backoff_ms(r->attempts));
+        sbx__req_log(r, SBX_LOG_WARN, "attempt %u failed (%s); retry %u of %u in %lld ms", r->attempts, why,
+                     r->attempts, r->e->limits.retry_max, (long long)delay);
+        schedule_retry(r, delay);
         return;
     }
     finish(r, SBX_E_TRANSPORT, msg);
@@ -1185,7 +1311,8 @@ static void stall(sbx__req *r, int64_t period)
     if (snprintf(msg, sizeof msg, "%s %s: stalled: nothing came from the server for %lld ms", r->method,
                  shown_url(r, ub, sizeof ub), (long long)period) < 0)
         msg[0] = '\0';
-    attempt_failed(r, msg, !r->resend_stopped && not_sent(CURLE_OPERATION_TIMEDOUT, r->easy), true);
+    sbx__req_log(r, SBX_LOG_WARN, "the connection stalled (nothing moved for %lld ms) and is cut", (long long)period);
+    attempt_failed(r, msg, "stalled", !r->resend_stopped && not_sent(CURLE_OPERATION_TIMEDOUT, r->easy), true);
 }
 
 /* libcurl's words for a failed connect to a unix socket name "localhost
@@ -1221,6 +1348,19 @@ static int64_t answer_retry_delay(sbx__req *r, int64_t now)
     return delay;
 }
 
+/* A retry for an answer (429, 5xx): the status, the server's Retry-After
+ * as honoured, and the wait. */
+static void log_answer_retry(sbx__req *r, int64_t delay)
+{
+    long ra = r->http_status == 429 || r->http_status == 503 ? retry_after_s(r->retry_after) : -1;
+    if (ra >= 0)
+        sbx__req_log(r, SBX_LOG_WARN, "attempt %u answered HTTP %ld with Retry-After %ld s; retry %u of %u in %lld ms",
+                     r->attempts, r->http_status, ra, r->attempts, r->e->limits.retry_max, (long long)delay);
+    else
+        sbx__req_log(r, SBX_LOG_WARN, "attempt %u answered HTTP %ld; retry %u of %u in %lld ms", r->attempts,
+                     r->http_status, r->attempts, r->e->limits.retry_max, (long long)delay);
+}
+
 /* An attempt ended (libcurl says so). Retry, or report. */
 static void attempt_done(sbx__req *r, CURLcode code)
 {
@@ -1237,6 +1377,9 @@ static void attempt_done(sbx__req *r, CURLcode code)
         finish(r, SBX_E_CANCELLED, "cancelled");
         return;
     }
+    if (r->resent)
+        sbx__req_log(r, SBX_LOG_INFO, "the reused connection had closed; attempt %u went on a new one%s", r->attempts,
+                     r->resend_stopped ? " and was stopped before it was sent again" : "");
     if (code == CURLE_WRITE_ERROR && r->nomem) {
         r->maybe_sent = true;
         finish(r, SBX_E_NOMEM, SBX__NOMEM_TEXT);
@@ -1263,18 +1406,19 @@ static void attempt_done(sbx__req *r, CURLcode code)
             snprintf(why, sizeof why, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
         if (snprintf(msg, sizeof msg, "%s %s: %s", r->method, shown_url(r, ub, sizeof ub), why) < 0)
             msg[0] = '\0';
-        attempt_failed(r, msg, unsent, false);
+        attempt_failed(r, msg, why, unsent, false);
         return;
     }
     if ((cut = response_cut(r)) != NULL) {
         /* Bytes came back: the request was sent. */
         snprintf(msg, sizeof msg, "%s %s: the response ended before it was complete (%s; HTTP %ld)", r->method,
                  shown_url(r, ub, sizeof ub), cut, r->http_status);
-        attempt_failed(r, msg, false, false);
+        attempt_failed(r, msg, "the response ended before it was complete", false, false);
         return;
     }
     r->maybe_sent = true;
     if ((delay = answer_retry_delay(r, sbx__mono_ms())) >= 0) {
+        log_answer_retry(r, delay);
         schedule_retry(r, delay);
         return;
     }
@@ -1342,6 +1486,15 @@ static void housekeeping(sbx__engine *e)
             snprintf(msg, sizeof msg, "%s %s: deadline passed", r->method, shown_url(r, ub, sizeof ub));
             r->maybe_sent = r->state == R_ACTIVE || r->attempts > 0;
             finish(r, SBX_E_TIMEOUT, msg); /* out of the heap */
+            continue;
+        }
+        if (r->state == R_ACTIVE && r->slow_at > 0 && now >= r->slow_at) {
+            r->slow_at = 0; /* once per attempt */
+            timer_update(r);
+            if (!r->orphan && !r->early) /* its owner has what it wanted */
+                sbx__req_log(r, SBX_LOG_WARN, "slow: attempt %u has been in flight for %lld ms (%s %lld)",
+                             r->attempts, (long long)(now - r->t_attempt), "log.slow_request_ms",
+                             (long long)r->e->limits.slow_ms);
             continue;
         }
         if (r->state == R_ACTIVE && r->idle_at > 0 && now >= r->idle_at) {
@@ -1428,6 +1581,7 @@ static void report_early(sbx__engine *e)
         r->maybe_sent = true;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
         r->done_fn = NULL; /* once: the owner frees or releases it there */
+        log_end(r, SBX_OK, NULL);
         if (fn)
             fn(r, r->done_user); /* may free r */
     }
@@ -1631,6 +1785,7 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
 {
     count(r, -1); /* before follow is set: count ignores followers */
     r->follow = true;
+    r->slow_at = 0; /* a running command's stream, no longer a slow request */
     r->deadline = mono_ms;
     idle_arm(r); /* a follower's silence is its owner's to judge */
     /* A slot is free: the queue may move. */
@@ -1710,6 +1865,7 @@ sbx_status sbx__req_submit(sbx__req *r)
     if (!r->deadline && r->e->limits.timeout_ms > 0 && !r->follow)
         r->deadline = sbx__mono_ms() + r->e->limits.timeout_ms;
     r->state = R_QUEUED;
+    r->t_submit = sbx__mono_ms();
     r->e->pending++;
     q_push(r);
     timer_update(r);

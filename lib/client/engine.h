@@ -54,12 +54,14 @@ struct sbx__engine_limits {
     int64_t idle_ms;        /* a short request silent this long has stalled, 0 never */
     int64_t probe_after_ms; /* a followed stream silent this long is checked, 0 never */
     int64_t probe_timeout_ms; /* how long that check may take */
+    int64_t slow_ms;        /* a short request in flight this long is logged as slow, 0 never */
 };
 
 /* Defaults of the limits above (doc/client.md). */
 #define SBX__IDLE_MS_DEFAULT 60000
 #define SBX__PROBE_AFTER_MS_DEFAULT 30000
 #define SBX__PROBE_TIMEOUT_MS_DEFAULT 10000
+#define SBX__SLOW_MS_DEFAULT 10000
 
 sbx__engine *sbx__engine_new(void);
 void sbx__engine_free(sbx__engine *e);
@@ -94,6 +96,23 @@ void sbx__engine_notify(sbx__engine *e);
 void sbx__engine_take_poke(sbx__engine *e);
 /* Requests not done yet. */
 unsigned sbx__engine_pending(const sbx__engine *e);
+
+/* ---- logging ---- */
+
+/* The client's log hook; level is an sbx_log_level. */
+typedef void (*sbx__log_fn)(int level, const char *msg, void *user);
+/* Messages at min_level and above go to fn (NULL: nowhere). */
+void sbx__engine_set_log(sbx__engine *e, sbx__log_fn fn, void *user, int min_level);
+/* Whether a message at this level would go anywhere now: a hook is set,
+ * the level passes, and we are inside sbx__engine_process, the one place
+ * (on the driving thread) where callbacks may run. */
+bool sbx__engine_logs(const sbx__engine *e, int level);
+/* One line to the hook, when sbx__engine_logs; the endpoint's
+ * user:password is scrubbed from it. */
+void sbx__engine_log(sbx__engine *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, prefixed by the request's method and path (never its host or
+ * query string). */
+void sbx__req_log(sbx__req *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- requests ---- */
 

@@ -103,6 +103,18 @@ void sbx__free_secret(char *s)
     sbx__free(s);
 }
 
+void sbx__str_scrub(char *s, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    char *p;
+    if (n < 4 || !s)
+        return;
+    while ((p = strstr(s, secret)) != NULL) {
+        memcpy(p, "***", 3);
+        memmove(p + 3, p + n, strlen(p + n) + 1);
+    }
+}
+
 /* Length of the UTF-8 sequence at s[0..avail), or 0 if it is malformed. */
 static size_t utf8_seq(const unsigned char *s, size_t avail)
 {

@@ -36,6 +36,11 @@ void sbx__strlist_wipe(sbx__strlist *l);
 void sbx__wipe(void *p, size_t n);
 /* Overwrite a NUL-terminated string, then free it. NULL is fine. */
 void sbx__free_secret(char *s);
+/* Replace every occurrence of secret in s by "***", in place (s only
+ * shrinks). Secrets shorter than 4 bytes are left alone: scrubbing them
+ * would mangle text that is no secret. For messages, as a last line behind
+ * not putting secrets in them at all. */
+void sbx__str_scrub(char *s, const char *secret);
 /* Whether [s, s+n) is well-formed UTF-8 (no overlongs, surrogates, > U+10FFFF). */
 bool sbx__utf8_valid(const char *s, size_t n);
 /* The largest length <= n that does not split a UTF-8 sequence of s; reads

@@ -155,13 +155,15 @@ START_TEST(test_client_credentials_from_environment)
     ck_assert(contains(sbx_client_last_error(c), "VERCEL_OIDC_TOKEN"));
     sbx_client_free(c);
 
-    /* sbxd endpoints take SBXRUN_TOKEN; without it the message says so. */
+    /* sbxd endpoints take SBXRUN_TOKEN, else the token file beside a unix
+     * socket; without either the message says so. */
     unsetenv("VERCEL_OIDC_TOKEN");
     unsetenv("VERCEL_TOKEN");
     c = sbx_client_new();
-    ok_c(sbx_client_set_endpoint(c, "unix:/tmp/none.sock"), c);
+    ok_c(sbx_client_set_endpoint(c, "unix:/nonexistent-sbx-dir/none.sock"), c);
     expect_st(sbx_client_resolve_credentials(c), SBX_E_AUTH, sbx_client_last_error, c);
     ck_assert(contains(sbx_client_last_error(c), "SBXRUN_TOKEN"));
+    ck_assert(contains(sbx_client_last_error(c), "/nonexistent-sbx-dir/token"));
     sbx_client_free(c);
     setenv("SBXRUN_TOKEN", "opaque_token", 1);
     c = sbx_client_new();
@@ -594,6 +596,97 @@ START_TEST(test_client_unreachable_endpoint)
 }
 END_TEST
 
+/* The token sbxd keeps in the socket's directory is found there: no
+ * credentials given, none in the environment. */
+START_TEST(test_client_token_file_beside_socket)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    const char *vars[] = {"VERCEL_OIDC_TOKEN", "VERCEL_TOKEN", "VERCEL_PROJECT_ID", "VERCEL_TEAM_ID", "SBXRUN_TOKEN"};
+    char ep[400], path[400], *json = NULL;
+    sbx_client *c;
+    FILE *f;
+
+    for (size_t i = 0; i < 5; i++)
+        unsetenv(vars[i]);
+    snprintf(ep, sizeof ep, "unix:%s", d->sock);
+    snprintf(path, sizeof path, "%.*s/token", (int)(strrchr(d->sock, '/') - d->sock), d->sock);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%s\n", d->token);
+    ck_assert_int_eq(fclose(f), 0);
+    c = sbx_client_new();
+    ok_c(sbx_client_set_endpoint(c, ep), c);
+    ok_c(sbx_client_list_sandboxes(c, NULL, 0, -1, -1, &json), c);
+    ck_assert(contains(json, "sandboxes"));
+    sbx_free(json);
+    sbx_client_free(c);
+
+    /* A wrong token in the environment wins over the file (and fails). */
+    setenv("SBXRUN_TOKEN", "sbxd_wrong_token_0123", 1);
+    c = sbx_client_new();
+    ok_c(sbx_client_set_endpoint(c, ep), c);
+    expect_st(sbx_client_list_sandboxes(c, NULL, 0, -1, -1, &json), SBX_E_AUTH, sbx_client_last_error, c);
+    sbx_client_free(c);
+    unsetenv("SBXRUN_TOKEN");
+
+    /* An empty file is an error naming it, not a request without a token. */
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    c = sbx_client_new();
+    ok_c(sbx_client_set_endpoint(c, ep), c);
+    expect_st(sbx_client_list_sandboxes(c, NULL, 0, -1, -1, &json), SBX_E_AUTH, sbx_client_last_error, c);
+    ck_assert(contains(sbx_client_last_error(c), path));
+    ck_assert(contains(sbx_client_last_error(c), "empty"));
+    sbx_client_free(c);
+    ck_assert_int_eq(unlink(path), 0);
+    sbxd_stop(d);
+}
+END_TEST
+
+struct log_seen {
+    int n, debug;
+    const char *token;
+    int token_seen;
+    char first[256];
+};
+
+static void log_seen_cb(sbx_log_level level, const char *msg, void *user)
+{
+    struct log_seen *l = user;
+    if (l->n++ == 0)
+        snprintf(l->first, sizeof l->first, "%s", msg);
+    l->debug += level == SBX_LOG_DEBUG;
+    l->token_seen += strstr(msg, l->token) != NULL;
+}
+
+/* Against sbxd on its unix socket: each request is said at DEBUG, with its
+ * method and path and never its query string or the token. */
+START_TEST(test_client_log_requests)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    struct log_seen l = {0};
+    char *json = NULL;
+
+    l.token = d->token;
+    ok_c(sbx_client_set_log_cb(c, SBX_LOG_DEBUG, log_seen_cb, &l), c);
+    ok_c(sbx_client_list_sandboxes(c, NULL, 7, -1, -1, &json), c);
+    sbx_free(json);
+    ck_assert_int_ge(l.debug, 2); /* started, done */
+    ck_assert_msg(strcmp(l.first, "GET /v1/sandboxes: started") == 0, "%s", l.first);
+    ck_assert_int_eq(l.token_seen, 0);
+    /* Nothing above DEBUG for a clean request. */
+    l.n = l.debug = 0;
+    ok_c(sbx_client_set_log_cb(c, SBX_LOG_INFO, log_seen_cb, &l), c);
+    ok_c(sbx_client_list_sandboxes(c, NULL, 0, -1, -1, &json), c);
+    sbx_free(json);
+    ck_assert_int_eq(l.n, 0);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client");
@@ -612,6 +705,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_free_in_any_order);
     tcase_add_test(tc, test_client_free_handle_cancels_ops);
     tcase_add_test(tc, test_client_unreachable_endpoint);
+    tcase_add_test(tc, test_client_token_file_beside_socket);
+    tcase_add_test(tc, test_client_log_requests);
     suite_add_tcase(s, tc);
     return s;
 }

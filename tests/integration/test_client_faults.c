@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2169,6 +2170,171 @@ START_TEST(test_client_faults_endpoint_userinfo)
 END_TEST
 
 /* A unix socket that is not there: named, with the reason. */
+/* ---- the log callback ------------------------------------------------------------------ */
+
+/* What a log callback received, and what it could call from inside. */
+struct logs {
+    sbx_client *c;
+    sbx_sandbox *s;
+    pthread_t thread;          /* the test's: every call must come on it */
+    bool try_calls;            /* call mutating functions from inside */
+    int n, other_thread, misuse, not_misuse;
+    int level[512];
+    char *line[512];
+};
+
+static void log_collect(sbx_log_level level, const char *msg, void *user)
+{
+    struct logs *l = user;
+    if (!pthread_equal(pthread_self(), l->thread))
+        l->other_thread++;
+    if (l->try_calls) {
+        sbx_status v[] = {sbx_client_set_option(l->c, "retry.max", "3"),
+                          sbx_client_set_log_cb(l->c, SBX_LOG_DEBUG, NULL, NULL), sbx_sandbox_refresh(l->s)};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            *(v[i] == SBX_E_MISUSE ? &l->misuse : &l->not_misuse) += 1;
+    }
+    note("log", msg);
+    if (l->n < (int)(sizeof l->line / sizeof l->line[0])) {
+        l->level[l->n] = (int)level;
+        l->line[l->n++] = strdup(msg);
+    }
+}
+
+static void logs_reset(struct logs *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->line[i]);
+    l->n = 0;
+}
+
+/* Lines at this level (-1: any) holding a and b (NULL: anything). */
+static int logs_count(const struct logs *l, int level, const char *a, const char *b)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        if ((level < 0 || l->level[i] == level) && (!a || strstr(l->line[i], a)) && (!b || strstr(l->line[i], b)))
+            n++;
+    return n;
+}
+
+static void logs_dump(const struct logs *l)
+{
+    for (int i = 0; i < l->n; i++)
+        fprintf(stderr, "# log %d: %s\n", l->level[i], l->line[i]);
+}
+
+/* A 503 with Retry-After is a WARN naming the path and the wait; levels
+ * filter; an answer that ends the request is an ERROR; removing the
+ * callback stops the messages; no message holds the token. */
+START_TEST(test_client_faults_log_retry_levels)
+{
+    struct fx x;
+    struct logs l = {0};
+    const char *get;
+    char path[200];
+
+    fx_start(&x, true, NULL, NULL);
+    l.c = x.c;
+    l.s = x.s;
+    l.thread = pthread_self();
+    get = sbx_pat(&x, "");
+    snprintf(path, sizeof path, "GET /v1/sandboxes/%s:", x.sid);
+    ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_DEBUG, log_collect, &l), x.c);
+    faultd_rule(x.f, "GET", get, 1, FAULT_503, 1);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    if (logs_count(&l, SBX_LOG_WARN, path, "HTTP 503 with Retry-After 1 s") != 1)
+        logs_dump(&l);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_WARN, path, "HTTP 503 with Retry-After 1 s"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_WARN, path, "in 1000 ms"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_DEBUG, path, "started"), 2); /* each attempt */
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_DEBUG, path, "attempt 2 started"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_DEBUG, path, "done: HTTP 200"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_ERROR, NULL, NULL), 0);
+
+    /* Retry-After beyond the cap: the answer ends the request, an ERROR. */
+    logs_reset(&l);
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 0, FAULT_503, 120);
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_HTTP, sbx_sandbox_last_error, x.s);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_ERROR, path, "failed: HTTP 503"), 1);
+
+    /* At WARN, no DEBUG (nor INFO) message is made. */
+    logs_reset(&l);
+    ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_WARN, log_collect, &l), x.c);
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 1, FAULT_503, 1);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_WARN, path, "Retry-After"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_DEBUG, NULL, NULL), 0);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_INFO, NULL, NULL), 0);
+    ck_assert_int_eq(l.other_thread, 0);
+
+    /* Removed: nothing more. */
+    for (int i = 0; i < l.n; i++)
+        ck_assert_msg(!strstr(l.line[i], x.d->token), "the token in: %s", l.line[i]);
+    logs_reset(&l);
+    ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_DEBUG, NULL, NULL), x.c);
+    faultd_rule(x.f, "GET", get, 1, FAULT_503, 1);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    ck_assert_int_eq(l.n, 0);
+
+    expect_sbx(sbx_client_set_log_cb(x.c, (sbx_log_level)4, log_collect, &l), SBX_E_INVALID_ARG,
+               sbx_client_last_error, x.c);
+    expect_sbx(sbx_client_set_log_cb(x.c, (sbx_log_level)-1, log_collect, &l), SBX_E_INVALID_ARG,
+               sbx_client_last_error, x.c);
+    expect_sbx(sbx_client_set_log_cb(NULL, SBX_LOG_DEBUG, log_collect, &l), SBX_E_INVALID_ARG,
+               sbx_client_last_error, (sbx_client *)NULL);
+    fx_stop(&x);
+}
+END_TEST
+
+/* A slow answer is a WARN, once per attempt, with the threshold set low;
+ * 0 turns it off. Inside the callback, mutating calls are refused. */
+START_TEST(test_client_faults_log_slow_and_misuse)
+{
+    struct fx x;
+    struct logs l = {0};
+    const char *get;
+    char path[200];
+
+    fx_start(&x, true, NULL, NULL);
+    l.c = x.c;
+    l.s = x.s;
+    l.thread = pthread_self();
+    l.try_calls = true;
+    get = sbx_pat(&x, "");
+    snprintf(path, sizeof path, "GET /v1/sandboxes/%s:", x.sid);
+    expect_sbx(sbx_client_set_option(x.c, "log.slow_request_ms", "-1"), SBX_E_INVALID_ARG, sbx_client_last_error,
+               x.c);
+    ck_assert(strstr(sbx_client_last_error(x.c), "log.slow_request_ms"));
+    ok_cl(sbx_client_set_option(x.c, "log.slow_request_ms", "100"), x.c);
+    ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_DEBUG, log_collect, &l), x.c);
+    faultd_rule(x.f, "GET", get, 1, FAULT_STALL_MID, 600);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    if (logs_count(&l, SBX_LOG_WARN, path, "slow") != 1)
+        logs_dump(&l);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_WARN, path, "slow"), 1);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_WARN, path, "log.slow_request_ms 100"), 1);
+    ck_assert_int_gt(l.misuse, 0);
+    ck_assert_int_eq(l.not_misuse, 0);
+    ck_assert_int_eq(l.other_thread, 0);
+    for (int i = 0; i < l.n; i++)
+        ck_assert_msg(!strstr(l.line[i], x.d->token), "the token in: %s", l.line[i]);
+    /* The calls refused inside changed nothing: the callback is still set. */
+    logs_reset(&l);
+    l.try_calls = false;
+    ok_cl(sbx_client_set_option(x.c, "log.slow_request_ms", "0"), x.c);
+    faultd_clear(x.f);
+    faultd_rule(x.f, "GET", get, 1, FAULT_STALL_MID, 400);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    ck_assert_int_gt(l.n, 0);
+    ck_assert_int_eq(logs_count(&l, -1, NULL, "slow"), 0);
+    logs_reset(&l);
+    fx_stop(&x);
+}
+END_TEST
+
 START_TEST(test_client_faults_unix_socket_missing)
 {
     sbx_client *c = sbx_client_new();
@@ -2442,6 +2608,8 @@ Suite *sbx_test_suite(void)
         {"kill_stalls", test_client_faults_kill_stalls},
         {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
         {"unix_socket_missing", test_client_faults_unix_socket_missing},
+        {"log_retry_levels", test_client_faults_log_retry_levels},
+        {"log_slow_misuse", test_client_faults_log_slow_and_misuse},
     };
 #ifdef SBX_TEST_NO_PREREQ
     /* This build links the fault-injection copy of the library and takes

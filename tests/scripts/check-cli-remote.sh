@@ -45,6 +45,17 @@ expect 2 "" "unknown subcommand" -- sandbox frob
 expect 2 "" "option of another subcommand" -- sandbox list --runtime node24
 expect 2 "" "get needs an id" -- sandbox get
 
+# The token beside a unix socket is read by the library: none given here.
+cp "$dir/state/token" "$dir/token"
+out=$(env -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN "$sbxrun" sandbox list 2>"$dir/err"); rc=$?
+[ $rc -eq 0 ] && [[ "$out" == *"$id"* ]] && ok "the token file beside the socket" ||
+  not_ok "the token file beside the socket" "exit $rc" "stdout: $out" "stderr: $(cat "$dir/err")"
+: >"$dir/token"
+out=$(env -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN "$sbxrun" sandbox list 2>&1); rc=$?
+[ $rc -ne 0 ] && [[ "$out" == *"$dir/token"*empty* ]] && ok "an empty token file: named in the error" ||
+  not_ok "an empty token file" "exit $rc" "output: $out"
+rm -f "$dir/token"
+
 # exec: output, exit code, env, cwd, --json.
 expect 0 "hi" "exec in a sandbox, with its env" -- exec --sandbox "$id" --allow sh -- sh -c 'echo $GREETING'
 expect 7 "" "exec passes the exit code" -- exec --sandbox "$id" --allow sh -- sh -c 'exit 7'

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/auth.h"
+#include "client/core.h"
 
 #define FUTURE_EXP 4102444800LL /* 2100-01-01 */
 #define PAST_EXP 1000000000LL   /* 2001-09-09 */
@@ -817,6 +820,191 @@ START_TEST(test_auth_env_oidc_out_of_memory)
 }
 END_TEST
 
+/* ---- the token file beside a unix socket ---------------------------------------------- */
+
+/* A temporary directory standing for sbxd's state directory. */
+struct tokdir {
+    char dir[64];
+    char sock[128];  /* "unix:DIR/sbxd.sock" (nothing listens: resolving sends nothing) */
+    char path[128];  /* DIR/token */
+};
+
+static void tokdir_make(struct tokdir *t)
+{
+    strcpy(t->dir, "/tmp/sbx-auth-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->sock, sizeof t->sock, "unix:%s/sbxd.sock", t->dir);
+    snprintf(t->path, sizeof t->path, "%s/token", t->dir);
+}
+
+static void tokdir_write(const struct tokdir *t, const char *data, size_t n)
+{
+    FILE *f = fopen(t->path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void tokdir_remove(struct tokdir *t)
+{
+    if (unlink(t->path) != 0)
+        rmdir(t->path);
+    ck_assert_int_eq(rmdir(t->dir), 0);
+}
+
+/* A client for t's socket, credentials resolved (or not); the caller frees it. */
+static sbx_client *tok_client(const struct tokdir *t, sbx_status want)
+{
+    sbx_client *c = sbx_client_new();
+    sbx_status st;
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(sbx_client_set_endpoint(c, t->sock), SBX_OK);
+    st = sbx_client_resolve_credentials(c);
+    ck_assert_msg(st == want, "resolve: %s, wanted %s: %s", sbx_status_name(st), sbx_status_name(want),
+                  sbx_client_last_error(c));
+    return c;
+}
+
+/* A bad token file: SBX_E_AUTH, and the message names the file and what is wrong. */
+static void expect_file_error(const struct tokdir *t, const char *why)
+{
+    sbx_client *c = tok_client(t, SBX_E_AUTH);
+    ck_assert_msg(strstr(sbx_client_last_error(c), t->path), "'%s' lacks %s", sbx_client_last_error(c), t->path);
+    ck_assert_msg(strstr(sbx_client_last_error(c), why), "'%s' lacks '%s'", sbx_client_last_error(c), why);
+    sbx_client_free(c);
+}
+
+START_TEST(test_auth_file_beside_socket)
+{
+    struct tokdir t;
+    sbx_client *c;
+    clear_env();
+    unsetenv("SBXRUN_ENDPOINT");
+    tokdir_make(&t);
+    tokdir_write(&t, "tok_from_file_0123\n", 19);
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_from_file_0123");
+    ck_assert_str_eq(c->core->auth.source, "token file");
+    sbx_client_free(c);
+    /* CRLF, and no newline at all, read the same. */
+    tokdir_write(&t, "tok_from_file_0123\r\n", 20);
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_from_file_0123");
+    sbx_client_free(c);
+    tokdir_write(&t, "tok_from_file_0123", 18);
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_from_file_0123");
+    sbx_client_free(c);
+    tokdir_remove(&t);
+}
+END_TEST
+
+START_TEST(test_auth_file_order)
+{
+    struct tokdir t;
+    sbx_client *c;
+    clear_env();
+    unsetenv("SBXRUN_ENDPOINT");
+    tokdir_make(&t);
+    tokdir_write(&t, "tok_from_file\n", 14);
+    /* The environment wins over the file... */
+    env("SBXRUN_TOKEN", "tok_from_env");
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_from_env");
+    ck_assert_str_eq(c->core->auth.source, "SBXRUN_TOKEN");
+    sbx_client_free(c);
+    /* ...and explicit credentials win over the environment. */
+    c = sbx_client_new();
+    ck_assert_int_eq(sbx_client_set_endpoint(c, t.sock), SBX_OK);
+    ck_assert_int_eq(sbx_client_set_credentials(c, "tok_explicit", NULL, NULL), SBX_OK);
+    ck_assert_int_eq(sbx_client_resolve_credentials(c), SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_explicit");
+    sbx_client_free(c);
+    /* A Vercel token in the environment is not sent to a local server that has
+     * its own token file; without the file it is tried. */
+    clear_env();
+    env("VERCEL_TOKEN", "vercel-token-value");
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.token, "tok_from_file");
+    sbx_client_free(c);
+    ck_assert_int_eq(rename(t.path, "/tmp/sbx-auth-moved-token"), 0);
+    c = tok_client(&t, SBX_OK);
+    ck_assert_str_eq(c->core->auth.source, "VERCEL_TOKEN");
+    sbx_client_free(c);
+    ck_assert_int_eq(rename("/tmp/sbx-auth-moved-token", t.path), 0);
+    clear_env();
+    /* An environment credential that is wrong is reported, not skipped for the file. */
+    env("SBXRUN_TOKEN", "bad token");
+    c = tok_client(&t, SBX_E_AUTH);
+    ck_assert(strstr(sbx_client_last_error(c), "SBXRUN_TOKEN"));
+    sbx_client_free(c);
+    clear_env();
+    /* Only a unix socket has a file beside it. */
+    c = sbx_client_new();
+    ck_assert_int_eq(sbx_client_set_endpoint(c, "http://127.0.0.1:1"), SBX_OK);
+    ck_assert_int_eq(sbx_client_resolve_credentials(c), SBX_E_AUTH);
+    ck_assert(strstr(sbx_client_last_error(c), "SBXRUN_TOKEN"));
+    sbx_client_free(c);
+    tokdir_remove(&t);
+}
+END_TEST
+
+START_TEST(test_auth_file_errors_name_the_path)
+{
+    struct tokdir t;
+    char big[5000];
+    clear_env();
+    unsetenv("SBXRUN_ENDPOINT");
+    tokdir_make(&t);
+    /* Missing: the message also says what else would do. */
+    expect_file_error(&t, "SBXRUN_TOKEN");
+    tokdir_write(&t, "", 0);
+    expect_file_error(&t, "empty");
+    tokdir_write(&t, "\n", 1);
+    expect_file_error(&t, "empty");
+    tokdir_write(&t, "two words\n", 10);
+    expect_file_error(&t, "spaces");
+    memset(big, 'a', sizeof big);
+    tokdir_write(&t, big, sizeof big);
+    expect_file_error(&t, "larger than 4096");
+    tokdir_write(&t, big, 4096); /* the limit itself is fine */
+    sbx_client_free(tok_client(&t, SBX_OK));
+    ck_assert_int_eq(unlink(t.path), 0);
+    ck_assert_int_eq(mkdir(t.path, 0700), 0);
+    expect_file_error(&t, "not a regular file");
+    ck_assert_int_eq(rmdir(t.path), 0);
+    ck_assert_int_eq(symlink("/etc/hostname", t.path), 0);
+    expect_file_error(&t, "symbolic link");
+    tokdir_remove(&t);
+}
+END_TEST
+
+static sbx_status oom_from_file(void *ctx)
+{
+    const char *sock = ctx;
+    struct sbx__auth a = {0};
+    sbx__err err = {0};
+    sbx_status st = sbx__auth_resolve(&a, false, sock, &err);
+    if (st == SBX_OK)
+        ck_assert_str_eq(a.token, "tok_oom");
+    else
+        ck_assert_ptr_null(a.token);
+    sbx__auth_clear(&a);
+    sbx__err_free(&err);
+    return st;
+}
+
+START_TEST(test_auth_file_out_of_memory)
+{
+    struct tokdir t;
+    clear_env();
+    tokdir_make(&t);
+    tokdir_write(&t, "tok_oom\n", 8);
+    ck_assert_int_gt(sbx_test_oom_loop(oom_from_file, t.sock + 5), 0);
+    tokdir_remove(&t);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("auth");
@@ -853,6 +1041,9 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(fromenv, test_auth_env_malformed_oidc_token);
     SBX_TEST_ADD(fromenv, test_auth_env_expired_oidc_token);
     SBX_TEST_ADD(fromenv, test_auth_env_tokens_with_spaces_or_controls);
+    SBX_TEST_ADD(fromenv, test_auth_file_beside_socket);
+    SBX_TEST_ADD(fromenv, test_auth_file_order);
+    SBX_TEST_ADD(fromenv, test_auth_file_errors_name_the_path);
     suite_add_tcase(s, fromenv);
 
     SBX_TEST_ADD(oom, test_auth_jwt_claims_out_of_memory);
@@ -860,6 +1051,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(oom, test_auth_set_jwt_out_of_memory);
     SBX_TEST_ADD(oom, test_auth_env_vercel_token_out_of_memory);
     SBX_TEST_ADD(oom, test_auth_env_oidc_out_of_memory);
+    SBX_TEST_ADD(oom, test_auth_file_out_of_memory);
     suite_add_tcase(s, oom);
     return s;
 }

@@ -3,10 +3,11 @@
  * remote: which endpoint a subcommand talks to, and the client for it.
  *
  * In order: --endpoint (or SBXRUN_ENDPOINT) with --token-file (or
- * SBXRUN_TOKEN); Vercel when VERCEL_OIDC_TOKEN or VERCEL_TOKEN is set; else
- * the local sbxd at STATE/sbxd.sock (STATE as sbxd's default: /var/lib/sbxd
- * for root, else $XDG_STATE_HOME/sbxd or ~/.local/state/sbxd), token from
- * STATE/token. A one-shot job (exec without --sandbox) that finds no local
+ * SBXRUN_TOKEN; for a unix socket, else the file 'token' beside it, which
+ * the library reads); Vercel when VERCEL_OIDC_TOKEN or VERCEL_TOKEN is set;
+ * else the local sbxd at STATE/sbxd.sock (STATE as sbxd's default:
+ * /var/lib/sbxd for root, else $XDG_STATE_HOME/sbxd or ~/.local/state/sbxd),
+ * token from STATE/token, beside it. A one-shot job (exec without --sandbox) that finds no local
  * sbxd starts a private one for its duration.
  */
 #include <errno.h>
@@ -222,31 +223,20 @@ int remote_open(struct remote *r, const struct remote_opts *o, bool allow_privat
             return -1;
         if (!r->token && tok_env && *tok_env)
             r->token = strdup(tok_env);
-        /* A local socket in a state directory: its token sits beside it. */
-        if (!r->token && strncmp(ep, "unix:", 5) == 0) {
-            char tp[PATH_MAX + 8], *slash;
-            snprintf(tp, sizeof tp, "%s", ep + 5);
-            if ((slash = strrchr(tp, '/'))) {
-                strcpy(slash + 1, "token");
-                if (access(tp, R_OK) == 0)
-                    r->token = read_token_file(tp, err, errlen);
-            }
-        }
+        /* Else, for a unix socket, the library reads the token beside it. */
     } else if ((getenv("VERCEL_OIDC_TOKEN") && *getenv("VERCEL_OIDC_TOKEN")) ||
                (getenv("VERCEL_TOKEN") && *getenv("VERCEL_TOKEN"))) {
         r->endpoint = NULL; /* the library's default, credentials from the environment */
     } else {
-        char *st_dir = state_dir(), sock[PATH_MAX], tp[PATH_MAX];
+        char *st_dir = state_dir(), sock[PATH_MAX];
         snprintf(sock, sizeof sock, "%s/sbxd.sock", st_dir);
-        snprintf(tp, sizeof tp, "%s/token", st_dir);
         if (socket_alive(sock)) {
+            /* Its token is STATE/token, beside the socket: the library
+             * reads it (sbx_client_resolve_credentials below). */
             size_t n = strlen(sock) + 6;
             r->endpoint = malloc(n);
             snprintf(r->endpoint, n, "unix:%s", sock);
-            r->token = read_token_file(tp, err, errlen);
             free(st_dir);
-            if (!r->token)
-                return -1;
         } else if (allow_private) {
             free(st_dir);
             if (start_private(r, err, errlen) < 0)
