@@ -389,34 +389,34 @@ void sbx__engine_free(sbx__engine *e)
     sbx__free(e);
 }
 
+/* Replace a string setting with a copy of v (NULL clears it); the old one
+ * is wiped when it was a secret. On failure the setting is unchanged. */
+static sbx_status replace_str(char **slot, const char *v, bool secret)
+{
+    char *p = v ? sbx__strdup(v) : NULL;
+    if (v && !p)
+        return SBX_E_NOMEM;
+    if (secret)
+        sbx__free_secret(*slot);
+    else
+        sbx__free(*slot);
+    *slot = p;
+    return SBX_OK;
+}
+
 sbx_status sbx__engine_set_unix_socket(sbx__engine *e, const char *path)
 {
-    char *p = path ? sbx__strdup(path) : NULL;
-    if (path && !p)
-        return SBX_E_NOMEM;
-    sbx__free(e->unix_path);
-    e->unix_path = p;
-    return SBX_OK;
+    return replace_str(&e->unix_path, path, false);
 }
 
 sbx_status sbx__engine_set_user_agent(sbx__engine *e, const char *ua)
 {
-    char *p = ua ? sbx__strdup(ua) : NULL;
-    if (ua && !p)
-        return SBX_E_NOMEM;
-    sbx__free(e->user_agent);
-    e->user_agent = p;
-    return SBX_OK;
+    return replace_str(&e->user_agent, ua, false);
 }
 
 sbx_status sbx__engine_set_userpwd(sbx__engine *e, const char *userpwd)
 {
-    char *p = userpwd ? sbx__strdup(userpwd) : NULL;
-    if (userpwd && !p)
-        return SBX_E_NOMEM;
-    sbx__free_secret(e->userpwd);
-    e->userpwd = p;
-    return SBX_OK;
+    return replace_str(&e->userpwd, userpwd, true);
 }
 
 void sbx__engine_set_limits(sbx__engine *e, const struct sbx__engine_limits *l)
