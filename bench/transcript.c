@@ -4,7 +4,7 @@
  *   1. per-step overhead: begin, argv (4 words), cwd, two env names, a
  *      command id, one line of output, end; in memory, and journaled to a
  *      file in a directory given (each entry written and fdatasync'd);
- *   2. output ingestion: MB/s through sbx_transcript_step_output() (64 KiB
+ *   2. output ingestion: MB/s through sbx_transcript_step_add_output() (64 KiB
  *      chunks of build-log text, redacted with the shapes and 20 values,
  *      kept as 16 KiB head and tail windows), and the process's peak RSS
  *      after one step of 1 GiB of output: memory does not follow output.
@@ -63,7 +63,7 @@ static double steps(const sbx_redactor *red, const char *path)
             sbx_transcript_step_set_cwd(t, s, "/vercel/sandbox") || sbx_transcript_step_add_env(t, s, "CI=1") ||
             sbx_transcript_step_add_env(t, s, "NODE_ENV=test") ||
             sbx_transcript_step_set_command_id(t, s, "cmd_0123456789abcdefghij") ||
-            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)line, strlen(line)) ||
+            sbx_transcript_step_add_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)line, strlen(line)) ||
             sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL)) {
             fprintf(stderr, "bench-transcript: %s\n", sbx_transcript_last_error(t));
             exit(1);
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
         sbx_transcript_step_begin(t, NULL, &s);
         t0 = bench_now();
         for (int i = 0; i < 16384; i++) /* 1 GiB */
-            sbx_transcript_step_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)chunk, 65536);
+            sbx_transcript_step_add_output(t, s, SBX_STREAM_STDOUT, (const uint8_t *)chunk, 65536);
         t0 = bench_now() - t0;
         sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL);
         sbx_transcript_free(t);

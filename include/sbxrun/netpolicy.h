@@ -153,7 +153,7 @@ SBX_API sbx_status sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *dom
  *         bad input: named in last_error), SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
+SBX_API sbx_status sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
                                         const char *const *keys, const char *const *values);
 
 /**

@@ -239,7 +239,7 @@ SBX_API sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, size_t 
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_step_output(sbx_transcript *t, size_t step, sbx_stream stream,
+SBX_API sbx_status sbx_transcript_step_add_output(sbx_transcript *t, size_t step, sbx_stream stream,
                                               const uint8_t *data, size_t len);
 
 /**

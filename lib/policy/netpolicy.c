@@ -1261,7 +1261,7 @@ sbx_status sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *domain, con
                                strlen(value));
 }
 
-sbx_status sbx_netpolicy_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
+sbx_status sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, size_t ninputs,
                                 const char *const *keys, const char *const *values)
 {
     struct inputs in = {job_type, keys, values, ninputs};

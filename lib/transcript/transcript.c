@@ -802,7 +802,7 @@ static sbx_status win_keep(sbx_transcript *t, struct win *w, const char *p, size
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_step_output(sbx_transcript *t, size_t step, sbx_stream stream, const uint8_t *data,
+sbx_status sbx_transcript_step_add_output(sbx_transcript *t, size_t step, sbx_stream stream, const uint8_t *data,
                                       size_t len)
 {
     struct step *s;

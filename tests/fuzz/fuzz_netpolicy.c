@@ -48,7 +48,7 @@ static sbx_status preset(sbx_netpolicy *n, char *text)
         }
         line = next;
     }
-    return sbx_netpolicy_preset(n, job, k, keys, values);
+    return sbx_netpolicy_load_preset(n, job, k, keys, values);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

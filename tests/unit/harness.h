@@ -23,7 +23,7 @@ static inline sbx_status t_redact(const sbx_redactor *r, const char *d, size_t n
 }
 static inline sbx_status t_step_output(sbx_transcript *t, size_t step, sbx_stream stream, const char *d, size_t n)
 {
-    return sbx_transcript_step_output(t, step, stream, (const uint8_t *)d, n);
+    return sbx_transcript_step_add_output(t, step, stream, (const uint8_t *)d, n);
 }
 static inline sbx_status t_load_data(sbx_transcript *t, const char *d, size_t n)
 {

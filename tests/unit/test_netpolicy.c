@@ -44,7 +44,7 @@ static sbx_netpolicy *np_new(void)
 static sbx_status preset1(sbx_netpolicy *n, const char *job, const char *k, const char *v)
 {
     const char *keys[1] = {k}, *values[1] = {v};
-    return sbx_netpolicy_preset(n, job, k ? 1 : 0, keys, values);
+    return sbx_netpolicy_load_preset(n, job, k ? 1 : 0, keys, values);
 }
 
 static void expect_preset(const char *job, const char *k, const char *v, const char *want)
@@ -121,7 +121,7 @@ START_TEST(test_netpolicy_null_arguments_are_errors)
     ck_assert_int_eq(sbx_netpolicy_allow_cidr(NULL, "10.0.0.0/8"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_netpolicy_deny_cidr(NULL, "10.0.0.0/8"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_netpolicy_inject_header(NULL, "a.example", "x", "y"), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_netpolicy_preset(NULL, "verify.test", 0, NULL, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(NULL, "verify.test", 0, NULL, NULL), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_netpolicy_load_json(NULL, "{}"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_netpolicy_to_json(NULL, &out), SBX_E_INVALID_ARG);
     ck_assert_ptr_null(out);
@@ -139,9 +139,9 @@ START_TEST(test_netpolicy_null_arguments_are_errors)
     expect_msg(n, "header name is NULL", NULL);
     ck_assert_int_eq(sbx_netpolicy_inject_header(n, "a.example.com", "x", NULL), SBX_E_INVALID_ARG);
     expect_msg(n, "header value is NULL", NULL);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, NULL, 0, NULL, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, NULL, 0, NULL, NULL), SBX_E_INVALID_ARG);
     expect_msg(n, "job type is NULL", NULL);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "repo.clone", 1, k, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "repo.clone", 1, k, NULL), SBX_E_INVALID_ARG);
     expect_msg(n, "NULL while ninputs > 0", NULL);
     ck_assert_int_eq(sbx_netpolicy_load_json(n, NULL), SBX_E_INVALID_ARG);
     expect_msg(n, "JSON text is NULL", NULL);
@@ -574,7 +574,7 @@ START_TEST(test_netpolicy_preset_deny_all_jobs)
     for (size_t i = 0; i < SBX__ARRAY_LEN(jobs); i++) {
         sbx_netpolicy *n = np_new();
         ck_assert_int_eq(sbx_netpolicy_allow_domain(n, "left.example.com"), SBX_OK);
-        ck_assert_int_eq(sbx_netpolicy_preset(n, jobs[i], 0, NULL, NULL), SBX_OK);
+        ck_assert_int_eq(sbx_netpolicy_load_preset(n, jobs[i], 0, NULL, NULL), SBX_OK);
         ck_assert_int_eq(sbx_netpolicy_mode(n), SBX_NETPOLICY_DENY_ALL);
         ASSERT_JSON(n, "{\"mode\":\"deny-all\"}");
         sbx_netpolicy_free(n);
@@ -679,11 +679,11 @@ START_TEST(test_netpolicy_preset_inputs_checked)
                         NULL);
     expect_preset_error("repo.clone", "url\x1b[31m", "x", "unknown input 'url\\x1b[31m'", NULL);
     expect_preset_error("repo.clone", "url", "", "input 'url' is empty", NULL);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "repo.clone", 2, keys, values), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "repo.clone", 2, keys, values), SBX_E_INVALID_ARG);
     expect_msg(n, "input 'url' is given twice", NULL);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "repo.clone", 1, nk, values), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "repo.clone", 1, nk, values), SBX_E_INVALID_ARG);
     expect_msg(n, "input 0: the key is NULL", NULL);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "repo.clone", 1, k1, nv), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "repo.clone", 1, k1, nv), SBX_E_INVALID_ARG);
     expect_msg(n, "input 0: the value is NULL", NULL);
     ASSERT_JSON(n, "{\"mode\":\"deny-all\"}");
     sbx_netpolicy_free(n);
@@ -719,7 +719,7 @@ START_TEST(test_netpolicy_preset_install)
     expect_preset("install", "registry", "https://registry.npmjs.org/",
                   "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                   "\"repo.yarnpkg.com\"]}");
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "install", 3, keys, values), SBX_OK);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 3, keys, values), SBX_OK);
     out = json_of(n);
     ck_assert_str_eq(out, "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                           "\"repo.yarnpkg.com\",\"npm.example.com\"],\"allowedCIDRs\":[\"10.0.0.9/32\"]}");
@@ -748,8 +748,8 @@ START_TEST(test_netpolicy_preset_install_registry_limit)
         keys[i] = "registry";
         values[i] = hosts[i];
     }
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "install", 16, keys, values), SBX_OK);
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "install", 17, keys, values), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 16, keys, values), SBX_OK);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 17, keys, values), SBX_E_INVALID_ARG);
     expect_msg(n, "more than 16 'registry' inputs", NULL);
     sbx_netpolicy_free(n);
 }
@@ -852,7 +852,7 @@ START_TEST(test_netpolicy_preset_db_migrate_inputs)
 {
     const char *keys[2] = {"url", "host"}, *values[2] = {"postgres://db.example.com/app", "db.example.com"};
     sbx_netpolicy *n = np_new();
-    ck_assert_int_eq(sbx_netpolicy_preset(n, "db.migrate", 2, keys, values), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "db.migrate", 2, keys, values), SBX_E_INVALID_ARG);
     expect_msg(n, "give input 'url' or 'host', not both", NULL);
     sbx_netpolicy_free(n);
     expect_preset_error("db.migrate", NULL, NULL, "input 'url' or 'host' (the database server) is missing", NULL);
@@ -1135,7 +1135,7 @@ static sbx_status build_and_write(void *ctx)
     (void)ctx;
     if (!n)
         return SBX_E_NOMEM;
-    STEP(sbx_netpolicy_preset(n, "install", 2, keys, values));
+    STEP(sbx_netpolicy_load_preset(n, "install", 2, keys, values));
     STEP(sbx_netpolicy_allow_domain(n, "*.pkgs.example.org"));
     STEP(sbx_netpolicy_allow_cidr(n, "10.0.0.0/8"));
     STEP(sbx_netpolicy_deny_cidr(n, "10.1.0.0/16"));

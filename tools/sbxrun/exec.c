@@ -194,7 +194,7 @@ static int stream_out(sbx_stream stream, const uint8_t *data, size_t len, void *
 {
     struct sink *k = user;
     if (k->tr)
-        tr_failed(k, sbx_transcript_step_output(k->tr, k->step, stream, data, len));
+        tr_failed(k, sbx_transcript_step_add_output(k->tr, k->step, stream, data, len));
     if (k->json)
         tail_add(&k->tails[stream == SBX_STREAM_STDERR], (const char *)data, len);
     else if (stream == SBX_STREAM_STDERR)

@@ -96,7 +96,7 @@ static int show(const char *job, char **keys, const char **values, size_t n, boo
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
         return SBXRUN_EXIT_FAIL;
     }
-    st = sbx_netpolicy_preset(np, job, n, (const char *const *)keys, values);
+    st = sbx_netpolicy_load_preset(np, job, n, (const char *const *)keys, values);
     if (st != SBX_OK) {
         fprintf(stderr, "sbxrun netpolicy: %s\n", sbx_netpolicy_last_error(np));
         rc = st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_FAIL;
