@@ -22,7 +22,7 @@
  *        get   K GET /v1/sandboxes/ID (sbx_sandbox_fetch_start, a new handle
  *              each) kept in flight until TOTAL are done: throughput, CPU per
  *              request, peak RSS;
- *        cmd   K commands `sleep S` started at once (sbx_command_start,
+ *        cmd   K commands `sleep S` started at once (sbx_command_run_start,
  *              followed to their exit: each holds its start stream and
  *              its log stream open), spread over sandboxes of 64 commands:
  *              all K are alive together (checked from their startedAt), so
@@ -287,7 +287,7 @@ static int cmd_start(struct pool *p, int i, sbx_op **op)
 {
     struct cmd_ctx *x = p->ctx;
     sbx_command *cmd = sbx_command_new(x->s[i % x->nsandboxes]);
-    if (!cmd || sbx_command_set_argv(cmd, x->argc, x->argv) != SBX_OK || sbx_command_start(cmd, op) != SBX_OK) {
+    if (!cmd || sbx_command_set_argv(cmd, x->argc, x->argv) != SBX_OK || sbx_command_run_start(cmd, op) != SBX_OK) {
         pool_fail(p, "command start: %s%s", cmd ? sbx_command_last_error(cmd) : "NULL", "");
         sbx_command_free(cmd);
         return -1;

@@ -51,7 +51,7 @@ static double steps(const sbx_redactor *red, const char *path)
     const char *line = "PASS src/api/users.test.ts (3.214 s)\n";
     double t0;
     sbx_transcript_set_redactor(t, red);
-    sbx_transcript_set_job(t, "verify.test");
+    sbx_transcript_set_job_type(t, "verify.test");
     if (path && sbx_transcript_set_file(t, path) != SBX_OK) {
         fprintf(stderr, "bench-transcript: %s\n", sbx_transcript_last_error(t));
         exit(1);
@@ -70,7 +70,7 @@ static double steps(const sbx_redactor *red, const char *path)
         }
     }
     t0 = bench_now() - t0;
-    sbx_transcript_finish(t, "passed");
+    sbx_transcript_finish(t, SBX_VERDICT_PASSED);
     sbx_transcript_free(t);
     if (path)
         unlink(path);

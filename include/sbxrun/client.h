@@ -14,6 +14,15 @@
  * for the reasons its blocking form fails before sending (SBX_E_AUTH when
  * credentials are missing, SBX_E_MISUSE, SBX_E_INVALID_ARG, SBX_E_NOMEM);
  * on failure *op is set to NULL. See doc/client.md.
+ *
+ * "The request errors", named in the return lists of the calls that talk to
+ * the endpoint, are: SBX_E_AUTH (credentials missing or refused),
+ * SBX_E_TRANSPORT (the endpoint could not be reached, or the connection
+ * broke and the request could not be repeated safely), SBX_E_HTTP (an error
+ * status without a code of its own), SBX_E_PROTOCOL (an answer that does
+ * not follow the protocol), SBX_E_RATE_LIMITED (429 after the retries),
+ * SBX_E_TIMEOUT (the request's deadline passed), SBX_E_CANCELLED
+ * (sbx_op_cancel()) and SBX_E_NOMEM.
  */
 #ifndef SBXRUN_CLIENT_H
 #define SBXRUN_CLIENT_H
@@ -55,11 +64,13 @@ SBX_API sbx_client *sbx_client_new(void);
 SBX_API void sbx_client_free(sbx_client *c);
 
 /**
- * What went wrong in the most recent failing call on the client: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_client_last_error() itself, sbx_client_wait() and sbx_client_wakeup() never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the client: "" when the
+ * last call on it that can fail succeeded (each such call clears it first).
+ * Getters (sbx_client_get_fd() and sbx_client_get_timeout() included),
+ * sbx_client_wait(), sbx_client_wakeup() and sbx_client_last_error() itself
+ * never change it. Owned by the handle, valid
+ * until the next call on it that can fail. Never NULL; for a NULL handle,
+ * "invalid argument: the handle is NULL". Never contains a secret.
  *
  * @since 1.0
  */
@@ -135,7 +146,9 @@ SBX_API const char *sbx_client_endpoint(const sbx_client *c);
  *
  * @return SBX_OK, SBX_E_AUTH (nothing usable: the message names the
  *         variables to set, or the token file and what is wrong with it;
- *         or an expired OIDC token), SBX_E_NOMEM.
+ *         or an expired OIDC token), SBX_E_INVALID_ARG (c NULL, or a
+ *         malformed SBXRUN_ENDPOINT not replaced since), SBX_E_MISUSE (from a
+ *         callback), SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_resolve_credentials(sbx_client *c);
@@ -160,9 +173,10 @@ SBX_API const char *sbx_client_team(const sbx_client *c);
  * One file descriptor that becomes readable when the client has work for
  * sbx_client_process(): an epoll descriptor that folds every connection, a
  * timer and a wakeup event. Watch it for reading in a foreign event loop.
- * Owned by the client; do not close it.
+ * Owned by the client; do not close it. A query: it never changes
+ * sbx_client_last_error().
  *
- * @return SBX_OK, SBX_E_INVALID_ARG.
+ * @return SBX_OK, SBX_E_INVALID_ARG (c or fd NULL).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_get_fd(sbx_client *c, int *fd);
@@ -171,6 +185,9 @@ SBX_API sbx_status sbx_client_get_fd(sbx_client *c, int *fd);
  * How long the host loop may sleep before calling sbx_client_process() even
  * if the fd stays quiet: milliseconds, 0 for now, -1 for no limit.
  *
+ * A query: it never changes sbx_client_last_error().
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (c or ms NULL).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_get_timeout(sbx_client *c, int64_t *ms);
@@ -204,6 +221,7 @@ SBX_API sbx_status sbx_client_wait(sbx_client *c, int64_t timeout_ms);
  * Make a pending or future sbx_client_wait() return. Safe from any thread,
  * including signal handlers' threads.
  *
+ * @return SBX_OK, SBX_E_INVALID_ARG (c NULL).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_wakeup(sbx_client *c);
@@ -234,6 +252,7 @@ SBX_API sbx_status sbx_client_run(sbx_client *c, int64_t timeout_ms);
  * it only getters, sbx_op_cancel(), sbx_op_free() and
  * sbx_client_next_done() may be called; other calls fail with SBX_E_MISUSE
  * (constructors return NULL).
+ * @since 1.0
  */
 typedef void (*sbx_op_done_cb)(sbx_op *op, void *user);
 
@@ -241,6 +260,7 @@ typedef void (*sbx_op_done_cb)(sbx_op *op, void *user);
  * Set (or with NULL remove) the callback for finished operations. Ops are
  * still handed out by sbx_client_next_done() as well.
  *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (from a callback).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_set_done_cb(sbx_client *c, sbx_op_done_cb cb, void *user);
@@ -351,7 +371,8 @@ SBX_API sbx_status sbx_client_list_sandboxes(sbx_client *c, const char *project,
  * Start sbx_client_list_sandboxes(); the page is the op's
  * sbx_op_result_json() once it has finished.
  *
- * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_NOMEM.
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_AUTH, SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_list_sandboxes_start(sbx_client *c, const char *project,
@@ -362,6 +383,7 @@ SBX_API sbx_status sbx_client_list_sandboxes_start(sbx_client *c, const char *pr
  * One page of the project's snapshots ({"snapshots": [...], "pagination":
  * ...}), as sbx_client_list_sandboxes().
  *
+ * @return as sbx_client_list_sandboxes().
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project, size_t limit,
@@ -371,7 +393,8 @@ SBX_API sbx_status sbx_client_list_snapshots(sbx_client *c, const char *project,
  * Start sbx_client_list_snapshots(); the page is the op's
  * sbx_op_result_json() once it has finished.
  *
- * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_NOMEM.
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_AUTH, SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *project,

@@ -30,6 +30,7 @@ typedef struct sbx_command sbx_command;
  * SBX_STREAM_STDERR; data is bytes as the program wrote them (not
  * NUL-terminated, not necessarily UTF-8), valid only during the call. Return
  * non-zero to cancel the command's operation.
+ * @since 1.0
  */
 typedef int (*sbx_output_cb)(sbx_stream stream, const uint8_t *data, size_t len, void *user);
 
@@ -51,11 +52,12 @@ SBX_API sbx_command *sbx_command_new(sbx_sandbox *s);
 SBX_API void sbx_command_free(sbx_command *cmd);
 
 /**
- * What went wrong in the most recent failing call on the command: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_command_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the command: "" when
+ * the last call on it that can fail succeeded (each such call clears it
+ * first). Getters and sbx_command_last_error() itself never change it. Owned
+ * by the handle, valid until the next call on it that can fail. Never NULL;
+ * for a NULL handle, "invalid argument: the handle is NULL". Never contains
+ * a secret.
  *
  * @since 1.0
  */
@@ -65,8 +67,9 @@ SBX_API const char *sbx_command_last_error(const sbx_command *cmd);
  * The program and its arguments: argv[0] is the program (looked up in the
  * sandbox's PATH), the rest are passed verbatim, without a shell.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (argc 0, an empty program, a NUL-free
- *         string missing), SBX_E_MISUSE (started), SBX_E_NOMEM.
+ * @return SBX_OK, SBX_E_INVALID_ARG (argc 0, an empty program, a NULL
+ *         element, text that is not UTF-8), SBX_E_MISUSE (started),
+ *         SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_set_argv(sbx_command *cmd, size_t argc, const char *const *argv);
@@ -160,13 +163,13 @@ SBX_API sbx_status sbx_command_run(sbx_command *cmd);
  *         SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_command_start(sbx_command *cmd, sbx_op **op);
+SBX_API sbx_status sbx_command_run_start(sbx_command *cmd, sbx_op **op);
 
 /**
  * Follow a command that is already running (or finished) in the sandbox:
  * its output from the beginning, then its exit.
  *
- * @return as sbx_command_start(); SBX_E_NOT_FOUND for an unknown id.
+ * @return as sbx_command_run_start(); SBX_E_NOT_FOUND for an unknown id.
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_attach_start(sbx_command *cmd, const char *id, sbx_op **op);
@@ -197,7 +200,8 @@ SBX_API sbx_status sbx_command_attach(sbx_command *cmd, const char *id);
  * it runs.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (the handle follows
- *         another command), SBX_E_NOT_FOUND, SBX_E_TRANSPORT, SBX_E_HTTP, ...
+ *         another command), SBX_E_NOT_FOUND, SBX_E_TRANSPORT, SBX_E_HTTP, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_fetch(sbx_command *cmd, const char *id);
@@ -205,6 +209,10 @@ SBX_API sbx_status sbx_command_fetch(sbx_command *cmd, const char *id);
 /**
  * Start sbx_command_fetch().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_command_fetch() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx_op **op);
@@ -216,7 +224,8 @@ SBX_API sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx
  * the command is not killed when it passes.
  *
  * @return SBX_OK, SBX_E_MISUSE (no command id yet), SBX_E_NOT_FOUND,
- *         SBX_E_TIMEOUT, SBX_E_TRANSPORT, ...
+ *         SBX_E_TIMEOUT, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_wait_exit(sbx_command *cmd);
@@ -224,6 +233,10 @@ SBX_API sbx_status sbx_command_wait_exit(sbx_command *cmd);
 /**
  * Start sbx_command_wait_exit().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_command_wait_exit() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op);
@@ -233,7 +246,8 @@ SBX_API sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op);
  * Killing a finished command succeeds. Not retried once sent.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (signal outside 1..64), SBX_E_MISUSE
- *         (no command id yet), SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         (no command id yet), SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_kill(sbx_command *cmd, int signal);
@@ -241,6 +255,10 @@ SBX_API sbx_status sbx_command_kill(sbx_command *cmd, int signal);
 /**
  * Start sbx_command_kill().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_command_kill() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op);

@@ -32,6 +32,7 @@ extern "C" {
  * codes describe failures of the library itself. The handle that failed
  * keeps a message with the detail (sbx_<noun>_last_error()), until the next
  * call on it that can fail.
+ * @since 1.0
  */
 typedef enum sbx_status {
     /** Success. */
@@ -82,7 +83,10 @@ typedef enum sbx_status {
     SBX_E_AGAIN = 22
 } sbx_status;
 
-/** The output streams of a command, as commands, transcripts and jobs name them. */
+/**
+ * The output streams of a command, as commands and transcripts name them.
+ * @since 1.0
+ */
 typedef enum sbx_stream {
     /** Standard output. */
     SBX_STREAM_STDOUT = 1,

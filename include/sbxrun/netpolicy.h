@@ -24,7 +24,10 @@ extern "C" {
 
 typedef struct sbx_netpolicy sbx_netpolicy;
 
-/** Network policy modes. */
+/**
+ * Network policy modes.
+ * @since 1.0
+ */
 typedef enum sbx_network_mode {
     /** Every destination is reachable. */
     SBX_NETPOLICY_ALLOW_ALL = 0,
@@ -50,11 +53,12 @@ SBX_API sbx_netpolicy *sbx_netpolicy_new(void);
 SBX_API void sbx_netpolicy_free(sbx_netpolicy *n);
 
 /**
- * What went wrong in the most recent failing call on the policy: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_netpolicy_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the policy: "" when the
+ * last call on it that can fail succeeded (each such call clears it first).
+ * Getters and sbx_netpolicy_last_error() itself never change it. Owned by
+ * the handle, valid until the next call on it that can fail. Never NULL; for
+ * a NULL handle, "invalid argument: the handle is NULL". Never contains a
+ * secret.
  *
  * @since 1.0
  */

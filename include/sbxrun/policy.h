@@ -25,7 +25,10 @@ extern "C" {
 
 typedef struct sbx_policy sbx_policy;
 
-/** Why a command was denied. Explicit values, append-only. */
+/**
+ * Why a command was denied. Explicit values, append-only.
+ * @since 1.0
+ */
 typedef enum sbx_policy_reason {
     /** Allowed. */
     SBX_POLICY_ALLOW = 0,
@@ -80,11 +83,12 @@ SBX_API sbx_policy *sbx_policy_new(void);
 SBX_API void sbx_policy_free(sbx_policy *p);
 
 /**
- * What went wrong in the most recent failing call on the policy: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_policy_last_error() itself never change it. Owned by the
+ * What went wrong in the most recent failing call on the policy: "" when the
+ * last call on it that can fail succeeded (each such call clears it first).
+ * Getters and sbx_policy_last_error() itself never change it. Owned by the
  * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * NULL handle, "invalid argument: the handle is NULL". Never contains a
+ * secret.
  *
  * @since 1.0
  */

@@ -49,11 +49,12 @@ SBX_API sbx_redactor *sbx_redactor_new(void);
 SBX_API void sbx_redactor_free(sbx_redactor *r);
 
 /**
- * What went wrong in the most recent failing call on the redactor: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_redactor_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the redactor: "" when
+ * the last call on it that can fail succeeded (each such call clears it
+ * first). Getters and sbx_redactor_last_error() itself never change it.
+ * Owned by the handle, valid until the next call on it that can fail. Never
+ * NULL; for a NULL handle, "invalid argument: the handle is NULL". Never
+ * contains a secret.
  *
  * @since 1.0
  */
@@ -77,8 +78,8 @@ SBX_API const char *sbx_redactor_last_error(const sbx_redactor *r);
 SBX_API sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t len);
 
 /**
- * Register the value of the environment variable `name` as a secret (the
- * only call of the library that reads the environment).
+ * Register the value of the environment variable `name` as a secret (this
+ * reads the process environment).
  *
  * @return SBX_OK, SBX_E_NOT_FOUND (the variable is not set),
  *         SBX_E_INVALID_ARG (as sbx_redactor_add_secret(), naming the

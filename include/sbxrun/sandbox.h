@@ -42,11 +42,12 @@ SBX_API sbx_sandbox *sbx_sandbox_new(sbx_client *c);
 SBX_API void sbx_sandbox_free(sbx_sandbox *s);
 
 /**
- * What went wrong in the most recent failing call on the sandbox: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_sandbox_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the sandbox: "" when
+ * the last call on it that can fail succeeded (each such call clears it
+ * first). Getters and sbx_sandbox_last_error() itself never change it. Owned
+ * by the handle, valid until the next call on it that can fail. Never NULL;
+ * for a NULL handle, "invalid argument: the handle is NULL". Never contains
+ * a secret.
  *
  * @since 1.0
  */
@@ -202,6 +203,10 @@ SBX_API sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id);
 /**
  * Start sbx_sandbox_fetch().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_fetch() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op);
@@ -217,6 +222,10 @@ SBX_API sbx_status sbx_sandbox_refresh(sbx_sandbox *s);
 /**
  * Start sbx_sandbox_refresh().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_refresh() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op);
@@ -234,6 +243,10 @@ SBX_API sbx_status sbx_sandbox_stop(sbx_sandbox *s);
 /**
  * Start sbx_sandbox_stop().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_stop() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op);
@@ -242,7 +255,8 @@ SBX_API sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op);
  * Add ms to the sandbox's lifetime. Not retried once sent (it adds).
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (ms <= 0), SBX_E_MISUSE, SBX_E_CONFLICT
- *         (stopped), SBX_E_HTTP (beyond the maximum), SBX_E_TRANSPORT, ...
+ *         (stopped), SBX_E_HTTP (beyond the maximum), SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms);
@@ -250,6 +264,10 @@ SBX_API sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms);
 /**
  * Start sbx_sandbox_extend_timeout().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_extend_timeout() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op **op);
@@ -258,7 +276,8 @@ SBX_API sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, 
  * Replace the network policy of the running sandbox (JSON as in
  * sbx_sandbox_set_network_policy_json()).
  *
- * @return SBX_OK, SBX_E_PARSE, SBX_E_MISUSE, SBX_E_CONFLICT, SBX_E_HTTP, ...
+ * @return SBX_OK, SBX_E_PARSE, SBX_E_MISUSE, SBX_E_CONFLICT, SBX_E_HTTP, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json);
@@ -266,6 +285,10 @@ SBX_API sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char 
 /**
  * Start sbx_sandbox_update_network_policy().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_update_network_policy() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *json,
@@ -274,7 +297,7 @@ SBX_API sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const
 /* ---- what the server says ----------------------------------------------------- */
 
 /**
- * The sandbox id, or NULL before create/get. Owned by the handle.
+ * The sandbox id, or NULL before create/fetch. Owned by the handle.
  *
  * @since 1.0
  */
@@ -317,11 +340,11 @@ SBX_API int64_t sbx_sandbox_timeout_ms(const sbx_sandbox *s);
 SBX_API size_t sbx_sandbox_vcpus(const sbx_sandbox *s);
 
 /**
- * The memory in MB, or 0 if unknown.
+ * The memory in MB as the server reports it, or -1 if unknown.
  *
  * @since 1.0
  */
-SBX_API uint32_t sbx_sandbox_memory_mb(const sbx_sandbox *s);
+SBX_API int64_t sbx_sandbox_memory_mb(const sbx_sandbox *s);
 
 /**
  * When the sandbox was created, in ms since the epoch, or -1.
@@ -361,7 +384,8 @@ SBX_API const char *sbx_sandbox_json(const sbx_sandbox *s);
  * directory, /vercel/sandbox). Not retried once sent.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_CONFLICT (exists),
- *         SBX_E_NOT_FOUND (no parent), SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         SBX_E_NOT_FOUND (no parent), SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_mkdir(sbx_sandbox *s, const char *path);
@@ -369,6 +393,10 @@ SBX_API sbx_status sbx_sandbox_mkdir(sbx_sandbox *s, const char *path);
 /**
  * Start sbx_sandbox_mkdir().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_mkdir() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op);
@@ -378,7 +406,8 @@ SBX_API sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx
  * file is replaced). mode is the permission bits, e.g. 0644.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_BUDGET_EXCEEDED
- *         (too large for the server), SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         (too large for the server), SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, const uint8_t *data,
@@ -387,6 +416,10 @@ SBX_API sbx_status sbx_sandbox_write_file(sbx_sandbox *s, const char *path, cons
 /**
  * Start sbx_sandbox_write_file(). data is copied.
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_write_file() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const uint8_t *data,
@@ -403,7 +436,8 @@ SBX_API sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_IO (cannot read local),
  *         SBX_E_BUDGET_EXCEEDED (a local of unknown size past 64 MiB),
- *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_upload(sbx_sandbox *s, const char *local, const char *path);
@@ -411,6 +445,10 @@ SBX_API sbx_status sbx_sandbox_upload(sbx_sandbox *s, const char *local, const c
 /**
  * Start sbx_sandbox_upload().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_upload() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const char *path,
@@ -422,7 +460,8 @@ SBX_API sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, c
  *
  * @return SBX_OK, SBX_E_NOT_FOUND (no such file, or not a regular file),
  *         SBX_E_BUDGET_EXCEEDED (larger than max), SBX_E_INVALID_ARG,
- *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max,
@@ -431,6 +470,7 @@ SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_
 /**
  * Receives a file's bytes as they arrive; return non-zero to stop (the read
  * then fails with SBX_E_CANCELLED). data is valid only during the call.
+ * @since 1.0
  */
 typedef int (*sbx_data_cb)(const uint8_t *data, size_t len, void *user);
 
@@ -446,6 +486,10 @@ SBX_API sbx_status sbx_sandbox_read_stream(sbx_sandbox *s, const char *path, sbx
 /**
  * Start sbx_sandbox_read_stream(); cb runs from sbx_client_process().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_read_stream() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_read_stream_start(sbx_sandbox *s, const char *path, sbx_data_cb cb,
@@ -464,6 +508,10 @@ SBX_API sbx_status sbx_sandbox_download(sbx_sandbox *s, const char *path, const 
 /**
  * Start sbx_sandbox_download().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_download() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const char *local,
@@ -487,11 +535,12 @@ SBX_API sbx_snapshot *sbx_snapshot_new(sbx_client *c);
 SBX_API void sbx_snapshot_free(sbx_snapshot *sn);
 
 /**
- * What went wrong in the most recent failing call on the snapshot: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_snapshot_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the snapshot: "" when
+ * the last call on it that can fail succeeded (each such call clears it
+ * first). Getters and sbx_snapshot_last_error() itself never change it.
+ * Owned by the handle, valid until the next call on it that can fail. Never
+ * NULL; for a NULL handle, "invalid argument: the handle is NULL". Never
+ * contains a secret.
  *
  * @since 1.0
  */
@@ -503,7 +552,8 @@ SBX_API const char *sbx_snapshot_last_error(const sbx_snapshot *sn);
  * server's default). Not retried once sent.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_CONFLICT (not
- *         running), SBX_E_HTTP, SBX_E_TRANSPORT, ...
+ *         running), SBX_E_HTTP, SBX_E_TRANSPORT, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_snapshot(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn);
@@ -511,6 +561,10 @@ SBX_API sbx_status sbx_sandbox_snapshot(sbx_sandbox *s, int64_t expiration_ms, s
 /**
  * Start sbx_sandbox_snapshot().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_snapshot() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms,
@@ -519,7 +573,8 @@ SBX_API sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration
 /**
  * Read an existing snapshot into sn.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_HTTP, ...
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_HTTP, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id);
@@ -527,6 +582,10 @@ SBX_API sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id);
 /**
  * Start sbx_snapshot_fetch().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_snapshot_fetch() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **op);
@@ -534,7 +593,8 @@ SBX_API sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sb
 /**
  * Delete the snapshot; its status becomes "deleted".
  *
- * @return SBX_OK, SBX_E_MISUSE (no snapshot), SBX_E_NOT_FOUND, SBX_E_HTTP, ...
+ * @return SBX_OK, SBX_E_MISUSE (no snapshot), SBX_E_NOT_FOUND, SBX_E_HTTP, and the
+ *         request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_snapshot_delete(sbx_snapshot *sn);
@@ -542,6 +602,10 @@ SBX_API sbx_status sbx_snapshot_delete(sbx_snapshot *sn);
 /**
  * Start sbx_snapshot_delete().
  *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_snapshot_delete() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
  * @since 1.0
  */
 SBX_API sbx_status sbx_snapshot_delete_start(sbx_snapshot *sn, sbx_op **op);

@@ -36,7 +36,10 @@ extern "C" {
 
 typedef struct sbx_transcript sbx_transcript;
 
-/** How a step ended (the "reason" of its entry). */
+/**
+ * How a step ended (the "reason" of its entry).
+ * @since 1.0
+ */
 typedef enum sbx_step_outcome {
     SBX_STEP_EXITED = 0,          /**< the program exited; its exit code says how */
     SBX_STEP_TIMEOUT = 1,         /**< it ran past its deadline and was stopped */
@@ -46,6 +49,20 @@ typedef enum sbx_step_outcome {
     SBX_STEP_CANCELLED = 5,       /**< the job was cancelled during it */
     SBX_STEP_SKIPPED = 6          /**< not run (an earlier step failed) */
 } sbx_step_outcome;
+
+/**
+ * How a job ended: the verdict of a transcript's end entry, written there as
+ * the lowercase text in each comment.
+ * @since 1.0
+ */
+typedef enum sbx_verdict {
+    SBX_VERDICT_PASSED = 0,    /**< "passed": every step ran and succeeded */
+    SBX_VERDICT_FAILED = 1,    /**< "failed": a step ran and failed */
+    SBX_VERDICT_TIMED_OUT = 2, /**< "timed-out": the job ran past its deadline */
+    SBX_VERDICT_DENIED = 3,    /**< "denied": a policy refused a step */
+    SBX_VERDICT_CANCELLED = 4, /**< "cancelled": the caller stopped the job */
+    SBX_VERDICT_ERROR = 5      /**< "error": the job could not be carried out */
+} sbx_verdict;
 
 /**
  * A new, empty transcript with default limits (head 16 KiB and tail 16 KiB
@@ -74,11 +91,12 @@ SBX_API sbx_transcript *sbx_transcript_ref(sbx_transcript *t);
 SBX_API void sbx_transcript_free(sbx_transcript *t);
 
 /**
- * What went wrong in the most recent failing call on the transcript: "" when the last
- * call on it that can fail succeeded (each such call clears it first);
- * getters, sbx_transcript_last_error() itself never change it. Owned by the
- * handle, valid until the next call on it that can fail. Never NULL; for a
- * NULL handle, a fixed text. Never contains a secret.
+ * What went wrong in the most recent failing call on the transcript: "" when
+ * the last call on it that can fail succeeded (each such call clears it
+ * first). Getters and sbx_transcript_last_error() itself never change it.
+ * Owned by the handle, valid until the next call on it that can fail. Never
+ * NULL; for a NULL handle, "invalid argument: the handle is NULL". Never
+ * contains a secret.
  *
  * @since 1.0
  */
@@ -103,7 +121,7 @@ SBX_API sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_reda
  *
  * @param head   0 to 1 GiB.
  * @param tail   0 to 1 GiB.
- * @param total  4 KiB to 4 GiB.
+ * @param total  4 KiB to 4 GiB (and at most SIZE_MAX).
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (entries exist).
  * @since 1.0
  */
@@ -129,7 +147,7 @@ SBX_API sbx_status sbx_transcript_set_file(sbx_transcript *t, const char *path);
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_set_job(sbx_transcript *t, const char *type);
+SBX_API sbx_status sbx_transcript_set_job_type(sbx_transcript *t, const char *type);
 
 /**
  * Record an input of the job (its value redacted). Setting a key again
@@ -263,13 +281,12 @@ SBX_API sbx_status sbx_transcript_step_end(sbx_transcript *t, size_t step, sbx_s
  * entry records the verdict, and the file (if set) is replaced atomically
  * with the complete transcript (a temporary file, synced, renamed).
  *
- * @param verdict  "passed", "failed", "timed-out", "denied", "cancelled" or
- *                 "error".
+ * @param verdict  how the job ended.
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (finished or loaded),
  *         SBX_E_IO, SBX_E_NOMEM.
  * @since 1.0
  */
-SBX_API sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict);
+SBX_API sbx_status sbx_transcript_finish(sbx_transcript *t, sbx_verdict verdict);
 
 /**
  * Load a transcript file into an empty transcript. A torn last line (a
@@ -349,6 +366,7 @@ SBX_API sbx_status sbx_transcript_job_to_json(sbx_transcript *t, char **out);
  * A step's entry as JSON, by position (1 = the first step entry, in the
  * order the steps ended).
  *
+ * @param out  receives a NUL-terminated JSON object; free it with sbx_free().
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOT_FOUND, SBX_E_PARSE (the
  *         entry is damaged), SBX_E_NOMEM.
  * @since 1.0

@@ -740,7 +740,9 @@ sbx_status sbx_op_status(const sbx_op *op)
 
 const char *sbx_op_last_error(const sbx_op *op)
 {
-    return op && op->done && op->status != SBX_OK ? sbx__err_msg(&op->err) : "";
+    if (!op)
+        return SBX__NULL_HANDLE_TEXT;
+    return op->done && op->status != SBX_OK ? sbx__err_msg(&op->err) : "";
 }
 
 int sbx_op_http_status(const sbx_op *op)

@@ -1037,7 +1037,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     return SBX_OK;
 }
 
-sbx_status sbx_command_start(sbx_command *cmd, sbx_op **op)
+sbx_status sbx_command_run_start(sbx_command *cmd, sbx_op **op)
 {
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     SBX__ARG(cmd, op, "op must not be NULL");

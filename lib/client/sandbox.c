@@ -708,9 +708,9 @@ size_t sbx_sandbox_vcpus(const sbx_sandbox *s)
     return s ? s->info.vcpus : 0;
 }
 
-uint32_t sbx_sandbox_memory_mb(const sbx_sandbox *s)
+int64_t sbx_sandbox_memory_mb(const sbx_sandbox *s)
 {
-    return s ? s->info.memory_mb : 0;
+    return s && s->info.memory_mb ? (int64_t)s->info.memory_mb : -1;
 }
 
 int64_t sbx_sandbox_created_at(const sbx_sandbox *s)

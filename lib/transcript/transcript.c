@@ -349,7 +349,7 @@ sbx_status sbx_transcript_set_limits(sbx_transcript *t, size_t head, size_t tail
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_set_job(sbx_transcript *t, const char *type)
+sbx_status sbx_transcript_set_job_type(sbx_transcript *t, const char *type)
 {
     char *copy;
     sbx_status st;
@@ -1137,21 +1137,18 @@ sbx_status sbx_transcript_save_file(sbx_transcript *t, const char *path)
     return SBX_OK;
 }
 
-sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
+sbx_status sbx_transcript_finish(sbx_transcript *t, sbx_verdict verdict)
 {
+    /* Indexed by sbx_verdict: the text the file format keeps. */
     static const char *const verdicts[] = {"passed", "failed", "timed-out", "denied", "cancelled", "error"};
     char ended_at[32];
     json_t *e;
     sbx_status st;
-    bool known = false;
     SBX__ENTER(t, false);
     if ((st = writable(t)) != SBX_OK)
         return st;
-    for (size_t k = 0; verdict && k < sizeof verdicts / sizeof verdicts[0]; k++)
-        known = known || strcmp(verdict, verdicts[k]) == 0;
-    if (!known)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG,
-                            "invalid verdict: passed, failed, timed-out, denied, cancelled or error expected");
+    SBX__ARG(t, (int)verdict >= 0 && (size_t)verdict < SBX__ARRAY_LEN(verdicts),
+             "invalid verdict %d: SBX_VERDICT_PASSED to SBX_VERDICT_ERROR expected", (int)verdict);
     if ((st = make_header(t)) != SBX_OK)
         return st;
     while (t->steps) { /* still open: cancelled */
@@ -1164,7 +1161,7 @@ sbx_status sbx_transcript_finish(sbx_transcript *t, const char *verdict)
     }
     now_iso(ended_at);
     if (!(e = json_object()) || json_object_set_new(e, "type", json_string("end")) ||
-        json_object_set_new(e, "verdict", json_string(verdict)) ||
+        json_object_set_new(e, "verdict", json_string(verdicts[verdict])) ||
         json_object_set_new(e, "ended_at", json_string(ended_at)) ||
         json_object_set_new(e, "duration_ms", json_integer(sbx__mono_ms() - t->started_mono)) ||
         json_object_set_new(e, "steps", json_integer((json_int_t)(t->next_step - 1))) || json_object_set(e, "redactions", t->totals)) {

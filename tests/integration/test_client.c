@@ -497,7 +497,7 @@ START_TEST(test_client_cancel_from_thread)
     pthread_t t;
     int64_t t0;
 
-    ok_cmd(sbx_command_start(k, &kc.op), k);
+    ok_cmd(sbx_command_run_start(k, &kc.op), k);
     ck_assert(pthread_create(&t, NULL, cancel_later, &kc) == 0);
     t0 = mono_ms();
     ck_assert_int_eq(sbx_op_wait(kc.op, -1), SBX_E_CANCELLED);
@@ -528,7 +528,7 @@ START_TEST(test_client_free_in_any_order)
     sbx_command *k = it_sh_cmd(s, "sleep 20", NULL);
     sbx_op *op, *op2;
 
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     /* Drive until the server has started it. */
     while (!sbx_command_id(k)) {
         ck_assert_int_eq(sbx_client_wait(c, 5000), SBX_OK);
@@ -565,7 +565,7 @@ START_TEST(test_client_free_handle_cancels_ops)
     sbx_sandbox *s = it_sandbox(c);
     sbx_command *k = it_sh_cmd(s, "sleep 20", NULL);
     sbx_op *op;
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     sbx_command_free(k);
     ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_CANCELLED);
     sbx_op_free(op);

@@ -153,7 +153,7 @@ START_TEST(test_client_command_settings)
     expect_st(sbx_command_set_env(k, "A=B", "x"), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     expect_st(sbx_command_set_timeout_ms(k, -5), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     expect_st(sbx_command_set_output_limit(k, 0), SBX_E_INVALID_ARG, sbx_command_last_error, k);
-    expect_st(sbx_command_start(k, NULL), SBX_E_INVALID_ARG, sbx_command_last_error, k);
+    expect_st(sbx_command_run_start(k, NULL), SBX_E_INVALID_ARG, sbx_command_last_error, k);
     ck_assert_ptr_null(sbx_command_new(NULL));
     ck_assert_str_eq(sbx_command_last_error(NULL), "invalid argument: the handle is NULL");
     ck_assert_int_eq(sbx_command_run(NULL), SBX_E_INVALID_ARG);
@@ -188,7 +188,7 @@ START_TEST(test_client_command_needs_sandbox)
     sbx_command *k = it_sh_cmd(s, "true", NULL);
     sbx_op *op;
     expect_st(sbx_command_run(k), SBX_E_MISUSE, sbx_command_last_error, k);
-    expect_st(sbx_command_start(k, &op), SBX_E_MISUSE, sbx_command_last_error, k);
+    expect_st(sbx_command_run_start(k, &op), SBX_E_MISUSE, sbx_command_last_error, k);
     expect_st(sbx_command_kill(k, 9), SBX_E_MISUSE, sbx_command_last_error, k);
     expect_st(sbx_command_wait_exit(k), SBX_E_MISUSE, sbx_command_last_error, k);
     sbx_command_free(k);
@@ -253,7 +253,7 @@ START_TEST(test_client_command_backpressure)
     int64_t until = mono_ms() + 1500;
 
     ok_cmd(sbx_command_set_output_limit(k, 32768), k);
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     /* Nobody reads for a while: the op cannot finish. */
     while (mono_ms() < until) {
         sbx_client_wait(e.c, 100);
@@ -336,7 +336,7 @@ START_TEST(test_client_command_detached_attach_kill)
     sbx_op *op;
 
     ok_cmd(sbx_command_set_detached(k, 1), k);
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     ck_assert_ptr_nonnull(sbx_command_id(k));
@@ -496,7 +496,7 @@ START_TEST(test_client_command_op_wait_in_slices)
     sbx_status st;
     int slices = 0;
 
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     while ((st = sbx_op_wait(op, 50)) == SBX_E_AGAIN) {
         ck_assert_int_eq(sbx_op_done(op), 0);
         slices++;
@@ -510,7 +510,7 @@ START_TEST(test_client_command_op_wait_in_slices)
     sbx_op_free(op);
     /* The client-wide forms say the same. */
     k = (sbx_command_free(k), it_sh_cmd(e.s, "sleep 1", NULL));
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     ck_assert_int_eq(sbx_client_run(e.c, 50), SBX_E_AGAIN);
     ck_assert_int_eq(sbx_op_done(op), 0);
     ck_assert_int_eq(sbx_client_run(e.c, -1), SBX_OK);
@@ -554,7 +554,7 @@ START_TEST(test_client_command_detached_server)
     sbx_command *k = it_sh_cmd(e.s, "echo served > /tmp/index.html; cd /tmp && exec python3 -m http.server 8123", NULL);
     sbx_op *op;
     ok_cmd(sbx_command_set_detached(k, 1), k);
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
     sbx_op_free(op);
     expect_sh_out(e.s,
@@ -575,7 +575,7 @@ START_TEST(test_client_command_sandbox_stopped)
     struct env e = setup();
     sbx_command *k = it_sh_cmd(e.s, "echo before; sleep 60", NULL);
     sbx_op *op;
-    ok_cmd(sbx_command_start(k, &op), k);
+    ok_cmd(sbx_command_run_start(k, &op), k);
     while (sbx_command_output_bytes(k, SBX_STREAM_STDOUT) == 0) {
         sbx_client_wait(e.c, 1000);
         sbx_client_process(e.c, NULL);
@@ -604,7 +604,7 @@ START_TEST(test_client_command_many_in_flight)
     for (int i = 0; i < N; i++) {
         snprintf(script, sizeof script, "sleep 0.$((%d %% 5)); echo cmd-%d; echo err-%d >&2; exit %d", i, i, i, i % 7);
         k[i] = it_sh_cmd(e.s, script, &o[i]);
-        ok_cmd(sbx_command_start(k[i], &op[i]), k[i]);
+        ok_cmd(sbx_command_run_start(k[i], &op[i]), k[i]);
     }
     ok_c(sbx_client_run(e.c, 60000), e.c);
     for (int i = 0; i < N; i++) {
@@ -646,7 +646,7 @@ START_TEST(test_client_command_running_holds_no_slot)
         k[i] = it_sh_cmd(e.s, script, &o[i]);
         /* A deadlock (a slot held) ends in this timeout, not a hang. */
         ok_cmd(sbx_command_set_timeout_ms(k[i], 20000), k[i]);
-        ok_cmd(sbx_command_start(k[i], &op[i]), k[i]);
+        ok_cmd(sbx_command_run_start(k[i], &op[i]), k[i]);
     }
     ok_s(sbx_sandbox_refresh_start(e.s, &get), e.s);
     ok_c(sbx_client_run(e.c, 60000), e.c);

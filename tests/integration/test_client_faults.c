@@ -1020,7 +1020,7 @@ START_TEST(test_client_faults_cancel_during_stall)
     /* The logs stall. */
     faultd_rule(x.f, "GET", "/logs$", 0, FAULT_STALL, 0);
     k = sh_cmd(x.s, "sleep 30", NULL);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     until = mono_ms() + 5000;
     while (faultd_count(x.f, "GET", "/logs$") == 0 && mono_ms() < until)
         sbx_client_run(x.c, 50);
@@ -1041,7 +1041,7 @@ START_TEST(test_client_faults_cancel_during_stall)
     /* The start's answer is held back (the command did start). */
     faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 0, FAULT_STALL_AFTER, 0);
     k = sh_cmd(x.s, COUNT_SCRIPT, NULL);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     until = mono_ms() + 5000;
     while (faultd_forwarded(x.f, "POST", sbx_pat(&x, "/cmd")) < 2 && mono_ms() < until)
         sbx_client_run(x.c, 50);
@@ -1242,7 +1242,7 @@ START_TEST(test_client_faults_cancel_during_backoff)
     post = sbx_pat(&x, "/cmd");
     faultd_rule(x.f, "POST", post, 0, FAULT_429, 10);
     k = sh_cmd(x.s, COUNT_SCRIPT, NULL);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     until = mono_ms() + 5000;
     while (faultd_count(x.f, "POST", post) == 0 && mono_ms() < until)
         sbx_client_run(x.c, 50);
@@ -1564,7 +1564,7 @@ START_TEST(test_client_faults_logs_cut_with_backpressure)
     faultd_rule(x.f, "GET", "/logs$", 3, FAULT_RESET_MID, 130000);
     k = sh_cmd(x.s, "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); echo out$i; echo err$i >&2; done", NULL);
     ok_k(sbx_command_set_output_limit(k, 4096), k);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     want[0] = malloc(20000 * 12);
     want[1] = malloc(20000 * 12);
     for (int i = 1; i <= 20000; i++) {
@@ -1683,7 +1683,7 @@ START_TEST(test_client_faults_cancel_message_unstarted)
     post = sbx_pat(&x, "/cmd");
     faultd_rule(x.f, "POST", post, 0, FAULT_429, 10);
     k = sh_cmd(x.s, COUNT_SCRIPT, NULL);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     until = mono_ms() + 5000;
     while (faultd_count(x.f, "POST", post) == 0 && mono_ms() < until)
         sbx_client_run(x.c, 50);
@@ -2069,7 +2069,7 @@ START_TEST(test_client_faults_server_stopped)
     cid = sbx_detach_sh(x.d, x.sid, "sleep 60");
 
     k = sh_cmd(x.s, "echo started; sleep 60", NULL);
-    ok_k(sbx_command_start(k, &op), k);
+    ok_k(sbx_command_run_start(k, &op), k);
     until = mono_ms() + 5000;
     while (faultd_count(x.f, "GET", "/logs$") == 0 && mono_ms() < until)
         sbx_client_run(x.c, 50);

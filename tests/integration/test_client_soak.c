@@ -67,7 +67,7 @@ START_TEST(test_client_soak_64x16)
             snprintf(script, sizeof script, "echo sandbox-%d-command-%d; echo e%d >&2; exit %d", i, j, j,
                      (i + j) % 11);
             k[i][j] = it_sh_cmd(s[i], script, &out[i][j]);
-            ok_cmd(sbx_command_start(k[i][j], &op[i][j]), k[i][j]);
+            ok_cmd(sbx_command_run_start(k[i][j], &op[i][j]), k[i][j]);
         }
     /* Pull completions as a binding would, counting them. */
     while (finished < SANDBOXES * PER) {

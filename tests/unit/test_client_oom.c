@@ -434,7 +434,7 @@ static sbx_status sc_command_op(void *ctx)
     }
     TRY(sbx_command_set_argv(k, 3, argv));
     TRY(sbx_command_set_output_cb(k, collect, &o));
-    TRY(sbx_command_start(k, &op));
+    TRY(sbx_command_run_start(k, &op));
     while (running) {
         int64_t ms;
         TRY(sbx_client_get_timeout(c, &ms));

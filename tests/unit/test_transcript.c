@@ -92,7 +92,7 @@ static sbx_transcript *small_job(void)
     size_t a, b;
     const char *argv1[] = {"npm", "ci"}, *argv2[] = {"npm", "test", "--", "--silent"};
     ck_assert_ptr_nonnull(t);
-    ok(sbx_transcript_set_job(t, "verify.test"));
+    ok(sbx_transcript_set_job_type(t, "verify.test"));
     ok(sbx_transcript_set_input(t, "repo", "https://github.com/acme/app.git"));
     ok(sbx_transcript_set_endpoint(t, "http://127.0.0.1:7777"));
     ok(sbx_transcript_set_policy_json(t, "{\"programs\":[\"npm\",\"git\"]}"));
@@ -109,7 +109,7 @@ static sbx_transcript *small_job(void)
     ok(sbx_transcript_step_set_argv(t, b, 4, argv2));
     ok(t_step_output(t, b, SBX_STREAM_STDERR, "1 failing\n", 10));
     ok(sbx_transcript_step_end(t, b, SBX_STEP_EXITED, 1, 0, "tests failed"));
-    ok(sbx_transcript_finish(t, "failed"));
+    ok(sbx_transcript_finish(t, SBX_VERDICT_FAILED));
     return t;
 }
 
@@ -280,7 +280,7 @@ START_TEST(test_transcript_total_limit)
         st = sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL);
         ck_assert_msg(st == SBX_OK || st == SBX_E_BUDGET_EXCEEDED, "%s", sbx_transcript_last_error(t));
     }
-    ok(sbx_transcript_finish(t, "passed"));
+    ok(sbx_transcript_finish(t, SBX_VERDICT_PASSED));
     ok(t_save_data(t, &x, &len));
     ck_assert_uint_le(len, 8192);
     ok(sbx_transcript_verify(t, NULL));
@@ -429,7 +429,7 @@ START_TEST(test_transcript_journal_and_atomic_finish)
     int files = 0;
     make_tmpdir();
     snprintf(path, sizeof path, "%s/job.transcript", tmpdir);
-    ok(sbx_transcript_set_job(t, "verify.build"));
+    ok(sbx_transcript_set_job_type(t, "verify.build"));
     ok(sbx_transcript_set_file(t, path));
     ok(sbx_transcript_step_begin(t, "build", &s));
     ok(sbx_transcript_step_set_argv(t, s, 1, argv));
@@ -441,7 +441,7 @@ START_TEST(test_transcript_journal_and_atomic_finish)
     ck_assert_uint_eq(sbx_transcript_step_count(u), 1);
     ck_assert_int_eq(sbx_transcript_complete(u), 0);
     sbx_transcript_free(u);
-    ok(sbx_transcript_finish(t, "passed"));
+    ok(sbx_transcript_finish(t, SBX_VERDICT_PASSED));
     disk = read_file(path, &dlen);
     ok(t_save_data(t, &mem, &mlen));
     ck_assert_uint_eq(dlen, mlen);
@@ -492,7 +492,7 @@ START_TEST(test_transcript_crash_safety)
             char out[4096];
             memset(out, 'o', sizeof out);
             close(fds[0]);
-            if (!t || sbx_transcript_set_job(t, "verify.test") || sbx_transcript_set_file(t, path))
+            if (!t || sbx_transcript_set_job_type(t, "verify.test") || sbx_transcript_set_file(t, path))
                 _exit(2);
             for (size_t i = 0;; i++) {
                 size_t s;
@@ -571,7 +571,7 @@ START_TEST(test_transcript_redaction)
     for (size_t i = 0; i < strlen(out); i++) /* a byte at a time: split everywhere */
         ok(t_step_output(t, s, SBX_STREAM_STDOUT, out + i, 1));
     ok(sbx_transcript_step_end(t, s, SBX_STEP_TRANSPORT_ERROR, -1, 1, "lost " SECRET));
-    ok(sbx_transcript_finish(t, "error"));
+    ok(sbx_transcript_finish(t, SBX_VERDICT_ERROR));
     ok(t_save_data(t, &text, &len));
     ck_assert_msg(!strstr(text, SECRET) && !strstr(text, GHP), "%s", text);
     ck_assert_msg(strstr(text, "API_TOKEN") && strstr(text, "[REDACTED:github]"), "%s", text);
@@ -626,7 +626,7 @@ START_TEST(test_transcript_late_fields_and_open_steps)
     ok(sbx_transcript_set_sandbox_id(t, "sbx_late"));
     ok(sbx_transcript_step_begin(t, "second", &b));
     ck_assert_uint_eq(b, a + 1);
-    ok(sbx_transcript_finish(t, "cancelled"));
+    ok(sbx_transcript_finish(t, SBX_VERDICT_CANCELLED));
     ok(sbx_transcript_verify(t, NULL));
     ck_assert_uint_eq(sbx_transcript_step_count(t), 2);
     e = step_obj(t, 1);
@@ -652,10 +652,10 @@ START_TEST(test_transcript_argument_errors)
     size_t s;
     char *out = (char *)1, path[300];
     const char *argv[] = {"ls", NULL};
-    ck_assert_int_eq(sbx_transcript_set_job(NULL, "x"), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_set_job_type(NULL, "x"), SBX_E_INVALID_ARG);
     ck_assert_str_eq(sbx_transcript_last_error(NULL), "invalid argument: the handle is NULL");
-    ck_assert_int_eq(sbx_transcript_set_job(t, "bad type!"), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_transcript_set_job(t, ""), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_set_job_type(t, "bad type!"), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_set_job_type(t, ""), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_input(t, "", "v"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_input(t, "k", "\xff"), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_policy_json(t, "[1]"), SBX_E_PARSE);
@@ -666,7 +666,7 @@ START_TEST(test_transcript_argument_errors)
     ck_assert_int_eq(sbx_transcript_set_redactor(t, NULL), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_begin(t, NULL, NULL), SBX_E_INVALID_ARG);
     ok(sbx_transcript_step_begin(t, NULL, &s));
-    ck_assert_int_eq(sbx_transcript_set_job(t, "late"), SBX_E_MISUSE);
+    ck_assert_int_eq(sbx_transcript_set_job_type(t, "late"), SBX_E_MISUSE);
     ck_assert_int_eq(sbx_transcript_set_limits(t, 10, 10, 1u << 20), SBX_E_MISUSE);
     ck_assert_int_eq(sbx_transcript_step_set_argv(t, s, 2, argv), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_step_set_argv(t, s, 0, argv), SBX_E_INVALID_ARG);
@@ -679,13 +679,13 @@ START_TEST(test_transcript_argument_errors)
     ck_assert_int_eq(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, -2, 0, NULL), SBX_E_INVALID_ARG);
     ok(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
     ck_assert_int_eq(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL), SBX_E_NOT_FOUND);
-    ck_assert_int_eq(sbx_transcript_finish(t, "great"), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_transcript_finish(t, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_finish(t, (sbx_verdict)42), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_transcript_finish(t, (sbx_verdict)-1), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_set_file(t, "/nonexistent-dir/x/t.jsonl"), SBX_E_IO);
     ck_assert_msg(strstr(sbx_transcript_last_error(t), "/nonexistent-dir/x/t.jsonl"), "%s",
                   sbx_transcript_last_error(t));
-    ok(sbx_transcript_finish(t, "passed"));
-    ck_assert_int_eq(sbx_transcript_finish(t, "passed"), SBX_E_MISUSE);
+    ok(sbx_transcript_finish(t, SBX_VERDICT_PASSED));
+    ck_assert_int_eq(sbx_transcript_finish(t, SBX_VERDICT_PASSED), SBX_E_MISUSE);
     ck_assert_int_eq(sbx_transcript_step_begin(t, NULL, &s), SBX_E_MISUSE);
     ck_assert_int_eq(t_save_data(t, NULL, NULL), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_transcript_job_to_json(t, NULL), SBX_E_INVALID_ARG);
@@ -747,14 +747,14 @@ static sbx_status oom_once(void *ctx)
     } while (0)
     TRY(sbx_redactor_add_secret(r, (const uint8_t *)SECRET, strlen(SECRET)));
     TRY(sbx_transcript_set_redactor(t, r));
-    TRY(sbx_transcript_set_job(t, "verify.lint"));
+    TRY(sbx_transcript_set_job_type(t, "verify.lint"));
     TRY(sbx_transcript_set_input(t, "k", SECRET));
     TRY(sbx_transcript_step_begin(t, "a", &s));
     TRY(sbx_transcript_step_set_argv(t, s, 2, argv));
     TRY(sbx_transcript_step_add_env(t, s, "X=1"));
     TRY(t_step_output(t, s, SBX_STREAM_STDOUT, SECRET "\n", strlen(SECRET) + 1));
     TRY(sbx_transcript_step_end(t, s, SBX_STEP_EXITED, 0, 0, NULL));
-    TRY(sbx_transcript_finish(t, "passed"));
+    TRY(sbx_transcript_finish(t, SBX_VERDICT_PASSED));
     TRY(t_save_data(t, &x, &n));
     if (!(u = sbx_transcript_new())) {
         st = SBX_E_NOMEM;

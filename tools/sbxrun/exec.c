@@ -245,7 +245,7 @@ static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red
     /* Always redacted: --no-redact is about the terminal, not the record. */
     if (!red && !(red = plain = sbx_redactor_new()))
         goto fail;
-    if ((st = sbx_transcript_set_redactor(t, red)) != SBX_OK || (st = sbx_transcript_set_job(t, "exec")) != SBX_OK ||
+    if ((st = sbx_transcript_set_redactor(t, red)) != SBX_OK || (st = sbx_transcript_set_job_type(t, "exec")) != SBX_OK ||
         (endpoint && (st = sbx_transcript_set_endpoint(t, endpoint)) != SBX_OK) ||
         (sandbox_id && (st = sbx_transcript_set_sandbox_id(t, sandbox_id)) != SBX_OK) ||
         (st = sbx_transcript_set_file(t, path)) != SBX_OK ||
@@ -271,7 +271,7 @@ fail:
  * EXIT_EXEC_FAILED: a run whose record was asked for and not kept did not
  * do what was asked, whatever the program's exit code. */
 static int close_transcript(struct sink *k, const char *path, sbx_step_outcome how, int code, const char *detail,
-                            const char *verdict)
+                            sbx_verdict verdict)
 {
     sbx_status st;
     if (!k->tr)
@@ -397,7 +397,7 @@ int cmd_exec(int argc, char **argv)
     sbx_redactor *red = NULL;
     struct sink sink = {NULL, NULL, NULL, 0, "", false, {{NULL, 0}, {NULL, 0}}};
     sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
-    const char *verdict = "error";
+    sbx_verdict verdict = SBX_VERDICT_ERROR;
     char detail[1024] = "";
     long long timeout = 0, lease = 0;
     char err[1024];
@@ -496,7 +496,7 @@ int cmd_exec(int argc, char **argv)
                                             cwd, envs, nenv, &sink.step, &st)))
                 rc = EXIT_EXEC_FAILED;
             else if (close_transcript(&sink, transcript, SBX_STEP_POLICY_DENIED, -1, "denied by the command policy",
-                                      "denied"))
+                                      SBX_VERDICT_DENIED))
                 rc = EXIT_EXEC_FAILED;
         }
         sbx_redactor_free(red);
@@ -579,7 +579,7 @@ int cmd_exec(int argc, char **argv)
     /* Ctrl-C cancels the wait; the program is then killed, not left behind. */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    st = sbx_command_start(k, &op);
+    st = sbx_command_run_start(k, &op);
     if (st == SBX_OK) {
         running_op = op;
         st = drive_leased(r.client, s, op, own_sandbox ? lease : 0);
@@ -605,11 +605,13 @@ int cmd_exec(int argc, char **argv)
         fail_msg(o.json, "exec", st, err);
         snprintf(detail, sizeof detail, "%s", err);
         how = st == SBX_E_TIMEOUT ? SBX_STEP_TIMEOUT : st == SBX_E_CANCELLED ? SBX_STEP_CANCELLED : SBX_STEP_TRANSPORT_ERROR;
-        verdict = st == SBX_E_TIMEOUT ? "timed-out" : st == SBX_E_CANCELLED ? "cancelled" : "error";
+        verdict = st == SBX_E_TIMEOUT     ? SBX_VERDICT_TIMED_OUT
+                  : st == SBX_E_CANCELLED ? SBX_VERDICT_CANCELLED
+                                          : SBX_VERDICT_ERROR;
         goto out;
     }
     how = st == SBX_E_CONFLICT ? SBX_STEP_KILLED : SBX_STEP_EXITED;
-    verdict = sbx_command_exit_code(k) == 0 ? "passed" : "failed";
+    verdict = sbx_command_exit_code(k) == 0 ? SBX_VERDICT_PASSED : SBX_VERDICT_FAILED;
     rc = sbx_command_exit_code(k);
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;

@@ -70,10 +70,10 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
         print_json_value(sbx_sandbox_json(s));
         return;
     }
-    printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %u MB\n"
+    printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %lld MB\n"
            "timeout:   %lld ms\n",
            sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s), sbx_sandbox_region(s),
-           sbx_sandbox_vcpus(s), sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
+           sbx_sandbox_vcpus(s), (long long)sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
     if (sbx_sandbox_network_policy_json(s))
         printf("network:   %s\n", sbx_sandbox_network_policy_json(s));
 }
