@@ -17,5 +17,6 @@
 #include <sbxrun/netpolicy.h>
 #include <sbxrun/redact.h>
 #include <sbxrun/transcript.h>
+#include <sbxrun/patch.h>
 
 #endif /* SBXRUN_SBXRUN_H */
