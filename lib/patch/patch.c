@@ -19,6 +19,7 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <sbxrun/patch.h>
 
 #include "client/tarball.h"
+#include "patch/apply.h"
 #include "util/buf.h"
 #include "util/str.h"
 
@@ -157,6 +159,12 @@ static const char *git_msg(void)
 {
     const git_error *e = git_error_last();
     return e && e->message ? e->message : "unknown libgit2 error";
+}
+
+static bool starts(const char *l, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(l, prefix, k) == 0;
 }
 
 static bool loaded(const sbx_patch *p)
@@ -354,6 +362,40 @@ static bool header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *ou
     return true;
 }
 
+/* The "diff --git a/X b/Y" line alone names the paths of a file created
+ * or deleted empty, or of a mode change; libgit2 normalises them ("a//x"
+ * is "x"). Its names cannot be told apart when they hold spaces, so every
+ * space-separated word (quoted ones whole) is checked as a path: a name
+ * with a space before ".." or ".git" is refused too, which is safe. */
+static sbx_status check_git_line(sbx_patch *p, const char *v, size_t n, sbx__buf *path)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i, end;
+        sbx_patch_rule r;
+        if (v[i] == ' ') {
+            i++;
+            continue;
+        }
+        if (v[i] == '"') {
+            for (end = i + 1; end < n && !(v[end] == '"' && v[end - 1] != '\\'); end++)
+                ;
+            end = end < n ? end + 1 : n;
+        } else {
+            for (end = i; end < n && v[end] != ' '; end++)
+                ;
+        }
+        i = end;
+        if (!header_path(v + start, end - start, true, path)) {
+            p->verdict = SBX_PATCH_MALFORMED;
+            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a broken quoted path in a diff --git line");
+        }
+        if (path->len && (r = path_rule(path->data, path->len)) != SBX_PATCH_RULE_NONE)
+            return refuse(p, r, path->data, path->len);
+    }
+    return SBX_OK;
+}
+
 /* Every path the text's headers name must pass the rules. */
 static sbx_status check_raw(sbx_patch *p, const char *t, size_t len)
 {
@@ -392,11 +434,25 @@ static sbx_status check_raw(sbx_patch *p, const char *t, size_t len)
             in_hunk = old_left > 0 || new_left > 0;
             continue;
         }
+        if (n > 11 && memcmp(line, "diff --git ", 11) == 0) {
+            sbx_status st = check_git_line(p, line + 11, n - 11, &path);
+            if (st != SBX_OK) {
+                sbx__buf_free(&path);
+                return st;
+            }
+            continue;
+        }
         for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
             size_t k = strlen(heads[h].prefix);
             sbx_patch_rule r;
             if (n < k || memcmp(line, heads[h].prefix, k) != 0)
                 continue;
+            if (heads[h].strip && n > k && line[k] == '/' && !(n - k >= 9 && memcmp(line + k, "/dev/null", 9) == 0 &&
+                                                               (n - k == 9 || line[k + 9] == '\t'))) {
+                /* "+++ /etc/x": git strips a component, patch -p0 would not. */
+                sbx__buf_free(&path);
+                return refuse(p, SBX_PATCH_RULE_ABSOLUTE, line + k, strcspn(line + k, "\t\n"));
+            }
             if (!header_path(line + k, n - k, heads[h].strip, &path)) {
                 sbx__buf_free(&path);
                 p->verdict = SBX_PATCH_MALFORMED;
@@ -471,6 +527,66 @@ static sbx_status to_git_form(const char *t, size_t len, sbx__buf *conv, bool *c
     return st;
 }
 
+/* The second name of a "diff --git" line, as written (quoted or not). */
+static void second_name(const char *v, size_t n, const char **name, size_t *len)
+{
+    if (n && v[0] == '"') {
+        size_t i = 1;
+        while (i < n && !(v[i] == '"' && v[i - 1] != '\\'))
+            i++;
+        i += 2; /* the quote and the space */
+        *name = i < n ? v + i : v + n;
+        *len = i < n ? n - i : 0;
+        return;
+    }
+    /* "a/P b/P": a file created or deleted has the same P twice. */
+    *len = n > 5 ? (n - 5) / 2 + 2 : 0;
+    *name = v + n - *len;
+}
+
+/* libgit2 (1.5) cannot parse a section that creates or deletes an empty
+ * file (a header, no "---"/"+++" lines, no hunk), which git writes; the
+ * text libgit2 parses gets those two lines added. */
+static sbx_status libgit2_form(const char *t, size_t len, sbx__buf *out, bool *changed)
+{
+    const char *name = NULL;
+    size_t name_len = 0;
+    int kind = 0; /* 1 new file, 2 deleted file, 0 other */
+    bool has_body = false;
+    *changed = false;
+    for (size_t at = 0; at <= len; ) {
+        const char *l = t + at, *nl = at < len ? memchr(l, '\n', len - at) : NULL;
+        size_t n = at < len ? (nl ? (size_t)(nl - l) + 1 : len - at) : 0;
+        bool next_file = at == len || starts(l, n, "diff --git ");
+        if (next_file && kind && !has_body) {
+            sbx_status st = kind == 1 ? sbx__buf_printf(out, "--- /dev/null\n+++ %.*s\n", (int)name_len, name)
+                                      : sbx__buf_printf(out, "--- a/%.*s\n+++ /dev/null\n", (int)(name_len - 2),
+                                                        name + 2);
+            if (st != SBX_OK)
+                return st;
+            *changed = true;
+        }
+        if (at == len)
+            break;
+        if (next_file) {
+            second_name(l + 11, n - 11 - (l[n - 1] == '\n'), &name, &name_len);
+            kind = 0;
+            has_body = false;
+        } else if (starts(l, n, "new file mode ")) {
+            kind = 1;
+        } else if (starts(l, n, "deleted file mode ")) {
+            kind = 2;
+        } else if (starts(l, n, "--- ") || starts(l, n, "GIT binary patch") || starts(l, n, "Binary files") ||
+                   starts(l, n, "@@ ")) {
+            has_body = true;
+        }
+        if (sbx__buf_append(out, l, n) != SBX_OK)
+            return SBX_E_NOMEM;
+        at += n;
+    }
+    return SBX_OK;
+}
+
 /* ---- loading --------------------------------------------------------------------------------- */
 
 static sbx_patch_change change_of(git_delta_t s)
@@ -507,7 +623,6 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
 static sbx_status describe(sbx_patch *p)
 {
     size_t n = git_diff_num_deltas(p->diff);
-    git_oid id;
     if (!(p->files = sbx__calloc(n ? n : 1, sizeof *p->files)))
         return sbx__err_nomem(&p->err);
     for (size_t i = 0; i < n; i++) {
@@ -539,10 +654,193 @@ static sbx_status describe(sbx_patch *p)
             git_patch_free(gp);
         }
     }
-    if (git_diff_patchid(&id, p->diff, NULL) < 0)
-        return sbx__err_set(&p->err, SBX_E_PARSE, "no patch id: %s", git_msg());
-    git_oid_tostr(p->id, sizeof p->id, &id);
     return SBX_OK;
+}
+
+/* ---- the patch id --------------------------------------------------------------------------------- */
+
+/*
+ * `git patch-id --stable` as git 2.39 computes it, written from its
+ * definition: per file, the SHA-1 of the diff's lines with all white space
+ * removed ("index" lines and "\ No newline" markers left out, a binary
+ * file counted by the object names of its "index" line), the files' hashes
+ * summed bytewise with carry. libgit2's git_diff_patchid() differs on
+ * renames and binary files, so it is not used.
+ */
+struct pid {
+    EVP_MD_CTX *ctx;
+    unsigned char sum[20];
+    size_t hashed;
+};
+
+static bool pid_flush(struct pid *d)
+{
+    unsigned char h[EVP_MAX_MD_SIZE];
+    unsigned int hl = 0;
+    unsigned carry = 0;
+    if (EVP_DigestFinal_ex(d->ctx, h, &hl) != 1 || hl != 20 || EVP_DigestInit_ex(d->ctx, EVP_sha1(), NULL) != 1)
+        return false;
+    for (size_t i = 0; i < 20; i++) {
+        carry += (unsigned)d->sum[i] + h[i];
+        d->sum[i] = (unsigned char)carry;
+        carry >>= 8;
+    }
+    return true;
+}
+
+/* Hash a line without its white space. */
+static bool pid_line(struct pid *d, const char *l, size_t n)
+{
+    char buf[256];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)l[i];
+        if (c == ' ' || (c >= '\t' && c <= '\r'))
+            continue;
+        buf[k++] = (char)c;
+        if (k == sizeof buf) {
+            if (EVP_DigestUpdate(d->ctx, buf, k) != 1)
+                return false;
+            d->hashed += k;
+            k = 0;
+        }
+    }
+    d->hashed += k;
+    return EVP_DigestUpdate(d->ctx, buf, k) == 1;
+}
+
+/* A hunk header's line counts (a missing count is 1); false if malformed. */
+static bool hunk_counts(const char *l, size_t n, long *before, long *after)
+{
+    const char *q = l + 4, *end = l + n;
+    size_t k = 0;
+    while (q + k < end && q[k] >= '0' && q[k] <= '9')
+        k++;
+    *before = 1;
+    if (q + k < end && q[k] == ',') {
+        q += k + 1;
+        *before = strtol(q, NULL, 10);
+        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
+            ;
+    }
+    if (k == 0 || q + k + 1 >= end || q[k] != ' ' || q[k + 1] != '+')
+        return false;
+    q += k + 2;
+    for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
+        ;
+    *after = 1;
+    if (q + k < end && q[k] == ',') {
+        q += k + 1;
+        *after = strtol(q, NULL, 10);
+        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
+            ;
+    }
+    return k > 0;
+}
+
+/* The pre- and post-image names of an "index A..B [mode]" line. */
+static void index_names(const char *l, size_t n, char pre[65], char post[65])
+{
+    const char *v = l + 6, *dots = NULL, *end = l + n;
+    for (const char *c = v; c + 1 < end; c++)
+        if (c[0] == '.' && c[1] == '.') {
+            dots = c;
+            break;
+        }
+    if (!dots)
+        return;
+    {
+        const char *e2 = memchr(dots, ' ', (size_t)(end - dots));
+        size_t a = (size_t)(dots - v), b;
+        if (!e2)
+            e2 = end - (n && l[n - 1] == '\n' ? 1 : 0);
+        b = (size_t)(e2 - (dots + 2));
+        snprintf(pre, 65, "%.*s", (int)(a < 64 ? a : 64), v);
+        snprintf(post, 65, "%.*s", (int)(b < 64 ? b : 64), dots + 2);
+    }
+}
+
+static bool hex40(const char *l, size_t n)
+{
+    if (n < 40)
+        return false;
+    for (size_t i = 0; i < 40; i++)
+        if (!((l[i] >= '0' && l[i] <= '9') || (l[i] >= 'a' && l[i] <= 'f') || (l[i] >= 'A' && l[i] <= 'F')))
+            return false;
+    return true;
+}
+
+static bool patch_id(const char *t, size_t len, char out[GIT_OID_HEXSZ + 1])
+{
+    struct pid d = {NULL, {0}, 0};
+    long before = -1, after = -1;
+    bool binary = false, ok = true;
+    char pre[65] = "", post[65] = "";
+
+    out[0] = '\0';
+    if (!(d.ctx = EVP_MD_CTX_new()) || EVP_DigestInit_ex(d.ctx, EVP_sha1(), NULL) != 1) {
+        EVP_MD_CTX_free(d.ctx);
+        return false;
+    }
+    for (size_t at = 0; at < len && ok;) {
+        const char *l = t + at, *nl = memchr(l, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - l) + 1 : len - at;
+        at += n;
+        if (starts(l, n, "\\ ") && n > 12)
+            continue;
+        if (hex40(starts(l, n, "commit ") ? l + 7 : starts(l, n, "From ") ? l + 5 : l,
+                  n - (starts(l, n, "commit ") ? 7 : starts(l, n, "From ") ? 5 : 0)))
+            break;
+        if (!d.hashed && !starts(l, n, "diff "))
+            continue;
+        if (before == -1) {
+            if (starts(l, n, "GIT binary patch") || starts(l, n, "Binary files")) {
+                binary = true;
+                before = 0;
+                ok = EVP_DigestUpdate(d.ctx, pre, strlen(pre)) == 1 && EVP_DigestUpdate(d.ctx, post, strlen(post)) == 1 &&
+                     pid_flush(&d);
+                continue;
+            }
+            if (starts(l, n, "index ")) {
+                index_names(l, n, pre, post);
+                continue;
+            }
+            if (starts(l, n, "--- "))
+                before = after = 1;
+            else if (!((l[0] >= 'a' && l[0] <= 'z') || (l[0] >= 'A' && l[0] <= 'Z')))
+                break;
+        }
+        if (binary) {
+            if (starts(l, n, "diff ")) {
+                binary = false;
+                before = -1;
+            }
+            continue;
+        }
+        if (before == 0 && after == 0) {
+            if (starts(l, n, "@@ -")) {
+                hunk_counts(l, n, &before, &after);
+                continue;
+            }
+            if (!starts(l, n, "diff "))
+                break;
+            ok = pid_flush(&d);
+            before = after = -1;
+        }
+        if (l[0] == '-' || l[0] == ' ')
+            before--;
+        if (l[0] == '+' || l[0] == ' ')
+            after--;
+        ok = ok && pid_line(&d, l, n);
+    }
+    ok = ok && pid_flush(&d);
+    EVP_MD_CTX_free(d.ctx);
+    if (!ok)
+        return false;
+    if (d.hashed) /* git prints nothing for a patch with nothing to hash */
+        for (size_t i = 0; i < 20; i++)
+            snprintf(out + 2 * i, 3, "%02x", d.sum[i]);
+    return true;
 }
 
 /* Parse text (git's form or plain diff -u), check it, describe it. The
@@ -578,10 +876,22 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf_free(&conv);
         return st;
     }
-    if (git_diff_from_buffer(&p->diff, data, len) < 0) {
-        sbx__buf_free(&conv);
-        p->verdict = SBX_PATCH_MALFORMED;
-        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+    {
+        sbx__buf fixed = SBX__BUF_INIT;
+        bool changed;
+        int r;
+        if (libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+            sbx__buf_free(&fixed);
+            sbx__buf_free(&conv);
+            return sbx__err_nomem(&p->err);
+        }
+        r = changed ? git_diff_from_buffer(&p->diff, fixed.data, fixed.len) : git_diff_from_buffer(&p->diff, data, len);
+        sbx__buf_free(&fixed);
+        if (r < 0) {
+            sbx__buf_free(&conv);
+            p->verdict = SBX_PATCH_MALFORMED;
+            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+        }
     }
     if ((n = git_diff_num_deltas(p->diff)) == 0) {
         sbx__buf_free(&conv);
@@ -602,6 +912,10 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
     if ((st = describe(p)) != SBX_OK) {
         sbx__buf_free(&conv);
         return st;
+    }
+    if (!patch_id(data, len, p->id)) {
+        sbx__buf_free(&conv);
+        return sbx__err_nomem(&p->err);
     }
     p->text = converted ? sbx__buf_detach(&conv, &p->text_len) : sbx__strndup(data, len);
     sbx__buf_free(&conv);
@@ -769,7 +1083,10 @@ static sbx_status build_from_ops(sbx_patch *p)
             memset(&e, 0, sizeof e);
             e.path = o->path;
             e.mode = o->mode;
-            if (git_index_add_from_buffer(idx, &e, o->data ? (const void *)o->data : "", o->len) < 0)
+            e.file_size = (uint32_t)(o->len > UINT32_MAX ? UINT32_MAX : o->len);
+            /* The blob goes to the in-memory object database. */
+            if (git_blob_create_from_buffer(&e.id, p->repo, o->data ? (const void *)o->data : "", o->len) < 0 ||
+                git_index_add(idx, &e) < 0)
                 goto git_fail;
         }
     }
@@ -798,30 +1115,132 @@ git_fail:
 
 /* ---- applying ---------------------------------------------------------------------------------- */
 
-struct apply_ctx {
-    const git_diff_delta *delta;
-    char hunk[128];
-};
-
-static int on_delta(const git_diff_delta *d, void *payload)
+/* Fail the check: the patch does not apply, and why (file first). */
+static sbx_status no_apply(sbx_patch *p, const char *file, const char *why)
 {
-    struct apply_ctx *a = payload;
-    a->delta = d;
-    a->hunk[0] = '\0';
-    return 0;
+    p->verdict = SBX_PATCH_DOES_NOT_APPLY;
+    return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s: %s", file, why);
 }
 
-static int on_hunk(const git_diff_hunk *h, void *payload)
+static sbx_status git_fail(sbx_patch *p, const char *what)
 {
-    struct apply_ctx *a = payload;
-    size_t n = h->header_len;
-    while (n && (h->header[n - 1] == '\n' || h->header[n - 1] == '\r'))
-        n--;
-    if (n >= sizeof a->hunk)
-        n = sizeof a->hunk - 1;
-    memcpy(a->hunk, h->header, n);
-    a->hunk[n] = '\0';
-    return 0;
+    return sbx__err_set(&p->err, SBX_E_INTERNAL, "%s: %s", what, git_msg());
+}
+
+/* A binary file's new bytes: libgit2 applies that one file's section to
+ * the tree of idx as it is (binary patches carry no offsets to search). */
+static sbx_status apply_binary(sbx_patch *p, size_t i, git_index *idx, const git_index_entry *old, git_oid *out)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    git_patch *gp = NULL;
+    git_buf text = GIT_BUF_INIT;
+    git_diff *one = NULL;
+    git_index *res = NULL;
+    git_tree *tree = NULL;
+    git_oid tid;
+    const git_index_entry *e;
+    sbx_status st = SBX_OK;
+
+    if (d->status != GIT_DELTA_ADDED && d->old_file.id_abbrev < GIT_OID_HEXSZ)
+        return no_apply(p, d->old_file.path, "a binary patch without the full index line");
+    if (old && !git_oid_equal(&old->id, &d->old_file.id))
+        return no_apply(p, d->old_file.path, "the binary patch is for other contents than the base's");
+    if (git_patch_from_diff(&gp, p->diff, i) < 0 || git_patch_to_buf(&text, gp) < 0 ||
+        git_diff_from_buffer(&one, text.ptr, text.size) < 0 || git_index_write_tree_to(&tid, idx, p->repo) < 0 ||
+        git_tree_lookup(&tree, p->repo, &tid) < 0)
+        st = git_fail(p, "a binary patch");
+    else if (git_apply_to_tree(&res, p->repo, tree, one, NULL) < 0)
+        st = no_apply(p, d->new_file.path, git_msg());
+    else if (d->status != GIT_DELTA_DELETED) {
+        if ((e = git_index_get_bypath(res, d->new_file.path, 0)) != NULL)
+            git_oid_cpy(out, &e->id);
+        else
+            st = git_fail(p, "a binary patch's result");
+    }
+    git_index_free(res);
+    git_tree_free(tree);
+    git_diff_free(one);
+    git_buf_dispose(&text);
+    git_patch_free(gp);
+    return st;
+}
+
+/* A text file's new bytes, as a blob in the in-memory object database. */
+static sbx_status apply_text_file(sbx_patch *p, size_t i, const git_index_entry *old, git_oid *out, bool *empty)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    git_blob *blob = NULL;
+    git_patch *gp = NULL;
+    char why[256], *post = NULL;
+    size_t post_len = 0;
+    sbx_status st;
+
+    if (old && git_blob_lookup(&blob, p->repo, &old->id) < 0)
+        return git_fail(p, "reading the base");
+    if (git_patch_from_diff(&gp, p->diff, i) < 0) {
+        git_blob_free(blob);
+        return git_fail(p, "a file's hunks");
+    }
+    st = sbx__apply_text(blob ? git_blob_rawcontent(blob) : "", blob ? (size_t)git_blob_rawsize(blob) : 0, gp, &post,
+                         &post_len, why, sizeof why);
+    git_patch_free(gp);
+    git_blob_free(blob);
+    if (st == SBX_E_PATCH)
+        return no_apply(p, d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path, why);
+    if (st == SBX_E_NOMEM)
+        return sbx__err_nomem(&p->err);
+    if (st != SBX_OK)
+        return git_fail(p, "applying hunks");
+    *empty = post_len == 0;
+    if (post_len > p->max_file_bytes) {
+        sbx__free(post);
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s would be %zu bytes, more than the limit of %zu",
+                            d->new_file.path, post_len, p->max_file_bytes);
+    }
+    if (d->status != GIT_DELTA_DELETED && git_blob_create_from_buffer(out, p->repo, post, post_len) < 0)
+        st = git_fail(p, "storing a patched file");
+    sbx__free(post);
+    return st;
+}
+
+/* One file of the patch onto idx, with the checks git apply makes: what is
+ * changed, deleted or renamed exists; what is created does not. */
+static sbx_status apply_delta(sbx_patch *p, size_t i, git_index *idx)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    const char *oldp = d->old_file.path, *newp = d->new_file.path;
+    const git_index_entry *old = NULL;
+    git_index_entry e;
+    bool creates = d->status == GIT_DELTA_ADDED || d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED;
+    bool empty = false;
+    git_oid id;
+    sbx_status st;
+
+    if (d->status != GIT_DELTA_ADDED && !(old = git_index_get_bypath(idx, oldp, 0)))
+        return no_apply(p, oldp, "no such file in the base");
+    if (creates && git_index_get_bypath(idx, newp, 0))
+        return no_apply(p, newp, "the file exists in the base already");
+    if (old)
+        git_oid_cpy(&id, &old->id);
+    if (d->flags & GIT_DIFF_FLAG_BINARY)
+        st = apply_binary(p, i, idx, old, &id);
+    else
+        st = apply_text_file(p, i, old, &id, &empty);
+    if (st != SBX_OK)
+        return st;
+    if (d->status == GIT_DELTA_DELETED) {
+        if (!empty && !(d->flags & GIT_DIFF_FLAG_BINARY))
+            return no_apply(p, oldp, "the deletion leaves lines the patch does not remove");
+        return git_index_remove_bypath(idx, oldp) < 0 ? git_fail(p, "deleting") : SBX_OK;
+    }
+    memset(&e, 0, sizeof e);
+    e.path = newp;
+    e.id = id;
+    e.mode = d->new_file.mode ? d->new_file.mode : old ? old->mode : GIT_FILEMODE_BLOB;
+    if (d->status == GIT_DELTA_RENAMED && git_index_remove_bypath(idx, oldp) < 0)
+        return git_fail(p, "renaming");
+    return git_index_add(idx, &e) < 0 ? git_fail(p, "updating the tree") : SBX_OK;
 }
 
 /* A path the patch writes must not go through a symbolic link or a gitlink
@@ -884,8 +1303,7 @@ static sbx_status check_result_sizes(sbx_patch *p)
 
 static sbx_status check(sbx_patch *p)
 {
-    git_apply_options o;
-    struct apply_ctx a = {NULL, ""};
+    git_index *idx = NULL;
     sbx_status st;
 
     if (!loaded(p))
@@ -904,21 +1322,16 @@ static sbx_status check(sbx_patch *p)
         return SBX_OK; /* safe; nothing to apply to */
     if ((st = check_against_base(p)) != SBX_OK)
         return st;
-    if (git_apply_options_init(&o, GIT_APPLY_OPTIONS_VERSION) < 0)
-        return sbx__err_nomem(&p->err);
-    o.delta_cb = on_delta;
-    o.hunk_cb = on_hunk;
-    o.payload = &a;
-    if (git_apply_to_tree(&p->result, p->repo, p->base, p->diff, &o) < 0) {
-        const char *file = a.delta ? (a.delta->new_file.path ? a.delta->new_file.path : a.delta->old_file.path)
-                                   : "(none)";
-        p->result = NULL;
-        p->verdict = SBX_PATCH_DOES_NOT_APPLY;
-        if (a.hunk[0])
-            return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s, hunk %s: %s", file, a.hunk,
-                                git_msg());
-        return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s: %s", file, git_msg());
+    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, p->base) < 0) {
+        git_index_free(idx);
+        return git_fail(p, "reading the base tree");
     }
+    for (size_t i = 0; i < git_diff_num_deltas(p->diff); i++)
+        if ((st = apply_delta(p, i, idx)) != SBX_OK) {
+            git_index_free(idx);
+            return st;
+        }
+    p->result = idx;
     if ((st = check_result_sizes(p)) != SBX_OK)
         return st;
     p->verdict = SBX_PATCH_APPLIES;

@@ -14,7 +14,7 @@ enum {
     SBXRUN_EXIT_FAIL = 1,    /* the job ran and failed, or an operation failed */
     SBXRUN_EXIT_USAGE = 2,   /* bad command line */
     SBXRUN_EXIT_DENIED = 3,  /* refused by policy */
-    /* 4 is left unused. */
+    SBXRUN_EXIT_DOES_NOT_APPLY = 4, /* patch check: the patch does not apply, or is malformed */
     SBXRUN_EXIT_INCOMPLETE = 5, /* transcript verify: the chain holds but the job never ended */
 };
 
@@ -25,11 +25,13 @@ struct sbxrun_cmd {
     int (*run)(int argc, char **argv);
 };
 
-/* Local subcommands (no network): policy_cmd.c, netpolicy_cmd.c. */
+/* Local subcommands (no network): policy_cmd.c, netpolicy_cmd.c, redact_cmd.c,
+ * transcript_cmd.c, patch_cmd.c. */
 int cmd_policy(int argc, char **argv);
 int cmd_netpolicy(int argc, char **argv);
 int cmd_redact(int argc, char **argv);
 int cmd_transcript(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 
 /* Shared with exec (redact_cmd.c): whether a variable name looks secret,
  * and registering the values of this process's secret-looking variables

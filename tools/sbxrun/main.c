@@ -19,6 +19,7 @@ static const struct sbxrun_cmd commands[] = {
     {"netpolicy", "show the network-policy preset of a job type", cmd_netpolicy},
     {"redact", "copy standard input to standard output with secrets redacted", cmd_redact},
     {"transcript", "show or verify a job transcript", cmd_transcript},
+    {"patch", "check that a patch is safe and applies to a local repository", cmd_patch},
     {"help", "show this help, or a subcommand's", cmd_help},
     {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
 };
