@@ -6,7 +6,8 @@
  * diff git writes (git diff --binary --full-index P C) must get the verdict
  * `git apply --check` gives on the tree of P (it applies), of C itself, and
  * of C~10 where there is one; so must the reverse diff (C to P: deletions,
- * and additions turned into removals) on C and on P. sbx_patch_id() must be
+ * and additions turned into removals) on C and on P; and each file's
+ * section of the diff alone, on C and on C~10. sbx_patch_id() must be
  * `git patch-id --stable` of both diffs, and the diffstat git's --numstat.
  * git's verdict is taken on the tree alone: read into an index of its own
  * and checked with --cached.
@@ -32,7 +33,7 @@ struct run {
     char index[128];
     char fwd[128];
     char rev[128];
-    int checked_commits, verdicts, ids, mismatches;
+    int checked_commits, verdicts, sections, ids, mismatches;
     char first[1024];
 };
 
@@ -88,6 +89,52 @@ static void compare_verdict(struct run *r, const char *what, const char *commit,
                  git ? "applies" : "does not apply", sbx_patch_verdict_name(sbx_patch_result(p)), sbx_status_name(st),
                  sbx_patch_last_error(p));
     sbx_patch_free(p);
+}
+
+/* Each file's section of the diff (bytes d, n) alone against base, whose
+ * tree is already read into r->index: a finer comparison, where a file the
+ * commit adds exists already (on C) and hunks sit at other lines (on C~10). */
+static void compare_sections(struct run *r, const char *commit, const char *base, const uint8_t *d, size_t n)
+{
+    char path[160];
+    const char *t = (const char *)d, *end = t + n;
+    snprintf(path, sizeof path, "%s/section.diff", r->dir);
+    ck_assert_int_eq(t_sh("GIT_INDEX_FILE='%s' git -C '%s' read-tree '%s'", r->index, r->repo, base), 0);
+    while (t < end) {
+        const char *next = t;
+        size_t len;
+        FILE *f;
+        int git;
+        sbx_patch *p;
+        sbx_status st;
+        /* The next "diff --git " at the start of a line. */
+        do {
+            next = memchr(next, '\n', (size_t)(end - next));
+            next = next ? next + 1 : end;
+        } while (next < end && ((size_t)(end - next) < 11 || memcmp(next, "diff --git ", 11) != 0));
+        len = (size_t)(next - t);
+        f = fopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(t, 1, len, f), len);
+        fclose(f);
+        git = t_sh("GIT_INDEX_FILE='%s' git -C '%s' apply --check --cached '%s' 2>/dev/null", r->index, r->repo,
+                   path) == 0;
+        p = sbx_patch_new();
+        ck_assert_int_eq(sbx_patch_set_base(p, r->repo, base), SBX_OK);
+        st = sbx_patch_load_data(p, (const uint8_t *)t, len);
+        if (st == SBX_OK)
+            st = sbx_patch_check(p);
+        r->sections++;
+        if (git ? !(st == SBX_OK && sbx_patch_result(p) == SBX_PATCH_APPLIES)
+                : !(st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY)) {
+            const char *nl = memchr(t, '\n', len);
+            mismatch(r, "commit %.12s, the section \"%.*s\" alone on %.12s: git apply --check: %s; sbx_patch: %s (%s): %s",
+                     commit, nl ? (int)(nl - t) : 0, t, base, git ? "applies" : "does not apply",
+                     sbx_patch_verdict_name(sbx_patch_result(p)), sbx_status_name(st), sbx_patch_last_error(p));
+        }
+        sbx_patch_free(p);
+        t = next;
+    }
 }
 
 /* The patch id and the diffstat of the diff in file diff, against git's. */
@@ -178,11 +225,13 @@ START_TEST(test_patch_history_matches_git)
 
         compare_verdict(&r, "forward", c, pa, r.fwd, fwd, nf);
         compare_verdict(&r, "forward", c, c, r.fwd, fwd, nf);
+        compare_sections(&r, c, c, fwd, nf);
         out = t_sh_out(NULL, &rc, "git -C '%s' rev-parse -q --verify '%s~10^{commit}'", r.repo, c);
         if (rc == 0 && strlen(out) >= 40) {
             memcpy(older, out, 40);
             older[40] = '\0';
             compare_verdict(&r, "forward", c, older, r.fwd, fwd, nf);
+            compare_sections(&r, c, older, fwd, nf);
         }
         free(out);
         compare_verdict(&r, "reverse", c, c, r.rev, rev, nr);
@@ -200,13 +249,13 @@ START_TEST(test_patch_history_matches_git)
     }
     free(list);
     fprintf(stderr,
-            "patch_history: %d commits checked (%d merges and %d empty diffs skipped): %d verdicts and %d patch ids "
-            "compared with git, %d mismatches\n",
-            r.checked_commits, skipped_merges, empty, r.verdicts, r.ids, r.mismatches);
+            "patch_history: %d commits checked (%d merges and %d empty diffs skipped): %d verdicts of whole diffs, "
+            "%d of single files' sections and %d patch ids and diffstats compared with git, %d mismatches\n",
+            r.checked_commits, skipped_merges, empty, r.verdicts, r.sections, r.ids, r.mismatches);
     t_sh("rm -rf '%s'", r.dir);
     ck_assert_int_ge(r.checked_commits, 40);
     ck_assert_msg(r.mismatches == 0, "%d of %d comparisons with git differ (all on stderr); the first: %s",
-                  r.mismatches, r.verdicts + r.ids, r.first);
+                  r.mismatches, r.verdicts + r.sections + r.ids, r.first);
 }
 END_TEST
 
