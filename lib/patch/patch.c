@@ -19,7 +19,6 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,13 +28,13 @@
 
 #include "client/tarball.h"
 #include "patch/apply.h"
+#include "patch/patch_int.h"
 #include "util/buf.h"
 #include "util/str.h"
 
 #define MAX_BYTES_DEFAULT ((size_t)16 << 20)
 #define MAX_FILES_DEFAULT ((size_t)10000)
 #define MAX_FILE_BYTES_DEFAULT ((size_t)8 << 20)
-#define PATH_MAX_BYTES 4096
 
 struct pfile {
     char *path, *old_path;
@@ -161,11 +160,6 @@ static const char *git_msg(void)
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
-static bool starts(const char *l, size_t n, const char *prefix)
-{
-    size_t k = strlen(prefix);
-    return n >= k && memcmp(l, prefix, k) == 0;
-}
 
 static bool loaded(const sbx_patch *p)
 {
@@ -224,59 +218,7 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
     return SBX_OK;
 }
 
-/* ---- path rules ------------------------------------------------------------------------------ */
-
-/* Whether a path component names the git directory, as any file system
- * could read it: ".git" in any case, with trailing dots or spaces (Windows
- * drops them), or its 8.3 short name. */
-static bool is_git_component(const char *c, size_t n)
-{
-    while (n && (c[n - 1] == '.' || c[n - 1] == ' '))
-        n--;
-    return (n == 4 && strncasecmp(c, ".git", 4) == 0) || (n == 5 && strncasecmp(c, "git~1", 5) == 0);
-}
-
-static sbx_patch_rule path_rule(const char *path, size_t len)
-{
-    size_t start = 0;
-    if (len == 0 || len > PATH_MAX_BYTES)
-        return SBX_PATCH_RULE_BAD_PATH;
-    if (path[0] == '/')
-        return SBX_PATCH_RULE_ABSOLUTE;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
-            return SBX_PATCH_RULE_BAD_PATH;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && path[i] != '/')
-            continue;
-        {
-            const char *c = path + start;
-            size_t n = i - start;
-            if (n == 2 && c[0] == '.' && c[1] == '.')
-                return SBX_PATCH_RULE_DOTDOT;
-            if (is_git_component(c, n))
-                return SBX_PATCH_RULE_GIT_DIR;
-            if (n == 0 || (n == 1 && c[0] == '.'))
-                return SBX_PATCH_RULE_BAD_PATH;
-        }
-        start = i + 1;
-    }
-    return SBX_PATCH_RULE_NONE;
-}
-
-static const char *rule_text(sbx_patch_rule r)
-{
-    switch (r) {
-    case SBX_PATCH_RULE_ABSOLUTE: return "an absolute path";
-    case SBX_PATCH_RULE_DOTDOT: return "a '..' component leaves the tree";
-    case SBX_PATCH_RULE_GIT_DIR: return "a path inside .git (hooks and config run later)";
-    case SBX_PATCH_RULE_SYMLINK: return "a symbolic link created, changed or written through";
-    case SBX_PATCH_RULE_GITLINK: return "a gitlink (submodule) added or changed";
-    case SBX_PATCH_RULE_BAD_PATH: return "an empty path, an empty or '.' component, or a control character";
-    case SBX_PATCH_RULE_NONE: break;
-    }
-    return "no rule";
-}
+/* ---- refusals ------------------------------------------------------------------------------------ */
 
 /* Refuse the patch: verdict, rule and a message naming the path (shown
  * escaped: it is attacker text). */
@@ -292,299 +234,10 @@ static sbx_status refuse(sbx_patch *p, sbx_patch_rule r, const char *path, size_
         else
             sbx__buf_putc(&shown, (char)ch);
     }
-    sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "", rule_text(r));
+    sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "",
+                 sbx__patch_rule_text(r));
     sbx__buf_free(&shown);
     return SBX_E_PATCH;
-}
-
-/* ---- the raw header lines ------------------------------------------------------------------- */
-
-/* A C-quoted path as git writes it ("a/sp\\303\\251c") into out; false if
- * the quoting is broken. */
-static bool unquote(const char *s, size_t n, sbx__buf *out)
-{
-    for (size_t i = 1; i < n; i++) {
-        char c = s[i];
-        if (c == '"')
-            return i == n - 1 || s[i + 1] == '\t' || s[i + 1] == ' ';
-        if (c != '\\') {
-            if (sbx__buf_putc(out, c) != SBX_OK)
-                return false;
-            continue;
-        }
-        if (++i >= n)
-            return false;
-        c = s[i];
-        if (c >= '0' && c <= '7') {
-            unsigned v = 0;
-            for (int k = 0; k < 3 && i < n && s[i] >= '0' && s[i] <= '7'; k++, i++)
-                v = v * 8 + (unsigned)(s[i] - '0');
-            i--;
-            c = (char)(v & 0xff);
-        } else {
-            const char *from = "abtnvfr\"\\", *to = "\a\b\t\n\v\f\r\"\\";
-            const char *f = strchr(from, c);
-            if (!f || !c)
-                return false;
-            c = to[f - from];
-        }
-        if (sbx__buf_putc(out, c) != SBX_OK)
-            return false;
-    }
-    return false;
-}
-
-/* The path of a header line's value: quoted or up to a tab (diff -u adds
- * a timestamp after one); strip_prefix drops the first component, as
- * `git apply -p1` does. Empty for /dev/null. */
-static bool header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out)
-{
-    sbx__buf_clear(out);
-    if (n && v[0] == '"') {
-        if (!unquote(v, n, out))
-            return false;
-    } else {
-        size_t k = 0;
-        while (k < n && v[k] != '\t')
-            k++;
-        while (k && v[k - 1] == ' ' && strip_prefix) /* git adds no trailing space; diff -u may */
-            k--;
-        if (k == 9 && memcmp(v, "/dev/null", 9) == 0)
-            return true;
-        if (sbx__buf_append(out, v, k) != SBX_OK)
-            return false;
-    }
-    if (strip_prefix && out->len) {
-        char *slash = memchr(out->data, '/', out->len);
-        if (slash)
-            sbx__buf_consume(out, (size_t)(slash - out->data) + 1);
-    }
-    return true;
-}
-
-/* The "diff --git a/X b/Y" line alone names the paths of a file created
- * or deleted empty, or of a mode change; libgit2 normalises them ("a//x"
- * is "x"). Its names cannot be told apart when they hold spaces, so every
- * space-separated word (quoted ones whole) is checked as a path: a name
- * with a space before ".." or ".git" is refused too, which is safe. */
-static sbx_status check_git_line(sbx_patch *p, const char *v, size_t n, sbx__buf *path)
-{
-    size_t i = 0;
-    while (i < n) {
-        size_t start = i, end;
-        sbx_patch_rule r;
-        if (v[i] == ' ') {
-            i++;
-            continue;
-        }
-        if (v[i] == '"') {
-            for (end = i + 1; end < n && !(v[end] == '"' && v[end - 1] != '\\'); end++)
-                ;
-            end = end < n ? end + 1 : n;
-        } else {
-            for (end = i; end < n && v[end] != ' '; end++)
-                ;
-        }
-        i = end;
-        if (!header_path(v + start, end - start, true, path)) {
-            p->verdict = SBX_PATCH_MALFORMED;
-            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a broken quoted path in a diff --git line");
-        }
-        if (path->len && (r = path_rule(path->data, path->len)) != SBX_PATCH_RULE_NONE)
-            return refuse(p, r, path->data, path->len);
-    }
-    return SBX_OK;
-}
-
-/* Every path the text's headers name must pass the rules. */
-static sbx_status check_raw(sbx_patch *p, const char *t, size_t len)
-{
-    static const struct {
-        const char *prefix;
-        bool strip;
-    } heads[] = {{"--- ", true}, {"+++ ", true}, {"rename from ", false}, {"rename to ", false},
-                 {"copy from ", false}, {"copy to ", false}};
-    sbx__buf path = SBX__BUF_INIT;
-    bool in_hunk = false;
-    long old_left = 0, new_left = 0;
-
-    for (size_t at = 0; at < len;) {
-        const char *line = t + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) : len - at;
-        at += n + 1;
-        if (in_hunk) { /* hunk lines are content, whatever they start with */
-            if (n && (line[0] == ' ' || line[0] == '-'))
-                old_left--;
-            if (n && (line[0] == ' ' || line[0] == '+'))
-                new_left--;
-            if (n == 0)
-                old_left--, new_left--;
-            if (old_left <= 0 && new_left <= 0)
-                in_hunk = false;
-            continue;
-        }
-        if (n > 4 && memcmp(line, "@@ -", 4) == 0) {
-            long os = 0, oc = 1, ns = 0, nc = 1;
-            if (sscanf(line, "@@ -%ld,%ld +%ld,%ld", &os, &oc, &ns, &nc) < 4) {
-                oc = 1, nc = 1;
-                if (sscanf(line, "@@ -%ld +%ld,%ld", &os, &ns, &nc) < 2)
-                    sscanf(line, "@@ -%ld,%ld +%ld", &os, &oc, &ns);
-            }
-            old_left = oc, new_left = nc;
-            in_hunk = old_left > 0 || new_left > 0;
-            continue;
-        }
-        if (n > 11 && memcmp(line, "diff --git ", 11) == 0) {
-            sbx_status st = check_git_line(p, line + 11, n - 11, &path);
-            if (st != SBX_OK) {
-                sbx__buf_free(&path);
-                return st;
-            }
-            continue;
-        }
-        for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
-            size_t k = strlen(heads[h].prefix);
-            sbx_patch_rule r;
-            if (n < k || memcmp(line, heads[h].prefix, k) != 0)
-                continue;
-            if (heads[h].strip && n > k && line[k] == '/' && !(n - k >= 9 && memcmp(line + k, "/dev/null", 9) == 0 &&
-                                                               (n - k == 9 || line[k + 9] == '\t'))) {
-                /* "+++ /etc/x": git strips a component, patch -p0 would not. */
-                sbx__buf_free(&path);
-                return refuse(p, SBX_PATCH_RULE_ABSOLUTE, line + k, strcspn(line + k, "\t\n"));
-            }
-            if (!header_path(line + k, n - k, heads[h].strip, &path)) {
-                sbx__buf_free(&path);
-                p->verdict = SBX_PATCH_MALFORMED;
-                return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a broken quoted path in '%.*s'",
-                                    (int)(n < 200 ? n : 200), line);
-            }
-            if (path.len && (r = path_rule(path.data, path.len)) != SBX_PATCH_RULE_NONE) {
-                sbx_status st = refuse(p, r, path.data, path.len);
-                sbx__buf_free(&path);
-                return st;
-            }
-            break;
-        }
-    }
-    sbx__buf_free(&path);
-    return SBX_OK;
-}
-
-/* ---- plain `diff -u` into git's form ---------------------------------------------------------- */
-
-/* libgit2 reads only git's format: a file section of plain `diff -u`
- * output (a "--- " line followed by "+++ " and a hunk, with no "diff --git"
- * header) gets one. Returns the text to parse: t itself, or *conv. */
-static sbx_status to_git_form(const char *t, size_t len, sbx__buf *conv, bool *converted)
-{
-    sbx__buf oldp = SBX__BUF_INIT, newp = SBX__BUF_INIT;
-    bool git_header = false;
-    sbx_status st = SBX_OK;
-    *converted = false;
-    for (size_t at = 0; at < len && st == SBX_OK;) {
-        const char *line = t + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) + 1 : len - at;
-        const char *next = line + n;
-        size_t rest = len - at - n;
-        at += n;
-        if (n >= 11 && memcmp(line, "diff --git ", 11) == 0)
-            git_header = true;
-        else if (n >= 3 && memcmp(line, "@@ ", 3) == 0)
-            git_header = false; /* the next "--- " starts a new file */
-        if (!git_header && n >= 4 && memcmp(line, "--- ", 4) == 0 && rest >= 4 && memcmp(next, "+++ ", 4) == 0) {
-            const char *nl2 = memchr(next, '\n', rest);
-            size_t n2 = nl2 ? (size_t)(nl2 - next) : rest;
-            if (!header_path(line + 4, n - 4 - (line[n - 1] == '\n'), true, &oldp) ||
-                !header_path(next + 4, n2 - 4, true, &newp) || (!oldp.len && !newp.len)) {
-                st = SBX_E_PARSE;
-                break;
-            }
-            {
-                const sbx__buf *name = newp.len ? &newp : &oldp;
-                st = sbx__buf_printf(conv, "diff --git a/%.*s b/%.*s\n%s", (int)name->len, name->data,
-                                     (int)name->len, name->data,
-                                     !oldp.len ? "new file mode 100644\n" : !newp.len ? "deleted file mode 100644\n" : "");
-                /* `diff -u x.orig x` names two files; like patch(1), the
-                 * file patched is one name, the new one. */
-                if (st == SBX_OK)
-                    st = sbx__buf_printf(conv, "--- %s%.*s\n+++ %s%.*s\n", oldp.len ? "a/" : "/dev/null",
-                                         oldp.len ? (int)name->len : 0, name->data, newp.len ? "b/" : "/dev/null",
-                                         newp.len ? (int)name->len : 0, name->data);
-            }
-            at += n2 + (nl2 ? 1 : 0);
-            *converted = true;
-            continue;
-        }
-        /* `diff -r` writes "diff -ru a/x b/x" and "Only in" lines: not for git. */
-        if ((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
-            (n >= 8 && memcmp(line, "Only in ", 8) == 0))
-            continue;
-        st = sbx__buf_append(conv, line, n);
-    }
-    sbx__buf_free(&oldp);
-    sbx__buf_free(&newp);
-    return st;
-}
-
-/* The second name of a "diff --git" line, as written (quoted or not). */
-static void second_name(const char *v, size_t n, const char **name, size_t *len)
-{
-    if (n && v[0] == '"') {
-        size_t i = 1;
-        while (i < n && !(v[i] == '"' && v[i - 1] != '\\'))
-            i++;
-        i += 2; /* the quote and the space */
-        *name = i < n ? v + i : v + n;
-        *len = i < n ? n - i : 0;
-        return;
-    }
-    /* "a/P b/P": a file created or deleted has the same P twice. */
-    *len = n > 5 ? (n - 5) / 2 + 2 : 0;
-    *name = v + n - *len;
-}
-
-/* libgit2 (1.5) cannot parse a section that creates or deletes an empty
- * file (a header, no "---"/"+++" lines, no hunk), which git writes; the
- * text libgit2 parses gets those two lines added. */
-static sbx_status libgit2_form(const char *t, size_t len, sbx__buf *out, bool *changed)
-{
-    const char *name = NULL;
-    size_t name_len = 0;
-    int kind = 0; /* 1 new file, 2 deleted file, 0 other */
-    bool has_body = false;
-    *changed = false;
-    for (size_t at = 0; at <= len; ) {
-        const char *l = t + at, *nl = at < len ? memchr(l, '\n', len - at) : NULL;
-        size_t n = at < len ? (nl ? (size_t)(nl - l) + 1 : len - at) : 0;
-        bool next_file = at == len || starts(l, n, "diff --git ");
-        if (next_file && kind && !has_body) {
-            sbx_status st = kind == 1 ? sbx__buf_printf(out, "--- /dev/null\n+++ %.*s\n", (int)name_len, name)
-                                      : sbx__buf_printf(out, "--- a/%.*s\n+++ /dev/null\n", (int)(name_len - 2),
-                                                        name + 2);
-            if (st != SBX_OK)
-                return st;
-            *changed = true;
-        }
-        if (at == len)
-            break;
-        if (next_file) {
-            second_name(l + 11, n - 11 - (l[n - 1] == '\n'), &name, &name_len);
-            kind = 0;
-            has_body = false;
-        } else if (starts(l, n, "new file mode ")) {
-            kind = 1;
-        } else if (starts(l, n, "deleted file mode ")) {
-            kind = 2;
-        } else if (starts(l, n, "--- ") || starts(l, n, "GIT binary patch") || starts(l, n, "Binary files") ||
-                   starts(l, n, "@@ ")) {
-            has_body = true;
-        }
-        if (sbx__buf_append(out, l, n) != SBX_OK)
-            return SBX_E_NOMEM;
-        at += n;
-    }
-    return SBX_OK;
 }
 
 /* ---- loading --------------------------------------------------------------------------------- */
@@ -608,7 +261,7 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
         sbx_patch_rule r;
         if (!paths[k] || (k == 0 && d->status == GIT_DELTA_ADDED) || (k == 1 && d->status == GIT_DELTA_DELETED))
             continue;
-        if ((r = path_rule(paths[k], strlen(paths[k]))) != SBX_PATCH_RULE_NONE)
+        if ((r = sbx__patch_path_rule(paths[k], strlen(paths[k]))) != SBX_PATCH_RULE_NONE)
             return refuse(p, r, paths[k], strlen(paths[k]));
     }
     if (d->status != GIT_DELTA_DELETED) {
@@ -657,192 +310,6 @@ static sbx_status describe(sbx_patch *p)
     return SBX_OK;
 }
 
-/* ---- the patch id --------------------------------------------------------------------------------- */
-
-/*
- * `git patch-id --stable` as git 2.39 computes it, written from its
- * definition: per file, the SHA-1 of the diff's lines with all white space
- * removed ("index" lines and "\ No newline" markers left out, a binary
- * file counted by the object names of its "index" line), the files' hashes
- * summed bytewise with carry. libgit2's git_diff_patchid() differs on
- * renames and binary files, so it is not used.
- */
-struct pid {
-    EVP_MD_CTX *ctx;
-    unsigned char sum[20];
-    size_t hashed;
-};
-
-static bool pid_flush(struct pid *d)
-{
-    unsigned char h[EVP_MAX_MD_SIZE];
-    unsigned int hl = 0;
-    unsigned carry = 0;
-    if (EVP_DigestFinal_ex(d->ctx, h, &hl) != 1 || hl != 20 || EVP_DigestInit_ex(d->ctx, EVP_sha1(), NULL) != 1)
-        return false;
-    for (size_t i = 0; i < 20; i++) {
-        carry += (unsigned)d->sum[i] + h[i];
-        d->sum[i] = (unsigned char)carry;
-        carry >>= 8;
-    }
-    return true;
-}
-
-/* Hash a line without its white space. */
-static bool pid_line(struct pid *d, const char *l, size_t n)
-{
-    char buf[256];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)l[i];
-        if (c == ' ' || (c >= '\t' && c <= '\r'))
-            continue;
-        buf[k++] = (char)c;
-        if (k == sizeof buf) {
-            if (EVP_DigestUpdate(d->ctx, buf, k) != 1)
-                return false;
-            d->hashed += k;
-            k = 0;
-        }
-    }
-    d->hashed += k;
-    return EVP_DigestUpdate(d->ctx, buf, k) == 1;
-}
-
-/* A hunk header's line counts (a missing count is 1); false if malformed. */
-static bool hunk_counts(const char *l, size_t n, long *before, long *after)
-{
-    const char *q = l + 4, *end = l + n;
-    size_t k = 0;
-    while (q + k < end && q[k] >= '0' && q[k] <= '9')
-        k++;
-    *before = 1;
-    if (q + k < end && q[k] == ',') {
-        q += k + 1;
-        *before = strtol(q, NULL, 10);
-        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-            ;
-    }
-    if (k == 0 || q + k + 1 >= end || q[k] != ' ' || q[k + 1] != '+')
-        return false;
-    q += k + 2;
-    for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-        ;
-    *after = 1;
-    if (q + k < end && q[k] == ',') {
-        q += k + 1;
-        *after = strtol(q, NULL, 10);
-        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-            ;
-    }
-    return k > 0;
-}
-
-/* The pre- and post-image names of an "index A..B [mode]" line. */
-static void index_names(const char *l, size_t n, char pre[65], char post[65])
-{
-    const char *v = l + 6, *dots = NULL, *end = l + n;
-    for (const char *c = v; c + 1 < end; c++)
-        if (c[0] == '.' && c[1] == '.') {
-            dots = c;
-            break;
-        }
-    if (!dots)
-        return;
-    {
-        const char *e2 = memchr(dots, ' ', (size_t)(end - dots));
-        size_t a = (size_t)(dots - v), b;
-        if (!e2)
-            e2 = end - (n && l[n - 1] == '\n' ? 1 : 0);
-        b = (size_t)(e2 - (dots + 2));
-        snprintf(pre, 65, "%.*s", (int)(a < 64 ? a : 64), v);
-        snprintf(post, 65, "%.*s", (int)(b < 64 ? b : 64), dots + 2);
-    }
-}
-
-static bool hex40(const char *l, size_t n)
-{
-    if (n < 40)
-        return false;
-    for (size_t i = 0; i < 40; i++)
-        if (!((l[i] >= '0' && l[i] <= '9') || (l[i] >= 'a' && l[i] <= 'f') || (l[i] >= 'A' && l[i] <= 'F')))
-            return false;
-    return true;
-}
-
-static bool patch_id(const char *t, size_t len, char out[GIT_OID_HEXSZ + 1])
-{
-    struct pid d = {NULL, {0}, 0};
-    long before = -1, after = -1;
-    bool binary = false, ok = true;
-    char pre[65] = "", post[65] = "";
-
-    out[0] = '\0';
-    if (!(d.ctx = EVP_MD_CTX_new()) || EVP_DigestInit_ex(d.ctx, EVP_sha1(), NULL) != 1) {
-        EVP_MD_CTX_free(d.ctx);
-        return false;
-    }
-    for (size_t at = 0; at < len && ok;) {
-        const char *l = t + at, *nl = memchr(l, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - l) + 1 : len - at;
-        at += n;
-        if (starts(l, n, "\\ ") && n > 12)
-            continue;
-        if (hex40(starts(l, n, "commit ") ? l + 7 : starts(l, n, "From ") ? l + 5 : l,
-                  n - (starts(l, n, "commit ") ? 7 : starts(l, n, "From ") ? 5 : 0)))
-            break;
-        if (!d.hashed && !starts(l, n, "diff "))
-            continue;
-        if (before == -1) {
-            if (starts(l, n, "GIT binary patch") || starts(l, n, "Binary files")) {
-                binary = true;
-                before = 0;
-                ok = EVP_DigestUpdate(d.ctx, pre, strlen(pre)) == 1 && EVP_DigestUpdate(d.ctx, post, strlen(post)) == 1 &&
-                     pid_flush(&d);
-                continue;
-            }
-            if (starts(l, n, "index ")) {
-                index_names(l, n, pre, post);
-                continue;
-            }
-            if (starts(l, n, "--- "))
-                before = after = 1;
-            else if (!((l[0] >= 'a' && l[0] <= 'z') || (l[0] >= 'A' && l[0] <= 'Z')))
-                break;
-        }
-        if (binary) {
-            if (starts(l, n, "diff ")) {
-                binary = false;
-                before = -1;
-            }
-            continue;
-        }
-        if (before == 0 && after == 0) {
-            if (starts(l, n, "@@ -")) {
-                hunk_counts(l, n, &before, &after);
-                continue;
-            }
-            if (!starts(l, n, "diff "))
-                break;
-            ok = pid_flush(&d);
-            before = after = -1;
-        }
-        if (l[0] == '-' || l[0] == ' ')
-            before--;
-        if (l[0] == '+' || l[0] == ' ')
-            after--;
-        ok = ok && pid_line(&d, l, n);
-    }
-    ok = ok && pid_flush(&d);
-    EVP_MD_CTX_free(d.ctx);
-    if (!ok)
-        return false;
-    if (d.hashed) /* git prints nothing for a patch with nothing to hash */
-        for (size_t i = 0; i < 20; i++)
-            snprintf(out + 2 * i, 3, "%02x", d.sum[i]);
-    return true;
-}
-
 /* Parse text (git's form or plain diff -u), check it, describe it. The
  * text is kept; on failure the handle keeps the verdict and nothing else. */
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
@@ -861,7 +328,7 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         p->verdict = SBX_PATCH_MALFORMED;
         return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: it contains a NUL byte");
     }
-    if ((st = to_git_form(data, len, &conv, &converted)) != SBX_OK) {
+    if ((st = sbx__patch_git_form(data, len, &conv, &converted)) != SBX_OK) {
         sbx__buf_free(&conv);
         if (st == SBX_E_NOMEM)
             return sbx__err_nomem(&p->err);
@@ -872,15 +339,26 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         data = conv.data ? conv.data : "";
         len = conv.len;
     }
-    if ((st = check_raw(p, data, len)) != SBX_OK) {
-        sbx__buf_free(&conv);
-        return st;
+    {
+        struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
+        st = sbx__patch_scan_headers(data, len, &f);
+        if (st == SBX_E_PATCH)
+            refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
+        else if (st == SBX_E_PARSE)
+            p->verdict = SBX_PATCH_MALFORMED, sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
+        else if (st == SBX_E_NOMEM)
+            sbx__err_nomem(&p->err);
+        sbx__buf_free(&f.path);
+        if (st != SBX_OK) {
+            sbx__buf_free(&conv);
+            return st;
+        }
     }
     {
         sbx__buf fixed = SBX__BUF_INIT;
         bool changed;
         int r;
-        if (libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+        if (sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
             sbx__buf_free(&fixed);
             sbx__buf_free(&conv);
             return sbx__err_nomem(&p->err);
@@ -913,7 +391,7 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf_free(&conv);
         return st;
     }
-    if (!patch_id(data, len, p->id)) {
+    if (!sbx__patch_id(data, len, p->id)) {
         sbx__buf_free(&conv);
         return sbx__err_nomem(&p->err);
     }
@@ -1018,7 +496,7 @@ sbx_status sbx_patch_add_file(sbx_patch *p, sbx_patch_change change, const char 
              "mode %o: 0644 or 0755 (a regular file)", mode);
     if (p->text || p->verdict != SBX_PATCH_UNCHECKED)
         return sbx__err_set(&p->err, SBX_E_MISUSE, "file operations are added before the patch is loaded or checked");
-    if ((r = path_rule(path, strlen(path))) != SBX_PATCH_RULE_NONE) {
+    if ((r = sbx__patch_path_rule(path, strlen(path))) != SBX_PATCH_RULE_NONE) {
         sbx_status st = refuse(p, r, path, strlen(path));
         p->verdict = SBX_PATCH_UNCHECKED; /* one bad operation is refused, the others stay */
         p->rule = SBX_PATCH_RULE_NONE;

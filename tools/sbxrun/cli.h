@@ -39,4 +39,8 @@ int cmd_patch(int argc, char **argv);
 bool cli_secret_name(const char *name, size_t n);
 int cli_add_env_secrets(sbx_redactor *r);
 
+/* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
+ * SBXRUN_EXIT_USAGE (main.c). */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif /* SBXRUN_CLI_H */

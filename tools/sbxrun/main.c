@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,17 @@
 
 #include "cli.h"
 #include "remote.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sbxrun %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'sbxrun %s --help')\n", cmd);
+    return SBXRUN_EXIT_USAGE;
+}
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);

@@ -45,17 +45,6 @@ enum { O_REPO = 1, O_BASE, O_JSON, O_HELP = 'h' };
  * and the library says it is too large. */
 #define STDIN_CAP ((size_t)16 * 1024 * 1024 + 1)
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "sbxrun patch: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see 'sbxrun patch --help')\n");
-    return SBXRUN_EXIT_USAGE;
-}
-
 static int out_of_memory(void)
 {
     fprintf(stderr, "sbxrun patch: out of memory\n");
@@ -202,7 +191,7 @@ static int check_patch(const char *repo, const char *base, const char *file, boo
     st = sbx_patch_set_base(p, repo, base);
     if (st != SBX_OK) {
         /* No repository there, or no such revision: the caller's input. */
-        rc = st == SBX_E_NOMEM ? out_of_memory() : usage_error("%s", sbx_patch_last_error(p));
+        rc = st == SBX_E_NOMEM ? out_of_memory() : cli_usage_error("patch", "%s", sbx_patch_last_error(p));
         sbx_patch_free(p);
         return rc;
     }
@@ -219,7 +208,7 @@ static int check_patch(const char *repo, const char *base, const char *file, boo
         st = sbx_patch_load_file(p, file);
     }
     if (st == SBX_E_IO) {
-        rc = usage_error("%s", sbx_patch_last_error(p));
+        rc = cli_usage_error("patch", "%s", sbx_patch_last_error(p));
         sbx_patch_free(p);
         return rc;
     }
@@ -276,23 +265,23 @@ static int check(int argc, char **argv)
         case O_BASE: base = optarg; break;
         case O_JSON: json = true; break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        case ':': return usage_error("%s needs a value", argv[optind - 1]);
+        case ':': return cli_usage_error("patch", "%s needs a value", argv[optind - 1]);
         default:
             if (optopt > 0x20 && optopt < 0x7f)
-                return usage_error("unknown option '-%c'", optopt);
-            return usage_error("unknown option '%.*s'", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+                return cli_usage_error("patch", "unknown option '-%c'", optopt);
+            return cli_usage_error("patch", "unknown option '%.*s'", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
         }
     }
     if (!repo)
-        return usage_error("check needs --repo DIR");
+        return cli_usage_error("patch", "check needs --repo DIR");
     if (!*repo)
-        return usage_error("--repo wants a directory, not an empty string");
+        return cli_usage_error("patch", "--repo wants a directory, not an empty string");
     if (base && !*base)
-        return usage_error("--base wants a revision, not an empty string");
+        return cli_usage_error("patch", "--base wants a revision, not an empty string");
     if (argc - optind < 1)
-        return usage_error("check needs a patch FILE (or - for standard input)");
+        return cli_usage_error("patch", "check needs a patch FILE (or - for standard input)");
     if (argc - optind > 1)
-        return usage_error("check takes one patch FILE, not %d", argc - optind);
+        return cli_usage_error("patch", "check takes one patch FILE, not %d", argc - optind);
     return check_patch(repo, base, argv[optind], json);
 }
 
@@ -303,6 +292,6 @@ int cmd_patch(int argc, char **argv)
         return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
     }
     if (strcmp(argv[1], "check") != 0)
-        return usage_error("unknown subcommand '%s' (expected 'check')", argv[1]);
+        return cli_usage_error("patch", "unknown subcommand '%s' (expected 'check')", argv[1]);
     return check(argc - 1, argv + 1);
 }
