@@ -859,6 +859,92 @@ START_TEST(test_patch_cut_anywhere)
 }
 END_TEST
 
+/* Inputs the fuzz target found (tests/fuzz/seeds/patch/ holds them too):
+ * each gets a documented answer, and no message carries a raw control byte
+ * from the input (a terminal would run it: messages are printed). */
+START_TEST(test_patch_fuzz_findings)
+{
+    static const struct {
+        const char *name, *diff;
+    } odd[] = {
+        {"escape sequences in a broken quoted path", "diff --git \"a/\033[2J\033]0;pwned\007 b/x\n"},
+        {"a control byte after an escape", "diff --git \"a/\\\b56git/config\" \"b/\\056git/config\"\n"},
+        /* Last: these crashed (a signal ends the test). */
+        {"a deletion header before a plain diff -u",
+         "deleted file mode 100644\n--- /dev/nul\n+++ /etc/x\n@@ -0,0 +1 @@\n+x\n"},
+        {"the same, longer",
+         "deleted file mode 100644\n--- /dwvcopy from /null\n+++ /etc/cron.d/0,0 +1 @@\n+* * * * * root sh\n"},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < SBX__ARRAY_LEN(odd); i++) {
+        sbx_patch *p = sbx_patch_new();
+        sbx_status st;
+        fprintf(stderr, "fuzz finding: trying %s\n", odd[i].name);
+        st = load(p, odd[i].diff);
+        const char *err = sbx_patch_last_error(p);
+        int bad = !(st == SBX_OK || st == SBX_E_PARSE || st == SBX_E_PATCH) || (st == SBX_OK) != !err[0];
+        for (const char *c = err; *c; c++)
+            bad |= (unsigned char)*c < 0x20 || *c == 0x7f;
+        if (bad) {
+            fprintf(stderr, "fuzz finding: %s: %s: ", odd[i].name, sbx_status_name(st));
+            for (const char *c = err; *c; c++)
+                fprintf(stderr, (unsigned char)*c < 0x20 || *c == 0x7f ? "\\x%02x" : "%c", (unsigned char)*c);
+            fprintf(stderr, "\n");
+            failed++;
+        }
+        sbx_patch_free(p);
+    }
+    ck_assert_msg(failed == 0, "%d of %zu inputs answered wrongly (listed on stderr)", failed, SBX__ARRAY_LEN(odd));
+}
+END_TEST
+
+/* Paths are bytes; JSON is UTF-8. A path that is not UTF-8 (git quotes its
+ * bytes: "caf\351.txt" is Latin-1) still gives JSON, and so does a refusal
+ * whose message quotes such a path. git's quoting of UTF-8 reads back as
+ * UTF-8. */
+START_TEST(test_patch_json_of_non_utf8_paths)
+{
+    static const char *const texts[] = {
+        "diff --git \"a/caf\\351.txt\" \"b/caf\\351.txt\"\nnew file mode 100644\n--- /dev/null\n"
+        "+++ \"b/caf\\351.txt\"\n@@ -0,0 +1 @@\n+x\n",
+        "diff --git a/caf\351.txt b/caf\351.txt\nnew file mode 100644\n--- /dev/null\n+++ b/caf\351.txt\n"
+        "@@ -0,0 +1 @@\n+x\n",
+        "diff --git a/d\351j\340/.git/config b/d\351j\340/.git/config\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/d\351j\340/.git/config\n@@ -0,0 +1 @@\n+x\n",
+    };
+    sbx_patch *p;
+    char *json;
+    json_t *j;
+    for (size_t i = 0; i < SBX__ARRAY_LEN(texts); i++) {
+        sbx_status st;
+        p = sbx_patch_new();
+        (void)load(p, texts[i]);
+        json = NULL;
+        st = sbx_patch_to_json(p, &json);
+        ck_assert_msg(st == SBX_OK, "text %zu: to_json: %s: %s", i, sbx_status_name(st), sbx_patch_last_error(p));
+        j = json_loads(json, 0, NULL);
+        ck_assert_msg(j != NULL, "text %zu: %s", i, json);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), sbx_patch_verdict_name(sbx_patch_result(p)));
+        json_decref(j);
+        sbx_free(json);
+        sbx_patch_free(p);
+    }
+    p = sbx_patch_new();
+    ck_assert_int_eq(load(p, "diff --git \"a/caf\\303\\251.txt\" \"b/caf\\303\\251.txt\"\nnew file mode 100644\n"
+                             "--- /dev/null\n+++ \"b/caf\\303\\251.txt\"\n@@ -0,0 +1 @@\n+x\n"),
+                     SBX_OK);
+    ck_assert_str_eq(sbx_patch_file_path(p, 0), "caf\303\251.txt");
+    ck_assert_int_eq(sbx_patch_to_json(p, &json), SBX_OK);
+    j = json_loads(json, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "files"), 0), "path")),
+                     "caf\303\251.txt");
+    json_decref(j);
+    sbx_free(json);
+    sbx_patch_free(p);
+}
+END_TEST
+
 /* ---- limits ---------------------------------------------------------------------------------- */
 
 static void expect_budget(sbx_patch *p, sbx_status st, const char *what)
@@ -1587,6 +1673,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_malformed);
     tcase_add_test(tc, test_patch_binary_without_full_index);
     tcase_add_test(tc, test_patch_cut_anywhere);
+    tcase_add_test(tc, test_patch_fuzz_findings);
     tcase_add_test(tc, test_patch_limits);
     tcase_add_test(tc, test_patch_limits_on_the_result);
     tcase_add_test(tc, test_patch_git_diff_files);
@@ -1596,6 +1683,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_check_matches_git);
     tcase_add_test(tc, test_patch_check_names_the_file);
     tcase_add_test(tc, test_patch_json_and_save);
+    tcase_add_test(tc, test_patch_json_of_non_utf8_paths);
     tcase_add_test(tc, test_patch_save_tree_file);
     tcase_add_test(tc, test_patch_add_file_operations);
     tcase_add_test(tc, test_patch_add_file_errors);
