@@ -539,6 +539,24 @@ static const struct unsafe_case unsafe_cases[] = {
      "--- a/lnk\n+++ b/lnk\n@@ -1 +1 @@\n-../target\n\\ No newline at end of file\n+other\n"
      "\\ No newline at end of file\n",
      SBX_PATCH_RULE_SYMLINK, "lnk"},
+    /* A mode is a file type and permissions: git takes 120644 as a
+     * symbolic link (S_ISLNK) and creates one, 160644 as a gitlink. */
+    {"symlink created, mode 120644",
+     "diff --git a/lnk b/lnk\nnew file mode 120644\n--- /dev/null\n+++ b/lnk\n@@ -0,0 +1 @@\n+/etc/passwd\n"
+     "\\ No newline at end of file\n",
+     SBX_PATCH_RULE_SYMLINK, "lnk"},
+    {"symlink by a mode change to 120755", "diff --git a/README b/README\nold mode 100644\nnew mode 120755\n",
+     SBX_PATCH_RULE_SYMLINK, "README"},
+    {"symlink changed, index line mode 120644",
+     "diff --git a/lnk b/lnk\n"
+     "index 78bc33729bacb569b76aaef40fec807af2ec1274..27fa34919ae70aa0d7eaccdfbf393cfc440e7d25 120644\n"
+     "--- a/lnk\n+++ b/lnk\n@@ -1 +1 @@\n-../target\n\\ No newline at end of file\n+other\n"
+     "\\ No newline at end of file\n",
+     SBX_PATCH_RULE_SYMLINK, "lnk"},
+    {"gitlink added, mode 160644",
+     "diff --git a/vendor/sub b/vendor/sub\nnew file mode 160644\n--- /dev/null\n+++ b/vendor/sub\n@@ -0,0 +1 @@\n"
+     "+Subproject commit 1111111111111111111111111111111111111111\n",
+     SBX_PATCH_RULE_GITLINK, "vendor/sub"},
     {"symlink by a mode change",
      "diff --git a/README b/README\nold mode 100644\nnew mode 120000\n", SBX_PATCH_RULE_SYMLINK, "README"},
     /* Gitlinks added or changed. */
