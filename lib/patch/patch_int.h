@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sbxrun/patch.h>
 
@@ -47,5 +48,24 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
 /* `git patch-id --stable` of the text into out (40 hex digits, "" when
  * nothing would be hashed). False when libcrypto fails. */
 bool sbx__patch_id(const char *t, size_t len, char out[41]);
+
+/* ---- overlay.c: the changed files over the base tree ---- */
+
+struct sbx__ov;
+struct sbx__ov_entry {
+    char *path;
+    bool deleted;
+    uint32_t mode;
+    char *data; /* the new contents (owned), NULL when empty */
+    size_t len;
+};
+struct sbx__ov *sbx__ov_new(void);
+void sbx__ov_free(struct sbx__ov *o);
+/* The entry for path, or NULL when the patch did not touch it. */
+const struct sbx__ov_entry *sbx__ov_get(const struct sbx__ov *o, const char *path);
+/* Set path's state; takes data (freed on failure too). */
+sbx_status sbx__ov_put(struct sbx__ov *o, const char *path, bool deleted, uint32_t mode, char *data, size_t len);
+size_t sbx__ov_count(const struct sbx__ov *o);
+const struct sbx__ov_entry *sbx__ov_at(const struct sbx__ov *o, size_t i);
 
 #endif /* SBX_PATCH_INT_H */
