@@ -1,0 +1,1181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch: sbx_patch, an untrusted patch checked locally with libgit2 (the only
+ * module that includes it): safe paths and modes, applies to a base tree,
+ * what it touches, its patch id, and the patched tree as a gzip tar.
+ *
+ * Safety is decided twice, independently: on the paths libgit2's parser
+ * reports, and on the raw header lines of the text (git's parser normalises
+ * some paths, "a//etc/x" becomes "etc/x", and a check must see what a
+ * different reader of the same text could see). Objects the check creates
+ * (the patched blobs and trees) go to an in-memory object database layered
+ * over the repository's: the repository on disk is never written.
+ */
+#include "util/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sbxrun/patch.h>
+
+#include "client/tarball.h"
+#include "util/buf.h"
+#include "util/str.h"
+
+#define MAX_BYTES_DEFAULT ((size_t)16 << 20)
+#define MAX_FILES_DEFAULT ((size_t)10000)
+#define MAX_FILE_BYTES_DEFAULT ((size_t)8 << 20)
+#define PATH_MAX_BYTES 4096
+
+struct pfile {
+    char *path, *old_path;
+    sbx_patch_change change;
+    uint32_t old_mode, new_mode;
+    size_t additions, deletions;
+    bool binary;
+};
+
+struct op {
+    sbx_patch_change change;
+    char *path;
+    uint8_t *data;
+    size_t len;
+    uint32_t mode;
+};
+
+struct sbx_patch {
+    sbx__err err;
+    size_t max_bytes, max_files, max_file_bytes;
+    git_repository *repo;
+    git_odb_backend *mempack; /* owned by the repository's odb once added */
+    git_tree *base;
+    char *text;               /* the diff, as git's unified diff */
+    size_t text_len;
+    git_diff *diff;
+    struct pfile *files;
+    size_t nfiles;
+    struct op *ops;
+    size_t nops, ops_bytes;
+    git_index *result;        /* the base with the patch applied */
+    char *message;            /* why the last load or check failed, for the JSON */
+    sbx_patch_verdict verdict;
+    sbx_patch_rule rule;
+    char id[GIT_OID_HEXSZ + 1];
+};
+
+/* ---- names ---------------------------------------------------------------------------------- */
+
+const char *sbx_patch_verdict_name(sbx_patch_verdict v)
+{
+    static const char *const names[] = {"unchecked", "safe",      "applies",  "does-not-apply",
+                                        "unsafe",    "malformed", "too-large"};
+    return (int)v >= 0 && (size_t)v < SBX__ARRAY_LEN(names) ? names[v] : "unknown";
+}
+
+const char *sbx_patch_rule_name(sbx_patch_rule r)
+{
+    static const char *const names[] = {"none", "absolute", "dotdot", "git-dir", "symlink", "gitlink", "bad-path"};
+    return (int)r >= 0 && (size_t)r < SBX__ARRAY_LEN(names) ? names[r] : "unknown";
+}
+
+static const char *change_name(sbx_patch_change c)
+{
+    switch (c) {
+    case SBX_PATCH_ADDED: return "added";
+    case SBX_PATCH_MODIFIED: return "modified";
+    case SBX_PATCH_DELETED: return "deleted";
+    case SBX_PATCH_RENAMED: return "renamed";
+    case SBX_PATCH_COPIED: return "copied";
+    }
+    return "unknown";
+}
+
+/* ---- the handle ----------------------------------------------------------------------------- */
+
+sbx_patch *sbx_patch_new(void)
+{
+    sbx_patch *p = sbx__calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    if (git_libgit2_init() < 0) {
+        sbx__free(p);
+        return NULL;
+    }
+    p->max_bytes = MAX_BYTES_DEFAULT;
+    p->max_files = MAX_FILES_DEFAULT;
+    p->max_file_bytes = MAX_FILE_BYTES_DEFAULT;
+    return p;
+}
+
+static void files_clear(sbx_patch *p)
+{
+    for (size_t i = 0; i < p->nfiles; i++) {
+        sbx__free(p->files[i].path);
+        sbx__free(p->files[i].old_path);
+    }
+    sbx__free(p->files);
+    p->files = NULL;
+    p->nfiles = 0;
+}
+
+void sbx_patch_free(sbx_patch *p)
+{
+    if (!p)
+        return;
+    files_clear(p);
+    for (size_t i = 0; i < p->nops; i++) {
+        sbx__free(p->ops[i].path);
+        sbx__free(p->ops[i].data);
+    }
+    sbx__free(p->ops);
+    git_index_free(p->result);
+    git_diff_free(p->diff);
+    git_tree_free(p->base);
+    git_repository_free(p->repo); /* frees its odb, and the mempack with it */
+    sbx__free(p->text);
+    sbx__free(p->message);
+    sbx__err_free(&p->err);
+    sbx__free(p);
+    git_libgit2_shutdown();
+}
+
+const char *sbx_patch_last_error(const sbx_patch *p)
+{
+    return SBX__LAST_ERROR(p);
+}
+
+/* libgit2's message for its last failure, or a fallback. */
+static const char *git_msg(void)
+{
+    const git_error *e = git_error_last();
+    return e && e->message ? e->message : "unknown libgit2 error";
+}
+
+static bool loaded(const sbx_patch *p)
+{
+    return p->text != NULL || p->nops > 0;
+}
+
+sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files, size_t max_file_bytes)
+{
+    SBX__ENTER(p, false);
+    if (loaded(p))
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "limits are set before a patch is loaded");
+    p->max_bytes = max_bytes ? max_bytes : MAX_BYTES_DEFAULT;
+    p->max_files = max_files ? max_files : MAX_FILES_DEFAULT;
+    p->max_file_bytes = max_file_bytes ? max_file_bytes : MAX_FILE_BYTES_DEFAULT;
+    return SBX_OK;
+}
+
+sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)
+{
+    git_repository *repo = NULL;
+    git_object *obj = NULL;
+    git_tree *tree = NULL;
+    git_odb *odb = NULL;
+    git_odb_backend *mp = NULL;
+
+    SBX__ENTER(p, false);
+    SBX__ARG(p, repo_dir && *repo_dir, "the repository directory is NULL or empty");
+    if (!rev)
+        rev = "HEAD";
+    if (p->result || p->verdict == SBX_PATCH_APPLIES || p->verdict == SBX_PATCH_DOES_NOT_APPLY)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "the patch was checked against a base already");
+    if (git_repository_open_ext(&repo, repo_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
+        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no git repository at %s: %s", repo_dir, git_msg());
+    if (git_revparse_single(&obj, repo, rev) < 0 || git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+        git_object_free(obj);
+        git_repository_free(repo);
+        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no revision '%.200s' with a tree in %s: %s", rev, repo_dir,
+                            git_msg());
+    }
+    git_object_free(obj);
+    /* Everything written from here on (patched blobs, trees) stays in memory. */
+    if (git_repository_odb(&odb, repo) < 0 || git_mempack_new(&mp) < 0 || git_odb_add_backend(odb, mp, 999) < 0) {
+        if (mp && mp->free)
+            mp->free(mp);
+        git_odb_free(odb);
+        git_tree_free(tree);
+        git_repository_free(repo);
+        return sbx__err_nomem(&p->err);
+    }
+    git_odb_free(odb);
+    git_tree_free(p->base);
+    git_repository_free(p->repo);
+    p->repo = repo;
+    p->mempack = mp;
+    p->base = tree;
+    return SBX_OK;
+}
+
+/* ---- path rules ------------------------------------------------------------------------------ */
+
+/* Whether a path component names the git directory, as any file system
+ * could read it: ".git" in any case, with trailing dots or spaces (Windows
+ * drops them), or its 8.3 short name. */
+static bool is_git_component(const char *c, size_t n)
+{
+    while (n && (c[n - 1] == '.' || c[n - 1] == ' '))
+        n--;
+    return (n == 4 && strncasecmp(c, ".git", 4) == 0) || (n == 5 && strncasecmp(c, "git~1", 5) == 0);
+}
+
+static sbx_patch_rule path_rule(const char *path, size_t len)
+{
+    size_t start = 0;
+    if (len == 0 || len > PATH_MAX_BYTES)
+        return SBX_PATCH_RULE_BAD_PATH;
+    if (path[0] == '/')
+        return SBX_PATCH_RULE_ABSOLUTE;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
+            return SBX_PATCH_RULE_BAD_PATH;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && path[i] != '/')
+            continue;
+        {
+            const char *c = path + start;
+            size_t n = i - start;
+            if (n == 2 && c[0] == '.' && c[1] == '.')
+                return SBX_PATCH_RULE_DOTDOT;
+            if (is_git_component(c, n))
+                return SBX_PATCH_RULE_GIT_DIR;
+            if (n == 0 || (n == 1 && c[0] == '.'))
+                return SBX_PATCH_RULE_BAD_PATH;
+        }
+        start = i + 1;
+    }
+    return SBX_PATCH_RULE_NONE;
+}
+
+static const char *rule_text(sbx_patch_rule r)
+{
+    switch (r) {
+    case SBX_PATCH_RULE_ABSOLUTE: return "an absolute path";
+    case SBX_PATCH_RULE_DOTDOT: return "a '..' component leaves the tree";
+    case SBX_PATCH_RULE_GIT_DIR: return "a path inside .git (hooks and config run later)";
+    case SBX_PATCH_RULE_SYMLINK: return "a symbolic link created, changed or written through";
+    case SBX_PATCH_RULE_GITLINK: return "a gitlink (submodule) added or changed";
+    case SBX_PATCH_RULE_BAD_PATH: return "an empty path, an empty or '.' component, or a control character";
+    case SBX_PATCH_RULE_NONE: break;
+    }
+    return "no rule";
+}
+
+/* Refuse the patch: verdict, rule and a message naming the path (shown
+ * escaped: it is attacker text). */
+static sbx_status refuse(sbx_patch *p, sbx_patch_rule r, const char *path, size_t len)
+{
+    sbx__buf shown = SBX__BUF_INIT;
+    p->verdict = SBX_PATCH_UNSAFE;
+    p->rule = r;
+    for (size_t i = 0; i < len && i < 512; i++) {
+        unsigned char ch = (unsigned char)path[i];
+        if (ch < 0x20 || ch == 0x7f || ch == '\\')
+            sbx__buf_printf(&shown, "\\x%02x", ch);
+        else
+            sbx__buf_putc(&shown, (char)ch);
+    }
+    sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "", rule_text(r));
+    sbx__buf_free(&shown);
+    return SBX_E_PATCH;
+}
+
+/* ---- the raw header lines ------------------------------------------------------------------- */
+
+/* A C-quoted path as git writes it ("a/sp\\303\\251c") into out; false if
+ * the quoting is broken. */
+static bool unquote(const char *s, size_t n, sbx__buf *out)
+{
+    for (size_t i = 1; i < n; i++) {
+        char c = s[i];
+        if (c == '"')
+            return i == n - 1 || s[i + 1] == '\t' || s[i + 1] == ' ';
+        if (c != '\\') {
+            if (sbx__buf_putc(out, c) != SBX_OK)
+                return false;
+            continue;
+        }
+        if (++i >= n)
+            return false;
+        c = s[i];
+        if (c >= '0' && c <= '7') {
+            unsigned v = 0;
+            for (int k = 0; k < 3 && i < n && s[i] >= '0' && s[i] <= '7'; k++, i++)
+                v = v * 8 + (unsigned)(s[i] - '0');
+            i--;
+            c = (char)(v & 0xff);
+        } else {
+            const char *from = "abtnvfr\"\\", *to = "\a\b\t\n\v\f\r\"\\";
+            const char *f = strchr(from, c);
+            if (!f || !c)
+                return false;
+            c = to[f - from];
+        }
+        if (sbx__buf_putc(out, c) != SBX_OK)
+            return false;
+    }
+    return false;
+}
+
+/* The path of a header line's value: quoted or up to a tab (diff -u adds
+ * a timestamp after one); strip_prefix drops the first component, as
+ * `git apply -p1` does. Empty for /dev/null. */
+static bool header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out)
+{
+    sbx__buf_clear(out);
+    if (n && v[0] == '"') {
+        if (!unquote(v, n, out))
+            return false;
+    } else {
+        size_t k = 0;
+        while (k < n && v[k] != '\t')
+            k++;
+        while (k && v[k - 1] == ' ' && strip_prefix) /* git adds no trailing space; diff -u may */
+            k--;
+        if (k == 9 && memcmp(v, "/dev/null", 9) == 0)
+            return true;
+        if (sbx__buf_append(out, v, k) != SBX_OK)
+            return false;
+    }
+    if (strip_prefix && out->len) {
+        char *slash = memchr(out->data, '/', out->len);
+        if (slash)
+            sbx__buf_consume(out, (size_t)(slash - out->data) + 1);
+    }
+    return true;
+}
+
+/* Every path the text's headers name must pass the rules. */
+static sbx_status check_raw(sbx_patch *p, const char *t, size_t len)
+{
+    static const struct {
+        const char *prefix;
+        bool strip;
+    } heads[] = {{"--- ", true}, {"+++ ", true}, {"rename from ", false}, {"rename to ", false},
+                 {"copy from ", false}, {"copy to ", false}};
+    sbx__buf path = SBX__BUF_INIT;
+    bool in_hunk = false;
+    long old_left = 0, new_left = 0;
+
+    for (size_t at = 0; at < len;) {
+        const char *line = t + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + 1;
+        if (in_hunk) { /* hunk lines are content, whatever they start with */
+            if (n && (line[0] == ' ' || line[0] == '-'))
+                old_left--;
+            if (n && (line[0] == ' ' || line[0] == '+'))
+                new_left--;
+            if (n == 0)
+                old_left--, new_left--;
+            if (old_left <= 0 && new_left <= 0)
+                in_hunk = false;
+            continue;
+        }
+        if (n > 4 && memcmp(line, "@@ -", 4) == 0) {
+            long os = 0, oc = 1, ns = 0, nc = 1;
+            if (sscanf(line, "@@ -%ld,%ld +%ld,%ld", &os, &oc, &ns, &nc) < 4) {
+                oc = 1, nc = 1;
+                if (sscanf(line, "@@ -%ld +%ld,%ld", &os, &ns, &nc) < 2)
+                    sscanf(line, "@@ -%ld,%ld +%ld", &os, &oc, &ns);
+            }
+            old_left = oc, new_left = nc;
+            in_hunk = old_left > 0 || new_left > 0;
+            continue;
+        }
+        for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
+            size_t k = strlen(heads[h].prefix);
+            sbx_patch_rule r;
+            if (n < k || memcmp(line, heads[h].prefix, k) != 0)
+                continue;
+            if (!header_path(line + k, n - k, heads[h].strip, &path)) {
+                sbx__buf_free(&path);
+                p->verdict = SBX_PATCH_MALFORMED;
+                return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a broken quoted path in '%.*s'",
+                                    (int)(n < 200 ? n : 200), line);
+            }
+            if (path.len && (r = path_rule(path.data, path.len)) != SBX_PATCH_RULE_NONE) {
+                sbx_status st = refuse(p, r, path.data, path.len);
+                sbx__buf_free(&path);
+                return st;
+            }
+            break;
+        }
+    }
+    sbx__buf_free(&path);
+    return SBX_OK;
+}
+
+/* ---- plain `diff -u` into git's form ---------------------------------------------------------- */
+
+/* libgit2 reads only git's format: a file section of plain `diff -u`
+ * output (a "--- " line followed by "+++ " and a hunk, with no "diff --git"
+ * header) gets one. Returns the text to parse: t itself, or *conv. */
+static sbx_status to_git_form(const char *t, size_t len, sbx__buf *conv, bool *converted)
+{
+    sbx__buf oldp = SBX__BUF_INIT, newp = SBX__BUF_INIT;
+    bool git_header = false;
+    sbx_status st = SBX_OK;
+    *converted = false;
+    for (size_t at = 0; at < len && st == SBX_OK;) {
+        const char *line = t + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) + 1 : len - at;
+        const char *next = line + n;
+        size_t rest = len - at - n;
+        at += n;
+        if (n >= 11 && memcmp(line, "diff --git ", 11) == 0)
+            git_header = true;
+        else if (n >= 3 && memcmp(line, "@@ ", 3) == 0)
+            git_header = false; /* the next "--- " starts a new file */
+        if (!git_header && n >= 4 && memcmp(line, "--- ", 4) == 0 && rest >= 4 && memcmp(next, "+++ ", 4) == 0) {
+            const char *nl2 = memchr(next, '\n', rest);
+            size_t n2 = nl2 ? (size_t)(nl2 - next) : rest;
+            if (!header_path(line + 4, n - 4 - (line[n - 1] == '\n'), true, &oldp) ||
+                !header_path(next + 4, n2 - 4, true, &newp) || (!oldp.len && !newp.len)) {
+                st = SBX_E_PARSE;
+                break;
+            }
+            {
+                const sbx__buf *name = newp.len ? &newp : &oldp;
+                st = sbx__buf_printf(conv, "diff --git a/%.*s b/%.*s\n%s", (int)name->len, name->data,
+                                     (int)name->len, name->data,
+                                     !oldp.len ? "new file mode 100644\n" : !newp.len ? "deleted file mode 100644\n" : "");
+                /* `diff -u x.orig x` names two files; like patch(1), the
+                 * file patched is one name, the new one. */
+                if (st == SBX_OK)
+                    st = sbx__buf_printf(conv, "--- %s%.*s\n+++ %s%.*s\n", oldp.len ? "a/" : "/dev/null",
+                                         oldp.len ? (int)name->len : 0, name->data, newp.len ? "b/" : "/dev/null",
+                                         newp.len ? (int)name->len : 0, name->data);
+            }
+            at += n2 + (nl2 ? 1 : 0);
+            *converted = true;
+            continue;
+        }
+        /* `diff -r` writes "diff -ru a/x b/x" and "Only in" lines: not for git. */
+        if ((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
+            (n >= 8 && memcmp(line, "Only in ", 8) == 0))
+            continue;
+        st = sbx__buf_append(conv, line, n);
+    }
+    sbx__buf_free(&oldp);
+    sbx__buf_free(&newp);
+    return st;
+}
+
+/* ---- loading --------------------------------------------------------------------------------- */
+
+static sbx_patch_change change_of(git_delta_t s)
+{
+    switch (s) {
+    case GIT_DELTA_ADDED: return SBX_PATCH_ADDED;
+    case GIT_DELTA_DELETED: return SBX_PATCH_DELETED;
+    case GIT_DELTA_RENAMED: return SBX_PATCH_RENAMED;
+    case GIT_DELTA_COPIED: return SBX_PATCH_COPIED;
+    default: return SBX_PATCH_MODIFIED;
+    }
+}
+
+/* The deltas libgit2 read: the rules again, on its paths and modes. */
+static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
+{
+    const char *paths[2] = {d->old_file.path, d->new_file.path};
+    for (int k = 0; k < 2; k++) {
+        sbx_patch_rule r;
+        if (!paths[k] || (k == 0 && d->status == GIT_DELTA_ADDED) || (k == 1 && d->status == GIT_DELTA_DELETED))
+            continue;
+        if ((r = path_rule(paths[k], strlen(paths[k]))) != SBX_PATCH_RULE_NONE)
+            return refuse(p, r, paths[k], strlen(paths[k]));
+    }
+    if (d->status != GIT_DELTA_DELETED) {
+        if (d->new_file.mode == GIT_FILEMODE_LINK || d->old_file.mode == GIT_FILEMODE_LINK)
+            return refuse(p, SBX_PATCH_RULE_SYMLINK, d->new_file.path, strlen(d->new_file.path));
+        if (d->new_file.mode == GIT_FILEMODE_COMMIT || d->old_file.mode == GIT_FILEMODE_COMMIT)
+            return refuse(p, SBX_PATCH_RULE_GITLINK, d->new_file.path, strlen(d->new_file.path));
+    }
+    return SBX_OK;
+}
+
+static sbx_status describe(sbx_patch *p)
+{
+    size_t n = git_diff_num_deltas(p->diff);
+    git_oid id;
+    if (!(p->files = sbx__calloc(n ? n : 1, sizeof *p->files)))
+        return sbx__err_nomem(&p->err);
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+        struct pfile *f = &p->files[p->nfiles++];
+        git_patch *gp = NULL;
+        size_t ctx = 0, add = 0, del = 0;
+        f->change = change_of(d->status);
+        f->old_mode = f->change == SBX_PATCH_ADDED ? 0 : d->old_file.mode;
+        f->new_mode = f->change == SBX_PATCH_DELETED ? 0 : d->new_file.mode;
+        f->binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+        if (!(f->path = sbx__strdup(f->change == SBX_PATCH_DELETED ? d->old_file.path : d->new_file.path)) ||
+            ((f->change == SBX_PATCH_RENAMED || f->change == SBX_PATCH_COPIED) &&
+             !(f->old_path = sbx__strdup(d->old_file.path))))
+            return sbx__err_nomem(&p->err);
+        if (git_patch_from_diff(&gp, p->diff, i) < 0)
+            return sbx__err_nomem(&p->err);
+        if (gp) {
+            if (git_patch_line_stats(&ctx, &add, &del, gp) == 0) {
+                f->additions = add;
+                f->deletions = del;
+            }
+            if (git_patch_size(gp, 1, 1, 1) > p->max_file_bytes) {
+                git_patch_free(gp);
+                p->verdict = SBX_PATCH_TOO_LARGE;
+                return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch of %s is larger than %zu bytes",
+                                    f->path, p->max_file_bytes);
+            }
+            git_patch_free(gp);
+        }
+    }
+    if (git_diff_patchid(&id, p->diff, NULL) < 0)
+        return sbx__err_set(&p->err, SBX_E_PARSE, "no patch id: %s", git_msg());
+    git_oid_tostr(p->id, sizeof p->id, &id);
+    return SBX_OK;
+}
+
+/* Parse text (git's form or plain diff -u), check it, describe it. The
+ * text is kept; on failure the handle keeps the verdict and nothing else. */
+static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
+{
+    sbx__buf conv = SBX__BUF_INIT;
+    bool converted;
+    sbx_status st;
+    size_t n;
+
+    if (len > p->max_bytes) {
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch is %zu bytes, more than the limit of %zu",
+                            len, p->max_bytes);
+    }
+    if (memchr(data, '\0', len)) {
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: it contains a NUL byte");
+    }
+    if ((st = to_git_form(data, len, &conv, &converted)) != SBX_OK) {
+        sbx__buf_free(&conv);
+        if (st == SBX_E_NOMEM)
+            return sbx__err_nomem(&p->err);
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a '---'/'+++' pair without paths");
+    }
+    if (converted) {
+        data = conv.data ? conv.data : "";
+        len = conv.len;
+    }
+    if ((st = check_raw(p, data, len)) != SBX_OK) {
+        sbx__buf_free(&conv);
+        return st;
+    }
+    if (git_diff_from_buffer(&p->diff, data, len) < 0) {
+        sbx__buf_free(&conv);
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+    }
+    if ((n = git_diff_num_deltas(p->diff)) == 0) {
+        sbx__buf_free(&conv);
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: no file changes found");
+    }
+    if (n > p->max_files) {
+        sbx__buf_free(&conv);
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch touches %zu files, more than the limit of %zu",
+                            n, p->max_files);
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((st = check_delta(p, git_diff_get_delta(p->diff, i))) != SBX_OK) {
+            sbx__buf_free(&conv);
+            return st;
+        }
+    if ((st = describe(p)) != SBX_OK) {
+        sbx__buf_free(&conv);
+        return st;
+    }
+    p->text = converted ? sbx__buf_detach(&conv, &p->text_len) : sbx__strndup(data, len);
+    sbx__buf_free(&conv);
+    if (!p->text)
+        return sbx__err_nomem(&p->err);
+    if (!converted)
+        p->text_len = len;
+    p->verdict = SBX_PATCH_SAFE;
+    return SBX_OK;
+}
+
+/* Keep the message of a failed load or check for sbx_patch_to_json(), which
+ * clears last_error as every call that can fail does. */
+static sbx_status keep_message(sbx_patch *p, sbx_status st)
+{
+    if (st != SBX_OK && st != SBX_E_NOMEM && st != SBX_E_MISUSE && st != SBX_E_INVALID_ARG) {
+        sbx__free(p->message);
+        p->message = sbx__strdup(sbx__err_msg(&p->err)); /* NULL on OOM: the JSON has none then */
+    }
+    return st;
+}
+
+/* A failed load leaves no half state behind, only the verdict. */
+static void unload(sbx_patch *p)
+{
+    files_clear(p);
+    git_diff_free(p->diff);
+    p->diff = NULL;
+    sbx__free(p->text);
+    p->text = NULL;
+    p->text_len = 0;
+    p->id[0] = '\0';
+}
+
+sbx_status sbx_patch_load_data(sbx_patch *p, const uint8_t *data, size_t len)
+{
+    sbx_status st;
+    SBX__ENTER(p, false);
+    SBX__ARG(p, data || !len, "data is NULL");
+    if (loaded(p) || p->verdict != SBX_PATCH_UNCHECKED)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "a patch is already loaded; use a new handle");
+    if ((st = load_text(p, data ? (const char *)data : "", len)) != SBX_OK)
+        unload(p);
+    return keep_message(p, st);
+}
+
+sbx_status sbx_patch_load_file(sbx_patch *p, const char *path)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    struct stat sb;
+    sbx_status st;
+    char chunk[65536];
+    ssize_t n;
+    int fd;
+
+    SBX__ENTER(p, false);
+    SBX__ARG(p, path, "path is NULL");
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return sbx__err_set(&p->err, SBX_E_IO, "cannot open the patch %s: %s", path, strerror(errno));
+    if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return sbx__err_set(&p->err, SBX_E_IO, "the patch %s is a directory or cannot be read", path);
+    }
+    sbx__buf_init(&b, p->max_bytes + 1);
+    while ((n = read(fd, chunk, sizeof chunk)) > 0)
+        if ((st = sbx__buf_append(&b, chunk, (size_t)n)) != SBX_OK)
+            break;
+    close(fd);
+    if (n < 0) {
+        sbx__buf_free(&b);
+        return sbx__err_set(&p->err, SBX_E_IO, "cannot read the patch %s: %s", path, strerror(errno));
+    }
+    if (n > 0) { /* the buffer's limit or memory */
+        sbx__buf_free(&b);
+        if (st == SBX_E_NOMEM)
+            return sbx__err_nomem(&p->err);
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch %s is larger than the limit of %zu bytes",
+                            path, p->max_bytes);
+    }
+    st = sbx_patch_load_data(p, (const uint8_t *)(b.data ? b.data : ""), b.len);
+    sbx__buf_free(&b);
+    return st;
+}
+
+/* ---- file operations --------------------------------------------------------------------------- */
+
+sbx_status sbx_patch_add_file(sbx_patch *p, sbx_patch_change change, const char *path, const uint8_t *data,
+                              size_t len, uint32_t mode)
+{
+    struct op *ops, *o;
+    sbx_patch_rule r;
+    SBX__ENTER(p, false);
+    SBX__ARG(p, path, "path is NULL");
+    SBX__ARG(p, change == SBX_PATCH_ADDED || change == SBX_PATCH_MODIFIED || change == SBX_PATCH_DELETED,
+             "a file operation is SBX_PATCH_ADDED, SBX_PATCH_MODIFIED or SBX_PATCH_DELETED");
+    SBX__ARG(p, change != SBX_PATCH_DELETED || (!data && !len), "a deletion takes no data");
+    SBX__ARG(p, data || !len, "data is NULL");
+    SBX__ARG(p, mode == 0 || mode == 0644 || mode == 0755 || mode == 0100644 || mode == 0100755,
+             "mode %o: 0644 or 0755 (a regular file)", mode);
+    if (p->text || p->verdict != SBX_PATCH_UNCHECKED)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "file operations are added before the patch is loaded or checked");
+    if ((r = path_rule(path, strlen(path))) != SBX_PATCH_RULE_NONE) {
+        sbx_status st = refuse(p, r, path, strlen(path));
+        p->verdict = SBX_PATCH_UNCHECKED; /* one bad operation is refused, the others stay */
+        p->rule = SBX_PATCH_RULE_NONE;
+        return st;
+    }
+    for (size_t i = 0; i < p->nops; i++)
+        SBX__ARG(p, strcmp(p->ops[i].path, path) != 0, "%s has an operation already", path);
+    if (p->nops >= p->max_files || len > p->max_file_bytes || len > p->max_bytes - p->ops_bytes)
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s: over the limits (%zu files, %zu bytes a file, %zu "
+                                                              "bytes in all)",
+                            path, p->max_files, p->max_file_bytes, p->max_bytes);
+    if (!(ops = sbx__realloc(p->ops, (p->nops + 1) * sizeof *ops)))
+        return sbx__err_nomem(&p->err);
+    p->ops = ops;
+    o = &ops[p->nops];
+    memset(o, 0, sizeof *o);
+    if (!(o->path = sbx__strdup(path)) || (len && !(o->data = sbx__malloc(len)))) {
+        sbx__free(o->path);
+        return sbx__err_nomem(&p->err);
+    }
+    if (len)
+        memcpy(o->data, data, len);
+    o->change = change;
+    o->len = len;
+    o->mode = (mode & 0111) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+    p->ops_bytes += len;
+    p->nops++;
+    return SBX_OK;
+}
+
+/* The operations as a tree (in memory), then as git's diff against the base. */
+static sbx_status build_from_ops(sbx_patch *p)
+{
+    git_index *idx = NULL;
+    git_oid tree_id;
+    git_tree *tree = NULL;
+    git_diff *diff = NULL;
+    git_buf out = GIT_BUF_INIT;
+    git_diff_options dopts;
+    sbx_status st;
+
+    if (git_diff_options_init(&dopts, GIT_DIFF_OPTIONS_VERSION) < 0 || git_index_new(&idx) < 0 ||
+        git_index_read_tree(idx, p->base) < 0)
+        goto git_fail;
+    for (size_t i = 0; i < p->nops; i++) {
+        const struct op *o = &p->ops[i];
+        const git_index_entry *old = git_index_get_bypath(idx, o->path, 0);
+        if (o->change == SBX_PATCH_ADDED && old) {
+            git_index_free(idx);
+            return sbx__err_set(&p->err, SBX_E_PATCH, "%s: added, but the base has it", o->path);
+        }
+        if (o->change != SBX_PATCH_ADDED && !old) {
+            git_index_free(idx);
+            return sbx__err_set(&p->err, SBX_E_PATCH, "%s: %s, but the base has no such file", o->path,
+                                o->change == SBX_PATCH_DELETED ? "deleted" : "modified");
+        }
+        if (o->change == SBX_PATCH_DELETED) {
+            if (git_index_remove_bypath(idx, o->path) < 0)
+                goto git_fail;
+        } else {
+            git_index_entry e;
+            memset(&e, 0, sizeof e);
+            e.path = o->path;
+            e.mode = o->mode;
+            if (git_index_add_from_buffer(idx, &e, o->data ? (const void *)o->data : "", o->len) < 0)
+                goto git_fail;
+        }
+    }
+    if (git_index_write_tree_to(&tree_id, idx, p->repo) < 0 || git_tree_lookup(&tree, p->repo, &tree_id) < 0)
+        goto git_fail;
+    dopts.flags = GIT_DIFF_SHOW_BINARY;
+    dopts.id_abbrev = GIT_OID_HEXSZ;
+    if (git_diff_tree_to_tree(&diff, p->repo, p->base, tree, &dopts) < 0 ||
+        git_diff_to_buf(&out, diff, GIT_DIFF_FORMAT_PATCH) < 0)
+        goto git_fail;
+    git_diff_free(diff);
+    git_tree_free(tree);
+    git_index_free(idx);
+    st = load_text(p, out.ptr ? out.ptr : "", out.size);
+    git_buf_dispose(&out);
+    if (st != SBX_OK)
+        unload(p);
+    return st;
+git_fail:
+    git_buf_dispose(&out);
+    git_diff_free(diff);
+    git_tree_free(tree);
+    git_index_free(idx);
+    return sbx__err_set(&p->err, SBX_E_INTERNAL, "building the patch from its file operations: %s", git_msg());
+}
+
+/* ---- applying ---------------------------------------------------------------------------------- */
+
+struct apply_ctx {
+    const git_diff_delta *delta;
+    char hunk[128];
+};
+
+static int on_delta(const git_diff_delta *d, void *payload)
+{
+    struct apply_ctx *a = payload;
+    a->delta = d;
+    a->hunk[0] = '\0';
+    return 0;
+}
+
+static int on_hunk(const git_diff_hunk *h, void *payload)
+{
+    struct apply_ctx *a = payload;
+    size_t n = h->header_len;
+    while (n && (h->header[n - 1] == '\n' || h->header[n - 1] == '\r'))
+        n--;
+    if (n >= sizeof a->hunk)
+        n = sizeof a->hunk - 1;
+    memcpy(a->hunk, h->header, n);
+    a->hunk[n] = '\0';
+    return 0;
+}
+
+/* A path the patch writes must not go through a symbolic link or a gitlink
+ * of the base, nor be one: the sandbox would follow it. */
+static sbx_status check_against_base(sbx_patch *p)
+{
+    for (size_t i = 0; i < p->nfiles; i++) {
+        const struct pfile *f = &p->files[i];
+        const char *path = f->path;
+        size_t len = strlen(path);
+        if (f->change == SBX_PATCH_DELETED)
+            continue;
+        for (size_t k = 1; k <= len; k++) {
+            git_tree_entry *e = NULL;
+            char *prefix;
+            git_filemode_t m;
+            if (k < len && path[k] != '/')
+                continue;
+            if (!(prefix = sbx__strndup(path, k)))
+                return sbx__err_nomem(&p->err);
+            if (git_tree_entry_bypath(&e, p->base, prefix) < 0) {
+                sbx__free(prefix);
+                break; /* not in the base: nothing below it is either */
+            }
+            m = git_tree_entry_filemode(e);
+            git_tree_entry_free(e);
+            sbx__free(prefix);
+            if (m == GIT_FILEMODE_LINK)
+                return refuse(p, SBX_PATCH_RULE_SYMLINK, path, len);
+            if (m == GIT_FILEMODE_COMMIT)
+                return refuse(p, SBX_PATCH_RULE_GITLINK, path, len);
+        }
+    }
+    return SBX_OK;
+}
+
+/* The patched files of the result must fit the per-file limit. */
+static sbx_status check_result_sizes(sbx_patch *p)
+{
+    for (size_t i = 0; i < p->nfiles; i++) {
+        const git_index_entry *e;
+        git_odb *odb = NULL;
+        size_t size = 0;
+        git_object_t type;
+        if (p->files[i].change == SBX_PATCH_DELETED || !(e = git_index_get_bypath(p->result, p->files[i].path, 0)))
+            continue;
+        if (git_repository_odb(&odb, p->repo) < 0 || git_odb_read_header(&size, &type, odb, &e->id) < 0) {
+            git_odb_free(odb);
+            return sbx__err_set(&p->err, SBX_E_INTERNAL, "reading the patched %s: %s", p->files[i].path, git_msg());
+        }
+        git_odb_free(odb);
+        if (size > p->max_file_bytes) {
+            p->verdict = SBX_PATCH_TOO_LARGE;
+            return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s would be %zu bytes, more than the limit of %zu",
+                                p->files[i].path, size, p->max_file_bytes);
+        }
+    }
+    return SBX_OK;
+}
+
+static sbx_status check(sbx_patch *p)
+{
+    git_apply_options o;
+    struct apply_ctx a = {NULL, ""};
+    sbx_status st;
+
+    if (!loaded(p))
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "no patch: load a diff or add file operations first");
+    if (p->verdict == SBX_PATCH_APPLIES)
+        return SBX_OK;
+    if (p->verdict == SBX_PATCH_DOES_NOT_APPLY || p->verdict == SBX_PATCH_UNSAFE)
+        return sbx__err_set(&p->err, SBX_E_PATCH, "the patch was checked: %s", sbx_patch_verdict_name(p->verdict));
+    if (!p->text) {
+        if (!p->base)
+            return sbx__err_set(&p->err, SBX_E_MISUSE, "file operations need a base (sbx_patch_set_base)");
+        if ((st = build_from_ops(p)) != SBX_OK)
+            return st;
+    }
+    if (!p->base)
+        return SBX_OK; /* safe; nothing to apply to */
+    if ((st = check_against_base(p)) != SBX_OK)
+        return st;
+    if (git_apply_options_init(&o, GIT_APPLY_OPTIONS_VERSION) < 0)
+        return sbx__err_nomem(&p->err);
+    o.delta_cb = on_delta;
+    o.hunk_cb = on_hunk;
+    o.payload = &a;
+    if (git_apply_to_tree(&p->result, p->repo, p->base, p->diff, &o) < 0) {
+        const char *file = a.delta ? (a.delta->new_file.path ? a.delta->new_file.path : a.delta->old_file.path)
+                                   : "(none)";
+        p->result = NULL;
+        p->verdict = SBX_PATCH_DOES_NOT_APPLY;
+        if (a.hunk[0])
+            return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s, hunk %s: %s", file, a.hunk,
+                                git_msg());
+        return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s: %s", file, git_msg());
+    }
+    if ((st = check_result_sizes(p)) != SBX_OK)
+        return st;
+    p->verdict = SBX_PATCH_APPLIES;
+    return SBX_OK;
+}
+
+sbx_status sbx_patch_check(sbx_patch *p)
+{
+    SBX__ENTER(p, false);
+    return keep_message(p, check(p));
+}
+
+/* ---- what it does -------------------------------------------------------------------------------- */
+
+sbx_patch_verdict sbx_patch_result(const sbx_patch *p)
+{
+    return p ? p->verdict : SBX_PATCH_UNCHECKED;
+}
+
+sbx_patch_rule sbx_patch_broken_rule(const sbx_patch *p)
+{
+    return p ? p->rule : SBX_PATCH_RULE_NONE;
+}
+
+size_t sbx_patch_file_count(const sbx_patch *p)
+{
+    return p ? p->nfiles : 0;
+}
+
+static const struct pfile *file_at(const sbx_patch *p, size_t i)
+{
+    return p && i < p->nfiles ? &p->files[i] : NULL;
+}
+
+const char *sbx_patch_file_path(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->path : NULL;
+}
+
+const char *sbx_patch_file_old_path(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->old_path : NULL;
+}
+
+sbx_patch_change sbx_patch_file_change(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->change : (sbx_patch_change)0;
+}
+
+uint32_t sbx_patch_file_old_mode(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->old_mode : 0;
+}
+
+uint32_t sbx_patch_file_new_mode(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->new_mode : 0;
+}
+
+size_t sbx_patch_file_additions(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->additions : 0;
+}
+
+size_t sbx_patch_file_deletions(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f ? f->deletions : 0;
+}
+
+int sbx_patch_file_binary(const sbx_patch *p, size_t i)
+{
+    const struct pfile *f = file_at(p, i);
+    return f && f->binary;
+}
+
+const char *sbx_patch_id(const sbx_patch *p)
+{
+    return p ? p->id : "";
+}
+
+sbx_status sbx_patch_save_data(sbx_patch *p, uint8_t **out, size_t *len)
+{
+    SBX__ENTER(p, false);
+    SBX__ARG(p, out, "out is NULL");
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!p->text)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "no diff: load one, or check the file operations first");
+    if (!(*out = sbx__malloc(p->text_len + 1)))
+        return sbx__err_nomem(&p->err);
+    memcpy(*out, p->text, p->text_len);
+    (*out)[p->text_len] = '\0';
+    if (len)
+        *len = p->text_len;
+    return SBX_OK;
+}
+
+static json_t *file_json(const struct pfile *f)
+{
+    json_t *o = json_object();
+    if (!o || json_object_set_new(o, "path", json_string(f->path)) ||
+        json_object_set_new(o, "old_path", f->old_path ? json_string(f->old_path) : json_null()) ||
+        json_object_set_new(o, "change", json_string(change_name(f->change))) ||
+        json_object_set_new(o, "old_mode", json_integer(f->old_mode)) ||
+        json_object_set_new(o, "new_mode", json_integer(f->new_mode)) ||
+        json_object_set_new(o, "additions", json_integer((json_int_t)f->additions)) ||
+        json_object_set_new(o, "deletions", json_integer((json_int_t)f->deletions)) ||
+        json_object_set_new(o, "binary", json_boolean(f->binary))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+sbx_status sbx_patch_to_json(sbx_patch *p, char **out)
+{
+    json_t *root, *files, *stat;
+    size_t add = 0, del = 0;
+    char *s;
+    SBX__ENTER(p, false);
+    SBX__ARG(p, out, "out is NULL");
+    *out = NULL;
+    root = json_object();
+    files = json_array();
+    stat = json_object();
+    if (!root || !files || !stat)
+        goto oom;
+    for (size_t i = 0; i < p->nfiles; i++) {
+        json_t *f = file_json(&p->files[i]);
+        if (!f || json_array_append_new(files, f))
+            goto oom;
+        add += p->files[i].additions;
+        del += p->files[i].deletions;
+    }
+    if (json_object_set_new(stat, "files", json_integer((json_int_t)p->nfiles)) ||
+        json_object_set_new(stat, "additions", json_integer((json_int_t)add)) ||
+        json_object_set_new(stat, "deletions", json_integer((json_int_t)del)))
+        goto oom;
+    if (json_object_set_new(root, "verdict", json_string(sbx_patch_verdict_name(p->verdict))) ||
+        json_object_set_new(root, "rule", p->rule ? json_string(sbx_patch_rule_name(p->rule)) : json_null()) ||
+        json_object_set_new(root, "message", p->message ? json_string(p->message) : json_null()) ||
+        json_object_set_new(root, "patch_id", p->id[0] ? json_string(p->id) : json_null()) ||
+        json_object_set_new(root, "files", files) || json_object_set_new(root, "diffstat", stat)) {
+        files = stat = NULL;
+        goto oom;
+    }
+    s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!s || !(*out = sbx__strdup(s))) {
+        free(s);
+        return sbx__err_nomem(&p->err);
+    }
+    free(s);
+    return SBX_OK;
+oom:
+    json_decref(root);
+    json_decref(files);
+    json_decref(stat);
+    return sbx__err_nomem(&p->err);
+}
+
+/* ---- the patched tree as a gzip tar ---------------------------------------------------------------- */
+
+static sbx_status tar_result(sbx_patch *p, sbx__tar *tar)
+{
+    size_t n = git_index_entrycount(p->result);
+    for (size_t i = 0; i < n; i++) {
+        const git_index_entry *e = git_index_get_byindex(p->result, i);
+        git_blob *blob = NULL;
+        sbx_status st;
+        size_t size;
+        /* The sandbox's file API writes regular files only: links and
+         * submodules of the base are left out. */
+        if (!e || (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
+            continue;
+        if (git_blob_lookup(&blob, p->repo, &e->id) < 0)
+            return sbx__err_set(&p->err, SBX_E_INTERNAL, "reading %s: %s", e->path, git_msg());
+        size = (size_t)git_blob_rawsize(blob);
+        if (size > p->max_file_bytes) {
+            git_blob_free(blob);
+            return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s is %zu bytes, more than the limit of %zu",
+                                e->path, size, p->max_file_bytes);
+        }
+        st = sbx__tar_add_memory(tar, e->path, git_blob_rawcontent(blob), size,
+                                 e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, &p->err);
+        git_blob_free(blob);
+        if (st != SBX_OK)
+            return st;
+    }
+    return SBX_OK;
+}
+
+static sbx_status write_tar(sbx_patch *p, sbx__tar *tar, int fd, const char *tmp)
+{
+    char buf[65536];
+    uint64_t size;
+    size_t n;
+    sbx_status st = sbx__tar_prepare(tar, 0, &size, &p->err);
+    if (st != SBX_OK)
+        return st;
+    while ((n = sbx__tar_read(tar, buf, sizeof buf)) > 0 && n != SIZE_MAX)
+        for (size_t off = 0; off < n;) {
+            ssize_t w = write(fd, buf + off, n - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return sbx__err_set(&p->err, SBX_E_IO, "writing %s: %s", tmp, strerror(errno));
+            off += (size_t)w;
+        }
+    if (n == SIZE_MAX)
+        return sbx__err_set(&p->err, SBX_E_IO, "making the archive: %s", sbx__tar_error(tar));
+    if (fsync(fd) != 0)
+        return sbx__err_set(&p->err, SBX_E_IO, "syncing %s: %s", tmp, strerror(errno));
+    return SBX_OK;
+}
+
+sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
+{
+    sbx__buf tmp = SBX__BUF_INIT;
+    sbx__tar *tar;
+    sbx_status st;
+    int fd;
+
+    SBX__ENTER(p, false);
+    SBX__ARG(p, path && *path, "path is NULL or empty");
+    if (p->verdict != SBX_PATCH_APPLIES || !p->result)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply has a tree to save");
+    if (!(tar = sbx__tar_new()))
+        return sbx__err_nomem(&p->err);
+    if ((st = tar_result(p, tar)) != SBX_OK) {
+        sbx__tar_free(tar);
+        return st;
+    }
+    if (sbx__buf_printf(&tmp, "%s.tmp.XXXXXX", path) != SBX_OK) {
+        sbx__tar_free(tar);
+        return sbx__err_nomem(&p->err);
+    }
+    if ((fd = mkostemp(tmp.data, O_CLOEXEC)) < 0) {
+        st = sbx__err_set(&p->err, SBX_E_IO, "cannot create %s: %s", tmp.data, strerror(errno));
+    } else {
+        st = write_tar(p, tar, fd, tmp.data);
+        if (close(fd) != 0 && st == SBX_OK)
+            st = sbx__err_set(&p->err, SBX_E_IO, "closing %s: %s", tmp.data, strerror(errno));
+        if (st == SBX_OK && rename(tmp.data, path) != 0)
+            st = sbx__err_set(&p->err, SBX_E_IO, "cannot rename %s to %s: %s", tmp.data, path, strerror(errno));
+        if (st != SBX_OK)
+            unlink(tmp.data);
+    }
+    sbx__tar_free(tar);
+    sbx__buf_free(&tmp);
+    return st;
+}
