@@ -27,13 +27,14 @@
 #include <sbxrun/patch.h>
 
 #include "client/tarball.h"
+#include "patch/apply.h"
+#include "patch/patch_int.h"
 #include "util/buf.h"
 #include "util/str.h"
 
 #define MAX_BYTES_DEFAULT ((size_t)16 << 20)
 #define MAX_FILES_DEFAULT ((size_t)10000)
 #define MAX_FILE_BYTES_DEFAULT ((size_t)8 << 20)
-#define PATH_MAX_BYTES 4096
 
 struct pfile {
     char *path, *old_path;
@@ -159,6 +160,7 @@ static const char *git_msg(void)
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
+
 static bool loaded(const sbx_patch *p)
 {
     return p->text != NULL || p->nops > 0;
@@ -216,59 +218,7 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
     return SBX_OK;
 }
 
-/* ---- path rules ------------------------------------------------------------------------------ */
-
-/* Whether a path component names the git directory, as any file system
- * could read it: ".git" in any case, with trailing dots or spaces (Windows
- * drops them), or its 8.3 short name. */
-static bool is_git_component(const char *c, size_t n)
-{
-    while (n && (c[n - 1] == '.' || c[n - 1] == ' '))
-        n--;
-    return (n == 4 && strncasecmp(c, ".git", 4) == 0) || (n == 5 && strncasecmp(c, "git~1", 5) == 0);
-}
-
-static sbx_patch_rule path_rule(const char *path, size_t len)
-{
-    size_t start = 0;
-    if (len == 0 || len > PATH_MAX_BYTES)
-        return SBX_PATCH_RULE_BAD_PATH;
-    if (path[0] == '/')
-        return SBX_PATCH_RULE_ABSOLUTE;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
-            return SBX_PATCH_RULE_BAD_PATH;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && path[i] != '/')
-            continue;
-        {
-            const char *c = path + start;
-            size_t n = i - start;
-            if (n == 2 && c[0] == '.' && c[1] == '.')
-                return SBX_PATCH_RULE_DOTDOT;
-            if (is_git_component(c, n))
-                return SBX_PATCH_RULE_GIT_DIR;
-            if (n == 0 || (n == 1 && c[0] == '.'))
-                return SBX_PATCH_RULE_BAD_PATH;
-        }
-        start = i + 1;
-    }
-    return SBX_PATCH_RULE_NONE;
-}
-
-static const char *rule_text(sbx_patch_rule r)
-{
-    switch (r) {
-    case SBX_PATCH_RULE_ABSOLUTE: return "an absolute path";
-    case SBX_PATCH_RULE_DOTDOT: return "a '..' component leaves the tree";
-    case SBX_PATCH_RULE_GIT_DIR: return "a path inside .git (hooks and config run later)";
-    case SBX_PATCH_RULE_SYMLINK: return "a symbolic link created, changed or written through";
-    case SBX_PATCH_RULE_GITLINK: return "a gitlink (submodule) added or changed";
-    case SBX_PATCH_RULE_BAD_PATH: return "an empty path, an empty or '.' component, or a control character";
-    case SBX_PATCH_RULE_NONE: break;
-    }
-    return "no rule";
-}
+/* ---- refusals ------------------------------------------------------------------------------------ */
 
 /* Refuse the patch: verdict, rule and a message naming the path (shown
  * escaped: it is attacker text). */
@@ -284,191 +234,10 @@ static sbx_status refuse(sbx_patch *p, sbx_patch_rule r, const char *path, size_
         else
             sbx__buf_putc(&shown, (char)ch);
     }
-    sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "", rule_text(r));
+    sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "",
+                 sbx__patch_rule_text(r));
     sbx__buf_free(&shown);
     return SBX_E_PATCH;
-}
-
-/* ---- the raw header lines ------------------------------------------------------------------- */
-
-/* A C-quoted path as git writes it ("a/sp\\303\\251c") into out; false if
- * the quoting is broken. */
-static bool unquote(const char *s, size_t n, sbx__buf *out)
-{
-    for (size_t i = 1; i < n; i++) {
-        char c = s[i];
-        if (c == '"')
-            return i == n - 1 || s[i + 1] == '\t' || s[i + 1] == ' ';
-        if (c != '\\') {
-            if (sbx__buf_putc(out, c) != SBX_OK)
-                return false;
-            continue;
-        }
-        if (++i >= n)
-            return false;
-        c = s[i];
-        if (c >= '0' && c <= '7') {
-            unsigned v = 0;
-            for (int k = 0; k < 3 && i < n && s[i] >= '0' && s[i] <= '7'; k++, i++)
-                v = v * 8 + (unsigned)(s[i] - '0');
-            i--;
-            c = (char)(v & 0xff);
-        } else {
-            const char *from = "abtnvfr\"\\", *to = "\a\b\t\n\v\f\r\"\\";
-            const char *f = strchr(from, c);
-            if (!f || !c)
-                return false;
-            c = to[f - from];
-        }
-        if (sbx__buf_putc(out, c) != SBX_OK)
-            return false;
-    }
-    return false;
-}
-
-/* The path of a header line's value: quoted or up to a tab (diff -u adds
- * a timestamp after one); strip_prefix drops the first component, as
- * `git apply -p1` does. Empty for /dev/null. */
-static bool header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out)
-{
-    sbx__buf_clear(out);
-    if (n && v[0] == '"') {
-        if (!unquote(v, n, out))
-            return false;
-    } else {
-        size_t k = 0;
-        while (k < n && v[k] != '\t')
-            k++;
-        while (k && v[k - 1] == ' ' && strip_prefix) /* git adds no trailing space; diff -u may */
-            k--;
-        if (k == 9 && memcmp(v, "/dev/null", 9) == 0)
-            return true;
-        if (sbx__buf_append(out, v, k) != SBX_OK)
-            return false;
-    }
-    if (strip_prefix && out->len) {
-        char *slash = memchr(out->data, '/', out->len);
-        if (slash)
-            sbx__buf_consume(out, (size_t)(slash - out->data) + 1);
-    }
-    return true;
-}
-
-/* Every path the text's headers name must pass the rules. */
-static sbx_status check_raw(sbx_patch *p, const char *t, size_t len)
-{
-    static const struct {
-        const char *prefix;
-        bool strip;
-    } heads[] = {{"--- ", true}, {"+++ ", true}, {"rename from ", false}, {"rename to ", false},
-                 {"copy from ", false}, {"copy to ", false}};
-    sbx__buf path = SBX__BUF_INIT;
-    bool in_hunk = false;
-    long old_left = 0, new_left = 0;
-
-    for (size_t at = 0; at < len;) {
-        const char *line = t + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) : len - at;
-        at += n + 1;
-        if (in_hunk) { /* hunk lines are content, whatever they start with */
-            if (n && (line[0] == ' ' || line[0] == '-'))
-                old_left--;
-            if (n && (line[0] == ' ' || line[0] == '+'))
-                new_left--;
-            if (n == 0)
-                old_left--, new_left--;
-            if (old_left <= 0 && new_left <= 0)
-                in_hunk = false;
-            continue;
-        }
-        if (n > 4 && memcmp(line, "@@ -", 4) == 0) {
-            long os = 0, oc = 1, ns = 0, nc = 1;
-            if (sscanf(line, "@@ -%ld,%ld +%ld,%ld", &os, &oc, &ns, &nc) < 4) {
-                oc = 1, nc = 1;
-                if (sscanf(line, "@@ -%ld +%ld,%ld", &os, &ns, &nc) < 2)
-                    sscanf(line, "@@ -%ld,%ld +%ld", &os, &oc, &ns);
-            }
-            old_left = oc, new_left = nc;
-            in_hunk = old_left > 0 || new_left > 0;
-            continue;
-        }
-        for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
-            size_t k = strlen(heads[h].prefix);
-            sbx_patch_rule r;
-            if (n < k || memcmp(line, heads[h].prefix, k) != 0)
-                continue;
-            if (!header_path(line + k, n - k, heads[h].strip, &path)) {
-                sbx__buf_free(&path);
-                p->verdict = SBX_PATCH_MALFORMED;
-                return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a broken quoted path in '%.*s'",
-                                    (int)(n < 200 ? n : 200), line);
-            }
-            if (path.len && (r = path_rule(path.data, path.len)) != SBX_PATCH_RULE_NONE) {
-                sbx_status st = refuse(p, r, path.data, path.len);
-                sbx__buf_free(&path);
-                return st;
-            }
-            break;
-        }
-    }
-    sbx__buf_free(&path);
-    return SBX_OK;
-}
-
-/* ---- plain `diff -u` into git's form ---------------------------------------------------------- */
-
-/* libgit2 reads only git's format: a file section of plain `diff -u`
- * output (a "--- " line followed by "+++ " and a hunk, with no "diff --git"
- * header) gets one. Returns the text to parse: t itself, or *conv. */
-static sbx_status to_git_form(const char *t, size_t len, sbx__buf *conv, bool *converted)
-{
-    sbx__buf oldp = SBX__BUF_INIT, newp = SBX__BUF_INIT;
-    bool git_header = false;
-    sbx_status st = SBX_OK;
-    *converted = false;
-    for (size_t at = 0; at < len && st == SBX_OK;) {
-        const char *line = t + at, *nl = memchr(line, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - line) + 1 : len - at;
-        const char *next = line + n;
-        size_t rest = len - at - n;
-        at += n;
-        if (n >= 11 && memcmp(line, "diff --git ", 11) == 0)
-            git_header = true;
-        else if (n >= 3 && memcmp(line, "@@ ", 3) == 0)
-            git_header = false; /* the next "--- " starts a new file */
-        if (!git_header && n >= 4 && memcmp(line, "--- ", 4) == 0 && rest >= 4 && memcmp(next, "+++ ", 4) == 0) {
-            const char *nl2 = memchr(next, '\n', rest);
-            size_t n2 = nl2 ? (size_t)(nl2 - next) : rest;
-            if (!header_path(line + 4, n - 4 - (line[n - 1] == '\n'), true, &oldp) ||
-                !header_path(next + 4, n2 - 4, true, &newp) || (!oldp.len && !newp.len)) {
-                st = SBX_E_PARSE;
-                break;
-            }
-            {
-                const sbx__buf *name = newp.len ? &newp : &oldp;
-                st = sbx__buf_printf(conv, "diff --git a/%.*s b/%.*s\n%s", (int)name->len, name->data,
-                                     (int)name->len, name->data,
-                                     !oldp.len ? "new file mode 100644\n" : !newp.len ? "deleted file mode 100644\n" : "");
-                /* `diff -u x.orig x` names two files; like patch(1), the
-                 * file patched is one name, the new one. */
-                if (st == SBX_OK)
-                    st = sbx__buf_printf(conv, "--- %s%.*s\n+++ %s%.*s\n", oldp.len ? "a/" : "/dev/null",
-                                         oldp.len ? (int)name->len : 0, name->data, newp.len ? "b/" : "/dev/null",
-                                         newp.len ? (int)name->len : 0, name->data);
-            }
-            at += n2 + (nl2 ? 1 : 0);
-            *converted = true;
-            continue;
-        }
-        /* `diff -r` writes "diff -ru a/x b/x" and "Only in" lines: not for git. */
-        if ((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
-            (n >= 8 && memcmp(line, "Only in ", 8) == 0))
-            continue;
-        st = sbx__buf_append(conv, line, n);
-    }
-    sbx__buf_free(&oldp);
-    sbx__buf_free(&newp);
-    return st;
 }
 
 /* ---- loading --------------------------------------------------------------------------------- */
@@ -492,7 +261,7 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
         sbx_patch_rule r;
         if (!paths[k] || (k == 0 && d->status == GIT_DELTA_ADDED) || (k == 1 && d->status == GIT_DELTA_DELETED))
             continue;
-        if ((r = path_rule(paths[k], strlen(paths[k]))) != SBX_PATCH_RULE_NONE)
+        if ((r = sbx__patch_path_rule(paths[k], strlen(paths[k]))) != SBX_PATCH_RULE_NONE)
             return refuse(p, r, paths[k], strlen(paths[k]));
     }
     if (d->status != GIT_DELTA_DELETED) {
@@ -507,7 +276,6 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
 static sbx_status describe(sbx_patch *p)
 {
     size_t n = git_diff_num_deltas(p->diff);
-    git_oid id;
     if (!(p->files = sbx__calloc(n ? n : 1, sizeof *p->files)))
         return sbx__err_nomem(&p->err);
     for (size_t i = 0; i < n; i++) {
@@ -539,9 +307,6 @@ static sbx_status describe(sbx_patch *p)
             git_patch_free(gp);
         }
     }
-    if (git_diff_patchid(&id, p->diff, NULL) < 0)
-        return sbx__err_set(&p->err, SBX_E_PARSE, "no patch id: %s", git_msg());
-    git_oid_tostr(p->id, sizeof p->id, &id);
     return SBX_OK;
 }
 
@@ -563,7 +328,7 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         p->verdict = SBX_PATCH_MALFORMED;
         return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: it contains a NUL byte");
     }
-    if ((st = to_git_form(data, len, &conv, &converted)) != SBX_OK) {
+    if ((st = sbx__patch_git_form(data, len, &conv, &converted)) != SBX_OK) {
         sbx__buf_free(&conv);
         if (st == SBX_E_NOMEM)
             return sbx__err_nomem(&p->err);
@@ -574,14 +339,37 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         data = conv.data ? conv.data : "";
         len = conv.len;
     }
-    if ((st = check_raw(p, data, len)) != SBX_OK) {
-        sbx__buf_free(&conv);
-        return st;
+    {
+        struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
+        st = sbx__patch_scan_headers(data, len, &f);
+        if (st == SBX_E_PATCH)
+            refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
+        else if (st == SBX_E_PARSE)
+            p->verdict = SBX_PATCH_MALFORMED, sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
+        else if (st == SBX_E_NOMEM)
+            sbx__err_nomem(&p->err);
+        sbx__buf_free(&f.path);
+        if (st != SBX_OK) {
+            sbx__buf_free(&conv);
+            return st;
+        }
     }
-    if (git_diff_from_buffer(&p->diff, data, len) < 0) {
-        sbx__buf_free(&conv);
-        p->verdict = SBX_PATCH_MALFORMED;
-        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+    {
+        sbx__buf fixed = SBX__BUF_INIT;
+        bool changed;
+        int r;
+        if (sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+            sbx__buf_free(&fixed);
+            sbx__buf_free(&conv);
+            return sbx__err_nomem(&p->err);
+        }
+        r = changed ? git_diff_from_buffer(&p->diff, fixed.data, fixed.len) : git_diff_from_buffer(&p->diff, data, len);
+        sbx__buf_free(&fixed);
+        if (r < 0) {
+            sbx__buf_free(&conv);
+            p->verdict = SBX_PATCH_MALFORMED;
+            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+        }
     }
     if ((n = git_diff_num_deltas(p->diff)) == 0) {
         sbx__buf_free(&conv);
@@ -602,6 +390,10 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
     if ((st = describe(p)) != SBX_OK) {
         sbx__buf_free(&conv);
         return st;
+    }
+    if (!sbx__patch_id(data, len, p->id)) {
+        sbx__buf_free(&conv);
+        return sbx__err_nomem(&p->err);
     }
     p->text = converted ? sbx__buf_detach(&conv, &p->text_len) : sbx__strndup(data, len);
     sbx__buf_free(&conv);
@@ -704,7 +496,7 @@ sbx_status sbx_patch_add_file(sbx_patch *p, sbx_patch_change change, const char 
              "mode %o: 0644 or 0755 (a regular file)", mode);
     if (p->text || p->verdict != SBX_PATCH_UNCHECKED)
         return sbx__err_set(&p->err, SBX_E_MISUSE, "file operations are added before the patch is loaded or checked");
-    if ((r = path_rule(path, strlen(path))) != SBX_PATCH_RULE_NONE) {
+    if ((r = sbx__patch_path_rule(path, strlen(path))) != SBX_PATCH_RULE_NONE) {
         sbx_status st = refuse(p, r, path, strlen(path));
         p->verdict = SBX_PATCH_UNCHECKED; /* one bad operation is refused, the others stay */
         p->rule = SBX_PATCH_RULE_NONE;
@@ -769,7 +561,10 @@ static sbx_status build_from_ops(sbx_patch *p)
             memset(&e, 0, sizeof e);
             e.path = o->path;
             e.mode = o->mode;
-            if (git_index_add_from_buffer(idx, &e, o->data ? (const void *)o->data : "", o->len) < 0)
+            e.file_size = (uint32_t)(o->len > UINT32_MAX ? UINT32_MAX : o->len);
+            /* The blob goes to the in-memory object database. */
+            if (git_blob_create_from_buffer(&e.id, p->repo, o->data ? (const void *)o->data : "", o->len) < 0 ||
+                git_index_add(idx, &e) < 0)
                 goto git_fail;
         }
     }
@@ -798,30 +593,132 @@ git_fail:
 
 /* ---- applying ---------------------------------------------------------------------------------- */
 
-struct apply_ctx {
-    const git_diff_delta *delta;
-    char hunk[128];
-};
-
-static int on_delta(const git_diff_delta *d, void *payload)
+/* Fail the check: the patch does not apply, and why (file first). */
+static sbx_status no_apply(sbx_patch *p, const char *file, const char *why)
 {
-    struct apply_ctx *a = payload;
-    a->delta = d;
-    a->hunk[0] = '\0';
-    return 0;
+    p->verdict = SBX_PATCH_DOES_NOT_APPLY;
+    return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s: %s", file, why);
 }
 
-static int on_hunk(const git_diff_hunk *h, void *payload)
+static sbx_status git_fail(sbx_patch *p, const char *what)
 {
-    struct apply_ctx *a = payload;
-    size_t n = h->header_len;
-    while (n && (h->header[n - 1] == '\n' || h->header[n - 1] == '\r'))
-        n--;
-    if (n >= sizeof a->hunk)
-        n = sizeof a->hunk - 1;
-    memcpy(a->hunk, h->header, n);
-    a->hunk[n] = '\0';
-    return 0;
+    return sbx__err_set(&p->err, SBX_E_INTERNAL, "%s: %s", what, git_msg());
+}
+
+/* A binary file's new bytes: libgit2 applies that one file's section to
+ * the tree of idx as it is (binary patches carry no offsets to search). */
+static sbx_status apply_binary(sbx_patch *p, size_t i, git_index *idx, const git_index_entry *old, git_oid *out)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    git_patch *gp = NULL;
+    git_buf text = GIT_BUF_INIT;
+    git_diff *one = NULL;
+    git_index *res = NULL;
+    git_tree *tree = NULL;
+    git_oid tid;
+    const git_index_entry *e;
+    sbx_status st = SBX_OK;
+
+    if (d->status != GIT_DELTA_ADDED && d->old_file.id_abbrev < GIT_OID_HEXSZ)
+        return no_apply(p, d->old_file.path, "a binary patch without the full index line");
+    if (old && !git_oid_equal(&old->id, &d->old_file.id))
+        return no_apply(p, d->old_file.path, "the binary patch is for other contents than the base's");
+    if (git_patch_from_diff(&gp, p->diff, i) < 0 || git_patch_to_buf(&text, gp) < 0 ||
+        git_diff_from_buffer(&one, text.ptr, text.size) < 0 || git_index_write_tree_to(&tid, idx, p->repo) < 0 ||
+        git_tree_lookup(&tree, p->repo, &tid) < 0)
+        st = git_fail(p, "a binary patch");
+    else if (git_apply_to_tree(&res, p->repo, tree, one, NULL) < 0)
+        st = no_apply(p, d->new_file.path, git_msg());
+    else if (d->status != GIT_DELTA_DELETED) {
+        if ((e = git_index_get_bypath(res, d->new_file.path, 0)) != NULL)
+            git_oid_cpy(out, &e->id);
+        else
+            st = git_fail(p, "a binary patch's result");
+    }
+    git_index_free(res);
+    git_tree_free(tree);
+    git_diff_free(one);
+    git_buf_dispose(&text);
+    git_patch_free(gp);
+    return st;
+}
+
+/* A text file's new bytes, as a blob in the in-memory object database. */
+static sbx_status apply_text_file(sbx_patch *p, size_t i, const git_index_entry *old, git_oid *out, bool *empty)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    git_blob *blob = NULL;
+    git_patch *gp = NULL;
+    char why[256], *post = NULL;
+    size_t post_len = 0;
+    sbx_status st;
+
+    if (old && git_blob_lookup(&blob, p->repo, &old->id) < 0)
+        return git_fail(p, "reading the base");
+    if (git_patch_from_diff(&gp, p->diff, i) < 0) {
+        git_blob_free(blob);
+        return git_fail(p, "a file's hunks");
+    }
+    st = sbx__apply_text(blob ? git_blob_rawcontent(blob) : "", blob ? (size_t)git_blob_rawsize(blob) : 0, gp, &post,
+                         &post_len, why, sizeof why);
+    git_patch_free(gp);
+    git_blob_free(blob);
+    if (st == SBX_E_PATCH)
+        return no_apply(p, d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path, why);
+    if (st == SBX_E_NOMEM)
+        return sbx__err_nomem(&p->err);
+    if (st != SBX_OK)
+        return git_fail(p, "applying hunks");
+    *empty = post_len == 0;
+    if (post_len > p->max_file_bytes) {
+        sbx__free(post);
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s would be %zu bytes, more than the limit of %zu",
+                            d->new_file.path, post_len, p->max_file_bytes);
+    }
+    if (d->status != GIT_DELTA_DELETED && git_blob_create_from_buffer(out, p->repo, post, post_len) < 0)
+        st = git_fail(p, "storing a patched file");
+    sbx__free(post);
+    return st;
+}
+
+/* One file of the patch onto idx, with the checks git apply makes: what is
+ * changed, deleted or renamed exists; what is created does not. */
+static sbx_status apply_delta(sbx_patch *p, size_t i, git_index *idx)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    const char *oldp = d->old_file.path, *newp = d->new_file.path;
+    const git_index_entry *old = NULL;
+    git_index_entry e;
+    bool creates = d->status == GIT_DELTA_ADDED || d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED;
+    bool empty = false;
+    git_oid id;
+    sbx_status st;
+
+    if (d->status != GIT_DELTA_ADDED && !(old = git_index_get_bypath(idx, oldp, 0)))
+        return no_apply(p, oldp, "no such file in the base");
+    if (creates && git_index_get_bypath(idx, newp, 0))
+        return no_apply(p, newp, "the file exists in the base already");
+    if (old)
+        git_oid_cpy(&id, &old->id);
+    if (d->flags & GIT_DIFF_FLAG_BINARY)
+        st = apply_binary(p, i, idx, old, &id);
+    else
+        st = apply_text_file(p, i, old, &id, &empty);
+    if (st != SBX_OK)
+        return st;
+    if (d->status == GIT_DELTA_DELETED) {
+        if (!empty && !(d->flags & GIT_DIFF_FLAG_BINARY))
+            return no_apply(p, oldp, "the deletion leaves lines the patch does not remove");
+        return git_index_remove_bypath(idx, oldp) < 0 ? git_fail(p, "deleting") : SBX_OK;
+    }
+    memset(&e, 0, sizeof e);
+    e.path = newp;
+    e.id = id;
+    e.mode = d->new_file.mode ? d->new_file.mode : old ? old->mode : GIT_FILEMODE_BLOB;
+    if (d->status == GIT_DELTA_RENAMED && git_index_remove_bypath(idx, oldp) < 0)
+        return git_fail(p, "renaming");
+    return git_index_add(idx, &e) < 0 ? git_fail(p, "updating the tree") : SBX_OK;
 }
 
 /* A path the patch writes must not go through a symbolic link or a gitlink
@@ -884,8 +781,7 @@ static sbx_status check_result_sizes(sbx_patch *p)
 
 static sbx_status check(sbx_patch *p)
 {
-    git_apply_options o;
-    struct apply_ctx a = {NULL, ""};
+    git_index *idx = NULL;
     sbx_status st;
 
     if (!loaded(p))
@@ -904,21 +800,16 @@ static sbx_status check(sbx_patch *p)
         return SBX_OK; /* safe; nothing to apply to */
     if ((st = check_against_base(p)) != SBX_OK)
         return st;
-    if (git_apply_options_init(&o, GIT_APPLY_OPTIONS_VERSION) < 0)
-        return sbx__err_nomem(&p->err);
-    o.delta_cb = on_delta;
-    o.hunk_cb = on_hunk;
-    o.payload = &a;
-    if (git_apply_to_tree(&p->result, p->repo, p->base, p->diff, &o) < 0) {
-        const char *file = a.delta ? (a.delta->new_file.path ? a.delta->new_file.path : a.delta->old_file.path)
-                                   : "(none)";
-        p->result = NULL;
-        p->verdict = SBX_PATCH_DOES_NOT_APPLY;
-        if (a.hunk[0])
-            return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s, hunk %s: %s", file, a.hunk,
-                                git_msg());
-        return sbx__err_set(&p->err, SBX_E_PATCH, "the patch does not apply: %s: %s", file, git_msg());
+    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, p->base) < 0) {
+        git_index_free(idx);
+        return git_fail(p, "reading the base tree");
     }
+    for (size_t i = 0; i < git_diff_num_deltas(p->diff); i++)
+        if ((st = apply_delta(p, i, idx)) != SBX_OK) {
+            git_index_free(idx);
+            return st;
+        }
+    p->result = idx;
     if ((st = check_result_sizes(p)) != SBX_OK)
         return st;
     p->verdict = SBX_PATCH_APPLIES;

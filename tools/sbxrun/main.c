@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,17 @@
 
 #include "cli.h"
 #include "remote.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sbxrun %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'sbxrun %s --help')\n", cmd);
+    return SBXRUN_EXIT_USAGE;
+}
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -19,6 +31,7 @@ static const struct sbxrun_cmd commands[] = {
     {"netpolicy", "show the network-policy preset of a job type", cmd_netpolicy},
     {"redact", "copy standard input to standard output with secrets redacted", cmd_redact},
     {"transcript", "show or verify a job transcript", cmd_transcript},
+    {"patch", "check that a patch is safe and applies to a local repository", cmd_patch},
     {"help", "show this help, or a subcommand's", cmd_help},
     {"version", "print the versions of sbxrun and the loaded libsbxrun", cmd_version},
 };

@@ -29,17 +29,6 @@ static const char usage_text[] =
 
 enum { O_POLICY = 1, O_CWD, O_JOB, O_JSON, O_HELP };
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "sbxrun policy: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see 'sbxrun policy --help')\n");
-    return SBXRUN_EXIT_USAGE;
-}
-
 static void print_json(sbx_status st, sbx_policy_reason reason, const char *msg)
 {
     json_t *o = json_pack("{s:s, s:s, s:s}", "decision", st == SBX_OK ? "allow" : "deny", "reason",
@@ -76,7 +65,7 @@ static int check(int argc, char **argv)
         case O_JOB: job = optarg; break;
         case O_JSON: json = true; break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (!(p = sbx_policy_new())) {
@@ -84,7 +73,7 @@ static int check(int argc, char **argv)
         return SBXRUN_EXIT_FAIL;
     }
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
-        rc = usage_error("%s", sbx_policy_last_error(p));
+        rc = cli_usage_error("policy", "%s", sbx_policy_last_error(p));
         sbx_policy_free(p);
         return rc;
     }
@@ -92,7 +81,7 @@ static int check(int argc, char **argv)
                           msg, sizeof msg);
     sbx_policy_free(p);
     if (st != SBX_OK && st != SBX_E_POLICY_DENIED)
-        return usage_error("%s", msg);
+        return cli_usage_error("policy", "%s", msg);
     if (json)
         print_json(st, reason, msg);
     if (st == SBX_OK)
@@ -108,6 +97,6 @@ int cmd_policy(int argc, char **argv)
         return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
     }
     if (strcmp(argv[1], "check") != 0)
-        return usage_error("unknown subcommand '%s' (expected 'check')", argv[1]);
+        return cli_usage_error("policy", "unknown subcommand '%s' (expected 'check')", argv[1]);
     return check(argc - 1, argv + 1);
 }

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * safety: the rules a patch's paths must pass, checked on the raw header
+ * lines of its text (a second reader, beside libgit2's parser, which
+ * normalises some paths: "a//etc/x" reads as "etc/x").
+ */
+#include "util/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "patch/patch_int.h"
+
+#define PATH_MAX_BYTES 4096
+
+/* Whether a path component names the git directory, as any file system
+ * could read it: ".git" in any case, with trailing dots or spaces (Windows
+ * drops them), or its 8.3 short name. */
+static bool is_git_component(const char *c, size_t n)
+{
+    while (n && (c[n - 1] == '.' || c[n - 1] == ' '))
+        n--;
+    return (n == 4 && strncasecmp(c, ".git", 4) == 0) || (n == 5 && strncasecmp(c, "git~1", 5) == 0);
+}
+
+sbx_patch_rule sbx__patch_path_rule(const char *path, size_t len)
+{
+    size_t start = 0;
+    if (len == 0 || len > PATH_MAX_BYTES)
+        return SBX_PATCH_RULE_BAD_PATH;
+    if (path[0] == '/')
+        return SBX_PATCH_RULE_ABSOLUTE;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
+            return SBX_PATCH_RULE_BAD_PATH;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && path[i] != '/')
+            continue;
+        {
+            const char *c = path + start;
+            size_t n = i - start;
+            if (n == 2 && c[0] == '.' && c[1] == '.')
+                return SBX_PATCH_RULE_DOTDOT;
+            if (is_git_component(c, n))
+                return SBX_PATCH_RULE_GIT_DIR;
+            if (n == 0 || (n == 1 && c[0] == '.'))
+                return SBX_PATCH_RULE_BAD_PATH;
+        }
+        start = i + 1;
+    }
+    return SBX_PATCH_RULE_NONE;
+}
+
+const char *sbx__patch_rule_text(sbx_patch_rule r)
+{
+    switch (r) {
+    case SBX_PATCH_RULE_ABSOLUTE: return "an absolute path";
+    case SBX_PATCH_RULE_DOTDOT: return "a '..' component leaves the tree";
+    case SBX_PATCH_RULE_GIT_DIR: return "a path inside .git (hooks and config run later)";
+    case SBX_PATCH_RULE_SYMLINK: return "a symbolic link created, changed or written through";
+    case SBX_PATCH_RULE_GITLINK: return "a gitlink (submodule) added or changed";
+    case SBX_PATCH_RULE_BAD_PATH: return "an empty path, an empty or '.' component, or a control character";
+    case SBX_PATCH_RULE_NONE: break;
+    }
+    return "no rule";
+}
+
+/* Refuse the patch: verdict, rule and a message naming the path (shown
+ * escaped: it is attacker text). */
+
+/* A finding: the rule and the path, or why the text cannot be read. */
+static sbx_status found(struct sbx__patch_finding *f, sbx_patch_rule r, const char *path, size_t len)
+{
+    f->rule = r;
+    sbx__buf_clear(&f->path);
+    return sbx__buf_append(&f->path, path, len) == SBX_OK ? SBX_E_PATCH : SBX_E_NOMEM;
+}
+
+static sbx_status unreadable(struct sbx__patch_finding *f, const char *what, const char *line, size_t n)
+{
+    f->rule = SBX_PATCH_RULE_NONE;
+    snprintf(f->why, sizeof f->why, "%s in '%.*s'", what, (int)(n < 120 ? n : 120), line);
+    return SBX_E_PARSE;
+}
+
+/* Check one header path (v, n as written after the line's keyword). */
+static sbx_status check_path(const char *v, size_t n, bool strip, sbx__buf *tmp, struct sbx__patch_finding *f)
+{
+    sbx_patch_rule r;
+    size_t raw = 0;
+    while (raw < n && v[raw] != '\t')
+        raw++;
+    /* "+++ /etc/x": git strips a component, patch -p0 would not. */
+    if (strip && raw && v[0] == '/' && !(raw == 9 && memcmp(v, "/dev/null", 9) == 0))
+        return found(f, SBX_PATCH_RULE_ABSOLUTE, v, raw);
+    if (!sbx__patch_header_path(v, n, strip, tmp))
+        return n && v[0] == '"' ? unreadable(f, "a broken quoted path", v, n) : SBX_E_NOMEM;
+    if (tmp->len && (r = sbx__patch_path_rule(tmp->data, tmp->len)) != SBX_PATCH_RULE_NONE)
+        return found(f, r, tmp->data, tmp->len);
+    return SBX_OK;
+}
+
+/* The "diff --git a/X b/Y" line alone names the paths of a file created or
+ * deleted empty, or of a mode change. Its two names cannot be told apart
+ * when they hold spaces, so every space-separated word (quoted ones whole)
+ * is checked as a path: a name with a space before ".." or ".git" is
+ * refused too, which is safe. */
+static sbx_status check_git_line(const char *v, size_t n, sbx__buf *tmp, struct sbx__patch_finding *f)
+{
+    for (size_t i = 0; i < n;) {
+        size_t end;
+        sbx_status st;
+        if (v[i] == ' ') {
+            i++;
+            continue;
+        }
+        if (v[i] == '"') {
+            for (end = i + 1; end < n && !(v[end] == '"' && v[end - 1] != '\\'); end++)
+                ;
+            end = end < n ? end + 1 : n;
+        } else {
+            for (end = i; end < n && v[end] != ' '; end++)
+                ;
+        }
+        if ((st = check_path(v + i, end - i, true, tmp, f)) != SBX_OK)
+            return st;
+        i = end;
+    }
+    return SBX_OK;
+}
+
+/* A hunk header's counts, for skipping its lines: they are content,
+ * whatever they start with. A missing count is 1. */
+static void hunk_size(const char *line, size_t n, long *old_left, long *new_left)
+{
+    char head[128];
+    long os = 0, oc = 1, ns = 0, nc = 1;
+    snprintf(head, sizeof head, "%.*s", (int)(n < sizeof head - 1 ? n : sizeof head - 1), line);
+    if (sscanf(head, "@@ -%ld,%ld +%ld,%ld", &os, &oc, &ns, &nc) < 4) {
+        oc = 1, nc = 1;
+        if (sscanf(head, "@@ -%ld +%ld,%ld", &os, &ns, &nc) < 2)
+            sscanf(head, "@@ -%ld,%ld +%ld", &os, &oc, &ns);
+    }
+    *old_left = oc;
+    *new_left = nc;
+}
+
+sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_finding *f)
+{
+    static const struct {
+        const char *prefix;
+        bool strip;
+    } heads[] = {{"--- ", true}, {"+++ ", true}, {"rename from ", false}, {"rename to ", false},
+                 {"copy from ", false}, {"copy to ", false}};
+    sbx__buf tmp = SBX__BUF_INIT;
+    long old_left = 0, new_left = 0;
+    sbx_status st = SBX_OK;
+
+    f->rule = SBX_PATCH_RULE_NONE;
+    f->why[0] = '\0';
+    for (size_t at = 0; at < len && st == SBX_OK;) {
+        const char *line = t + at, *nl = memchr(line, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - line) : len - at;
+        at += n + 1;
+        if (old_left > 0 || new_left > 0) {
+            if (n == 0 || line[0] == ' ')
+                old_left--, new_left--;
+            else if (line[0] == '-')
+                old_left--;
+            else if (line[0] == '+')
+                new_left--;
+            continue;
+        }
+        if (sbx__patch_starts(line, n, "@@ -")) {
+            hunk_size(line, n, &old_left, &new_left);
+            continue;
+        }
+        if (sbx__patch_starts(line, n, "diff --git ")) {
+            st = check_git_line(line + 11, n - 11, &tmp, f);
+            continue;
+        }
+        for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
+            size_t k = strlen(heads[h].prefix);
+            if (!sbx__patch_starts(line, n, heads[h].prefix))
+                continue;
+            st = check_path(line + k, n - k, heads[h].strip, &tmp, f);
+            break;
+        }
+    }
+    sbx__buf_free(&tmp);
+    return st;
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# sbxrun patch check: the file lines, exit codes, refusals, --json, --base,
+# stdin, usage errors, and the patch id against git's.
+#   check-cli-patch.sh SBXRUN
+set -u
+[ $# -eq 1 ] || { echo "usage: $0 SBXRUN" >&2; exit 2; }
+sbxrun=$1
+command -v git >/dev/null || { echo "SKIP: no git"; exit 77; }
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# A git of its own: no user or system configuration.
+export HOME="$tmp" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com
+repo=$tmp/repo
+g() { git -C "$repo" "$@"; }
+
+# expect EXIT STDOUT-SUBSTRING STDERR-SUBSTRING ARGS...
+expect() {
+  local want=$1 out_want=$2 err_want=$3; shift 3
+  "$sbxrun" patch "$@" >"$tmp/out" 2>"$tmp/err" <"${stdin:-/dev/null}"; local rc=$?
+  local out err; out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+  if [ $rc -ne "$want" ]; then
+    echo "FAIL: sbxrun patch $* exited $rc, expected $want (stdout '$out', stderr '$err')"; fail=1; return
+  fi
+  case "$out" in *"$out_want"*) ;; *) echo "FAIL: sbxrun patch $*: stdout '$out' lacks '$out_want'"; fail=1; return ;; esac
+  case "$err" in *"$err_want"*) ;; *) echo "FAIL: sbxrun patch $*: stderr '$err' lacks '$err_want'"; fail=1; return ;; esac
+  echo "ok: sbxrun patch $* -> $rc"
+}
+
+# The repository: two commits.
+git init -q "$repo" || { echo "FAIL: git init"; exit 1; }
+mkdir -p "$repo/src" "$repo/doc"
+printf 'one\ntwo\nthree\n' >"$repo/src/a.c"
+printf 'old doc\n' >"$repo/doc/old.md"
+printf 'gone\n' >"$repo/del.txt"
+g add -A && g commit -qm first || { echo "FAIL: first commit"; exit 1; }
+first=$(g rev-parse HEAD)
+printf 'one\n2\nthree\n' >"$repo/src/a.c"
+g commit -qam second || { echo "FAIL: second commit"; exit 1; }
+
+# A patch against HEAD: a modification, an addition, a deletion, a rename.
+printf 'one\n2\nthree\nfour\nfive\n' >"$repo/src/a.c"
+printf 'new\nfile\n' >"$repo/src/b.c"
+g rm -q del.txt
+g mv doc/old.md doc/new.md
+g add -A
+g diff --cached -M >"$tmp/good.diff"
+g reset -q --hard
+
+expect 0 "M  src/a.c (+2 -0)" "" check --repo "$repo" "$tmp/good.diff"
+expect 0 "A  src/b.c (+2 -0)" "" check --repo "$repo" "$tmp/good.diff"
+expect 0 "D  del.txt (+0 -1)" "" check --repo "$repo" "$tmp/good.diff"
+expect 0 "R  doc/old.md -> doc/new.md" "" check --repo "$repo" "$tmp/good.diff"
+expect 0 "4 files changed, 4 insertions(+), 1 deletion(-); patch id " "" check --repo "$repo" "$tmp/good.diff"
+expect 0 "M  src/a.c" "" check "$tmp/good.diff" --repo "$repo" --base HEAD
+# Nothing in the repository changed.
+[ -z "$(g status --porcelain)" ] || { echo "FAIL: the work tree or index changed"; fail=1; }
+
+# The same patch without the rename, and one whose rename changes the file.
+printf 'one\n2\nthree\nfour\nfive\n' >"$repo/src/a.c"
+printf 'new\nfile\n' >"$repo/src/b.c"
+g rm -q del.txt
+g add -A
+g diff --cached >"$tmp/hunks.diff"
+g reset -q --hard
+printf 'old doc\nmore\n' >"$repo/doc/old.md"
+g mv doc/old.md doc/new.md
+printf 'one\n2\n3\n' >"$repo/src/a.c"
+g add -A
+g diff --cached -M >"$tmp/rename-edit.diff"
+g reset -q --hard
+expect 0 "R  doc/old.md -> doc/new.md (+1 -0)" "" check --repo "$repo" "$tmp/rename-edit.diff"
+
+# The patch id is git's.
+git_id() { git patch-id --stable <"$1" | cut -d' ' -f1; }
+for d in hunks rename-edit; do
+  expect 0 "; patch id $(git_id "$tmp/$d.diff")" "" check --repo "$repo" "$tmp/$d.diff"
+done
+# A file without a hunk (the pure rename) followed by another file: git
+# (2.39) folds the first into the second's hash; the id must do the same.
+expect 0 "; patch id $(git_id "$tmp/good.diff")" "" check --repo "$repo" "$tmp/good.diff"
+
+# Standard input.
+stdin="$tmp/good.diff" expect 0 "M  src/a.c (+2 -0)" "" check --repo "$repo" -
+stdin="$tmp/hunks.diff" expect 0 "patch id $(git_id "$tmp/hunks.diff")" "" check --repo "$repo" -
+
+# A patch that does not apply: its context is the first commit's.
+cat >"$tmp/stale.diff" <<'EOF'
+diff --git a/src/a.c b/src/a.c
+--- a/src/a.c
++++ b/src/a.c
+@@ -1,3 +1,3 @@
+ one
+-two
++TWO
+ three
+EOF
+expect 4 "M  src/a.c (+1 -1)" "does-not-apply: " check --repo "$repo" "$tmp/stale.diff"
+expect 4 "" "src/a.c" check --repo "$repo" "$tmp/stale.diff"
+# --base: it applies to the first commit, by id or as HEAD~1.
+expect 0 "M  src/a.c (+1 -1)" "" check --repo "$repo" --base "$first" "$tmp/stale.diff"
+expect 0 "1 file changed, 1 insertion(+), 1 deletion(-)" "" check --repo "$repo" --base HEAD~1 "$tmp/stale.diff"
+# And the first patch does not apply there.
+expect 4 "" "does-not-apply: " check --repo "$repo" --base "$first" "$tmp/good.diff"
+
+# The verdict is git apply --check's, on HEAD and on the first commit.
+for base in HEAD "$first"; do
+  for d in good hunks rename-edit stale; do
+    g checkout -q --detach "$base" && git -C "$repo" apply --check "$tmp/$d.diff" 2>/dev/null && want=0 || want=4
+    g checkout -q -
+    "$sbxrun" patch check --repo "$repo" --base "$base" "$tmp/$d.diff" >/dev/null 2>&1; rc=$?
+    if [ $rc -eq $want ]; then echo "ok: $d.diff on $base: $rc, as git apply --check"
+    else echo "FAIL: $d.diff on $base: exit $rc, git apply --check says $want"; fail=1; fi
+  done
+done
+
+# Malformed: exit 4 too, told apart.
+printf 'this is not a patch\n' >"$tmp/junk.diff"
+expect 4 "" "malformed: " check --repo "$repo" "$tmp/junk.diff"
+
+# Unsafe: 3, the rule named.
+cat >"$tmp/dotdot.diff" <<'EOF'
+diff --git a/../x b/../x
+new file mode 100644
+--- /dev/null
++++ b/../x
+@@ -0,0 +1 @@
++x
+EOF
+expect 3 "" "unsafe: dotdot: " check --repo "$repo" "$tmp/dotdot.diff"
+cat >"$tmp/dotdot-u.diff" <<'EOF'
+--- a/src/a.c
++++ b/src/../../x
+@@ -1,3 +1,3 @@
+ one
+-2
++3
+ three
+EOF
+expect 3 "" "unsafe: dotdot: " check --repo "$repo" "$tmp/dotdot-u.diff"
+cat >"$tmp/hook.diff" <<'EOF'
+diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout
+new file mode 100755
+--- /dev/null
++++ b/.git/hooks/post-checkout
+@@ -0,0 +1,2 @@
++#!/bin/sh
++touch /tmp/pwned
+EOF
+expect 3 "" "unsafe: git-dir: " check --repo "$repo" "$tmp/hook.diff"
+expect 3 "" ".git/hooks/post-checkout" check --repo "$repo" "$tmp/hook.diff"
+cat >"$tmp/symlink.diff" <<'EOF'
+diff --git a/link b/link
+new file mode 120000
+--- /dev/null
++++ b/link
+@@ -0,0 +1 @@
++/etc/passwd
+\ No newline at end of file
+EOF
+expect 3 "" "unsafe: symlink: " check --repo "$repo" "$tmp/symlink.diff"
+cat >"$tmp/abs.diff" <<'EOF'
+diff --git a//etc/cron.d/x b//etc/cron.d/x
+new file mode 100644
+--- /dev/null
++++ b//etc/cron.d/x
+@@ -0,0 +1 @@
++x
+EOF
+expect 3 "" "unsafe: absolute: " check --repo "$repo" "$tmp/abs.diff"
+cat >"$tmp/abs-rename.diff" <<'EOF'
+diff --git a/src/a.c b/src/a.c
+similarity index 100%
+rename from src/a.c
+rename to /etc/a.c
+EOF
+expect 3 "" "unsafe: absolute: " check --repo "$repo" "$tmp/abs-rename.diff"
+# Refused whatever the base.
+expect 3 "" "unsafe: git-dir: " check --repo "$repo" --base "$first" "$tmp/hook.diff"
+
+# --json: the object, whatever the verdict.
+json_check() { # FILE VERDICT [RULE]
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want_verdict, want_rule = sys.argv[1], sys.argv[2]
+for k in ("verdict", "rule", "message", "patch_id", "files", "diffstat"):
+    assert k in d, "no " + k
+assert d["verdict"] == want_verdict, d["verdict"]
+if want_rule:
+    assert d["rule"] == want_rule, d["rule"]
+for k in ("files", "additions", "deletions"):
+    assert k in d["diffstat"], "no diffstat." + k
+' "$2" "${3:-}" <"$1"
+}
+"$sbxrun" patch check --json --repo "$repo" "$tmp/good.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 0 ] && json_check "$tmp/j" applies && python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["patch_id"] == sys.argv[1], d["patch_id"]
+assert d["rule"] is None and d["message"] is None, d
+assert d["diffstat"] == {"files": 4, "additions": 4, "deletions": 1}, d["diffstat"]
+files = {f["path"]: f for f in d["files"]}
+assert set(files) == {"src/a.c", "src/b.c", "del.txt", "doc/new.md"}, files
+assert files["doc/new.md"]["old_path"] == "doc/old.md", files["doc/new.md"]
+assert files["src/a.c"]["additions"] == 2 and files["src/a.c"]["deletions"] == 0
+' "$(git_id "$tmp/good.diff")" <"$tmp/j"; then echo "ok: --json applies"; else echo "FAIL: --json of an applying patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+# Pretty, 2-space indent, one trailing newline.
+if python3 -c '
+import sys
+s = open(sys.argv[1]).read()
+assert s.startswith("{\n  \"") and s.endswith("}\n") and not s.endswith("\n\n")
+' "$tmp/j"; then echo "ok: --json layout"
+else echo "FAIL: --json is not indented by 2 with one trailing newline"; fail=1; fi
+"$sbxrun" patch check --json --repo "$repo" "$tmp/stale.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 4 ] && json_check "$tmp/j" does-not-apply; then echo "ok: --json does-not-apply"
+else echo "FAIL: --json of a stale patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+"$sbxrun" patch check --json --repo "$repo" "$tmp/hook.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 3 ] && json_check "$tmp/j" unsafe git-dir; then echo "ok: --json unsafe"
+else echo "FAIL: --json of an unsafe patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+"$sbxrun" patch check --json --repo "$repo" "$tmp/junk.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 4 ] && json_check "$tmp/j" malformed; then echo "ok: --json malformed"
+else echo "FAIL: --json of a malformed patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+stdin="$tmp/hunks.diff" expect 0 "\"patch_id\": \"$(git_id "$tmp/hunks.diff")\"" "" check --json --repo "$repo" -
+
+# Usage and input errors: 2, saying what is wrong.
+expect 2 "" "needs a patch FILE" check --repo "$repo"
+expect 2 "" "needs --repo" check "$tmp/good.diff"
+expect 2 "" "unknown option '--frobnicate'" check --frobnicate --repo "$repo" "$tmp/good.diff"
+expect 2 "" "unknown option '-x'" check -x --repo "$repo" "$tmp/good.diff"
+expect 2 "" "--base needs a value" check --repo "$repo" "$tmp/good.diff" --base
+expect 2 "" "one patch FILE" check --repo "$repo" "$tmp/good.diff" "$tmp/stale.diff"
+expect 2 "" "$tmp/nope" check --repo "$tmp/nope" "$tmp/good.diff"
+expect 2 "" "no-such-rev" check --repo "$repo" --base no-such-rev "$tmp/good.diff"
+expect 2 "" "$tmp/missing.diff" check --repo "$repo" "$tmp/missing.diff"
+expect 2 "" "" check --json --repo "$repo" "$tmp/missing.diff"
+[ -s "$tmp/out" ] && { echo "FAIL: a usage error printed JSON: $(cat "$tmp/out")"; fail=1; }
+expect 2 "" "unknown subcommand 'apply'" apply --repo "$repo" "$tmp/good.diff"
+expect 2 "" "usage: sbxrun patch check"
+expect 0 "usage: sbxrun patch check" "" --help
+expect 0 "usage: sbxrun patch check" "" check -h
+expect 0 "usage: sbxrun patch check" "" check --help
+"$sbxrun" help patch | grep -q "usage: sbxrun patch check" && echo "ok: sbxrun help patch" ||
+  { echo "FAIL: sbxrun help patch"; fail=1; }
+"$sbxrun" --help | grep -q "^  patch " && echo "ok: patch in sbxrun --help" ||
+  { echo "FAIL: patch is not in sbxrun --help"; fail=1; }
+exit $fail

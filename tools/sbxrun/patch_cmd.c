@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/* sbxrun patch check: is a patch safe, and does it apply to a local tree?
+ * Offline: only the repository's objects are read (doc/patch.md). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sbxrun/sbxrun.h>
+
+#include "cli.h"
+#include "remote.h"
+
+static const char usage_text[] =
+    "usage: sbxrun patch check --repo DIR [--base REV] [--json] FILE\n"
+    "\n"
+    "Check a unified diff (FILE, or - for standard input) before it is used:\n"
+    "refuse it when it is unsafe (an absolute path, a \"..\" component, a path\n"
+    "into .git, a symbolic link or a gitlink), else check that it applies to\n"
+    "the tree of REV in the repository DIR as `git apply --check` would.\n"
+    "Nothing is written: not the work tree, not the index. See doc/patch.md.\n"
+    "\n"
+    "  --repo DIR   the local git repository (a work tree or a bare one)\n"
+    "  --base REV   the revision to check against [HEAD]\n"
+    "  --json       print the result as a JSON object on stdout\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Without --json: one line per file (A added, M modified, D deleted,\n"
+    "R renamed, C copied), then the diffstat and the patch id (as\n"
+    "`git patch-id --stable` computes it).\n"
+    "\n"
+    "Exit status: 0 safe and applies; 4 does not apply, or malformed (not a\n"
+    "patch that can be read); 3 refused: unsafe, or over a size limit; 2 usage\n"
+    "errors (a missing FILE or --repo, a FILE that cannot be read, no\n"
+    "repository at DIR, no revision REV); 1 other failures. On 3 and 4 one line\n"
+    "on stderr: VERDICT: [RULE: ]MESSAGE.\n";
+
+enum { O_REPO = 1, O_BASE, O_JSON, O_HELP = 'h' };
+
+/* What the default limit of sbx_patch_set_limits() allows, and one more
+ * byte: standard input is read up to that, so that an endless one is cut
+ * and the library says it is too large. */
+#define STDIN_CAP ((size_t)16 * 1024 * 1024 + 1)
+
+static int out_of_memory(void)
+{
+    fprintf(stderr, "sbxrun patch: out of memory\n");
+    return SBXRUN_EXIT_FAIL;
+}
+
+/* A path from the patch, with control bytes and backslashes escaped: it is
+ * untrusted and may hold a terminal escape. */
+static void put_path(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
+        if (*c < 0x20 || *c == 0x7f || *c == '\\')
+            printf("\\x%02x", *c);
+        else
+            putchar(*c);
+    }
+}
+
+static char change_letter(sbx_patch_change c)
+{
+    switch (c) {
+    case SBX_PATCH_ADDED: return 'A';
+    case SBX_PATCH_MODIFIED: return 'M';
+    case SBX_PATCH_DELETED: return 'D';
+    case SBX_PATCH_RENAMED: return 'R';
+    case SBX_PATCH_COPIED: return 'C';
+    default: return '?';
+    }
+}
+
+/* One line per file: "M  src/a.c (+3 -1)", "R  old -> new", ... */
+static void print_files(const sbx_patch *p, size_t *adds, size_t *dels)
+{
+    size_t n = sbx_patch_file_count(p);
+    *adds = *dels = 0;
+    for (size_t i = 0; i < n; i++) {
+        sbx_patch_change c = sbx_patch_file_change(p, i);
+        uint32_t om = sbx_patch_file_old_mode(p, i), nm = sbx_patch_file_new_mode(p, i);
+        size_t a = sbx_patch_file_additions(p, i), d = sbx_patch_file_deletions(p, i);
+        bool binary = sbx_patch_file_binary(p, i) != 0;
+        bool moved = c == SBX_PATCH_RENAMED || c == SBX_PATCH_COPIED;
+        bool mode_change = om && nm && om != nm;
+        bool unusual_new = c == SBX_PATCH_ADDED && nm && nm != 0100644;
+        *adds += a;
+        *dels += d;
+        printf("%c  ", change_letter(c));
+        if (moved) {
+            put_path(sbx_patch_file_old_path(p, i));
+            printf(" -> ");
+        }
+        put_path(sbx_patch_file_path(p, i));
+        /* A pure rename or copy has nothing more to say. */
+        if (moved && !binary && !a && !d && !mode_change) {
+            putchar('\n');
+            continue;
+        }
+        if (binary)
+            printf(" (binary");
+        else
+            printf(" (+%zu -%zu", a, d);
+        if (mode_change)
+            printf(", mode %06o -> %06o", (unsigned)om, (unsigned)nm);
+        else if (unusual_new)
+            printf(", mode %06o", (unsigned)nm);
+        printf(")\n");
+    }
+}
+
+static void print_summary(const sbx_patch *p, size_t adds, size_t dels)
+{
+    size_t n = sbx_patch_file_count(p);
+    printf("%zu file%s changed, %zu insertion%s(+), %zu deletion%s(-); patch id %s\n", n, n == 1 ? "" : "s", adds,
+           adds == 1 ? "" : "s", dels, dels == 1 ? "" : "s", sbx_patch_id(p));
+}
+
+/* Standard input, whole (up to STDIN_CAP bytes), into a new buffer. */
+static int read_stdin(uint8_t **out, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    uint8_t *buf = malloc(cap), *bigger;
+    if (!buf)
+        return out_of_memory();
+    for (;;) {
+        size_t want, got;
+        if (n == cap) {
+            if (cap >= STDIN_CAP)
+                break; /* enough for the library to say it is too large */
+            cap = cap * 2 < STDIN_CAP ? cap * 2 : STDIN_CAP;
+            if (!(bigger = realloc(buf, cap))) {
+                free(buf);
+                return out_of_memory();
+            }
+            buf = bigger;
+        }
+        want = cap - n;
+        got = fread(buf + n, 1, want, stdin);
+        n += got;
+        if (got < want) {
+            if (ferror(stdin)) {
+                free(buf);
+                fprintf(stderr, "sbxrun patch: cannot read the patch from standard input\n");
+                return SBXRUN_EXIT_USAGE;
+            }
+            break;
+        }
+    }
+    *out = buf;
+    *len = n;
+    return SBXRUN_EXIT_OK;
+}
+
+/* The exit status of a verdict; st is the status of the call that gave it. */
+static int verdict_exit(sbx_patch_verdict v, sbx_status st)
+{
+    switch (v) {
+    case SBX_PATCH_APPLIES: return st == SBX_OK ? SBXRUN_EXIT_OK : SBXRUN_EXIT_FAIL;
+    case SBX_PATCH_DOES_NOT_APPLY:
+    case SBX_PATCH_MALFORMED: return SBXRUN_EXIT_DOES_NOT_APPLY;
+    case SBX_PATCH_UNSAFE:
+    case SBX_PATCH_TOO_LARGE: return SBXRUN_EXIT_DENIED;
+    default: return SBXRUN_EXIT_FAIL;
+    }
+}
+
+static int print_json_result(sbx_patch *p)
+{
+    char *text = NULL;
+    if (sbx_patch_to_json(p, &text) != SBX_OK)
+        return out_of_memory();
+    print_json_value(text);
+    sbx_free(text);
+    return SBXRUN_EXIT_OK;
+}
+
+static int check_patch(const char *repo, const char *base, const char *file, bool json)
+{
+    sbx_patch *p = sbx_patch_new();
+    sbx_patch_verdict v;
+    sbx_status st;
+    int rc;
+
+    if (!p)
+        return out_of_memory();
+    st = sbx_patch_set_base(p, repo, base);
+    if (st != SBX_OK) {
+        /* No repository there, or no such revision: the caller's input. */
+        rc = st == SBX_E_NOMEM ? out_of_memory() : cli_usage_error("patch", "%s", sbx_patch_last_error(p));
+        sbx_patch_free(p);
+        return rc;
+    }
+    if (strcmp(file, "-") == 0) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        if ((rc = read_stdin(&data, &len)) != SBXRUN_EXIT_OK) {
+            sbx_patch_free(p);
+            return rc;
+        }
+        st = sbx_patch_load_data(p, data, len);
+        free(data);
+    } else {
+        st = sbx_patch_load_file(p, file);
+    }
+    if (st == SBX_E_IO) {
+        rc = cli_usage_error("patch", "%s", sbx_patch_last_error(p));
+        sbx_patch_free(p);
+        return rc;
+    }
+    if (st == SBX_OK)
+        st = sbx_patch_check(p);
+    v = sbx_patch_result(p);
+    rc = verdict_exit(v, st);
+    if (rc == SBXRUN_EXIT_FAIL && st != SBX_OK) {
+        /* Out of memory, or a fault of the library: no verdict to show. */
+        fprintf(stderr, "sbxrun patch: %s\n", *sbx_patch_last_error(p) ? sbx_patch_last_error(p) : sbx_strerror(st));
+        sbx_patch_free(p);
+        return rc;
+    }
+    if (json) {
+        int jrc = print_json_result(p);
+        if (jrc != SBXRUN_EXIT_OK)
+            rc = jrc;
+    } else if (*sbx_patch_id(p)) {
+        size_t adds, dels;
+        print_files(p, &adds, &dels);
+        print_summary(p, adds, dels);
+    }
+    if (st != SBX_OK) {
+        if (v == SBX_PATCH_UNSAFE)
+            fprintf(stderr, "%s: %s: %s\n", sbx_patch_verdict_name(v), sbx_patch_rule_name(sbx_patch_broken_rule(p)),
+                    sbx_patch_last_error(p));
+        else
+            fprintf(stderr, "%s: %s\n", sbx_patch_verdict_name(v), sbx_patch_last_error(p));
+    }
+    if (fflush(stdout) != 0 && rc == SBXRUN_EXIT_OK) {
+        fprintf(stderr, "sbxrun patch: cannot write the result\n");
+        rc = SBXRUN_EXIT_FAIL;
+    }
+    sbx_patch_free(p);
+    return rc;
+}
+
+static int check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"repo", required_argument, NULL, O_REPO}, {"base", required_argument, NULL, O_BASE},
+        {"json", no_argument, NULL, O_JSON},       {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    const char *repo = NULL, *base = NULL;
+    bool json = false;
+    int o;
+
+    opterr = 0;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (o) {
+        case O_REPO: repo = optarg; break;
+        case O_BASE: base = optarg; break;
+        case O_JSON: json = true; break;
+        case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
+        case ':': return cli_usage_error("patch", "%s needs a value", argv[optind - 1]);
+        default:
+            if (optopt > 0x20 && optopt < 0x7f)
+                return cli_usage_error("patch", "unknown option '-%c'", optopt);
+            return cli_usage_error("patch", "unknown option '%.*s'", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+        }
+    }
+    if (!repo)
+        return cli_usage_error("patch", "check needs --repo DIR");
+    if (!*repo)
+        return cli_usage_error("patch", "--repo wants a directory, not an empty string");
+    if (base && !*base)
+        return cli_usage_error("patch", "--base wants a revision, not an empty string");
+    if (argc - optind < 1)
+        return cli_usage_error("patch", "check needs a patch FILE (or - for standard input)");
+    if (argc - optind > 1)
+        return cli_usage_error("patch", "check takes one patch FILE, not %d", argc - optind);
+    return check_patch(repo, base, argv[optind], json);
+}
+
+int cmd_patch(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, argc < 2 ? stderr : stdout);
+        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "check") != 0)
+        return cli_usage_error("patch", "unknown subcommand '%s' (expected 'check')", argv[1]);
+    return check(argc - 1, argv + 1);
+}
