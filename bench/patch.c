@@ -11,7 +11,7 @@
  * one-line change, each a different line or file), (b) one patch changing
  * one line in every file of the large repository.
  *
- * Three ways to check each patch, in turn within every round, best round
+ * Four ways to check each patch, in turn within every round, best round
  * kept:
  *   sbx_patch    in this process, per patch: sbx_patch_new, set_base(repo,
  *                HEAD), load_data, check, free; the repository is opened
@@ -38,8 +38,8 @@
  *   --large-files  files touched by the large patch [3000]
  *   --rounds       rounds, the best one kept [5]
  *   --loose        leave the fixture's objects loose (not packed)
- *   --only         sbx_patch in this process alone (both ways below), no
- *                  peer, no fresh process: for perf or callgrind
+ *   --only         sbx_patch in this process alone (sbx_patch and held),
+ *                  no git, no fresh process: for perf or callgrind
  */
 #include <errno.h>
 #include <fcntl.h>
