@@ -16,9 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
-#include <git2/sys/mempack.h>
-#include <git2/sys/odb_backend.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,7 +56,7 @@ struct sbx_patch {
     sbx__err err;
     size_t max_bytes, max_files, max_file_bytes;
     git_repository *repo;
-    git_odb_backend *mempack; /* owned by the repository's odb once added */
+    struct sbx__repo *pooled; /* the repository, taken from the pool; repo is its repository */
     git_tree *base;
     char *text;               /* the diff, as git's unified diff */
     size_t text_len;
@@ -157,7 +156,7 @@ void sbx_patch_free(sbx_patch *p)
     sbx__ov_free(p->ov);
     git_diff_free(p->diff);
     git_tree_free(p->base);
-    git_repository_free(p->repo); /* frees its odb, and the mempack with it */
+    sbx__repo_give(p->pooled); /* after every object read from it is freed */
     sbx__free(p->text);
     sbx__free(p->message);
     sbx__err_free(&p->err);
@@ -195,11 +194,11 @@ sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files
 
 sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)
 {
-    git_repository *repo = NULL;
+    struct sbx__repo *r = NULL;
     git_object *obj = NULL;
     git_tree *tree = NULL;
-    git_odb *odb = NULL;
-    git_odb_backend *mp = NULL;
+    char why[PATH_MAX + 200];
+    sbx_status st;
 
     SBX__ENTER(p, false);
     SBX__ARG(p, repo_dir && *repo_dir, "the repository directory is NULL or empty");
@@ -207,29 +206,21 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
         rev = "HEAD";
     if (p->ov || p->verdict == SBX_PATCH_APPLIES || p->verdict == SBX_PATCH_DOES_NOT_APPLY)
         return sbx__err_set(&p->err, SBX_E_MISUSE, "the patch was checked against a base already");
-    if (git_repository_open_ext(&repo, repo_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
-        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no git repository at %s: %s", repo_dir, git_msg());
-    if (git_revparse_single(&obj, repo, rev) < 0 || git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+    if ((st = sbx__repo_take(repo_dir, &r, why, sizeof why)) != SBX_OK)
+        return st == SBX_E_NOMEM ? sbx__err_nomem(&p->err) : sbx__err_set(&p->err, st, "%s", why);
+    if (git_revparse_single(&obj, r->repo, rev) < 0 ||
+        git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+        st = sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no revision '%.200s' with a tree in %s: %s", rev, repo_dir,
+                          git_msg());
         git_object_free(obj);
-        git_repository_free(repo);
-        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no revision '%.200s' with a tree in %s: %s", rev, repo_dir,
-                            git_msg());
+        sbx__repo_give(r);
+        return st;
     }
     git_object_free(obj);
-    /* Everything written from here on (patched blobs, trees) stays in memory. */
-    if (git_repository_odb(&odb, repo) < 0 || git_mempack_new(&mp) < 0 || git_odb_add_backend(odb, mp, 999) < 0) {
-        if (mp && mp->free)
-            mp->free(mp);
-        git_odb_free(odb);
-        git_tree_free(tree);
-        git_repository_free(repo);
-        return sbx__err_nomem(&p->err);
-    }
-    git_odb_free(odb);
     git_tree_free(p->base);
-    git_repository_free(p->repo);
-    p->repo = repo;
-    p->mempack = mp;
+    sbx__repo_give(p->pooled);
+    p->pooled = r;
+    p->repo = r->repo;
     p->base = tree;
     return SBX_OK;
 }
@@ -784,34 +775,42 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
  * of the base, nor be one: the sandbox would follow it. */
 static sbx_status check_against_base(sbx_patch *p)
 {
-    for (size_t i = 0; i < p->nfiles; i++) {
+    struct sbx__ov *dirs = sbx__ov_new(); /* directories of the base known to be plain */
+    sbx_status st = dirs ? SBX_OK : sbx__err_nomem(&p->err);
+    char *prefix = NULL;
+    for (size_t i = 0; i < p->nfiles && st == SBX_OK; i++) {
         const struct pfile *f = &p->files[i];
-        const char *path = f->path;
-        size_t len = strlen(path);
+        size_t len = strlen(f->path);
         if (f->change == SBX_PATCH_DELETED)
             continue;
-        for (size_t k = 1; k <= len; k++) {
+        if (!(prefix = sbx__realloc(prefix, len + 1))) {
+            st = sbx__err_nomem(&p->err);
+            break;
+        }
+        for (size_t k = 1; k <= len && st == SBX_OK; k++) {
             git_tree_entry *e = NULL;
-            char *prefix;
             git_filemode_t m;
-            if (k < len && path[k] != '/')
+            if (k < len && f->path[k] != '/')
                 continue;
-            if (!(prefix = sbx__strndup(path, k)))
-                return sbx__err_nomem(&p->err);
-            if (git_tree_entry_bypath(&e, p->base, prefix) < 0) {
-                sbx__free(prefix);
+            memcpy(prefix, f->path, k);
+            prefix[k] = '\0';
+            if (k < len && sbx__ov_get(dirs, prefix))
+                continue;
+            if (git_tree_entry_bypath(&e, p->base, prefix) < 0)
                 break; /* not in the base: nothing below it is either */
-            }
             m = git_tree_entry_filemode(e);
             git_tree_entry_free(e);
-            sbx__free(prefix);
             if (m == GIT_FILEMODE_LINK)
-                return refuse(p, SBX_PATCH_RULE_SYMLINK, path, len);
-            if (m == GIT_FILEMODE_COMMIT)
-                return refuse(p, SBX_PATCH_RULE_GITLINK, path, len);
+                st = refuse(p, SBX_PATCH_RULE_SYMLINK, f->path, len);
+            else if (m == GIT_FILEMODE_COMMIT)
+                st = refuse(p, SBX_PATCH_RULE_GITLINK, f->path, len);
+            else if (m == GIT_FILEMODE_TREE && sbx__ov_put(dirs, prefix, false, 0, NULL, 0) != SBX_OK)
+                st = sbx__err_nomem(&p->err);
         }
     }
-    return SBX_OK;
+    sbx__free(prefix);
+    sbx__ov_free(dirs);
+    return st;
 }
 
 static sbx_status check(sbx_patch *p)

@@ -68,4 +68,21 @@ sbx_status sbx__ov_put(struct sbx__ov *o, const char *path, bool deleted, uint32
 size_t sbx__ov_count(const struct sbx__ov *o);
 const struct sbx__ov_entry *sbx__ov_at(const struct sbx__ov *o, size_t i);
 
+/* ---- repos.c: repositories kept for the next patch ---- */
+
+struct git_repository;
+struct git_odb_backend;
+struct sbx__repo {
+    char *key;                      /* its real path */
+    struct git_repository *repo;
+    struct git_odb_backend *mempack; /* the in-memory object database over it */
+    struct sbx__repo *next;
+};
+/* A repository for dir, for this caller alone: SBX_OK, SBX_E_NOT_FOUND
+ * (why says why), SBX_E_NOMEM. */
+sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, size_t why_cap);
+/* Back to the pool, its in-memory objects dropped. Free every object read
+ * from it first. NULL is fine. */
+void sbx__repo_give(struct sbx__repo *r);
+
 #endif /* SBX_PATCH_INT_H */
