@@ -76,6 +76,7 @@ struct sbx__repo {
     char *key;                      /* its real path */
     struct git_repository *repo;
     struct git_odb_backend *mempack; /* the in-memory object database over it */
+    unsigned long long dev, ino;     /* of its git directory, to notice it replaced */
     struct sbx__repo *next;
 };
 /* A repository for dir, for this caller alone: SBX_OK, SBX_E_NOT_FOUND

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "patch/patch_int.h"
 
@@ -32,6 +33,14 @@ static void repo_close(struct sbx__repo *r)
     git_repository_free(r->repo); /* its odb, and the mempack in it, go too */
     sbx__free(r->key);
     sbx__free(r);
+}
+
+/* Whether r's git directory is still the one it opened: a directory
+ * removed and made again at the same path is another repository. */
+static bool same_dir(const struct sbx__repo *r)
+{
+    struct stat sb;
+    return stat(git_repository_path(r->repo), &sb) == 0 && sb.st_dev == r->dev && sb.st_ino == r->ino;
 }
 
 static struct sbx__repo *pool_take(const char *key)
@@ -62,8 +71,11 @@ sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, si
         return SBX_E_NOT_FOUND;
     }
     if ((r = pool_take(real)) != NULL) {
-        *out = r;
-        return SBX_OK;
+        if (same_dir(r)) {
+            *out = r;
+            return SBX_OK;
+        }
+        repo_close(r);
     }
     if (!(r = sbx__calloc(1, sizeof *r)) || !(r->key = sbx__strdup(real))) {
         sbx__free(r);
@@ -85,6 +97,13 @@ sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, si
         return SBX_E_NOMEM;
     }
     git_odb_free(odb);
+    {
+        struct stat sb;
+        if (stat(git_repository_path(r->repo), &sb) == 0) {
+            r->dev = sb.st_dev;
+            r->ino = sb.st_ino;
+        }
+    }
     *out = r;
     return SBX_OK;
 }
