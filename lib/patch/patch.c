@@ -319,9 +319,28 @@ static sbx_status describe(sbx_patch *p)
 
 /* Parse text (git's form or plain diff -u), check it, describe it. The
  * text is kept; on failure the handle keeps the verdict and nothing else. */
+/* The header lines against the path rules; the finding becomes the verdict. */
+static sbx_status scan(sbx_patch *p, const char *t, size_t len)
+{
+    struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
+    sbx_status st = sbx__patch_scan_headers(t, len, &f);
+    if (st == SBX_E_PATCH) {
+        refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
+    } else if (st == SBX_E_PARSE) {
+        p->verdict = SBX_PATCH_MALFORMED;
+        sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
+    } else if (st == SBX_E_NOMEM) {
+        sbx__err_nomem(&p->err);
+    }
+    sbx__buf_free(&f.path);
+    return st;
+}
+
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
 {
     sbx__buf conv = SBX__BUF_INIT;
+    const char *orig = data;
+    size_t orig_len = len;
     bool converted;
     sbx_status st;
     size_t n;
@@ -346,20 +365,11 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         data = conv.data ? conv.data : "";
         len = conv.len;
     }
-    {
-        struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
-        st = sbx__patch_scan_headers(data, len, &f);
-        if (st == SBX_E_PATCH)
-            refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
-        else if (st == SBX_E_PARSE)
-            p->verdict = SBX_PATCH_MALFORMED, sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
-        else if (st == SBX_E_NOMEM)
-            sbx__err_nomem(&p->err);
-        sbx__buf_free(&f.path);
-        if (st != SBX_OK) {
-            sbx__buf_free(&conv);
-            return st;
-        }
+    /* The text as given (a plain diff's own headers: "+++ /etc/x") and as
+     * libgit2 will read it. */
+    if ((st = scan(p, orig, orig_len)) != SBX_OK || (converted && (st = scan(p, data, len)) != SBX_OK)) {
+        sbx__buf_free(&conv);
+        return st;
     }
     {
         sbx__buf fixed = SBX__BUF_INIT;
