@@ -16,9 +16,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
-#include <git2/sys/mempack.h>
-#include <git2/sys/odb_backend.h>
 #include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,7 +56,7 @@ struct sbx_patch {
     sbx__err err;
     size_t max_bytes, max_files, max_file_bytes;
     git_repository *repo;
-    git_odb_backend *mempack; /* owned by the repository's odb once added */
+    struct sbx__repo *pooled; /* the repository, taken from the pool; repo is its repository */
     git_tree *base;
     char *text;               /* the diff, as git's unified diff */
     size_t text_len;
@@ -65,7 +65,7 @@ struct sbx_patch {
     size_t nfiles;
     struct op *ops;
     size_t nops, ops_bytes;
-    git_index *result;        /* the base with the patch applied */
+    struct sbx__ov *ov;       /* the files as the patch leaves them (once it applies) */
     char *message;            /* why the last load or check failed, for the JSON */
     sbx_patch_verdict verdict;
     sbx_patch_rule rule;
@@ -101,12 +101,28 @@ static const char *change_name(sbx_patch_change c)
 
 /* ---- the handle ----------------------------------------------------------------------------- */
 
+/* libgit2 is initialised once per process and kept: its start-up (with
+ * Debian's build, reading the system's CA bundle) costs milliseconds, far
+ * more than a check, and handles come and go. */
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+static bool git_ok;
+
+static void git_start(void)
+{
+    git_ok = git_libgit2_init() >= 0;
+}
+
+static bool libgit2_ready(void)
+{
+    return pthread_once(&git_once, git_start) == 0 && git_ok;
+}
+
 sbx_patch *sbx_patch_new(void)
 {
     sbx_patch *p = sbx__calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    if (git_libgit2_init() < 0) {
+    if (!libgit2_ready()) {
         sbx__free(p);
         return NULL;
     }
@@ -137,15 +153,14 @@ void sbx_patch_free(sbx_patch *p)
         sbx__free(p->ops[i].data);
     }
     sbx__free(p->ops);
-    git_index_free(p->result);
+    sbx__ov_free(p->ov);
     git_diff_free(p->diff);
     git_tree_free(p->base);
-    git_repository_free(p->repo); /* frees its odb, and the mempack with it */
+    sbx__repo_give(p->pooled); /* after every object read from it is freed */
     sbx__free(p->text);
     sbx__free(p->message);
     sbx__err_free(&p->err);
     sbx__free(p);
-    git_libgit2_shutdown();
 }
 
 const char *sbx_patch_last_error(const sbx_patch *p)
@@ -179,41 +194,33 @@ sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files
 
 sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)
 {
-    git_repository *repo = NULL;
+    struct sbx__repo *r = NULL;
     git_object *obj = NULL;
     git_tree *tree = NULL;
-    git_odb *odb = NULL;
-    git_odb_backend *mp = NULL;
+    char why[PATH_MAX + 200];
+    sbx_status st;
 
     SBX__ENTER(p, false);
     SBX__ARG(p, repo_dir && *repo_dir, "the repository directory is NULL or empty");
     if (!rev)
         rev = "HEAD";
-    if (p->result || p->verdict == SBX_PATCH_APPLIES || p->verdict == SBX_PATCH_DOES_NOT_APPLY)
+    if (p->ov || p->verdict == SBX_PATCH_APPLIES || p->verdict == SBX_PATCH_DOES_NOT_APPLY)
         return sbx__err_set(&p->err, SBX_E_MISUSE, "the patch was checked against a base already");
-    if (git_repository_open_ext(&repo, repo_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
-        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no git repository at %s: %s", repo_dir, git_msg());
-    if (git_revparse_single(&obj, repo, rev) < 0 || git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+    if ((st = sbx__repo_take(repo_dir, &r, why, sizeof why)) != SBX_OK)
+        return st == SBX_E_NOMEM ? sbx__err_nomem(&p->err) : sbx__err_set(&p->err, st, "%s", why);
+    if (git_revparse_single(&obj, r->repo, rev) < 0 ||
+        git_object_peel((git_object **)&tree, obj, GIT_OBJECT_TREE) < 0) {
+        st = sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no revision '%.200s' with a tree in %s: %s", rev, repo_dir,
+                          git_msg());
         git_object_free(obj);
-        git_repository_free(repo);
-        return sbx__err_set(&p->err, SBX_E_NOT_FOUND, "no revision '%.200s' with a tree in %s: %s", rev, repo_dir,
-                            git_msg());
+        sbx__repo_give(r);
+        return st;
     }
     git_object_free(obj);
-    /* Everything written from here on (patched blobs, trees) stays in memory. */
-    if (git_repository_odb(&odb, repo) < 0 || git_mempack_new(&mp) < 0 || git_odb_add_backend(odb, mp, 999) < 0) {
-        if (mp && mp->free)
-            mp->free(mp);
-        git_odb_free(odb);
-        git_tree_free(tree);
-        git_repository_free(repo);
-        return sbx__err_nomem(&p->err);
-    }
-    git_odb_free(odb);
     git_tree_free(p->base);
-    git_repository_free(p->repo);
-    p->repo = repo;
-    p->mempack = mp;
+    sbx__repo_give(p->pooled);
+    p->pooled = r;
+    p->repo = r->repo;
     p->base = tree;
     return SBX_OK;
 }
@@ -312,9 +319,28 @@ static sbx_status describe(sbx_patch *p)
 
 /* Parse text (git's form or plain diff -u), check it, describe it. The
  * text is kept; on failure the handle keeps the verdict and nothing else. */
+/* The header lines against the path rules; the finding becomes the verdict. */
+static sbx_status scan(sbx_patch *p, const char *t, size_t len)
+{
+    struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
+    sbx_status st = sbx__patch_scan_headers(t, len, &f);
+    if (st == SBX_E_PATCH) {
+        refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
+    } else if (st == SBX_E_PARSE) {
+        p->verdict = SBX_PATCH_MALFORMED;
+        sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
+    } else if (st == SBX_E_NOMEM) {
+        sbx__err_nomem(&p->err);
+    }
+    sbx__buf_free(&f.path);
+    return st;
+}
+
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
 {
     sbx__buf conv = SBX__BUF_INIT;
+    const char *orig = data;
+    size_t orig_len = len;
     bool converted;
     sbx_status st;
     size_t n;
@@ -339,20 +365,11 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         data = conv.data ? conv.data : "";
         len = conv.len;
     }
-    {
-        struct sbx__patch_finding f = {SBX_PATCH_RULE_NONE, SBX__BUF_INIT, ""};
-        st = sbx__patch_scan_headers(data, len, &f);
-        if (st == SBX_E_PATCH)
-            refuse(p, f.rule, f.path.data ? f.path.data : "", f.path.len);
-        else if (st == SBX_E_PARSE)
-            p->verdict = SBX_PATCH_MALFORMED, sbx__err_set(&p->err, st, "malformed patch: %s", f.why);
-        else if (st == SBX_E_NOMEM)
-            sbx__err_nomem(&p->err);
-        sbx__buf_free(&f.path);
-        if (st != SBX_OK) {
-            sbx__buf_free(&conv);
-            return st;
-        }
+    /* The text as given (a plain diff's own headers: "+++ /etc/x") and as
+     * libgit2 will read it. */
+    if ((st = scan(p, orig, orig_len)) != SBX_OK || (converted && (st = scan(p, data, len)) != SBX_OK)) {
+        sbx__buf_free(&conv);
+        return st;
     }
     {
         sbx__buf fixed = SBX__BUF_INIT;
@@ -605,183 +622,209 @@ static sbx_status git_fail(sbx_patch *p, const char *what)
     return sbx__err_set(&p->err, SBX_E_INTERNAL, "%s: %s", what, git_msg());
 }
 
-/* A binary file's new bytes: libgit2 applies that one file's section to
- * the tree of idx as it is (binary patches carry no offsets to search). */
-static sbx_status apply_binary(sbx_patch *p, size_t i, git_index *idx, const git_index_entry *old, git_oid *out)
+/* A file as the patch so far leaves it: the overlay's state if the patch
+ * touched it, else the base tree's. *blob holds the base's bytes (free it). */
+struct state {
+    bool exists;
+    uint32_t mode;
+    const char *data;
+    size_t len;
+    git_blob *blob;
+    bool touched;
+};
+
+static sbx_status file_state(sbx_patch *p, const char *path, struct state *st)
+{
+    const struct sbx__ov_entry *e = sbx__ov_get(p->ov, path);
+    git_tree_entry *te = NULL;
+    memset(st, 0, sizeof *st);
+    if (e) {
+        st->touched = true;
+        st->exists = !e->deleted;
+        st->mode = e->mode;
+        st->data = e->data ? e->data : "";
+        st->len = e->len;
+        return SBX_OK;
+    }
+    if (git_tree_entry_bypath(&te, p->base, path) < 0)
+        return SBX_OK; /* not in the base */
+    st->exists = true;
+    st->mode = (uint32_t)git_tree_entry_filemode(te);
+    if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && git_blob_lookup(&st->blob, p->repo, git_tree_entry_id(te)) < 0) {
+        git_tree_entry_free(te);
+        return git_fail(p, "reading the base");
+    }
+    git_tree_entry_free(te);
+    st->data = st->blob ? git_blob_rawcontent(st->blob) : "";
+    st->len = st->blob ? (size_t)git_blob_rawsize(st->blob) : 0;
+    return SBX_OK;
+}
+
+/* A binary file's new bytes: libgit2 applies that one file's section to the
+ * base tree (binary patches carry no offsets to search). */
+static sbx_status apply_binary(sbx_patch *p, size_t i, const struct state *old, char **out, size_t *out_len)
 {
     const git_diff_delta *d = git_diff_get_delta(p->diff, i);
     git_patch *gp = NULL;
     git_buf text = GIT_BUF_INIT;
     git_diff *one = NULL;
     git_index *res = NULL;
-    git_tree *tree = NULL;
-    git_oid tid;
+    git_blob *blob = NULL;
     const git_index_entry *e;
     sbx_status st = SBX_OK;
 
     if (d->status != GIT_DELTA_ADDED && d->old_file.id_abbrev < GIT_OID_HEXSZ)
         return no_apply(p, d->old_file.path, "a binary patch without the full index line");
-    if (old && !git_oid_equal(&old->id, &d->old_file.id))
+    if (old->touched)
+        return no_apply(p, d->old_file.path, "a binary patch on a file an earlier part of the patch changed");
+    if (old->blob && !git_oid_equal(git_blob_id(old->blob), &d->old_file.id))
         return no_apply(p, d->old_file.path, "the binary patch is for other contents than the base's");
     if (git_patch_from_diff(&gp, p->diff, i) < 0 || git_patch_to_buf(&text, gp) < 0 ||
-        git_diff_from_buffer(&one, text.ptr, text.size) < 0 || git_index_write_tree_to(&tid, idx, p->repo) < 0 ||
-        git_tree_lookup(&tree, p->repo, &tid) < 0)
+        git_diff_from_buffer(&one, text.ptr, text.size) < 0)
         st = git_fail(p, "a binary patch");
-    else if (git_apply_to_tree(&res, p->repo, tree, one, NULL) < 0)
+    else if (git_apply_to_tree(&res, p->repo, p->base, one, NULL) < 0)
         st = no_apply(p, d->new_file.path, git_msg());
     else if (d->status != GIT_DELTA_DELETED) {
-        if ((e = git_index_get_bypath(res, d->new_file.path, 0)) != NULL)
-            git_oid_cpy(out, &e->id);
-        else
+        if (!(e = git_index_get_bypath(res, d->new_file.path, 0)) || git_blob_lookup(&blob, p->repo, &e->id) < 0)
             st = git_fail(p, "a binary patch's result");
+        else if (!(*out = sbx__malloc((size_t)git_blob_rawsize(blob) + 1)))
+            st = sbx__err_nomem(&p->err);
+        else {
+            *out_len = (size_t)git_blob_rawsize(blob);
+            memcpy(*out, git_blob_rawcontent(blob), *out_len);
+        }
     }
+    git_blob_free(blob);
     git_index_free(res);
-    git_tree_free(tree);
     git_diff_free(one);
     git_buf_dispose(&text);
     git_patch_free(gp);
     return st;
 }
 
-/* A text file's new bytes, as a blob in the in-memory object database. */
-static sbx_status apply_text_file(sbx_patch *p, size_t i, const git_index_entry *old, git_oid *out, bool *empty)
+/* A text file's new bytes. */
+static sbx_status apply_text_file(sbx_patch *p, size_t i, const struct state *old, char **out, size_t *out_len)
 {
     const git_diff_delta *d = git_diff_get_delta(p->diff, i);
-    git_blob *blob = NULL;
     git_patch *gp = NULL;
-    char why[256], *post = NULL;
-    size_t post_len = 0;
+    char why[256];
     sbx_status st;
 
-    if (old && git_blob_lookup(&blob, p->repo, &old->id) < 0)
-        return git_fail(p, "reading the base");
-    if (git_patch_from_diff(&gp, p->diff, i) < 0) {
-        git_blob_free(blob);
+    if (git_patch_from_diff(&gp, p->diff, i) < 0)
         return git_fail(p, "a file's hunks");
-    }
-    st = sbx__apply_text(blob ? git_blob_rawcontent(blob) : "", blob ? (size_t)git_blob_rawsize(blob) : 0, gp, &post,
-                         &post_len, why, sizeof why);
+    st = sbx__apply_text(old->exists ? old->data : "", old->exists ? old->len : 0, gp, out, out_len, why,
+                         sizeof why);
     git_patch_free(gp);
-    git_blob_free(blob);
     if (st == SBX_E_PATCH)
         return no_apply(p, d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path, why);
     if (st == SBX_E_NOMEM)
         return sbx__err_nomem(&p->err);
-    if (st != SBX_OK)
-        return git_fail(p, "applying hunks");
-    *empty = post_len == 0;
+    return st == SBX_OK ? SBX_OK : git_fail(p, "applying hunks");
+}
+
+/* One file of the patch onto the overlay, with the checks git apply makes:
+ * what is changed, deleted or renamed exists; what is created does not. */
+static sbx_status apply_delta(sbx_patch *p, size_t i)
+{
+    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+    const char *oldp = d->old_file.path, *newp = d->new_file.path;
+    bool creates = d->status == GIT_DELTA_ADDED || d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED;
+    struct state old, target;
+    char *post = NULL;
+    size_t post_len = 0;
+    uint32_t mode;
+    sbx_status st;
+
+    if ((st = file_state(p, d->status == GIT_DELTA_ADDED ? newp : oldp, &old)) != SBX_OK)
+        return st;
+    st = SBX_OK;
+    if (d->status != GIT_DELTA_ADDED && !old.exists)
+        st = no_apply(p, oldp, "no such file in the base");
+    else if (d->status == GIT_DELTA_ADDED && old.exists)
+        st = no_apply(p, newp, "the file exists in the base already");
+    else if (creates && d->status != GIT_DELTA_ADDED) {
+        if ((st = file_state(p, newp, &target)) == SBX_OK && target.exists)
+            st = no_apply(p, newp, "the file exists in the base already");
+        git_blob_free(target.blob);
+    }
+    if (st == SBX_OK) {
+        struct state pre = old;
+        if (d->status == GIT_DELTA_ADDED)
+            pre.exists = false;
+        st = (d->flags & GIT_DIFF_FLAG_BINARY) ? apply_binary(p, i, &pre, &post, &post_len)
+                                               : apply_text_file(p, i, &pre, &post, &post_len);
+    }
+    mode = d->new_file.mode ? d->new_file.mode : old.exists && old.mode ? old.mode : GIT_FILEMODE_BLOB;
+    git_blob_free(old.blob);
+    if (st != SBX_OK) {
+        sbx__free(post);
+        return st;
+    }
+    if (d->status == GIT_DELTA_DELETED) {
+        if (post_len && !(d->flags & GIT_DIFF_FLAG_BINARY)) {
+            sbx__free(post);
+            return no_apply(p, oldp, "the deletion leaves lines the patch does not remove");
+        }
+        sbx__free(post);
+        return sbx__ov_put(p->ov, oldp, true, 0, NULL, 0) == SBX_OK ? SBX_OK : sbx__err_nomem(&p->err);
+    }
     if (post_len > p->max_file_bytes) {
         sbx__free(post);
         p->verdict = SBX_PATCH_TOO_LARGE;
         return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s would be %zu bytes, more than the limit of %zu",
-                            d->new_file.path, post_len, p->max_file_bytes);
+                            newp, post_len, p->max_file_bytes);
     }
-    if (d->status != GIT_DELTA_DELETED && git_blob_create_from_buffer(out, p->repo, post, post_len) < 0)
-        st = git_fail(p, "storing a patched file");
-    sbx__free(post);
-    return st;
-}
-
-/* One file of the patch onto idx, with the checks git apply makes: what is
- * changed, deleted or renamed exists; what is created does not. */
-static sbx_status apply_delta(sbx_patch *p, size_t i, git_index *idx)
-{
-    const git_diff_delta *d = git_diff_get_delta(p->diff, i);
-    const char *oldp = d->old_file.path, *newp = d->new_file.path;
-    const git_index_entry *old = NULL;
-    git_index_entry e;
-    bool creates = d->status == GIT_DELTA_ADDED || d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED;
-    bool empty = false;
-    git_oid id;
-    sbx_status st;
-
-    if (d->status != GIT_DELTA_ADDED && !(old = git_index_get_bypath(idx, oldp, 0)))
-        return no_apply(p, oldp, "no such file in the base");
-    if (creates && git_index_get_bypath(idx, newp, 0))
-        return no_apply(p, newp, "the file exists in the base already");
-    if (old)
-        git_oid_cpy(&id, &old->id);
-    if (d->flags & GIT_DIFF_FLAG_BINARY)
-        st = apply_binary(p, i, idx, old, &id);
-    else
-        st = apply_text_file(p, i, old, &id, &empty);
-    if (st != SBX_OK)
-        return st;
-    if (d->status == GIT_DELTA_DELETED) {
-        if (!empty && !(d->flags & GIT_DIFF_FLAG_BINARY))
-            return no_apply(p, oldp, "the deletion leaves lines the patch does not remove");
-        return git_index_remove_bypath(idx, oldp) < 0 ? git_fail(p, "deleting") : SBX_OK;
+    if (d->status == GIT_DELTA_RENAMED && sbx__ov_put(p->ov, oldp, true, 0, NULL, 0) != SBX_OK) {
+        sbx__free(post);
+        return sbx__err_nomem(&p->err);
     }
-    memset(&e, 0, sizeof e);
-    e.path = newp;
-    e.id = id;
-    e.mode = d->new_file.mode ? d->new_file.mode : old ? old->mode : GIT_FILEMODE_BLOB;
-    if (d->status == GIT_DELTA_RENAMED && git_index_remove_bypath(idx, oldp) < 0)
-        return git_fail(p, "renaming");
-    return git_index_add(idx, &e) < 0 ? git_fail(p, "updating the tree") : SBX_OK;
+    return sbx__ov_put(p->ov, newp, false, mode, post, post_len) == SBX_OK ? SBX_OK : sbx__err_nomem(&p->err);
 }
 
 /* A path the patch writes must not go through a symbolic link or a gitlink
  * of the base, nor be one: the sandbox would follow it. */
 static sbx_status check_against_base(sbx_patch *p)
 {
-    for (size_t i = 0; i < p->nfiles; i++) {
+    struct sbx__ov *dirs = sbx__ov_new(); /* directories of the base known to be plain */
+    sbx_status st = dirs ? SBX_OK : sbx__err_nomem(&p->err);
+    char *prefix = NULL;
+    for (size_t i = 0; i < p->nfiles && st == SBX_OK; i++) {
         const struct pfile *f = &p->files[i];
-        const char *path = f->path;
-        size_t len = strlen(path);
+        size_t len = strlen(f->path);
         if (f->change == SBX_PATCH_DELETED)
             continue;
-        for (size_t k = 1; k <= len; k++) {
+        if (!(prefix = sbx__realloc(prefix, len + 1))) {
+            st = sbx__err_nomem(&p->err);
+            break;
+        }
+        for (size_t k = 1; k <= len && st == SBX_OK; k++) {
             git_tree_entry *e = NULL;
-            char *prefix;
             git_filemode_t m;
-            if (k < len && path[k] != '/')
+            if (k < len && f->path[k] != '/')
                 continue;
-            if (!(prefix = sbx__strndup(path, k)))
-                return sbx__err_nomem(&p->err);
-            if (git_tree_entry_bypath(&e, p->base, prefix) < 0) {
-                sbx__free(prefix);
+            memcpy(prefix, f->path, k);
+            prefix[k] = '\0';
+            if (k < len && sbx__ov_get(dirs, prefix))
+                continue;
+            if (git_tree_entry_bypath(&e, p->base, prefix) < 0)
                 break; /* not in the base: nothing below it is either */
-            }
             m = git_tree_entry_filemode(e);
             git_tree_entry_free(e);
-            sbx__free(prefix);
             if (m == GIT_FILEMODE_LINK)
-                return refuse(p, SBX_PATCH_RULE_SYMLINK, path, len);
-            if (m == GIT_FILEMODE_COMMIT)
-                return refuse(p, SBX_PATCH_RULE_GITLINK, path, len);
+                st = refuse(p, SBX_PATCH_RULE_SYMLINK, f->path, len);
+            else if (m == GIT_FILEMODE_COMMIT)
+                st = refuse(p, SBX_PATCH_RULE_GITLINK, f->path, len);
+            else if (m == GIT_FILEMODE_TREE && sbx__ov_put(dirs, prefix, false, 0, NULL, 0) != SBX_OK)
+                st = sbx__err_nomem(&p->err);
         }
     }
-    return SBX_OK;
-}
-
-/* The patched files of the result must fit the per-file limit. */
-static sbx_status check_result_sizes(sbx_patch *p)
-{
-    for (size_t i = 0; i < p->nfiles; i++) {
-        const git_index_entry *e;
-        git_odb *odb = NULL;
-        size_t size = 0;
-        git_object_t type;
-        if (p->files[i].change == SBX_PATCH_DELETED || !(e = git_index_get_bypath(p->result, p->files[i].path, 0)))
-            continue;
-        if (git_repository_odb(&odb, p->repo) < 0 || git_odb_read_header(&size, &type, odb, &e->id) < 0) {
-            git_odb_free(odb);
-            return sbx__err_set(&p->err, SBX_E_INTERNAL, "reading the patched %s: %s", p->files[i].path, git_msg());
-        }
-        git_odb_free(odb);
-        if (size > p->max_file_bytes) {
-            p->verdict = SBX_PATCH_TOO_LARGE;
-            return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s would be %zu bytes, more than the limit of %zu",
-                                p->files[i].path, size, p->max_file_bytes);
-        }
-    }
-    return SBX_OK;
+    sbx__free(prefix);
+    sbx__ov_free(dirs);
+    return st;
 }
 
 static sbx_status check(sbx_patch *p)
 {
-    git_index *idx = NULL;
     sbx_status st;
 
     if (!loaded(p))
@@ -800,18 +843,14 @@ static sbx_status check(sbx_patch *p)
         return SBX_OK; /* safe; nothing to apply to */
     if ((st = check_against_base(p)) != SBX_OK)
         return st;
-    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, p->base) < 0) {
-        git_index_free(idx);
-        return git_fail(p, "reading the base tree");
-    }
+    if (!(p->ov = sbx__ov_new()))
+        return sbx__err_nomem(&p->err);
     for (size_t i = 0; i < git_diff_num_deltas(p->diff); i++)
-        if ((st = apply_delta(p, i, idx)) != SBX_OK) {
-            git_index_free(idx);
+        if ((st = apply_delta(p, i)) != SBX_OK) {
+            sbx__ov_free(p->ov);
+            p->ov = NULL;
             return st;
         }
-    p->result = idx;
-    if ((st = check_result_sizes(p)) != SBX_OK)
-        return st;
     p->verdict = SBX_PATCH_APPLIES;
     return SBX_OK;
 }
@@ -981,33 +1020,65 @@ oom:
 
 /* ---- the patched tree as a gzip tar ---------------------------------------------------------------- */
 
+/* The base tree with the overlay on it, as an index (blobs written to the
+ * in-memory object database). */
+static sbx_status result_index(sbx_patch *p, git_index **out)
+{
+    git_index *idx = NULL;
+    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, p->base) < 0)
+        goto fail;
+    for (size_t i = 0; i < sbx__ov_count(p->ov); i++) {
+        const struct sbx__ov_entry *o = sbx__ov_at(p->ov, i);
+        git_index_entry e;
+        if (o->deleted) {
+            if (git_index_remove_bypath(idx, o->path) < 0)
+                goto fail;
+            continue;
+        }
+        memset(&e, 0, sizeof e);
+        e.path = o->path;
+        e.mode = o->mode;
+        if (git_blob_create_from_buffer(&e.id, p->repo, o->data ? o->data : "", o->len) < 0 || git_index_add(idx, &e) < 0)
+            goto fail;
+    }
+    *out = idx;
+    return SBX_OK;
+fail:
+    git_index_free(idx);
+    return git_fail(p, "making the patched tree");
+}
+
 static sbx_status tar_result(sbx_patch *p, sbx__tar *tar)
 {
-    size_t n = git_index_entrycount(p->result);
-    for (size_t i = 0; i < n; i++) {
-        const git_index_entry *e = git_index_get_byindex(p->result, i);
+    git_index *idx = NULL;
+    sbx_status st = result_index(p, &idx);
+    size_t n;
+    if (st != SBX_OK)
+        return st;
+    n = git_index_entrycount(idx);
+    for (size_t i = 0; i < n && st == SBX_OK; i++) {
+        const git_index_entry *e = git_index_get_byindex(idx, i);
         git_blob *blob = NULL;
-        sbx_status st;
         size_t size;
         /* The sandbox's file API writes regular files only: links and
          * submodules of the base are left out. */
         if (!e || (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
             continue;
-        if (git_blob_lookup(&blob, p->repo, &e->id) < 0)
-            return sbx__err_set(&p->err, SBX_E_INTERNAL, "reading %s: %s", e->path, git_msg());
-        size = (size_t)git_blob_rawsize(blob);
-        if (size > p->max_file_bytes) {
-            git_blob_free(blob);
-            return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s is %zu bytes, more than the limit of %zu",
-                                e->path, size, p->max_file_bytes);
+        if (git_blob_lookup(&blob, p->repo, &e->id) < 0) {
+            st = sbx__err_set(&p->err, SBX_E_INTERNAL, "reading %s: %s", e->path, git_msg());
+            break;
         }
-        st = sbx__tar_add_memory(tar, e->path, git_blob_rawcontent(blob), size,
-                                 e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, &p->err);
+        size = (size_t)git_blob_rawsize(blob);
+        if (size > p->max_file_bytes)
+            st = sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s is %zu bytes, more than the limit of %zu", e->path,
+                              size, p->max_file_bytes);
+        else
+            st = sbx__tar_add_memory(tar, e->path, git_blob_rawcontent(blob), size,
+                                     e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, &p->err);
         git_blob_free(blob);
-        if (st != SBX_OK)
-            return st;
     }
-    return SBX_OK;
+    git_index_free(idx);
+    return st;
 }
 
 static sbx_status write_tar(sbx_patch *p, sbx__tar *tar, int fd, const char *tmp)
@@ -1043,7 +1114,7 @@ sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
 
     SBX__ENTER(p, false);
     SBX__ARG(p, path && *path, "path is NULL or empty");
-    if (p->verdict != SBX_PATCH_APPLIES || !p->result)
+    if (p->verdict != SBX_PATCH_APPLIES || !p->ov)
         return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply has a tree to save");
     if (!(tar = sbx__tar_new()))
         return sbx__err_nomem(&p->err);

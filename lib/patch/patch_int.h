@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sbxrun/patch.h>
 
@@ -47,5 +48,42 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
 /* `git patch-id --stable` of the text into out (40 hex digits, "" when
  * nothing would be hashed). False when libcrypto fails. */
 bool sbx__patch_id(const char *t, size_t len, char out[41]);
+
+/* ---- overlay.c: the changed files over the base tree ---- */
+
+struct sbx__ov;
+struct sbx__ov_entry {
+    char *path;
+    bool deleted;
+    uint32_t mode;
+    char *data; /* the new contents (owned), NULL when empty */
+    size_t len;
+};
+struct sbx__ov *sbx__ov_new(void);
+void sbx__ov_free(struct sbx__ov *o);
+/* The entry for path, or NULL when the patch did not touch it. */
+const struct sbx__ov_entry *sbx__ov_get(const struct sbx__ov *o, const char *path);
+/* Set path's state; takes data (freed on failure too). */
+sbx_status sbx__ov_put(struct sbx__ov *o, const char *path, bool deleted, uint32_t mode, char *data, size_t len);
+size_t sbx__ov_count(const struct sbx__ov *o);
+const struct sbx__ov_entry *sbx__ov_at(const struct sbx__ov *o, size_t i);
+
+/* ---- repos.c: repositories kept for the next patch ---- */
+
+struct git_repository;
+struct git_odb_backend;
+struct sbx__repo {
+    char *key;                      /* its real path */
+    struct git_repository *repo;
+    struct git_odb_backend *mempack; /* the in-memory object database over it */
+    unsigned long long dev, ino;     /* of its git directory, to notice it replaced */
+    struct sbx__repo *next;
+};
+/* A repository for dir, for this caller alone: SBX_OK, SBX_E_NOT_FOUND
+ * (why says why), SBX_E_NOMEM. */
+sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, size_t why_cap);
+/* Back to the pool, its in-memory objects dropped. Free every object read
+ * from it first. NULL is fine. */
+void sbx__repo_give(struct sbx__repo *r);
 
 #endif /* SBX_PATCH_INT_H */

@@ -176,9 +176,9 @@ sbx_status sbx__patch_libgit2_form(const char *t, size_t len, sbx__buf *out, boo
             second_name(l + 11, n - 11 - (l[n - 1] == '\n'), &name, &name_len);
             kind = 0;
             has_body = false;
-        } else if (sbx__patch_starts(l, n, "new file mode ")) {
-            kind = 1;
-        } else if (sbx__patch_starts(l, n, "deleted file mode ")) {
+        } else if (name && sbx__patch_starts(l, n, "new file mode ")) {
+            kind = 1; /* only inside a "diff --git" section, whose name is known */
+        } else if (name && name_len >= 2 && sbx__patch_starts(l, n, "deleted file mode ")) {
             kind = 2;
         } else if (sbx__patch_starts(l, n, "--- ") || sbx__patch_starts(l, n, "GIT binary patch") || sbx__patch_starts(l, n, "Binary files") ||
                    sbx__patch_starts(l, n, "@@ ")) {
