@@ -1133,6 +1133,27 @@ START_TEST(test_patch_id_matches_git)
     t_write_file(dir, "section.diff", multi_diff, strlen(multi_diff), 0);
     t_git_patch_id(path, id);
     ck_assert_str_eq(id, multi_diff_id);
+    {
+        /* The fuzz target's find: read as a safe patch, with no id, where
+         * git patch-id gives one (seeds/patch/safe-without-patch-id). */
+        static const char odd[] = "diff \352-git diff --git a/vendor/sub b/vendor/sub\n"
+                                  "index Only in a: b\n"
+                                  "1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 "
+                                  "160000\n"
+                                  "--- a/vendor/sub\n"
+                                  "+++ b/vendor/sub\n"
+                                  "@@ -1 +1 @@\n"
+                                  "-Subproject commit 1111111111111111111111111111111111111111\n"
+                                  "+Subproject commit 2222222222222222222222222222222222222222\n";
+        sbx_patch *p = sbx_patch_new();
+        t_write_file(dir, "section.diff", odd, strlen(odd), 0);
+        t_git_patch_id(path, id);
+        ck_assert_uint_eq(strlen(id), 40);
+        if (load(p, odd) == SBX_OK)
+            ck_assert_msg(strcmp(sbx_patch_id(p), id) == 0, "git patch-id --stable %s, sbx_patch_id \"%s\"", id,
+                          sbx_patch_id(p));
+        sbx_patch_free(p);
+    }
     remove_tree(dir);
 }
 END_TEST
