@@ -10,6 +10,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,6 +765,16 @@ END_TEST
 
 /* ---- malformed patches ----------------------------------------------------------------------- */
 
+/* The img.bin section of multi_diff without the second line of its first
+ * literal: git apply says "corrupt binary patch at line 6". */
+static const char truncated_binary[] =
+    "diff --git a/img.bin b/img.bin\n"
+    "index 96eb299ab61d459148b19b03f71386abcec74669..60051deb32a631ffe615c785bf60e86782f5220a 100644\n"
+    "GIT binary patch\nliteral 64\n"
+    "zcmZ>;x3jgewz9M^H#0RcHZnBO*VEO}*3#5aS5s9{R#H@umy?x|mXeeZ7ZVi`77`TT\n\n"
+    "literal 64\nzcmZQzWMXDvWn<^y<l^Sx<>MC+6cQE@6%&_`l#-T_m6KOcR8m$^Ra4i{)Y8_`)zddH\n"
+    "TG%_|ZH8Z!cw6eCbwX+8Rs^ACV\n\n";
+
 START_TEST(test_patch_malformed)
 {
     static const struct {
@@ -781,6 +792,7 @@ START_TEST(test_patch_malformed)
          "diff --git a/img.bin b/img.bin\n"
          "index 96eb299ab61d459148b19b03f71386abcec74669..60051deb32a631ffe615c785bf60e86782f5220a 100644\n"
          "GIT binary patch\nliteral 64\nzzzzzzzz\n\nliteral 64\nzcmZQzWMXDvWn\n\n"},
+        {"binary patch with a line of its data left out", truncated_binary},
         {"garbage text", "hello, this is not a patch\n"},
         {"garbage bytes", "\x01\x02\xff\xfe\x7f\x80 @@ --- +++ \x1b[2J\n"},
         {"hunk without a header", "@@ -1 +1 @@\n-hello\n+bye\n"},
@@ -855,6 +867,40 @@ static void expect_documented_load(const char *text, size_t len, const char *wha
     (void)sbx_patch_id(p);
     sbx_patch_free(p);
 }
+
+/* The truncated binary patch, checked against a base in a child process
+ * that an alarm stops: it must answer (not apply) within 20 s. It once
+ * made libgit2's inflate loop for ever inside sbx_patch_check(). */
+START_TEST(test_patch_truncated_binary_does_not_hang)
+{
+    char repo[64];
+    pid_t pid;
+    int status = 0;
+    make_base_repo(repo);
+    ck_assert_int_eq(git_applies_text(repo, "HEAD", truncated_binary, strlen(truncated_binary)), 0);
+    fflush(NULL);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        sbx_patch *p = sbx_patch_new();
+        sbx_status st;
+        signal(SIGALRM, SIG_DFL); /* Check's own handler would kill the test's process group */
+        alarm(20);
+        if (sbx_patch_set_base(p, repo, NULL) != SBX_OK)
+            _exit(3);
+        st = load(p, truncated_binary);
+        if (st == SBX_OK)
+            st = sbx_patch_check(p);
+        _exit(st == SBX_OK ? 1 : 0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    remove_tree(repo);
+    ck_assert_msg(!WIFSIGNALED(status), "sbx_patch_load_data + check: killed by signal %d%s", WTERMSIG(status),
+                  WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (no answer in 20 s)" : "");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit %d (1: it applies, git says corrupt)",
+                  WEXITSTATUS(status));
+}
+END_TEST
 
 /* Every prefix of a real diff, and the diff with each line left out: a
  * documented answer every time, never a crash. */
@@ -1710,6 +1756,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_safe_lookalikes);
     tcase_add_test(tc, test_patch_malformed);
     tcase_add_test(tc, test_patch_binary_without_full_index);
+    tcase_add_test(tc, test_patch_truncated_binary_does_not_hang);
     tcase_add_test(tc, test_patch_cut_anywhere);
     tcase_add_test(tc, test_patch_fuzz_findings);
     tcase_add_test(tc, test_patch_limits);
