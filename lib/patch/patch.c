@@ -272,12 +272,32 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
             return refuse(p, r, paths[k], strlen(paths[k]));
     }
     if (d->status != GIT_DELTA_DELETED) {
-        if (d->new_file.mode == GIT_FILEMODE_LINK || d->old_file.mode == GIT_FILEMODE_LINK)
-            return refuse(p, SBX_PATCH_RULE_SYMLINK, d->new_file.path, strlen(d->new_file.path));
-        if (d->new_file.mode == GIT_FILEMODE_COMMIT || d->old_file.mode == GIT_FILEMODE_COMMIT)
-            return refuse(p, SBX_PATCH_RULE_GITLINK, d->new_file.path, strlen(d->new_file.path));
+        /* By the mode's type bits: 0120644 is a symbolic link to git too. */
+        if (sbx__patch_mode_rule(d->new_file.mode) || sbx__patch_mode_rule(d->old_file.mode))
+            return refuse(p, sbx__patch_mode_rule(d->new_file.mode) ? sbx__patch_mode_rule(d->new_file.mode)
+                                                                     : sbx__patch_mode_rule(d->old_file.mode),
+                          d->new_file.path, strlen(d->new_file.path));
     }
     return SBX_OK;
+}
+
+/* The bytes of one file's hunks (git_patch_size() is 0 for parsed patches). */
+static size_t patch_bytes(git_patch *gp)
+{
+    size_t total = 0;
+    for (size_t h = 0; h < git_patch_num_hunks(gp); h++) {
+        const git_diff_hunk *hk;
+        size_t n;
+        if (git_patch_get_hunk(&hk, &n, gp, h) < 0)
+            break;
+        total += hk->header_len;
+        for (size_t i = 0; i < n; i++) {
+            const git_diff_line *l;
+            if (git_patch_get_line_in_hunk(&l, gp, h, i) == 0)
+                total += l->content_len + 1;
+        }
+    }
+    return total;
 }
 
 static sbx_status describe(sbx_patch *p)
@@ -305,7 +325,7 @@ static sbx_status describe(sbx_patch *p)
                 f->additions = add;
                 f->deletions = del;
             }
-            if (git_patch_size(gp, 1, 1, 1) > p->max_file_bytes) {
+            if (patch_bytes(gp) > p->max_file_bytes) {
                 git_patch_free(gp);
                 p->verdict = SBX_PATCH_TOO_LARGE;
                 return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch of %s is larger than %zu bytes",
@@ -408,7 +428,9 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf_free(&conv);
         return st;
     }
-    if (!sbx__patch_id(data, len, p->id)) {
+    /* git patch-id reads the text as given; for plain diff -u, which it does
+     * not read, the id is that of the git form. */
+    if (!sbx__patch_id(orig, orig_len, p->id) || (!p->id[0] && converted && !sbx__patch_id(data, len, p->id))) {
         sbx__buf_free(&conv);
         return sbx__err_nomem(&p->err);
     }
@@ -426,6 +448,12 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
  * clears last_error as every call that can fail does. */
 static sbx_status keep_message(sbx_patch *p, sbx_status st)
 {
+    /* Messages quote the patch (paths, libgit2's reading of it): no control
+     * byte of it may reach a terminal or a log. */
+    if (st != SBX_OK && p->err.msg)
+        for (char *c = p->err.msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
     if (st != SBX_OK && st != SBX_E_NOMEM && st != SBX_E_MISUSE && st != SBX_E_INVALID_ARG) {
         sbx__free(p->message);
         p->message = sbx__strdup(sbx__err_msg(&p->err)); /* NULL on OOM: the JSON has none then */
@@ -563,10 +591,12 @@ static sbx_status build_from_ops(sbx_patch *p)
         const git_index_entry *old = git_index_get_bypath(idx, o->path, 0);
         if (o->change == SBX_PATCH_ADDED && old) {
             git_index_free(idx);
+            p->verdict = SBX_PATCH_DOES_NOT_APPLY;
             return sbx__err_set(&p->err, SBX_E_PATCH, "%s: added, but the base has it", o->path);
         }
         if (o->change != SBX_PATCH_ADDED && !old) {
             git_index_free(idx);
+            p->verdict = SBX_PATCH_DOES_NOT_APPLY;
             return sbx__err_set(&p->err, SBX_E_PATCH, "%s: %s, but the base has no such file", o->path,
                                 o->change == SBX_PATCH_DELETED ? "deleted" : "modified");
         }
@@ -954,11 +984,32 @@ sbx_status sbx_patch_save_data(sbx_patch *p, uint8_t **out, size_t *len)
     return SBX_OK;
 }
 
+/* Paths are bytes, JSON is UTF-8: bytes that are not UTF-8 are written as
+ * "\\xNN" text, so every path still gives JSON. */
+static json_t *json_text(const char *s)
+{
+    size_t n = strlen(s);
+    sbx__buf b = SBX__BUF_INIT;
+    json_t *j;
+    if (sbx__utf8_valid(s, n))
+        return json_stringn(s, n);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 0x80 ? sbx__buf_printf(&b, "\\x%02x", c) : sbx__buf_putc(&b, (char)c)) != SBX_OK) {
+            sbx__buf_free(&b);
+            return NULL;
+        }
+    }
+    j = json_stringn(b.data ? b.data : "", b.len);
+    sbx__buf_free(&b);
+    return j;
+}
+
 static json_t *file_json(const struct pfile *f)
 {
     json_t *o = json_object();
-    if (!o || json_object_set_new(o, "path", json_string(f->path)) ||
-        json_object_set_new(o, "old_path", f->old_path ? json_string(f->old_path) : json_null()) ||
+    if (!o || json_object_set_new(o, "path", json_text(f->path)) ||
+        json_object_set_new(o, "old_path", f->old_path ? json_text(f->old_path) : json_null()) ||
         json_object_set_new(o, "change", json_string(change_name(f->change))) ||
         json_object_set_new(o, "old_mode", json_integer(f->old_mode)) ||
         json_object_set_new(o, "new_mode", json_integer(f->new_mode)) ||
@@ -997,7 +1048,7 @@ sbx_status sbx_patch_to_json(sbx_patch *p, char **out)
         goto oom;
     if (json_object_set_new(root, "verdict", json_string(sbx_patch_verdict_name(p->verdict))) ||
         json_object_set_new(root, "rule", p->rule ? json_string(sbx_patch_rule_name(p->rule)) : json_null()) ||
-        json_object_set_new(root, "message", p->message ? json_string(p->message) : json_null()) ||
+        json_object_set_new(root, "message", p->message ? json_text(p->message) : json_null()) ||
         json_object_set_new(root, "patch_id", p->id[0] ? json_string(p->id) : json_null()) ||
         json_object_set_new(root, "files", files) || json_object_set_new(root, "diffstat", stat)) {
         files = stat = NULL;

@@ -37,6 +37,8 @@ struct sbx__patch_finding {
 };
 
 sbx_patch_rule sbx__patch_path_rule(const char *path, size_t len);
+/* The rule a file mode breaks by its type bits (symbolic link, gitlink). */
+sbx_patch_rule sbx__patch_mode_rule(unsigned mode);
 const char *sbx__patch_rule_text(sbx_patch_rule r);
 /* Every path the header lines name (diff --git, ---/+++, rename and copy
  * from/to) against the rules: SBX_OK, SBX_E_PATCH (f->rule, f->path),
