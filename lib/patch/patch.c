@@ -823,9 +823,13 @@ static sbx_status check_against_base(sbx_patch *p)
         size_t len = strlen(f->path);
         if (f->change == SBX_PATCH_DELETED)
             continue;
-        if (!(prefix = sbx__realloc(prefix, len + 1))) {
-            st = sbx__err_nomem(&p->err);
-            break;
+        {
+            char *grown = sbx__realloc(prefix, len + 1);
+            if (!grown) {
+                st = sbx__err_nomem(&p->err);
+                break;
+            }
+            prefix = grown;
         }
         for (size_t k = 1; k <= len && st == SBX_OK; k++) {
             git_tree_entry *e = NULL;
