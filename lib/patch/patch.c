@@ -38,6 +38,7 @@
 
 struct pfile {
     char *path, *old_path;
+    git_patch *gp;            /* libgit2's reading of this file's part, kept for the check */
     sbx_patch_change change;
     uint32_t old_mode, new_mode;
     size_t additions, deletions;
@@ -137,6 +138,7 @@ static void files_clear(sbx_patch *p)
     for (size_t i = 0; i < p->nfiles; i++) {
         sbx__free(p->files[i].path);
         sbx__free(p->files[i].old_path);
+        git_patch_free(p->files[i].gp);
     }
     sbx__free(p->files);
     p->files = NULL;
@@ -320,25 +322,21 @@ static sbx_status describe(sbx_patch *p)
             return sbx__err_nomem(&p->err);
         if (git_patch_from_diff(&gp, p->diff, i) < 0)
             return sbx__err_nomem(&p->err);
-        if (gp) {
+        if ((f->gp = gp) != NULL) {
             if (git_patch_line_stats(&ctx, &add, &del, gp) == 0) {
                 f->additions = add;
                 f->deletions = del;
             }
             if (patch_bytes(gp) > p->max_file_bytes) {
-                git_patch_free(gp);
                 p->verdict = SBX_PATCH_TOO_LARGE;
                 return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch of %s is larger than %zu bytes",
                                     f->path, p->max_file_bytes);
             }
-            git_patch_free(gp);
         }
     }
     return SBX_OK;
 }
 
-/* Parse text (git's form or plain diff -u), check it, describe it. The
- * text is kept; on failure the handle keeps the verdict and nothing else. */
 /* The header lines against the path rules; the finding becomes the verdict. */
 static sbx_status scan(sbx_patch *p, const char *t, size_t len)
 {
@@ -356,6 +354,8 @@ static sbx_status scan(sbx_patch *p, const char *t, size_t len)
     return st;
 }
 
+/* Parse text (git's form or plain diff -u), check it, describe it. The
+ * text is kept; on failure the handle keeps the verdict and nothing else. */
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
 {
     sbx__buf conv = SBX__BUF_INIT;
@@ -395,7 +395,8 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf fixed = SBX__BUF_INIT;
         bool changed;
         int r;
-        if (sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+        sbx__patch_libgit2_form(data, len, NULL, &changed);
+        if (changed && sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
             sbx__buf_free(&fixed);
             sbx__buf_free(&conv);
             return sbx__err_nomem(&p->err);
@@ -736,15 +737,14 @@ static sbx_status apply_binary(sbx_patch *p, size_t i, const struct state *old, 
 static sbx_status apply_text_file(sbx_patch *p, size_t i, const struct state *old, char **out, size_t *out_len)
 {
     const git_diff_delta *d = git_diff_get_delta(p->diff, i);
-    git_patch *gp = NULL;
+    git_patch *gp = p->files[i].gp;
     char why[256];
     sbx_status st;
 
-    if (git_patch_from_diff(&gp, p->diff, i) < 0)
+    if (!gp)
         return git_fail(p, "a file's hunks");
     st = sbx__apply_text(old->exists ? old->data : "", old->exists ? old->len : 0, gp, out, out_len, why,
                          sizeof why);
-    git_patch_free(gp);
     if (st == SBX_E_PATCH)
         return no_apply(p, d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path, why);
     if (st == SBX_E_NOMEM)
@@ -767,14 +767,22 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
 
     if ((st = file_state(p, d->status == GIT_DELTA_ADDED ? newp : oldp, &old)) != SBX_OK)
         return st;
-    st = SBX_OK;
+    /* Written through or replacing a link of the base: the sandbox would
+     * follow it. (A deletion only removes the link.) */
+    if (!old.touched && old.exists && d->status != GIT_DELTA_DELETED && sbx__patch_mode_rule(old.mode)) {
+        git_blob_free(old.blob);
+        return refuse(p, sbx__patch_mode_rule(old.mode), d->status == GIT_DELTA_ADDED ? newp : oldp,
+                      strlen(d->status == GIT_DELTA_ADDED ? newp : oldp));
+    }
     if (d->status != GIT_DELTA_ADDED && !old.exists)
         st = no_apply(p, oldp, "no such file in the base");
     else if (d->status == GIT_DELTA_ADDED && old.exists)
         st = no_apply(p, newp, "the file exists in the base already");
     else if (creates && d->status != GIT_DELTA_ADDED) {
         if ((st = file_state(p, newp, &target)) == SBX_OK && target.exists)
-            st = no_apply(p, newp, "the file exists in the base already");
+            st = !target.touched && sbx__patch_mode_rule(target.mode)
+                     ? refuse(p, sbx__patch_mode_rule(target.mode), newp, strlen(newp))
+                     : no_apply(p, newp, "the file exists in the base already");
         git_blob_free(target.blob);
     }
     if (st == SBX_OK) {
@@ -831,7 +839,7 @@ static sbx_status check_against_base(sbx_patch *p)
             }
             prefix = grown;
         }
-        for (size_t k = 1; k <= len && st == SBX_OK; k++) {
+        for (size_t k = 1; k < len && st == SBX_OK; k++) { /* the file itself: apply_delta */
             git_tree_entry *e = NULL;
             git_filemode_t m;
             if (k < len && f->path[k] != '/')
