@@ -1303,7 +1303,7 @@ sbx_status sbx_command_read_output(sbx_command *cmd, sbx_stream stream, uint8_t 
                             "stream must be SBX_STREAM_STDOUT or SBX_STREAM_STDERR, buf non-NULL, cap > 0");
     if (cmd->cb)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the output goes to a callback");
-    b = &cmd->out[idx(stream)];
+    b = &cmd->out[idx((int)stream)];
     if (!cmd->started)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command has not been started");
     if (b->len == 0)
@@ -1340,5 +1340,5 @@ uint64_t sbx_command_output_bytes(const sbx_command *cmd, sbx_stream stream)
 {
     if (!cmd || (stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR))
         return 0;
-    return cmd->delivered[idx(stream)];
+    return cmd->delivered[idx((int)stream)];
 }

@@ -47,9 +47,16 @@ static bool image_push(struct image *im, const char *p, size_t n, bool patched)
     return true;
 }
 
-/* Lines of buf, each with its newline (the last may have none). */
+/* Lines of buf, each with its newline (the last may have none), in one
+ * allocation. */
 static bool image_split(struct image *im, const char *buf, size_t len)
 {
+    size_t lines = 1;
+    for (const char *c = buf, *end = buf + len; (c = memchr(c, '\n', (size_t)(end - c))) != NULL; c++)
+        lines++;
+    if (!(im->l = sbx__malloc(lines * sizeof *im->l)))
+        return false;
+    im->cap = lines;
     for (size_t at = 0; at < len;) {
         const char *nl = memchr(buf + at, '\n', len - at);
         size_t n = nl ? (size_t)(nl - (buf + at)) + 1 : len - at;
@@ -181,7 +188,6 @@ sbx_status sbx__apply_text(const char *pre_buf, size_t pre_len, git_patch *gp, c
                            char *why, size_t why_cap)
 {
     struct image im = {NULL, 0, 0};
-    sbx__buf res = SBX__BUF_INIT;
     sbx_status st = SBX_OK;
     size_t nh = git_patch_num_hunks(gp);
 
@@ -220,15 +226,21 @@ sbx_status sbx__apply_text(const char *pre_buf, size_t pre_len, git_patch *gp, c
         sbx__free(pre.l);
         sbx__free(post.l);
     }
-    for (size_t i = 0; st == SBX_OK && i < im.n; i++)
-        if (sbx__buf_append(&res, im.l[i].p, im.l[i].n) != SBX_OK)
+    if (st == SBX_OK) { /* the result in one allocation */
+        size_t total = 0, at = 0;
+        for (size_t i = 0; i < im.n; i++)
+            total += im.l[i].n;
+        if (!(*out = sbx__malloc(total + 1))) {
             st = SBX_E_NOMEM;
-    sbx__free(im.l);
-    if (st == SBX_OK) {
-        *out_len = res.len;
-        if (!(*out = sbx__buf_detach(&res, NULL)) && !(*out = sbx__strdup("")))
-            st = SBX_E_NOMEM;
+        } else {
+            for (size_t i = 0; i < im.n; i++) {
+                memcpy(*out + at, im.l[i].p, im.l[i].n);
+                at += im.l[i].n;
+            }
+            (*out)[total] = '\0';
+            *out_len = total;
+        }
     }
-    sbx__buf_free(&res);
+    sbx__free(im.l);
     return st;
 }

@@ -38,6 +38,7 @@
 
 struct pfile {
     char *path, *old_path;
+    git_patch *gp;            /* libgit2's reading of this file's part, kept for the check */
     sbx_patch_change change;
     uint32_t old_mode, new_mode;
     size_t additions, deletions;
@@ -137,6 +138,7 @@ static void files_clear(sbx_patch *p)
     for (size_t i = 0; i < p->nfiles; i++) {
         sbx__free(p->files[i].path);
         sbx__free(p->files[i].old_path);
+        git_patch_free(p->files[i].gp);
     }
     sbx__free(p->files);
     p->files = NULL;
@@ -272,12 +274,32 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
             return refuse(p, r, paths[k], strlen(paths[k]));
     }
     if (d->status != GIT_DELTA_DELETED) {
-        if (d->new_file.mode == GIT_FILEMODE_LINK || d->old_file.mode == GIT_FILEMODE_LINK)
-            return refuse(p, SBX_PATCH_RULE_SYMLINK, d->new_file.path, strlen(d->new_file.path));
-        if (d->new_file.mode == GIT_FILEMODE_COMMIT || d->old_file.mode == GIT_FILEMODE_COMMIT)
-            return refuse(p, SBX_PATCH_RULE_GITLINK, d->new_file.path, strlen(d->new_file.path));
+        /* By the mode's type bits: 0120644 is a symbolic link to git too. */
+        if (sbx__patch_mode_rule(d->new_file.mode) || sbx__patch_mode_rule(d->old_file.mode))
+            return refuse(p, sbx__patch_mode_rule(d->new_file.mode) ? sbx__patch_mode_rule(d->new_file.mode)
+                                                                     : sbx__patch_mode_rule(d->old_file.mode),
+                          d->new_file.path, strlen(d->new_file.path));
     }
     return SBX_OK;
+}
+
+/* The bytes of one file's hunks (git_patch_size() is 0 for parsed patches). */
+static size_t patch_bytes(git_patch *gp)
+{
+    size_t total = 0;
+    for (size_t h = 0; h < git_patch_num_hunks(gp); h++) {
+        const git_diff_hunk *hk;
+        size_t n;
+        if (git_patch_get_hunk(&hk, &n, gp, h) < 0)
+            break;
+        total += hk->header_len;
+        for (size_t i = 0; i < n; i++) {
+            const git_diff_line *l;
+            if (git_patch_get_line_in_hunk(&l, gp, h, i) == 0)
+                total += l->content_len + 1;
+        }
+    }
+    return total;
 }
 
 static sbx_status describe(sbx_patch *p)
@@ -300,25 +322,21 @@ static sbx_status describe(sbx_patch *p)
             return sbx__err_nomem(&p->err);
         if (git_patch_from_diff(&gp, p->diff, i) < 0)
             return sbx__err_nomem(&p->err);
-        if (gp) {
+        if ((f->gp = gp) != NULL) {
             if (git_patch_line_stats(&ctx, &add, &del, gp) == 0) {
                 f->additions = add;
                 f->deletions = del;
             }
-            if (git_patch_size(gp, 1, 1, 1) > p->max_file_bytes) {
-                git_patch_free(gp);
+            if (patch_bytes(gp) > p->max_file_bytes) {
                 p->verdict = SBX_PATCH_TOO_LARGE;
                 return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch of %s is larger than %zu bytes",
                                     f->path, p->max_file_bytes);
             }
-            git_patch_free(gp);
         }
     }
     return SBX_OK;
 }
 
-/* Parse text (git's form or plain diff -u), check it, describe it. The
- * text is kept; on failure the handle keeps the verdict and nothing else. */
 /* The header lines against the path rules; the finding becomes the verdict. */
 static sbx_status scan(sbx_patch *p, const char *t, size_t len)
 {
@@ -336,6 +354,8 @@ static sbx_status scan(sbx_patch *p, const char *t, size_t len)
     return st;
 }
 
+/* Parse text (git's form or plain diff -u), check it, describe it. The
+ * text is kept; on failure the handle keeps the verdict and nothing else. */
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
 {
     sbx__buf conv = SBX__BUF_INIT;
@@ -375,7 +395,8 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf fixed = SBX__BUF_INIT;
         bool changed;
         int r;
-        if (sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+        sbx__patch_libgit2_form(data, len, NULL, &changed);
+        if (changed && sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
             sbx__buf_free(&fixed);
             sbx__buf_free(&conv);
             return sbx__err_nomem(&p->err);
@@ -408,7 +429,9 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         sbx__buf_free(&conv);
         return st;
     }
-    if (!sbx__patch_id(data, len, p->id)) {
+    /* git patch-id reads the text as given; for plain diff -u, which it does
+     * not read, the id is that of the git form. */
+    if (!sbx__patch_id(orig, orig_len, p->id) || (!p->id[0] && converted && !sbx__patch_id(data, len, p->id))) {
         sbx__buf_free(&conv);
         return sbx__err_nomem(&p->err);
     }
@@ -426,6 +449,12 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
  * clears last_error as every call that can fail does. */
 static sbx_status keep_message(sbx_patch *p, sbx_status st)
 {
+    /* Messages quote the patch (paths, libgit2's reading of it): no control
+     * byte of it may reach a terminal or a log. */
+    if (st != SBX_OK && p->err.msg)
+        for (char *c = p->err.msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
     if (st != SBX_OK && st != SBX_E_NOMEM && st != SBX_E_MISUSE && st != SBX_E_INVALID_ARG) {
         sbx__free(p->message);
         p->message = sbx__strdup(sbx__err_msg(&p->err)); /* NULL on OOM: the JSON has none then */
@@ -563,10 +592,12 @@ static sbx_status build_from_ops(sbx_patch *p)
         const git_index_entry *old = git_index_get_bypath(idx, o->path, 0);
         if (o->change == SBX_PATCH_ADDED && old) {
             git_index_free(idx);
+            p->verdict = SBX_PATCH_DOES_NOT_APPLY;
             return sbx__err_set(&p->err, SBX_E_PATCH, "%s: added, but the base has it", o->path);
         }
         if (o->change != SBX_PATCH_ADDED && !old) {
             git_index_free(idx);
+            p->verdict = SBX_PATCH_DOES_NOT_APPLY;
             return sbx__err_set(&p->err, SBX_E_PATCH, "%s: %s, but the base has no such file", o->path,
                                 o->change == SBX_PATCH_DELETED ? "deleted" : "modified");
         }
@@ -706,15 +737,14 @@ static sbx_status apply_binary(sbx_patch *p, size_t i, const struct state *old, 
 static sbx_status apply_text_file(sbx_patch *p, size_t i, const struct state *old, char **out, size_t *out_len)
 {
     const git_diff_delta *d = git_diff_get_delta(p->diff, i);
-    git_patch *gp = NULL;
+    git_patch *gp = p->files[i].gp;
     char why[256];
     sbx_status st;
 
-    if (git_patch_from_diff(&gp, p->diff, i) < 0)
+    if (!gp)
         return git_fail(p, "a file's hunks");
     st = sbx__apply_text(old->exists ? old->data : "", old->exists ? old->len : 0, gp, out, out_len, why,
                          sizeof why);
-    git_patch_free(gp);
     if (st == SBX_E_PATCH)
         return no_apply(p, d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path, why);
     if (st == SBX_E_NOMEM)
@@ -737,14 +767,22 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
 
     if ((st = file_state(p, d->status == GIT_DELTA_ADDED ? newp : oldp, &old)) != SBX_OK)
         return st;
-    st = SBX_OK;
+    /* Written through or replacing a link of the base: the sandbox would
+     * follow it. (A deletion only removes the link.) */
+    if (!old.touched && old.exists && d->status != GIT_DELTA_DELETED && sbx__patch_mode_rule(old.mode)) {
+        git_blob_free(old.blob);
+        return refuse(p, sbx__patch_mode_rule(old.mode), d->status == GIT_DELTA_ADDED ? newp : oldp,
+                      strlen(d->status == GIT_DELTA_ADDED ? newp : oldp));
+    }
     if (d->status != GIT_DELTA_ADDED && !old.exists)
         st = no_apply(p, oldp, "no such file in the base");
     else if (d->status == GIT_DELTA_ADDED && old.exists)
         st = no_apply(p, newp, "the file exists in the base already");
     else if (creates && d->status != GIT_DELTA_ADDED) {
         if ((st = file_state(p, newp, &target)) == SBX_OK && target.exists)
-            st = no_apply(p, newp, "the file exists in the base already");
+            st = !target.touched && sbx__patch_mode_rule(target.mode)
+                     ? refuse(p, sbx__patch_mode_rule(target.mode), newp, strlen(newp))
+                     : no_apply(p, newp, "the file exists in the base already");
         git_blob_free(target.blob);
     }
     if (st == SBX_OK) {
@@ -793,11 +831,15 @@ static sbx_status check_against_base(sbx_patch *p)
         size_t len = strlen(f->path);
         if (f->change == SBX_PATCH_DELETED)
             continue;
-        if (!(prefix = sbx__realloc(prefix, len + 1))) {
-            st = sbx__err_nomem(&p->err);
-            break;
+        {
+            char *grown = sbx__realloc(prefix, len + 1);
+            if (!grown) {
+                st = sbx__err_nomem(&p->err);
+                break;
+            }
+            prefix = grown;
         }
-        for (size_t k = 1; k <= len && st == SBX_OK; k++) {
+        for (size_t k = 1; k < len && st == SBX_OK; k++) { /* the file itself: apply_delta */
             git_tree_entry *e = NULL;
             git_filemode_t m;
             if (k < len && f->path[k] != '/')
@@ -954,11 +996,32 @@ sbx_status sbx_patch_save_data(sbx_patch *p, uint8_t **out, size_t *len)
     return SBX_OK;
 }
 
+/* Paths are bytes, JSON is UTF-8: bytes that are not UTF-8 are written as
+ * "\\xNN" text, so every path still gives JSON. */
+static json_t *json_text(const char *s)
+{
+    size_t n = strlen(s);
+    sbx__buf b = SBX__BUF_INIT;
+    json_t *j;
+    if (sbx__utf8_valid(s, n))
+        return json_stringn(s, n);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 0x80 ? sbx__buf_printf(&b, "\\x%02x", c) : sbx__buf_putc(&b, (char)c)) != SBX_OK) {
+            sbx__buf_free(&b);
+            return NULL;
+        }
+    }
+    j = json_stringn(b.data ? b.data : "", b.len);
+    sbx__buf_free(&b);
+    return j;
+}
+
 static json_t *file_json(const struct pfile *f)
 {
     json_t *o = json_object();
-    if (!o || json_object_set_new(o, "path", json_string(f->path)) ||
-        json_object_set_new(o, "old_path", f->old_path ? json_string(f->old_path) : json_null()) ||
+    if (!o || json_object_set_new(o, "path", json_text(f->path)) ||
+        json_object_set_new(o, "old_path", f->old_path ? json_text(f->old_path) : json_null()) ||
         json_object_set_new(o, "change", json_string(change_name(f->change))) ||
         json_object_set_new(o, "old_mode", json_integer(f->old_mode)) ||
         json_object_set_new(o, "new_mode", json_integer(f->new_mode)) ||
@@ -997,7 +1060,7 @@ sbx_status sbx_patch_to_json(sbx_patch *p, char **out)
         goto oom;
     if (json_object_set_new(root, "verdict", json_string(sbx_patch_verdict_name(p->verdict))) ||
         json_object_set_new(root, "rule", p->rule ? json_string(sbx_patch_rule_name(p->rule)) : json_null()) ||
-        json_object_set_new(root, "message", p->message ? json_string(p->message) : json_null()) ||
+        json_object_set_new(root, "message", p->message ? json_text(p->message) : json_null()) ||
         json_object_set_new(root, "patch_id", p->id[0] ? json_string(p->id) : json_null()) ||
         json_object_set_new(root, "files", files) || json_object_set_new(root, "diffstat", stat)) {
         files = stat = NULL;

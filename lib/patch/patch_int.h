@@ -23,7 +23,8 @@ bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf
  * paths, SBX_E_NOMEM. */
 sbx_status sbx__patch_git_form(const char *t, size_t len, sbx__buf *conv, bool *converted);
 /* The text libgit2 1.5 can parse: sections creating or deleting an empty
- * file get ---/+++ lines. */
+ * file get ---/+++ lines. With out NULL, only *changed is set (whether
+ * such a section exists), and nothing is copied. */
 sbx_status sbx__patch_libgit2_form(const char *t, size_t len, sbx__buf *out, bool *changed);
 
 /* ---- safety.c: the path rules ---- */
@@ -37,6 +38,8 @@ struct sbx__patch_finding {
 };
 
 sbx_patch_rule sbx__patch_path_rule(const char *path, size_t len);
+/* The rule a file mode breaks by its type bits (symbolic link, gitlink). */
+sbx_patch_rule sbx__patch_mode_rule(unsigned mode);
 const char *sbx__patch_rule_text(sbx_patch_rule r);
 /* Every path the header lines name (diff --git, ---/+++, rename and copy
  * from/to) against the rules: SBX_OK, SBX_E_PATCH (f->rule, f->path),

@@ -79,9 +79,39 @@ static sbx_status found(struct sbx__patch_finding *f, sbx_patch_rule r, const ch
 
 static sbx_status unreadable(struct sbx__patch_finding *f, const char *what, const char *line, size_t n)
 {
-    f->rule = SBX_PATCH_RULE_NONE;
-    snprintf(f->why, sizeof f->why, "%s in '%.*s'", what, (int)(n < 120 ? n : 120), line);
+    size_t k = (size_t)snprintf(f->why, sizeof f->why, "%s in '", what);
+    /* The line is attacker text: control bytes are shown, not sent. */
+    for (size_t i = 0; i < n && i < 80 && k + 6 < sizeof f->why; i++) {
+        unsigned char c = (unsigned char)line[i];
+        k += (size_t)snprintf(f->why + k, sizeof f->why - k, c < 0x20 || c == 0x7f || c == '\\' ? "\\x%02x" : "%c", c);
+    }
+    if (k + 2 <= sizeof f->why)
+        snprintf(f->why + k, sizeof f->why - k, "'");
     return SBX_E_PARSE;
+}
+
+sbx_patch_rule sbx__patch_mode_rule(unsigned mode)
+{
+    switch (mode & 0170000) {
+    case 0120000: return SBX_PATCH_RULE_SYMLINK;
+    case 0160000: return SBX_PATCH_RULE_GITLINK;
+    default: return SBX_PATCH_RULE_NONE;
+    }
+}
+
+/* A mode line of the current file ("new file mode 120000", "new mode",
+ * "old mode", the mode after an "index" line's names): a symbolic link or
+ * a gitlink is refused however libgit2 reads it. */
+static sbx_status check_mode(const char *v, size_t n, const sbx__buf *file, struct sbx__patch_finding *f)
+{
+    unsigned mode = 0;
+    size_t i = 0;
+    sbx_patch_rule r;
+    while (i < n && v[i] >= '0' && v[i] <= '7' && mode < 01000000)
+        mode = mode * 8 + (unsigned)(v[i++] - '0');
+    if (i == 0 || (r = sbx__patch_mode_rule(mode)) == SBX_PATCH_RULE_NONE)
+        return SBX_OK;
+    return found(f, r, file->data ? file->data : "", file->len);
 }
 
 /* Check one header path (v, n as written after the line's keyword). */
@@ -153,7 +183,7 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
         bool strip;
     } heads[] = {{"--- ", true}, {"+++ ", true}, {"rename from ", false}, {"rename to ", false},
                  {"copy from ", false}, {"copy to ", false}};
-    sbx__buf tmp = SBX__BUF_INIT;
+    sbx__buf tmp = SBX__BUF_INIT, file = SBX__BUF_INIT;
     long old_left = 0, new_left = 0;
     sbx_status st = SBX_OK;
 
@@ -178,6 +208,21 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
         }
         if (sbx__patch_starts(line, n, "diff --git ")) {
             st = check_git_line(line + 11, n - 11, &tmp, f);
+            sbx__buf_clear(&file);
+            if (st == SBX_OK && sbx__buf_append(&file, line + 11, n - 11) != SBX_OK)
+                st = SBX_E_NOMEM;
+            continue;
+        }
+        if (sbx__patch_starts(line, n, "new file mode ") || sbx__patch_starts(line, n, "new mode ") ||
+            sbx__patch_starts(line, n, "old mode ")) {
+            size_t k = line[4] == 'f' ? 14 : 9;
+            st = check_mode(line + k, n - k, &file, f);
+            continue;
+        }
+        if (sbx__patch_starts(line, n, "index ")) {
+            const char *sp = memchr(line + 6, ' ', n - 6);
+            if (sp)
+                st = check_mode(sp + 1, n - (size_t)(sp + 1 - line), &file, f);
             continue;
         }
         for (size_t h = 0; h < SBX__ARRAY_LEN(heads); h++) {
@@ -189,5 +234,6 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
         }
     }
     sbx__buf_free(&tmp);
+    sbx__buf_free(&file);
     return st;
 }

@@ -163,12 +163,15 @@ sbx_status sbx__patch_libgit2_form(const char *t, size_t len, sbx__buf *out, boo
         size_t n = at < len ? (nl ? (size_t)(nl - l) + 1 : len - at) : 0;
         bool next_file = at == len || sbx__patch_starts(l, n, "diff --git ");
         if (next_file && kind && !has_body) {
-            sbx_status st = kind == 1 ? sbx__buf_printf(out, "--- /dev/null\n+++ %.*s\n", (int)name_len, name)
+            sbx_status st;
+            *changed = true;
+            if (!out) /* only asked whether a change is needed */
+                return SBX_OK;
+            st = kind == 1 ? sbx__buf_printf(out, "--- /dev/null\n+++ %.*s\n", (int)name_len, name)
                                       : sbx__buf_printf(out, "--- a/%.*s\n+++ /dev/null\n", (int)(name_len - 2),
                                                         name + 2);
             if (st != SBX_OK)
                 return st;
-            *changed = true;
         }
         if (at == len)
             break;
@@ -184,7 +187,7 @@ sbx_status sbx__patch_libgit2_form(const char *t, size_t len, sbx__buf *out, boo
                    sbx__patch_starts(l, n, "@@ ")) {
             has_body = true;
         }
-        if (sbx__buf_append(out, l, n) != SBX_OK)
+        if (out && sbx__buf_append(out, l, n) != SBX_OK)
             return SBX_E_NOMEM;
         at += n;
     }

@@ -1741,6 +1741,74 @@ START_TEST(test_patch_out_of_memory)
 }
 END_TEST
 
+/* Repositories are kept open between handles: the next handle must still
+ * see a commit made since, and a repository removed and made again at the
+ * same path must be read afresh, not the one kept open. */
+START_TEST(test_patch_kept_repository_is_never_stale)
+{
+    char dir[64];
+    static const char to_b[] = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
+    static const char to_c[] = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-b\n+c\n";
+    sbx_patch *p;
+    t_git_env();
+    make_tmpdir(dir);
+    ck_assert_int_eq(t_sh("cd '%s' && git init -q . && echo a > f && git add f && git commit -q -m a", dir), 0);
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);
+    ck_assert_int_eq(load(p, to_b), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
+    sbx_patch_free(p);
+    /* A new commit: HEAD moved, the kept repository must follow. */
+    ck_assert_int_eq(t_sh("cd '%s' && echo b > f && git commit -q -am b", dir), 0);
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);
+    ck_assert_int_eq(load(p, to_c), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
+    sbx_patch_free(p);
+    /* The same path, another repository: its own objects. */
+    ck_assert_int_eq(t_sh("cd '%s' && rm -rf .git f && git init -q . && echo a > f && git add f && "
+                          "git commit -q -m again", dir),
+                     0);
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);
+    ck_assert_int_eq(load(p, to_c), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
+    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    sbx_patch_free(p);
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);
+    ck_assert_int_eq(load(p, to_b), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
+    sbx_patch_free(p);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Many handles at once on one repository: each gets a repository of its
+ * own (the kept ones are lent to one handle at a time). */
+START_TEST(test_patch_handles_at_once_on_one_repository)
+{
+    char dir[64];
+    static const char to_b[] = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
+    sbx_patch *ps[12];
+    t_git_env();
+    make_tmpdir(dir);
+    ck_assert_int_eq(t_sh("cd '%s' && git init -q . && echo a > f && git add f && git commit -q -m a", dir), 0);
+    for (size_t i = 0; i < 12; i++) {
+        ck_assert_ptr_nonnull(ps[i] = sbx_patch_new());
+        ck_assert_int_eq(sbx_patch_set_base(ps[i], dir, NULL), SBX_OK);
+        ck_assert_int_eq(load(ps[i], to_b), SBX_OK);
+    }
+    for (size_t i = 0; i < 12; i++) {
+        ck_assert_int_eq(sbx_patch_check(ps[i]), SBX_OK);
+        ck_assert_int_eq(sbx_patch_save_tree_file(ps[i], "/dev/null/no"), SBX_E_IO);
+    }
+    for (size_t i = 0; i < 12; i++)
+        sbx_patch_free(ps[i]);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("patch");
@@ -1773,6 +1841,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_add_file_operations);
     tcase_add_test(tc, test_patch_add_file_errors);
     tcase_add_test(tc, test_patch_out_of_memory);
+    tcase_add_test(tc, test_patch_kept_repository_is_never_stale);
+    tcase_add_test(tc, test_patch_handles_at_once_on_one_repository);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -118,11 +118,11 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     if (st == SBX_E_POLICY_DENIED) {
         if (json) {
             json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "status", "SBX_E_POLICY_DENIED", "reason",
-                                  sbx_policy_reason_name((int)why), "message", msg);
+                                  sbx_policy_reason_name(why), "message", msg);
             if (j)
                 print_json(j);
         }
-        fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name((int)why), msg);
+        fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name(why), msg);
         rc = SBXRUN_EXIT_DENIED;
     } else if (st != SBX_OK) {
         fprintf(stderr, "sbxrun exec: %s\n", msg);

@@ -32,7 +32,7 @@ enum { O_POLICY = 1, O_CWD, O_JOB, O_JSON, O_HELP };
 static void print_json(sbx_status st, sbx_policy_reason reason, const char *msg)
 {
     json_t *o = json_pack("{s:s, s:s, s:s}", "decision", st == SBX_OK ? "allow" : "deny", "reason",
-                          sbx_policy_reason_name((int)reason), "message", msg);
+                          sbx_policy_reason_name(reason), "message", msg);
     char *s = o ? json_dumps(o, 0) : NULL;
     if (s)
         printf("%s\n", s);
@@ -86,7 +86,7 @@ static int check(int argc, char **argv)
         print_json(st, reason, msg);
     if (st == SBX_OK)
         return SBXRUN_EXIT_OK;
-    fprintf(stderr, "denied: %s: %s\n", sbx_policy_reason_name((int)reason), msg);
+    fprintf(stderr, "denied: %s: %s\n", sbx_policy_reason_name(reason), msg);
     return SBXRUN_EXIT_DENIED;
 }
 
