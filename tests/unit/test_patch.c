@@ -905,11 +905,14 @@ START_TEST(test_patch_truncated_binary_does_not_hang)
         sbx_status st;
         signal(SIGALRM, SIG_DFL); /* Check's own handler would kill the test's process group */
         alarm(20);
-        if (sbx_patch_set_base(p, repo, NULL) != SBX_OK)
+        if (sbx_patch_set_base(p, repo, NULL) != SBX_OK) {
+            sbx_patch_free(p);
             _exit(3);
+        }
         st = load(p, truncated_binary);
         if (st == SBX_OK)
             st = sbx_patch_check(p);
+        sbx_patch_free(p); /* nothing left for valgrind's leak check in this child */
         _exit(st == SBX_OK ? 1 : 0);
     }
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
