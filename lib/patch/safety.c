@@ -119,11 +119,20 @@ static sbx_status check_path(const char *v, size_t n, bool strip, sbx__buf *tmp,
 {
     sbx_patch_rule r;
     size_t raw = 0;
+    size_t name;
     while (raw < n && v[raw] != '\t')
         raw++;
+    for (name = raw; name && v[name - 1] == ' '; name--)
+        ;
+    if (strip && name == 9 && memcmp(v, "/dev/null", 9) == 0)
+        return SBX_OK; /* git reads "/dev/null " as /dev/null too */
     /* "+++ /etc/x": git strips a component, patch -p0 would not. */
-    if (strip && raw && v[0] == '/' && !(raw == 9 && memcmp(v, "/dev/null", 9) == 0))
+    if (strip && raw && v[0] == '/')
         return found(f, SBX_PATCH_RULE_ABSOLUTE, v, raw);
+    /* git takes "a/x " as a name ending in a space, libgit2 drops the space:
+     * they would patch different files. */
+    if (strip && name < raw && v[0] != '"')
+        return unreadable(f, "a space after the name", v, raw);
     if (!sbx__patch_header_path(v, n, strip, tmp))
         return n && v[0] == '"' ? unreadable(f, "a broken quoted path", v, n) : SBX_E_NOMEM;
     if (tmp->len && (r = sbx__patch_path_rule(tmp->data, tmp->len)) != SBX_PATCH_RULE_NONE)
@@ -185,6 +194,7 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
                  {"copy from ", false}, {"copy to ", false}};
     sbx__buf tmp = SBX__BUF_INIT, file = SBX__BUF_INIT;
     long old_left = 0, new_left = 0;
+    bool after_hunk = false;
     sbx_status st = SBX_OK;
 
     f->rule = SBX_PATCH_RULE_NONE;
@@ -200,8 +210,17 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
                 old_left--;
             else if (line[0] == '+')
                 new_left--;
+            after_hunk = old_left <= 0 && new_left <= 0;
             continue;
         }
+        /* A hunk line past the counts of its header: git calls the patch
+         * corrupt, libgit2 ignores the line (an email's "-- " signature is
+         * not a hunk line). */
+        if (after_hunk && n && (line[0] == ' ' || line[0] == '+' || (line[0] == '-' && !(n == 3 && line[1] == '-' && line[2] == ' ') &&
+                                                                     !sbx__patch_starts(line, n, "--- "))))
+            { st = unreadable(f, "a hunk line past its header's counts", line, n); break; }
+        if (n && line[0] != '\\')
+            after_hunk = false;
         if (sbx__patch_starts(line, n, "@@ -")) {
             hunk_size(line, n, &old_left, &new_left);
             continue;
