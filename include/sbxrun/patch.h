@@ -215,8 +215,9 @@ SBX_API size_t sbx_patch_file_count(const sbx_patch *p);
 SBX_API const char *sbx_patch_file_path(const sbx_patch *p, size_t i);
 
 /**
- * The path of file i before the patch (the source of a rename or copy; NULL
- * for an added file or i out of range). Borrowed from the handle.
+ * The path file i had before the patch when the patch renames or copies it
+ * (the source); NULL for every other change, or i out of range. Borrowed
+ * from the handle.
  * @since 1.0
  */
 SBX_API const char *sbx_patch_file_old_path(const sbx_patch *p, size_t i);
@@ -260,7 +261,9 @@ SBX_API int sbx_patch_file_binary(const sbx_patch *p, size_t i);
 
 /**
  * The patch id, 40 hexadecimal digits, equal to `git patch-id --stable` of
- * the same diff; "" before a load. Borrowed from the handle.
+ * the same text (for plain `diff -u` output, which git patch-id does not
+ * read, the id of its git form); "" before a load, and where git would print
+ * no id. Borrowed from the handle.
  * @since 1.0
  */
 SBX_API const char *sbx_patch_id(const sbx_patch *p);
@@ -293,7 +296,9 @@ SBX_API sbx_status sbx_patch_to_json(sbx_patch *p, char **out);
  * Write the base tree with the patch applied as a gzip tar at path (replaced
  * atomically: a temporary file beside it, then renamed), for upload to a
  * sandbox. The repository's work tree and index are not touched. The patch
- * must have been checked and apply.
+ * must have been checked and apply. Regular files only: symbolic links and
+ * submodules of the base are left out (a sandbox's file API writes regular
+ * files).
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (not SBX_PATCH_APPLIES),
  *         SBX_E_BUDGET_EXCEEDED (a file over the limit), SBX_E_IO,
