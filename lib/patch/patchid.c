@@ -4,7 +4,6 @@
 
 #include <openssl/evp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "patch/patch_int.h"
@@ -59,31 +58,39 @@ static bool pid_line(struct pid *d, const char *l, size_t n)
     return EVP_DigestUpdate(d->ctx, buf, k) == 1;
 }
 
+/* The digits at q (before end): their count, and their value in *v (capped:
+ * a count that large fails the hunk anyway). The text is not NUL-ended, so
+ * no strtol. */
+static size_t digits(const char *q, const char *end, long *v)
+{
+    size_t k = 0;
+    long x = 0;
+    for (; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
+        if (x < 100000000)
+            x = x * 10 + (q[k] - '0');
+    if (v)
+        *v = x;
+    return k;
+}
+
 /* A hunk header's line counts (a missing count is 1); false if malformed. */
 static bool hunk_counts(const char *l, size_t n, long *before, long *after)
 {
     const char *q = l + 4, *end = l + n;
-    size_t k = 0;
-    while (q + k < end && q[k] >= '0' && q[k] <= '9')
-        k++;
+    size_t k = digits(q, end, NULL);
     *before = 1;
     if (q + k < end && q[k] == ',') {
         q += k + 1;
-        *before = strtol(q, NULL, 10);
-        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-            ;
+        k = digits(q, end, before);
     }
     if (k == 0 || q + k + 1 >= end || q[k] != ' ' || q[k + 1] != '+')
         return false;
     q += k + 2;
-    for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-        ;
+    k = digits(q, end, NULL);
     *after = 1;
     if (q + k < end && q[k] == ',') {
         q += k + 1;
-        *after = strtol(q, NULL, 10);
-        for (k = 0; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-            ;
+        k = digits(q, end, after);
     }
     return k > 0;
 }
