@@ -233,7 +233,7 @@ static void make_repo(const char *dir, int n, int lines, name_fn name, int loose
     char *commit[] = {"git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c",
                       "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "base", NULL};
     char *repack[] = {"git", "repack", "-a", "-d", "-q", NULL};
-    char text[8192], rel[256], path[4096];
+    char text[8192], rel[256], path[4200 + 260];
     if (mkdir(dir, 0700) != 0)
         die("mkdir");
     git(dir, init, NULL);
@@ -264,7 +264,7 @@ static void diff_of(const char *dir, const int *files, const int *lines, int n, 
 {
     char *diff[] = {"git", "diff", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", NULL};
     char *restore[] = {"git", "checkout", "-q", "--", ".", NULL};
-    char text[8192], rel[256], path[4096];
+    char text[8192], rel[256], path[4200 + 260];
     for (int k = 0; k < n; k++) {
         size_t len;
         name(rel, sizeof rel, files[k]);
