@@ -238,13 +238,7 @@ static sbx_status refuse(sbx_patch *p, sbx_patch_rule r, const char *path, size_
     sbx__buf shown = SBX__BUF_INIT;
     p->verdict = SBX_PATCH_UNSAFE;
     p->rule = r;
-    for (size_t i = 0; i < len && i < 512; i++) {
-        unsigned char ch = (unsigned char)path[i];
-        if (ch < 0x20 || ch == 0x7f || ch == '\\')
-            sbx__buf_printf(&shown, "\\x%02x", ch);
-        else
-            sbx__buf_putc(&shown, (char)ch);
-    }
+    sbx__patch_show(&shown, path, len, 512); /* on OOM, less of the path is shown */
     sbx__err_set(&p->err, SBX_E_PATCH, "unsafe patch: '%s': %s", shown.data ? shown.data : "",
                  sbx__patch_rule_text(r));
     sbx__buf_free(&shown);
@@ -277,10 +271,11 @@ static sbx_status check_delta(sbx_patch *p, const git_diff_delta *d)
     }
     if (d->status != GIT_DELTA_DELETED) {
         /* By the mode's type bits: 0120644 is a symbolic link to git too. */
-        if (sbx__patch_mode_rule(d->new_file.mode) || sbx__patch_mode_rule(d->old_file.mode))
-            return refuse(p, sbx__patch_mode_rule(d->new_file.mode) ? sbx__patch_mode_rule(d->new_file.mode)
-                                                                     : sbx__patch_mode_rule(d->old_file.mode),
-                          d->new_file.path, strlen(d->new_file.path));
+        sbx_patch_rule r = sbx__patch_mode_rule(d->new_file.mode);
+        if (!r)
+            r = sbx__patch_mode_rule(d->old_file.mode);
+        if (r)
+            return refuse(p, r, d->new_file.path, strlen(d->new_file.path));
     }
     return SBX_OK;
 }
@@ -844,13 +839,9 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
                      : no_apply(p, newp, "the file exists in the base already");
         git_blob_free(target.blob);
     }
-    if (st == SBX_OK) {
-        struct state pre = old;
-        if (d->status == GIT_DELTA_ADDED)
-            pre.exists = false;
-        st = (d->flags & GIT_DIFF_FLAG_BINARY) ? apply_binary(p, i, &pre, &post, &post_len)
-                                               : apply_text_file(p, i, &pre, &post, &post_len);
-    }
+    if (st == SBX_OK) /* an added file's old state does not exist (checked above) */
+        st = (d->flags & GIT_DIFF_FLAG_BINARY) ? apply_binary(p, i, &old, &post, &post_len)
+                                               : apply_text_file(p, i, &old, &post, &post_len);
     mode = d->new_file.mode ? d->new_file.mode : old.exists && old.mode ? old.mode : GIT_FILEMODE_BLOB;
     git_blob_free(old.blob);
     if (st != SBX_OK) {

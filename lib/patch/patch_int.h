@@ -38,6 +38,9 @@ struct sbx__patch_finding {
 };
 
 sbx_patch_rule sbx__patch_path_rule(const char *path, size_t len);
+/* Append at most max bytes of attacker text to out for a message: control
+ * bytes and backslashes as \xNN, so none reaches a terminal or a log. */
+sbx_status sbx__patch_show(sbx__buf *out, const char *s, size_t n, size_t max);
 /* The rule a file mode breaks by its type bits (symbolic link, gitlink). */
 sbx_patch_rule sbx__patch_mode_rule(unsigned mode);
 const char *sbx__patch_rule_text(sbx_patch_rule r);

@@ -77,17 +77,24 @@ static sbx_status found(struct sbx__patch_finding *f, sbx_patch_rule r, const ch
     return sbx__buf_append(&f->path, path, len) == SBX_OK ? SBX_E_PATCH : SBX_E_NOMEM;
 }
 
+sbx_status sbx__patch_show(sbx__buf *out, const char *s, size_t n, size_t max)
+{
+    sbx_status st = SBX_OK;
+    for (size_t i = 0; i < n && i < max && st == SBX_OK; i++) {
+        unsigned char c = (unsigned char)s[i];
+        st = c < 0x20 || c == 0x7f || c == '\\' ? sbx__buf_printf(out, "\\x%02x", c) : sbx__buf_putc(out, (char)c);
+    }
+    return st;
+}
+
 static sbx_status unreadable(struct sbx__patch_finding *f, const char *what, const char *line, size_t n)
 {
-    size_t k = (size_t)snprintf(f->why, sizeof f->why, "%s in '", what);
-    /* The line is attacker text: control bytes are shown, not sent. */
-    for (size_t i = 0; i < n && i < 80 && k + 6 < sizeof f->why; i++) {
-        unsigned char c = (unsigned char)line[i];
-        k += (size_t)snprintf(f->why + k, sizeof f->why - k, c < 0x20 || c == 0x7f || c == '\\' ? "\\x%02x" : "%c", c);
-    }
-    if (k + 2 <= sizeof f->why)
-        snprintf(f->why + k, sizeof f->why - k, "'");
-    return SBX_E_PARSE;
+    sbx__buf shown = SBX__BUF_INIT;
+    sbx_status st = sbx__patch_show(&shown, line, n, 80);
+    f->rule = SBX_PATCH_RULE_NONE;
+    snprintf(f->why, sizeof f->why, "%s in '%s'", what, shown.data ? shown.data : "");
+    sbx__buf_free(&shown);
+    return st == SBX_OK ? SBX_E_PARSE : st;
 }
 
 sbx_patch_rule sbx__patch_mode_rule(unsigned mode)

@@ -651,6 +651,14 @@ static const struct unsafe_case unsafe_cases[] = {
     {"newline in a path", "diff --git \"a/x\\ny\" \"b/x\\ny\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/x\\ny\"\n"
                           "@@ -0,0 +1 @@\n+x\n",
      SBX_PATCH_RULE_BAD_PATH, NULL},
+    /* An outsider's tries: read a secret out of .git into the tree; end a
+     * path early with a NUL ("x\0/../../etc" would be "x" to C). */
+    {"copy out of .git", "diff --git a/.git/config b/leak.txt\nsimilarity index 100%\ncopy from .git/config\n"
+                         "copy to leak.txt\n",
+     SBX_PATCH_RULE_GIT_DIR, ".git/config"},
+    {"NUL in a quoted path", "diff --git \"a/x\\000y\" \"b/x\\000y\"\nnew file mode 100644\n--- /dev/null\n"
+                             "+++ \"b/x\\000y\"\n@@ -0,0 +1 @@\n+x\n",
+     SBX_PATCH_RULE_BAD_PATH, NULL},
 };
 
 /* Load text; it must be refused under rule, naming path. Returns 0, or 1

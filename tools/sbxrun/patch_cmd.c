@@ -2,7 +2,6 @@
 /* sbxrun patch check: is a patch safe, and does it apply to a local tree?
  * Offline: only the repository's objects are read (doc/patch.md). */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun policy check: ask the command policy about one argv, offline. */
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
