@@ -31,6 +31,8 @@
 #include <stdint.h>
 
 #include <sbxrun/common.h>
+#include <sbxrun/policy.h>
+#include <sbxrun/redact.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -443,6 +445,44 @@ typedef void (*sbx_log_cb)(sbx_log_level level, const char *message, void *user)
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_set_log_cb(sbx_client *c, sbx_log_level min_level, sbx_log_cb cb, void *user);
+
+/* ---- safety for plain commands ----------------------------------------- */
+
+/**
+ * Check every command made from this client against a command policy
+ * before anything is sent: sbx_command_run(), _run_start() and a detached
+ * start fail with SBX_E_POLICY_DENIED, the message naming the rule
+ * (sbx_policy_reason_name()) and the argument, and no request is made.
+ * Attaching to a command already running is not checked. A relative
+ * working directory is taken under /vercel/sandbox, as the server does.
+ *
+ * p is copied: later changes to it do not reach the client. NULL removes
+ * the check (the default: a plain command is a faithful client of the
+ * protocol). Jobs (sbx_job) check their commands with their own policy.
+ *
+ * @param job_type  the job type whose rules apply (NULL: the base rules).
+ * @return SBX_OK, SBX_E_INVALID_ARG (c NULL, job_type unknown),
+ *         SBX_E_NOMEM, SBX_E_MISUSE (from inside a callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_policy(sbx_client *c, const sbx_policy *p, const char *job_type);
+
+/**
+ * Redact the output of every command started from this client from now
+ * on, before any output callback or buffer sees it (sbx_redact_stream
+ * rules: a secret cut across chunks is still caught; what the redactor
+ * holds back at a chunk's end comes with the next chunk or at the
+ * output's end). The byte counts of sbx_command_output_bytes() stay those
+ * of the output as the program wrote it.
+ *
+ * The redactor's rules are taken as they are now (it may be changed or
+ * freed afterwards). NULL stops redacting for commands started later.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (c NULL), SBX_E_MISUSE (from inside a
+ *         callback).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_set_redactor(sbx_client *c, const sbx_redactor *r);
 
 #ifdef __cplusplus
 }

@@ -18,5 +18,6 @@
 #include <sbxrun/redact.h>
 #include <sbxrun/transcript.h>
 #include <sbxrun/patch.h>
+#include <sbxrun/job.h>
 
 #endif /* SBXRUN_SBXRUN_H */

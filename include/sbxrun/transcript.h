@@ -61,7 +61,8 @@ typedef enum sbx_verdict {
     SBX_VERDICT_TIMED_OUT = 2, /**< "timed-out": the job ran past its deadline */
     SBX_VERDICT_DENIED = 3,    /**< "denied": a policy refused a step */
     SBX_VERDICT_CANCELLED = 4, /**< "cancelled": the caller stopped the job */
-    SBX_VERDICT_ERROR = 5      /**< "error": the job could not be carried out */
+    SBX_VERDICT_ERROR = 5,     /**< "error": the job could not be carried out */
+    SBX_VERDICT_UNAVAILABLE = 6 /**< "unavailable": no sandbox could be had (retry later) */
 } sbx_verdict;
 
 /**

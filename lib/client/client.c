@@ -14,6 +14,8 @@
 
 #include "client/core.h"
 #include "client/global.h"
+#include "policy/policy_share.h"
+#include "redact/redact_int.h"
 #include "util/str.h"
 
 #define VERCEL_API "https://vercel.com/api"
@@ -30,6 +32,9 @@ void sbx__core_unref(struct sbx__core *c)
     if (!c || --c->refs > 0)
         return;
     sbx__engine_free(c->engine);
+    sbx_policy_free(c->policy);
+    sbx__free(c->policy_job);
+    sbx__redact_rules_unref(c->redact_rules);
     sbx__auth_clear(&c->auth);
     sbx__err_free(&c->endpoint_err);
     sbx__free(c->endpoint);
@@ -259,6 +264,10 @@ void sbx__op_finish(sbx_op *op, sbx_status st, const char *fmt, ...)
         sbx__op_destroy(op);
         return;
     }
+    if (op->parent_cb) {
+        op->parent_cb(op, op->parent_arg);
+        return;
+    }
     if (op->internal)
         return;
     if (c->done_tail)
@@ -333,8 +342,40 @@ static sbx_status drive(struct sbx__core *c, sbx_op *op, int64_t timeout_ms)
     }
 }
 
+/* Take a finished op out of the done queue (it was never handed out). */
+static void unqueue_done(sbx_op *op)
+{
+    struct sbx__core *c = op->core;
+    sbx_op *prev = NULL;
+    for (sbx_op *o = c->done_head; o; prev = o, o = o->done_next) {
+        if (o != op)
+            continue;
+        if (prev)
+            prev->done_next = o->done_next;
+        else
+            c->done_head = o->done_next;
+        if (c->done_tail == o)
+            c->done_tail = prev;
+        o->done_next = NULL;
+        return;
+    }
+}
+
+void sbx__op_adopt(sbx_op *op, void (*cb)(sbx_op *op, void *arg), void *arg)
+{
+    op->internal = true;
+    op->parent_cb = cb;
+    op->parent_arg = arg;
+    if (op->done) {
+        unqueue_done(op);
+        cb(op, arg);
+    }
+}
+
 sbx_status sbx__op_drive(sbx_op *op)
 {
+    if (op->done && !op->internal)
+        unqueue_done(op); /* it ended inside its _start */
     op->internal = true;
     drive(op->core, op, -1);
     return op->status;
@@ -818,21 +859,8 @@ void sbx_op_free(sbx_op *op)
         sbx__op_destroy(op);
         return;
     }
-    if (!op->handed_out) {
-        /* Still in the done queue: take it out. */
-        sbx_op *prev = NULL;
-        for (sbx_op *o = c->done_head; o; prev = o, o = o->done_next) {
-            if (o != op)
-                continue;
-            if (prev)
-                prev->done_next = o->done_next;
-            else
-                c->done_head = o->done_next;
-            if (c->done_tail == o)
-                c->done_tail = prev;
-            break;
-        }
-    }
+    if (!op->handed_out)
+        unqueue_done(op); /* still in the done queue */
     sbx__op_destroy(op);
 }
 
@@ -967,5 +995,43 @@ sbx_status sbx_client_set_log_cb(sbx_client *cl, sbx_log_level min_level, sbx_lo
     cl->core->log_cb = cb;
     cl->core->log_user = user;
     sbx__engine_set_log(cl->core->engine, core_log, cl->core, (int)min_level);
+    return SBX_OK;
+}
+
+/* ---- safety for plain commands --------------------------------------------------------- */
+
+sbx_status sbx_client_set_policy(sbx_client *cl, const sbx_policy *p, const char *job_type)
+{
+    sbx_policy *copy = NULL;
+    char *job = NULL;
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    if (job_type) {
+        /* The policy names the job types it knows: ask it, with a harmless
+         * command, rather than keep a second list here. */
+        static const char *const probe[] = {"ls"};
+        sbx_policy_reason why;
+        char msg[256];
+        sbx_policy *any = p ? NULL : sbx_policy_new();
+        sbx_status st = sbx_policy_check(p ? p : any, job_type, 1, probe, NULL, &why, msg, sizeof msg);
+        sbx_policy_free(any);
+        if (st != SBX_OK && st != SBX_E_POLICY_DENIED)
+            return sbx__err_set(&cl->err, st == SBX_E_NOMEM ? st : SBX_E_INVALID_ARG, "job type: %s", msg);
+    }
+    if ((p && !(copy = sbx__policy_copy(p))) || (job_type && !(job = sbx__strdup(job_type)))) {
+        sbx_policy_free(copy);
+        return sbx__err_nomem(&cl->err);
+    }
+    sbx_policy_free(cl->core->policy);
+    sbx__free(cl->core->policy_job);
+    cl->core->policy = copy;
+    cl->core->policy_job = job;
+    return SBX_OK;
+}
+
+sbx_status sbx_client_set_redactor(sbx_client *cl, const sbx_redactor *r)
+{
+    SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    sbx__redact_rules_unref(cl->core->redact_rules);
+    cl->core->redact_rules = r ? sbx__redactor_rules(r) : NULL;
     return SBX_OK;
 }

@@ -48,7 +48,9 @@
 
 #include "client/core.h"
 #include "util/ndjson.h"
+#include "client/command_int.h"
 #include "client/sandbox_int.h"
+#include "redact/redact_int.h"
 #include "util/str.h"
 
 #define OUTPUT_LIMIT_DEFAULT (1u << 20)
@@ -82,6 +84,10 @@ struct sbx_command {
     sbx__buf out[2];
     uint64_t delivered[2];
     struct cmd_run *run;      /* the pending follow op's state; NULL when none */
+    /* safety: own (the job layer) or else the client's, taken at start */
+    bool own_safety;
+    sbx__redact_rules *own_rules;
+    sbx_redact_stream *rs[2]; /* the output's redaction, per stream */
 };
 
 struct cmd_run {
@@ -122,6 +128,9 @@ static void command_destroy(struct sbx__target *t)
     sbx__command_info_free(&cmd->info);
     sbx__buf_free(&cmd->out[0]);
     sbx__buf_free(&cmd->out[1]);
+    sbx_redact_stream_free(cmd->rs[0]);
+    sbx_redact_stream_free(cmd->rs[1]);
+    sbx__redact_rules_unref(cmd->own_rules);
     sbx__target_unref(&cmd->sbx->t);
     sbx__free(cmd);
     sbx__core_unref(c);
@@ -273,11 +282,13 @@ static void trim_tail(sbx__buf *b, size_t limit, size_t slack)
         sbx__buf_consume(b, 1);
 }
 
-static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
+/* Output as the caller sees it (redacted when the command is). */
+static bool deliver(struct cmd_run *run, int stream, const char *data, size_t n)
 {
     sbx_command *cmd = run->cmd;
     int i = idx(stream);
-    cmd->delivered[i] += n;
+    if (n == 0)
+        return true;
     if (cmd->cb) {
         int stop;
         cmd->core->in_callback++;
@@ -296,6 +307,40 @@ static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
     if (cmd->blocking)
         trim_tail(&cmd->out[i], cmd->limit, cmd->limit);
     return true;
+}
+
+/* Output as the program wrote it: counted, then redacted and delivered. */
+static bool give(struct cmd_run *run, int stream, const char *data, size_t n)
+{
+    sbx_command *cmd = run->cmd;
+    int i = idx(stream);
+    const uint8_t *o;
+    size_t on;
+    cmd->delivered[i] += n;
+    if (!cmd->rs[i])
+        return deliver(run, stream, data, n);
+    if (sbx_redact_stream_feed(cmd->rs[i], (const uint8_t *)data, n, &o, &on) != SBX_OK) {
+        sbx__err_nomem(&run->op->err); /* never deliver unredacted */
+        return false;
+    }
+    return deliver(run, stream, (const char *)o, on);
+}
+
+/* The output has ended: what the redactors held back, then no more. */
+static void end_output(struct cmd_run *run)
+{
+    sbx_command *cmd = run->cmd;
+    cmd->output_ended = true;
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *o;
+        size_t on;
+        if (!cmd->rs[i])
+            continue;
+        if (sbx_redact_stream_finish(cmd->rs[i], &o, &on) == SBX_OK)
+            deliver(run, i ? SBX_STREAM_STDERR : SBX_STREAM_STDOUT, (const char *)o, on);
+        sbx_redact_stream_free(cmd->rs[i]);
+        cmd->rs[i] = NULL;
+    }
 }
 
 /* A log chunk of this connection: skip what an earlier connection already
@@ -341,8 +386,8 @@ static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
     }
     cancel_reqs(run);
     if (cmd->run == run) {
+        end_output(run);
         cmd->run = NULL;
-        cmd->output_ended = true;
         if (cmd->blocking) {
             trim_tail(&cmd->out[0], cmd->limit, 0);
             trim_tail(&cmd->out[1], cmd->limit, 0);
@@ -617,7 +662,7 @@ static void logs_done(sbx__req *r, void *user)
             run_finish(run, op->err.code ? op->err.code : SBX_E_PROTOCOL, NULL);
             return;
         }
-        run->cmd->output_ended = true;
+        end_output(run);
         sbx__req_free(run->logs);
         run->logs = NULL;
         advance(run);
@@ -966,6 +1011,53 @@ static void on_timeout(struct cmd_run *run)
         run_finish(run, SBX_E_TIMEOUT, "the command ran past its deadline; out of memory to kill it");
 }
 
+/* The client's command policy, before anything is sent. */
+static sbx_status check_policy(sbx_command *cmd)
+{
+    const sbx_policy *p = cmd->core->policy;
+    char msg[768], dir[4096];
+    const char *cwd = cmd->cwd;
+    sbx_policy_reason why = SBX_POLICY_ALLOW;
+    sbx_status st;
+    if (cmd->own_safety || !p)
+        return SBX_OK;
+    if (cwd && cwd[0] != '/') { /* the server takes it under the workspace */
+        snprintf(dir, sizeof dir, "/vercel/sandbox/%s", cwd);
+        cwd = dir;
+    }
+    st = sbx_policy_check(p, cmd->core->policy_job, cmd->argv.n, (const char *const *)cmd->argv.v, cwd, &why, msg,
+                          sizeof msg);
+    if (st == SBX_E_POLICY_DENIED)
+        return sbx__err_set(&cmd->err, st, "denied by the command policy (%s): %s", sbx_policy_reason_name(why), msg);
+    if (st != SBX_OK)
+        return sbx__err_set(&cmd->err, st, "the command policy could not decide: %s", msg);
+    return SBX_OK;
+}
+
+/* The output's redaction streams, from the job's rules or the client's. */
+static sbx_status open_redaction(sbx_command *cmd)
+{
+    sbx__redact_rules *rules = cmd->own_safety ? cmd->own_rules : cmd->core->redact_rules;
+    if (!rules || cmd->rs[0])
+        return SBX_OK;
+    cmd->rs[0] = sbx__redact_stream_with(rules);
+    cmd->rs[1] = sbx__redact_stream_with(rules);
+    if (!cmd->rs[0] || !cmd->rs[1]) {
+        sbx_redact_stream_free(cmd->rs[0]);
+        sbx_redact_stream_free(cmd->rs[1]);
+        cmd->rs[0] = cmd->rs[1] = NULL;
+        return sbx__err_nomem(&cmd->err);
+    }
+    return SBX_OK;
+}
+
+void sbx__command_own_safety(sbx_command *cmd, sbx__redact_rules *rules)
+{
+    cmd->own_safety = true;
+    sbx__redact_rules_unref(cmd->own_rules);
+    cmd->own_rules = rules;
+}
+
 static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
 {
     struct cmd_run *run;
@@ -978,7 +1070,11 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the command handle was already started; use a new one");
     if (!attach_id && cmd->argv.n == 0)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "no program: call sbx_command_set_argv() first");
+    if (!attach_id && (st = check_policy(cmd)) != SBX_OK)
+        return st;
     if ((st = sbx__core_ready(cmd->core, &cmd->err)) != SBX_OK)
+        return st;
+    if ((st = open_redaction(cmd)) != SBX_OK)
         return st;
     run = sbx__calloc(1, sizeof *run);
     if (!run)

@@ -44,6 +44,12 @@ struct sbx__core {
      * in_callback like the done callback. */
     sbx_log_cb log_cb;
     void *log_user;
+    /* Safety for plain commands (sbx_client_set_policy/_set_redactor):
+     * a private copy of the policy and the job type it is checked as, and
+     * the redactor's rules as they were when set. */
+    sbx_policy *policy;
+    char *policy_job;
+    struct rules *redact_rules; /* sbx__redact_rules */
 };
 
 struct sbx_client {
@@ -81,6 +87,10 @@ struct sbx_op {
     struct sbx_op *tnext;                  /* in target->ops */
     struct sbx_op *prev, *next;            /* in core->ops (pending) */
     struct sbx_op *done_next;              /* in the done queue */
+    /* An op another op is made of (sbx__op_adopt): told here when it ends,
+     * instead of the done queue. */
+    void (*parent_cb)(struct sbx_op *op, void *arg);
+    void *parent_arg;
 };
 
 /* ---- core ---- */
@@ -114,6 +124,11 @@ sbx_status sbx__op_drive(sbx_op *op);
 void sbx__op_destroy(sbx_op *op);
 /* Cancel on the driving thread, at once. */
 void sbx__op_cancel_now(sbx_op *op);
+/* Make op (just returned by a _start function) part of a bigger op: it is
+ * never handed out, and cb(op, arg) runs when it ends (at once if it has
+ * already ended). cb owns op from then on: it frees it with
+ * sbx__op_destroy(). */
+void sbx__op_adopt(sbx_op *op, void (*cb)(sbx_op *op, void *arg), void *arg);
 
 /* ---- a one-request op ---- */
 /* Parses a 2xx answer into the target; returns the op's status. */

@@ -190,6 +190,7 @@ struct sbx__engine {
     atomic_uint waiters;       /* threads inside sbx__engine_wait */
     atomic_bool exported;      /* the fd was handed to a host loop */
     int64_t armed;             /* when the timerfd fires; -1: disarmed */
+    sbx__timer *timers;        /* set timers, soonest first (few: a list) */
     /* Finished easy handles, reset, for the next requests: curl_easy_init
      * and cleanup per request cost more than the request's own parsing. */
     CURL *spare[EASY_SPARE_MAX];
@@ -1544,6 +1545,8 @@ static void rearm(sbx__engine *e)
 
     if (e->nheap && (due < 0 || e->heap[0]->hkey < due))
         due = e->heap[0]->hkey;
+    if (e->timers && (due < 0 || e->timers->due < due))
+        due = e->timers->due;
     if (atomic_load(&e->flagged))
         due = now;
     atomic_store(&e->next_due, due);
@@ -1584,6 +1587,49 @@ static void report_early(sbx__engine *e)
         log_end(r, SBX_OK, NULL);
         if (fn)
             fn(r, r->done_user); /* may free r */
+    }
+}
+
+void sbx__engine_timer_cancel(sbx__engine *e, sbx__timer *t)
+{
+    if (!t->set)
+        return;
+    for (sbx__timer **pp = &e->timers; *pp; pp = &(*pp)->next)
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    t->set = false;
+    t->next = NULL;
+}
+
+void sbx__engine_timer_set(sbx__engine *e, sbx__timer *t, int64_t due, void (*fn)(sbx__timer *, void *),
+                           void *user)
+{
+    sbx__timer **pp = &e->timers;
+    sbx__engine_timer_cancel(e, t);
+    t->due = due;
+    t->fn = fn;
+    t->user = user;
+    while (*pp && (*pp)->due <= due)
+        pp = &(*pp)->next;
+    t->next = *pp;
+    *pp = t;
+    t->set = true;
+    if (!e->in_process)
+        rearm(e);
+}
+
+/* Timers that are due, each once; one may set or cancel others. */
+static void fire_timers(sbx__engine *e)
+{
+    int64_t now = sbx__mono_ms();
+    while (e->timers && e->timers->due <= now) {
+        sbx__timer *t = e->timers;
+        e->timers = t->next;
+        t->next = NULL;
+        t->set = false;
+        t->fn(t, t->user);
     }
 }
 
@@ -1645,6 +1691,7 @@ sbx_status sbx__engine_process(sbx__engine *e)
             break;
     }
     report_early(e);
+    fire_timers(e);
     e->in_process = false;
     rearm(e);
     if (e->kick) { /* submitted in the last round: the next call starts it */

@@ -97,6 +97,25 @@ void sbx__engine_take_poke(sbx__engine *e);
 /* Requests not done yet. */
 unsigned sbx__engine_pending(const sbx__engine *e);
 
+/* ---- timers ---- */
+
+/* A callback at a time, run by sbx__engine_process on the driving thread
+ * (the job layer's soft timeouts and grace periods). The owner embeds it
+ * and keeps it alive while it is set. */
+typedef struct sbx__timer sbx__timer;
+struct sbx__timer {
+    int64_t due;                       /* monotonic ms */
+    void (*fn)(sbx__timer *t, void *user);
+    void *user;
+    sbx__timer *next;
+    bool set;
+};
+/* (Re)arm t for due (monotonic ms); fn runs once, at or after due. */
+void sbx__engine_timer_set(sbx__engine *e, sbx__timer *t, int64_t due, void (*fn)(sbx__timer *, void *),
+                           void *user);
+/* Disarm t (harmless when it is not set). */
+void sbx__engine_timer_cancel(sbx__engine *e, sbx__timer *t);
+
 /* ---- logging ---- */
 
 /* The client's log hook; level is an sbx_log_level. */

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "policy/policy_int.h"
+#include "policy/policy_share.h"
 #include "util/str.h"
 
 #define ARG_MAX_BYTES 131072
@@ -924,4 +925,21 @@ sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t ar
     if (reason)
         *reason = c.reason;
     return SBX_E_POLICY_DENIED;
+}
+
+/* ---- sharing ------------------------------------------------------------------------------ */
+
+sbx_policy *sbx__policy_copy(const sbx_policy *p)
+{
+    sbx_policy *q = sbx__calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    for (size_t i = 0; i < SBX__ARRAY_LEN(q->s); i++)
+        if (sbx__strlist_copy(&q->s[i].allow, &p->s[i].allow) != SBX_OK ||
+            sbx__strlist_copy(&q->s[i].deny, &p->s[i].deny) != SBX_OK ||
+            sbx__strlist_copy(&q->s[i].packages, &p->s[i].packages) != SBX_OK) {
+            sbx_policy_free(q);
+            return NULL;
+        }
+    return q;
 }

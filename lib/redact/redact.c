@@ -849,6 +849,11 @@ sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
     return r->rules;
 }
 
+void sbx__redact_rules_ref(sbx__redact_rules *rules)
+{
+    atomic_fetch_add(&rules->refs, 1);
+}
+
 void sbx__redact_rules_unref(sbx__redact_rules *rules)
 {
     rules_unref(rules);

@@ -115,6 +115,8 @@ typedef struct rules sbx__redact_rules;
 /* A new reference to r's current rules. */
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r);
 void sbx__redact_rules_unref(sbx__redact_rules *rules);
+/* Another reference to rules. */
+void sbx__redact_rules_ref(sbx__redact_rules *rules);
 /* A stream on these rules (NULL: out of memory). */
 sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules);
 /* Whether r's rules scan behind the three-byte prefilter (for tests). */

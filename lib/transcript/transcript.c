@@ -1140,7 +1140,7 @@ sbx_status sbx_transcript_save_file(sbx_transcript *t, const char *path)
 sbx_status sbx_transcript_finish(sbx_transcript *t, sbx_verdict verdict)
 {
     /* Indexed by sbx_verdict: the text the file format keeps. */
-    static const char *const verdicts[] = {"passed", "failed", "timed-out", "denied", "cancelled", "error"};
+    static const char *const verdicts[] = {"passed", "failed", "timed-out", "denied", "cancelled", "error", "unavailable"};
     char ended_at[32];
     json_t *e;
     sbx_status st;
@@ -1148,7 +1148,7 @@ sbx_status sbx_transcript_finish(sbx_transcript *t, sbx_verdict verdict)
     if ((st = writable(t)) != SBX_OK)
         return st;
     SBX__ARG(t, (int)verdict >= 0 && (size_t)verdict < SBX__ARRAY_LEN(verdicts),
-             "invalid verdict %d: SBX_VERDICT_PASSED to SBX_VERDICT_ERROR expected", (int)verdict);
+             "invalid verdict %d: SBX_VERDICT_PASSED to SBX_VERDICT_UNAVAILABLE expected", (int)verdict);
     if ((st = make_header(t)) != SBX_OK)
         return st;
     while (t->steps) { /* still open: cancelled */

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file job.h
+ * Jobs: one unit of verification work of a known type, run in a sandbox
+ * with the library's safety on by default.
+ *
+ * A job is one of the types repo.clone, repo.applyPatch, deps.install,
+ * verify.lint, verify.typecheck, verify.test, verify.build, db.migrate,
+ * with inputs, a timeout and the environment it may see. Running it:
+ *
+ *  - checks every command it will run against the command policy of its
+ *    type before anything is sent (a refusal is the verdict "denied", and
+ *    no request is made);
+ *  - puts the sandbox under the network preset of its type
+ *    (sbx_netpolicy_load_preset()) before its first command;
+ *  - forwards only the environment given with sbx_job_set_env(), and
+ *    registers those values as secrets;
+ *  - redacts the output (credential shapes, those values, secrets added
+ *    with sbx_job_add_secret()) before the output callback, the result or
+ *    the transcript sees it;
+ *  - stops it at its timeout (SIGTERM, then SIGKILL after a grace period),
+ *    keeping the output so far, and marks the result retryable.
+ *
+ * Turning a layer off is an explicit sbx_job_set_option() call. A job whose
+ * commands ran and failed is not an error: sbx_job_run() returns SBX_OK
+ * and sbx_job_verdict() says how it went. The request and the result also
+ * exist as JSON (sbx_job_load_json(), sbx_job_result_to_json(); schemas in
+ * doc/job.md).
+ */
+#ifndef SBXRUN_JOB_H
+#define SBXRUN_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sbxrun/common.h>
+#include <sbxrun/client.h>
+#include <sbxrun/command.h>
+#include <sbxrun/policy.h>
+#include <sbxrun/sandbox.h>
+#include <sbxrun/transcript.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A job (opaque). */
+typedef struct sbx_job sbx_job;
+
+/**
+ * A new job of the client, with no type yet.
+ *
+ * @return the job, or NULL when c is NULL or out of memory.
+ * @since 1.0
+ */
+SBX_API sbx_job *sbx_job_new(sbx_client *c);
+
+/**
+ * Free the job (NULL is fine). A job still running is cancelled first (its
+ * command is left to its sandbox, which stops at its own timeout).
+ * @since 1.0
+ */
+SBX_API void sbx_job_free(sbx_job *job);
+
+/** The message of the job's last failure ("" when none). @since 1.0 */
+SBX_API const char *sbx_job_last_error(const sbx_job *job);
+
+/**
+ * Set the job's type: one of repo.clone, repo.applyPatch, deps.install,
+ * verify.lint, verify.typecheck, verify.test, verify.build, db.migrate.
+ * Inputs already set that the type does not take are refused at the run.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (an unknown type, named),
+ *         SBX_E_MISUSE (the job has run).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_type(sbx_job *job, const char *type);
+
+/**
+ * Set (or with NULL value remove) one input of the job. The inputs each
+ * type takes are listed in doc/job.md: repo.clone "url", "ref", "depth",
+ * "dir", "token"; repo.applyPatch "patch", "dir"; deps.install
+ * "packageManager", "registry", "dir"; verify.* "script",
+ * "packageManager", "dir"; db.migrate "script", "packageManager", "url",
+ * "host", "dir". A "token" is a secret: it never enters the sandbox, the
+ * result or the transcript. Values are checked here when they can be
+ * (a number, a path inside /vercel/sandbox), and against the type at the
+ * run.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (naming the input), SBX_E_NOMEM,
+ *         SBX_E_MISUSE (the job has run).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_input(sbx_job *job, const char *key, const char *value);
+
+/**
+ * The program a verify.* or db.migrate job runs (no shell), instead of the
+ * package.json script of its type. argc 0 clears it.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_argv(sbx_job *job, size_t argc, const char *const *argv);
+
+/**
+ * The job's soft timeout, all its commands together (0: none; default
+ * 600000). When it passes, the running command gets SIGTERM, then SIGKILL
+ * after the grace period (option "kill_grace_ms", default 5000); the
+ * verdict is "timed-out", the result retryable, the output kept.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (ms < 0), SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_timeout_ms(sbx_job *job, int64_t ms);
+
+/**
+ * Give the job's commands one environment variable (the request's
+ * "envKeys"): nothing else of the caller's environment is forwarded. The
+ * value is registered as a secret (redacted from all output when 4 bytes
+ * or longer), wiped on free, and never appears in a result or transcript
+ * (the name does). NULL value removes it.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (name not [A-Za-z_][A-Za-z0-9_]*),
+ *         SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *value);
+
+/**
+ * One more value to redact from the job's output (a value the commands
+ * may print that is not in their environment).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (len 0), SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len);
+
+/**
+ * A file to read back after the job's commands (a junit report, a coverage
+ * summary), relative to the job's directory or absolute inside
+ * /vercel/sandbox. Its redacted content goes into the result, up to the
+ * option "artifact_max_bytes" (default 1 MiB; the rest is cut and the
+ * artifact marked truncated). A missing file is reported as such, not as a
+ * failure of the job.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (outside the workspace), SBX_E_NOMEM,
+ *         SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_add_artifact(sbx_job *job, const char *path);
+
+/**
+ * Check the job's commands against this command policy instead of the
+ * default one (sbx_policy_new()). p is copied.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (p NULL), SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_policy(sbx_job *job, const sbx_policy *p);
+
+/**
+ * Record the job's steps in t (which takes a reference). The job's header
+ * (type, inputs, endpoint, sandbox) is written when t has none yet; the
+ * caller ends t (sbx_transcript_finish()) when a run of several jobs is
+ * over. Output goes into it redacted.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_transcript(sbx_job *job, sbx_transcript *t);
+
+/**
+ * Receive the job's output as it comes, already redacted. Called on the
+ * thread driving the client, as sbx_command_set_output_cb(); a non-zero
+ * return cancels the job.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_output_cb(sbx_job *job, sbx_output_cb cb, void *user);
+
+/**
+ * Set an option by name (doc/job.md):
+ *  - "policy": "off" runs the commands unchecked (default "on");
+ *  - "redact": "off" gives the output as printed (default "on");
+ *  - "network_policy": "off" keeps the sandbox's network policy (default
+ *    "on": the type's preset);
+ *  - "lifecycle_scripts": "on" lets deps.install run the dependencies'
+ *    install scripts (default "off": --ignore-scripts);
+ *  - "kill_grace_ms", "tail_bytes" (the output kept per stream for the
+ *    result, default 65536), "artifact_max_bytes".
+ *
+ * @return SBX_OK, SBX_E_UNKNOWN_OPTION, SBX_E_INVALID_ARG (a bad value),
+ *         SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char *value);
+
+/**
+ * Set the job from a request in JSON: {"jobType": "...", "inputs": {...},
+ * "timeoutSeconds": N, "envKeys": ["NAME", ...], "command": ["prog", ...],
+ * "artifacts": ["path", ...]} (schema sbxrun.job.request/1, doc/job.md).
+ * Input values are strings (numbers are taken as their decimal text).
+ * "envKeys" names the variables the job may see: each must also be given
+ * its value with sbx_job_set_env(), or the run fails naming it. Unknown
+ * fields are refused. On failure the job is unchanged.
+ *
+ * @return SBX_OK, SBX_E_PARSE (not JSON), SBX_E_INVALID_ARG (a bad field,
+ *         named: `inputs.depth: ...`), SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_load_json(sbx_job *job, const char *json);
+
+/**
+ * Run the job in sandbox s (created, or fetched), blocking. s must stay
+ * alive until the run ends. A job runs once.
+ *
+ * @return SBX_OK when the job was carried out (whatever its verdict), or
+ *         the library's own failure: SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_NOMEM, SBX_E_CANCELLED, ... (the verdict is then "error",
+ *         "cancelled" or "unavailable").
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_run(sbx_job *job, sbx_sandbox *s);
+
+/**
+ * Start sbx_job_run() as an op, driven by the client (sbx_client_process()
+ * and friends). Cancelling the op stops the job (its running command gets
+ * SIGKILL).
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **op);
+
+/** The verdict of a job that has run (SBX_VERDICT_ERROR before). @since 1.0 */
+SBX_API sbx_verdict sbx_job_verdict(const sbx_job *job);
+
+/** "passed", "failed", "timed-out", "denied", "cancelled", "error",
+ * "unavailable" (NULL for another value). @since 1.0 */
+SBX_API const char *sbx_job_verdict_name(sbx_verdict verdict);
+
+/** The exit code of the job's last command, -1 when none exited. @since 1.0 */
+SBX_API int sbx_job_exit_code(const sbx_job *job);
+
+/** 1 when running the job again may succeed (a timeout, a sandbox that
+ * could not be had, a failure before any command started). @since 1.0 */
+SBX_API int sbx_job_retryable(const sbx_job *job);
+
+/**
+ * The job's result as JSON (schema sbxrun.job.result/1, doc/job.md):
+ * status, exitCode, retryable, message, stdoutTail, stderrTail, byte
+ * counts, timings, steps, artifacts, outputs. Everything in it is
+ * redacted. *out is freed with sbx_free().
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (the job has not run),
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_job_result_to_json(sbx_job *job, char **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBXRUN_JOB_H */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* command_int: what the job layer sets on the commands it runs. */
+#ifndef SBX_COMMAND_INT_H
+#define SBX_COMMAND_INT_H
+
+#include <sbxrun/command.h>
+
+struct rules;
+
+/* The command is checked and redacted by its owner (a job), not by the
+ * client's settings: no client policy check; its output is redacted with
+ * rules (a reference the command takes over; NULL: not redacted). Before
+ * the start. */
+void sbx__command_own_safety(sbx_command *cmd, struct rules *rules);
+
+#endif /* SBX_COMMAND_INT_H */

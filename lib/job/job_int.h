@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* What the job modules share: the job handle (job.c), its plan of steps
+ * per type (plan.c). */
+#ifndef SBX_JOB_INT_H
+#define SBX_JOB_INT_H
+
+#include <stdbool.h>
+
+#include <sbxrun/sbxrun.h>
+#include <sbxrun/job.h>
+
+#include "client/core.h"
+#include "util/buf.h"
+#include "util/error.h"
+#include "util/str.h"
+
+#define SBX__JOB_WORKSPACE "/vercel/sandbox"
+/* Where a job puts its own files in the sandbox (a patch to apply). */
+#define SBX__JOB_PRIVATE_DIR SBX__JOB_WORKSPACE "/.sbxrun"
+
+enum sbx__jtype {
+    J_NONE = -1,
+    J_CLONE,
+    J_APPLY,
+    J_INSTALL,
+    J_LINT,
+    J_TYPECHECK,
+    J_TEST,
+    J_BUILD,
+    J_MIGRATE,
+    J_NTYPES
+};
+
+/* What a step's output is for, besides the result and the transcript. */
+enum sbx__jstep_kind {
+    JS_RUN,      /* the job's work */
+    JS_DETECT,   /* `ls -A DIR`: which lockfile, hence which package manager */
+    JS_REVPARSE  /* `git rev-parse HEAD`: the commit a clone resolved to */
+};
+
+struct sbx__jstep {
+    char *name;
+    sbx__strlist argv;
+    char *cwd;
+    enum sbx__jstep_kind kind;
+    /* how it went */
+    bool ran;
+    sbx_step_outcome outcome;
+    int exit_code;
+    int64_t duration_ms;
+    char *command_id;
+};
+
+struct sbx__job_artifact {
+    char *path;     /* absolute, in the sandbox */
+    sbx__buf data;  /* redacted */
+    bool found, truncated, read;
+    char *error;
+};
+
+struct sbx_job {
+    struct sbx__core *core;
+    sbx__err err;
+    /* the request */
+    enum sbx__jtype type;
+    sbx__strlist inputs;      /* KEY=VALUE; "token" kept out of every output */
+    sbx__strlist argv;        /* verify.* / db.migrate program, or empty */
+    int64_t timeout_ms;
+    sbx__strlist env;         /* NAME=VALUE, secrets */
+    sbx__strlist env_keys;    /* names a JSON request requires */
+    sbx__strlist secrets;     /* sbx_job_add_secret() */
+    sbx__strlist artifact_paths;
+    sbx_policy *policy;       /* NULL: the default */
+    sbx_transcript *tr;
+    sbx_output_cb cb;
+    void *cb_user;
+    bool opt_policy, opt_redact, opt_netpolicy, opt_lifecycle;
+    int64_t kill_grace_ms;
+    size_t tail_bytes, artifact_max;
+    /* the run */
+    bool started, finished;
+    char *pm;                 /* package manager: npm, pnpm, yarn, bun */
+    char *lockfile;           /* what the detection found */
+    struct sbx__jstep *steps;
+    size_t nsteps, capsteps, cur;
+    struct sbx__job_artifact *artifacts;
+    size_t nartifacts;
+    sbx__buf capture;         /* stdout of a DETECT/REVPARSE step */
+    sbx__buf tails[2];
+    uint64_t bytes[2];
+    char *resolved_commit;
+    char *patch_json;         /* repo.applyPatch: the checked patch */
+    uint8_t *patch_data;
+    size_t patch_len;
+    /* the result */
+    sbx_verdict verdict;
+    int exit_code;
+    bool retryable;
+    char *message;
+    int64_t started_at, duration_ms;
+};
+
+/* The job type's index, J_NONE when unknown. */
+enum sbx__jtype sbx__job_type_find(const char *name);
+const char *sbx__job_type_str(enum sbx__jtype t);
+/* The input's value, NULL when not set. */
+const char *sbx__job_input(const sbx_job *job, const char *key);
+/* The directory the job works in: input "dir", else the type's default. */
+const char *sbx__job_dir(const sbx_job *job);
+
+/* Check the inputs against the type (the message names the input). */
+sbx_status sbx__job_plan_validate(sbx_job *job);
+/* Append the steps the job can plan now: all of them, or a detection step
+ * first when the package manager must be learnt from the workspace (then
+ * again after it, with job->pm set). */
+sbx_status sbx__job_plan(sbx_job *job);
+/* Read a DETECT step's listing: sets job->pm and job->lockfile, or fails
+ * with a message for the result. */
+sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len);
+sbx_status sbx__job_add_step(sbx_job *job, const char *name, enum sbx__jstep_kind kind, const char *cwd,
+                             size_t argc, const char *const *argv);
+
+#endif /* SBX_JOB_INT_H */

@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobrun: carrying a job out in a sandbox, as an op made of other ops
+ * (sbx__op_adopt): the network preset of the type, an upload (a patch),
+ * the steps' commands one after the other, then the artifacts. advance()
+ * is the one place that decides what comes next; each child's end calls
+ * it again. The soft timeout is an engine timer: SIGTERM to the running
+ * command, SIGKILL after the grace period, and the command is followed to
+ * its end so that its output is kept.
+ */
+#include "util/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "client/command_int.h"
+#include "client/sandbox_int.h"
+#include "job/job_int.h"
+#include "redact/redact_int.h"
+#include "util/clock.h"
+
+/* After SIGKILL, how long the command's own follow may still take before
+ * its hard deadline ends it. */
+#define BACKSTOP_MS 10000
+#define CAPTURE_MAX (256u << 10)
+#define SECRET_MIN 4
+
+enum phase { PH_NETPOLICY, PH_UPLOAD, PH_STEPS, PH_ARTIFACTS, PH_DONE };
+
+struct jrun {
+    sbx_job *job;
+    sbx_op *op;
+    sbx_sandbox *sbx;
+    enum phase phase;
+    size_t art;               /* the artifact being read */
+    sbx__redact_rules *rules; /* NULL: not redacted */
+    sbx_redact_stream *ars;   /* the artifact being read, redacted */
+    sbx_command *cmd;         /* the running step's */
+    sbx_op *child;            /* the op advance() waits for */
+    sbx_op *killer;           /* a kill in flight */
+    size_t tr_step;
+    sbx__timer timer;
+    sbx__timer kick;          /* the first advance, in the next round */
+    int64_t deadline, step_t0, t0;
+    int next_signal;          /* after SIGTERM: SIGKILL */
+    bool timed_out, cancelled, advancing, again, finishing;
+    sbx_verdict verdict;
+    sbx_status fail;
+};
+
+static void advance(struct jrun *jr);
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The job's end: its verdict and message (printf), once. The op itself
+ * ends when no child is left (a kill in flight is waited for). */
+static void conclude(struct jrun *jr, sbx_verdict v, sbx_status fail, const char *fmt, ...) SBX__PRINTF(4, 5);
+
+static void conclude(struct jrun *jr, sbx_verdict v, sbx_status fail, const char *fmt, ...)
+{
+    sbx_job *job = jr->job;
+    if (jr->phase == PH_DONE)
+        return;
+    jr->phase = PH_DONE;
+    jr->verdict = v;
+    jr->fail = fail;
+    if (fmt) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        sbx__free(job->message);
+        job->message = sbx__strdup(msg);
+    }
+    jr->again = true;
+}
+
+static void finish_op(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_status st;
+    if (jr->child || jr->killer || jr->finishing)
+        return;
+    jr->finishing = true;
+    sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
+    job->verdict = jr->verdict;
+    job->duration_ms = sbx__mono_ms() - jr->t0;
+    if (jr->verdict == SBX_VERDICT_TIMED_OUT || jr->verdict == SBX_VERDICT_UNAVAILABLE)
+        job->retryable = true;
+    job->finished = true;
+    st = jr->verdict == SBX_VERDICT_CANCELLED ? SBX_E_CANCELLED : jr->fail;
+    if (st != SBX_OK)
+        sbx__op_finish(jr->op, st, "%s", job->message ? job->message : sbx_strerror(st));
+    else
+        sbx__op_finish(jr->op, SBX_OK, NULL);
+}
+
+/* ---- the transcript ----------------------------------------------------------------------- */
+
+static void tr_header(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_transcript *t = job->tr;
+    if (!t)
+        return;
+    /* A run of several jobs writes its header once: the calls after the
+     * first step are refused (SBX_E_MISUSE), as they should be. */
+    if (sbx_transcript_step_count(t) > 0)
+        return;
+    sbx_transcript_set_job_type(t, sbx__job_type_str(job->type));
+    for (size_t i = 0; i < job->inputs.n; i++) {
+        const char *kv = job->inputs.v[i], *eq = strchr(kv, '=');
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        if (strcmp(key, "token") != 0)
+            sbx_transcript_set_input(t, key, eq + 1);
+    }
+    sbx_transcript_set_endpoint(t, job->core->endpoint);
+    if (sbx_sandbox_id(jr->sbx))
+        sbx_transcript_set_sandbox_id(t, sbx_sandbox_id(jr->sbx));
+}
+
+static void tr_step_begin(struct jrun *jr, const struct sbx__jstep *s)
+{
+    sbx_transcript *t = jr->job->tr;
+    if (!t || sbx_transcript_step_begin(t, s->name, &jr->tr_step) != SBX_OK) {
+        jr->tr_step = SIZE_MAX;
+        return;
+    }
+    sbx_transcript_step_set_argv(t, jr->tr_step, s->argv.n, (const char *const *)s->argv.v);
+    sbx_transcript_step_set_cwd(t, jr->tr_step, s->cwd);
+    for (size_t i = 0; i < jr->job->env.n; i++) {
+        char name[256];
+        const char *eq = strchr(jr->job->env.v[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - jr->job->env.v[i]), jr->job->env.v[i]);
+        sbx_transcript_step_add_env(t, jr->tr_step, name);
+    }
+}
+
+static void tr_step_end(struct jrun *jr, const struct sbx__jstep *s, bool retryable, const char *detail)
+{
+    sbx_transcript *t = jr->job->tr;
+    if (!t || jr->tr_step == SIZE_MAX)
+        return;
+    if (s->command_id)
+        sbx_transcript_step_set_command_id(t, jr->tr_step, s->command_id);
+    sbx_transcript_step_end(t, jr->tr_step, s->outcome, s->exit_code >= 0 && s->exit_code <= 255 ? s->exit_code : -1,
+                            retryable, detail);
+    jr->tr_step = SIZE_MAX;
+}
+
+/* ---- safety ------------------------------------------------------------------------------ */
+
+/* The redaction rules of the run: the shapes, every environment value,
+ * the caller's secrets, the clone token. */
+static sbx_status make_rules(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_redactor *r;
+    const char *tok = sbx__job_input(job, "token");
+    sbx_status st = SBX_OK;
+    if (!job->opt_redact)
+        return SBX_OK;
+    if (!(r = sbx_redactor_new()))
+        return sbx__err_nomem(&job->err);
+    for (size_t i = 0; i < job->env.n && st != SBX_E_NOMEM; i++) {
+        const char *v = strchr(job->env.v[i], '=') + 1;
+        if (strlen(v) >= SECRET_MIN)
+            st = sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v));
+    }
+    for (size_t i = 0; i < job->secrets.n && st != SBX_E_NOMEM; i++)
+        st = sbx_redactor_add_secret(r, (const uint8_t *)job->secrets.v[i], strlen(job->secrets.v[i]));
+    if (tok && st != SBX_E_NOMEM)
+        st = sbx_redactor_add_secret(r, (const uint8_t *)tok, strlen(tok));
+    if (st == SBX_E_NOMEM) {
+        sbx_redactor_free(r);
+        return sbx__err_nomem(&job->err);
+    }
+    jr->rules = sbx__redactor_rules(r);
+    sbx_redactor_free(r);
+    return SBX_OK;
+}
+
+/* Check the steps from `from` on against the policy of the type. true
+ * when one is refused (the job then ends denied; nothing of it was sent). */
+static bool refused(struct jrun *jr, size_t from)
+{
+    sbx_job *job = jr->job;
+    sbx_policy *def = NULL;
+    const sbx_policy *p = job->policy;
+    bool denied = false;
+    if (!job->opt_policy)
+        return false;
+    if (!p && !(p = def = sbx_policy_new())) {
+        conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
+        return true;
+    }
+    for (size_t i = from; i < job->nsteps && !denied; i++) {
+        struct sbx__jstep *s = &job->steps[i];
+        sbx_policy_reason why = SBX_POLICY_ALLOW;
+        char msg[768];
+        sbx_status st = sbx_policy_check(p, sbx__job_type_str(job->type), s->argv.n, (const char *const *)s->argv.v,
+                                         s->cwd, &why, msg, sizeof msg);
+        if (st == SBX_OK)
+            continue;
+        denied = true;
+        s->outcome = SBX_STEP_POLICY_DENIED;
+        tr_step_begin(jr, s);
+        tr_step_end(jr, s, false, msg);
+        if (st == SBX_E_POLICY_DENIED)
+            conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "step %s denied by the command policy (%s): %s", s->name,
+                     sbx_policy_reason_name(why), msg);
+        else
+            conclude(jr, SBX_VERDICT_ERROR, st, "step %s: the command policy could not decide: %s", s->name, msg);
+    }
+    sbx_policy_free(def);
+    return denied;
+}
+
+/* ---- the soft timeout ---------------------------------------------------------------------- */
+
+static void kill_done(sbx_op *op, void *arg)
+{
+    struct jrun *jr = arg;
+    jr->killer = NULL;
+    sbx__op_destroy(op);
+    advance(jr);
+}
+
+/* Send sig to the running command (once its id is known). */
+static void signal_command(struct jrun *jr, int sig)
+{
+    sbx_op *k = NULL;
+    if (!jr->cmd || !sbx_command_id(jr->cmd) || jr->killer)
+        return;
+    if (sbx_command_kill_start(jr->cmd, sig, &k) != SBX_OK)
+        return; /* the hard deadline of the command still ends it */
+    jr->killer = k;
+    sbx__op_adopt(k, kill_done, jr);
+}
+
+static void on_timer(sbx__timer *t, void *user)
+{
+    struct jrun *jr = user;
+    (void)t;
+    if (jr->phase == PH_DONE)
+        return;
+    if (!jr->timed_out) {
+        jr->timed_out = true;
+        if (jr->phase != PH_STEPS || !jr->cmd || !sbx_command_id(jr->cmd)) {
+            /* Nothing runs yet (or it has no id): stop what is in flight. */
+            if (jr->child)
+                sbx__op_cancel_now(jr->child);
+            return;
+        }
+        signal_command(jr, 15);
+        sbx__engine_timer_set(jr->job->core->engine, &jr->timer, sbx__mono_ms() + jr->job->kill_grace_ms, on_timer,
+                              jr);
+        return;
+    }
+    signal_command(jr, 9); /* the grace period is over */
+}
+
+/* ---- steps ---------------------------------------------------------------------------------- */
+
+static void tail_add(sbx__buf *b, size_t cap, const uint8_t *d, size_t n)
+{
+    if (cap == 0)
+        return;
+    if (n >= cap) {
+        sbx__buf_clear(b);
+        d += n - cap;
+        n = cap;
+    } else if (b->len + n > 2 * cap) {
+        sbx__buf_consume(b, b->len + n - cap);
+    }
+    (void)sbx__buf_append(b, d, n); /* out of memory: the tail is shorter */
+}
+
+static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    struct jrun *jr = user;
+    sbx_job *job = jr->job;
+    const struct sbx__jstep *s = &job->steps[job->cur];
+    int i = stream == SBX_STREAM_STDERR;
+    if (job->tr && jr->tr_step != SIZE_MAX)
+        sbx_transcript_step_add_output(job->tr, jr->tr_step, stream, data, len);
+    if (s->kind != JS_RUN) {
+        if (!i && job->capture.len + len <= CAPTURE_MAX)
+            (void)sbx__buf_append(&job->capture, data, len);
+        return 0;
+    }
+    tail_add(&job->tails[i], job->tail_bytes, data, len);
+    if (job->cb && job->cb(stream, data, len, job->cb_user)) {
+        jr->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
+static void step_done(sbx_op *op, void *arg)
+{
+    struct jrun *jr = arg;
+    sbx_job *job = jr->job;
+    struct sbx__jstep *s = &job->steps[job->cur];
+    sbx_status st = sbx_op_status(op);
+    char detail[1024];
+    bool started = sbx_command_id(jr->cmd) != NULL;
+    snprintf(detail, sizeof detail, "%s", st == SBX_OK ? "" : sbx_op_last_error(op));
+    jr->child = NULL;
+    sbx__op_destroy(op);
+    s->ran = started;
+    s->duration_ms = sbx__mono_ms() - jr->step_t0;
+    s->exit_code = sbx_command_exit_code(jr->cmd);
+    if (started && !(s->command_id = sbx__strdup(sbx_command_id(jr->cmd))))
+        st = st == SBX_OK ? SBX_E_NOMEM : st;
+    if (s->kind == JS_RUN) {
+        job->bytes[0] += sbx_command_output_bytes(jr->cmd, SBX_STREAM_STDOUT);
+        job->bytes[1] += sbx_command_output_bytes(jr->cmd, SBX_STREAM_STDERR);
+    }
+    if (jr->timed_out)
+        s->outcome = SBX_STEP_TIMEOUT;
+    else if (st == SBX_OK)
+        s->outcome = SBX_STEP_EXITED;
+    else if (st == SBX_E_CONFLICT && s->exit_code >= 0)
+        s->outcome = SBX_STEP_KILLED;
+    else if (st == SBX_E_TIMEOUT)
+        s->outcome = SBX_STEP_TIMEOUT;
+    else if (st == SBX_E_CANCELLED || jr->cancelled)
+        s->outcome = SBX_STEP_CANCELLED;
+    else
+        s->outcome = SBX_STEP_TRANSPORT_ERROR;
+    if (s->kind == JS_RUN || s->exit_code != 0)
+        job->exit_code = s->exit_code;
+    tr_step_end(jr, s, s->outcome == SBX_STEP_TIMEOUT || (s->outcome == SBX_STEP_TRANSPORT_ERROR && !started),
+                detail[0] ? detail : NULL);
+    sbx_command_free(jr->cmd);
+    jr->cmd = NULL;
+
+    switch (s->outcome) {
+    case SBX_STEP_TIMEOUT:
+        conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK, "step %s ran past the job's %lld ms timeout and was stopped",
+                 s->name, (long long)job->timeout_ms);
+        break;
+    case SBX_STEP_CANCELLED:
+        conclude(jr, SBX_VERDICT_CANCELLED, SBX_OK, "cancelled during step %s", s->name);
+        break;
+    case SBX_STEP_TRANSPORT_ERROR:
+        job->retryable = !started;
+        conclude(jr, SBX_VERDICT_ERROR, st, "step %s: %s", s->name, detail);
+        break;
+    case SBX_STEP_KILLED:
+        conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "step %s was killed", s->name);
+        break;
+    default:
+        if (s->exit_code != 0) {
+            if (s->kind == JS_DETECT)
+                conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "cannot list %s (exit code %d): is it the project?",
+                         s->argv.v[2], s->exit_code);
+            else
+                conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "step %s exited with code %d", s->name, s->exit_code);
+            break;
+        }
+        if (s->kind == JS_DETECT) {
+            size_t before = job->nsteps;
+            sbx_status pst = sbx__job_plan_detected(job, job->capture.data ? job->capture.data : "", job->capture.len);
+            if (pst == SBX_E_NOT_FOUND) {
+                conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "%s", sbx__err_msg(&job->err));
+                break;
+            }
+            if (pst != SBX_OK || (pst = sbx__job_plan(job)) != SBX_OK) {
+                conclude(jr, SBX_VERDICT_ERROR, pst, "%s", sbx__err_msg(&job->err));
+                break;
+            }
+            if (refused(jr, before))
+                break;
+        } else if (s->kind == JS_REVPARSE && job->capture.data) {
+            size_t n = job->capture.len;
+            while (n && (job->capture.data[n - 1] == '\n' || job->capture.data[n - 1] == '\r'))
+                n--;
+            sbx__free(job->resolved_commit);
+            job->resolved_commit = sbx__strndup(job->capture.data, n);
+        }
+        sbx__buf_clear(&job->capture);
+        job->cur++;
+    }
+    advance(jr);
+}
+
+static sbx_status start_step(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    struct sbx__jstep *s = &job->steps[job->cur];
+    sbx_command *cmd;
+    sbx_op *op = NULL;
+    sbx_status st;
+    if (!(cmd = sbx_command_new(jr->sbx)))
+        return sbx__err_nomem(&job->err);
+    jr->cmd = cmd;
+    if ((st = sbx_command_set_argv(cmd, s->argv.n, (const char *const *)s->argv.v)) != SBX_OK ||
+        (st = sbx_command_set_cwd(cmd, s->cwd)) != SBX_OK)
+        return sbx__err_set(&job->err, st, "step %s: %s", s->name, sbx_command_last_error(cmd));
+    for (size_t i = 0; i < job->env.n; i++) {
+        char name[256];
+        const char *eq = strchr(job->env.v[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - job->env.v[i]), job->env.v[i]);
+        if ((st = sbx_command_set_env(cmd, name, eq + 1)) != SBX_OK)
+            return sbx__err_set(&job->err, st, "%s", sbx_command_last_error(cmd));
+    }
+    if (jr->deadline) {
+        /* The command's own deadline is the backstop of the soft timeout:
+         * past it and the grace, the command layer kills and gives up. */
+        int64_t left = jr->deadline - sbx__mono_ms();
+        sbx_command_set_timeout_ms(cmd, (left > 0 ? left : 1) + job->kill_grace_ms + BACKSTOP_MS);
+    }
+    if (jr->rules)
+        sbx__redact_rules_ref(jr->rules);
+    sbx__command_own_safety(cmd, jr->rules);
+    sbx_command_set_output_cb(cmd, on_output, jr);
+    tr_step_begin(jr, s);
+    jr->step_t0 = sbx__mono_ms();
+    if ((st = sbx_command_run_start(cmd, &op)) != SBX_OK) {
+        s->outcome = st == SBX_E_POLICY_DENIED ? SBX_STEP_POLICY_DENIED : SBX_STEP_TRANSPORT_ERROR;
+        tr_step_end(jr, s, false, sbx_command_last_error(cmd));
+        return sbx__err_set(&job->err, st, "step %s: %s", s->name, sbx_command_last_error(cmd));
+    }
+    jr->child = op;
+    sbx__op_adopt(op, step_done, jr);
+    return SBX_OK;
+}
+
+/* ---- the other children ---------------------------------------------------------------------- */
+
+/* base64 of "x-access-token:TOKEN", for HTTP basic auth to a git host. */
+static char *basic_auth(const char *token)
+{
+    static const char user[] = "x-access-token:";
+    size_t n = strlen(user) + strlen(token), out = 4 * ((n + 2) / 3) + 1;
+    char *plain = sbx__malloc(n + 1), *b64 = sbx__malloc(out + 6);
+    if (!plain || !b64) {
+        sbx__free(plain);
+        sbx__free(b64);
+        return NULL;
+    }
+    snprintf(plain, n + 1, "%s%s", user, token);
+    memcpy(b64, "Basic ", 6);
+    EVP_EncodeBlock((unsigned char *)b64 + 6, (const unsigned char *)plain, (int)n);
+    sbx__wipe(plain, n);
+    sbx__free(plain);
+    return b64;
+}
+
+/* The host of a URL (scheme://[user@]host[:port]/...), into buf. */
+static bool url_host(const char *url, char *buf, size_t cap)
+{
+    const char *p = strstr(url, "://"), *e, *at;
+    size_t n;
+    if (!p)
+        return false;
+    p += 3;
+    e = p + strcspn(p, "/?#");
+    at = memchr(p, '@', (size_t)(e - p));
+    if (at)
+        p = at + 1;
+    n = strcspn(p, ":/?#");
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return true;
+}
+
+static void child_done(sbx_op *op, void *arg)
+{
+    struct jrun *jr = arg;
+    sbx_job *job = jr->job;
+    sbx_status st = sbx_op_status(op);
+    jr->child = NULL;
+    if (jr->phase == PH_NETPOLICY || jr->phase == PH_UPLOAD) {
+        if (st == SBX_E_CANCELLED || jr->timed_out)
+            conclude(jr, jr->timed_out ? SBX_VERDICT_TIMED_OUT : SBX_VERDICT_CANCELLED, SBX_OK, "%s",
+                     jr->timed_out ? "the job's timeout passed before its first command" : "cancelled");
+        else if (st != SBX_OK)
+            conclude(jr, st == SBX_E_NOT_FOUND || st == SBX_E_CONFLICT ? SBX_VERDICT_ERROR : SBX_VERDICT_UNAVAILABLE,
+                     st, "%s: %s", jr->phase == PH_NETPOLICY ? "setting the network policy" : "uploading",
+                     sbx_op_last_error(op));
+        else
+            jr->phase = jr->phase == PH_NETPOLICY ? PH_UPLOAD : PH_STEPS;
+    } else if (jr->phase == PH_ARTIFACTS) {
+        struct sbx__job_artifact *a = &job->artifacts[jr->art];
+        const uint8_t *o;
+        size_t on;
+        a->read = true;
+        a->found = st == SBX_OK || (a->truncated && st == SBX_E_CANCELLED);
+        if (a->found && jr->ars && sbx_redact_stream_finish(jr->ars, &o, &on) == SBX_OK)
+            (void)sbx__buf_append(&a->data, o, on);
+        if (!a->found)
+            a->error = sbx__strdup(sbx_op_last_error(op));
+        sbx_redact_stream_free(jr->ars);
+        jr->ars = NULL;
+        jr->art++;
+    }
+    sbx__op_destroy(op);
+    advance(jr);
+}
+
+static int artifact_data(const uint8_t *data, size_t len, void *user)
+{
+    struct jrun *jr = user;
+    struct sbx__job_artifact *a = &jr->job->artifacts[jr->art];
+    size_t room = jr->job->artifact_max > a->data.len ? jr->job->artifact_max - a->data.len : 0;
+    const uint8_t *o = data;
+    size_t on = len;
+    if (len > room) {
+        len = room;
+        a->truncated = true;
+    }
+    if (jr->ars && sbx_redact_stream_feed(jr->ars, data, len, &o, &on) != SBX_OK)
+        return 1;
+    if (!jr->ars)
+        on = len;
+    (void)sbx__buf_append(&a->data, o, on);
+    return a->truncated; /* enough: stop reading */
+}
+
+static sbx_status start_netpolicy(struct jrun *jr, bool *started)
+{
+    sbx_job *job = jr->job;
+    const char *keys[2], *vals[2], *v;
+    size_t n = 0;
+    sbx_netpolicy *np;
+    char *json = NULL, host[256];
+    sbx_op *op = NULL;
+    sbx_status st;
+    *started = false;
+    if (!job->opt_netpolicy)
+        return SBX_OK;
+    if (job->type == J_CLONE) {
+        keys[n] = "url", vals[n++] = sbx__job_input(job, "url");
+    } else if (job->type == J_INSTALL && (v = sbx__job_input(job, "registry"))) {
+        keys[n] = "registry", vals[n++] = v;
+    } else if (job->type == J_MIGRATE) {
+        if ((v = sbx__job_input(job, "url")))
+            keys[n] = "url", vals[n++] = v;
+        else if ((v = sbx__job_input(job, "host")))
+            keys[n] = "host", vals[n++] = v;
+    }
+    if (!(np = sbx_netpolicy_new()))
+        return sbx__err_nomem(&job->err);
+    st = sbx_netpolicy_load_preset(np, job->type == J_INSTALL ? "deps.install" : sbx__job_type_str(job->type), n,
+                                   keys, vals);
+    if (st == SBX_OK && job->type == J_CLONE && sbx__job_input(job, "token") &&
+        url_host(sbx__job_input(job, "url"), host, sizeof host)) {
+        /* The token stays outside: the egress proxy adds it to requests
+         * for the git host only. */
+        char *auth = basic_auth(sbx__job_input(job, "token"));
+        st = auth ? sbx_netpolicy_inject_header(np, host, "Authorization", auth) : SBX_E_NOMEM;
+        if (auth)
+            sbx__free_secret(auth);
+    }
+    if (st == SBX_OK)
+        st = sbx_netpolicy_to_json(np, &json);
+    if (st != SBX_OK) {
+        st = sbx__err_set(&job->err, st, "the network preset of %s: %s", sbx__job_type_str(job->type),
+                          sbx_netpolicy_last_error(np));
+        sbx_netpolicy_free(np);
+        return st;
+    }
+    sbx_netpolicy_free(np);
+    st = sbx_sandbox_update_network_policy_start(jr->sbx, json, &op);
+    sbx__free_secret(json);
+    if (st != SBX_OK)
+        return sbx__err_set(&job->err, st, "setting the network policy: %s", sbx_sandbox_last_error(jr->sbx));
+    jr->child = op;
+    *started = true;
+    sbx__op_adopt(op, child_done, jr);
+    return SBX_OK;
+}
+
+/* ---- advance ---------------------------------------------------------------------------------- */
+
+static void step_once(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_status st = SBX_OK;
+    bool started = false;
+    sbx_op *op = NULL;
+    switch (jr->phase) {
+    case PH_NETPOLICY:
+        st = start_netpolicy(jr, &started);
+        if (st == SBX_OK && !started) {
+            jr->phase = PH_UPLOAD;
+            jr->again = true;
+        }
+        break;
+    case PH_UPLOAD:
+        if (job->type != J_APPLY) {
+            jr->phase = PH_STEPS;
+            jr->again = true;
+            break;
+        }
+        st = sbx_sandbox_write_file_start(jr->sbx, SBX__JOB_PRIVATE_DIR "/patch.diff", job->patch_data,
+                                          job->patch_len, 0644, &op);
+        if (st != SBX_OK) {
+            st = sbx__err_set(&job->err, st, "uploading the patch: %s", sbx_sandbox_last_error(jr->sbx));
+            break;
+        }
+        jr->child = op;
+        sbx__op_adopt(op, child_done, jr);
+        break;
+    case PH_STEPS:
+        if (jr->timed_out || jr->cancelled) {
+            conclude(jr, jr->timed_out ? SBX_VERDICT_TIMED_OUT : SBX_VERDICT_CANCELLED, SBX_OK, "%s",
+                     jr->timed_out ? "the job's timeout passed" : "cancelled");
+            break;
+        }
+        if (job->cur < job->nsteps) {
+            st = start_step(jr);
+            break;
+        }
+        jr->phase = PH_ARTIFACTS;
+        jr->again = true;
+        break;
+    case PH_ARTIFACTS:
+        if (jr->art >= job->nartifacts || jr->timed_out || jr->cancelled) {
+            bool passed = true;
+            for (size_t i = 0; i < job->nsteps; i++)
+                passed = passed && job->steps[i].outcome == SBX_STEP_EXITED && job->steps[i].exit_code == 0;
+            conclude(jr, passed ? SBX_VERDICT_PASSED : SBX_VERDICT_FAILED, SBX_OK, NULL);
+            break;
+        }
+        if (jr->rules && !(jr->ars = sbx__redact_stream_with(jr->rules))) {
+            st = sbx__err_nomem(&job->err);
+            break;
+        }
+        st = sbx_sandbox_read_stream_start(jr->sbx, job->artifacts[jr->art].path, artifact_data, jr, &op);
+        if (st != SBX_OK) {
+            st = sbx__err_set(&job->err, st, "reading %s: %s", job->artifacts[jr->art].path,
+                              sbx_sandbox_last_error(jr->sbx));
+            break;
+        }
+        jr->child = op;
+        sbx__op_adopt(op, child_done, jr);
+        break;
+    case PH_DONE:
+        finish_op(jr);
+        break;
+    }
+    if (st != SBX_OK)
+        conclude(jr, SBX_VERDICT_ERROR, st, "%s", sbx__err_msg(&job->err));
+}
+
+static void advance(struct jrun *jr)
+{
+    if (jr->advancing) {
+        jr->again = true;
+        return;
+    }
+    jr->advancing = true;
+    do {
+        jr->again = false;
+        if (!jr->child && !jr->finishing)
+            step_once(jr);
+    } while (jr->again && !jr->finishing);
+    jr->advancing = false;
+}
+
+/* ---- the op ---------------------------------------------------------------------------------- */
+
+static void jr_cancel(sbx_op *op)
+{
+    struct jrun *jr = op->state;
+    jr->cancelled = true;
+    /* The command is killed, not left running: the kill is waited for. */
+    if (jr->phase == PH_STEPS && jr->cmd && sbx_command_id(jr->cmd))
+        signal_command(jr, 9);
+    if (jr->child)
+        sbx__op_cancel_now(jr->child);
+}
+
+static void jr_release(sbx_op *op)
+{
+    struct jrun *jr = op->state;
+    sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
+    sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
+    sbx_command_free(jr->cmd);
+    sbx_redact_stream_free(jr->ars);
+    sbx__redact_rules_unref(jr->rules);
+    sbx__target_unref(&jr->sbx->t);
+    sbx__free(jr);
+}
+
+static const struct sbx__op_ops jr_ops = {jr_cancel, jr_release};
+
+static void on_kick(sbx__timer *t, void *user)
+{
+    (void)t;
+    advance(user);
+}
+
+/* The patch of repo.applyPatch, checked here before it is uploaded: an
+ * unsafe one is denied, an unreadable one fails; nothing is sent. */
+static bool patch_refused(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_patch *p = sbx_patch_new();
+    sbx_patch_verdict v;
+    bool bad = true;
+    if (!p) {
+        conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
+        return true;
+    }
+    if (sbx_patch_load_data(p, job->patch_data, job->patch_len) != SBX_OK && sbx_patch_result(p) == SBX_PATCH_UNCHECKED) {
+        conclude(jr, SBX_VERDICT_ERROR, SBX_E_PATCH, "the patch: %s", sbx_patch_last_error(p));
+        sbx_patch_free(p);
+        return true;
+    }
+    sbx_patch_check(p);
+    v = sbx_patch_result(p);
+    if (v == SBX_PATCH_UNSAFE)
+        conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "the patch is unsafe (%s): %s",
+                 sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+    else if (v != SBX_PATCH_SAFE && v != SBX_PATCH_APPLIES)
+        conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "the patch is %s: %s", sbx_patch_verdict_name(v),
+                 sbx_patch_last_error(p));
+    else if (sbx_patch_to_json(p, &job->patch_json) != SBX_OK)
+        conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
+    else
+        bad = false;
+    sbx_patch_free(p);
+    return bad;
+}
+
+sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
+{
+    struct jrun *jr;
+    sbx_op *op;
+    sbx_status st;
+    SBX__ENTER(job, sbx__core_in_callback(job->core));
+    SBX__ARG(job, out, "op must not be NULL");
+    *out = NULL;
+    SBX__ARG(job, s, "the sandbox is NULL");
+    SBX__ARG(job, s->core == job->core, "the sandbox belongs to another client");
+    if (job->started)
+        return sbx__err_set(&job->err, SBX_E_MISUSE, "the job has run: a job runs once; use a new one");
+    if (!sbx_sandbox_id(s))
+        return sbx__err_set(&job->err, SBX_E_MISUSE, "the sandbox is not created or fetched yet");
+    if ((st = sbx__job_plan_validate(job)) != SBX_OK)
+        return st;
+    if (job->artifact_paths.n && !(job->artifacts = sbx__calloc(job->artifact_paths.n, sizeof *job->artifacts)))
+        return sbx__err_nomem(&job->err);
+    for (size_t i = 0; i < job->artifact_paths.n; i++) {
+        const char *p = job->artifact_paths.v[i];
+        struct sbx__job_artifact *a = &job->artifacts[job->nartifacts];
+        size_t n = strlen(sbx__job_dir(job)) + strlen(p) + 2;
+        if (!(a->path = sbx__malloc(n)))
+            return sbx__err_nomem(&job->err);
+        if (p[0] == '/')
+            snprintf(a->path, n, "%s", p);
+        else
+            snprintf(a->path, n, "%s/%s", sbx__job_dir(job), p);
+        job->nartifacts++;
+    }
+    if (!(jr = sbx__calloc(1, sizeof *jr)))
+        return sbx__err_nomem(&job->err);
+    jr->job = job;
+    jr->sbx = s;
+    jr->tr_step = SIZE_MAX;
+    jr->t0 = sbx__mono_ms();
+    if ((st = make_rules(jr)) != SBX_OK) {
+        sbx__free(jr);
+        return st;
+    }
+    if (!(op = sbx__op_new(job->core, NULL, &jr_ops, jr))) {
+        sbx__redact_rules_unref(jr->rules);
+        sbx__free(jr);
+        return sbx__err_nomem(&job->err);
+    }
+    sbx__target_ref(&s->t);
+    jr->op = op;
+    job->started = true;
+    job->started_at = wall_ms();
+    sbx__buf_init(&job->capture, 0);
+    tr_header(jr);
+    if (job->timeout_ms > 0) {
+        jr->deadline = jr->t0 + job->timeout_ms;
+        sbx__engine_timer_set(job->core->engine, &jr->timer, jr->deadline, on_timer, jr);
+    }
+    if (job->type == J_APPLY && patch_refused(jr)) {
+        /* concluded */
+    } else if ((st = sbx__job_plan(job)) != SBX_OK) {
+        conclude(jr, SBX_VERDICT_ERROR, st, "%s", sbx__err_msg(&job->err));
+    } else {
+        refused(jr, 0);
+    }
+    *out = op;
+    /* Started from the engine's next round, never inside this call: an op
+     * is not reported done before its caller has it. */
+    sbx__engine_timer_set(job->core->engine, &jr->kick, sbx__mono_ms(), on_kick, jr);
+    return SBX_OK;
+}
+
+sbx_status sbx_job_run(sbx_job *job, sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_job_run_start(job, s, &op);
+    if (st != SBX_OK)
+        return st;
+    return sbx__op_block(op, &job->err);
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/* client_job: sbx_job against sbxd — verdicts, policy before anything is
+ * sent, redaction of envKeys values in every output path, soft timeouts
+ * with partial output, patches, artifacts, package-manager detection,
+ * cancellation, the transcript. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client_it.h"
+#include "faultd.h"
+
+#define ok_j(call, j) expect_st(call, SBX_OK, sbx_job_last_error, j)
+
+struct env {
+    struct sbxd *d;
+    sbx_client *c;
+    sbx_sandbox *s;
+    sbx_policy *sh; /* the default policy, and sh */
+};
+
+static struct env setup(void)
+{
+    struct env e;
+    e.d = sbxd_start(NULL, NULL);
+    e.c = it_client(e.d);
+    e.s = it_sandbox(e.c);
+    e.sh = sbx_policy_new();
+    ck_assert_ptr_nonnull(e.sh);
+    ck_assert_int_eq(sbx_policy_allow_program(e.sh, NULL, "sh"), SBX_OK);
+    return e;
+}
+
+static void teardown(struct env *e)
+{
+    sbx_policy_free(e->sh);
+    sbx_sandbox_free(e->s);
+    sbx_client_free(e->c);
+    sbxd_stop(e->d);
+}
+
+/* A verify.test job running `sh -c script` under e's policy. */
+static sbx_job *sh_job(struct env *e, const char *script)
+{
+    const char *argv[] = {"sh", "-c", script};
+    sbx_job *j = sbx_job_new(e->c);
+    ck_assert_ptr_nonnull(j);
+    ok_j(sbx_job_set_type(j, "verify.test"), j);
+    ok_j(sbx_job_set_argv(j, 3, argv), j);
+    ok_j(sbx_job_set_policy(j, e->sh), j);
+    return j;
+}
+
+static json_t *result(sbx_job *j)
+{
+    char *s = NULL;
+    json_t *r;
+    ok_j(sbx_job_result_to_json(j, &s), j);
+    r = json_loads(s, 0, NULL);
+    ck_assert_msg(r != NULL, "result is not JSON: %s", s);
+    sbx_free(s);
+    return r;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    ck_assert_msg(v != NULL, "no string '%s'", k);
+    return v;
+}
+
+START_TEST(test_client_job_passed_and_failed)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "echo out-line; echo err-line >&2; exit 0");
+    json_t *r;
+
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    ck_assert_int_eq(sbx_job_exit_code(j), 0);
+    ck_assert_int_eq(sbx_job_retryable(j), 0);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "schema"), "sbxrun.job.result/1");
+    ck_assert_str_eq(jstr(r, "status"), "passed");
+    ck_assert_str_eq(jstr(r, "jobType"), "verify.test");
+    ck_assert_str_eq(jstr(r, "stdoutTail"), "out-line\n");
+    ck_assert_str_eq(jstr(r, "stderrTail"), "err-line\n");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "stdoutBytes")), 9);
+    ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 1);
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "steps"), 0), "outcome"), "exited");
+    json_decref(r);
+    /* A job runs once. */
+    expect_st(sbx_job_run(j, e.s), SBX_E_MISUSE, sbx_job_last_error, j);
+    expect_st(sbx_job_set_timeout_ms(j, 5), SBX_E_MISUSE, sbx_job_last_error, j);
+    sbx_job_free(j);
+
+    j = sh_job(&e, "echo before; exit 3");
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    ck_assert_int_eq(sbx_job_exit_code(j), 3);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "status"), "failed");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "exitCode")), 3);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "exited with code 3"));
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* A refused command never reaches the server: no command request at all,
+ * counted at a proxy in front of sbxd. */
+START_TEST(test_client_job_denied_before_sending)
+{
+    struct env e = setup();
+    struct faultd *f = faultd_start(e.d);
+    sbx_client *c = sbx_client_new();
+    sbx_sandbox *s;
+    sbx_job *j;
+    const char *argv[] = {"sh", "-c", "echo should-not-run"};
+    json_t *r;
+
+    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+    s = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
+    j = sbx_job_new(c);
+    ok_j(sbx_job_set_type(j, "verify.test"), j);
+    ok_j(sbx_job_set_argv(j, 3, argv), j); /* sh: not in the default policy */
+    ok_j(sbx_job_run(j, s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_DENIED);
+    ck_assert_int_eq(faultd_count(f, "POST", "/cmd"), 0);
+    ck_assert_int_eq(faultd_count(f, "POST", "/network-policy"), 0);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "status"), "denied");
+    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "program_not_allowed"));
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "steps"), 0), "outcome"), "policy-denied");
+    json_decref(r);
+    sbx_job_free(j);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    faultd_stop(f);
+    teardown(&e);
+}
+END_TEST
+
+struct seen {
+    char buf[8192];
+    size_t len;
+};
+
+static int collect(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    struct seen *s = user;
+    (void)stream;
+    if (s->len + len < sizeof s->buf) {
+        memcpy(s->buf + s->len, data, len);
+        s->len += len;
+        s->buf[s->len] = '\0';
+    }
+    return 0;
+}
+
+/* The value of an environment key comes back redacted everywhere: the
+ * callback, the tails, the transcript; in pieces too (a line at a time). */
+START_TEST(test_client_job_env_values_redacted)
+{
+    static const char secret[] = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB";
+    static const char quiet[] = "s3cr3t-value-not-a-shape";
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "echo \"token=$GH\"; printf '%s' \"$QUIET\" | cut -c1-10; printf '%s\\n' \"$QUIET\" >&2; "
+                            "echo \"not forwarded: [$HOME_SECRET]\"");
+    struct seen cb = {{0}, 0};
+    sbx_transcript *t = sbx_transcript_new();
+    char *tj = NULL;
+    json_t *r;
+    char *rs;
+
+    ok_j(sbx_job_set_env(j, "GH", secret), j);
+    ok_j(sbx_job_set_env(j, "QUIET", quiet), j);
+    ok_j(sbx_job_set_output_cb(j, collect, &cb), j);
+    ok_j(sbx_job_set_transcript(j, t), j);
+    setenv("HOME_SECRET", "leaked-from-the-host", 1);
+    ok_j(sbx_job_run(j, e.s), j);
+    unsetenv("HOME_SECRET");
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    ck_assert_ptr_null(strstr(cb.buf, secret));
+    ck_assert_ptr_null(strstr(cb.buf, quiet));
+    ck_assert_ptr_nonnull(strstr(cb.buf, "token=[REDACTED"));
+    ck_assert_ptr_nonnull(strstr(cb.buf, "not forwarded: []"));
+    r = result(j);
+    rs = json_dumps(r, 0);
+    ck_assert_ptr_null(strstr(rs, secret));
+    ck_assert_ptr_null(strstr(rs, quiet));
+    free(rs);
+    json_decref(r);
+    ck_assert_int_eq(sbx_transcript_finish(t, sbx_job_verdict(j)), SBX_OK);
+    ck_assert_int_eq(sbx_transcript_step_to_json(t, 1, &tj), SBX_OK);
+    ck_assert_ptr_null(strstr(tj, secret));
+    ck_assert_ptr_null(strstr(tj, quiet));
+    ck_assert_ptr_nonnull(strstr(tj, "\"GH\""));
+    sbx_free(tj);
+    ck_assert_int_eq(sbx_transcript_verify(t, NULL), SBX_OK);
+    sbx_transcript_free(t);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* Past the soft timeout the command gets SIGTERM (it may say goodbye),
+ * the output so far is kept, and the result is retryable. */
+START_TEST(test_client_job_soft_timeout_keeps_output)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "trap 'echo got-term; exit 143' TERM; echo started; sleep 30 & wait");
+    json_t *r;
+    int64_t t0 = mono_ms();
+
+    ok_j(sbx_job_set_timeout_ms(j, 1500), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_TIMED_OUT);
+    ck_assert_int_eq(sbx_job_retryable(j), 1);
+    ck_assert(mono_ms() - t0 < 15000);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "status"), "timed-out");
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "started"));
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "got-term"));
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "steps"), 0), "outcome"), "timeout");
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* A program that ignores SIGTERM gets SIGKILL after the grace. */
+    j = sh_job(&e, "trap '' TERM; echo stubborn; sleep 30");
+    ok_j(sbx_job_set_timeout_ms(j, 1000), j);
+    ok_j(sbx_job_set_option(j, "kill_grace_ms", "500"), j);
+    t0 = mono_ms();
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_TIMED_OUT);
+    ck_assert(mono_ms() - t0 < 15000);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "stubborn"));
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+START_TEST(test_client_job_cancel)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "echo going; sleep 60");
+    sbx_op *op = NULL;
+    int64_t t0 = mono_ms();
+
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    /* Let it start, then cancel. */
+    while (!sbx_op_done(op) && mono_ms() - t0 < 1500)
+        sbx_client_run(e.c, 100);
+    ck_assert(!sbx_op_done(op));
+    ck_assert_int_eq(sbx_op_cancel(op), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(op, 20000), SBX_E_CANCELLED);
+    ck_assert_int_eq(sbx_op_status(op), SBX_E_CANCELLED);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_CANCELLED);
+    sbx_op_free(op);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* repo.applyPatch: checked here, uploaded, applied with git apply; an
+ * unsafe patch is denied and never uploaded. */
+START_TEST(test_client_job_apply_patch)
+{
+    static const char patch[] = "diff --git a/hello.txt b/hello.txt\n"
+                                "--- a/hello.txt\n"
+                                "+++ b/hello.txt\n"
+                                "@@ -1 +1 @@\n"
+                                "-hello\n"
+                                "+hello, patched\n";
+    static const char unsafe[] = "diff --git a/../escape.txt b/../escape.txt\n"
+                                 "new file mode 100644\n"
+                                 "--- /dev/null\n"
+                                 "+++ b/../escape.txt\n"
+                                 "@@ -0,0 +1 @@\n"
+                                 "+x\n";
+    struct env e = setup();
+    sbx_job *j = sbx_job_new(e.c);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    json_t *r, *p;
+
+    ok_s(sbx_sandbox_write_file(e.s, "/vercel/sandbox/hello.txt", (const uint8_t *)"hello\n", 6, 0644), e.s);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", patch), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_msg(sbx_job_verdict(j) == SBX_VERDICT_PASSED, "verdict %d", sbx_job_verdict(j));
+    ok_s(sbx_sandbox_read_file(e.s, "/vercel/sandbox/hello.txt", 100, &data, &len), e.s);
+    ck_assert_int_eq(len, 15);
+    ck_assert(memcmp(data, "hello, patched\n", 15) == 0);
+    sbx_free(data);
+    r = result(j);
+    p = json_object_get(json_object_get(r, "outputs"), "patch");
+    ck_assert_ptr_nonnull(p);
+    json_decref(r);
+    sbx_job_free(j);
+
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", unsafe), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_DENIED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "unsafe"));
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* A script job learns the package manager from the lockfile; artifacts
+ * are read back, redacted and capped. */
+START_TEST(test_client_job_script_and_artifacts)
+{
+    static const char pkg[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"node -e \\\""
+                              "require('fs').writeFileSync('report.xml', '<ok token=' + process.env.TOK + '/>');"
+                              "console.log('ran-test')\\\"\"}}";
+    static const char lock[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"lockfileVersion\":3,\"requires\":true,"
+                               "\"packages\":{\"\":{\"name\":\"t\",\"version\":\"1.0.0\"}}}";
+    struct env e = setup();
+    sbx_job *j = sbx_job_new(e.c);
+    json_t *r, *a, *o;
+
+    ok_s(sbx_sandbox_write_file(e.s, "/vercel/sandbox/package.json", (const uint8_t *)pkg, strlen(pkg), 0644), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "/vercel/sandbox/package-lock.json", (const uint8_t *)lock, strlen(lock), 0644),
+         e.s);
+    ok_j(sbx_job_set_type(j, "verify.test"), j);
+    ok_j(sbx_job_set_env(j, "TOK", "artifact-secret-1234"), j);
+    ok_j(sbx_job_add_artifact(j, "report.xml"), j);
+    ok_j(sbx_job_add_artifact(j, "missing.xml"), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    r = result(j);
+    ck_assert_msg(sbx_job_verdict(j) == SBX_VERDICT_PASSED, "%s", json_dumps(r, 0));
+    o = json_object_get(r, "outputs");
+    ck_assert_str_eq(jstr(o, "packageManager"), "npm");
+    ck_assert_str_eq(jstr(o, "lockfile"), "package-lock.json");
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "ran-test"));
+    a = json_object_get(r, "artifacts");
+    ck_assert_int_eq(json_array_size(a), 2);
+    ck_assert(json_is_true(json_object_get(json_array_get(a, 0), "found")));
+    ck_assert_ptr_nonnull(strstr(jstr(json_array_get(a, 0), "content"), "<ok token=[REDACTED"));
+    ck_assert(json_is_false(json_object_get(json_array_get(a, 1), "found")));
+    /* detect (ls) and the script */
+    ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 2);
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* The JSON request: every field, and errors that name the field. */
+START_TEST(test_client_job_json_request)
+{
+    struct env e = setup();
+    sbx_job *j = sbx_job_new(e.c);
+    json_t *r;
+
+    expect_st(sbx_job_load_json(j, "{\"jobType\":\"verify.test\",\"inputs\":{\"depth\":\"x\"}}"), SBX_E_INVALID_ARG,
+              sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "inputs.depth"));
+    expect_st(sbx_job_load_json(j, "{\"jobType\":\"verify.fly\"}"), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "jobType"));
+    expect_st(sbx_job_load_json(j, "{\"jobType\":\"verify.test\",\"extra\":1}"), SBX_E_INVALID_ARG,
+              sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "extra"));
+    expect_st(sbx_job_load_json(j, "{"), SBX_E_PARSE, sbx_job_last_error, j);
+    ok_j(sbx_job_load_json(j, "{\"jobType\":\"verify.test\",\"timeoutSeconds\":30,\"envKeys\":[\"NEEDED\"],"
+                              "\"command\":[\"ls\",\"-A\"],\"inputs\":{\"dir\":\"/vercel/sandbox\"}}"),
+         j);
+    /* envKeys without a value: the run names it, before anything is sent. */
+    expect_st(sbx_job_run(j, e.s), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "NEEDED"));
+    sbx_job_free(j);
+
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_load_json(j, "{\"jobType\":\"verify.lint\",\"command\":[\"ls\",\"-A\"]}"), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "status"), "passed");
+    ck_assert_str_eq(jstr(r, "jobType"), "verify.lint");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+Suite *sbx_test_suite(void)
+{
+    Suite *s = suite_create("client_job");
+    TCase *tc = tcase_create("job");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_client_job_passed_and_failed);
+    tcase_add_test(tc, test_client_job_denied_before_sending);
+    tcase_add_test(tc, test_client_job_env_values_redacted);
+    tcase_add_test(tc, test_client_job_soft_timeout_keeps_output);
+    tcase_add_test(tc, test_client_job_cancel);
+    tcase_add_test(tc, test_client_job_apply_patch);
+    tcase_add_test(tc, test_client_job_script_and_artifacts);
+    tcase_add_test(tc, test_client_job_json_request);
+    suite_add_tcase(s, tc);
+    return s;
+}
