@@ -101,8 +101,9 @@ SBX_API const char *sbx_policy_last_error(const sbx_policy *p);
  * rules (control characters, length, paths confined to the workspace).
  *
  * @param p         the policy.
- * @param job_type  NULL, or one of repo.clone, repo.applyPatch, verify.lint,
- *                  verify.typecheck, verify.test, verify.build, db.migrate.
+ * @param job_type  NULL, or one of repo.clone, repo.applyPatch, deps.install,
+ *                  verify.lint, verify.typecheck, verify.test, verify.build,
+ *                  db.migrate.
  * @param program   a bare program name: no `/`, no control characters, at
  *                  most 255 bytes.
  * @return SBX_OK, SBX_E_INVALID_ARG (a bad name or job type, named in
@@ -172,7 +173,7 @@ SBX_API sbx_status sbx_policy_load_file(sbx_policy *p, const char *path);
  * @param msg_cap   the size of msg.
  * @return SBX_OK (allowed), SBX_E_POLICY_DENIED (denied: see reason and msg),
  *         SBX_E_INVALID_ARG (p or argv NULL, an argv element NULL, an unknown
- *         job type).
+ *         job type: the message lists the known ones).
  * @since 1.0
  */
 SBX_API sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t argc,

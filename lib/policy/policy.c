@@ -13,16 +13,14 @@
 #include <jansson.h>
 
 #include "policy/policy_int.h"
+#include "util/jobtype.h"
 #include "util/str.h"
 
 #define ARG_MAX_BYTES 131072
 #define NAME_MAX_BYTES 255
 #define FILE_MAX_BYTES (1u << 20)
 
-static const char *const job_types[] = {
-    "repo.clone", "repo.applyPatch", "verify.lint", "verify.typecheck", "verify.test", "verify.build", "db.migrate",
-};
-#define NJOBS SBX__ARRAY_LEN(job_types)
+#define NJOBS SBX__NJOB_TYPES
 
 static const char *const default_programs[] = {"git", "bun", "node", "ls", "cat", "sed", "rg"};
 
@@ -35,14 +33,6 @@ struct sbx_policy {
     struct scope s[1 + NJOBS]; /* [0] = base */
     sbx__err err;
 };
-
-static int job_index(const char *job_type)
-{
-    for (size_t i = 0; i < NJOBS; i++)
-        if (strcmp(job_types[i], job_type) == 0)
-            return (int)i;
-    return -1;
-}
 
 static void scopes_clear(struct scope *s)
 {
@@ -182,11 +172,9 @@ static struct scope *scope_for(sbx_policy *p, const char *job_type)
     int j;
     if (!job_type)
         return &p->s[0];
-    j = job_index(job_type);
+    j = sbx__job_type_index(job_type);
     if (j < 0) {
-        sbx__err_set(&p->err, SBX_E_INVALID_ARG,
-                     "unknown job type \"%.64s\" (known: repo.clone, repo.applyPatch, verify.lint, "
-                     "verify.typecheck, verify.test, verify.build, db.migrate)",
+        sbx__err_set(&p->err, SBX_E_INVALID_ARG, "unknown job type \"%.64s\" (known: " SBX__JOB_TYPES_LIST ")",
                      job_type);
         return NULL;
     }
@@ -345,12 +333,10 @@ static sbx_status load_doc(struct loader *L, json_t *doc)
     if (!json_is_object(jt))
         return sbx__err_set(L->err, SBX_E_INVALID_ARG, "jobTypes: must be an object");
     json_object_foreach(jt, k, v) {
-        int j = job_index(k);
+        int j = sbx__job_type_index(k);
         snprintf(sub, sizeof sub, "jobTypes.%.64s", k);
         if (j < 0)
-            return sbx__err_set(L->err, SBX_E_INVALID_ARG,
-                                "%s: unknown job type (known: repo.clone, repo.applyPatch, verify.lint, "
-                                "verify.typecheck, verify.test, verify.build, db.migrate)",
+            return sbx__err_set(L->err, SBX_E_INVALID_ARG, "%s: unknown job type (known: " SBX__JOB_TYPES_LIST ")",
                                 sub);
         if ((st = load_scope(L, v, sub, &L->s[1 + j])) != SBX_OK)
             return st;
@@ -909,9 +895,10 @@ sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t ar
     memset(&c, 0, sizeof c);
     c.p = p;
     c.job = -1;
-    if (job_type && (c.job = job_index(job_type)) < 0) {
+    if (job_type && (c.job = sbx__job_type_index(job_type)) < 0) {
         if (msg_cap)
-            snprintf(msg, msg_cap, "invalid argument: unknown job type \"%.64s\"", job_type);
+            snprintf(msg, msg_cap, "invalid argument: unknown job type \"%.64s\" (known: " SBX__JOB_TYPES_LIST ")",
+                     job_type);
         return SBX_E_INVALID_ARG;
     }
     c.argv = argv;

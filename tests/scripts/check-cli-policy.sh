@@ -69,6 +69,7 @@ printf '{"version": 1, "alow": {}}' >"$tmp/bad.json"
 expect 2 "" "alow: unknown key" check --policy "$tmp/bad.json" -- ls
 expect 2 "" "cannot open the policy file" check --policy "$tmp/missing.json" -- ls
 expect 2 "" "unknown job type" check --job verify.nope -- ls
+expect 2 "" "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, verify.build, db.migrate)" check --job install -- ls
 expect 2 "" "unknown or incomplete option" check --frobnicate -- ls
 expect 2 "" "unknown or incomplete option" check --policy
 expect 2 "" "unknown subcommand 'lint'" lint -- ls

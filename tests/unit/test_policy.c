@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "util/jobtype.h"
 
 #ifndef SBX_POLICY_CORPUS
 #error "SBX_POLICY_CORPUS: the corpus file's path, set by tests/unit/meson.build"
@@ -335,6 +336,51 @@ START_TEST(test_policy_corpus)
 }
 END_TEST
 
+/* ---- job types ------------------------------------------------------------------------------ */
+
+#define KNOWN_JOBS                                                                                           \
+    "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, "        \
+    "verify.build, db.migrate)"
+
+/* One table of job types: the names in the list the messages print are the
+ * table's, in its order, and every caller of it says the same. */
+START_TEST(test_policy_job_types_shared)
+{
+    sbx_policy *p = sbx_policy_new();
+    sbx_policy_reason r;
+    char msg[512], list[512] = "";
+    ck_assert_int_eq(SBX__NJOB_TYPES, 8);
+    for (size_t i = 0; i < SBX__NJOB_TYPES; i++) {
+        const char *job = sbx__job_type_name(i);
+        char doc[256];
+        ck_assert_int_eq(sbx__job_type_index(job), (int)i);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", job);
+        /* Every job type is a scope of the API and of the file. */
+        ck_assert_int_eq(chk(p, job, ARGV("ls"), &r, msg, sizeof msg), SBX_OK);
+        ck_assert_int_eq(sbx_policy_allow_program(p, job, "make"), SBX_OK);
+        snprintf(doc, sizeof doc, "{\"version\":1,\"jobTypes\":{\"%s\":{\"allow\":{\"programs\":[\"make\"]}}}}", job);
+        ck_assert_msg(sbx_policy_load_json(p, doc) == SBX_OK, "%s: %s", job, sbx_policy_last_error(p));
+        ck_assert_int_eq(chk(p, job, ARGV("make"), &r, NULL, 0), SBX_OK);
+    }
+    ck_assert_str_eq(list, SBX__JOB_TYPES_LIST);
+    ck_assert_ptr_null(sbx__job_type_name(SBX__NJOB_TYPES));
+    ck_assert_int_eq(sbx__job_type_index(NULL), -1);
+    ck_assert_int_eq(sbx__job_type_index("install"), -1); /* the alias is the network presets' only */
+    ck_assert_int_eq(sbx__job_type_index("Deps.Install"), -1);
+
+    /* The three messages list them all. */
+    ck_assert_int_eq(chk(p, "deps", ARGV("ls"), &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(msg, "unknown job type \"deps\" " KNOWN_JOBS), "%s", msg);
+    ck_assert_int_eq(sbx_policy_deny_program(p, "install", "npm"), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_policy_last_error(p), "unknown job type \"install\" " KNOWN_JOBS), "%s",
+                  sbx_policy_last_error(p));
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"jobTypes\":{\"install\":{}}}"), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_policy_last_error(p), "jobTypes.install: unknown job type " KNOWN_JOBS), "%s",
+                  sbx_policy_last_error(p));
+    sbx_policy_free(p);
+}
+END_TEST
+
 /* ---- threads and allocation failures ------------------------------------------------------- */
 
 struct shared {
@@ -413,6 +459,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_policy_load_json_replaces);
     tcase_add_test(tc, test_policy_load_file);
     tcase_add_test(tc, test_policy_corpus);
+    tcase_add_test(tc, test_policy_job_types_shared);
     tcase_add_test(tc, test_policy_shared_between_threads);
     tcase_add_test(tc, test_policy_out_of_memory);
     suite_add_tcase(s, tc);
