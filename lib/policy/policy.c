@@ -24,6 +24,13 @@
 
 static const char *const default_programs[] = {"git", "bun", "node", "ls", "cat", "sed", "rg"};
 
+/* The package managers: allowed by default only where a job installs,
+ * verifies or migrates with them, never for plain commands (a NULL job
+ * type) nor for the clone and patch steps, which need only git. */
+static const char *const default_pm_programs[] = {"npm", "pnpm", "yarn"};
+static const char *const default_pm_jobs[] = {"deps.install", "verify.lint", "verify.typecheck",
+                                              "verify.test",  "verify.build", "db.migrate"};
+
 /* One scope's lists: the base (every job type) or one job type. */
 struct scope {
     sbx__strlist allow, deny, packages;
@@ -48,6 +55,12 @@ static sbx_status set_defaults(struct scope *s)
     for (size_t i = 0; i < SBX__ARRAY_LEN(default_programs); i++)
         if (sbx__strlist_push(&s[0].allow, default_programs[i]) != SBX_OK)
             return SBX_E_NOMEM;
+    for (size_t j = 0; j < SBX__ARRAY_LEN(default_pm_jobs); j++) {
+        struct scope *js = &s[1 + sbx__job_type_index(default_pm_jobs[j])];
+        for (size_t i = 0; i < SBX__ARRAY_LEN(default_pm_programs); i++)
+            if (sbx__strlist_push(&js->allow, default_pm_programs[i]) != SBX_OK)
+                return SBX_E_NOMEM;
+    }
     return SBX_OK;
 }
 
@@ -848,9 +861,12 @@ bool sbx__p_program_rules(sbx__pctx *c)
         return sbx__p_bun(c);
     if (strcmp(prog, "ls") == 0 || strcmp(prog, "cat") == 0)
         return sbx__p_ls_cat(c);
-    /* An allowed package-exec front end keeps its package rule. */
+    /* An allowed package-exec front end keeps its package rule; npm, pnpm
+     * and yarn have rules of their own for the rest. */
     if (package_exec_form(c, &handled) || handled)
         return c->reason != SBX_POLICY_ALLOW;
+    if (strcmp(prog, "npm") == 0 || strcmp(prog, "pnpm") == 0 || strcmp(prog, "yarn") == 0)
+        return sbx__p_pm(c);
     for (size_t i = 1; i < c->argc; i++)
         if (sbx__p_generic(c, i))
             return true;
