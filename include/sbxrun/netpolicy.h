@@ -143,13 +143,17 @@ SBX_API sbx_status sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *dom
 
 /**
  * Replace n with the preset of a job type: verify.* deny-all; repo.clone the
- * git host of input "url" only; repo.applyPatch deny-all; "install" the
+ * git host of input "url" only; repo.applyPatch deny-all; deps.install the
  * package registries (plus the host of input "registry" if given);
  * db.migrate the database host of input "url" (or "host") only. See
  * doc/netpolicy.md for the exact lists. A preset that needs an input fails
  * without it; it never falls back to allow-all. On failure n is unchanged.
  *
- * @param job_type  the job type (or "install").
+ * @param job_type  the job type: repo.clone, repo.applyPatch, deps.install,
+ *                  verify.lint, verify.typecheck, verify.test, verify.build
+ *                  or db.migrate. "install" is accepted as another name of
+ *                  deps.install (its name before 1.0); messages say
+ *                  deps.install.
  * @param ninputs   how many inputs follow (0: keys and values may be NULL).
  * @param keys      ninputs input names.
  * @param values    ninputs input values.

@@ -68,7 +68,10 @@ typedef enum sbx_policy_reason {
 
 /**
  * A new policy holding the default rules: the programs git, bun, node, ls,
- * cat, sed and rg (bare names), the workspace /vercel/sandbox, no package
+ * cat, sed and rg (bare names) for every job type; npm, pnpm and yarn for
+ * the job types deps.install, verify.lint, verify.typecheck, verify.test,
+ * verify.build and db.migrate only (not for a NULL job type, nor for
+ * repo.clone and repo.applyPatch); the workspace /vercel/sandbox; no package
  * exec.
  *
  * @return the policy, or NULL when out of memory. Free with sbx_policy_free().
@@ -97,12 +100,14 @@ SBX_API const char *sbx_policy_last_error(const sbx_policy *p);
 /**
  * Allow a program by bare name, for every job type (job_type NULL) or for one
  * (`"verify.lint"`...). Programs the policy has rules for (git, bun, node,
- * sed, rg, package execs) keep them; any other program gets only the generic
- * rules (control characters, length, paths confined to the workspace).
+ * sed, rg, ls, cat, npm, pnpm, yarn, package execs) keep them; any other
+ * program gets only the generic rules (control characters, length, paths
+ * confined to the workspace).
  *
  * @param p         the policy.
- * @param job_type  NULL, or one of repo.clone, repo.applyPatch, verify.lint,
- *                  verify.typecheck, verify.test, verify.build, db.migrate.
+ * @param job_type  NULL, or one of repo.clone, repo.applyPatch, deps.install,
+ *                  verify.lint, verify.typecheck, verify.test, verify.build,
+ *                  db.migrate.
  * @param program   a bare program name: no `/`, no control characters, at
  *                  most 255 bytes.
  * @return SBX_OK, SBX_E_INVALID_ARG (a bad name or job type, named in
@@ -113,7 +118,8 @@ SBX_API sbx_status sbx_policy_allow_program(sbx_policy *p, const char *job_type,
 
 /**
  * Deny a program by bare name, for every job type or one. A deny wins over
- * any allow, whatever the order the two were given in.
+ * any allow, whatever the order the two were given in, the default allows
+ * included (deny npm for verify.test to keep it out of that job type).
  *
  * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM.
  * @since 1.0
@@ -172,7 +178,7 @@ SBX_API sbx_status sbx_policy_load_file(sbx_policy *p, const char *path);
  * @param msg_cap   the size of msg.
  * @return SBX_OK (allowed), SBX_E_POLICY_DENIED (denied: see reason and msg),
  *         SBX_E_INVALID_ARG (p or argv NULL, an argv element NULL, an unknown
- *         job type).
+ *         job type: the message lists the known ones).
  * @since 1.0
  */
 SBX_API sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t argc,

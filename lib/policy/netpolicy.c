@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/jobtype.h"
 #include "util/str.h"
 
 /* Bounds on what one policy may hold: far above any real policy, low
@@ -27,7 +28,7 @@
 #define NP_MAX_VALUE 8192      /* header value bytes */
 #define NP_MAX_JSON (1u << 20) /* load_json input bytes */
 #define NP_MAX_INPUT 4096      /* preset input value bytes */
-#define NP_MAX_REGISTRIES 16   /* "registry" inputs of the install preset */
+#define NP_MAX_REGISTRIES 16   /* "registry" inputs of deps.install */
 
 #define DOMAIN_MAX 253
 #define DOMAIN_BUF (DOMAIN_MAX + 1)
@@ -985,7 +986,7 @@ static sbx_status git_url(struct body *b, sbx__err *e, const char *what, const c
                sh, (int)x.sn, x.scheme);
 }
 
-/* install's "registry": an http(s) URL. */
+/* deps.install's "registry": an http(s) URL. */
 static sbx_status registry_url(struct body *b, sbx__err *e, const char *what, const char *u)
 {
     char sh[SHOW_BUF];
@@ -1081,7 +1082,7 @@ static sbx_status db_host(struct body *b, sbx__err *e, const char *what, const c
 
 /* ---- presets ---------------------------------------------------------------------- */
 
-/* What install allows: npm's registry (npm, pnpm, bun and corepack fetch
+/* What deps.install allows: npm's registry (npm, pnpm, bun and corepack fetch
  * packages and package managers there), Yarn's mirror of it, and the
  * host Yarn 2+ and corepack download Yarn itself from. */
 static const char *const install_domains[] = {"registry.npmjs.org", "registry.yarnpkg.com", "repo.yarnpkg.com"};
@@ -1159,7 +1160,7 @@ static sbx_status preset_install(struct body *b, sbx__err *e, const struct input
     for (size_t i = 0; st == SBX_OK && i < SBX__ARRAY_LEN(install_domains); i++)
         st = body_domain(b, e, in->job, install_domains[i], strlen(install_domains[i]), 0);
     for (size_t i = 0; st == SBX_OK && i < in->n; i++)
-        st = registry_url(b, e, "install: input 'registry'", in->values[i]);
+        st = registry_url(b, e, "deps.install: input 'registry'", in->values[i]);
     return st;
 }
 
@@ -1181,14 +1182,27 @@ static sbx_status preset_migrate(struct body *b, sbx__err *e, const struct input
     return bad(e, in->job, "input 'url' or 'host' (the database server) is missing");
 }
 
-static const struct {
-    const char *job;
-    sbx_status (*build)(struct body *b, sbx__err *e, const struct inputs *in);
-} presets[] = {
-    {"repo.clone", preset_clone},     {"repo.applyPatch", preset_deny}, {"verify.lint", preset_deny},
-    {"verify.typecheck", preset_deny}, {"verify.test", preset_deny},    {"verify.build", preset_deny},
-    {"db.migrate", preset_migrate},   {"install", preset_install},
+/* One preset per job type, in the order of util/jobtype.c's table. */
+static sbx_status (*const presets[])(struct body *b, sbx__err *e, const struct inputs *in) = {
+    preset_clone,     /* repo.clone */
+    preset_deny,      /* repo.applyPatch */
+    preset_install,   /* deps.install */
+    preset_deny,      /* verify.lint */
+    preset_deny,      /* verify.typecheck */
+    preset_deny,      /* verify.test */
+    preset_deny,      /* verify.build */
+    preset_migrate,   /* db.migrate */
 };
+_Static_assert(SBX__ARRAY_LEN(presets) == SBX__NJOB_TYPES, "one network preset per job type");
+
+/* The index of a preset's job type; "install" is deps.install's name from
+ * before 1.0, still accepted. */
+static int preset_index(const char *job_type)
+{
+    if (strcmp(job_type, "install") == 0)
+        return sbx__job_type_index("deps.install");
+    return sbx__job_type_index(job_type);
+}
 
 /* ---- the API ---------------------------------------------------------------------- */
 
@@ -1268,19 +1282,16 @@ sbx_status sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, siz
     struct body b = {SBX_NETPOLICY_DENY_ALL, SBX__STRLIST_INIT, SBX__STRLIST_INIT, SBX__STRLIST_INIT, NULL, 0, 0};
     char sh[SHOW_BUF];
     sbx_status st;
-    size_t i;
+    int i;
 
     SBX__ENTER(n, false);
     SBX__ARG(n, job_type, "the job type is NULL");
     SBX__ARG(n, ninputs == 0 || (keys && values), "keys or values is NULL while ninputs > 0");
-    for (i = 0; i < SBX__ARRAY_LEN(presets) && strcmp(presets[i].job, job_type) != 0; i++)
-        ;
-    if (i == SBX__ARRAY_LEN(presets))
-        return sbx__err_set(&n->err, SBX_E_INVALID_ARG,
-                            "unknown job type '%s' (repo.clone, repo.applyPatch, verify.lint, verify.typecheck, "
-                            "verify.test, verify.build, db.migrate, install)",
+    if ((i = preset_index(job_type)) < 0)
+        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "unknown job type '%s' (known: " SBX__JOB_TYPES_LIST ")",
                             show(sh, sizeof sh, job_type, strlen(job_type)));
-    if ((st = presets[i].build(&b, &n->err, &in)) != SBX_OK) {
+    in.job = sbx__job_type_name((size_t)i); /* messages use the current name, alias or not */
+    if ((st = presets[i](&b, &n->err, &in)) != SBX_OK) {
         body_clear(&b);
         return st;
     }

@@ -14,18 +14,23 @@
 
 #include "policy/policy_int.h"
 #include "policy/policy_share.h"
+#include "util/jobtype.h"
 #include "util/str.h"
 
 #define ARG_MAX_BYTES 131072
 #define NAME_MAX_BYTES 255
 #define FILE_MAX_BYTES (1u << 20)
 
-static const char *const job_types[] = {
-    "repo.clone", "repo.applyPatch", "verify.lint", "verify.typecheck", "verify.test", "verify.build", "db.migrate",
-};
-#define NJOBS SBX__ARRAY_LEN(job_types)
+#define NJOBS SBX__NJOB_TYPES
 
 static const char *const default_programs[] = {"git", "bun", "node", "ls", "cat", "sed", "rg"};
+
+/* The package managers: allowed by default only where a job installs,
+ * verifies or migrates with them, never for plain commands (a NULL job
+ * type) nor for the clone and patch steps, which need only git. */
+static const char *const default_pm_programs[] = {"npm", "pnpm", "yarn"};
+static const char *const default_pm_jobs[] = {"deps.install", "verify.lint", "verify.typecheck",
+                                              "verify.test",  "verify.build", "db.migrate"};
 
 /* One scope's lists: the base (every job type) or one job type. */
 struct scope {
@@ -36,14 +41,6 @@ struct sbx_policy {
     struct scope s[1 + NJOBS]; /* [0] = base */
     sbx__err err;
 };
-
-static int job_index(const char *job_type)
-{
-    for (size_t i = 0; i < NJOBS; i++)
-        if (strcmp(job_types[i], job_type) == 0)
-            return (int)i;
-    return -1;
-}
 
 static void scopes_clear(struct scope *s)
 {
@@ -59,6 +56,12 @@ static sbx_status set_defaults(struct scope *s)
     for (size_t i = 0; i < SBX__ARRAY_LEN(default_programs); i++)
         if (sbx__strlist_push(&s[0].allow, default_programs[i]) != SBX_OK)
             return SBX_E_NOMEM;
+    for (size_t j = 0; j < SBX__ARRAY_LEN(default_pm_jobs); j++) {
+        struct scope *js = &s[1 + sbx__job_type_index(default_pm_jobs[j])];
+        for (size_t i = 0; i < SBX__ARRAY_LEN(default_pm_programs); i++)
+            if (sbx__strlist_push(&js->allow, default_pm_programs[i]) != SBX_OK)
+                return SBX_E_NOMEM;
+    }
     return SBX_OK;
 }
 
@@ -183,11 +186,9 @@ static struct scope *scope_for(sbx_policy *p, const char *job_type)
     int j;
     if (!job_type)
         return &p->s[0];
-    j = job_index(job_type);
+    j = sbx__job_type_index(job_type);
     if (j < 0) {
-        sbx__err_set(&p->err, SBX_E_INVALID_ARG,
-                     "unknown job type \"%.64s\" (known: repo.clone, repo.applyPatch, verify.lint, "
-                     "verify.typecheck, verify.test, verify.build, db.migrate)",
+        sbx__err_set(&p->err, SBX_E_INVALID_ARG, "unknown job type \"%.64s\" (known: " SBX__JOB_TYPES_LIST ")",
                      job_type);
         return NULL;
     }
@@ -346,12 +347,10 @@ static sbx_status load_doc(struct loader *L, json_t *doc)
     if (!json_is_object(jt))
         return sbx__err_set(L->err, SBX_E_INVALID_ARG, "jobTypes: must be an object");
     json_object_foreach(jt, k, v) {
-        int j = job_index(k);
+        int j = sbx__job_type_index(k);
         snprintf(sub, sizeof sub, "jobTypes.%.64s", k);
         if (j < 0)
-            return sbx__err_set(L->err, SBX_E_INVALID_ARG,
-                                "%s: unknown job type (known: repo.clone, repo.applyPatch, verify.lint, "
-                                "verify.typecheck, verify.test, verify.build, db.migrate)",
+            return sbx__err_set(L->err, SBX_E_INVALID_ARG, "%s: unknown job type (known: " SBX__JOB_TYPES_LIST ")",
                                 sub);
         if ((st = load_scope(L, v, sub, &L->s[1 + j])) != SBX_OK)
             return st;
@@ -863,9 +862,12 @@ bool sbx__p_program_rules(sbx__pctx *c)
         return sbx__p_bun(c);
     if (strcmp(prog, "ls") == 0 || strcmp(prog, "cat") == 0)
         return sbx__p_ls_cat(c);
-    /* An allowed package-exec front end keeps its package rule. */
+    /* An allowed package-exec front end keeps its package rule; npm, pnpm
+     * and yarn have rules of their own for the rest. */
     if (package_exec_form(c, &handled) || handled)
         return c->reason != SBX_POLICY_ALLOW;
+    if (strcmp(prog, "npm") == 0 || strcmp(prog, "pnpm") == 0 || strcmp(prog, "yarn") == 0)
+        return sbx__p_pm(c);
     for (size_t i = 1; i < c->argc; i++)
         if (sbx__p_generic(c, i))
             return true;
@@ -910,9 +912,10 @@ sbx_status sbx_policy_check(const sbx_policy *p, const char *job_type, size_t ar
     memset(&c, 0, sizeof c);
     c.p = p;
     c.job = -1;
-    if (job_type && (c.job = job_index(job_type)) < 0) {
+    if (job_type && (c.job = sbx__job_type_index(job_type)) < 0) {
         if (msg_cap)
-            snprintf(msg, msg_cap, "invalid argument: unknown job type \"%.64s\"", job_type);
+            snprintf(msg, msg_cap, "invalid argument: unknown job type \"%.64s\" (known: " SBX__JOB_TYPES_LIST ")",
+                     job_type);
         return SBX_E_INVALID_ARG;
     }
     c.argv = argv;

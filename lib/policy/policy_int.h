@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the command-policy modules share: one decision in progress and the
  * judgements every program's rules are built from (policy.c), used by the
- * per-program rules (policy_tools.c, policy_git.c). */
+ * per-program rules (policy_tools.c, policy_git.c, policy_pm.c). */
 #ifndef SBX_POLICY_INT_H
 #define SBX_POLICY_INT_H
 
@@ -84,6 +84,13 @@ bool sbx__p_rg(sbx__pctx *c);
 bool sbx__p_node(sbx__pctx *c);
 bool sbx__p_bun(sbx__pctx *c);
 bool sbx__p_ls_cat(sbx__pctx *c);
+/* npm, pnpm and yarn (policy_pm.c), after their package-exec forms. */
+bool sbx__p_pm(sbx__pctx *c);
+
+/* Whether a word a tool may run from PATH in place of a script is a shell,
+ * an interpreter or a program that runs others (a heuristic: bun run,
+ * yarn SCRIPT). */
+bool sbx__p_runs_programs(const char *word);
 
 /* Option tables for the per-program rules: name (short "-x" or long
  * "--xyz"), whether it takes a value, and the role of that value. */

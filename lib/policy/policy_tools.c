@@ -653,6 +653,11 @@ static bool interpreter_like(const char *a)
     return in_words(bun_not_scripts, a);
 }
 
+bool sbx__p_runs_programs(const char *word)
+{
+    return interpreter_like(word);
+}
+
 static const char *const bun_denied[] = {
     "create", "c", "exec", "repl", "upgrade", "add", "a", "remove", "rm", "r", "uninstall", "un", "update", "link",
     "unlink", "pm", "init", "publish", "patch", "patch-commit", "outdated", "audit", "info", "why", "completions",

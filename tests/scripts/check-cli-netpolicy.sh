@@ -110,10 +110,13 @@ ok custom gitlab.example.com "" -- show repo.clone --input url=ssh://git@GitLab.
 ok custom git.kernel.org "" -- show repo.clone --input url=git://git.kernel.org/pub/scm/git/git.git --compact
 ok custom "" 10.1.2.3/32 -- show repo.clone --input url=https://10.1.2.3/r.git
 ok custom "" 2001:db8::1/128 -- show repo.clone --input "url=https://[2001:db8::1]:8443/r.git"
-ok custom "$npm" "" -- show install
-ok custom "$npm,npm.example.com" "" -- show install --input registry=https://npm.example.com:4873/
-ok custom "$npm,npm.example.com" 10.0.0.9/32 -- show install --input registry=https://npm.example.com/ \
+ok custom "$npm" "" -- show deps.install
+ok custom "$npm,npm.example.com" "" -- show deps.install --input registry=https://npm.example.com:4873/
+ok custom "$npm,npm.example.com" 10.0.0.9/32 -- show deps.install --input registry=https://npm.example.com/ \
   --input registry=http://10.0.0.9:8080/
+# "install": deps.install's name before 1.0, still accepted.
+ok custom "$npm" "" -- show install
+ok custom "$npm,npm.example.com" "" -- show install --input registry=https://npm.example.com/
 ok custom db.example.com "" -- show db.migrate --input "url=postgres://admin:S3CRET@db.example.com:5432/app?sslmode=require"
 ok custom "cluster0.ab12c.mongodb.net,*.ab12c.mongodb.net" "" -- \
   show db.migrate --input "url=mongodb+srv://u:S3CRET@cluster0.ab12c.mongodb.net/?retryWrites=true"
@@ -125,7 +128,7 @@ ok custom "" 2001:db8::7/128 -- show db.migrate --input "host=[2001:db8::7]:5432
 # Options may come before the job type; --compact prints one line.
 ok custom github.com "" -- show --compact --input url=https://github.com/o/r repo.clone
 if [ "$(wc -l <"$out")" -eq 1 ]; then echo "ok: --compact is one line"; else bad "--compact printed $(wc -l <"$out") lines"; fi
-"$sbxrun" netpolicy show install >"$out" 2>/dev/null
+"$sbxrun" netpolicy show deps.install >"$out" 2>/dev/null
 if [ "$(wc -l <"$out")" -gt 1 ]; then echo "ok: default output is indented"; else bad "default output is one line"; fi
 
 # Secrets never reach stdout either.
@@ -136,6 +139,7 @@ else echo "ok: no user-info in the output"; fi
 # ---- errors ----
 err 2 "unknown job type 'verify.nope'" "" -- show verify.nope
 err 2 "unknown job type 'deploy'" "" -- show deploy --input url=https://x.example.com
+err 2 "unknown job type 'x' (known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, verify.build, db.migrate)" "" -- show x
 err 2 "repo.clone: input 'url' (the repository to clone) is missing" "" -- show repo.clone
 err 2 "unknown input 'uri' (repo.clone takes only 'url')" "" -- show repo.clone --input uri=https://github.com/o/r
 err 2 "input 'url' is given twice" "" -- show repo.clone --input url=https://a.example.com/r --input url=https://b.example.com/r
@@ -148,8 +152,9 @@ err 2 "'https://***@/o/r' has no host" "S3CRET" -- show repo.clone --input "url=
 err 2 "the scheme 'ftp'" "S3CRET" -- show repo.clone --input "url=ftp://u:S3CRET@host.example.com/r"
 err 2 "'localhost' is not a domain name" "S3CRET" -- show repo.clone --input "url=https://u:S3CRET@localhost/r"
 err 2 "has a control character" "S3CRET" -- show repo.clone --input "url=https://u:S3CRET@github.com/o/r"$'\n'".git"
-err 2 "is not an http:// or https:// URL" "" -- show install --input registry=ftp://npm.example.com/
-err 2 "unknown input 'url' (install takes only 'registry')" "" -- show install --input url=https://npm.example.com/
+err 2 "is not an http:// or https:// URL" "" -- show deps.install --input registry=ftp://npm.example.com/
+err 2 "unknown input 'url' (deps.install takes only 'registry')" "" -- show deps.install --input url=https://npm.example.com/
+err 2 "unknown input 'url' (deps.install takes only 'registry')" "" -- show install --input url=https://npm.example.com/
 err 2 "unknown database scheme 'oracle'" "S3CRET" -- show db.migrate --input "url=oracle://u:S3CRET@db.example.com/app"
 err 2 "'postgres://***@/app?...' has no host" "S3CRET" -- show db.migrate --input "url=postgres://u:S3CRET@/app?host=/run"
 err 2 "the port 'port'" "S3CRET" -- show db.migrate --input "url=postgres://u:S3CRET@db.example.com:port/app"

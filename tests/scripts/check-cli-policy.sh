@@ -64,11 +64,33 @@ expect 0 "" "" check --policy "$tmp/p.json" --job verify.build -- make all
 expect 3 "" "denied: program_not_allowed" check --policy "$tmp/p.json" --job verify.test -- make all
 expect 0 "" "" check --policy "$src/examples/policy.json" --job verify.lint -- bunx eslint@9.14.0 src
 
+# npm, pnpm and yarn: allowed by default for deps.install, verify.* and
+# db.migrate, not without a job type nor for repo.*; a file can deny them.
+expect 0 "" "" check --job deps.install -- npm ci --ignore-scripts
+expect 0 "" "" check --job verify.test -- npm test -- --coverage
+expect 0 "" "" check --job deps.install -- pnpm install --frozen-lockfile
+expect 0 "" "" check --job verify.build -- yarn build
+expect 3 "" "denied: program_not_allowed" check -- npm ci
+expect 3 "" "denied: program_not_allowed" check --job repo.clone -- yarn install
+expect 3 "" 'denied: subcommand: npm install "lodash" (argument 2)' check --job deps.install -- npm install lodash
+expect 3 "" "denied: option: npm -g (argument 1)" check --job deps.install -- npm -g ci
+expect 3 "" "denied: path_outside" check --job deps.install -- npm ci --prefix /tmp
+expect 3 "" "denied: subcommand" check --job verify.test -- yarn sh -c id
+expect 3 "" "denied: package_exec" check --job verify.lint -- pnpm dlx eslint
+printf '{"version": 1, "jobTypes": {"verify.test": {"deny": {"programs": ["npm"]}}}}' >"$tmp/nonpm.json"
+expect 3 "" "denied: program_not_allowed" check --policy "$tmp/nonpm.json" --job verify.test -- npm test
+expect 0 "" "" check --policy "$tmp/nonpm.json" --job verify.lint -- npm run lint
+# The jobs' git commands.
+expect 0 "" "" check --job repo.clone -- git clone --depth 1 --branch main https://github.com/o/r.git /vercel/sandbox/repo
+expect 0 "" "" check --job repo.applyPatch -- git -C /vercel/sandbox/repo apply --index --whitespace=nowarn \
+  /vercel/sandbox/.sbx/patch-1.diff
+
 # Usage errors: 2, with a message.
 printf '{"version": 1, "alow": {}}' >"$tmp/bad.json"
 expect 2 "" "alow: unknown key" check --policy "$tmp/bad.json" -- ls
 expect 2 "" "cannot open the policy file" check --policy "$tmp/missing.json" -- ls
 expect 2 "" "unknown job type" check --job verify.nope -- ls
+expect 2 "" "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, verify.build, db.migrate)" check --job install -- ls
 expect 2 "" "unknown or incomplete option" check --frobnicate -- ls
 expect 2 "" "unknown or incomplete option" check --policy
 expect 2 "" "unknown subcommand 'lint'" lint -- ls

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for lib/policy/netpolicy.c: validation, merge rules, presets, JSON both ways, secrets. */
 #include "harness.h"
+#include "util/jobtype.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -590,7 +591,63 @@ START_TEST(test_netpolicy_preset_unknown_job_type)
     expect_preset_error("Verify.Test", NULL, NULL, "unknown job type 'Verify.Test'", NULL);
     expect_preset_error("", NULL, NULL, "unknown job type ''", NULL);
     expect_preset_error("repo.clone\n", NULL, NULL, "unknown job type 'repo.clone\\x0a'", NULL);
-    expect_preset_error("x", NULL, NULL, "repo.clone, repo.applyPatch, verify.lint", NULL);
+    /* The message lists the job types from the one table the command policy
+     * uses too (util/jobtype.h). */
+    expect_preset_error("x", NULL, NULL, "(known: " SBX__JOB_TYPES_LIST ")", NULL);
+    expect_preset_error("x", NULL, NULL,
+                        "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, "
+                        "verify.test, verify.build, db.migrate)",
+                        NULL);
+    /* Only "install" is an alias: no other spelling of deps.install. */
+    expect_preset_error("Install", NULL, NULL, "unknown job type 'Install'", NULL);
+    expect_preset_error("deps", NULL, NULL, "unknown job type 'deps'", NULL);
+    expect_preset_error("install ", NULL, NULL, "unknown job type 'install '", NULL);
+}
+END_TEST
+
+/* Every job type of the shared table has a preset; the ones that need an
+ * input say so instead of "unknown job type". */
+START_TEST(test_netpolicy_preset_every_job_type)
+{
+    for (size_t i = 0; i < SBX__NJOB_TYPES; i++) {
+        const char *job = sbx__job_type_name(i);
+        sbx_netpolicy *n = np_new();
+        sbx_status st = sbx_netpolicy_load_preset(n, job, 0, NULL, NULL);
+        ck_assert_msg(!strstr(sbx_netpolicy_last_error(n), "unknown job type"), "%s: %s", job,
+                      sbx_netpolicy_last_error(n));
+        ck_assert_msg(st == SBX_OK || strstr(sbx_netpolicy_last_error(n), "missing"), "%s: %s", job,
+                      sbx_netpolicy_last_error(n));
+        sbx_netpolicy_free(n);
+    }
+    ck_assert_ptr_null(sbx__job_type_name(SBX__NJOB_TYPES));
+}
+END_TEST
+
+/* "install", deps.install's name before 1.0, gives the same policy, and
+ * its messages use the current name. */
+START_TEST(test_netpolicy_preset_install_alias)
+{
+    const char *keys[1] = {"registry"};
+    const char *values[1] = {"https://npm.example.com/"};
+    sbx_netpolicy *a = np_new(), *b = np_new();
+    char *ja, *jb;
+    ck_assert_int_eq(sbx_netpolicy_load_preset(a, "install", 1, keys, values), SBX_OK);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(b, "deps.install", 1, keys, values), SBX_OK);
+    ja = json_of(a);
+    jb = json_of(b);
+    ck_assert_str_eq(ja, jb);
+    ck_assert_str_eq(ja, "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
+                         "\"repo.yarnpkg.com\",\"npm.example.com\"]}");
+    sbx_free(ja);
+    sbx_free(jb);
+    sbx_netpolicy_free(a);
+    sbx_netpolicy_free(b);
+    expect_preset("install", NULL, NULL,
+                  "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
+                  "\"repo.yarnpkg.com\"]}");
+    expect_preset_error("install", "url", "https://npm.example.com/",
+                        "deps.install: unknown input 'url' (deps.install takes only 'registry')", NULL);
+    expect_preset_error("install", "registry", "ftp://npm.example.com/", "deps.install: input 'registry'", NULL);
 }
 END_TEST
 
@@ -710,16 +767,16 @@ START_TEST(test_netpolicy_preset_install)
     sbx_netpolicy *n = np_new();
     char *out;
 
-    expect_preset("install", NULL, NULL,
+    expect_preset("deps.install", NULL, NULL,
                   "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                   "\"repo.yarnpkg.com\"]}");
-    expect_preset("install", "registry", "https://NPM.pkg.example.com/",
+    expect_preset("deps.install", "registry", "https://NPM.pkg.example.com/",
                   "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                   "\"repo.yarnpkg.com\",\"npm.pkg.example.com\"]}");
-    expect_preset("install", "registry", "https://registry.npmjs.org/",
+    expect_preset("deps.install", "registry", "https://registry.npmjs.org/",
                   "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                   "\"repo.yarnpkg.com\"]}");
-    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 3, keys, values), SBX_OK);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "deps.install", 3, keys, values), SBX_OK);
     out = json_of(n);
     ck_assert_str_eq(out, "{\"mode\":\"custom\",\"allowedDomains\":[\"registry.npmjs.org\",\"registry.yarnpkg.com\","
                           "\"repo.yarnpkg.com\",\"npm.example.com\"],\"allowedCIDRs\":[\"10.0.0.9/32\"]}");
@@ -727,12 +784,12 @@ START_TEST(test_netpolicy_preset_install)
     sbx_free(out);
     sbx_netpolicy_free(n);
 
-    expect_preset_error("install", "registry", "ftp://npm.example.com/", "is not an http:// or https:// URL", NULL);
-    expect_preset_error("install", "registry", "npm.example.com", "'npm.example.com' is not an http", NULL);
-    expect_preset_error("install", "registry", "https://u:SECRET@npm_x.example.com/", "'npm_x.example.com' is not",
+    expect_preset_error("deps.install", "registry", "ftp://npm.example.com/", "is not an http:// or https:// URL", NULL);
+    expect_preset_error("deps.install", "registry", "npm.example.com", "'npm.example.com' is not an http", NULL);
+    expect_preset_error("deps.install", "registry", "https://u:SECRET@npm_x.example.com/", "'npm_x.example.com' is not",
                         "SECRET");
-    expect_preset_error("install", "registry", "https://u:SECRET@/", "'https://***@/' has no host", "SECRET");
-    expect_preset_error("install", "url", "https://npm.example.com/", "unknown input 'url' (install takes only "
+    expect_preset_error("deps.install", "registry", "https://u:SECRET@/", "'https://***@/' has no host", "SECRET");
+    expect_preset_error("deps.install", "url", "https://npm.example.com/", "unknown input 'url' (deps.install takes only "
                                                                        "'registry')",
                         NULL);
 }
@@ -748,8 +805,8 @@ START_TEST(test_netpolicy_preset_install_registry_limit)
         keys[i] = "registry";
         values[i] = hosts[i];
     }
-    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 16, keys, values), SBX_OK);
-    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "install", 17, keys, values), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "deps.install", 16, keys, values), SBX_OK);
+    ck_assert_int_eq(sbx_netpolicy_load_preset(n, "deps.install", 17, keys, values), SBX_E_INVALID_ARG);
     expect_msg(n, "more than 16 'registry' inputs", NULL);
     sbx_netpolicy_free(n);
 }
@@ -1135,7 +1192,7 @@ static sbx_status build_and_write(void *ctx)
     (void)ctx;
     if (!n)
         return SBX_E_NOMEM;
-    STEP(sbx_netpolicy_load_preset(n, "install", 2, keys, values));
+    STEP(sbx_netpolicy_load_preset(n, "deps.install", 2, keys, values));
     STEP(sbx_netpolicy_allow_domain(n, "*.pkgs.example.org"));
     STEP(sbx_netpolicy_allow_cidr(n, "10.0.0.0/8"));
     STEP(sbx_netpolicy_deny_cidr(n, "10.1.0.0/16"));
@@ -1200,6 +1257,8 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_netpolicy_preset_inputs_checked);
     SBX_TEST_ADD(tc, test_netpolicy_preset_input_length_limit);
     SBX_TEST_ADD(tc, test_netpolicy_preset_install);
+    SBX_TEST_ADD(tc, test_netpolicy_preset_install_alias);
+    SBX_TEST_ADD(tc, test_netpolicy_preset_every_job_type);
     SBX_TEST_ADD(tc, test_netpolicy_preset_install_registry_limit);
     SBX_TEST_ADD(tc, test_netpolicy_preset_db_migrate_url);
     SBX_TEST_ADD(tc, test_netpolicy_preset_db_migrate_url_rejects);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "util/jobtype.h"
 
 #ifndef SBX_POLICY_CORPUS
 #error "SBX_POLICY_CORPUS: the corpus file's path, set by tests/unit/meson.build"
@@ -335,6 +336,353 @@ START_TEST(test_policy_corpus)
 }
 END_TEST
 
+/* ---- job types ------------------------------------------------------------------------------ */
+
+#define KNOWN_JOBS                                                                                           \
+    "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, "        \
+    "verify.build, db.migrate)"
+
+/* One table of job types: the names in the list the messages print are the
+ * table's, in its order, and every caller of it says the same. */
+START_TEST(test_policy_job_types_shared)
+{
+    sbx_policy *p = sbx_policy_new();
+    sbx_policy_reason r;
+    char msg[512], list[512] = "";
+    ck_assert_int_eq(SBX__NJOB_TYPES, 8);
+    for (size_t i = 0; i < SBX__NJOB_TYPES; i++) {
+        const char *job = sbx__job_type_name(i);
+        char doc[256];
+        ck_assert_int_eq(sbx__job_type_index(job), (int)i);
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", job);
+        /* Every job type is a scope of the API and of the file. */
+        ck_assert_int_eq(chk(p, job, ARGV("ls"), &r, msg, sizeof msg), SBX_OK);
+        ck_assert_int_eq(sbx_policy_allow_program(p, job, "make"), SBX_OK);
+        snprintf(doc, sizeof doc, "{\"version\":1,\"jobTypes\":{\"%s\":{\"allow\":{\"programs\":[\"make\"]}}}}", job);
+        ck_assert_msg(sbx_policy_load_json(p, doc) == SBX_OK, "%s: %s", job, sbx_policy_last_error(p));
+        ck_assert_int_eq(chk(p, job, ARGV("make"), &r, NULL, 0), SBX_OK);
+    }
+    ck_assert_str_eq(list, SBX__JOB_TYPES_LIST);
+    ck_assert_ptr_null(sbx__job_type_name(SBX__NJOB_TYPES));
+    ck_assert_int_eq(sbx__job_type_index(NULL), -1);
+    ck_assert_int_eq(sbx__job_type_index("install"), -1); /* the alias is the network presets' only */
+    ck_assert_int_eq(sbx__job_type_index("Deps.Install"), -1);
+
+    /* The three messages list them all. */
+    ck_assert_int_eq(chk(p, "deps", ARGV("ls"), &r, msg, sizeof msg), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(msg, "unknown job type \"deps\" " KNOWN_JOBS), "%s", msg);
+    ck_assert_int_eq(sbx_policy_deny_program(p, "install", "npm"), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_policy_last_error(p), "unknown job type \"install\" " KNOWN_JOBS), "%s",
+                  sbx_policy_last_error(p));
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"jobTypes\":{\"install\":{}}}"), SBX_E_INVALID_ARG);
+    ck_assert_msg(strstr(sbx_policy_last_error(p), "jobTypes.install: unknown job type " KNOWN_JOBS), "%s",
+                  sbx_policy_last_error(p));
+    sbx_policy_free(p);
+}
+END_TEST
+
+static bool pm_job(const char *job)
+{
+    static const char *const jobs[] = {"deps.install", "verify.lint", "verify.typecheck",
+                                       "verify.test",  "verify.build", "db.migrate"};
+    for (size_t i = 0; job && i < SBX__ARRAY_LEN(jobs); i++)
+        if (strcmp(jobs[i], job) == 0)
+            return true;
+    return false;
+}
+
+/* npm, pnpm and yarn: allowed by default for six job types, not for
+ * repo.* nor without a job type; the base programs everywhere; a policy
+ * can deny them per type or for all, and extends "none" drops them. */
+START_TEST(test_policy_package_manager_defaults)
+{
+    static const char *const pms[] = {"npm", "pnpm", "yarn"};
+    sbx_policy *p = sbx_policy_new();
+    sbx_policy_reason r;
+    char msg[256];
+    for (size_t i = 0; i <= SBX__NJOB_TYPES; i++) {
+        const char *job = i < SBX__NJOB_TYPES ? sbx__job_type_name(i) : NULL;
+        for (size_t k = 0; k < SBX__ARRAY_LEN(pms); k++) {
+            sbx_status st = chk(p, job, ARGV(pms[k], "install"), &r, msg, sizeof msg);
+            if (pm_job(job)) {
+                ck_assert_msg(st == SBX_OK, "%s %s: %s", job, pms[k], msg);
+            } else {
+                ck_assert_msg(st == SBX_E_POLICY_DENIED && r == SBX_POLICY_PROGRAM_NOT_ALLOWED, "%s %s: %s",
+                              job ? job : "NULL", pms[k], msg);
+                ck_assert_msg(strstr(msg, pms[k]), "%s", msg);
+            }
+        }
+        ck_assert_int_eq(chk(p, job, ARGV("git", "status"), &r, NULL, 0), SBX_OK);
+        ck_assert_int_eq(chk(p, job, ARGV("bun", "install"), &r, NULL, 0), SBX_OK);
+    }
+    /* A deny wins over the default allow: per job type, then for all. */
+    ck_assert_int_eq(sbx_policy_deny_program(p, "verify.test", "npm"), SBX_OK);
+    ck_assert_int_eq(chk(p, "verify.test", ARGV("npm", "test"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_PROGRAM_NOT_ALLOWED);
+    ck_assert_int_eq(chk(p, "verify.test", ARGV("yarn", "test"), &r, NULL, 0), SBX_OK);
+    ck_assert_int_eq(chk(p, "verify.lint", ARGV("npm", "run", "lint"), &r, NULL, 0), SBX_OK);
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"jobTypes\":{\"deps.install\":{\"deny\":{\"programs\":"
+                                             "[\"pnpm\"]}}}}"),
+                     SBX_OK);
+    ck_assert_int_eq(chk(p, "deps.install", ARGV("pnpm", "install"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(chk(p, "deps.install", ARGV("npm", "ci"), &r, NULL, 0), SBX_OK);
+    ck_assert_int_eq(chk(p, "verify.test", ARGV("npm", "test"), &r, NULL, 0), SBX_OK); /* replaced */
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"deny\":{\"programs\":[\"npm\",\"yarn\"]}}"), SBX_OK);
+    ck_assert_int_eq(chk(p, "deps.install", ARGV("npm", "ci"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(chk(p, "verify.build", ARGV("yarn"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(chk(p, "verify.build", ARGV("pnpm", "run", "build"), &r, NULL, 0), SBX_OK);
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"extends\":\"none\",\"allow\":{\"programs\":[\"ls\"]}}"),
+                     SBX_OK);
+    ck_assert_int_eq(chk(p, "deps.install", ARGV("npm", "ci"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    /* A file can allow them for a plain command, and the rules still apply. */
+    ck_assert_int_eq(sbx_policy_load_json(p, "{\"version\":1,\"allow\":{\"programs\":[\"npm\"]}}"), SBX_OK);
+    ck_assert_int_eq(chk(p, NULL, ARGV("npm", "ci"), &r, NULL, 0), SBX_OK);
+    ck_assert_int_eq(chk(p, NULL, ARGV("npm", "install", "lodash"), &r, NULL, 0), SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_SUBCOMMAND);
+    ck_assert_int_eq(chk(p, "repo.clone", ARGV("npm", "ci"), &r, NULL, 0), SBX_OK);
+    sbx_policy_free(p);
+}
+END_TEST
+
+/* The rules of npm, pnpm and yarn: each case under every job type that
+ * allows them by default, and without a job type under a policy that
+ * allows them for all (there, without one, they are not allowed at all).
+ * A denial names the argument: the message holds `want`. */
+struct pm_case {
+    const char *const *argv;
+    sbx_policy_reason reason;
+    const char *want;
+};
+
+#define A(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static const struct pm_case pm_cases[] = {
+    /* npm: allowed */
+    {A("npm", "ci"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "install"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "i"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "install", "--offline", "--omit=dev", "--include=dev", "--loglevel", "warn", "--silent"),
+     SBX_POLICY_ALLOW, NULL},
+    {A("npm", "ci", "--omit", "dev", "--registry=https://npm.example.com/", "--registry", "https://r.example.com/"),
+     SBX_POLICY_ALLOW, NULL},
+    {A("npm", "ci", "--cache", ".npm-cache", "--prefix", "app"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "ci", "--cache=/vercel/sandbox/.npm", "--prefix=/vercel/sandbox/app"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "--ignore-scripts", "ci"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "--", "ci"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "rebuild"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run", "build"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run", "build", "--", "--watch", "src/index.ts"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run-script", "lint"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run", "test", "--if-present", "--ignore-scripts"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "test"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "t"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "test", "--", "--coverage", "-t", "name"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "--version"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "-v"), SBX_POLICY_ALLOW, NULL},
+    /* npm: refused */
+    {A("npm", "install", "lodash"), SBX_POLICY_SUBCOMMAND, "npm install \"lodash\" (argument 2) adds a package"},
+    {A("npm", "i", "lodash@4"), SBX_POLICY_SUBCOMMAND, "(argument 2)"},
+    {A("npm", "install", "--", "lodash"), SBX_POLICY_SUBCOMMAND, "\"lodash\" (argument 3)"},
+    {A("npm", "ci", "./evil"), SBX_POLICY_SUBCOMMAND, "(argument 2)"},
+    {A("npm", "install", "--ignore-scripts", "git+https://evil.example.com/x.git"), SBX_POLICY_SUBCOMMAND,
+     "(argument 3)"},
+    {A("npm", "rebuild", "lodash"), SBX_POLICY_SUBCOMMAND, "(argument 2)"},
+    {A("npm", "exec", "cowsay"), SBX_POLICY_PACKAGE_EXEC, "\"cowsay\" (argument 2)"},
+    {A("npm", "x", "cowsay"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("npm", "init"), SBX_POLICY_PACKAGE_EXEC, "npm init"},
+    {A("npm", "init", "vite"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("npm", "create", "vite"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("npm", "publish"), SBX_POLICY_SUBCOMMAND, "npm publish (argument 1)"},
+    {A("npm", "link"), SBX_POLICY_SUBCOMMAND, "npm link (argument 1)"},
+    {A("npm", "add", "lodash"), SBX_POLICY_SUBCOMMAND, "npm add (argument 1)"},
+    {A("npm", "explore", "lodash"), SBX_POLICY_SUBCOMMAND, "npm explore (argument 1)"},
+    {A("npm", "config", "get", "registry"), SBX_POLICY_SUBCOMMAND, "npm config (argument 1)"},
+    {A("npm", "version", "patch"), SBX_POLICY_SUBCOMMAND, "(argument 1)"},
+    {A("npm", "uninstall", "lodash"), SBX_POLICY_SUBCOMMAND, "(argument 1)"},
+    {A("npm", "ins"), SBX_POLICY_SUBCOMMAND, "(argument 1)"}, /* abbreviations are not read */
+    {A("npm", "install", "-g", "typescript"), SBX_POLICY_OPTION, "npm -g (argument 2)"},
+    {A("npm", "--global", "ci"), SBX_POLICY_OPTION, "npm --global (argument 1)"},
+    {A("npm", "ci", "--location=global"), SBX_POLICY_OPTION, "npm --location (argument 2)"},
+    {A("npm", "ci", "-gs"), SBX_POLICY_OPTION, "\"-gs\" (argument 2)"},
+    {A("npm", "ci", "--prefix", "/usr/local"), SBX_POLICY_PATH_OUTSIDE, "argument 3"},
+    {A("npm", "ci", "--prefix=../.."), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("npm", "-C", "/", "ci"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("npm", "ci", "--cache", "/root/.npm"), SBX_POLICY_PATH_OUTSIDE, "argument 3"},
+    {A("npm", "ci", "--cache=/tmp/c"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    /* --prefix moves where scripts run, not where npm reads --cache: both readings are judged */
+    {A("npm", "--prefix", "a/b/c", "ci", "--cache", "../../../../x"), SBX_POLICY_PATH_OUTSIDE, "argument 5"},
+    {A("npm", "--prefix", "..", "run", "t", "--", "../x"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("npm", "run", "build", "--script-shell=/bin/sh"), SBX_POLICY_OPTION, "npm --script-shell (argument 3)"},
+    {A("npm", "run", "build", "--script-shell", "bash"), SBX_POLICY_OPTION, "(argument 3)"},
+    {A("npm", "test", "--node-options=--require=/tmp/x.js"), SBX_POLICY_OPTION, "npm --node-options (argument 2)"},
+    {A("npm", "run", "lint", "--userconfig", "/tmp/npmrc"), SBX_POLICY_OPTION, "(argument 3)"},
+    {A("npm", "ci", "--script-sh=bash"), SBX_POLICY_OPTION, "\"--script-sh=bash\" (argument 2)"},
+    {A("npm", "test", "--watch"), SBX_POLICY_OPTION, "\"--watch\" (argument 2)"},
+    {A("npm", "ci", "--ignore-scripts=false"), SBX_POLICY_OPTION, "takes no value"},
+    {A("npm", "ci", "--cache"), SBX_POLICY_OPTION, "has no value"},
+    {A("npm", "ci", "--loglevel", "--global"), SBX_POLICY_OPTION, "npm option --loglevel (argument 2) has no value"},
+    {A("npm", "ci", "--loglevel=-x"), SBX_POLICY_ALLOW, NULL},
+    {A("npm", "run", "build", "--", "../../etc/passwd"), SBX_POLICY_PATH_OUTSIDE, "argument 4"},
+    /* pnpm */
+    {A("pnpm", "install", "--frozen-lockfile"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "i"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "install", "--ignore-scripts"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "install", "--frozen-lockfile", "--prefer-offline", "--store-dir", ".pnpm-store"), SBX_POLICY_ALLOW,
+     NULL},
+    {A("pnpm", "run", "build"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "run", "test", "--watch", "--ignore-scripts"), SBX_POLICY_ALLOW, NULL}, /* the script's */
+    {A("pnpm", "test"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "-C", "app", "install", "--frozen-lockfile"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "--version"), SBX_POLICY_ALLOW, NULL},
+    {A("pnpm", "install", "lodash"), SBX_POLICY_SUBCOMMAND, "pnpm install \"lodash\" (argument 2)"},
+    {A("pnpm", "dlx", "cowsay"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("pnpm", "exec", "sh"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("pnpm", "create", "vite"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("pnpm", "add", "lodash"), SBX_POLICY_SUBCOMMAND, "pnpm add (argument 1)"},
+    {A("pnpm", "env", "use", "20"), SBX_POLICY_SUBCOMMAND, "pnpm env (argument 1)"},
+    {A("pnpm", "build"), SBX_POLICY_SUBCOMMAND, "pnpm build (argument 1)"}, /* falls back to exec */
+    {A("pnpm", "-g", "install"), SBX_POLICY_OPTION, "pnpm -g (argument 1)"},
+    {A("pnpm", "--dir", "/tmp", "install"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("pnpm", "install", "--store-dir=/root/.pnpm"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("pnpm", "--config.script-shell=/bin/sh", "run", "lint"), SBX_POLICY_OPTION, "(argument 1)"},
+    {A("pnpm", "run", "build", "--config.script-shell=/bin/sh"), SBX_POLICY_OPTION, "(argument 3)"},
+    {A("pnpm", "test", "--node-options=--require=x"), SBX_POLICY_OPTION, "(argument 2)"},
+    {A("pnpm", "run", "x", "../../etc"), SBX_POLICY_PATH_OUTSIDE, "argument 3"},
+    /* yarn */
+    {A("yarn"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "install", "--frozen-lockfile"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "install", "--immutable"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "--frozen-lockfile", "--ignore-scripts"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "install", "--ignore-scripts", "--cache-folder", ".yarn-cache"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "run", "build"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "test", "--watch"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "build", "--prod"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "tsc", "--noEmit"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "--cwd", "app", "lint"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "node", "scripts/check.js"), SBX_POLICY_ALLOW, NULL},
+    {A("yarn", "install", "lodash"), SBX_POLICY_SUBCOMMAND, "yarn install \"lodash\" (argument 2)"},
+    {A("yarn", "dlx", "cowsay"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("yarn", "exec", "sh"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("yarn", "create", "vite"), SBX_POLICY_PACKAGE_EXEC, "(argument 2)"},
+    {A("yarn", "add", "lodash"), SBX_POLICY_SUBCOMMAND, "yarn add (argument 1)"},
+    {A("yarn", "global", "add", "x"), SBX_POLICY_SUBCOMMAND, "yarn global (argument 1)"},
+    {A("yarn", "npm", "publish"), SBX_POLICY_SUBCOMMAND, "yarn npm (argument 1)"},
+    {A("yarn", "set", "version", "latest"), SBX_POLICY_SUBCOMMAND, "yarn set (argument 1)"},
+    {A("yarn", "sh", "-c", "id"), SBX_POLICY_SUBCOMMAND, "\"sh\" (argument 1)"},
+    {A("yarn", "bash"), SBX_POLICY_SUBCOMMAND, "\"bash\" (argument 1)"},
+    {A("yarn", "python3", "x.py"), SBX_POLICY_SUBCOMMAND, "(argument 1)"},
+    {A("yarn", "env"), SBX_POLICY_SUBCOMMAND, "(argument 1)"},
+    {A("yarn", "run", "sh"), SBX_POLICY_SUBCOMMAND, "\"sh\" (argument 2)"},
+    {A("yarn", "--silent", "curl", "http://x"), SBX_POLICY_SUBCOMMAND, "(argument 2)"},
+    {A("yarn", "node", "-e", "1"), SBX_POLICY_SCRIPT, "node -e"},
+    {A("yarn", "cat", "/etc/passwd"), SBX_POLICY_PATH_OUTSIDE, "/etc/passwd"},
+    {A("yarn", "--cwd", "/tmp", "install"), SBX_POLICY_PATH_OUTSIDE, "argument 2"},
+    {A("yarn", "--cwd", "a", "--cache-folder", "../../x"), SBX_POLICY_PATH_OUTSIDE, "argument 4"},
+    {A("yarn", "--global-folder", "g"), SBX_POLICY_OPTION, "(argument 1)"},
+    {A("yarn", "install", "--verbose"), SBX_POLICY_OPTION, "\"--verbose\" (argument 2)"},
+    {A("yarn", "test", "--script-shell=sh"), SBX_POLICY_OPTION, "(argument 2)"},
+};
+
+static void pm_expect(const sbx_policy *p, const char *job, const struct pm_case *k)
+{
+    sbx_policy_reason r;
+    char msg[256], line[256] = "";
+    sbx_status st = chk(p, job, k->argv, &r, msg, sizeof msg);
+    for (size_t i = 0; k->argv[i]; i++)
+        snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", i ? " " : "", k->argv[i]);
+    if (k->reason == SBX_POLICY_ALLOW) {
+        ck_assert_msg(st == SBX_OK, "%s: [%s] denied: %s", job ? job : "NULL", line, msg);
+        return;
+    }
+    ck_assert_msg(st == SBX_E_POLICY_DENIED && r == k->reason, "%s: [%s]: %s %s, expected %s",
+                  job ? job : "NULL", line, sbx_policy_reason_name(r), msg, sbx_policy_reason_name(k->reason));
+    ck_assert_msg(strstr(msg, k->want), "%s: [%s]: message \"%s\" lacks \"%s\"", job ? job : "NULL", line, msg,
+                  k->want);
+}
+
+START_TEST(test_policy_package_manager_rules)
+{
+    sbx_policy *def = sbx_policy_new(), *all = sbx_policy_new();
+    sbx_policy_reason r;
+    ck_assert_int_eq(sbx_policy_load_json(all, "{\"version\":1,\"allow\":{\"programs\":[\"npm\",\"pnpm\",\"yarn\"]}}"),
+                     SBX_OK);
+    for (size_t c = 0; c < SBX__ARRAY_LEN(pm_cases); c++) {
+        const struct pm_case *k = &pm_cases[c];
+        sbx_status st;
+        for (size_t i = 0; i < SBX__NJOB_TYPES; i++)
+            if (pm_job(sbx__job_type_name(i)))
+                pm_expect(def, sbx__job_type_name(i), k);
+        pm_expect(all, NULL, k);
+        pm_expect(all, "repo.clone", k);
+        /* Without a job type the default policy does not allow them: only
+         * a package exec is judged as one. */
+        st = chk(def, NULL, k->argv, &r, NULL, 0);
+        ck_assert_int_eq(st, SBX_E_POLICY_DENIED);
+        if (r != SBX_POLICY_PACKAGE_EXEC)
+            ck_assert_int_eq(r, SBX_POLICY_PROGRAM_NOT_ALLOWED);
+    }
+    sbx_policy_free(def);
+    sbx_policy_free(all);
+}
+END_TEST
+
+/* The commands a job layer runs for repo.clone and repo.applyPatch. */
+START_TEST(test_policy_job_git_commands)
+{
+    const struct {
+        const char *job;
+        const char *const *argv;
+    } ok[] = {
+        {"repo.clone", A("git", "clone", "--depth", "1", "--branch", "main", "https://github.com/o/r.git",
+                         "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "clone", "--depth", "1", "--branch", "release/v1.2", "https://github.com/o/r",
+                         "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "clone", "https://gitlab.example.com:8443/group/sub/r.git", "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "clone", "http://git.example.com/r.git", "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "clone", "git://git.kernel.org/pub/scm/git/git.git", "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "clone", "--depth", "1", "--branch", "v2.0.0", "git://example.com/r.git",
+                         "/vercel/sandbox/repo")},
+        {"repo.clone", A("git", "-C", "/vercel/sandbox/repo", "fetch", "--depth", "1", "origin",
+                         "0123456789abcdef0123456789abcdef01234567")},
+        {"repo.clone", A("git", "-C", "/vercel/sandbox/repo", "checkout", "--detach",
+                         "0123456789abcdef0123456789abcdef01234567")},
+        {"repo.clone", A("git", "-C", "/vercel/sandbox/repo", "rev-parse", "HEAD")},
+        {"repo.applyPatch", A("git", "-C", "/vercel/sandbox/repo", "apply", "--index", "--whitespace=nowarn",
+                              "/vercel/sandbox/.sbx/patch-1.diff")},
+        {"repo.applyPatch", A("git", "apply", "--check", "/vercel/sandbox/.sbx/patch-1.diff")},
+        {"repo.applyPatch", A("git", "apply", "--check", "patch.diff")},
+    };
+    sbx_policy *p = sbx_policy_new();
+    sbx_policy_reason r;
+    char msg[256];
+    for (size_t i = 0; i < SBX__ARRAY_LEN(ok); i++) {
+        /* Allowed for their job type and for plain commands alike. */
+        ck_assert_msg(chk(p, ok[i].job, ok[i].argv, &r, msg, sizeof msg) == SBX_OK, "%zu: %s", i, msg);
+        ck_assert_msg(chk(p, NULL, ok[i].argv, &r, msg, sizeof msg) == SBX_OK, "%zu: %s", i, msg);
+    }
+    /* ... and their hostile neighbours are not. */
+    ck_assert_int_eq(chk(p, "repo.clone", A("git", "clone", "file:///etc", "/vercel/sandbox/repo"), &r, NULL, 0),
+                     SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_TRANSPORT);
+    ck_assert_int_eq(chk(p, "repo.clone", A("git", "clone", "https://github.com/o/r", "/tmp/repo"), &r, NULL, 0),
+                     SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_PATH_OUTSIDE);
+    ck_assert_int_eq(chk(p, "repo.clone", A("git", "-C", "/vercel/sandbox/repo", "fetch", "--upload-pack=sh",
+                                            "origin"), &r, NULL, 0),
+                     SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_OPTION);
+    ck_assert_int_eq(chk(p, "repo.applyPatch", A("git", "apply", "--check", "/tmp/p.diff"), &r, NULL, 0),
+                     SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_PATH_OUTSIDE);
+    ck_assert_int_eq(chk(p, "repo.applyPatch", A("git", "apply", "--unsafe-paths", "p.diff"), &r, NULL, 0),
+                     SBX_E_POLICY_DENIED);
+    ck_assert_int_eq(r, SBX_POLICY_OPTION);
+    sbx_policy_free(p);
+}
+END_TEST
+
 /* ---- threads and allocation failures ------------------------------------------------------- */
 
 struct shared {
@@ -413,6 +761,10 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_policy_load_json_replaces);
     tcase_add_test(tc, test_policy_load_file);
     tcase_add_test(tc, test_policy_corpus);
+    tcase_add_test(tc, test_policy_job_types_shared);
+    tcase_add_test(tc, test_policy_package_manager_defaults);
+    tcase_add_test(tc, test_policy_package_manager_rules);
+    tcase_add_test(tc, test_policy_job_git_commands);
     tcase_add_test(tc, test_policy_shared_between_threads);
     tcase_add_test(tc, test_policy_out_of_memory);
     suite_add_tcase(s, tc);
