@@ -15,6 +15,7 @@
 
 #include "job/job_int.h"
 #include "policy/policy_share.h"
+#include "util/jobtype.h"
 
 #define TIMEOUT_DEFAULT_MS 600000
 #define KILL_GRACE_DEFAULT_MS 5000
@@ -116,9 +117,7 @@ sbx_status sbx_job_set_type(sbx_job *job, const char *type)
     SBX__ARG(job, type, "the job type is NULL");
     t = sbx__job_type_find(type);
     SBX__ARG(job, t != J_NONE,
-             "unknown job type '%.64s' (known: repo.clone, repo.applyPatch, deps.install, verify.lint, "
-             "verify.typecheck, verify.test, verify.build, db.migrate)",
-             type);
+             "unknown job type '%.64s' (known: " SBX__JOB_TYPES_LIST ")", type);
     job->type = t;
     return SBX_OK;
 }

@@ -9,11 +9,10 @@
 #include <string.h>
 
 #include "job/job_int.h"
+#include "util/jobtype.h"
 
-static const char *const type_names[J_NTYPES] = {
-    "repo.clone", "repo.applyPatch", "deps.install", "verify.lint", "verify.typecheck", "verify.test", "verify.build",
-    "db.migrate",
-};
+/* The job layer numbers the types as the shared table does. */
+_Static_assert(J_NTYPES == SBX__NJOB_TYPES, "job types: one table");
 
 /* The inputs of each type, NULL-terminated. */
 static const char *const clone_keys[] = {"url", "ref", "depth", "dir", "token", NULL};
@@ -43,15 +42,12 @@ static const char *const package_managers[] = {"npm", "pnpm", "yarn", "bun", NUL
 
 enum sbx__jtype sbx__job_type_find(const char *name)
 {
-    for (int i = 0; i < J_NTYPES; i++)
-        if (strcmp(type_names[i], name) == 0)
-            return (enum sbx__jtype)i;
-    return J_NONE;
+    return (enum sbx__jtype)sbx__job_type_index(name);
 }
 
 const char *sbx__job_type_str(enum sbx__jtype t)
 {
-    return t >= 0 && t < J_NTYPES ? type_names[t] : "(none)";
+    return t >= 0 && t < J_NTYPES ? sbx__job_type_name((size_t)t) : "(none)";
 }
 
 const char *sbx__job_input(const sbx_job *job, const char *key)
@@ -102,7 +98,7 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
         if (!in_list(keys, key))
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s takes no input '%s'", type_names[job->type], key);
+            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s takes no input '%s'", sbx__job_type_str(job->type), key);
     }
     switch (job->type) {
     case J_CLONE:
@@ -121,7 +117,7 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
     }
     if (job->argv.n && job->type != J_MIGRATE && (job->type < J_LINT || job->type > J_BUILD))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s runs its own commands: a program is for verify.* and "
-                            "db.migrate", type_names[job->type]);
+                            "db.migrate", sbx__job_type_str(job->type));
     if (job->argv.n && sbx__job_input(job, "script"))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "give a program or input 'script', not both");
     if ((v = sbx__job_input(job, "packageManager")) && !in_list(package_managers, v))
