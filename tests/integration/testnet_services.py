@@ -258,7 +258,7 @@ def read_npm_packages(npm_dir):
     return pkgs
 
 
-NPM = {}          # name -> version -> {"file", "shasum", "integrity", "manifest" (None until read)}
+NPM = {}          # name -> version -> {"file", "manifest", "shasum", "integrity"}, the last three None until asked
 _npm_lock = threading.Lock()
 
 
@@ -268,15 +268,19 @@ def make_npm(pkgs):
     for name, version, manifest, tgz in pkgs:
         path = "%s/npm/%s/-/%s" % (WWW, name, npm_tarball_name(name, version))
         write(path, tgz)
-        NPM.setdefault(name, {})[version] = {
-            "file": path, "manifest": manifest, "shasum": hashlib.sha1(tgz).hexdigest(),
-            "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}
+        NPM.setdefault(name, {})[version] = {"file": path, "manifest": manifest, "shasum": None, "integrity": None}
 
 
-def npm_manifest(v):
-    """A served tarball's package.json, read on first use (a large tarball is
-    not decompressed at start unless someone asks for its packument)."""
+def npm_details(v):
+    """A served tarball's package.json and digests, read on first use: a large
+    tarball costs the fixture's start only its copy, unless someone asks for
+    its packument (npm ci with a lock file never does)."""
     with _npm_lock:
+        if v["integrity"] is None:
+            with open(v["file"], "rb") as f:
+                tgz = f.read()
+            v["shasum"] = hashlib.sha1(tgz).hexdigest()
+            v["integrity"] = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
         if v["manifest"] is None:
             with tarfile.open(v["file"], mode="r:gz") as tar:
                 for m in tar:
@@ -285,7 +289,7 @@ def npm_manifest(v):
                         break
                 else:
                     v["manifest"] = {}
-        return v["manifest"]
+        return v
 
 
 def version_key(v):
@@ -298,7 +302,8 @@ def version_key(v):
 def packument(host, name):
     versions = {}
     for version, v in NPM[name].items():
-        m = {k: val for k, val in npm_manifest(v).items() if not k.startswith("_")}
+        v = npm_details(v)
+        m = {k: val for k, val in v["manifest"].items() if not k.startswith("_")}
         m.update(name=name, version=version, _id="%s@%s" % (name, version))
         m["dist"] = {"tarball": "http://%s/npm/%s/-/%s" % (host, name, npm_tarball_name(name, version)),
                      "shasum": v["shasum"], "integrity": v["integrity"]}
@@ -562,7 +567,7 @@ def serve_npm(port, npm_dir):
     make_npm(read_npm_packages(npm_dir))
     for name in sorted(NPM):
         for version, v in sorted(NPM[name].items()):
-            print("%s@%s %s" % (name, version, v["integrity"]))
+            print("%s@%s %s" % (name, version, npm_details(v)["integrity"]))
     CFG["addr"] = "127.0.0.1:%d" % port
     print("serving http://127.0.0.1:%d/npm/ from %s (Ctrl-C ends)" % (port, WWW), flush=True)
     try:
