@@ -55,7 +55,7 @@ NPM_NAME, NPM_VERSION = "sbx-demo", "1.0.0"
 # pins their sha512), and every <name>/-/<file>.tgz under the configured
 # "npm_dir" (tests/fixtures/fetch-registry.sh fills it) is served as it is.
 NPM_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "npm-packages")
-TGZ_MTIME = 1704067200  # 2024-01-01T00:00:00Z, for every file of a packed package
+TGZ_MTIME = 1704067200  # 2024-01-01T00:00:00Z: every file of every tarball made here
 PY_NAME, PY_VERSION = "sbx-demo", "1.0.0"
 DEMO_TEXT = "hello from sbx-demo"
 
@@ -182,7 +182,7 @@ def make_git():
 
 def tar_add(tar, name, data, mode=0o644):
     ti = tarfile.TarInfo(name)
-    ti.size, ti.mode, ti.mtime = len(data), mode, 1704067200
+    ti.size, ti.mode, ti.mtime = len(data), mode, TGZ_MTIME
     tar.addfile(ti, io.BytesIO(data))
 
 
@@ -569,7 +569,8 @@ def serve_npm(port, npm_dir):
         for version, v in sorted(NPM[name].items()):
             print("%s@%s %s" % (name, version, npm_details(v)["integrity"]))
     CFG["addr"] = "127.0.0.1:%d" % port
-    print("serving http://127.0.0.1:%d/npm/ from %s (Ctrl-C ends)" % (port, WWW), flush=True)
+    print("serving http://127.0.0.1:%d/npm/ from %s (Ctrl-C or SIGTERM ends)" % (port, WWW), flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # and so the temporary directory goes
     try:
         Server(("127.0.0.1", port), Handler).serve_forever()
     finally:
