@@ -392,6 +392,90 @@ START_TEST(test_testnet_pip_download)
 }
 END_TEST
 
+/* tests/fixtures/ts-project: a TypeScript project whose lock file names
+ * http://registry.test/npm/... for typescript (from the registry directory,
+ * testnet_npm_dir()) and sbx-lifecycle-probe (packed by the holder from
+ * tests/fixtures/npm-packages), installed with npm ci from the host. The host
+ * cannot resolve registry.test, so npm is told to swap that host for the
+ * fixture's address: --replace-registry-host=registry.test with a registry
+ * URL that is only an origin (npm 9 prepends the whole registry URL to the
+ * resolved path; npm 11 swaps the host and keeps the path). In a sandbox,
+ * where sbxd resolves registry.test, the lock file's URLs work as they are. */
+#define TS_NPM CLEAN_ENV "npm_config_userconfig=/dev/null npm --no-audit --no-fund --no-update-notifier " \
+               "'--noproxy=*' --loglevel=error "
+
+START_TEST(test_testnet_npm_ts_project)
+{
+    struct testnet *t = testnet_start(0);
+    char cmd[2048], tgz[4096], want[200], *out;
+    struct http_resp *r;
+    json_t *v;
+    struct stat st;
+    int status;
+
+    snprintf(tgz, sizeof tgz, "%s/typescript/-/typescript-5.4.5.tgz", testnet_npm_dir());
+    ck_assert_msg(stat(tgz, &st) == 0,
+                  "%s: %s; fetch the registry's tarballs first: tests/fixtures/fetch-registry.sh (scripts/dev test "
+                  "does), or set TESTNET_NPM_DIR", tgz, strerror(errno));
+
+    /* A packument for a tarball from the directory, made from its package.json. */
+    r = testnet_http_get(t, "http://registry.test/npm/typescript", 30000);
+    expect_status(r, 200);
+    v = json_object_get(json_object_get(r->json, "versions"), "5.4.5");
+    ck_assert_msg(json_is_object(v), "typescript packument: %.500s", r->body);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(v, "bin"), "tsc")), "./bin/tsc");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(v, "dist"), "tarball")),
+                     "http://registry.test/npm/typescript/-/typescript-5.4.5.tgz");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(v, "dist"), "integrity")),
+                     "sha512-vcI4UpRgg81oIRUFwR0WSIHKt11nJ7SAVlYNIu+QpqeyXP+gpQJy/Z4+F0aGxSE4MqwjyXvW/TzgkLAx2AGHwQ==");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r->json, "dist-tags"), "latest")), "5.4.5");
+    http_resp_free(r);
+    r = testnet_http_get(t, "http://registry.test/npm/sbx-lifecycle-probe", 10000);
+    expect_status(r, 200);
+    v = json_object_get(json_object_get(r->json, "versions"), "1.0.0");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(v, "scripts"), "postinstall")),
+                     "node postinstall.js");
+    http_resp_free(r);
+    r = testnet_http_get(t, "http://registry.test/npm/no-such-package", 10000);
+    expect_status(r, 404);
+    http_resp_free(r);
+
+    /* npm ci: install scripts off; then every script of the project passes. */
+    snprintf(cmd, sizeof cmd,
+             "cp -R %s/ts-project %s/ts && cd %s/ts && test ! -e node_modules && "
+             TS_NPM "--cache %s/npm-cache --registry http://%s/ --replace-registry-host=registry.test "
+             "ci --ignore-scripts && test -x node_modules/.bin/tsc && test -f node_modules/sbx-lifecycle-probe/index.js "
+             "&& if test -e lifecycle-ran; then echo 'MARKER WITHOUT SCRIPTS'; exit 1; fi && "
+             "npm run typecheck && npm run build && npm test && npm run lint && ls dist && "
+             "node -e \"console.log(require('./dist').latest(['1.2.0', '1.10.0-rc.1', '1.9.9']))\"",
+             TESTNET_FIXTURES_DIR, t->scratch, t->scratch, t->scratch, t->addr);
+    out = client(t, cmd);
+    ck_assert_msg(contains(out, "# pass 4\n") && contains(out, "# fail 0\n"), "npm test: %s", out);
+    ck_assert_msg(contains(out, "lint: ") && contains(out, " 0 problems"), "npm run lint: %s", out);
+    ck_assert_msg(contains(out, "index.d.ts\nindex.js\nversion.d.ts\nversion.js\n"), "dist: %s", out);
+    ck_assert_msg(contains(out, "\n1.10.0-rc.1\n"), "dist/index.js: %s", out);
+    free(out);
+    /* The tarballs came from the lock file's paths, through the host's end. */
+    out = testnet_sh_out(t, &status, "cat %s/http.log", t->root);
+    ck_assert_int_eq(status, 0);
+    snprintf(want, sizeof want, "%s \"GET /npm/typescript/-/typescript-5.4.5.tgz HTTP/1.1\" 200", t->host_addr);
+    ck_assert_msg(contains(out, want), "no '%s' in the access log:\n%s", want, out);
+    ck_assert_msg(contains(out, "\"GET /npm/sbx-lifecycle-probe/-/sbx-lifecycle-probe-1.0.0.tgz HTTP/1.1\" 200"),
+                  "access log:\n%s", out);
+    free(out);
+
+    /* Scripts on, explicitly: the dependency's postinstall leaves its marker. */
+    snprintf(cmd, sizeof cmd,
+             "cd %s/ts && rm -rf node_modules && " TS_NPM "--cache %s/npm-cache --registry http://%s/ "
+             "--replace-registry-host=registry.test ci --ignore-scripts=false && cat lifecycle-ran",
+             t->scratch, t->scratch, t->addr);
+    out = client(t, cmd);
+    ck_assert_msg(contains(out, "sbx-lifecycle-probe postinstall, pid "), "with scripts: %s", out);
+    free(out);
+    testnet_stop(t);
+}
+END_TEST
+
 /* ---- PostgreSQL ---------------------------------------------------------------------------------- */
 
 START_TEST(test_testnet_db_psql)
@@ -572,6 +656,9 @@ Suite *sbx_test_suite(void)
     tc = sbx_tcase("registry", 120);
     tcase_add_test(tc, test_testnet_npm_install);
     tcase_add_test(tc, test_testnet_pip_download);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("npm_project", 240);
+    tcase_add_test(tc, test_testnet_npm_ts_project);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("db", 60);
     tcase_add_test(tc, test_testnet_db_psql);

@@ -37,6 +37,9 @@ extern char **environ;
 #ifndef TESTNET_SERVICES_PY
 #define TESTNET_SERVICES_PY ""
 #endif
+#ifndef TESTNET_NPM_DIR
+#define TESTNET_NPM_DIR ""
+#endif
 
 const char *const testnet_names[] = {"www.test", "git.test", "registry.test", "db.test", NULL};
 
@@ -124,6 +127,12 @@ static const char *services_script(void)
     slash = strrchr(__FILE__, '/');
     snprintf(path, sizeof path, "%.*stestnet_services.py", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
     return path;
+}
+
+const char *testnet_npm_dir(void)
+{
+    const char *env = getenv("TESTNET_NPM_DIR");
+    return env && *env ? env : TESTNET_NPM_DIR;
 }
 
 static const char *python(void)
@@ -387,7 +396,7 @@ struct testnet *testnet_start(unsigned flags)
 {
     struct testnet *t = calloc(1, sizeof *t);
     int64_t t0 = mono_ms(), deadline = t0 + START_TIMEOUT_MS;
-    char go[512];
+    char go[8192], *npm_dir;
     const char *up[] = {ip_exe(), "link", "set", NULL, "up", NULL};
     char *err = NULL;
     struct http_resp *r;
@@ -410,10 +419,19 @@ struct testnet *testnet_start(unsigned flags)
             give_up(t, "ip link set %s up: %s", t->host_if, err);
         free(err);
     }
+    {
+        json_t *dir = json_string(testnet_npm_dir());
+        npm_dir = dir ? json_dumps(dir, JSON_ENCODE_ANY) : NULL;
+        json_decref(dir);
+    }
     n = snprintf(go, sizeof go,
                  "{\"if\": \"%s\", \"addr\": \"%s\", \"prefix\": 30, \"host_addr\": \"%s\", \"subnet\": \"%s\", "
-                 "\"db\": %s}\n",
-                 t->ns_if, t->addr, t->host_addr, t->subnet, (flags & TESTNET_DB) ? "true" : "false");
+                 "\"db\": %s, \"npm_dir\": %s}\n",
+                 t->ns_if, t->addr, t->host_addr, t->subnet, (flags & TESTNET_DB) ? "true" : "false",
+                 npm_dir ? npm_dir : "null");
+    free(npm_dir);
+    if (n < 0 || (size_t)n >= sizeof go)
+        give_up(t, "the holder's configuration is too long (TESTNET_NPM_DIR?)");
     if (send(t->ctl_fd, go, (size_t)n, MSG_NOSIGNAL) != n)
         give_up(t, "cannot talk to the holder: %s", strerror(errno));
     wait_ready(t, deadline);

@@ -97,6 +97,12 @@ struct curl_slist *testnet_curl_resolve(const struct testnet *t);
  * proxy). status 0 means the transfer failed (the curl error is the body). */
 struct http_resp *testnet_http_get(const struct testnet *t, const char *url, long timeout_ms);
 
+/* The directory of npm tarballs the registry serves besides the packages it
+ * makes (DIR/<name>/-/<name>-<version>.tgz): TESTNET_NPM_DIR from the
+ * environment, else the compiled-in tests/fixtures/registry-cache, which
+ * tests/fixtures/fetch-registry.sh fills. It may be missing or empty. */
+const char *testnet_npm_dir(void);
+
 /* Run `sh -c CMD` inside the fixture (nsenter): its network namespace (its
  * addresses are local, the host is t->host_addr), its files (/tmp is its
  * tmpfs) and its PID namespace, so anything the command leaves running dies

@@ -50,6 +50,12 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Test Internet", "GIT_COMMITTER_EMAIL": "demo@git.test",
 }
 NPM_NAME, NPM_VERSION = "sbx-demo", "1.0.0"
+# npm packages besides sbx-demo: each directory here is a package's source,
+# packed at start (deterministic bytes: tests/fixtures/ts-project's lock file
+# pins their sha512), and every <name>/-/<file>.tgz under the configured
+# "npm_dir" (tests/fixtures/fetch-registry.sh fills it) is served as it is.
+NPM_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "npm-packages")
+TGZ_MTIME = 1704067200  # 2024-01-01T00:00:00Z: every file of every tarball made here
 PY_NAME, PY_VERSION = "sbx-demo", "1.0.0"
 DEMO_TEXT = "hello from sbx-demo"
 
@@ -176,42 +182,136 @@ def make_git():
 
 def tar_add(tar, name, data, mode=0o644):
     ti = tarfile.TarInfo(name)
-    ti.size, ti.mode, ti.mtime = len(data), mode, 1704067200
+    ti.size, ti.mode, ti.mtime = len(data), mode, TGZ_MTIME
     tar.addfile(ti, io.BytesIO(data))
 
 
-def make_npm():
-    """/npm/sbx-demo/-/sbx-demo-1.0.0.tgz; the packument is made per request (its
-    tarball URL names the host the client asked)."""
-    pkg = json.dumps({"name": NPM_NAME, "version": NPM_VERSION, "description": "A tiny package served by the "
-                      "sbx test internet", "main": "index.js", "license": "MIT"}, indent=2).encode() + b"\n"
+def gzip_bytes(raw):
+    """Deterministic gzip: no name, mtime 0, level 9 (zlib's output for the same input and level)."""
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=9) as g:
+        g.write(raw)
+    return gz.getvalue()
+
+
+def demo_tarball():
+    """sbx-demo 1.0.0, made here: (manifest, tgz bytes)."""
+    manifest = {"name": NPM_NAME, "version": NPM_VERSION, "description": "A tiny package served by the "
+                "sbx test internet", "main": "index.js", "license": "MIT"}
     index = ("'use strict';\nmodule.exports = function hello() { return '%s'; };\n" % DEMO_TEXT).encode()
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        tar_add(tar, "package/package.json", pkg)
+        tar_add(tar, "package/package.json", json.dumps(manifest, indent=2).encode() + b"\n")
         tar_add(tar, "package/index.js", index)
-    gz = io.BytesIO()
-    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as g:
-        g.write(raw.getvalue())
-    tgz = gz.getvalue()
-    name = "%s-%s.tgz" % (NPM_NAME, NPM_VERSION)
-    write("%s/npm/%s/-/%s" % (WWW, NPM_NAME, name), tgz)
-    return {"name": name, "shasum": hashlib.sha1(tgz).hexdigest(),
-            "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}
+    return manifest, gzip_bytes(raw.getvalue())
 
 
-NPM = {}
+def pack_source(src):
+    """A package directory packed as npm lays a tarball out (package/...), with
+    fixed metadata so the bytes are the same on every run: (manifest, tgz bytes)."""
+    with open(os.path.join(src, "package.json"), "rb") as f:
+        manifest = json.loads(f.read())
+    files = []
+    for d, dirs, names in os.walk(src):
+        dirs.sort()
+        for n in sorted(names):
+            files.append(os.path.relpath(os.path.join(d, n), src))
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for rel in sorted(files):
+            path = os.path.join(src, rel)
+            with open(path, "rb") as f:
+                data = f.read()
+            tar_add(tar, "package/" + rel.replace(os.sep, "/"), data,
+                    0o755 if os.stat(path).st_mode & 0o111 else 0o644)
+    return manifest, gzip_bytes(raw.getvalue())
 
 
-def packument(host):
-    v = {"name": NPM_NAME, "version": NPM_VERSION, "description": "A tiny package served by the sbx test internet",
-         "main": "index.js", "license": "MIT",
-         "dist": {"tarball": "http://%s/npm/%s/-/%s" % (host, NPM_NAME, NPM["name"]),
-                  "shasum": NPM["shasum"], "integrity": NPM["integrity"]}}
-    return {"_id": NPM_NAME, "name": NPM_NAME, "dist-tags": {"latest": NPM_VERSION},
-            "versions": {NPM_VERSION: v},
-            "time": {"created": "2024-01-01T00:00:00.000Z", "modified": "2024-01-01T00:00:00.000Z",
-                     NPM_VERSION: "2024-01-01T00:00:00.000Z"}}
+def npm_tarball_name(name, version):
+    return "%s-%s.tgz" % (name.split("/")[-1], version)
+
+
+def read_npm_packages(npm_dir):
+    """Everything the registry will serve, read before /tmp is replaced (the
+    sources or the tarball directory may live under the host's /tmp): a list of
+    (name, version, manifest or None, tgz bytes)."""
+    pkgs = []
+    manifest, tgz = demo_tarball()
+    pkgs.append((NPM_NAME, NPM_VERSION, manifest, tgz))
+    if os.path.isdir(NPM_SOURCES):
+        for n in sorted(os.listdir(NPM_SOURCES)):
+            if os.path.isfile(os.path.join(NPM_SOURCES, n, "package.json")):
+                manifest, tgz = pack_source(os.path.join(NPM_SOURCES, n))
+                pkgs.append((manifest["name"], manifest["version"], manifest, tgz))
+    if npm_dir and os.path.isdir(npm_dir):
+        # <name>/-/<name>-<version>.tgz, or @scope/<name>/-/<name>-<version>.tgz: the registry's own layout.
+        for d, dirs, names in os.walk(npm_dir):
+            dirs.sort()
+            if os.path.basename(d) != "-":
+                continue
+            name = os.path.relpath(os.path.dirname(d), npm_dir).replace(os.sep, "/")
+            prefix = name.split("/")[-1] + "-"
+            for f in sorted(names):
+                if f.startswith(prefix) and f.endswith(".tgz") and not f.startswith("."):
+                    with open(os.path.join(d, f), "rb") as t:
+                        pkgs.append((name, f[len(prefix):-4], None, t.read()))
+    return pkgs
+
+
+NPM = {}          # name -> version -> {"file", "manifest", "shasum", "integrity"}, the last three None until asked
+_npm_lock = threading.Lock()
+
+
+def make_npm(pkgs):
+    """/npm/<name>/-/<name>-<version>.tgz for each package; the packuments are
+    made per request (their tarball URLs name the host the client asked)."""
+    for name, version, manifest, tgz in pkgs:
+        path = "%s/npm/%s/-/%s" % (WWW, name, npm_tarball_name(name, version))
+        write(path, tgz)
+        NPM.setdefault(name, {})[version] = {"file": path, "manifest": manifest, "shasum": None, "integrity": None}
+
+
+def npm_details(v):
+    """A served tarball's package.json and digests, read on first use: a large
+    tarball costs the fixture's start only its copy, unless someone asks for
+    its packument (npm ci with a lock file never does)."""
+    with _npm_lock:
+        if v["integrity"] is None:
+            with open(v["file"], "rb") as f:
+                tgz = f.read()
+            v["shasum"] = hashlib.sha1(tgz).hexdigest()
+            v["integrity"] = "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()
+        if v["manifest"] is None:
+            with tarfile.open(v["file"], mode="r:gz") as tar:
+                for m in tar:
+                    if m.isfile() and m.name.split("/", 1)[-1] == "package.json" and m.name.count("/") == 1:
+                        v["manifest"] = json.loads(tar.extractfile(m).read())
+                        break
+                else:
+                    v["manifest"] = {}
+        return v
+
+
+def version_key(v):
+    """Release versions by their numbers, prereleases before their release."""
+    core, _, pre = v.partition("-")
+    nums = tuple(int(x) if x.isdigit() else 0 for x in core.split("+")[0].split("."))
+    return nums, pre == "", pre
+
+
+def packument(host, name):
+    versions = {}
+    for version, v in NPM[name].items():
+        v = npm_details(v)
+        m = {k: val for k, val in v["manifest"].items() if not k.startswith("_")}
+        m.update(name=name, version=version, _id="%s@%s" % (name, version))
+        m["dist"] = {"tarball": "http://%s/npm/%s/-/%s" % (host, name, npm_tarball_name(name, version)),
+                     "shasum": v["shasum"], "integrity": v["integrity"]}
+        versions[version] = m
+    latest = max(versions, key=version_key)
+    when = "2024-01-01T00:00:00.000Z"
+    return {"_id": name, "name": name, "dist-tags": {"latest": latest}, "versions": versions,
+            "time": dict({"created": when, "modified": when}, **{v: when for v in versions})}
 
 
 def make_pypi():
@@ -295,9 +395,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         if m:
             return self.send_bytes(int(m.group(1)), body)
         m = re.fullmatch(r"/npm/(@[^/]+(?:/|%2[fF])[^/]+|[^/@][^/]*)/?", path)
-        if m and urllib.parse.unquote(m.group(1)) == NPM_NAME:
+        if m and urllib.parse.unquote(m.group(1)) in NPM:
             host = self.headers.get("Host") or CFG["addr"]
-            return self.reply(200, "application/json", json.dumps(packument(host)).encode(), body)
+            data = json.dumps(packument(host, urllib.parse.unquote(m.group(1)))).encode()
+            return self.reply(200, "application/json", data, body)
         if m:
             return self.reply(404, "application/json", b'{"error":"Not found"}\n', body)
         return super().do_GET() if body else super().do_HEAD()
@@ -412,11 +513,12 @@ def main():
         os._exit(0)  # the test died before the network was ready
     CFG.update(json.loads(line))
     try:
+        npm_pkgs = read_npm_packages(CFG.get("npm_dir"))
         setup_mounts()
         setup_network(CFG)
         make_www()
         info = make_git()
-        NPM.update(make_npm())
+        make_npm(npm_pkgs)
         make_pypi()
         # Processes first, threads after: preexec_fn is not safe in a threaded process.
         git_d = start_git_daemon(CFG)
@@ -454,5 +556,29 @@ def main():
             pass
 
 
+def serve_npm(port, npm_dir):
+    """Not for tests: the npm registry alone on 127.0.0.1:PORT, in a temporary
+    directory, for making a lock file against it (tests/fixtures/ts-project/README.md).
+    Prints each tarball's integrity."""
+    import tempfile
+    global ROOT, WWW
+    ROOT = tempfile.mkdtemp(prefix="testnet-npm-")
+    WWW = ROOT + "/www"
+    make_npm(read_npm_packages(npm_dir))
+    for name in sorted(NPM):
+        for version, v in sorted(NPM[name].items()):
+            print("%s@%s %s" % (name, version, npm_details(v)["integrity"]))
+    CFG["addr"] = "127.0.0.1:%d" % port
+    print("serving http://127.0.0.1:%d/npm/ from %s (Ctrl-C or SIGTERM ends)" % (port, WWW), flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # and so the temporary directory goes
+    try:
+        Server(("127.0.0.1", port), Handler).serve_forever()
+    finally:
+        shutil.rmtree(ROOT, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) >= 3 and sys.argv[1] == "serve-npm":
+        serve_npm(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        main()
