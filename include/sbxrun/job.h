@@ -260,6 +260,159 @@ SBX_API int sbx_job_retryable(const sbx_job *job);
  */
 SBX_API sbx_status sbx_job_result_to_json(sbx_job *job, char **out);
 
+/* ---- runs: jobs that share a sandbox ----------------------------------- */
+
+/**
+ * A run (opaque): the jobs of one piece of work and what they share — the
+ * sandbox, the budget, the transcript, the order. The jobs run one after
+ * the other in the order clone, apply, install, migrate, lint, typecheck,
+ * test, build (jobs of one type in the order they were added); the first
+ * job that does not pass ends the run (option "keep_going" runs the
+ * verify.* jobs after a failing one).
+ */
+typedef struct sbx_run sbx_run;
+
+/** What a progress callback is told. */
+typedef enum sbx_run_event {
+    SBX_RUN_SANDBOX_CREATING = 0, /**< the run's sandbox is being created */
+    SBX_RUN_UPLOADING = 1,        /**< the uploads are being sent */
+    SBX_RUN_JOB_STARTED = 2,      /**< job `index` started */
+    SBX_RUN_JOB_ENDED = 3,        /**< job `index` ended (sbx_job_verdict()) */
+    SBX_RUN_JOB_SKIPPED = 4,      /**< job `index` will not run (an earlier one failed) */
+    SBX_RUN_STOPPING = 5          /**< the run's sandbox is being stopped */
+} sbx_run_event;
+
+/**
+ * Told of a run's progress, on the thread driving the client. index is the
+ * job's position in run order (sbx_run_job()), 0 for the events about the
+ * sandbox. Only getters may be called from it.
+ */
+typedef void (*sbx_run_progress_cb)(sbx_run *run, sbx_run_event event, size_t index, void *user);
+
+/**
+ * A new run of the client.
+ *
+ * @return the run, or NULL when c is NULL or out of memory.
+ * @since 1.0
+ */
+SBX_API sbx_run *sbx_run_new(sbx_client *c);
+
+/** Free the run and its jobs (NULL is fine); a running one is cancelled
+ * first, and the sandbox it created is stopped. @since 1.0 */
+SBX_API void sbx_run_free(sbx_run *run);
+
+/** The message of the run's last failure ("" when none). @since 1.0 */
+SBX_API const char *sbx_run_last_error(const sbx_run *run);
+
+/**
+ * A new job of the run, of this type, added in its place in the run order.
+ * The job belongs to the run (freed with it); set it up with the sbx_job
+ * setters before sbx_run_execute().
+ *
+ * @return the job, or NULL (run NULL, an unknown type, out of memory,
+ *         the run has started: sbx_run_last_error() says which).
+ * @since 1.0
+ */
+SBX_API sbx_job *sbx_run_add_job(sbx_run *run, const char *type);
+
+/**
+ * Run the jobs in s (created or fetched) instead of a sandbox the run
+ * creates. s is not stopped at the end and must outlive the run.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (the run has started).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_set_sandbox(sbx_run *run, sbx_sandbox *s);
+
+/**
+ * Send a local file or directory into the sandbox before the first job,
+ * extracted at sandbox_path (sbx_sandbox_upload()).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_NOMEM, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_add_upload(sbx_run *run, const char *local_path, const char *sandbox_path);
+
+/**
+ * The run's budget: wall_ms for the whole run (each job's timeout is cut
+ * to what is left; 0: none), output_bytes of output of all jobs together
+ * (0: none; the job that passes it is stopped and the run fails), max_jobs
+ * jobs at most (0: none; more is refused at sbx_run_execute()).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (wall_ms < 0), SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_set_budget(sbx_run *run, int64_t wall_ms, uint64_t output_bytes, size_t max_jobs);
+
+/**
+ * Record the run in t (a reference is taken): a header for the run (type
+ * "run", the job types as input "jobs"), every job's steps, and the
+ * verdict at the end (the run finishes t).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_set_transcript(sbx_run *run, sbx_transcript *t);
+
+/** Be told of the run's progress (NULL cb: not). @since 1.0 */
+SBX_API sbx_status sbx_run_set_progress_cb(sbx_run *run, sbx_run_progress_cb cb, void *user);
+
+/**
+ * Set an option by name: "runtime" (of the sandbox the run creates,
+ * default the server's), "vcpus", "sandbox_timeout_ms" (its timeout,
+ * default the wall budget plus a minute, or 1800000), "keep_going" ("on":
+ * run every verify.* job even after one fails).
+ *
+ * @return SBX_OK, SBX_E_UNKNOWN_OPTION, SBX_E_INVALID_ARG, SBX_E_MISUSE.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_set_option(sbx_run *run, const char *key, const char *value);
+
+/**
+ * Carry the run out, blocking: create the sandbox (unless one was given),
+ * upload, run the jobs, stop the sandbox it created.
+ *
+ * @return SBX_OK when the run was carried out (sbx_run_verdict() says how
+ *         it went), SBX_E_BUDGET_EXCEEDED (more jobs than the budget),
+ *         SBX_E_CANCELLED, or the failure that stopped it.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_execute(sbx_run *run);
+
+/**
+ * Start sbx_run_execute() as an op driven by the client. Cancelling it
+ * cancels the running job and stops the run's sandbox.
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_BUDGET_EXCEEDED, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **op);
+
+/** The run's verdict: the first job's that did not pass, else "passed"
+ * ("unavailable" when no sandbox could be had). @since 1.0 */
+SBX_API sbx_verdict sbx_run_verdict(const sbx_run *run);
+
+/** How many jobs the run has. @since 1.0 */
+SBX_API size_t sbx_run_job_count(const sbx_run *run);
+
+/** Job i in run order (NULL when out of range). @since 1.0 */
+SBX_API sbx_job *sbx_run_job(const sbx_run *run, size_t i);
+
+/** The sandbox the run uses (NULL before it is created). @since 1.0 */
+SBX_API sbx_sandbox *sbx_run_sandbox(const sbx_run *run);
+
+/**
+ * The run's result as JSON (schema sbxrun.run.result/1, doc/job.md):
+ * status, retryable, message, sandboxId, durationMs, and "jobs": each
+ * job's result (those that ran) or {"jobType": ..., "status": "skipped"}.
+ * *out is freed with sbx_free().
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (not run), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_run_result_to_json(sbx_run *run, char **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -372,6 +372,18 @@ void sbx__op_adopt(sbx_op *op, void (*cb)(sbx_op *op, void *arg), void *arg)
     }
 }
 
+void sbx__op_orphan(sbx_op *op)
+{
+    if (!op->done) {
+        sbx__op_cancel_now(op);
+        drive(op->core, op, -1);
+    }
+    if (op->ops && op->ops->release)
+        op->ops->release(op);
+    op->ops = NULL;
+    op->state = NULL;
+}
+
 sbx_status sbx__op_drive(sbx_op *op)
 {
     if (op->done && !op->internal)

@@ -129,6 +129,10 @@ void sbx__op_cancel_now(sbx_op *op);
  * already ended). cb owns op from then on: it frees it with
  * sbx__op_destroy(). */
 void sbx__op_adopt(sbx_op *op, void (*cb)(sbx_op *op, void *arg), void *arg);
+/* The owner of op's state (a job, a run) goes away while the caller keeps
+ * the op: cancel it and drive it to its end, release its state now, and
+ * leave the caller an ended op to free. */
+void sbx__op_orphan(sbx_op *op);
 
 /* ---- a one-request op ---- */
 /* Parses a 2xx answer into the target; returns the op's status. */

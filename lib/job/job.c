@@ -72,6 +72,8 @@ void sbx_job_free(sbx_job *job)
 {
     if (!job)
         return;
+    if (job->op) /* the caller's op of a run still going, or kept */
+        sbx__op_orphan(job->op);
     sbx__strlist_wipe(&job->inputs);
     sbx__strlist_clear(&job->argv);
     sbx__strlist_wipe(&job->env);

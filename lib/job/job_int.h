@@ -72,6 +72,7 @@ struct sbx_job {
     sbx__strlist artifact_paths;
     sbx_policy *policy;       /* NULL: the default */
     sbx_transcript *tr;
+    bool tr_shared;           /* a run owns the transcript's header */
     sbx_output_cb cb;
     void *cb_user;
     bool opt_policy, opt_redact, opt_netpolicy, opt_lifecycle;
@@ -79,6 +80,7 @@ struct sbx_job {
     size_t tail_bytes, artifact_max;
     /* the run */
     bool started, finished;
+    sbx_op *op;               /* while a run of it is pending or held */
     char *pm;                 /* package manager: npm, pnpm, yarn, bun */
     char *lockfile;           /* what the detection found */
     struct sbx__jstep *steps;

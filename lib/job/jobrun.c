@@ -112,10 +112,8 @@ static void tr_header(struct jrun *jr)
 {
     sbx_job *job = jr->job;
     sbx_transcript *t = job->tr;
-    if (!t)
-        return;
-    /* A run of several jobs writes its header once: the calls after the
-     * first step are refused (SBX_E_MISUSE), as they should be. */
+    if (!t || job->tr_shared)
+        return; /* a run writes the header of its transcript */
     if (sbx_transcript_step_count(t) > 0)
         return;
     sbx_transcript_set_job_type(t, sbx__job_type_str(job->type));
@@ -345,8 +343,10 @@ static void step_done(sbx_op *op, void *arg)
         job->exit_code = s->exit_code;
     tr_step_end(jr, s, s->outcome == SBX_STEP_TIMEOUT || (s->outcome == SBX_STEP_TRANSPORT_ERROR && !started),
                 detail[0] ? detail : NULL);
-    sbx_command_free(jr->cmd);
-    jr->cmd = NULL;
+    /* Stopped on our side (a callback, a budget) while it still runs
+     * there: kill it. The handle is kept until the kill is done. */
+    if (started && s->exit_code < 0 && s->outcome == SBX_STEP_CANCELLED)
+        signal_command(jr, 9);
 
     switch (s->outcome) {
     case SBX_STEP_TIMEOUT:
@@ -405,6 +405,8 @@ static sbx_status start_step(struct jrun *jr)
     sbx_command *cmd;
     sbx_op *op = NULL;
     sbx_status st;
+    sbx_command_free(jr->cmd); /* the step before's */
+    jr->cmd = NULL;
     if (!(cmd = sbx_command_new(jr->sbx)))
         return sbx__err_nomem(&job->err);
     jr->cmd = cmd;
@@ -692,6 +694,7 @@ static void jr_cancel(sbx_op *op)
 static void jr_release(sbx_op *op)
 {
     struct jrun *jr = op->state;
+    jr->job->op = NULL;
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
     sbx_command_free(jr->cmd);
@@ -789,6 +792,7 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
     }
     sbx__target_ref(&s->t);
     jr->op = op;
+    job->op = op;
     job->started = true;
     job->started_at = wall_ms();
     sbx__buf_init(&job->capture, 0);

@@ -1218,7 +1218,7 @@ struct cmd_result *sbx_logs(struct sbxd *d, const char *sid, const char *cid)
     return res;
 }
 
-struct cmd_result *sbx_run(struct sbxd *d, const char *sid, json_t *cmd)
+struct cmd_result *sbxd_run(struct sbxd *d, const char *sid, json_t *cmd)
 {
     struct ndjson *nd;
     struct cmd_result *res;
@@ -1256,7 +1256,7 @@ static struct cmd_result *sh_v(struct sbxd *d, const char *sid, bool sudo, const
     char *script = vfmt(f, ap);
     json_t *cmd = jpack("{s:s,s:[s,s],s:b}", "command", "sh", "args", "-c", script, "sudo", sudo);
     free(script);
-    return sbx_run(d, sid, cmd);
+    return sbxd_run(d, sid, cmd);
 }
 
 struct cmd_result *sbx_sh(struct sbxd *d, const char *sid, const char *f, ...)

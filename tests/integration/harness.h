@@ -196,8 +196,8 @@ void cmd_result_free(struct cmd_result *r);
 
 /* Run a command in wait mode (body consumed, "wait": true added), asserting the
  * two-line NDJSON shape, then collect its output from the logs endpoint. */
-struct cmd_result *sbx_run(struct sbxd *d, const char *sid, json_t *cmd);
-/* sbx_run of `sh -c SCRIPT`; the script is a printf format. */
+struct cmd_result *sbxd_run(struct sbxd *d, const char *sid, json_t *cmd);
+/* sbxd_run of `sh -c SCRIPT`; the script is a printf format. */
 struct cmd_result *sbx_sh(struct sbxd *d, const char *sid, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same as root (sudo: true). */

@@ -394,6 +394,170 @@ START_TEST(test_client_job_json_request)
 }
 END_TEST
 
+
+struct events {
+    char log[512];
+};
+
+static void on_progress(sbx_run *run, sbx_run_event ev, size_t i, void *user)
+{
+    struct events *e = user;
+    static const char *const names[] = {"create", "upload", "start", "end", "skip", "stop"};
+    size_t n = strlen(e->log);
+    (void)run;
+    snprintf(e->log + n, sizeof e->log - n, "%s%s:%zu", n ? " " : "", names[ev], i);
+}
+
+/* A run: its own sandbox (made, uploaded to, stopped), jobs in run order
+ * whatever the order they were added in, a failing job ending it with the
+ * rest skipped, a transcript of everything that verifies. */
+START_TEST(test_client_job_run_order_and_sandbox)
+{
+    static const char patch[] = "diff --git a/app/v.txt b/app/v.txt\n"
+                                "--- a/app/v.txt\n"
+                                "+++ b/app/v.txt\n"
+                                "@@ -1 +1 @@\n"
+                                "-one\n"
+                                "+two\n";
+    struct env e = setup();
+    char dir[] = "/tmp/sbx-run-XXXXXX", path[64];
+    const char *cat[] = {"cat", "/vercel/sandbox/app/v.txt"};
+    const char *fail[] = {"sh", "-c", "echo failing-check >&2; exit 9"};
+    sbx_run *run = sbx_run_new(e.c);
+    sbx_transcript *t = sbx_transcript_new();
+    struct events ev = {{0}};
+    sbx_job *check, *apply, *lint, *build;
+    char *out = NULL;
+    json_t *r, *jobs;
+    size_t broken = 0;
+    FILE *f;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/v.txt", dir);
+    f = fopen(path, "w");
+    fputs("one\n", f);
+    fclose(f);
+    ck_assert_ptr_nonnull(check = sbx_run_add_job(run, "verify.test"));
+    ok_j(sbx_job_set_argv(check, 2, cat), check);
+    ck_assert_ptr_nonnull(lint = sbx_run_add_job(run, "verify.lint"));
+    ok_j(sbx_job_set_argv(lint, 3, fail), lint);
+    ok_j(sbx_job_set_policy(lint, e.sh), lint);
+    ck_assert_ptr_nonnull(apply = sbx_run_add_job(run, "repo.applyPatch"));
+    ok_j(sbx_job_set_input(apply, "patch", patch), apply);
+    ck_assert_ptr_nonnull(build = sbx_run_add_job(run, "verify.build"));
+    ok_j(sbx_job_set_argv(build, 2, cat), build);
+    ck_assert_ptr_null(sbx_run_add_job(run, "verify.nothing"));
+    ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "unknown job type"));
+    /* run order: apply, lint, test, build */
+    ck_assert_ptr_eq(sbx_run_job(run, 0), apply);
+    ck_assert_ptr_eq(sbx_run_job(run, 1), lint);
+    ck_assert_ptr_eq(sbx_run_job(run, 2), check);
+    ck_assert_ptr_eq(sbx_run_job(run, 3), build);
+    ok_c(sbx_run_add_upload(run, dir, "/vercel/sandbox/app"), e.c);
+    ok_c(sbx_run_set_transcript(run, t), e.c);
+    ok_c(sbx_run_set_progress_cb(run, on_progress, &ev), e.c);
+    ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_FAILED);
+    ck_assert_str_eq(ev.log, "create:0 upload:0 start:0 end:0 start:1 end:1 skip:2 skip:3 stop:0");
+    ck_assert_int_eq(sbx_job_verdict(apply), SBX_VERDICT_PASSED);
+    ck_assert_int_eq(sbx_job_verdict(lint), SBX_VERDICT_FAILED);
+    ck_assert_int_eq(sbx_run_result_to_json(run, &out), SBX_OK);
+    r = json_loads(out, 0, NULL);
+    sbx_free(out);
+    ck_assert_str_eq(jstr(r, "status"), "failed");
+    jobs = json_object_get(r, "jobs");
+    ck_assert_int_eq(json_array_size(jobs), 4);
+    ck_assert_str_eq(jstr(json_array_get(jobs, 1), "stderrTail"), "failing-check\n");
+    ck_assert_str_eq(jstr(json_array_get(jobs, 2), "status"), "skipped");
+    /* The sandbox it made is stopped. */
+    ck_assert_ptr_nonnull(sbx_run_sandbox(run));
+    ck_assert(sbx_wait_status(e.d, jstr(r, "sandboxId"), "stopped", 10000));
+    json_decref(r);
+    ck_assert_int_eq(sbx_transcript_verify(t, &broken), SBX_OK);
+    ck_assert_int_eq(sbx_transcript_complete(t), 1);
+    ck_assert_int_eq(sbx_transcript_step_count(t), 2);
+    sbx_transcript_free(t);
+    sbx_run_free(run);
+    unlink(path);
+    rmdir(dir);
+
+    /* keep_going: every check runs; the verdict is the first failure's. */
+    run = sbx_run_new(e.c);
+    ok_c(sbx_run_set_sandbox(run, e.s), e.c);
+    ok_c(sbx_run_set_option(run, "keep_going", "on"), e.c);
+    lint = sbx_run_add_job(run, "verify.lint");
+    ok_j(sbx_job_set_argv(lint, 3, fail), lint);
+    ok_j(sbx_job_set_policy(lint, e.sh), lint);
+    check = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(check, 1, (const char *[]){"ls"}), check);
+    ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_FAILED);
+    ck_assert_int_eq(sbx_job_verdict(check), SBX_VERDICT_PASSED);
+    sbx_run_free(run);
+    /* A given sandbox is not stopped. */
+    ok_s(sbx_sandbox_refresh(e.s), e.s);
+    ck_assert_str_eq(sbx_sandbox_status(e.s), "running");
+    teardown(&e);
+}
+END_TEST
+
+/* Budgets: the number of jobs is refused before anything is made; the
+ * output budget stops the job that passes it (and kills its command). */
+START_TEST(test_client_job_run_budgets)
+{
+    struct env e = setup();
+    sbx_run *run = sbx_run_new(e.c);
+    const char *ls[] = {"ls"};
+    sbx_job *j;
+    int64_t t0;
+
+    ok_c(sbx_run_set_sandbox(run, e.s), e.c);
+    for (int i = 0; i < 3; i++)
+        ok_j(sbx_job_set_argv(sbx_run_add_job(run, "verify.test"), 1, ls), sbx_run_job(run, (size_t)i));
+    ok_c(sbx_run_set_budget(run, 0, 0, 2), e.c);
+    ck_assert_int_eq(sbx_run_execute(run), SBX_E_BUDGET_EXCEEDED);
+    ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "budget"));
+    sbx_run_free(run);
+
+    run = sbx_run_new(e.c);
+    ok_c(sbx_run_set_sandbox(run, e.s), e.c);
+    j = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "while :; do echo 0123456789abcdef; done"}), j);
+    ok_j(sbx_job_set_policy(j, e.sh), j);
+    ok_c(sbx_run_set_budget(run, 60000, 100000, 0), e.c);
+    t0 = mono_ms();
+    ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_FAILED);
+    ck_assert(mono_ms() - t0 < 20000);
+    {
+        char *out = NULL;
+        json_t *r;
+        ck_assert_int_eq(sbx_run_result_to_json(run, &out), SBX_OK);
+        r = json_loads(out, 0, NULL);
+        sbx_free(out);
+        ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "output budget of 100000 bytes"));
+        ck_assert(json_integer_value(json_object_get(r, "outputBytes")) > 100000);
+        json_decref(r);
+    }
+    sbx_run_free(run);
+
+    /* wall budget: the job's timeout is cut to it */
+    run = sbx_run_new(e.c);
+    ok_c(sbx_run_set_sandbox(run, e.s), e.c);
+    j = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "sleep 30"}), j);
+    ok_j(sbx_job_set_policy(j, e.sh), j);
+    ok_j(sbx_job_set_option(j, "kill_grace_ms", "200"), j);
+    ok_c(sbx_run_set_budget(run, 1500, 0, 0), e.c);
+    t0 = mono_ms();
+    ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_TIMED_OUT);
+    ck_assert(mono_ms() - t0 < 15000);
+    sbx_run_free(run);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job");
@@ -407,6 +571,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_apply_patch);
     tcase_add_test(tc, test_client_job_script_and_artifacts);
     tcase_add_test(tc, test_client_job_json_request);
+    tcase_add_test(tc, test_client_job_run_order_and_sandbox);
+    tcase_add_test(tc, test_client_job_run_budgets);
     suite_add_tcase(s, tc);
     return s;
 }

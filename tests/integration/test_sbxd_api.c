@@ -174,7 +174,7 @@ START_TEST(test_sbxd_api_create_response_shape)
     ck_assert_int_eq(c->exit_code, 0);
     ck_assert_str_eq(c->out, "hello-from-create\n");
     cmd_result_free(c);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s],s:{s:s}}", "command", "sh", "args", "-c",
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s],s:{s:s}}", "command", "sh", "args", "-c",
                               "echo \"$GREETING-$SHARED\"", "env", "SHARED", "from-cmd"));
     ck_assert_str_eq(c->out, "hello-from-cmd\n");
     cmd_result_free(c);
@@ -383,7 +383,7 @@ START_TEST(test_sbxd_api_run_wait_two_lines)
     struct cmd_result *c;
     struct http_resp *r;
 
-    /* sbx_run asserts the shape: Content-Type exactly application/x-ndjson,
+    /* sbxd_run asserts the shape: Content-Type exactly application/x-ndjson,
      * exactly two lines, null then numeric exitCode, one id. */
     c = sbx_sh(d, sid, "echo out; echo err >&2; exit 7");
     ck_assert_int_eq(c->exit_code, 7);
@@ -391,12 +391,12 @@ START_TEST(test_sbxd_api_run_wait_two_lines)
     ck_assert_str_eq(c->err, "err\n");
     cmd_result_free(c);
     /* args are passed verbatim: no shell in between. */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "printf", "args", "%s|", "a b", "$HOME", "*"));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "printf", "args", "%s|", "a b", "$HOME", "*"));
     ck_assert_int_eq(c->exit_code, 0);
     ck_assert_str_eq(c->out, "a b|$HOME|*|");
     cmd_result_free(c);
     /* cwd: absolute, and relative to the sandbox's cwd. */
-    c = sbx_run(d, sid, jpack("{s:s,s:s}", "command", "pwd", "cwd", "/tmp"));
+    c = sbxd_run(d, sid, jpack("{s:s,s:s}", "command", "pwd", "cwd", "/tmp"));
     ck_assert_str_eq(c->out, "/tmp\n");
     r = http_get(d, "/v1/sandboxes/%s/cmd/%s", sid, c->id);
     ck_assert_str_eq(jstr(r->json, "command", "cwd"), "/tmp");
@@ -404,10 +404,10 @@ START_TEST(test_sbxd_api_run_wait_two_lines)
     cmd_result_free(c);
     c = sbx_sh(d, sid, "mkdir -p sub");
     cmd_result_free(c);
-    c = sbx_run(d, sid, jpack("{s:s,s:s}", "command", "pwd", "cwd", "sub"));
+    c = sbxd_run(d, sid, jpack("{s:s,s:s}", "command", "pwd", "cwd", "sub"));
     ck_assert_str_eq(c->out, "/vercel/sandbox/sub\n");
     cmd_result_free(c);
-    c = sbx_run(d, sid, jpack("{s:s}", "command", "pwd"));
+    c = sbxd_run(d, sid, jpack("{s:s}", "command", "pwd"));
     ck_assert_str_eq(c->out, "/vercel/sandbox\n");
     cmd_result_free(c);
     free(sid);
@@ -421,12 +421,12 @@ START_TEST(test_sbxd_api_run_not_found_127)
     char *sid = sbx_create(d, NULL);
     struct cmd_result *c;
 
-    c = sbx_run(d, sid, jpack("{s:s}", "command", "no-such-program-sbxdit"));
+    c = sbxd_run(d, sid, jpack("{s:s}", "command", "no-such-program-sbxdit"));
     ck_assert_int_eq(c->exit_code, 127);
     ck_assert_msg(contains(c->err, "not found"), "stderr: %s", c->err);
     cmd_result_free(c);
     sbx_write_file(d, sid, "/vercel/sandbox/noexec", "#!/bin/sh\necho hi\n", 18, 0644);
-    c = sbx_run(d, sid, jpack("{s:s}", "command", "/vercel/sandbox/noexec"));
+    c = sbxd_run(d, sid, jpack("{s:s}", "command", "/vercel/sandbox/noexec"));
     ck_assert_int_eq(c->exit_code, 126);
     cmd_result_free(c);
     free(sid);
@@ -1017,13 +1017,13 @@ static void policy_round(struct sbxd *d, const char *sid, struct testnet *t, str
     ck_assert_str_eq(jstr(json_object_get(r->json, "sandbox"), "networkPolicy", "mode"), mode);
     http_resp_free(r);
     snprintf(port, sizeof port, "%d", t->http_port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, t->addr,
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, t->addr,
                               port));
     ck_assert_msg(contains(c->out, outside ? "CONNECTED" : "REFUSED"), "under %s the outside %s:%d should be %s: %s%s",
                   mode, t->addr, t->http_port, outside ? "reachable" : "unreachable", c->out, c->err);
     cmd_result_free(c);
     snprintf(port, sizeof port, "%d", hs->port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, "127.0.0.1",
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, "127.0.0.1",
                               port));
     ck_assert_msg(contains(c->out, "REFUSED"), "under %s the host's 127.0.0.1:%d was reached: %s%s", mode,
                   hs->port, c->out, c->err);

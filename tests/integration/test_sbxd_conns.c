@@ -333,17 +333,17 @@ START_TEST(test_sbxd_conns_large_command_lines)
     struct http_resp *r;
 
     /* One 33,000-byte argument: its start line is larger than a block. */
-    res = sbx_run(d, sid, count_args(1, 33000, "a1"));
+    res = sbxd_run(d, sid, count_args(1, 33000, "a1"));
     ck_assert_int_eq(res->exit_code, 0);
     ck_assert_str_eq(res->out, "1 33000\n");
     cmd_result_free(res);
     /* 1 MiB of arguments. */
-    res = sbx_run(d, sid, count_args(16, 65536, "a2"));
+    res = sbxd_run(d, sid, count_args(16, 65536, "a2"));
     ck_assert_int_eq(res->exit_code, 0);
     ck_assert_str_eq(res->out, "16 1048576\n");
     cmd_result_free(res);
     /* 100,000 small ones. */
-    res = sbx_run(d, sid, count_args(100000, 1, "a3"));
+    res = sbxd_run(d, sid, count_args(100000, 1, "a3"));
     ck_assert_int_eq(res->exit_code, 0);
     ck_assert_str_eq(res->out, "100000 100000\n");
     cmd_result_free(res);

@@ -36,7 +36,7 @@ static struct cmd_result *fetch(struct sbxd *d, const char *sid, const char *hos
 {
     char url[128];
     snprintf(url, sizeof url, "http://%s:%d/", host, port);
-    return sbx_run(d, sid, jpack("{s:s,s:[s,s,s],s:{s:s,s:s}}", "command", "python3", "args", "-c", PY_FETCH, url,
+    return sbxd_run(d, sid, jpack("{s:s,s:[s,s,s],s:{s:s,s:s}}", "command", "python3", "args", "-c", PY_FETCH, url,
                                  "env", "no_proxy", "", "NO_PROXY", ""));
 }
 
@@ -73,11 +73,11 @@ START_TEST(test_sbxd_egress_allowed_cidr_reachable)
     expect_reachable(d, sid, hs, "127.0.0.1");
     /* CONNECT tunnels too. */
     snprintf(port, sizeof port, "%d", hs->port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "127.0.0.1", port));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "127.0.0.1", port));
     ck_assert_msg(contains(c->out, "STATUS 200") && contains(c->out, "egress-ok"), "CONNECT: %s%s", c->out, c->err);
     cmd_result_free(c);
     /* Still no direct route: only the proxy leads out. */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, "127.0.0.1", port));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, "127.0.0.1", port));
     ck_assert_msg(contains(c->out, "REFUSED"), "direct connection from an isolated sandbox: %s", c->out);
     cmd_result_free(c);
     host_server_stop(hs);
@@ -100,7 +100,7 @@ START_TEST(test_sbxd_egress_localhost_domain_refused)
     expect_refused(d, sid, hs, "localhost");
     expect_refused(d, sid, hs, "127.0.0.1");
     snprintf(port, sizeof port, "%d", hs->port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "localhost", port));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "localhost", port));
     ck_assert_msg(contains(c->out, "403") && !contains(c->out, "egress-localhost"), "CONNECT localhost: %s", c->out);
     cmd_result_free(c);
     host_server_stop(hs);
@@ -120,7 +120,7 @@ START_TEST(test_sbxd_egress_deny_all_refused)
     expect_refused(d, sid, hs, "127.0.0.1");
     expect_refused(d, sid, hs, "localhost");
     snprintf(port, sizeof port, "%d", hs->port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "127.0.0.1", port));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_TUNNEL, "127.0.0.1", port));
     ck_assert_msg(contains(c->out, "403") && !contains(c->out, "egress-deny"), "CONNECT: %s", c->out);
     cmd_result_free(c);
     host_server_stop(hs);

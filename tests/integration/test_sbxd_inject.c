@@ -159,7 +159,7 @@ static void tls_echo_stop(struct tls_echo *t)
 
 static struct cmd_result *fetch(struct sbxd *d, const char *sid, const char *url)
 {
-    return sbx_run(d, sid, jpack("{s:s,s:[s,s,s],s:{s:s,s:s}}", "command", "python3", "args", "-c",
+    return sbxd_run(d, sid, jpack("{s:s,s:[s,s,s],s:{s:s,s:s}}", "command", "python3", "args", "-c",
                                  PY_GET, url, "env", "no_proxy", "", "NO_PROXY", ""));
 }
 

@@ -49,7 +49,7 @@ START_TEST(test_sbxd_isolation_host_home_marker)
         c = sudo ? sbx_sh_sudo(d, sid, "%s", look) : sbx_sh(d, sid, "%s", look);
         ck_assert_msg(!contains(c->out, name), "%s: the sandbox sees the host marker: %s", who, c->out);
         cmd_result_free(c);
-        c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s],s:b}", "command", "python3", "args", "-c", PY_FIND, name,
+        c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s],s:b}", "command", "python3", "args", "-c", PY_FIND, name,
                                   "sudo", sudo));
         ck_assert_msg(c->exit_code == 0 && !contains(c->out, name), "%s: found the host marker: %s%s", who, c->out,
                       c->err);
@@ -135,11 +135,11 @@ static bool reaches(struct sbxd *d, const char *sid, const char *addr, int port,
 
     snprintf(p, sizeof p, "%d", port);
     snprintf(url, sizeof url, "http://%s:%d/", addr, port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, addr, p));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, addr, p));
     tcp = contains(c->out, "CONNECTED");
     ck_assert_msg(tcp || contains(c->out, "REFUSED"), "connect %s:%d: %s%s", addr, port, c->out, c->err);
     cmd_result_free(c);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH, url));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH, url));
     http = contains(c->out, "STATUS 200") && contains(c->out, body);
     cmd_result_free(c);
     return tcp || http;
@@ -302,7 +302,7 @@ static void check_server_then_client(struct sbxd *d, const char *sid, int port)
                                    "--bind", "127.0.0.1"));
     /* A later command in the same sandbox reaches it (it retries until the
      * server listens: nothing else says when it does). */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", client, url));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", client, url));
     ck_assert_msg(contains(c->out, body), "second command could not reach the first's server: %s%s", c->out, c->err);
     cmd_result_free(c);
     free(cid);
@@ -335,7 +335,7 @@ START_TEST(test_sbxd_isolation_state_dir_not_visible)
         ck_assert_msg(!contains(c->out, d->token), "the sandbox can read sbxd's token: %s", c->out);
         ck_assert_msg(!contains(c->out, "sandboxes"), "the sandbox lists the state directory: %s", c->out);
         cmd_result_free(c);
-        c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s],s:b}", "command", "python3", "args", "-c", PY_FIND, d->token,
+        c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s],s:b}", "command", "python3", "args", "-c", PY_FIND, d->token,
                                   "content", "sudo", sudo));
         ck_assert_msg(c->exit_code == 0, "search failed: %s", c->err);
         ck_assert_msg(!contains(c->out, "/"), "files holding sbxd's token are visible: %s", c->out);
@@ -363,7 +363,7 @@ START_TEST(test_sbxd_isolation_init_control_channel_private)
                         "print('FDS', sorted(os.listdir('/proc/self/fd')))\n";
 
     for (int sudo = 0; sudo < 2; sudo++) {
-        c = sbx_run(d, sid, jpack("{s:s,s:[s,s],s:b}", "command", "python3", "args", "-c", probe, "sudo", sudo));
+        c = sbxd_run(d, sid, jpack("{s:s,s:[s,s],s:b}", "command", "python3", "args", "-c", probe, "sudo", sudo));
         ck_assert_msg(!contains(c->out, "OPENED"), "%s: %s", sudo ? "sudo" : "user", c->out);
         ck_assert_msg(contains(c->out, "DENIED /proc/1/fd/3"), "%s", c->out);
         /* Nothing but stdin, stdout, stderr (and the listing's own fd) is inherited. */
@@ -468,7 +468,7 @@ START_TEST(test_sbxd_isolation_pids_max)
     char *a = sbx_create(d, NULL), *b = sbx_create(d, NULL);
     struct cmd_result *c;
 
-    c = sbx_run(d, a, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
+    c = sbxd_run(d, a, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
                             "import os, signal, time\n"
                             "kids = []\n"
                             "for i in range(200):\n"

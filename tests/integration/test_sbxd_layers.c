@@ -66,7 +66,7 @@ static struct cmd_result *attack(struct sbxd *d, const char *sid, bool sudo, con
     json_array_append_new(args, json_string(a1));
     if (a2)
         json_array_append_new(args, json_string(a2));
-    c = sbx_run(d, sid, jpack("{s:s,s:o,s:b}", "command", "/vercel/sandbox/attack", "args", args, "sudo", sudo));
+    c = sbxd_run(d, sid, jpack("{s:s,s:o,s:b}", "command", "/vercel/sandbox/attack", "args", args, "sudo", sudo));
     ck_assert_msg(c->exit_code == 0, "attack %s: exit %d: %s%s", a1, c->exit_code, c->out, c->err);
     return c;
 }
@@ -246,7 +246,7 @@ static bool sandbox_connects(struct sbxd *d, const char *sid, const char *host, 
     struct cmd_result *c;
     bool ok;
     snprintf(p, sizeof p, "%d", port);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, host, p));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, host, p));
     ok = contains(c->out, "CONNECTED");
     ck_assert_msg(ok || contains(c->out, "REFUSED"), "connect %s:%d: %s%s", host, port, c->out, c->err);
     cmd_result_free(c);
@@ -448,7 +448,7 @@ START_TEST(test_sbxd_layers_init_not_traceable)
     expect_status(r, 200);
     http_resp_free(r);
     for (int sudo = 0; sudo < 2; sudo++) {
-        c = sbx_run(d, sid, jpack("{s:s,s:[s,s],s:b}", "command", "python3", "args", "-c", probe, "sudo", sudo));
+        c = sbxd_run(d, sid, jpack("{s:s,s:[s,s],s:b}", "command", "python3", "args", "-c", probe, "sudo", sudo));
         ck_assert_msg(contains(c->out, "init 1 DENIED") && !contains(c->out, "ATTACHED"),
                       "%s could trace an init: %s%s", sudo ? "sudo" : "user", c->out, c->err);
         cmd_result_free(c);
@@ -501,7 +501,7 @@ START_TEST(test_sbxd_layers_seccomp_denies_every_family)
     ck_assert_msg(!contains(c->out, "rc=0"), "sudo could make mounts or namespaces: %s", c->out);
     cmd_result_free(c);
     /* Ordinary work is untouched: threads, processes, pipes, sudo. */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
                               "import subprocess, threading\n"
                               "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
                               "print(subprocess.run(['echo', 'fine'], capture_output=True, text=True).stdout, end='')\n"));
@@ -758,7 +758,7 @@ START_TEST(test_sbxd_layers_allow_all_reaches_outside_not_host)
 
     /* The outside: the test network, by name and by address. */
     snprintf(url, sizeof url, "http://www.test/");
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH, url));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH, url));
     ck_assert_msg(contains(c->out, "STATUS 200"), "allow-all cannot reach the outside: %s%s", c->out, c->err);
     cmd_result_free(c);
     if (!unprivileged())
@@ -818,7 +818,7 @@ START_TEST(test_sbxd_layers_sandboxes_cannot_reach_each_other)
     for (size_t i = 0; addrs[i]; i++)
         ck_assert_msg(!sandbox_connects(d, b, addrs[i], route_port), "B reached A's route at %s:%d", addrs[i],
                       route_port);
-    c = sbx_run(d, b, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH,
+    c = sbxd_run(d, b, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c", PY_FETCH,
                             "http://10.0.2.100:8000/index.html"));
     ck_assert_msg(!contains(c->out, body), "B fetched A's page: %s", c->out);
     cmd_result_free(c);

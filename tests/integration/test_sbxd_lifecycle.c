@@ -101,7 +101,7 @@ START_TEST(test_sbxd_lifecycle_timeout_ends_wait_stream)
     /* A wait-mode run still streaming when the timeout fires gets its second line. */
     struct sbxd *d = sbxd_start(NULL, NULL);
     char *sid = sbx_create(d, jpack("{s:i}", "timeout", 2000));
-    struct cmd_result *c = sbx_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "sh", "args", "-c",
+    struct cmd_result *c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "sh", "args", "-c",
                                                  "echo before; exec sleep 300"));
     ck_assert_int_eq(c->exit_code, 137);
     ck_assert_str_eq(c->out, "before\n");
@@ -170,7 +170,7 @@ START_TEST(test_sbxd_lifecycle_kill_whole_process_group)
     unique_seconds(b, sizeof b);
     cid = sbx_detach_sh(d, sid, "sleep %s & sleep %s & wait", a, b);
     /* Wait (inside the sandbox) until both children run. */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s,s]}", "command", "python3", "args", "-c", PY_PS, "present", a, b));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s,s]}", "command", "python3", "args", "-c", PY_PS, "present", a, b));
     ck_assert_msg(contains(c->out, a) && contains(c->out, b), "children not running: %s", c->out);
     cmd_result_free(c);
     r = http_post(d, jpack("{s:i}", "signal", 15), "/v1/sandboxes/%s/%s/kill", sid, cid);
@@ -178,7 +178,7 @@ START_TEST(test_sbxd_lifecycle_kill_whole_process_group)
     http_resp_free(r);
     ck_assert_int_eq(sbx_cmd_wait(d, sid, cid), 143);
     /* The background children got the signal too. */
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s,s,s,s]}", "command", "python3", "args", "-c", PY_PS, "absent", a, b));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s,s]}", "command", "python3", "args", "-c", PY_PS, "absent", a, b));
     ck_assert_msg(!contains(c->out, a) && !contains(c->out, b), "children survived the kill: %s", c->out);
     cmd_result_free(c);
     ck_assert(gone_from_host(a) && gone_from_host(b));

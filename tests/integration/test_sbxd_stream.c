@@ -129,7 +129,7 @@ START_TEST(test_sbxd_stream_large_output_complete)
     struct cmd_result *c;
 
     snprintf(prog, sizeof prog, py, BIG_LINES);
-    c = sbx_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c", prog));
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c", prog));
     ck_assert_int_eq(c->exit_code, 0);
     check_big(c->out, c->out_len);
     ck_assert_int_eq(c->err_len, 0);
@@ -187,7 +187,7 @@ START_TEST(test_sbxd_stream_output_limit)
     const char *args[] = {"--max-log-bytes", "65536", NULL};
     struct sbxd *d = sbxd_start(args, NULL);
     char *sid = sbx_create(d, NULL);
-    struct cmd_result *c = sbx_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
+    struct cmd_result *c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
                                                  "import sys\nsys.stdout.write('\\u20ac' * 100000)\nprint('END')"));
 
     ck_assert_int_eq(c->exit_code, 0);
@@ -209,7 +209,7 @@ START_TEST(test_sbxd_stream_escape_heavy_output)
      * arrive whole, split into several lines if need be. */
     struct sbxd *d = sbxd_start(NULL, NULL);
     char *sid = sbx_create(d, NULL);
-    struct cmd_result *c = sbx_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
+    struct cmd_result *c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
                                                  "import sys\n"
                                                  "b = bytes(range(1, 32)) + b'\"\\\\'\n"
                                                  "sys.stdout.buffer.write(b * 20000)\n"
