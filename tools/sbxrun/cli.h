@@ -6,16 +6,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include <sbxrun/sbxrun.h>
 
-/* Exit codes of sbxrun, documented in doc/man/sbxrun.1. */
+/* The exit codes of every subcommand, one table (doc/man/sbxrun.1, EXIT
+ * STATUS). exec alone passes its program's own code through instead. */
 enum {
-    SBXRUN_EXIT_OK = 0,      /* done; for verify: the job passed */
-    SBXRUN_EXIT_FAIL = 1,    /* the job ran and failed, or an operation failed */
+    SBXRUN_EXIT_OK = 0,      /* done; verify: every step passed */
+    SBXRUN_EXIT_FAIL = 1,    /* a step ran and failed, or an operation failed */
     SBXRUN_EXIT_USAGE = 2,   /* bad command line */
-    SBXRUN_EXIT_DENIED = 3,  /* refused by policy */
-    SBXRUN_EXIT_DOES_NOT_APPLY = 4, /* patch check: the patch does not apply, or is malformed */
+    SBXRUN_EXIT_DENIED = 3,  /* refused: a policy, an unsafe patch */
+    SBXRUN_EXIT_DOES_NOT_APPLY = 4, /* a patch does not apply, or is malformed */
     SBXRUN_EXIT_INCOMPLETE = 5, /* transcript verify: the chain holds but the job never ended */
+    SBXRUN_EXIT_TIMED_OUT = 124, /* the work ran past its timeout (as timeout(1)) */
+    SBXRUN_EXIT_CANNOT_RUN = 125 /* sbxrun could not do it: no sandbox, transport, I/O */
 };
 
 /* One subcommand: run() gets argv with argv[0] = the subcommand's name. */
@@ -38,6 +43,14 @@ int cmd_patch(int argc, char **argv);
  * (0, or an exit status after printing why). */
 bool cli_secret_name(const char *name, size_t n);
 int cli_add_env_secrets(sbx_redactor *r);
+
+/* --json output, the one envelope of every subcommand (envelope.c):
+ *   {"sbxrun": CMD, "ok": EXIT == 0, "exitCode": EXIT, "result": RESULT}
+ *   {"sbxrun": CMD, "ok": false, "exitCode": EXIT,
+ *    "error": {"status": "SBX_E_...", "what": WHAT, "message": MESSAGE}}
+ * printed on stdout, one object, nothing else. result is consumed. */
+void cli_json_result(const char *cmd, int exit_code, json_t *result);
+void cli_json_error(const char *cmd, int exit_code, const char *what, sbx_status st, const char *message);
 
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
  * SBXRUN_EXIT_USAGE (main.c). */
