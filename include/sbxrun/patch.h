@@ -296,11 +296,13 @@ SBX_API sbx_status sbx_patch_to_json(sbx_patch *p, char **out);
  * Write the base tree with the patch applied as a gzip tar at path (replaced
  * atomically: a temporary file beside it, then renamed), for upload to a
  * sandbox. The repository's work tree and index are not touched. The patch
- * must have been checked and apply. Regular files only: symbolic links and
+ * must have been checked and apply; with a base set and nothing loaded, the
+ * base tree itself is written. Regular files only: symbolic links and
  * submodules of the base are left out (a sandbox's file API writes regular
  * files).
  *
- * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (not SBX_PATCH_APPLIES),
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (not SBX_PATCH_APPLIES, nor
+ *         a base alone),
  *         SBX_E_BUDGET_EXCEEDED (a file over the limit), SBX_E_IO,
  *         SBX_E_NOMEM.
  * @since 1.0

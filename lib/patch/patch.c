@@ -1227,8 +1227,11 @@ sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
 
     SBX__ENTER(p, false);
     SBX__ARG(p, path && *path, "path is NULL or empty");
-    if (p->verdict != SBX_PATCH_APPLIES || !p->ov)
-        return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply has a tree to save");
+    /* With a base and nothing loaded, the base tree itself (a workspace
+     * with no patch to apply). */
+    if (!(p->verdict == SBX_PATCH_APPLIES && p->ov) &&
+        !(p->base && p->verdict == SBX_PATCH_UNCHECKED && !p->text && !p->nops))
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply (or a base alone) has a tree to save");
     if (!(tar = sbx__tar_new()))
         return sbx__err_nomem(&p->err);
     if ((st = tar_result(p, tar)) != SBX_OK) {

@@ -24,6 +24,7 @@ static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
 
 static const struct sbxrun_cmd commands[] = {
+    {"verify", "check, patch and verify a project in a sandbox (the main job)", cmd_verify},
     {"exec", "run a program in a sandbox, streaming its output", cmd_exec},
     {"sandbox", "create, list, inspect, stop or snapshot sandboxes", cmd_sandbox},
     {"cp", "copy files into or out of a sandbox", cmd_cp},

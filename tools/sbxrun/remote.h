@@ -68,5 +68,6 @@ void fail_msg(bool json, const char *what, sbx_status st, const char *msg);
 int cmd_sandbox(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif /* SBXRUN_REMOTE_H */

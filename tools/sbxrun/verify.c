@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sbxrun verify: the main job. A project's tracked files at a revision,
+ * with patches applied (checked on the host by sbx_patch first: nothing
+ * of the project runs here), sent to a sandbox where its install, lint,
+ * typecheck, test and build steps run as jobs of the library, each under
+ * the command policy and network preset of its type, with output
+ * redacted. The verdict is the exit status.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "remote.h"
+#include "workspace.h"
+
+#define MAX_PATCHES 64
+/* A step's output shown when it fails (its tail), in lines. */
+#define FAIL_TAIL_LINES 40
+#define SPIN_MS 100
+
+static const char usage_text[] =
+    "usage: sbxrun verify [DIR] [--patch FILE]... [--base REV] [--repo URL [--ref REF]]\n"
+    "                     [--install CMD | --no-install] [--lint CMD] [--typecheck CMD]\n"
+    "                     [--test CMD] [--build CMD] [--timeout DURATION]\n"
+    "                     [--transcript FILE] [--json] [--verbose] [options]\n"
+    "\n"
+    "Verify a project in a sandbox: DIR's files tracked at HEAD (or --base REV),\n"
+    "with each --patch applied, are checked and patched on this machine (nothing\n"
+    "of the project runs here), sent to a new sandbox, and its steps run there:\n"
+    "the dependencies' install, then lint, typecheck, test and build. By default\n"
+    "the steps are the package.json scripts of those names that exist, with the\n"
+    "package manager its lockfile names, and an install when it has\n"
+    "dependencies; each --STEP CMD replaces or adds one (CMD runs without a\n"
+    "shell). Every step is checked by the command policy of its job type and\n"
+    "runs under its network preset (the install reaches the package registries,\n"
+    "the checks nothing); output is redacted.\n"
+    "\n"
+    "  --patch FILE        a patch to apply (repeatable; '-' reads stdin)\n"
+    "  --base REV          the revision of DIR's repository [HEAD]\n"
+    "  --repo URL          verify this repository instead, fetched here with\n"
+    "                      libgit2 and cloned in the sandbox; DIR is then a\n"
+    "                      directory inside it\n"
+    "  --ref REF           the branch, tag or commit of --repo [its HEAD]\n"
+    "  --install CMD       the install step's command\n"
+    "  --no-install        no install step\n"
+    "  --allow-scripts     let the install run the dependencies' lifecycle\n"
+    "                      scripts (off by default: --ignore-scripts)\n"
+    "  --lint CMD, --typecheck CMD, --test CMD, --build CMD\n"
+    "                      the command of that step\n"
+    "  --timeout DURATION  the whole run's budget: 90s, 10m, 1h, or ms [30m]\n"
+    "  --keep-going        run every check even after one fails\n"
+    "  --transcript FILE   record the run in a transcript (doc/transcript.md)\n"
+    "  --verbose           show every step's output as it comes\n"
+    "  --runtime NAME      the sandbox's runtime\n" REMOTE_OPTS_HELP
+    "\n"
+    "With --json only the result is printed on stdout, in sbxrun's envelope.\n"
+    "Exit status: 0 every step passed, 1 a step failed, 2 usage, 3 denied (a\n"
+    "policy, an unsafe patch), 4 a patch does not apply, 124 timed out, 125\n"
+    "sbxrun could not run it (no sandbox, transport), 130 interrupted.\n";
+
+enum {
+    O_PATCH = 1, O_BASE, O_REPO, O_REF, O_INSTALL, O_NO_INSTALL, O_LINT, O_TYPECHECK, O_TEST, O_BUILD, O_TIMEOUT,
+    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME
+};
+
+/* The checks, in run order, with their job type and script name. */
+static const struct {
+    const char *name, *type;
+} checks[] = {
+    {"lint", "verify.lint"}, {"typecheck", "verify.typecheck"}, {"test", "verify.test"}, {"build", "verify.build"},
+};
+
+struct view {
+    bool tty, verbose, json;
+    int64_t t0, step_t0;
+    size_t current;           /* the job running, SIZE_MAX when none */
+    unsigned spin;
+    bool line_open;           /* a status line is on screen, unterminated */
+    const char *const *names; /* per job, for messages */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "90s", "10m", "1h", "1500ms", or seconds; -1 when not one. */
+static int64_t parse_duration(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0)
+        return -1;
+    if (!*end || !strcmp(end, "s"))
+        return (int64_t)(v * 1000);
+    if (!strcmp(end, "ms"))
+        return (int64_t)v;
+    if (!strcmp(end, "m"))
+        return (int64_t)(v * 60000);
+    if (!strcmp(end, "h"))
+        return (int64_t)(v * 3600000);
+    return -1;
+}
+
+static void clear_line(struct view *v)
+{
+    if (v->line_open) {
+        fputs("\r\033[K", stderr);
+        v->line_open = false;
+    }
+}
+
+static void draw(struct view *v, sbx_run *run)
+{
+    static const char spinner[] = "|/-\\";
+    int64_t now = mono_ms();
+    if (!v->tty || v->json || v->verbose || v->current == SIZE_MAX)
+        return;
+    (void)run;
+    fprintf(stderr, "\r\033[K  %c %-10s %5.1fs", spinner[v->spin++ % 4], v->names[v->current],
+            (double)(now - v->step_t0) / 1000.0);
+    fflush(stderr);
+    v->line_open = true;
+}
+
+/* The tail of a failed step: its last lines of stderr, then stdout. */
+static void show_tail(const char *label, const char *text)
+{
+    const char *p;
+    int lines = 0;
+    size_t n;
+    if (!text || !*text)
+        return;
+    n = strlen(text);
+    for (p = text + n; p > text; p--)
+        if (p[-1] == '\n' && p != text + n && ++lines >= FAIL_TAIL_LINES)
+            break;
+    fprintf(stderr, "    ---- %s%s ----\n", label, p > text ? " (last lines)" : "");
+    for (const char *l = p; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        fprintf(stderr, "    %.*s\n", (int)len, l);
+        l += len + (nl ? 1 : 0);
+    }
+}
+
+static void job_line(struct view *v, sbx_run *run, size_t i)
+{
+    sbx_job *job = sbx_run_job(run, i);
+    sbx_verdict verdict = sbx_job_verdict(job);
+    char *js = NULL;
+    json_t *r = NULL;
+    const char *msg = NULL;
+    if (v->json)
+        return;
+    if (sbx_job_result_to_json(job, &js) == SBX_OK)
+        r = json_loads(js, 0, NULL);
+    sbx_free(js);
+    msg = json_string_value(json_object_get(r, "message"));
+    clear_line(v);
+    if (v->tty)
+        fprintf(stderr, "  %s %-10s %5.1fs%s%s\n", verdict == SBX_VERDICT_PASSED ? "\033[32m✓\033[0m" : "\033[31m✗\033[0m",
+                v->names[i], (double)(mono_ms() - v->step_t0) / 1000.0,
+                verdict == SBX_VERDICT_PASSED ? "" : "  ", verdict == SBX_VERDICT_PASSED ? "" : (msg ? msg : ""));
+    else
+        fprintf(stderr, "sbxrun verify: %s: %s (%lld ms)%s%s\n", v->names[i], sbx_job_verdict_name(verdict),
+                (long long)(mono_ms() - v->step_t0), msg ? ": " : "", msg ? msg : "");
+    if (verdict != SBX_VERDICT_PASSED && !v->verbose) {
+        show_tail("stderr", json_string_value(json_object_get(r, "stderrTail")));
+        show_tail("stdout", json_string_value(json_object_get(r, "stdoutTail")));
+    }
+    json_decref(r);
+}
+
+static void on_progress(sbx_run *run, sbx_run_event ev, size_t i, void *user)
+{
+    struct view *v = user;
+    switch (ev) {
+    case SBX_RUN_SANDBOX_CREATING:
+        if (!v->json && !v->tty)
+            fprintf(stderr, "sbxrun verify: creating a sandbox\n");
+        break;
+    case SBX_RUN_UPLOADING:
+        if (!v->json && !v->tty)
+            fprintf(stderr, "sbxrun verify: sending the workspace\n");
+        break;
+    case SBX_RUN_JOB_STARTED:
+        v->current = i;
+        v->step_t0 = mono_ms();
+        if (!v->json && (!v->tty || v->verbose))
+            fprintf(stderr, "sbxrun verify: %s\n", v->names[i]);
+        draw(v, run);
+        break;
+    case SBX_RUN_JOB_ENDED:
+        job_line(v, run, i);
+        v->current = SIZE_MAX;
+        break;
+    case SBX_RUN_JOB_SKIPPED:
+        if (!v->json)
+            fprintf(stderr, v->tty ? "  - %-10s skipped\n" : "sbxrun verify: %s: skipped\n", v->names[i]);
+        break;
+    case SBX_RUN_STOPPING: break;
+    }
+}
+
+static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    (void)user;
+    fwrite(data, 1, len, stream == SBX_STREAM_STDERR ? stderr : stdout);
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+static sbx_op *volatile running_op;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    if (running_op)
+        sbx_op_cancel(running_op); /* a flag and an eventfd write */
+}
+
+static int exit_for(sbx_verdict v)
+{
+    switch (v) {
+    case SBX_VERDICT_PASSED: return SBXRUN_EXIT_OK;
+    case SBX_VERDICT_FAILED: return SBXRUN_EXIT_FAIL;
+    case SBX_VERDICT_DENIED: return SBXRUN_EXIT_DENIED;
+    case SBX_VERDICT_TIMED_OUT: return SBXRUN_EXIT_TIMED_OUT;
+    case SBX_VERDICT_CANCELLED: return 130;
+    default: return SBXRUN_EXIT_CANNOT_RUN;
+    }
+}
+
+struct steps {
+    const char *install_cmd, *cmd[4];
+    bool no_install, allow_scripts;
+};
+
+/* Add job `type`, running argv from cmd (split) or else script `script`. */
+static sbx_job *add_step(sbx_run *run, const char *type, const char *cmd, const char *script,
+                         const struct workspace *w, const char *dir, char *err, size_t errlen)
+{
+    sbx_job *job = sbx_run_add_job(run, type);
+    char **argv = NULL;
+    int n;
+    if (!job) {
+        snprintf(err, errlen, "%s", sbx_run_last_error(run));
+        return NULL;
+    }
+    if (cmd) {
+        if ((n = ws_split(cmd, &argv, err, errlen)) < 0)
+            return NULL;
+        if (sbx_job_set_argv(job, (size_t)n, (const char *const *)argv) != SBX_OK) {
+            snprintf(err, errlen, "%s", sbx_job_last_error(job));
+            ws_argv_free(argv);
+            return NULL;
+        }
+        ws_argv_free(argv);
+    } else if (script && (sbx_job_set_input(job, "script", script) != SBX_OK ||
+                          (w->pm && sbx_job_set_input(job, "packageManager", w->pm) != SBX_OK))) {
+        snprintf(err, errlen, "%s", sbx_job_last_error(job));
+        return NULL;
+    }
+    if (dir && sbx_job_set_input(job, "dir", dir) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_job_last_error(job));
+        return NULL;
+    }
+    return job;
+}
+
+/* The run's jobs from the workspace and the options; their names in
+ * run order into names. Returns 0 or an exit code (err says why). */
+static int plan(sbx_run *run, const struct workspace *w, const struct steps *st, const char *repo_url,
+                const char *dir, const char **names, char *err, size_t errlen)
+{
+    sbx_job *job;
+    size_t n = 0;
+    if (repo_url) {
+        if (!(job = sbx_run_add_job(run, "repo.clone")) || sbx_job_set_input(job, "url", repo_url) != SBX_OK ||
+            sbx_job_set_input(job, "ref", w->commit) != SBX_OK ||
+            sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
+            snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));
+            return SBXRUN_EXIT_USAGE;
+        }
+        /* A commit is fetched by id, the whole history not needed. */
+        names[n++] = "clone";
+        if (w->patch) {
+            char *text = strndup(w->patch, w->patch_len);
+            sbx_status s = SBX_E_NOMEM;
+            if (!(job = sbx_run_add_job(run, "repo.applyPatch")) ||
+                (text && (s = sbx_job_set_input(job, "patch", text)) != SBX_OK) || !text ||
+                sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
+                snprintf(err, errlen, "%s", s == SBX_E_NOMEM ? "out of memory" : sbx_job_last_error(job));
+                free(text);
+                return SBXRUN_EXIT_CANNOT_RUN;
+            }
+            free(text);
+            names[n++] = "apply";
+        }
+    }
+    if (!st->no_install && (st->install_cmd || ws_has_dependencies(w))) {
+        if (!(job = add_step(run, "deps.install", st->install_cmd, NULL, w, dir, err, errlen)))
+            return SBXRUN_EXIT_USAGE;
+        if (st->allow_scripts)
+            sbx_job_set_option(job, "lifecycle_scripts", "on");
+        names[n++] = "install";
+    }
+    for (size_t i = 0; i < 4; i++) {
+        if (!st->cmd[i] && !ws_has_script(w, checks[i].name))
+            continue;
+        if (!add_step(run, checks[i].type, st->cmd[i], checks[i].name, w, dir, err, errlen))
+            return SBXRUN_EXIT_USAGE;
+        names[n++] = checks[i].name;
+    }
+    if (n == (repo_url ? 1u + (w->patch != NULL) : 0u)) {
+        snprintf(err, errlen, "nothing to verify: %s has no lint, typecheck, test or build script, and no --lint, "
+                 "--typecheck, --test or --build was given", w->package ? "package.json" : "the project (no package.json)");
+        return SBXRUN_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"patch", required_argument, NULL, O_PATCH},       {"base", required_argument, NULL, O_BASE},
+        {"repo", required_argument, NULL, O_REPO},         {"ref", required_argument, NULL, O_REF},
+        {"install", required_argument, NULL, O_INSTALL},   {"no-install", no_argument, NULL, O_NO_INSTALL},
+        {"lint", required_argument, NULL, O_LINT},         {"typecheck", required_argument, NULL, O_TYPECHECK},
+        {"test", required_argument, NULL, O_TEST},         {"build", required_argument, NULL, O_BUILD},
+        {"timeout", required_argument, NULL, O_TIMEOUT},   {"transcript", required_argument, NULL, O_TRANSCRIPT},
+        {"verbose", no_argument, NULL, O_VERBOSE},         {"help", no_argument, NULL, O_HELP},
+        {"allow-scripts", no_argument, NULL, O_ALLOW_SCRIPTS}, {"keep-going", no_argument, NULL, O_KEEP_GOING},
+        {"runtime", required_argument, NULL, O_RUNTIME},   REMOTE_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    struct remote_opts o = {0};
+    struct remote r = {0};
+    struct steps st = {0};
+    struct workspace w = {0};
+    struct view v = {0};
+    const char *patches[MAX_PATCHES], *base = NULL, *repo = NULL, *ref = NULL, *transcript = NULL, *dir = ".";
+    const char *runtime = NULL, *names[16];
+    size_t npatches = 0;
+    int64_t timeout = 30 * 60000;
+    bool keep_going = false, remote_ready = false;
+    char err[2048] = "", sandbox_dir[4200];
+    sbx_run *run = NULL;
+    sbx_transcript *t = NULL;
+    sbx_op *op = NULL;
+    sbx_status s;
+    int c, rc = SBXRUN_EXIT_CANNOT_RUN;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (remote_opt(&o, c, optarg))
+            continue;
+        switch (c) {
+        case O_PATCH:
+            if (npatches == MAX_PATCHES)
+                return cli_usage_error("verify", "at most %d --patch", MAX_PATCHES);
+            patches[npatches++] = optarg;
+            break;
+        case O_BASE: base = optarg; break;
+        case O_REPO: repo = optarg; break;
+        case O_REF: ref = optarg; break;
+        case O_INSTALL: st.install_cmd = optarg; break;
+        case O_NO_INSTALL: st.no_install = true; break;
+        case O_LINT: st.cmd[0] = optarg; break;
+        case O_TYPECHECK: st.cmd[1] = optarg; break;
+        case O_TEST: st.cmd[2] = optarg; break;
+        case O_BUILD: st.cmd[3] = optarg; break;
+        case O_ALLOW_SCRIPTS: st.allow_scripts = true; break;
+        case O_KEEP_GOING: keep_going = true; break;
+        case O_RUNTIME: runtime = optarg; break;
+        case O_TIMEOUT:
+            if ((timeout = parse_duration(optarg)) <= 0)
+                return cli_usage_error("verify", "--timeout wants a duration (90s, 10m, 1h, 1500ms), not '%s'",
+                                       optarg);
+            break;
+        case O_TRANSCRIPT: transcript = optarg; break;
+        case O_VERBOSE: v.verbose = true; break;
+        case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
+        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        dir = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error("verify", "one DIR at most ('%s' is extra)", argv[optind]);
+    if (st.install_cmd && st.no_install)
+        return cli_usage_error("verify", "--install and --no-install do not go together");
+    if (ref && !repo)
+        return cli_usage_error("verify", "--ref is for --repo (for DIR's repository, use --base)");
+    if (base && repo)
+        return cli_usage_error("verify", "--base is for DIR's repository (for --repo, use --ref)");
+    v.json = o.json;
+    v.tty = isatty(2) && !o.json;
+    v.current = SIZE_MAX;
+    v.names = names;
+    v.t0 = mono_ms();
+
+    /* 1. The workspace, on this machine: nothing of it runs here. */
+    if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, patches, npatches, err,
+                         sizeof err)) != 0)
+        goto report;
+    if (!o.json)
+        fprintf(stderr, "sbxrun verify: %s%s%s at %.12s%s%s\n", repo ? repo : w.root, w.subdir[0] ? "/" : "",
+                w.subdir, w.commit, npatches ? ", patched" : "", w.pm && w.lockfile ? "" : "");
+
+    /* 2. The run: its jobs, from package.json and the options. */
+    if ((rc = remote_open(&r, &o, true, err, sizeof err)) != 0) {
+        rc = SBXRUN_EXIT_CANNOT_RUN;
+        goto report;
+    }
+    remote_ready = true;
+    if (!(run = sbx_run_new(r.client))) {
+        snprintf(err, sizeof err, "out of memory");
+        rc = SBXRUN_EXIT_CANNOT_RUN;
+        goto report;
+    }
+    if (repo && w.subdir[0])
+        snprintf(sandbox_dir, sizeof sandbox_dir, "/vercel/sandbox/repo/%s", w.subdir);
+    else
+        snprintf(sandbox_dir, sizeof sandbox_dir, "%s", repo ? "/vercel/sandbox/repo" : "/vercel/sandbox");
+    if ((rc = plan(run, &w, &st, repo, sandbox_dir, names, err, sizeof err)) != 0)
+        goto report;
+    if (!repo && (s = sbx_run_add_upload(run, w.tree, "/vercel/sandbox")) != SBX_OK) {
+        snprintf(err, sizeof err, "%s", sbx_run_last_error(run));
+        rc = SBXRUN_EXIT_CANNOT_RUN;
+        goto report;
+    }
+    sbx_run_set_budget(run, timeout, 0, 0);
+    if (keep_going)
+        sbx_run_set_option(run, "keep_going", "on");
+    if (runtime && sbx_run_set_option(run, "runtime", runtime) != SBX_OK) {
+        snprintf(err, sizeof err, "%s", sbx_run_last_error(run));
+        rc = SBXRUN_EXIT_USAGE;
+        goto report;
+    }
+    if (v.verbose && !o.json)
+        for (size_t i = 0; i < sbx_run_job_count(run); i++)
+            sbx_job_set_output_cb(sbx_run_job(run, i), on_output, NULL);
+    if (transcript) {
+        if (!(t = sbx_transcript_new()) || sbx_transcript_set_file(t, transcript) != SBX_OK ||
+            sbx_run_set_transcript(run, t) != SBX_OK) {
+            snprintf(err, sizeof err, "--transcript %s: %s", transcript, t ? sbx_transcript_last_error(t) : "out of memory");
+            rc = SBXRUN_EXIT_CANNOT_RUN;
+            goto report;
+        }
+    }
+    sbx_run_set_progress_cb(run, on_progress, &v);
+
+    /* 3. Carry it out, drawing the live view between events. */
+    if ((s = sbx_run_execute_start(run, &op)) != SBX_OK) {
+        snprintf(err, sizeof err, "%s", sbx_run_last_error(run));
+        rc = s == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;
+        goto report;
+    }
+    running_op = op;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    while (!sbx_op_done(op)) {
+        int64_t ms = -1;
+        sbx_client_get_timeout(r.client, &ms);
+        if (v.tty && (ms < 0 || ms > SPIN_MS))
+            ms = SPIN_MS;
+        sbx_client_wait(r.client, ms);
+        if (sbx_client_process(r.client, NULL) != SBX_OK)
+            break;
+        draw(&v, run);
+    }
+    running_op = NULL;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    clear_line(&v);
+    rc = exit_for(sbx_run_verdict(run));
+    if (interrupted)
+        rc = 130;
+    if (sbx_op_status(op) != SBX_OK && sbx_op_status(op) != SBX_E_CANCELLED && !sbx_run_job_count(run))
+        rc = SBXRUN_EXIT_CANNOT_RUN;
+
+report:
+    if (run && sbx_run_verdict(run) != SBX_VERDICT_ERROR && op && sbx_op_done(op)) {
+        char *js = NULL;
+        json_t *res = NULL;
+        if (sbx_run_result_to_json(run, &js) == SBX_OK)
+            res = json_loads(js, 0, NULL);
+        sbx_free(js);
+        if (res && w.patch_info)
+            json_object_set(res, "patch", w.patch_info);
+        if (res && w.commit)
+            json_object_set_new(res, "baseCommit", json_string(w.commit));
+        if (o.json)
+            cli_json_result("verify", rc, res);
+        else
+            json_decref(res);
+        if (!o.json) {
+            const char *msg = NULL;
+            json_t *rr = NULL;
+            if (sbx_run_result_to_json(run, &js) == SBX_OK)
+                rr = json_loads(js, 0, NULL);
+            sbx_free(js);
+            msg = json_string_value(json_object_get(rr, "message"));
+            fprintf(stderr, "sbxrun verify: %s in %.1fs%s%s\n", sbx_job_verdict_name(sbx_run_verdict(run)),
+                    (double)(mono_ms() - v.t0) / 1000.0, rc && msg ? ": " : "", rc && msg ? msg : "");
+            json_decref(rr);
+        }
+    } else if (rc) {
+        sbx_status why = rc == SBXRUN_EXIT_DENIED        ? SBX_E_PATCH
+                         : rc == SBXRUN_EXIT_DOES_NOT_APPLY ? SBX_E_PATCH
+                         : rc == SBXRUN_EXIT_USAGE          ? SBX_E_INVALID_ARG
+                         : run && op                        ? sbx_op_status(op)
+                                                            : SBX_E_IO;
+        if (o.json)
+            cli_json_error("verify", rc, "verify", why, err);
+        fprintf(stderr, "sbxrun verify: %s\n", err[0] ? err : sbx_strerror(why));
+    }
+    if (op)
+        sbx_op_free(op);
+    sbx_run_free(run);
+    sbx_transcript_free(t);
+    ws_free(&w);
+    if (remote_ready)
+        remote_close(&r);
+    return rc;
+}

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/* workspace: the files `sbxrun verify` sends, made on the host without
+ * running anything there (workspace.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <git2.h>
+
+#include <sbxrun/sbxrun.h>
+
+#include "cli.h"
+#include "workspace.h"
+
+/* A patch file is read whole; sbx_patch's own limit is 16 MiB. */
+#define PATCH_FILE_MAX (64u << 20)
+#define PACKAGE_JSON_MAX (4u << 20)
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static const char *git_msg(void)
+{
+    const git_error *e = git_error_last();
+    return e && e->message ? e->message : "unknown libgit2 error";
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(p);
+    return 0;
+}
+
+void ws_free(struct workspace *w)
+{
+    if (w->tmpdir)
+        nftw(w->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(w->tmpdir);
+    free(w->tree);
+    free(w->root);
+    free(w->subdir);
+    free(w->commit);
+    free(w->patch);
+    json_decref(w->patch_info);
+    json_decref(w->package);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- the base ------------------------------------------------------------------------------ */
+
+/* The repository around dir: its top (the directory holding .git) and dir
+ * below it. */
+static int find_repo(struct workspace *w, const char *dir, char *err, size_t errlen)
+{
+    char real[PATH_MAX], probe[PATH_MAX + 8];
+    size_t n;
+    if (!realpath(dir, real))
+        return fail(err, errlen, SBXRUN_EXIT_USAGE, "%s: %s", dir, strerror(errno));
+    n = strlen(real);
+    for (;;) {
+        struct stat st;
+        snprintf(probe, sizeof probe, "%.*s/.git", (int)n, real);
+        if (lstat(probe, &st) == 0)
+            break;
+        while (n > 0 && real[n - 1] != '/')
+            n--;
+        if (n <= 1)
+            return fail(err, errlen, SBXRUN_EXIT_USAGE,
+                        "%s is not inside a git repository (verify sends the files tracked at a revision)", dir);
+        n--; /* the slash */
+    }
+    w->root = strndup(real, n ? n : 1);
+    w->subdir = strdup(real[n] ? real + n + 1 : "");
+    if (!w->root || !w->subdir)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    return 0;
+}
+
+/* The commit rev names in the repository at root. */
+static int resolve(struct workspace *w, const char *rev, char *err, size_t errlen)
+{
+    git_repository *repo = NULL;
+    git_object *obj = NULL, *commit = NULL;
+    char id[GIT_OID_HEXSZ + 1];
+    int rc = 0;
+    if (git_repository_open(&repo, w->root) < 0)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot open the repository %s: %s", w->root, git_msg());
+    if (git_revparse_single(&obj, repo, rev) < 0 || git_object_peel(&commit, obj, GIT_OBJECT_COMMIT) < 0) {
+        rc = fail(err, errlen, SBXRUN_EXIT_USAGE, "no commit '%s' in %s: %s", rev, w->root, git_msg());
+    } else {
+        git_oid_tostr(id, sizeof id, git_object_id(commit));
+        if (!(w->commit = strdup(id)))
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    }
+    git_object_free(commit);
+    git_object_free(obj);
+    git_repository_free(repo);
+    return rc;
+}
+
+/* --repo: fetch the repository into tmpdir (bare: nothing is checked out,
+ * no hook or filter of it runs), and take ref's commit. */
+static int fetch_repo(struct workspace *w, const char *url, const char *ref, const char *dir, char *err, size_t errlen)
+{
+    git_clone_options o;
+    git_repository *repo = NULL;
+    char path[PATH_MAX];
+    int rc;
+    git_clone_options_init(&o, GIT_CLONE_OPTIONS_VERSION);
+    snprintf(path, sizeof path, "%s/base.git", w->tmpdir);
+    o.bare = 1;
+    o.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
+    if (git_clone(&repo, url, path, &o) < 0)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot fetch %s: %s", url, git_msg());
+    git_repository_free(repo);
+    if (!(w->root = strdup(path)) || !(w->subdir = strdup(dir ? dir : "")))
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    if (!ref)
+        return resolve(w, "HEAD", err, errlen);
+    {
+        /* A branch of the remote, a tag, or anything git names a commit by. */
+        char cand[1024];
+        snprintf(cand, sizeof cand, "refs/remotes/origin/%s", ref);
+        if (resolve(w, cand, err, errlen) == 0)
+            return 0;
+        snprintf(cand, sizeof cand, "refs/tags/%s", ref);
+        if (resolve(w, cand, err, errlen) == 0)
+            return 0;
+        rc = resolve(w, ref, err, errlen);
+        if (rc)
+            fail(err, errlen, SBXRUN_EXIT_USAGE, "%s has no branch, tag or commit '%s'", url, ref);
+        return rc;
+    }
+}
+
+/* ---- the patches ----------------------------------------------------------------------------- */
+
+static int read_all(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    if (!f)
+        return fail(err, errlen, SBXRUN_EXIT_USAGE, "--patch %s: %s", path, strerror(errno));
+    for (;;) {
+        size_t got;
+        if (n == cap) {
+            char *nb;
+            cap = cap ? cap * 2 : 65536;
+            if (cap > PATCH_FILE_MAX + 1 || !(nb = realloc(buf, cap))) {
+                free(buf);
+                if (f != stdin)
+                    fclose(f);
+                return fail(err, errlen, SBXRUN_EXIT_DENIED, "--patch %s: larger than %u MiB", path,
+                            PATCH_FILE_MAX >> 20);
+            }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        if (f != stdin)
+            fclose(f);
+        return fail(err, errlen, SBXRUN_EXIT_USAGE, "--patch %s: read error", path);
+    }
+    if (f != stdin)
+        fclose(f);
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* The verdict of one patch on the base, as verify's exit code. */
+static int judge(sbx_patch *p, const char *name, char *err, size_t errlen)
+{
+    sbx_patch_verdict v = sbx_patch_result(p);
+    switch (v) {
+    case SBX_PATCH_APPLIES: return 0;
+    case SBX_PATCH_UNSAFE:
+        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s is unsafe (%s): %s", name,
+                    sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+    case SBX_PATCH_TOO_LARGE:
+        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s is too large: %s", name, sbx_patch_last_error(p));
+    case SBX_PATCH_DOES_NOT_APPLY:
+    case SBX_PATCH_MALFORMED:
+        return fail(err, errlen, SBXRUN_EXIT_DOES_NOT_APPLY, "the patch %s %s: %s", name,
+                    v == SBX_PATCH_MALFORMED ? "is malformed" : "does not apply", sbx_patch_last_error(p));
+    default:
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patch %s: %s", name, sbx_patch_last_error(p));
+    }
+}
+
+/* A checked patch of text on the base; *out on success. */
+static int check_one(const struct workspace *w, const char *base, const char *name, const char *text, size_t len,
+                     sbx_patch **out, char *err, size_t errlen)
+{
+    sbx_patch *p = sbx_patch_new();
+    int rc;
+    if (!p)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    if (sbx_patch_set_base(p, w->root, base) != SBX_OK) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", sbx_patch_last_error(p));
+        sbx_patch_free(p);
+        return rc;
+    }
+    sbx_patch_load_data(p, (const uint8_t *)text, len);
+    if (sbx_patch_result(p) == SBX_PATCH_SAFE)
+        sbx_patch_check(p);
+    if ((rc = judge(p, name, err, errlen)) != 0) {
+        sbx_patch_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+/* The patches, each checked on the base, then as one diff. Patches that
+ * change the same file cannot be joined into one diff that way: refused,
+ * with the file named. */
+static int take_patches(struct workspace *w, const char *base, const char *const *paths, size_t n, sbx_patch **out,
+                        char *err, size_t errlen)
+{
+    char **texts = calloc(n, sizeof *texts);
+    size_t *lens = calloc(n, sizeof *lens), total = 0;
+    json_t *seen = json_object();
+    int rc = 0;
+    if (!texts || !lens || !seen) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        sbx_patch *p = NULL;
+        if ((rc = read_all(paths[i], &texts[i], &lens[i], err, errlen)) ||
+            (rc = check_one(w, base, paths[i], texts[i], lens[i], &p, err, errlen)))
+            break;
+        for (size_t f = 0; f < sbx_patch_file_count(p) && !rc; f++) {
+            const char *names[2] = {sbx_patch_file_path(p, f), sbx_patch_file_old_path(p, f)};
+            for (int k = 0; k < 2 && !rc; k++) {
+                json_t *prev;
+                if (!names[k])
+                    continue;
+                if ((prev = json_object_get(seen, names[k])) && json_integer_value(prev) != (json_int_t)i)
+                    rc = fail(err, errlen, SBXRUN_EXIT_USAGE,
+                              "the patches %s and %s both change %s: give them as one patch", paths[json_integer_value(prev)],
+                              paths[i], names[k]);
+                else
+                    json_object_set_new(seen, names[k], json_integer((json_int_t)i));
+            }
+        }
+        if (n == 1 && !rc) {
+            *out = p;
+            w->patch = texts[0];
+            w->patch_len = lens[0];
+            texts[0] = NULL;
+            goto out;
+        }
+        sbx_patch_free(p);
+        total += lens[i] + 1;
+    }
+    if (rc)
+        goto out;
+    /* Joined, a newline between: each is a whole diff of its own files. */
+    if (!(w->patch = malloc(total + 1))) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(w->patch + w->patch_len, texts[i], lens[i]);
+        w->patch_len += lens[i];
+        if (lens[i] && texts[i][lens[i] - 1] != '\n')
+            w->patch[w->patch_len++] = '\n';
+    }
+    rc = check_one(w, base, "(all patches together)", w->patch, w->patch_len, out, err, errlen);
+out:
+    for (size_t i = 0; texts && i < n; i++)
+        free(texts[i]);
+    free(texts);
+    free(lens);
+    json_decref(seen);
+    return rc;
+}
+
+/* ---- the tree on disk ------------------------------------------------------------------------- */
+
+/* Unpack the tree's archive into w->tree: regular files and directories
+ * only, never outside it (sbx_patch made it; this is a second guard). */
+static int unpack(struct workspace *w, const char *tgz, char *err, size_t errlen)
+{
+    struct archive *a = archive_read_new(), *d = archive_write_disk_new();
+    struct archive_entry *e;
+    int r, rc = 0;
+    char cwd[PATH_MAX];
+    if (!a || !d || !getcwd(cwd, sizeof cwd)) {
+        archive_read_free(a);
+        archive_write_free(d);
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot unpack the workspace: out of memory");
+    }
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_tar(a);
+    archive_write_disk_set_options(d, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
+                                          ARCHIVE_EXTRACT_NO_OVERWRITE);
+    if (archive_read_open_filename(a, tgz, 65536) != ARCHIVE_OK || chdir(w->tree) != 0) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot unpack the workspace: %s", archive_error_string(a));
+        goto out;
+    }
+    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        if (archive_entry_filetype(e) != AE_IFREG && archive_entry_filetype(e) != AE_IFDIR)
+            continue;
+        if (archive_write_header(d, e) != ARCHIVE_OK) {
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "unpacking %s: %s", archive_entry_pathname(e),
+                      archive_error_string(d));
+            break;
+        }
+        while ((r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+            if (archive_write_data_block(d, buf, size, off) != ARCHIVE_OK)
+                break;
+        if (archive_write_finish_entry(d) != ARCHIVE_OK || r != ARCHIVE_EOF) {
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "unpacking %s: %s", archive_entry_pathname(e),
+                      archive_error_string(r != ARCHIVE_EOF ? a : d));
+            break;
+        }
+    }
+    if (!rc && r != ARCHIVE_EOF)
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "reading the workspace archive: %s", archive_error_string(a));
+out:
+    if (chdir(cwd) != 0 && !rc)
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot return to %s", cwd);
+    archive_read_free(a);
+    archive_write_free(d);
+    return rc;
+}
+
+/* Lockfiles, most specific first (as the job layer reads them). */
+static const struct {
+    const char *file, *pm;
+} lockfiles[] = {
+    {"bun.lock", "bun"},          {"bun.lockb", "bun"},        {"pnpm-lock.yaml", "pnpm"},
+    {"yarn.lock", "yarn"},        {"package-lock.json", "npm"}, {"npm-shrinkwrap.json", "npm"},
+};
+
+static int read_project(struct workspace *w, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    json_error_t je;
+    struct stat st;
+    for (size_t i = 0; i < sizeof lockfiles / sizeof *lockfiles && !w->lockfile; i++) {
+        snprintf(path, sizeof path, "%s/%s", w->tree, lockfiles[i].file);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            w->lockfile = lockfiles[i].file;
+            w->pm = lockfiles[i].pm;
+        }
+    }
+    snprintf(path, sizeof path, "%s/package.json", w->tree);
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (st.st_size > PACKAGE_JSON_MAX)
+        return fail(err, errlen, SBXRUN_EXIT_USAGE, "package.json is larger than %u MiB", PACKAGE_JSON_MAX >> 20);
+    w->package = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!w->package || !json_is_object(w->package))
+        return fail(err, errlen, SBXRUN_EXIT_USAGE, "package.json is not a JSON object: %s (line %d)", je.text,
+                    je.line);
+    if (!w->pm)
+        w->pm = "npm"; /* scripts run with npm when no lockfile says otherwise */
+    return 0;
+}
+
+bool ws_has_script(const struct workspace *w, const char *name)
+{
+    json_t *s = json_object_get(json_object_get(w->package, "scripts"), name);
+    return json_is_string(s) && *json_string_value(s);
+}
+
+bool ws_has_dependencies(const struct workspace *w)
+{
+    static const char *const kinds[] = {"dependencies", "devDependencies", "optionalDependencies"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        json_t *d = json_object_get(w->package, kinds[i]);
+        if (json_is_object(d) && json_object_size(d) > 0)
+            return true;
+    }
+    return false;
+}
+
+int ws_prepare(struct workspace *w, const char *dir, const char *base, const char *repo_url, const char *ref,
+               const char *const *patches, size_t npatches, char *err, size_t errlen)
+{
+    char tmpl[] = "/tmp/sbxrun-verify-XXXXXX", tgz[PATH_MAX], *spec = NULL;
+    sbx_patch *p = NULL;
+    int rc;
+    memset(w, 0, sizeof *w);
+    git_libgit2_init();
+    if (!mkdtemp(tmpl) || !(w->tmpdir = strdup(tmpl)))
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot make a temporary directory: %s", strerror(errno));
+    if (asprintf(&w->tree, "%s/tree", w->tmpdir) < 0 || mkdir(w->tree, 0700) != 0) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot make %s/tree: %s", w->tmpdir, strerror(errno));
+        goto out;
+    }
+    rc = repo_url ? fetch_repo(w, repo_url, ref, dir, err, errlen) : find_repo(w, dir, err, errlen);
+    if (!rc && !repo_url)
+        rc = resolve(w, base ? base : "HEAD", err, errlen);
+    if (rc)
+        goto out;
+    /* The project's own tree: the commit's, or its subdirectory's. */
+    if (asprintf(&spec, "%s%s%s", w->commit, w->subdir[0] ? ":" : "", w->subdir) < 0) {
+        spec = NULL;
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+        goto out;
+    }
+    if (npatches) {
+        if ((rc = take_patches(w, spec, patches, npatches, &p, err, errlen)))
+            goto out;
+        {
+            char *js = NULL;
+            if (sbx_patch_to_json(p, &js) == SBX_OK)
+                w->patch_info = json_loads(js, 0, NULL);
+            sbx_free(js);
+        }
+    } else if (!(p = sbx_patch_new()) || sbx_patch_set_base(p, w->root, spec) != SBX_OK) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", p ? sbx_patch_last_error(p) : "out of memory");
+        goto out;
+    }
+    snprintf(tgz, sizeof tgz, "%s/tree.tar.gz", w->tmpdir);
+    if (sbx_patch_save_tree_file(p, tgz) != SBX_OK) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "writing the workspace: %s", sbx_patch_last_error(p));
+        goto out;
+    }
+    if ((rc = unpack(w, tgz, err, errlen)) == 0)
+        rc = read_project(w, err, errlen);
+    unlink(tgz);
+out:
+    sbx_patch_free(p);
+    free(spec);
+    git_libgit2_shutdown();
+    if (rc)
+        ws_free(w);
+    return rc;
+}
+
+/* ---- command lines --------------------------------------------------------------------------- */
+
+void ws_argv_free(char **argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+int ws_split(const char *line, char ***out, char *err, size_t errlen)
+{
+    char **argv = NULL, *word = malloc(strlen(line) + 1);
+    size_t n = 0, wl;
+    const char *s = line;
+    *out = NULL;
+    if (!word)
+        return fail(err, errlen, -1, "out of memory");
+    for (;;) {
+        bool have = false;
+        char q = 0;
+        while (*s == ' ' || *s == '\t' || *s == '\n')
+            s++;
+        if (!*s)
+            break;
+        wl = 0;
+        for (; *s && (q || (*s != ' ' && *s != '\t' && *s != '\n')); s++) {
+            if (q == '\'' && *s == '\'') {
+                q = 0;
+            } else if (q == '"' && *s == '"') {
+                q = 0;
+            } else if (!q && (*s == '\'' || *s == '"')) {
+                q = *s;
+                have = true;
+            } else if (q != '\'' && *s == '\\' && s[1]) {
+                word[wl++] = *++s;
+            } else if (!q && strchr("|&;<>()$`*?[]{}~", *s)) {
+                free(word);
+                ws_argv_free(argv);
+                return fail(err, errlen, -1,
+                            "'%c' in \"%s\": commands run without a shell; quote it, or name a package.json script",
+                            *s, line);
+            } else {
+                word[wl++] = *s;
+            }
+            have = true;
+        }
+        if (q) {
+            free(word);
+            ws_argv_free(argv);
+            return fail(err, errlen, -1, "unterminated quote in \"%s\"", line);
+        }
+        if (have) {
+            char **na = realloc(argv, (n + 2) * sizeof *na);
+            if (na) {
+                argv = na;
+                argv[n + 1] = NULL;
+                argv[n] = strndup(word, wl);
+            }
+            if (!na || !argv[n]) {
+                ws_argv_free(argv);
+                free(word);
+                return fail(err, errlen, -1, "out of memory");
+            }
+            n++;
+        }
+    }
+    free(word);
+    if (n == 0)
+        return fail(err, errlen, -1, "an empty command");
+    *out = argv;
+    return (int)n;
+}
