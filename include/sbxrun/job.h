@@ -128,9 +128,9 @@ SBX_API sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *v
 
 /**
  * One more value to redact from the job's output (a value the commands
- * may print that is not in their environment).
+ * may print that is not in their environment). At least 4 bytes.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (len 0), SBX_E_NOMEM, SBX_E_MISUSE.
+ * @return SBX_OK, SBX_E_INVALID_ARG (shorter), SBX_E_NOMEM, SBX_E_MISUSE.
  * @since 1.0
  */
 SBX_API sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len);
@@ -244,9 +244,21 @@ SBX_API const char *sbx_job_verdict_name(sbx_verdict verdict);
 /** The exit code of the job's last command, -1 when none exited. @since 1.0 */
 SBX_API int sbx_job_exit_code(const sbx_job *job);
 
-/** 1 when running the job again may succeed (a timeout, a sandbox that
- * could not be had, a failure before any command started). @since 1.0 */
+/** 1 when running the job again may succeed: it timed out, no sandbox
+ * could be had, or a command could not be sent (the request never reached
+ * the server). A policy refusal, a bad input or a failed step is not.
+ * @since 1.0 */
 SBX_API int sbx_job_retryable(const sbx_job *job);
+
+/**
+ * The job's transcript: the one given to sbx_job_set_transcript(), else
+ * the one the job keeps in memory from its run on (every job is recorded:
+ * read it with sbx_transcript_job_to_json(), save it with
+ * sbx_transcript_save_file()). Borrowed: valid until the job is freed; NULL
+ * before the run.
+ * @since 1.0
+ */
+SBX_API sbx_transcript *sbx_job_transcript(const sbx_job *job);
 
 /**
  * The job's result as JSON (schema sbxrun.job.result/1, doc/job.md):

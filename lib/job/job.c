@@ -15,6 +15,7 @@
 
 #include "job/job_int.h"
 #include "policy/policy_share.h"
+#include "redact/redact_int.h"
 #include "util/jobtype.h"
 
 #define TIMEOUT_DEFAULT_MS 600000
@@ -94,6 +95,8 @@ void sbx_job_free(sbx_job *job)
         sbx__wipe(job->patch_data, job->patch_len);
     sbx__free(job->patch_data);
     sbx__free(job->message);
+    sbx__redact_rules_unref(job->rules);
+    sbx_transcript_free(job->own_tr);
     sbx__err_free(&job->err);
     sbx__core_unref(job->core);
     sbx__free(job);
@@ -224,6 +227,19 @@ static sbx_status set_input(sbx_job *job, const char *key, const char *value)
         if (strcmp(key, "script") == 0)
             SBX__ARG(job, value[0] != '-', "input 'script': must not start with '-'");
     }
+    if (value && strcmp(key, "dir") == 0 && value[0] != '/') {
+        /* Relative to the workspace, kept absolute: it is also a working
+         * directory, which the policy wants absolute. */
+        size_t n = strlen(SBX__JOB_WORKSPACE) + strlen(value) + 2;
+        char *abs = sbx__malloc(n);
+        sbx_status st;
+        if (!abs)
+            return sbx__err_nomem(&job->err);
+        snprintf(abs, n, "%s/%s", SBX__JOB_WORKSPACE, value);
+        st = kv_set(&job->inputs, key, abs, strlen(abs));
+        sbx__free(abs);
+        return st == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
+    }
     if (kv_set(&job->inputs, key, value, value ? strlen(value) : 0) != SBX_OK)
         return sbx__err_nomem(&job->err);
     return SBX_OK;
@@ -284,7 +300,7 @@ sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)
 {
     char *s;
     JOB_ENTER(job);
-    SBX__ARG(job, value && len, "the secret is empty");
+    SBX__ARG(job, value && len >= 4, "a secret of fewer than 4 bytes would redact common text everywhere");
     if (!(s = sbx__malloc(len + 1)))
         return sbx__err_nomem(&job->err);
     memcpy(s, value, len);
@@ -391,9 +407,11 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                 return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "jobType: %s",
                                     json_is_string(v) ? sbx_job_last_error(into) : "a string expected");
         } else if (!strcmp(k, "timeoutSeconds")) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 7 * 86400)
+            double secs = json_number_value(v);
+            /* An integer, as JSON Schema counts them (1.0 is one). */
+            if (!json_is_number(v) || secs < 0 || secs > 7 * 86400 || secs != (double)(int64_t)secs)
                 return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "timeoutSeconds: an integer 0..604800");
-            into->timeout_ms = (int64_t)json_integer_value(v) * 1000;
+            into->timeout_ms = (int64_t)secs * 1000;
         } else if (!strcmp(k, "inputs")) {
             const char *ik;
             json_t *iv;
@@ -402,7 +420,7 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
             json_object_foreach(v, ik, iv) {
                 char num[32];
                 const char *s = json_string_value(iv);
-                if (json_is_integer(iv)) {
+                if (json_is_integer(iv) && strcmp(ik, "depth") == 0) {
                     snprintf(num, sizeof num, "%lld", (long long)json_integer_value(iv));
                     s = num;
                 }
@@ -442,7 +460,8 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                 return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "schema: \"sbxrun.job.request/1\" expected");
         } else {
             return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                                "unknown field '%.64s' (jobType, inputs, timeoutSeconds, envKeys, command, artifacts)",
+                                "unknown field '%.64s' (schema, jobType, inputs, timeoutSeconds, envKeys, command, "
+                                "artifacts)",
                                 k);
         }
     }
@@ -502,6 +521,13 @@ sbx_verdict sbx_job_verdict(const sbx_job *job)
 int sbx_job_exit_code(const sbx_job *job)
 {
     return job ? job->exit_code : -1;
+}
+
+sbx_transcript *sbx_job_transcript(const sbx_job *job)
+{
+    if (!job)
+        return NULL;
+    return job->tr ? job->tr : job->own_tr;
 }
 
 int sbx_job_retryable(const sbx_job *job)

@@ -83,6 +83,10 @@ struct sbx_job {
     sbx_op *op;               /* while a run of it is pending or held */
     char *pm;                 /* package manager: npm, pnpm, yarn, bun */
     char *lockfile;           /* what the detection found */
+    const char *pm_locked;    /* the package manager the lockfile is of */
+    bool yarn_berry;          /* yarn 2+ (.yarnrc.yml): other install flags */
+    struct rules *rules;      /* the run's redaction (also for the result) */
+    sbx_transcript *own_tr;   /* the transcript kept when none was given */
     struct sbx__jstep *steps;
     size_t nsteps, capsteps, cur;
     struct sbx__job_artifact *artifacts;
@@ -119,6 +123,9 @@ sbx_status sbx__job_plan(sbx_job *job);
 /* Read a DETECT step's listing: sets job->pm and job->lockfile, or fails
  * with a message for the result. */
 sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len);
+/* The policy's verdict on the steps of the job that are known before it
+ * runs: SBX_OK, SBX_E_POLICY_DENIED (msg says which step and why). */
+sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap);
 sbx_status sbx__job_add_step(sbx_job *job, const char *name, enum sbx__jstep_kind kind, const char *cwd,
                              size_t argc, const char *const *argv);
 

@@ -49,11 +49,19 @@ struct jrun {
     int64_t deadline, step_t0, t0;
     int next_signal;          /* after SIGTERM: SIGKILL */
     bool timed_out, cancelled, advancing, again, finishing;
+    bool failed;              /* a step failed: artifacts, then "failed" */
+    bool kill_pending;        /* SIGKILL is due once the kill in flight ends */
     sbx_verdict verdict;
     sbx_status fail;
 };
 
 static void advance(struct jrun *jr);
+
+/* The transcript the job records in: the caller's, or its own. */
+static sbx_transcript *TR(const sbx_job *job)
+{
+    return job->tr ? job->tr : job->own_tr;
+}
 
 static int64_t wall_ms(void)
 {
@@ -99,6 +107,8 @@ static void finish_op(struct jrun *jr)
     if (jr->verdict == SBX_VERDICT_TIMED_OUT || jr->verdict == SBX_VERDICT_UNAVAILABLE)
         job->retryable = true;
     job->finished = true;
+    if (job->own_tr)
+        sbx_transcript_finish(job->own_tr, jr->verdict);
     st = jr->verdict == SBX_VERDICT_CANCELLED ? SBX_E_CANCELLED : jr->fail;
     if (st != SBX_OK)
         sbx__op_finish(jr->op, st, "%s", job->message ? job->message : sbx_strerror(st));
@@ -111,7 +121,7 @@ static void finish_op(struct jrun *jr)
 static void tr_header(struct jrun *jr)
 {
     sbx_job *job = jr->job;
-    sbx_transcript *t = job->tr;
+    sbx_transcript *t = TR(job);
     if (!t || job->tr_shared)
         return; /* a run writes the header of its transcript */
     if (sbx_transcript_step_count(t) > 0)
@@ -131,7 +141,7 @@ static void tr_header(struct jrun *jr)
 
 static void tr_step_begin(struct jrun *jr, const struct sbx__jstep *s)
 {
-    sbx_transcript *t = jr->job->tr;
+    sbx_transcript *t = TR(jr->job);
     if (!t || sbx_transcript_step_begin(t, s->name, &jr->tr_step) != SBX_OK) {
         jr->tr_step = SIZE_MAX;
         return;
@@ -148,7 +158,7 @@ static void tr_step_begin(struct jrun *jr, const struct sbx__jstep *s)
 
 static void tr_step_end(struct jrun *jr, const struct sbx__jstep *s, bool retryable, const char *detail)
 {
-    sbx_transcript *t = jr->job->tr;
+    sbx_transcript *t = TR(jr->job);
     if (!t || jr->tr_step == SIZE_MAX)
         return;
     if (s->command_id)
@@ -168,8 +178,12 @@ static sbx_status make_rules(struct jrun *jr)
     sbx_redactor *r;
     const char *tok = sbx__job_input(job, "token");
     sbx_status st = SBX_OK;
-    if (!job->opt_redact)
+    if (!job->opt_redact) {
+        /* Unredacted output; the job's own record is still kept. */
+        if (!job->tr && !(job->own_tr = sbx_transcript_new()))
+            return sbx__err_nomem(&job->err);
         return SBX_OK;
+    }
     if (!(r = sbx_redactor_new()))
         return sbx__err_nomem(&job->err);
     for (size_t i = 0; i < job->env.n && st != SBX_E_NOMEM; i++) {
@@ -186,6 +200,11 @@ static sbx_status make_rules(struct jrun *jr)
         return sbx__err_nomem(&job->err);
     }
     jr->rules = sbx__redactor_rules(r);
+    job->rules = sbx__redactor_rules(r); /* the result's text too */
+    if (!job->tr && (!(job->own_tr = sbx_transcript_new()) || sbx_transcript_set_redactor(job->own_tr, r) != SBX_OK)) {
+        sbx_redactor_free(r);
+        return sbx__err_nomem(&job->err);
+    }
     sbx_redactor_free(r);
     return SBX_OK;
 }
@@ -228,11 +247,18 @@ static bool refused(struct jrun *jr, size_t from)
 
 /* ---- the soft timeout ---------------------------------------------------------------------- */
 
+static void signal_command(struct jrun *jr, int sig);
+
 static void kill_done(sbx_op *op, void *arg)
 {
     struct jrun *jr = arg;
     jr->killer = NULL;
     sbx__op_destroy(op);
+    if (jr->kill_pending) { /* the grace ended while SIGTERM was in flight */
+        jr->kill_pending = false;
+        if (jr->cmd && sbx_command_exit_code(jr->cmd) < 0)
+            signal_command(jr, 9);
+    }
     advance(jr);
 }
 
@@ -267,10 +293,20 @@ static void on_timer(sbx__timer *t, void *user)
                               jr);
         return;
     }
-    signal_command(jr, 9); /* the grace period is over */
+    if (jr->killer)
+        jr->kill_pending = true; /* after the SIGTERM in flight */
+    else
+        signal_command(jr, 9); /* the grace period is over */
 }
 
 /* ---- steps ---------------------------------------------------------------------------------- */
+
+static char *sbx__strdup_printf_step(const char *name, int code)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "step %s exited with code %d", name, code);
+    return sbx__strdup(msg);
+}
 
 static void tail_add(sbx__buf *b, size_t cap, const uint8_t *d, size_t n)
 {
@@ -292,8 +328,8 @@ static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *u
     sbx_job *job = jr->job;
     const struct sbx__jstep *s = &job->steps[job->cur];
     int i = stream == SBX_STREAM_STDERR;
-    if (job->tr && jr->tr_step != SIZE_MAX)
-        sbx_transcript_step_add_output(job->tr, jr->tr_step, stream, data, len);
+    if (TR(job) && jr->tr_step != SIZE_MAX)
+        sbx_transcript_step_add_output(TR(job), jr->tr_step, stream, data, len);
     if (s->kind != JS_RUN) {
         if (!i && job->capture.len + len <= CAPTURE_MAX)
             (void)sbx__buf_append(&job->capture, data, len);
@@ -368,8 +404,14 @@ static void step_done(sbx_op *op, void *arg)
             if (s->kind == JS_DETECT)
                 conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "cannot list %s (exit code %d): is it the project?",
                          s->argv.v[2], s->exit_code);
-            else
-                conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "step %s exited with code %d", s->name, s->exit_code);
+            else {
+                /* Failed: its reports (junit, coverage) are wanted most
+                 * now; the artifacts are read, then the job ends. */
+                jr->failed = true;
+                sbx__free(job->message);
+                job->message = sbx__strdup_printf_step(s->name, s->exit_code);
+                jr->phase = PH_ARTIFACTS;
+            }
             break;
         }
         if (s->kind == JS_DETECT) {
@@ -635,11 +677,13 @@ static void step_once(struct jrun *jr)
         jr->again = true;
         break;
     case PH_ARTIFACTS:
-        if (jr->art >= job->nartifacts || jr->timed_out || jr->cancelled) {
-            bool passed = true;
-            for (size_t i = 0; i < job->nsteps; i++)
-                passed = passed && job->steps[i].outcome == SBX_STEP_EXITED && job->steps[i].exit_code == 0;
-            conclude(jr, passed ? SBX_VERDICT_PASSED : SBX_VERDICT_FAILED, SBX_OK, NULL);
+        if (jr->timed_out || jr->cancelled) {
+            conclude(jr, jr->timed_out ? SBX_VERDICT_TIMED_OUT : SBX_VERDICT_CANCELLED, SBX_OK, "%s",
+                     jr->timed_out ? "the job's timeout passed while its artifacts were read" : "cancelled");
+            break;
+        }
+        if (jr->art >= job->nartifacts) {
+            conclude(jr, jr->failed ? SBX_VERDICT_FAILED : SBX_VERDICT_PASSED, SBX_OK, NULL);
             break;
         }
         if (jr->rules && !(jr->ars = sbx__redact_stream_with(jr->rules))) {
@@ -743,6 +787,47 @@ static bool patch_refused(struct jrun *jr)
         bad = false;
     sbx_patch_free(p);
     return bad;
+}
+
+sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap)
+{
+    sbx_policy *def = NULL;
+    const sbx_policy *p = job->policy;
+    sbx_status st = SBX_OK;
+    size_t n;
+    msg[0] = '\0';
+    if (!job->opt_policy || job->started)
+        return SBX_OK;
+    if (!p && !(p = def = sbx_policy_new()))
+        return SBX_E_NOMEM;
+    /* The steps known before the sandbox is looked at (those after a
+     * detection are checked when they are planned). */
+    if (sbx__job_plan(job) != SBX_OK) {
+        sbx_policy_free(def);
+        return SBX_OK; /* the run reports it */
+    }
+    for (size_t i = 0; i < job->nsteps && st == SBX_OK; i++) {
+        const struct sbx__jstep *s = &job->steps[i];
+        sbx_policy_reason why = SBX_POLICY_ALLOW;
+        char m[768];
+        st = sbx_policy_check(p, sbx__job_type_str(job->type), s->argv.n, (const char *const *)s->argv.v, s->cwd,
+                              &why, m, sizeof m);
+        if (st == SBX_E_POLICY_DENIED)
+            snprintf(msg, cap, "step %s denied by the command policy (%s): %s", s->name, sbx_policy_reason_name(why), m);
+        else if (st != SBX_OK)
+            snprintf(msg, cap, "step %s: %s", s->name, m);
+    }
+    /* Planned again at the run. */
+    for (n = 0; n < job->nsteps; n++) {
+        sbx__free(job->steps[n].name);
+        sbx__free(job->steps[n].cwd);
+        sbx__strlist_clear(&job->steps[n].argv);
+    }
+    job->nsteps = 0;
+    sbx__free(job->pm);
+    job->pm = NULL;
+    sbx_policy_free(def);
+    return st;
 }
 
 sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)

@@ -120,6 +120,36 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
                             "db.migrate", sbx__job_type_str(job->type));
     if (job->argv.n && sbx__job_input(job, "script"))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "give a program or input 'script', not both");
+    if (job->argv.n && sbx__job_input(job, "packageManager"))
+        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                            "input 'packageManager' is for a package.json script; this job runs a program");
+    if (job->type == J_MIGRATE && job->opt_netpolicy && !sbx__job_input(job, "url") && !sbx__job_input(job, "host"))
+        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                            "db.migrate: input 'url' or 'host' (the database server its network preset allows) is "
+                            "missing");
+    if ((v = sbx__job_input(job, "token"))) {
+        const char *url = sbx__job_input(job, "url");
+        if (!job->opt_netpolicy)
+            return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                                "input 'token' is added to the git host's requests by the network policy, which the "
+                                "option network_policy=off turns off");
+        if (url && strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
+            return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                                "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
+    }
+    if (job->env_keys.n) {
+        /* A request that names its envKeys gets those and nothing else. */
+        for (size_t k = 0; k < job->env.n; k++) {
+            const char *eq = strchr(job->env.v[k], '=');
+            bool named = false;
+            for (size_t i = 0; i < job->env_keys.n && !named; i++)
+                named = strlen(job->env_keys.v[i]) == (size_t)(eq - job->env.v[k]) &&
+                        strncmp(job->env_keys.v[i], job->env.v[k], (size_t)(eq - job->env.v[k])) == 0;
+            if (!named)
+                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%.*s has a value but is not in the request's envKeys",
+                                    (int)(eq - job->env.v[k]), job->env.v[k]);
+        }
+    }
     if ((v = sbx__job_input(job, "packageManager")) && !in_list(package_managers, v))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "input 'packageManager': npm, pnpm, yarn or bun, not '%s'",
                             v);
@@ -220,6 +250,15 @@ static sbx_status plan_install(sbx_job *job)
     size_t n = 0;
     char regopt[2048];
     argv[n++] = job->pm;
+    if (job->yarn_berry) {
+        /* Yarn 2+: --immutable, and scripts off by --mode; its registry is
+         * configuration (.yarnrc.yml), not a flag. */
+        argv[n++] = "install";
+        argv[n++] = "--immutable";
+        if (!job->opt_lifecycle)
+            argv[n++] = "--mode=skip-build";
+        return sbx__job_add_step(job, "install", JS_RUN, sbx__job_dir(job), n, (const char *const *)argv);
+    }
     if (strcmp(job->pm, "npm") == 0) {
         argv[n++] = "ci";
         argv[n++] = "--no-audit";
@@ -278,11 +317,28 @@ sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len)
                 if (!(job->lockfile = sbx__strdup(lockfiles[i].file)) ||
                     !(job->pm = sbx__strdup(given ? given : lockfiles[i].pm)))
                     return sbx__err_nomem(&job->err);
+                job->pm_locked = lockfiles[i].pm;
                 break;
             }
             p += l + 1;
         }
     }
+    {
+        static const char berry[] = ".yarnrc.yml";
+        for (const char *p = listing, *end = listing + len; p < end;) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t l = (size_t)((nl ? nl : end) - p);
+            if (l == sizeof berry - 1 && memcmp(p, berry, l) == 0)
+                job->yarn_berry = true;
+            p += l + 1;
+        }
+        job->yarn_berry = job->yarn_berry && job->pm && strcmp(job->pm, "yarn") == 0;
+    }
+    if (given && job->lockfile && strcmp(given, job->pm_locked) != 0)
+        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                            "input 'packageManager' is %s but the lockfile %s is %s's: install with the tool the "
+                            "lockfile belongs to",
+                            given, job->lockfile, job->pm_locked);
     if (job->type == J_INSTALL && !job->lockfile)
         return sbx__err_set(&job->err, SBX_E_NOT_FOUND,
                             "deps.install: no lockfile in %s (bun.lock, bun.lockb, pnpm-lock.yaml, yarn.lock, "

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "job/job_int.h"
+#include "redact/redact_int.h"
 
 /* Text as JSON: invalid UTF-8 (a cut multi-byte character, binary output)
  * becomes U+FFFD rather than failing the whole result. */
@@ -32,6 +33,32 @@ static json_t *text(const char *p, size_t n)
         }
     }
     j = json_stringn(b.data ? b.data : "", b.len);
+    sbx__buf_free(&b);
+    return j;
+}
+
+/* Text the caller gave (inputs, argv) or the library made from it (the
+ * message): through the job's redaction, as the output went. */
+static json_t *clean(const sbx_job *job, const char *p)
+{
+    sbx_redact_stream *rs;
+    sbx__buf b = SBX__BUF_INIT;
+    const uint8_t *o;
+    size_t on;
+    json_t *j;
+    if (!p)
+        return json_null();
+    if (!job->rules || !(rs = sbx__redact_stream_with(job->rules)))
+        return text(p, strlen(p));
+    if (sbx_redact_stream_feed(rs, (const uint8_t *)p, strlen(p), &o, &on) != SBX_OK ||
+        sbx__buf_append(&b, o, on) != SBX_OK || sbx_redact_stream_finish(rs, &o, &on) != SBX_OK ||
+        sbx__buf_append(&b, o, on) != SBX_OK) {
+        sbx_redact_stream_free(rs);
+        sbx__buf_free(&b);
+        return json_string("[REDACTED]"); /* never the text unredacted */
+    }
+    sbx_redact_stream_free(rs);
+    j = text(b.data ? b.data : "", b.len);
     sbx__buf_free(&b);
     return j;
 }
@@ -61,7 +88,7 @@ static json_t *steps_json(const sbx_job *job)
         const struct sbx__jstep *s = &job->steps[i];
         json_t *argv = json_array(), *o;
         for (size_t k = 0; argv && k < s->argv.n; k++)
-            json_array_append_new(argv, json_string(s->argv.v[k]));
+            json_array_append_new(argv, clean(job, s->argv.v[k]));
         o = json_pack("{s:s,s:o,s:s,s:s,s:i,s:I,s:s?}", "name", s->name, "argv", argv ? argv : json_null(), "cwd",
                       s->cwd, "outcome", outcome_name(s->outcome), "exitCode", s->exit_code, "durationMs",
                       (json_int_t)s->duration_ms, "commandId", s->command_id);
@@ -107,7 +134,7 @@ static json_t *inputs_json(const sbx_job *job)
         if (strcmp(key, "token") == 0)
             json_object_set_new(o, key, json_string("[REDACTED:secret]"));
         else
-            json_object_set_new(o, key, text(eq + 1, strlen(eq + 1)));
+            json_object_set_new(o, key, clean(job, eq + 1));
     }
     return o;
 }
@@ -141,10 +168,10 @@ sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
         if (p)
             json_object_set_new(outputs, "patch", p);
     }
-    r = json_pack("{s:s,s:s,s:s,s:o,s:i,s:b,s:s?,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o,s:o,s:o}", "schema",
+    r = json_pack("{s:s,s:s,s:s,s:o,s:i,s:b,s:o,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o,s:o,s:o}", "schema",
                   "sbxrun.job.result/1", "jobType", sbx__job_type_str(job->type), "status",
                   sbx_job_verdict_name(job->verdict), "inputs", inputs_json(job), "exitCode", job->exit_code,
-                  "retryable", job->retryable, "message", job->message, "stdoutTail", tail(job, 0), "stderrTail",
+                  "retryable", job->retryable, "message", clean(job, job->message), "stdoutTail", tail(job, 0), "stderrTail",
                   tail(job, 1), "stdoutBytes", (json_int_t)job->bytes[0], "stderrBytes", (json_int_t)job->bytes[1],
                   "timings", "startedAt", (json_int_t)job->started_at, "durationMs", (json_int_t)job->duration_ms,
                   "steps", steps_json(job), "artifacts", artifacts_json(job), "outputs",

@@ -619,9 +619,18 @@ sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
     run->op = op;
     run->started = true;
     run->t0 = sbx__mono_ms();
+    /* A step the policy refuses ends the run before a sandbox is made. */
+    for (size_t i = 0; i < run->njobs && run->phase == RP_CREATE; i++) {
+        char msg[1024];
+        sbx_status st = sbx__job_precheck(run->jobs[i].job, msg, sizeof msg);
+        if (st == SBX_E_POLICY_DENIED)
+            end_run(run, SBX_VERDICT_DENIED, SBX_OK, "%s: %s", sbx__job_type_str(run->jobs[i].job->type), msg);
+        else if (st != SBX_OK)
+            end_run(run, SBX_VERDICT_ERROR, st, "%s: %s", sbx__job_type_str(run->jobs[i].job->type),
+                    msg[0] ? msg : sbx_strerror(st));
+    }
     if (run->wall_ms)
         run->deadline = run->t0 + run->wall_ms;
-    run->phase = RP_CREATE;
     *out = op;
     sbx__engine_timer_set(run->core->engine, &run->kick, sbx__mono_ms(), on_kick, run);
     return SBX_OK;

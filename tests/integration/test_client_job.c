@@ -558,6 +558,68 @@ START_TEST(test_client_job_run_budgets)
 }
 END_TEST
 
+/* A failing step's reports are still read back; a request's envKeys are
+ * the only variables a job takes; a denied step of a run ends it before
+ * any sandbox is made. */
+START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "echo '<testsuite failures=\"1\"/>' > junit.xml; exit 1");
+    struct faultd *f;
+    sbx_client *c;
+    sbx_run *run;
+    json_t *r;
+
+    ok_j(sbx_job_add_artifact(j, "junit.xml"), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(json_array_get(json_object_get(r, "artifacts"), 0), "content"), "failures"));
+    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "exited with code 1"));
+    json_decref(r);
+    /* Every job keeps a transcript of its own when given none. */
+    ck_assert_ptr_nonnull(sbx_job_transcript(j));
+    ck_assert_int_eq(sbx_transcript_complete(sbx_job_transcript(j)), 1);
+    ck_assert_int_eq(sbx_transcript_verify(sbx_job_transcript(j), NULL), SBX_OK);
+    sbx_job_free(j);
+
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_load_json(j, "{\"jobType\":\"verify.test\",\"command\":[\"ls\"],\"envKeys\":[\"A\"]}"), j);
+    ok_j(sbx_job_set_env(j, "A", "value-a"), j);
+    ok_j(sbx_job_set_env(j, "B", "value-b"), j);
+    expect_st(sbx_job_run(j, e.s), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "B has a value but is not in the request's envKeys"));
+    sbx_job_free(j);
+
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    ok_j(sbx_job_set_input(j, "url", "git://git.test/demo.git"), j);
+    ok_j(sbx_job_set_input(j, "token", "tok-123456"), j);
+    expect_st(sbx_job_run(j, e.s), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    ck_assert_ptr_nonnull(strstr(sbx_job_last_error(j), "http"));
+    expect_st(sbx_job_add_secret(j, (const uint8_t *)"ab", 2), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    sbx_job_free(j);
+
+    f = faultd_start(e.d);
+    c = sbx_client_new();
+    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+    run = sbx_run_new(c);
+    j = sbx_run_add_job(run, "verify.lint");
+    ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
+    j = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "echo no"}), j);
+    ok_c(sbx_run_execute(run), c);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_DENIED);
+    ck_assert_int_eq(faultd_count(f, "POST", "/sandboxes"), 0);
+    ck_assert_int_eq(faultd_count(f, "POST", "/cmd"), 0);
+    sbx_run_free(run);
+    sbx_client_free(c);
+    faultd_stop(f);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job");
@@ -573,6 +635,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_json_request);
     tcase_add_test(tc, test_client_job_run_order_and_sandbox);
     tcase_add_test(tc, test_client_job_run_budgets);
+    tcase_add_test(tc, test_client_job_failure_artifacts_envkeys_precheck);
     suite_add_tcase(s, tc);
     return s;
 }
