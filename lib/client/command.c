@@ -86,6 +86,7 @@ struct sbx_command {
     struct cmd_run *run;      /* the pending follow op's state; NULL when none */
     /* safety: own (the job layer) or else the client's, taken at start */
     bool own_safety;
+    bool start_unsure;        /* the start may have run though no id came back */
     sbx__redact_rules *own_rules;
     sbx_redact_stream *rs[2]; /* the output's redaction, per stream */
 };
@@ -892,6 +893,10 @@ static void start_done(sbx__req *r, void *user)
     sbx_status st;
     long http;
 
+    /* Whether the start may have taken effect: sent, and not refused by a
+     * 4xx (which the server answers without running anything). */
+    http = sbx__req_http_status(r);
+    run->cmd->start_unsure = sbx__req_maybe_sent(r) && !(http >= 400 && http < 500);
     if (op->done || run->timed_out)
         return;
     if (run->detached || run->logs_only) {
@@ -1049,6 +1054,11 @@ static sbx_status open_redaction(sbx_command *cmd)
         return sbx__err_nomem(&cmd->err);
     }
     return SBX_OK;
+}
+
+bool sbx__command_may_have_started(const sbx_command *cmd)
+{
+    return cmd->info.id != NULL || cmd->start_unsure;
 }
 
 void sbx__command_own_safety(sbx_command *cmd, sbx__redact_rules *rules)

@@ -377,7 +377,9 @@ static void step_done(sbx_op *op, void *arg)
         s->outcome = SBX_STEP_TRANSPORT_ERROR;
     if (s->kind == JS_RUN || s->exit_code != 0)
         job->exit_code = s->exit_code;
-    tr_step_end(jr, s, s->outcome == SBX_STEP_TIMEOUT || (s->outcome == SBX_STEP_TRANSPORT_ERROR && !started),
+    tr_step_end(jr, s,
+                s->outcome == SBX_STEP_TIMEOUT ||
+                    (s->outcome == SBX_STEP_TRANSPORT_ERROR && !sbx__command_may_have_started(jr->cmd)),
                 detail[0] ? detail : NULL);
     /* Stopped on our side (a callback, a budget) while it still runs
      * there: kill it. The handle is kept until the kill is done. */
@@ -393,7 +395,9 @@ static void step_done(sbx_op *op, void *arg)
         conclude(jr, SBX_VERDICT_CANCELLED, SBX_OK, "cancelled during step %s", s->name);
         break;
     case SBX_STEP_TRANSPORT_ERROR:
-        job->retryable = !started;
+        /* Running it again is safe only if this one never reached the
+         * sandbox. */
+        job->retryable = !sbx__command_may_have_started(jr->cmd);
         conclude(jr, SBX_VERDICT_ERROR, st, "step %s: %s", s->name, detail);
         break;
     case SBX_STEP_KILLED:

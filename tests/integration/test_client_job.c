@@ -620,6 +620,75 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
 }
 END_TEST
 
+/* Retries are the engine's one policy: what cannot have reached the server
+ * (a 429) is sent again; a command start that may have reached it never
+ * is, and the job says it is not safe to run again; no sandbox at all is
+ * "unavailable", retryable. Counted at a proxy. */
+START_TEST(test_client_job_retries)
+{
+    struct env e = setup();
+    struct faultd *f = faultd_start(e.d);
+    sbx_client *c = sbx_client_new();
+    sbx_run *run;
+    sbx_job *j;
+    char *out = NULL;
+    json_t *r;
+
+    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+
+    /* 429 on the create and on the command's start: both sent again. */
+    faultd_rule_first(f, "POST", "/v1/sandboxes$", 2, FAULT_429, 0);
+    faultd_rule_first(f, "POST", "/cmd$", 1, FAULT_429, 0);
+    run = sbx_run_new(c);
+    j = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
+    ok_c(sbx_run_execute(run), c);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_PASSED);
+    ck_assert_int_eq(faultd_count(f, "POST", "/v1/sandboxes$"), 3);
+    ck_assert_int_eq(faultd_forwarded(f, "POST", "/cmd$"), 1);
+    sbx_run_free(run);
+    faultd_clear(f);
+
+    /* A reset after the start was sent: never sent again, not retryable. */
+    faultd_rule_first(f, "POST", "/cmd$", 1, FAULT_RESET, 0);
+    j = sbx_job_new(c);
+    {
+        sbx_sandbox *s = sbx_sandbox_new(c);
+        int before = faultd_count(f, "POST", "/cmd$");
+        ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
+        ok_j(sbx_job_set_type(j, "verify.test"), j);
+        ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
+        ck_assert_int_ne(sbx_job_run(j, s), SBX_OK);
+        ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_ERROR);
+        ck_assert_int_eq(sbx_job_retryable(j), 0);
+        ck_assert_int_eq(faultd_count(f, "POST", "/cmd$") - before, 1);
+        sbx_sandbox_free(s);
+    }
+    sbx_job_free(j);
+    faultd_clear(f);
+
+    /* No sandbox: unavailable, retryable, nothing run. */
+    faultd_rule(f, "POST", "/v1/sandboxes$", 0, FAULT_STATUS, 503);
+    run = sbx_run_new(c);
+    j = sbx_run_add_job(run, "verify.test");
+    ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
+    ck_assert_int_ne(sbx_run_execute(run), SBX_OK);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_UNAVAILABLE);
+    ck_assert_int_eq(sbx_run_result_to_json(run, &out), SBX_OK);
+    r = json_loads(out, 0, NULL);
+    sbx_free(out);
+    ck_assert_str_eq(jstr(r, "status"), "unavailable");
+    ck_assert(json_is_true(json_object_get(r, "retryable")));
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "jobs"), 0), "status"), "skipped");
+    json_decref(r);
+    sbx_run_free(run);
+    sbx_client_free(c);
+    faultd_stop(f);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job");
@@ -636,6 +705,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_run_order_and_sandbox);
     tcase_add_test(tc, test_client_job_run_budgets);
     tcase_add_test(tc, test_client_job_failure_artifacts_envkeys_precheck);
+    tcase_add_test(tc, test_client_job_retries);
     suite_add_tcase(s, tc);
     return s;
 }
