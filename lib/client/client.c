@@ -31,6 +31,8 @@ void sbx__core_unref(struct sbx__core *c)
 {
     if (!c || --c->refs > 0)
         return;
+    if (c->jobs_free)
+        c->jobs_free(c->jobs);
     sbx__engine_free(c->engine);
     sbx_policy_free(c->policy);
     sbx__free(c->policy_job);
@@ -660,6 +662,19 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
                                 "command.follow: 'wait' (a start stream and a log stream per command) or "
                                 "'logs' (the log stream only), not '%s'", value);
         cl->core->follow_logs_only = value[0] == 'l';
+        return SBX_OK;
+    }
+    if (strcmp(key, "jobs.max_running") == 0 || strcmp(key, "jobs.max_running_per_project") == 0) {
+        /* The job layer's: how many jobs of this client run at once (the
+         * rest wait, in order); read by lib/job when a job is started. */
+        if (parse_uint(value, 1000000, &v) != SBX_OK)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: a number of jobs (0 = no limit)", key);
+        if (key[16] == '\0')
+            cl->core->jobs_max = (unsigned)v;
+        else
+            cl->core->jobs_max_project = (unsigned)v;
+        if (cl->core->jobs_changed)
+            cl->core->jobs_changed(cl->core);
         return SBX_OK;
     }
     sbx__engine_get_limits(cl->core->engine, &l);

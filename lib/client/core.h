@@ -50,6 +50,14 @@ struct sbx__core {
     sbx_policy *policy;
     char *policy_job;
     struct rules *redact_rules; /* sbx__redact_rules */
+    /* Jobs (lib/job): the limits on how many run at once (client options
+     * jobs.max_running, jobs.max_running_per_project; 0 = none) and the
+     * job layer's own state (its queue), which it frees; jobs_changed is
+     * told when a limit changes. */
+    unsigned jobs_max, jobs_max_project;
+    void *jobs;
+    void (*jobs_free)(void *jobs);
+    void (*jobs_changed)(struct sbx__core *c);
 };
 
 struct sbx_client {

@@ -95,6 +95,7 @@ void sbx_job_free(sbx_job *job)
         sbx__wipe(job->patch_data, job->patch_len);
     sbx__free(job->patch_data);
     sbx__free(job->message);
+    sbx__free(job->project);
     sbx__redact_rules_unref(job->rules);
     sbx_transcript_free(job->own_tr);
     sbx__err_free(&job->err);
@@ -374,6 +375,15 @@ sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char *value)
         *fields[i] = on_off(value) == 1;
         return SBX_OK;
     }
+    if (!strcmp(key, "project")) {
+        char *v;
+        SBX__ARG(job, *value && safe_text(value), "option project: a name");
+        if (!(v = sbx__strdup(value)))
+            return sbx__err_nomem(&job->err);
+        sbx__free(job->project);
+        job->project = v;
+        return SBX_OK;
+    }
     if (!strcmp(key, "kill_grace_ms") || !strcmp(key, "tail_bytes") || !strcmp(key, "artifact_max_bytes")) {
         char *end;
         long long n = strtoll(value, &end, 10);
@@ -389,7 +399,7 @@ sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char *value)
     }
     return sbx__err_set(&job->err, SBX_E_UNKNOWN_OPTION,
                         "unknown job option '%.64s' (policy, redact, network_policy, lifecycle_scripts, "
-                        "kill_grace_ms, tail_bytes, artifact_max_bytes)",
+                        "kill_grace_ms, tail_bytes, artifact_max_bytes, project)",
                         key);
 }
 

@@ -77,6 +77,7 @@ struct sbx_job {
     void *cb_user;
     bool opt_policy, opt_redact, opt_netpolicy, opt_lifecycle;
     int64_t kill_grace_ms;
+    char *project;            /* option "project": the per-project limit's key */
     size_t tail_bytes, artifact_max;
     /* the run */
     bool started, finished;
@@ -105,6 +106,24 @@ struct sbx_job {
     char *message;
     int64_t started_at, duration_ms;
 };
+
+/* A job's place in the client's concurrency limits (slots.c). */
+struct sbx__slot_wait {
+    struct sbx__slot_wait *next;
+    const char *project;                       /* the limit's key, owned by the job */
+    void (*grant)(struct sbx__slot_wait *w);   /* let go after waiting */
+    bool queued, holds;
+};
+/* Take a place for w: *now true when it may start at once, else it waits
+ * and w->grant is called when it may (from sbx__slot_give, a limit's
+ * change). SBX_E_NOMEM. */
+sbx_status sbx__slot_take(struct sbx__core *c, struct sbx__slot_wait *w, bool *now);
+/* Leave the queue (cancelled while waiting). */
+void sbx__slot_unqueue(struct sbx__core *c, struct sbx__slot_wait *w);
+/* Give the place back; waiting jobs that now fit are let go. */
+void sbx__slot_give(struct sbx__core *c, struct sbx__slot_wait *w);
+/* Jobs of the client running now. */
+unsigned sbx__slot_running(const struct sbx__core *c);
 
 /* The job type's index, J_NONE when unknown. */
 enum sbx__jtype sbx__job_type_find(const char *name);

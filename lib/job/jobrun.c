@@ -11,6 +11,7 @@
 #include "util/internal.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,8 @@ struct jrun {
     size_t tr_step;
     sbx__timer timer;
     sbx__timer kick;          /* the first advance, in the next round */
+    struct sbx__slot_wait wait; /* its place in the client's limits; first
+                                 * member after these: see from_wait() */
     int64_t deadline, step_t0, t0;
     int next_signal;          /* after SIGTERM: SIGKILL */
     bool timed_out, cancelled, advancing, again, finishing;
@@ -101,6 +104,7 @@ static void finish_op(struct jrun *jr)
     if (jr->child || jr->killer || jr->finishing)
         return;
     jr->finishing = true;
+    sbx__slot_give(job->core, &jr->wait);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     job->verdict = jr->verdict;
     job->duration_ms = sbx__mono_ms() - jr->t0;
@@ -728,10 +732,19 @@ static void advance(struct jrun *jr)
 
 /* ---- the op ---------------------------------------------------------------------------------- */
 
+static void on_kick(sbx__timer *t, void *user);
+
 static void jr_cancel(sbx_op *op)
 {
     struct jrun *jr = op->state;
     jr->cancelled = true;
+    if (jr->wait.queued) {
+        /* Never started: it leaves the queue and ends. */
+        sbx__slot_unqueue(jr->job->core, &jr->wait);
+        conclude(jr, SBX_VERDICT_CANCELLED, SBX_OK, "cancelled while waiting for a place to run");
+        sbx__engine_timer_set(jr->job->core->engine, &jr->kick, sbx__mono_ms(), on_kick, jr);
+        return;
+    }
     /* The command is killed, not left running: the kill is waited for. */
     if (jr->phase == PH_STEPS && jr->cmd && sbx_command_id(jr->cmd))
         signal_command(jr, 9);
@@ -745,6 +758,8 @@ static void jr_release(sbx_op *op)
     jr->job->op = NULL;
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
+    sbx__slot_unqueue(jr->job->core, &jr->wait);
+    sbx__slot_give(jr->job->core, &jr->wait);
     sbx_command_free(jr->cmd);
     sbx_redact_stream_free(jr->ars);
     sbx__redact_rules_unref(jr->rules);
@@ -758,6 +773,24 @@ static void on_kick(sbx__timer *t, void *user)
 {
     (void)t;
     advance(user);
+}
+
+/* It may run: its deadline starts now (time spent waiting for a place
+ * does not count), and its first step in the engine's next round. */
+static void begin(struct jrun *jr)
+{
+    struct sbx__engine *e = jr->job->core->engine;
+    if (jr->job->timeout_ms > 0 && jr->phase != PH_DONE) {
+        jr->deadline = sbx__mono_ms() + jr->job->timeout_ms;
+        sbx__engine_timer_set(e, &jr->timer, jr->deadline, on_timer, jr);
+    }
+    sbx__engine_timer_set(e, &jr->kick, sbx__mono_ms(), on_kick, jr);
+}
+
+static void on_grant(struct sbx__slot_wait *w)
+{
+    struct jrun *jr = (struct jrun *)((char *)w - offsetof(struct jrun, wait));
+    begin(jr);
 }
 
 /* The patch of repo.applyPatch, checked here before it is uploaded: an
@@ -886,10 +919,6 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
     job->started_at = wall_ms();
     sbx__buf_init(&job->capture, 0);
     tr_header(jr);
-    if (job->timeout_ms > 0) {
-        jr->deadline = jr->t0 + job->timeout_ms;
-        sbx__engine_timer_set(job->core->engine, &jr->timer, jr->deadline, on_timer, jr);
-    }
     if (job->type == J_APPLY && patch_refused(jr)) {
         /* concluded */
     } else if ((st = sbx__job_plan(job)) != SBX_OK) {
@@ -898,9 +927,21 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
         refused(jr, 0);
     }
     *out = op;
-    /* Started from the engine's next round, never inside this call: an op
-     * is not reported done before its caller has it. */
-    sbx__engine_timer_set(job->core->engine, &jr->kick, sbx__mono_ms(), on_kick, jr);
+    /* Started from the engine's next round, never inside this call (an op
+     * is not reported done before its caller has it), once the client's
+     * limits on running jobs allow. */
+    jr->wait.project = job->project ? job->project : job->core->auth.project ? job->core->auth.project : "";
+    jr->wait.grant = on_grant;
+    if (jr->phase != PH_DONE) {
+        bool now = false;
+        if (sbx__slot_take(job->core, &jr->wait, &now) != SBX_OK) {
+            conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
+            now = true;
+        }
+        if (!now)
+            return SBX_OK; /* on_grant() starts it */
+    }
+    begin(jr);
     return SBX_OK;
 }
 

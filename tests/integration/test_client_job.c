@@ -689,6 +689,100 @@ START_TEST(test_client_job_retries)
 }
 END_TEST
 
+/* Concurrency: with jobs.max_running K, never more than K jobs of the
+ * client run at once (counted inside the sandbox); with a per-project
+ * limit of 1 a project's jobs run one at a time, in the order they were
+ * started, while another project's run beside them. */
+START_TEST(test_client_job_concurrency_limits)
+{
+    enum { N = 6 };
+    struct env e = setup();
+    sbx_job *jobs[N];
+    sbx_op *ops[N];
+    int max_seen = 0;
+    char script[512];
+
+    ok_c(sbx_client_set_option(e.c, "jobs.max_running", "2"), e.c);
+    for (int i = 0; i < N; i++) {
+        snprintf(script, sizeof script,
+                 "touch /tmp/run.%d; n=$(ls /tmp/run.* | wc -l); echo running=$n; sleep 0.4; rm /tmp/run.%d", i, i);
+        jobs[i] = sh_job(&e, script);
+        ok_j(sbx_job_run_start(jobs[i], e.s, &ops[i]), jobs[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *r;
+        int n = 0;
+        ck_assert_int_eq(sbx_op_wait(ops[i], 60000), SBX_OK);
+        ck_assert_int_eq(sbx_job_verdict(jobs[i]), SBX_VERDICT_PASSED);
+        r = result(jobs[i]);
+        ck_assert_int_eq(sscanf(jstr(r, "stdoutTail"), "running=%d", &n), 1);
+        ck_assert_msg(n >= 1 && n <= 2, "job %d saw %d running", i, n);
+        max_seen = n > max_seen ? n : max_seen;
+        json_decref(r);
+        sbx_op_free(ops[i]);
+        sbx_job_free(jobs[i]);
+    }
+    ck_assert_int_eq(max_seen, 2);
+
+    /* Per project, limit 1: a's jobs one at a time and in order; b beside. */
+    ok_c(sbx_client_set_option(e.c, "jobs.max_running", "0"), e.c);
+    ok_c(sbx_client_set_option(e.c, "jobs.max_running_per_project", "1"), e.c);
+    for (int i = 0; i < N; i++) {
+        const char *proj = i % 3 == 2 ? "b" : "a";
+        snprintf(script, sizeof script,
+                 "touch /tmp/%s.%d; n=$(ls /tmp/%s.* | wc -l); all=$(ls /tmp/a.* /tmp/b.* 2>/dev/null | wc -l); "
+                 "echo $n $all; echo %d >> /tmp/order.%s; sleep 0.3; rm /tmp/%s.%d",
+                 proj, i, proj, i, proj, proj, i);
+        jobs[i] = sh_job(&e, script);
+        ok_j(sbx_job_set_option(jobs[i], "project", proj), jobs[i]);
+        ok_j(sbx_job_run_start(jobs[i], e.s, &ops[i]), jobs[i]);
+    }
+    max_seen = 0;
+    for (int i = 0; i < N; i++) {
+        json_t *r;
+        int n = 0, all = 0;
+        ck_assert_int_eq(sbx_op_wait(ops[i], 60000), SBX_OK);
+        r = result(jobs[i]);
+        ck_assert_int_eq(sscanf(jstr(r, "stdoutTail"), "%d %d", &n, &all), 2);
+        ck_assert_msg(n == 1, "job %d: %d of its project ran at once", i, n);
+        max_seen = all > max_seen ? all : max_seen;
+        json_decref(r);
+        sbx_op_free(ops[i]);
+        sbx_job_free(jobs[i]);
+    }
+    ck_assert_int_eq(max_seen, 2); /* a and b together */
+    {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        ok_s(sbx_sandbox_read_file(e.s, "/tmp/order.a", 100, &data, &len), e.s);
+        ck_assert_int_eq(len, 8);
+        ck_assert(memcmp(data, "0\n1\n3\n4\n", 8) == 0);
+        sbx_free(data);
+    }
+
+    /* Cancelled while waiting: it ends without running. */
+    ok_c(sbx_client_set_option(e.c, "jobs.max_running", "1"), e.c);
+    jobs[0] = sh_job(&e, "sleep 1");
+    jobs[1] = sh_job(&e, "echo never > /tmp/never");
+    ok_j(sbx_job_run_start(jobs[0], e.s, &ops[0]), jobs[0]);
+    ok_j(sbx_job_run_start(jobs[1], e.s, &ops[1]), jobs[1]);
+    ck_assert_int_eq(sbx_op_cancel(ops[1]), SBX_OK);
+    ck_assert_int_eq(sbx_op_wait(ops[1], 10000), SBX_E_CANCELLED);
+    ck_assert_int_eq(sbx_job_verdict(jobs[1]), SBX_VERDICT_CANCELLED);
+    ck_assert_int_eq(sbx_op_wait(ops[0], 10000), SBX_OK);
+    for (int i = 0; i < 2; i++) {
+        sbx_op_free(ops[i]);
+        sbx_job_free(jobs[i]);
+    }
+    {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(sbx_sandbox_read_file(e.s, "/tmp/never", 100, &data, &len), SBX_E_NOT_FOUND);
+    }
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job");
@@ -706,6 +800,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_run_budgets);
     tcase_add_test(tc, test_client_job_failure_artifacts_envkeys_precheck);
     tcase_add_test(tc, test_client_job_retries);
+    tcase_add_test(tc, test_client_job_concurrency_limits);
     suite_add_tcase(s, tc);
     return s;
 }
