@@ -301,7 +301,10 @@ int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_st
 {
     if (json)
         cli_json_error(cmd, exit_code, what, st, msg);
-    fprintf(stderr, "sbxrun %s: %s: %s\n", cmd, what, msg && *msg ? msg : sbx_strerror(st));
+    if (strcmp(what, cmd) == 0)
+        fprintf(stderr, "sbxrun %s: %s\n", cmd, msg && *msg ? msg : sbx_strerror(st));
+    else
+        fprintf(stderr, "sbxrun %s: %s: %s\n", cmd, what, msg && *msg ? msg : sbx_strerror(st));
     return exit_code;
 }
 
