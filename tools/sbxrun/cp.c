@@ -70,14 +70,14 @@ int cmd_cp(int argc, char **argv)
     src_id = split_remote(argv[optind], &src_path);
     dst_id = split_remote(argv[optind + 1], &dst_path);
     if (!src_id == !dst_id) {
-        cli_fail("cp", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "exactly one of the two must be SANDBOX:PATH");
+        cli_usage_error("cp", "exactly one of the two must be SANDBOX:PATH");
         free(src_id);
         free(dst_id);
         return SBXRUN_EXIT_USAGE;
     }
     id = src_id ? src_id : dst_id;
     if (!*(src_id ? src_path : dst_path)) {
-        cli_fail("cp", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: the path in the sandbox is empty", id);
+        cli_usage_error("cp", "%s: the path in the sandbox is empty", id);
         free(id);
         return SBXRUN_EXIT_USAGE;
     }
@@ -103,7 +103,7 @@ int cmd_cp(int argc, char **argv)
             const char *base = strrchr(src_path, '/');
             base = base ? base + 1 : src_path;
             if (!*base) {
-                rc = cli_fail("cp", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: name a file, not a directory", src_path);
+                rc = cli_usage_error("cp", "%s: name a file, not a directory", src_path);
                 goto out;
             }
             local_dst = malloc(strlen(local) + strlen(base) + 2);

@@ -100,13 +100,13 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     if (!p)
         return cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
-        rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--policy: %s", sbx_policy_last_error(p));
+        rc = cli_usage_error("exec", "--policy: %s", sbx_policy_last_error(p));
         sbx_policy_free(p);
         return rc;
     }
     for (int i = 0; i < nallow; i++) {
         if (sbx_policy_allow_program(p, NULL, allow[i]) != SBX_OK) {
-            rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--allow: %s", sbx_policy_last_error(p));
+            rc = cli_usage_error("exec", "--allow: %s", sbx_policy_last_error(p));
             sbx_policy_free(p);
             return rc;
         }
@@ -121,7 +121,7 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
         fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name(why), msg);
         rc = SBXRUN_EXIT_DENIED;
     } else if (st != SBX_OK) {
-        rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", msg);
+        rc = cli_usage_error("exec", "%s", msg);
     }
     sbx_policy_free(p);
     return rc;
@@ -209,7 +209,7 @@ static sbx_redactor *exec_redactor(const char *const *secrets, int nsecrets, con
         goto fail;
     for (int i = 0; i < nsecrets; i++) {
         if (sbx_redactor_add_secret(r, (const uint8_t *)secrets[i], strlen(secrets[i])) != SBX_OK) {
-            cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--secret: %s", sbx_redactor_last_error(r));
+            cli_usage_error("exec", "--secret: %s", sbx_redactor_last_error(r));
             goto fail;
         }
     }
@@ -416,26 +416,23 @@ int cmd_exec(int argc, char **argv)
         case O_SANDBOX: sandbox_id = optarg; break;
         case O_CWD: cwd = optarg; break;
         case O_ENV:
-            if (nenv == 256 || !strchr(optarg, '=') || optarg[0] == '=') {
-                return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--env wants NAME=VALUE (at most 256), not '%s'", optarg);
-            }
+            if (nenv == 256 || !strchr(optarg, '=') || optarg[0] == '=')
+                return cli_usage_error("exec", "--env wants NAME=VALUE (at most 256), not '%s'", optarg);
             envs[nenv++] = optarg;
             break;
         case O_SUDO: sudo = 1; break;
         case O_TIMEOUT: {
             char *end;
             timeout = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || timeout <= 0) {
-                return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--timeout wants milliseconds > 0, not '%s'", optarg);
-            }
+            if (!*optarg || *end || timeout <= 0)
+                return cli_usage_error("exec", "--timeout wants milliseconds > 0, not '%s'", optarg);
             break;
         }
         case O_LEASE: {
             char *end;
             lease = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || lease < LEASE_MIN_MS) {
-                return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--lease wants milliseconds >= %d, not '%s'", LEASE_MIN_MS, optarg);
-            }
+            if (!*optarg || *end || lease < LEASE_MIN_MS)
+                return cli_usage_error("exec", "--lease wants milliseconds >= %d, not '%s'", LEASE_MIN_MS, optarg);
             break;
         }
         case O_RUNTIME: runtime = optarg; break;
@@ -443,16 +440,14 @@ int cmd_exec(int argc, char **argv)
         case O_NO_REDACT: no_redact = true; break;
         case O_TRANSCRIPT: transcript = optarg; break;
         case O_SECRET:
-            if (nsecrets == MAX_ALLOW) {
-                return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "at most %d --secret", MAX_ALLOW);
-            }
+            if (nsecrets == MAX_ALLOW)
+                return cli_usage_error("exec", "at most %d --secret", MAX_ALLOW);
             secrets[nsecrets++] = optarg;
             break;
         case O_NO_POLICY: no_policy = true; break;
         case O_ALLOW:
-            if (nallow == MAX_ALLOW) {
-                return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "at most %d --allow", MAX_ALLOW);
-            }
+            if (nallow == MAX_ALLOW)
+                return cli_usage_error("exec", "at most %d --allow", MAX_ALLOW);
             allow[nallow++] = optarg;
             break;
         case O_NETPOLICY:
@@ -464,17 +459,14 @@ int cmd_exec(int argc, char **argv)
         default: fputs(usage_text, stderr); cli_json_scan(argc, argv); return SBXRUN_EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])");
-    }
-    if (sandbox_id && (runtime || policy || lease)) {
-        return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--runtime, --network-policy and --lease are for a new sandbox, not --sandbox");
-    }
+    if (optind >= argc)
+        return cli_usage_error("exec", "no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])");
+    if (sandbox_id && (runtime || policy || lease))
+        return cli_usage_error("exec", "--runtime, --network-policy and --lease are for a new sandbox, not --sandbox");
     if (!lease)
         lease = LEASE_DEFAULT_MS;
-    if (no_policy && (cmd_policy || nallow)) {
-        return cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--no-policy does not go with --policy or --allow");
-    }
+    if (no_policy && (cmd_policy || nallow))
+        return cli_usage_error("exec", "--no-policy does not go with --policy or --allow");
     if (!no_redact || transcript) {
         if (!(red = exec_redactor(secrets, nsecrets, envs, nenv)))
             return SBXRUN_EXIT_USAGE;
@@ -527,7 +519,7 @@ int cmd_exec(int argc, char **argv)
         if ((runtime && (st = sbx_sandbox_set_runtime(s, runtime)) != SBX_OK) ||
             (policy && (st = sbx_sandbox_set_network_policy_json(s, policy)) != SBX_OK) ||
             (st = sbx_sandbox_set_timeout_ms(s, lease)) != SBX_OK) {
-            rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", sbx_sandbox_last_error(s));
+            rc = cli_usage_error("exec", "%s", sbx_sandbox_last_error(s));
             goto out;
         }
         st = sbx_sandbox_create(s);
@@ -550,7 +542,7 @@ int cmd_exec(int argc, char **argv)
     if ((st = sbx_command_set_argv(k, (uint32_t)(argc - optind), (const char *const *)argv + optind)) != SBX_OK ||
         (cwd && (st = sbx_command_set_cwd(k, cwd)) != SBX_OK) || (st = sbx_command_set_sudo(k, sudo)) != SBX_OK ||
         (timeout && (st = sbx_command_set_timeout_ms(k, timeout)) != SBX_OK)) {
-        rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", sbx_command_last_error(k));
+        rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
         goto out;
     }
     for (int i = 0; i < nenv; i++) {
@@ -558,7 +550,7 @@ int cmd_exec(int argc, char **argv)
         const char *eq = strchr(envs[i], '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq - envs[i]), envs[i]);
         if ((st = sbx_command_set_env(k, name, eq + 1)) != SBX_OK) {
-            rc = cli_fail("exec", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", sbx_command_last_error(k));
+            rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
             goto out;
         }
     }

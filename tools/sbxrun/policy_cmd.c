@@ -65,7 +65,9 @@ static int check(int argc, char **argv)
         case O_JOB: job = optarg; break;
         case O_JSON: json = true; cli_json_mode(); break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: cli_json_scan(argc, argv); return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default:
+            cli_json_scan(argc, argv);
+            return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (!(p = sbx_policy_new()))

@@ -144,7 +144,7 @@ int cmd_sandbox(int argc, char **argv)
     sub = argv[1];
     if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
         strcmp(sub, "snapshot")) {
-        return cli_fail("sandbox", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "unknown subcommand '%s'", sub);
+        return cli_usage_error("sandbox", "unknown subcommand '%s'", sub);
     }
     optind = 1;
     argc--;
@@ -164,7 +164,7 @@ int cmd_sandbox(int argc, char **argv)
         if ((c <= O_SNAPSHOT && strcmp(sub, "create") != 0) ||
             (c >= O_LIMIT && c <= O_PROJECT && strcmp(sub, "list") != 0) ||
             (c == O_EXPIRATION && strcmp(sub, "snapshot") != 0)) {
-            return cli_fail("sandbox", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: option --%s belongs to another subcommand",
+            return cli_usage_error("sandbox", "%s: option --%s belongs to another subcommand",
                             sub, longopts[c - 1].name);
         }
         switch (c) {
@@ -194,9 +194,8 @@ int cmd_sandbox(int argc, char **argv)
             break;
         default: {
             static const char *keys[] = {NULL, "runtime", "timeout_ms", "vcpus", "port", "env.", "network_policy"};
-            if (ncreate == 64) {
-                return cli_fail("sandbox create", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "too many options");
-            }
+            if (ncreate == 64)
+                return cli_usage_error("sandbox create", "too many options");
             if (c == O_TARBALL)
                 create_opts[ncreate][0] = "source.tarball";
             else if (c == O_SNAPSHOT)
@@ -208,17 +207,15 @@ int cmd_sandbox(int argc, char **argv)
         }
     }
     if (strcmp(sub, "create") && strcmp(sub, "list")) {
-        if (optind != argc - 1) {
-            return cli_fail("sandbox", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: expected one sandbox ID", sub);
-        }
+        if (optind != argc - 1)
+            return cli_usage_error("sandbox", "%s: expected one sandbox ID", sub);
         id = argv[optind];
     } else if (optind != argc) {
-        return cli_fail("sandbox", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: unexpected argument '%s'", sub,
+        return cli_usage_error("sandbox", "%s: unexpected argument '%s'", sub,
                         argv[optind]);
     }
-    if ((rev || depth || git_user) && !git) {
-        return cli_fail("sandbox create", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--revision, --depth and --git-username need --git");
-    }
+    if ((rev || depth || git_user) && !git)
+        return cli_usage_error("sandbox create", "--revision, --depth and --git-username need --git");
 
     if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
         rc = fail_msg(o.json, "sandbox", remote_open_exit(st), "connect", st, err);
@@ -241,7 +238,7 @@ int cmd_sandbox(int argc, char **argv)
             if (strcmp(k, "env.") == 0) {
                 const char *eq = strchr(v, '=');
                 if (!eq || eq == v) {
-                    rc = cli_fail("sandbox create", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--env wants NAME=VALUE, not '%s'", v);
+                    rc = cli_usage_error("sandbox create", "--env wants NAME=VALUE, not '%s'", v);
                     goto out;
                 }
                 snprintf(key, sizeof key, "env.%.*s", (int)(eq - v), v);
@@ -249,7 +246,7 @@ int cmd_sandbox(int argc, char **argv)
                 v = eq + 1;
             }
             if ((st = sbx_sandbox_set_option(s, k, v)) != SBX_OK) {
-                rc = cli_fail("sandbox create", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", sbx_sandbox_last_error(s));
+                rc = cli_usage_error("sandbox create", "%s", sbx_sandbox_last_error(s));
                 goto out;
             }
         }
@@ -257,7 +254,7 @@ int cmd_sandbox(int argc, char **argv)
             const char *pw = getenv("SBXRUN_GIT_PASSWORD");
             if ((st = sbx_sandbox_set_source_git(s, git, rev, (uint32_t)depth)) != SBX_OK ||
                 (git_user && (st = sbx_sandbox_set_source_git_auth(s, git_user, pw ? pw : "")) != SBX_OK)) {
-                rc = cli_fail("sandbox create", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s", sbx_sandbox_last_error(s));
+                rc = cli_usage_error("sandbox create", "%s", sbx_sandbox_last_error(s));
                 goto out;
             }
         }
@@ -302,7 +299,9 @@ int cmd_sandbox(int argc, char **argv)
     } else {
         sbx_snapshot *sn = sbx_snapshot_new(r.client);
         if (!sn || (st = sbx_sandbox_snapshot(s, expiration, sn)) != SBX_OK) {
-            rc = fail_msg(o.json, "sandbox", sn ? remote_exit(st) : SBXRUN_EXIT_CANNOT_RUN, "snapshot", sn ? st : SBX_E_NOMEM,
+            if (!sn)
+                st = SBX_E_NOMEM;
+            rc = fail_msg(o.json, "sandbox", remote_exit(st), "snapshot", st,
                           sn ? sbx_sandbox_last_error(s) : "out of memory");
             sbx_snapshot_free(sn);
             goto out;

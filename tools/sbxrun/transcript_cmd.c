@@ -269,9 +269,8 @@ int cmd_transcript(int argc, char **argv)
         return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
     }
     sub = argv[1];
-    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0) {
-        return cli_fail("transcript", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "unknown subcommand '%s' (show or verify)", sub);
-    }
+    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0)
+        return cli_usage_error("transcript", "unknown subcommand '%s' (show or verify)", sub);
     optind = 1;
     while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
         switch (c) {
@@ -279,9 +278,8 @@ int cmd_transcript(int argc, char **argv)
         case 's': {
             char *end;
             step = strtol(optarg, &end, 10);
-            if (!*optarg || *end || step < 1) {
-                return cli_fail("transcript", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--step wants a step number (1, 2...), not '%s'", optarg);
-            }
+            if (!*optarg || *end || step < 1)
+                return cli_usage_error("transcript", "--step wants a step number (1, 2...), not '%s'", optarg);
             break;
         }
         case 'e': expect = optarg; break;
@@ -290,18 +288,15 @@ int cmd_transcript(int argc, char **argv)
         default: fputs(usage_text, stderr); cli_json_scan(argc - 1, argv + 1); return SBXRUN_EXIT_USAGE;
         }
     }
-    if (argc - 1 - optind != 1) {
-        return cli_fail("transcript", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "%s: one FILE expected", sub);
-    }
+    if (argc - 1 - optind != 1)
+        return cli_usage_error("transcript", "%s: one FILE expected", sub);
     path = argv[1 + optind];
     if (strcmp(sub, "verify") == 0) {
-        if (as_json || step) {
-            return cli_fail("transcript verify", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--json and --step are options of show");
-        }
+        if (as_json || step)
+            return cli_usage_error("transcript verify", "--json and --step are options of show");
         return verify(path, expect, allow_incomplete);
     }
-    if (expect || allow_incomplete) {
-        return cli_fail("transcript show", SBXRUN_EXIT_USAGE, SBX_E_INVALID_ARG, "--expect and --allow-incomplete are options of verify");
-    }
+    if (expect || allow_incomplete)
+        return cli_usage_error("transcript show", "--expect and --allow-incomplete are options of verify");
     return show(path, as_json, step);
 }
