@@ -72,7 +72,7 @@ int cli_json_end(const char *cmd, int exit_code);
 int cli_fail(const char *cmd, int exit_code, sbx_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
- * SBXRUN_EXIT_USAGE (main.c). */
+ * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* SBXRUN_CLI_H */
