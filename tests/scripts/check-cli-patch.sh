@@ -181,12 +181,16 @@ expect 3 "" "unsafe: absolute: " check --repo "$repo" "$tmp/abs-rename.diff"
 # Refused whatever the base.
 expect 3 "" "unsafe: git-dir: " check --repo "$repo" --base "$first" "$tmp/hook.diff"
 
-# --json: the object, whatever the verdict.
-json_check() { # FILE VERDICT [RULE]
+# --json: the envelope (sbxrun(1), JSON OUTPUT), the verdict's object its
+# result, whatever the verdict; exitCode is the exit status.
+json_check() { # FILE VERDICT [RULE] EXIT
   python3 -c '
 import json, sys
-d = json.load(sys.stdin)
-want_verdict, want_rule = sys.argv[1], sys.argv[2]
+e = json.load(sys.stdin)
+want_verdict, want_rule, want_exit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+assert list(e) == ["sbxrun", "ok", "exitCode", "result"], list(e)
+assert e["sbxrun"] == "patch" and e["exitCode"] == want_exit and e["ok"] == (want_exit == 0), e
+d = e["result"]
 for k in ("verdict", "rule", "message", "patch_id", "files", "diffstat"):
     assert k in d, "no " + k
 assert d["verdict"] == want_verdict, d["verdict"]
@@ -194,12 +198,12 @@ if want_rule:
     assert d["rule"] == want_rule, d["rule"]
 for k in ("files", "additions", "deletions"):
     assert k in d["diffstat"], "no diffstat." + k
-' "$2" "${3:-}" <"$1"
+' "$2" "${3:-}" "${4:-0}" <"$1"
 }
 "$sbxrun" patch check --json --repo "$repo" "$tmp/good.diff" >"$tmp/j" 2>/dev/null; rc=$?
 if [ $rc -eq 0 ] && json_check "$tmp/j" applies && python3 -c '
 import json, sys
-d = json.load(sys.stdin)
+d = json.load(sys.stdin)["result"]
 assert d["patch_id"] == sys.argv[1], d["patch_id"]
 assert d["rule"] is None and d["message"] is None, d
 assert d["diffstat"] == {"files": 4, "additions": 4, "deletions": 1}, d["diffstat"]
@@ -216,13 +220,13 @@ assert s.startswith("{\n  \"") and s.endswith("}\n") and not s.endswith("\n\n")
 ' "$tmp/j"; then echo "ok: --json layout"
 else echo "FAIL: --json is not indented by 2 with one trailing newline"; fail=1; fi
 "$sbxrun" patch check --json --repo "$repo" "$tmp/stale.diff" >"$tmp/j" 2>/dev/null; rc=$?
-if [ $rc -eq 4 ] && json_check "$tmp/j" does-not-apply; then echo "ok: --json does-not-apply"
+if [ $rc -eq 4 ] && json_check "$tmp/j" does-not-apply "" 4; then echo "ok: --json does-not-apply"
 else echo "FAIL: --json of a stale patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
 "$sbxrun" patch check --json --repo "$repo" "$tmp/hook.diff" >"$tmp/j" 2>/dev/null; rc=$?
-if [ $rc -eq 3 ] && json_check "$tmp/j" unsafe git-dir; then echo "ok: --json unsafe"
+if [ $rc -eq 3 ] && json_check "$tmp/j" unsafe git-dir 3; then echo "ok: --json unsafe"
 else echo "FAIL: --json of an unsafe patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
 "$sbxrun" patch check --json --repo "$repo" "$tmp/junk.diff" >"$tmp/j" 2>/dev/null; rc=$?
-if [ $rc -eq 4 ] && json_check "$tmp/j" malformed; then echo "ok: --json malformed"
+if [ $rc -eq 4 ] && json_check "$tmp/j" malformed "" 4; then echo "ok: --json malformed"
 else echo "FAIL: --json of a malformed patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
 stdin="$tmp/hunks.diff" expect 0 "\"patch_id\": \"$(git_id "$tmp/hunks.diff")\"" "" check --json --repo "$repo" -
 
@@ -236,8 +240,19 @@ expect 2 "" "one patch FILE" check --repo "$repo" "$tmp/good.diff" "$tmp/stale.d
 expect 2 "" "$tmp/nope" check --repo "$tmp/nope" "$tmp/good.diff"
 expect 2 "" "no-such-rev" check --repo "$repo" --base no-such-rev "$tmp/good.diff"
 expect 2 "" "$tmp/missing.diff" check --repo "$repo" "$tmp/missing.diff"
-expect 2 "" "" check --json --repo "$repo" "$tmp/missing.diff"
-[ -s "$tmp/out" ] && { echo "FAIL: a usage error printed JSON: $(cat "$tmp/out")"; fail=1; }
+# With --json a usage error is the error object, the message as on stderr.
+for args in "check --json --repo $repo $tmp/missing.diff" "check --json --frobnicate --repo $repo $tmp/good.diff" \
+            "check --frobnicate --json --repo $repo $tmp/good.diff" "check --json $tmp/good.diff"; do
+  "$sbxrun" patch $args >"$tmp/out" 2>/dev/null; rc=$?
+  if [ $rc -eq 2 ] && python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+assert list(e) == ["sbxrun", "ok", "exitCode", "error"], list(e)
+assert e["sbxrun"] == "patch" and e["ok"] is False and e["exitCode"] == 2, e
+assert e["error"]["status"] == "SBX_E_INVALID_ARG" and e["error"]["what"] == "usage" and e["error"]["message"], e
+' <"$tmp/out"; then echo "ok: --json usage error: $args"
+  else echo "FAIL: --json usage error ($args): exit $rc: $(cat "$tmp/out")"; fail=1; fi
+done
 expect 2 "" "unknown subcommand 'apply'" apply --repo "$repo" "$tmp/good.diff"
 expect 2 "" "usage: sbxrun patch check"
 expect 0 "usage: sbxrun patch check" "" --help

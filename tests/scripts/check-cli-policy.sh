@@ -41,14 +41,27 @@ expect 0 "" "" check --cwd /vercel/sandbox/sub -- cat ../a
 expect 3 "" "denied: path_outside: " check --cwd /vercel/sandbox/sub -- cat ../../a
 expect 3 "" "denied: cwd_outside: " check --cwd /tmp -- ls
 
-# --json: one object on stdout, the exit code unchanged.
-expect 0 '{"decision": "allow", "reason": "allow", "message": ""}' "" check --json -- git status
-expect 3 '"decision": "deny", "reason": "path_outside"' "denied: path_outside" check --json -- cat /etc/passwd
-"$sbxrun" policy check --json -- rg --pre cat x 2>/dev/null | python3 -c '
+# --json: one object on stdout, the envelope (sbxrun(1), JSON OUTPUT) with
+# the decision as its result; the exit code unchanged.
+expect 0 '"result": {' "" check --json -- git status
+expect 3 '"path_outside"' "denied: path_outside" check --json -- cat /etc/passwd
+json_is() { # EXIT PYTHON-ASSERTION ARGS...: the envelope e, its result d
+  local want=$1 test=$2; shift 2
+  "$sbxrun" policy "$@" >"$tmp/out" 2>/dev/null; local rc=$?
+  if [ $rc -eq "$want" ] && python3 -c '
 import json, sys
-d = json.load(sys.stdin)
-assert d["decision"] == "deny" and d["reason"] == "option" and "--pre" in d["message"], d
-' || { echo "FAIL: --json output does not parse as the expected decision"; fail=1; }
+e = json.load(sys.stdin)
+assert e["sbxrun"] == "policy" and e["exitCode"] == int(sys.argv[1]) and e["ok"] == (sys.argv[1] == "0"), e
+d = e.get("result")
+assert '"$test"', e
+' "$want" <"$tmp/out"; then echo "ok: sbxrun policy $* (JSON)"
+  else echo "FAIL: sbxrun policy $*: exit $rc, JSON: $(cat "$tmp/out")"; fail=1; fi
+}
+json_is 0 'd == {"decision": "allow", "reason": "allow", "message": ""}' check --json -- git status
+json_is 3 'd["decision"] == "deny" and d["reason"] == "option" and "--pre" in d["message"]' check --json -- rg --pre cat x
+printf '{"version": 1, "alow": {}}' >"$tmp/bad.json"
+json_is 2 'e["error"]["what"] == "usage" and "alow: unknown key" in e["error"]["message"]' check --json --policy "$tmp/bad.json" -- ls
+json_is 2 'e["error"]["status"] == "SBX_E_INVALID_ARG" and "--nope" in e["error"]["message"]' check --nope --json -- ls
 
 # --policy and --job
 cat >"$tmp/p.json" <<'EOF'

@@ -36,11 +36,29 @@ export SBXRUN_ENDPOINT="unix:$dir/sbxd.sock" SBXRUN_TOKEN="$(cat "$dir/state/tok
 id=$("$sbxrun" sandbox create --env GREETING=hi --port 3000 --runtime node22 2>"$dir/err")
 case "$id" in sbx_*) ok "sandbox create prints the id" ;; *) not_ok "sandbox create" "$id" "$(cat "$dir/err")" ;; esac
 expect 0 '"runtime": "node22"' "sandbox get --json" -- sandbox get "$id" --json
+# --json: one object, the envelope (sbxrun(1), JSON OUTPUT).
+# json_is EXIT PYTHON-ASSERTION DESCRIPTION -- ARGS...: the envelope e, its result d.
+json_is() {
+  local want=$1 test=$2 what=$3; shift 4
+  out=$("$sbxrun" "$@" 2>"$dir/err"); rc=$?
+  if [ "$rc" -eq "$want" ] && printf '%s' "$out" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+assert e["exitCode"] == int(sys.argv[1]) and e["ok"] == (e["exitCode"] == 0), e
+assert list(e)[:3] == ["sbxrun", "ok", "exitCode"] and len(e) == 4 and ("result" in e or "error" in e), e
+d = e.get("result")
+assert '"$test"', e
+' "$want"; then ok "$what"
+  else not_ok "$what" "exit $rc, expected $want" "stdout: $out" "stderr: $(cat "$dir/err")"; fi
+}
+json_is 0 'e["sbxrun"] == "sandbox" and d["sandbox"]["id"] == "'"$id"'" and d["sandbox"]["runtime"] == "node22"' "sandbox get --json: the envelope" -- sandbox get "$id" --json
 expect 0 "status:    running" "sandbox get" -- sandbox get "$id"
 expect 0 "$id" "sandbox list shows it" -- sandbox list
 expect 0 '"sandboxes"' "sandbox list --json" -- sandbox list --json --limit 5
-expect 1 "" "sandbox get of an unknown id fails" -- sandbox get sbx_nope
-expect 1 '"SBX_E_NOT_FOUND"' "errors as JSON with --json" -- sandbox get sbx_nope --json
+expect 125 "" "sandbox get of an unknown id: no sandbox (125)" -- sandbox get sbx_nope
+json_is 125 'e["error"]["status"] == "SBX_E_NOT_FOUND" and e["error"]["what"] == "get"' "errors as JSON with --json" -- sandbox get sbx_nope --json
+json_is 2 'e["error"]["what"] == "usage" and "belongs to another subcommand" in e["error"]["message"]' "a usage error as JSON with --json" -- sandbox list --json --runtime node24
+json_is 2 'e["error"]["what"] == "usage"' "an unknown option as JSON with --json" -- sandbox list --bogus --json
 expect 2 "" "unknown subcommand" -- sandbox frob
 expect 2 "" "option of another subcommand" -- sandbox list --runtime node24
 expect 2 "" "get needs an id" -- sandbox get
@@ -65,17 +83,22 @@ out=$("$sbxrun" exec --sandbox "$id" --allow sh -- sh -c 'echo to-out; echo to-e
 expect 0 "/tmp" "exec --cwd" -- exec --sandbox "$id" --no-policy --cwd /tmp -- pwd
 expect 0 "v1 v2" "exec --env" -- exec --sandbox "$id" --env A=v1 --env B=v2 --allow sh -- sh -c 'echo $A $B'
 expect 3 '"exitCode": 3' "exec --json (exit status still the program's)" -- exec --json --sandbox "$id" --allow sh -- sh -c 'echo j; exit 3'
+json_is 3 'e["sbxrun"] == "exec" and d["exitCode"] == 3 and d["stdout"] == "j\n" and d["sandboxId"] == "'"$id"'"' "exec --json: the run is the result" -- exec --json --sandbox "$id" --allow sh -- sh -c 'echo j; exit 3'
+json_is 0 'd["exitCode"] == 0 and d["stderr"] == "e\n"' "exec --json: ok" -- exec --json --sandbox "$id" --allow sh -- sh -c 'echo e >&2'
 expect 0 "-n x" "program options are the program's" -- exec --sandbox "$id" --allow echo -- echo -n x -n x
-expect 125 "" "exec --timeout kills" -- exec --sandbox "$id" --timeout 500 --allow sleep -- sleep 20
+expect 124 "" "exec --timeout kills: 124, as timeout(1)" -- exec --sandbox "$id" --timeout 500 --allow sleep -- sleep 20
+json_is 124 'e["error"]["status"] == "SBX_E_TIMEOUT" and e["error"]["what"] == "exec"' "exec --json --timeout" -- exec --json --sandbox "$id" --timeout 500 --allow sleep -- sleep 20
 expect 127 "" "program not found" -- exec --sandbox "$id" --allow no-such-program -- no-such-program
 expect 2 "" "exec without a program" -- exec --sandbox "$id"
 expect 125 "" "exec in an unknown sandbox" -- exec --sandbox sbx_nope --allow true -- true
+json_is 125 'e["error"]["what"] == "find the sandbox" and e["error"]["status"] == "SBX_E_NOT_FOUND"' "exec --json in an unknown sandbox" -- exec --json --sandbox sbx_nope --allow true -- true
+json_is 2 'e["error"]["what"] == "usage" and "no PROGRAM" in e["error"]["message"]' "exec --json without a program" -- exec --json --sandbox "$id"
 # The command policy is checked before anything is created or run.
 expect 3 "" "exec refuses a program the policy does not allow" -- exec --sandbox "$id" -- sh -c 'echo no'
 grep -q "denied: program_not_allowed" "$dir/err" && ok "the reason is on stderr" || not_ok "denied reason" "$(cat "$dir/err")"
 expect 3 "" "exec refuses a path outside the workspace" -- exec --sandbox "$id" -- cat /etc/passwd
 grep -q "denied: path_outside" "$dir/err" && ok "path_outside on stderr" || not_ok "path_outside reason" "$(cat "$dir/err")"
-expect 3 '"SBX_E_POLICY_DENIED"' "exec --json reports a denial as JSON" -- exec --json --sandbox "$id" -- node -e 1
+json_is 3 'e["error"] == {"status": "SBX_E_POLICY_DENIED", "what": "policy", "message": e["error"]["message"]} and e["error"]["message"].startswith("script: ")' "exec --json reports a denial as JSON" -- exec --json --sandbox "$id" -- node -e 1
 before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
 expect 3 "" "a denied one-shot exec" -- exec -- python3 -c 1
 after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
@@ -173,9 +196,11 @@ expect 0 "one two" "the tree arrived" -- exec --sandbox "$id" --allow sh -- sh -
 expect 0 "" "cp a file out" -- cp "$id:tree/sub/b.txt" "$dir/b.out"
 [ "$(cat "$dir/b.out" 2>/dev/null)" = two ] && ok "the file came out" || not_ok "the file came out"
 mkdir "$dir/outdir"
-expect 0 '"direction": "out"' "cp into a directory keeps the name" -- cp --json "$id:tree/a.txt" "$dir/outdir"
+json_is 0 'e["sbxrun"] == "cp" and d["direction"] == "out" and d["to"] == "'"$dir/outdir/a.txt"'"' "cp into a directory keeps the name" -- cp --json "$id:tree/a.txt" "$dir/outdir"
 [ "$(cat "$dir/outdir/a.txt" 2>/dev/null)" = one ] && ok "named a.txt" || not_ok "named a.txt"
 expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
+json_is 1 'e["sbxrun"] == "cp" and e["error"]["what"] == "cp"' "cp --json of a missing file" -- cp --json "$id:missing" "$dir/x"
+json_is 125 'e["error"]["what"] == "find the sandbox"' "cp --json into an unknown sandbox" -- cp --json "$dir/tree/a.txt" sbx_nope:a.txt
 [ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"
 expect 2 "" "cp needs one remote side" -- cp "$dir/a" "$dir/b"
 # /proc files say they are empty; a pipe has no size at all.
@@ -198,8 +223,11 @@ case "$out" in *"sandbox $id"*"env API_TOKEN"*"exit code 4"*"command cmd_"*"out 
   *) not_ok "transcript show" "$out" ;; esac
 "$sbxrun" exec --sandbox "$id" --allow sleep --timeout 300 --transcript "$dir/t2.jsonl" -- sleep 5 >/dev/null 2>&1
 out=$("$sbxrun" transcript show --step 1 --json "$dir/t2.jsonl" 2>&1)
-case "$out" in *'"reason":"timeout"'*'"retryable":true'*) ok "a timeout is recorded with its reason" ;;
-  *) not_ok "timeout in the transcript" "$out" ;; esac
+printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["result"]
+assert d["reason"] == "timeout" and d["retryable"] is True, d' && ok "a timeout is recorded with its reason" ||
+  not_ok "timeout in the transcript" "$out"
 
 # A transcript that cannot be written (a full disk: a 16 KiB tmpfs, the
 # header fits, the step's 32 KiB of output windows do not) fails the run
@@ -216,7 +244,8 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=16k,mode=700 tmpfs "$dir/full" 2
   [ $rc = 125 ] && printf '%s' "$out" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-assert j["exitCode"] == 3 and j["error"]["what"] == "transcript", j' &&
+assert j["exitCode"] == 125 and j["ok"] is False, j
+assert j["result"]["exitCode"] == 3 and j["result"]["error"]["what"] == "transcript", j' &&
     ok "exec --json: the result and the transcript's failure in one object" || not_ok "--json full disk" "rc=$rc" "$(cat "$dir/err")"
   umount "$dir/full"
 else
@@ -235,13 +264,13 @@ expect 0 "usage: sbxrun cp" "cp --help" -- cp --help
 
 # A server that stopped answering (SIGSTOP): the request's deadline ends the
 # command with an error, instead of a hang.
-expect 1 "" "--request-timeout wants milliseconds" -- sandbox list --request-timeout soon
+expect 2 "" "--request-timeout wants milliseconds" -- sandbox list --request-timeout soon
 kill -STOP "$pid"
 t0=$(date +%s)
 out=$(timeout 60 "$sbxrun" sandbox list --request-timeout 2000 2>&1); rc=$?
 t1=$(date +%s)
 kill -CONT "$pid"
-if [ $rc -eq 1 ] && [ $((t1 - t0)) -lt 30 ] && [[ "$out" == *deadline* ]]; then
+if [ $rc -eq 125 ] && [ $((t1 - t0)) -lt 30 ] && [[ "$out" == *deadline* ]]; then
   ok "sandbox list against a stopped server ends at --request-timeout ($((t1 - t0)) s)"
 else
   not_ok "sandbox list against a stopped server" "rc=$rc after $((t1 - t0)) s" "$out"
@@ -251,7 +280,7 @@ expect 0 "$id" "the server answers again once resumed" -- sandbox list
 # No endpoint and no local sbxd: a clear error naming what to set.
 out=$(env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN HOME="$dir/home" \
       XDG_STATE_HOME="$dir/xdg" "$sbxrun" sandbox list 2>&1); rc=$?
-if [ "$(id -u)" != 0 ] && [ $rc -eq 1 ] && [[ "$out" == *VERCEL_OIDC_TOKEN* ]]; then ok "no endpoint: clear error"
+if [ "$(id -u)" != 0 ] && [ $rc -eq 125 ] && [[ "$out" == *VERCEL_OIDC_TOKEN* ]]; then ok "no endpoint: clear error"
 elif [ "$(id -u)" = 0 ] && [ $rc -ne 0 ]; then ok "no endpoint: error ($rc)"
 else not_ok "no endpoint: clear error" "rc=$rc" "$out"; fi
 

@@ -31,18 +31,26 @@ out=$("$sbxrun" transcript show "$t"); rc=$?
 [ $rc = 0 ] && case "$out" in *"job exec"*"step 1 (exec): npx evil-package --token=[REDACTED:github]"*"policy-denied"*"end: denied"*) true ;; *) false ;; esac &&
   ok "show: the job, the step, the verdict" || bad "show: rc=$rc $out"
 out=$("$sbxrun" transcript show --json "$t"); rc=$?
-lines=$(printf '%s\n' "$out" | wc -l)
-[ $rc = 0 ] && [ "$lines" = 3 ] && printf '%s\n' "$out" | python3 -c '
+[ $rc = 0 ] && printf '%s' "$out" | python3 -c '
 import json, sys
-types = [json.loads(l)["type"] for l in sys.stdin]
-assert types == ["job", "step", "end"], types' && ok "show --json: one JSON object per entry" ||
-  bad "show --json: rc=$rc lines=$lines"
+e = json.load(sys.stdin)
+assert e["sbxrun"] == "transcript" and e["ok"] is True and e["exitCode"] == 0, e
+types = [x["type"] for x in e["result"]]
+assert types == ["job", "step", "end"], types
+assert e["result"][1]["argv"][0] == "npx", e["result"][1]' && ok "show --json: the entries, in order" ||
+  bad "show --json: rc=$rc $out"
 out=$("$sbxrun" transcript show "$t" --step 1 --json); rc=$?
 [ $rc = 0 ] && printf '%s' "$out" | python3 -c '
 import json, sys
-e = json.loads(sys.stdin.read())
+e = json.load(sys.stdin)["result"]
 assert e["step"] == 1 and e["reason"] == "policy-denied" and e["exit_code"] is None, e' &&
   ok "show --step 1 --json" || bad "show --step: rc=$rc $out"
+out=$("$sbxrun" transcript show "$t" --step 2 --json 2>/dev/null); rc=$?
+[ $rc = 1 ] && printf '%s' "$out" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+assert e["ok"] is False and e["exitCode"] == 1 and "no step 2" in e["error"]["message"], e' &&
+  ok "show --step 2 --json: the error object" || bad "show --step 2 --json: rc=$rc $out"
 err=$("$sbxrun" transcript show "$t" --step 2 2>&1 >/dev/null); rc=$?
 [ $rc = 1 ] && case "$err" in *"no step 2"*) true ;; *) false ;; esac && ok "show --step 2: no such step" ||
   bad "step 2: rc=$rc $err"

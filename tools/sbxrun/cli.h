@@ -52,8 +52,27 @@ int cli_add_env_secrets(sbx_redactor *r);
 void cli_json_result(const char *cmd, int exit_code, json_t *result);
 void cli_json_error(const char *cmd, int exit_code, const char *what, sbx_status st, const char *message);
 
+/* JSON text (NUL-terminated, or len bytes) as a value for a result: parsed,
+ * else the text as a string; NULL text is null. */
+json_t *cli_json_parse(const char *text);
+json_t *cli_json_parsen(const char *text, size_t len);
+
+/* A subcommand calls cli_json_mode() when it sees --json (cli_json_scan():
+ * when its options could not all be read, whether --json is among argv's
+ * before "--"). cli_json_end() (main.c, after the subcommand) keeps the
+ * promise of one object: with --json, a subcommand that failed without
+ * printing one gets an error object here, from the last cli_fail() or
+ * cli_usage_error() message. Returns exit_code. */
+void cli_json_mode(void);
+void cli_json_scan(int argc, char **argv);
+int cli_json_end(const char *cmd, int exit_code);
+
+/* "sbxrun CMD: MESSAGE" on stderr, kept for cli_json_end(); returns
+ * exit_code. */
+int cli_fail(const char *cmd, int exit_code, sbx_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
- * SBXRUN_EXIT_USAGE (main.c). */
+ * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* SBXRUN_CLI_H */

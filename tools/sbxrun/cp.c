@@ -19,7 +19,11 @@ static const char usage_text[] =
     "file out of a sandbox (written beside LOCAL and renamed into place, so a\n"
     "failed copy leaves nothing). SANDBOX is a sandbox id. When LOCAL is an\n"
     "existing directory, the file keeps its name inside it.\n"
-    "\n" REMOTE_OPTS_HELP;
+    "\n" REMOTE_OPTS_HELP
+    "\n"
+    "Exit status: 0 copied; 1 the server refused (a file that is not there);\n"
+    "2 usage; 125 no such sandbox, a local file that cannot be read or written,\n"
+    "or the endpoint could not be reached or did not answer in time.\n";
 
 /* "sbx_abc:/path" -> id and path; NULL when arg is a local path. */
 static char *split_remote(const char *arg, const char **path)
@@ -56,6 +60,7 @@ int cmd_cp(int argc, char **argv)
             return SBXRUN_EXIT_OK;
         }
         fputs(usage_text, stderr);
+        cli_json_scan(argc, argv);
         return SBXRUN_EXIT_USAGE;
     }
     if (argc - optind != 2) {
@@ -65,26 +70,27 @@ int cmd_cp(int argc, char **argv)
     src_id = split_remote(argv[optind], &src_path);
     dst_id = split_remote(argv[optind + 1], &dst_path);
     if (!src_id == !dst_id) {
-        fprintf(stderr, "sbxrun cp: exactly one of the two must be SANDBOX:PATH\n");
+        cli_usage_error("cp", "exactly one of the two must be SANDBOX:PATH");
         free(src_id);
         free(dst_id);
         return SBXRUN_EXIT_USAGE;
     }
     id = src_id ? src_id : dst_id;
     if (!*(src_id ? src_path : dst_path)) {
-        fprintf(stderr, "sbxrun cp: %s: the path in the sandbox is empty\n", id);
+        cli_usage_error("cp", "%s: the path in the sandbox is empty", id);
         free(id);
         return SBXRUN_EXIT_USAGE;
     }
-    if (remote_open(&r, &o, false, err, sizeof err) < 0) {
-        fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
+    if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
+        rc = fail_msg(o.json, "cp", remote_open_exit(st), "connect", st, err);
         remote_close(&r);
         free(id);
-        return SBXRUN_EXIT_FAIL;
+        return rc;
     }
     s = sbx_sandbox_new(r.client);
     if (!s || (st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
-        fail_msg(o.json, "find the sandbox", s ? st : SBX_E_NOMEM, s ? sbx_sandbox_last_error(s) : "out of memory");
+        rc = fail_msg(o.json, "cp", s ? remote_fetch_exit(st) : SBXRUN_EXIT_CANNOT_RUN, "find the sandbox",
+                      s ? st : SBX_E_NOMEM, s ? sbx_sandbox_last_error(s) : "out of memory");
         goto out;
     }
     if (dst_id) {
@@ -97,8 +103,7 @@ int cmd_cp(int argc, char **argv)
             const char *base = strrchr(src_path, '/');
             base = base ? base + 1 : src_path;
             if (!*base) {
-                fprintf(stderr, "sbxrun cp: %s: name a file, not a directory\n", src_path);
-                rc = SBXRUN_EXIT_USAGE;
+                rc = cli_usage_error("cp", "%s: name a file, not a directory", src_path);
                 goto out;
             }
             local_dst = malloc(strlen(local) + strlen(base) + 2);
@@ -108,15 +113,14 @@ int cmd_cp(int argc, char **argv)
         st = sbx_sandbox_download(s, src_path, local);
     }
     if (st != SBX_OK) {
-        fail_msg(o.json, "cp", st, sbx_sandbox_last_error(s));
+        rc = fail_msg(o.json, "cp", remote_exit(st), "cp", st, sbx_sandbox_last_error(s));
         goto out;
     }
     if (o.json) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "sandboxId", sbx_sandbox_id(s), "direction",
                               dst_id ? "in" : "out", "from", argv[optind], "to",
                               local_dst ? local_dst : argv[optind + 1]);
-        if (j)
-            print_json(j);
+        cli_json_result("cp", SBXRUN_EXIT_OK, j);
     }
     rc = SBXRUN_EXIT_OK;
 out:

@@ -21,7 +21,7 @@
 
 /* sbxrun's own failure, distinct from the program's exit codes (as env(1),
  * docker run). */
-#define EXIT_EXEC_FAILED 125
+#define EXIT_EXEC_FAILED SBXRUN_EXIT_CANNOT_RUN
 
 /* The lease of a new sandbox: its timeout at creation, renewed every third
  * of it, so a failed renewal or two is survived. The server's minimum
@@ -47,6 +47,7 @@ static const char usage_text[] =
     "  --env NAME=VALUE    environment variable (repeatable)\n"
     "  --sudo              run as root of the sandbox\n"
     "  --timeout MS        kill the program (SIGKILL) after MS milliseconds\n"
+    "                      and exit 124\n"
     "  --lease MS          a new sandbox's timeout, extended while the program\n"
     "                      runs: if sbxrun is killed, the sandbox stops at most\n"
     "                      MS milliseconds later [180000]\n"
@@ -71,10 +72,11 @@ static const char usage_text[] =
     "The output is redacted as by `sbxrun redact` (credential shapes, the values\n"
     "of secret-looking variables of sbxrun and of --env, --secret values).\n"
     "\n"
-    "With --json nothing is streamed: one JSON object is printed at the end with\n"
-    "sandboxId, commandId, exitCode, stdout, stderr (their last MiB), the byte\n"
-    "counts and durationMs (and error, when the transcript failed). Exit status:\n"
-    "the program's, or 125 when sbxrun could not run it or could not write its\n"
+    "With --json nothing is streamed: sbxrun's JSON envelope (sbxrun(1), JSON\n"
+    "OUTPUT) is printed at the end, its result sandboxId, commandId, exitCode,\n"
+    "stdout, stderr (their last MiB), the byte counts and durationMs (and error,\n"
+    "when the transcript failed). Exit status: the program's; 124 when --timeout\n"
+    "ended it; 125 when sbxrun could not run it or could not write its\n"
     "transcript (the reason on stderr).\n";
 
 enum {
@@ -85,29 +87,28 @@ enum {
 #define MAX_ALLOW 64
 
 /* The command policy's verdict on argv, before anything is created: 0 to
- * go on, else sbxrun's exit status. */
+ * go on, else sbxrun's exit status; a denial (3) is said in denied, for
+ * --json. */
 static int check_policy(const char *file, const char *const *allow, int nallow, const char *cwd, int argc,
-                        char **argv, bool json)
+                        char **argv, char *denied, size_t deniedlen)
 {
     sbx_policy *p = sbx_policy_new();
     sbx_policy_reason why = SBX_POLICY_ALLOW;
     char msg[1024], dir[4096];
     sbx_status st;
     int rc = 0;
-    if (!p) {
-        fprintf(stderr, "sbxrun exec: out of memory\n");
-        return EXIT_EXEC_FAILED;
-    }
+    if (!p)
+        return cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
-        fprintf(stderr, "sbxrun exec: --policy: %s\n", sbx_policy_last_error(p));
+        rc = cli_usage_error("exec", "--policy: %s", sbx_policy_last_error(p));
         sbx_policy_free(p);
-        return SBXRUN_EXIT_USAGE;
+        return rc;
     }
     for (int i = 0; i < nallow; i++) {
         if (sbx_policy_allow_program(p, NULL, allow[i]) != SBX_OK) {
-            fprintf(stderr, "sbxrun exec: --allow: %s\n", sbx_policy_last_error(p));
+            rc = cli_usage_error("exec", "--allow: %s", sbx_policy_last_error(p));
             sbx_policy_free(p);
-            return SBXRUN_EXIT_USAGE;
+            return rc;
         }
     }
     /* A relative --cwd is under the workspace, as the server takes it. */
@@ -116,17 +117,11 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
     st = sbx_policy_check(p, NULL, (size_t)argc, (const char *const *)argv, cwd && cwd[0] != '/' ? dir : cwd, &why,
                           msg, sizeof msg);
     if (st == SBX_E_POLICY_DENIED) {
-        if (json) {
-            json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "status", "SBX_E_POLICY_DENIED", "reason",
-                                  sbx_policy_reason_name(why), "message", msg);
-            if (j)
-                print_json(j);
-        }
+        snprintf(denied, deniedlen, "%s: %s", sbx_policy_reason_name(why), msg);
         fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name(why), msg);
         rc = SBXRUN_EXIT_DENIED;
     } else if (st != SBX_OK) {
-        fprintf(stderr, "sbxrun exec: %s\n", msg);
-        rc = SBXRUN_EXIT_USAGE;
+        rc = cli_usage_error("exec", "%s", msg);
     }
     sbx_policy_free(p);
     return rc;
@@ -214,7 +209,7 @@ static sbx_redactor *exec_redactor(const char *const *secrets, int nsecrets, con
         goto fail;
     for (int i = 0; i < nsecrets; i++) {
         if (sbx_redactor_add_secret(r, (const uint8_t *)secrets[i], strlen(secrets[i])) != SBX_OK) {
-            fprintf(stderr, "sbxrun exec: --secret: %s\n", sbx_redactor_last_error(r));
+            cli_usage_error("exec", "--secret: %s", sbx_redactor_last_error(r));
             goto fail;
         }
     }
@@ -259,7 +254,7 @@ static sbx_transcript *open_transcript(const char *path, const sbx_redactor *red
     sbx_redactor_free(plain);
     return t;
 fail:
-    fprintf(stderr, "sbxrun exec: --transcript: %s\n", t ? sbx_transcript_last_error(t) : "out of memory");
+    cli_fail("exec", 0, st, "--transcript: %s", t ? sbx_transcript_last_error(t) : "out of memory");
     sbx_redactor_free(plain);
     sbx_transcript_free(t);
     *why = st;
@@ -284,8 +279,8 @@ static int close_transcript(struct sink *k, const char *path, sbx_step_outcome h
     k->tr = NULL;
     if (!k->tr_err[0])
         return 0;
-    fprintf(stderr, "sbxrun exec: the transcript %s could not be written (%s); failing the run\n", path, k->tr_err);
-    return EXIT_EXEC_FAILED;
+    return cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_IO, "the transcript %s could not be written (%s); failing the run",
+                    path, k->tr_err);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -407,6 +402,9 @@ int cmd_exec(int argc, char **argv)
     sbx_status st;
     bool own_sandbox = false; /* read at "out" even when we leave early */
     json_t *result = NULL;    /* --json: printed at the end */
+    const char *failed = NULL; /* --json: what failed, failed_st why, detail the message */
+    sbx_status failed_st = SBX_OK;
+    char denied[1200] = "";
     struct timespec t0, t1;
 
     optind = 1;
@@ -418,29 +416,23 @@ int cmd_exec(int argc, char **argv)
         case O_SANDBOX: sandbox_id = optarg; break;
         case O_CWD: cwd = optarg; break;
         case O_ENV:
-            if (nenv == 256 || !strchr(optarg, '=') || optarg[0] == '=') {
-                fprintf(stderr, "sbxrun exec: --env wants NAME=VALUE (at most 256), not '%s'\n", optarg);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (nenv == 256 || !strchr(optarg, '=') || optarg[0] == '=')
+                return cli_usage_error("exec", "--env wants NAME=VALUE (at most 256), not '%s'", optarg);
             envs[nenv++] = optarg;
             break;
         case O_SUDO: sudo = 1; break;
         case O_TIMEOUT: {
             char *end;
             timeout = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || timeout <= 0) {
-                fprintf(stderr, "sbxrun exec: --timeout wants milliseconds > 0, not '%s'\n", optarg);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (!*optarg || *end || timeout <= 0)
+                return cli_usage_error("exec", "--timeout wants milliseconds > 0, not '%s'", optarg);
             break;
         }
         case O_LEASE: {
             char *end;
             lease = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || lease < LEASE_MIN_MS) {
-                fprintf(stderr, "sbxrun exec: --lease wants milliseconds >= %d, not '%s'\n", LEASE_MIN_MS, optarg);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (!*optarg || *end || lease < LEASE_MIN_MS)
+                return cli_usage_error("exec", "--lease wants milliseconds >= %d, not '%s'", LEASE_MIN_MS, optarg);
             break;
         }
         case O_RUNTIME: runtime = optarg; break;
@@ -448,18 +440,14 @@ int cmd_exec(int argc, char **argv)
         case O_NO_REDACT: no_redact = true; break;
         case O_TRANSCRIPT: transcript = optarg; break;
         case O_SECRET:
-            if (nsecrets == MAX_ALLOW) {
-                fprintf(stderr, "sbxrun exec: at most %d --secret\n", MAX_ALLOW);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (nsecrets == MAX_ALLOW)
+                return cli_usage_error("exec", "at most %d --secret", MAX_ALLOW);
             secrets[nsecrets++] = optarg;
             break;
         case O_NO_POLICY: no_policy = true; break;
         case O_ALLOW:
-            if (nallow == MAX_ALLOW) {
-                fprintf(stderr, "sbxrun exec: at most %d --allow\n", MAX_ALLOW);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (nallow == MAX_ALLOW)
+                return cli_usage_error("exec", "at most %d --allow", MAX_ALLOW);
             allow[nallow++] = optarg;
             break;
         case O_NETPOLICY:
@@ -468,28 +456,23 @@ int cmd_exec(int argc, char **argv)
                                                        : optarg;
             break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        default: fputs(usage_text, stderr); cli_json_scan(argc, argv); return SBXRUN_EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "sbxrun exec: no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])\n");
-        return SBXRUN_EXIT_USAGE;
-    }
-    if (sandbox_id && (runtime || policy || lease)) {
-        fprintf(stderr, "sbxrun exec: --runtime, --network-policy and --lease are for a new sandbox, not --sandbox\n");
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return cli_usage_error("exec", "no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])");
+    if (sandbox_id && (runtime || policy || lease))
+        return cli_usage_error("exec", "--runtime, --network-policy and --lease are for a new sandbox, not --sandbox");
     if (!lease)
         lease = LEASE_DEFAULT_MS;
-    if (no_policy && (cmd_policy || nallow)) {
-        fprintf(stderr, "sbxrun exec: --no-policy does not go with --policy or --allow\n");
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (no_policy && (cmd_policy || nallow))
+        return cli_usage_error("exec", "--no-policy does not go with --policy or --allow");
     if (!no_redact || transcript) {
         if (!(red = exec_redactor(secrets, nsecrets, envs, nenv)))
             return SBXRUN_EXIT_USAGE;
     }
-    if (!no_policy && (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, o.json)) != 0) {
+    if (!no_policy &&
+        (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, denied, sizeof denied)) != 0) {
         /* Refused before anything was made: the record says so. */
         if (rc == SBXRUN_EXIT_DENIED && transcript) {
             if (!(sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind,
@@ -499,6 +482,8 @@ int cmd_exec(int argc, char **argv)
                                       SBX_VERDICT_DENIED))
                 rc = EXIT_EXEC_FAILED;
         }
+        if (o.json && rc == SBXRUN_EXIT_DENIED)
+            cli_json_error("exec", rc, "policy", SBX_E_POLICY_DENIED, denied);
         sbx_redactor_free(red);
         return rc;
     }
@@ -506,21 +491,20 @@ int cmd_exec(int argc, char **argv)
         sink.out = sbx_redact_stream_new(red);
         sink.err = sbx_redact_stream_new(red);
         if (!sink.out || !sink.err) {
-            fprintf(stderr, "sbxrun exec: out of memory\n");
-            rc = EXIT_EXEC_FAILED;
+            rc = cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
             goto out;
         }
     }
     rc = EXIT_EXEC_FAILED;
     own_sandbox = sandbox_id == NULL;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (remote_open(&r, &o, own_sandbox, err, sizeof err) < 0) {
-        fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
+    if ((st = remote_open(&r, &o, own_sandbox, err, sizeof err)) != SBX_OK) {
+        rc = fail_msg(o.json, "exec", remote_open_exit(st), "connect", st, err);
         remote_close(&r);
         sbx_redact_stream_free(sink.out);
         sbx_redact_stream_free(sink.err);
         sbx_redactor_free(red);
-        return EXIT_EXEC_FAILED;
+        return rc;
     }
     if (transcript && !(sink.tr = open_transcript(transcript, red, r.endpoint, sandbox_id, argc - optind,
                                                   argv + optind, cwd, envs, nenv, &sink.step, &st))) {
@@ -535,8 +519,7 @@ int cmd_exec(int argc, char **argv)
         if ((runtime && (st = sbx_sandbox_set_runtime(s, runtime)) != SBX_OK) ||
             (policy && (st = sbx_sandbox_set_network_policy_json(s, policy)) != SBX_OK) ||
             (st = sbx_sandbox_set_timeout_ms(s, lease)) != SBX_OK) {
-            fprintf(stderr, "sbxrun exec: %s\n", sbx_sandbox_last_error(s));
-            rc = SBXRUN_EXIT_USAGE;
+            rc = cli_usage_error("exec", "%s", sbx_sandbox_last_error(s));
             goto out;
         }
         st = sbx_sandbox_create(s);
@@ -544,7 +527,9 @@ int cmd_exec(int argc, char **argv)
         st = sbx_sandbox_fetch(s, sandbox_id);
     }
     if (st != SBX_OK) {
-        fail_msg(o.json, own_sandbox ? "create a sandbox" : "find the sandbox", st, sbx_sandbox_last_error(s));
+        failed = own_sandbox ? "create a sandbox" : "find the sandbox";
+        failed_st = st;
+        fail_msg(false, "exec", rc, failed, st, sbx_sandbox_last_error(s));
         snprintf(detail, sizeof detail, "%s", sbx_sandbox_last_error(s));
         how = SBX_STEP_SKIPPED;
         goto out;
@@ -557,8 +542,7 @@ int cmd_exec(int argc, char **argv)
     if ((st = sbx_command_set_argv(k, (uint32_t)(argc - optind), (const char *const *)argv + optind)) != SBX_OK ||
         (cwd && (st = sbx_command_set_cwd(k, cwd)) != SBX_OK) || (st = sbx_command_set_sudo(k, sudo)) != SBX_OK ||
         (timeout && (st = sbx_command_set_timeout_ms(k, timeout)) != SBX_OK)) {
-        fprintf(stderr, "sbxrun exec: %s\n", sbx_command_last_error(k));
-        rc = SBXRUN_EXIT_USAGE;
+        rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
         goto out;
     }
     for (int i = 0; i < nenv; i++) {
@@ -566,8 +550,7 @@ int cmd_exec(int argc, char **argv)
         const char *eq = strchr(envs[i], '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq - envs[i]), envs[i]);
         if ((st = sbx_command_set_env(k, name, eq + 1)) != SBX_OK) {
-            fprintf(stderr, "sbxrun exec: %s\n", sbx_command_last_error(k));
-            rc = SBXRUN_EXIT_USAGE;
+            rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
             goto out;
         }
     }
@@ -602,7 +585,11 @@ int cmd_exec(int argc, char **argv)
     if (sink.tr && sbx_command_id(k))
         tr_failed(&sink, sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k)));
     if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
-        fail_msg(o.json, "exec", st, err);
+        /* Past its --timeout: as timeout(1). */
+        rc = st == SBX_E_TIMEOUT && timeout ? SBXRUN_EXIT_TIMED_OUT : EXIT_EXEC_FAILED;
+        failed = "exec";
+        failed_st = st;
+        fail_msg(false, "exec", rc, failed, st, err);
         snprintf(detail, sizeof detail, "%s", err);
         how = st == SBX_E_TIMEOUT ? SBX_STEP_TIMEOUT : st == SBX_E_CANCELLED ? SBX_STEP_CANCELLED : SBX_STEP_TRANSPORT_ERROR;
         verdict = st == SBX_E_TIMEOUT     ? SBX_VERDICT_TIMED_OUT
@@ -627,7 +614,10 @@ int cmd_exec(int argc, char **argv)
     }
     goto out;
 oom:
-    fail_msg(o.json, "exec", SBX_E_NOMEM, "out of memory");
+    failed = "exec";
+    failed_st = SBX_E_NOMEM;
+    snprintf(detail, sizeof detail, "out of memory");
+    fail_msg(false, "exec", rc, failed, failed_st, detail);
 out:
     if (sink.tr) {
         int code = k && sbx_command_exit_code(k) >= 0 && sbx_command_exit_code(k) <= 255 ? sbx_command_exit_code(k) : -1;
@@ -641,8 +631,12 @@ out:
                                               sink.tr_err));
         }
     }
+    /* --json: the run's result (its exit code the program's), or why there
+     * is none; other failures are said by cli_json_end(). */
     if (result)
-        print_json(result);
+        cli_json_result("exec", rc, result);
+    else if (o.json && failed)
+        cli_json_error("exec", rc, failed, failed_st, detail);
     sbx_redact_stream_free(sink.out);
     sbx_redact_stream_free(sink.err);
     free(sink.tails[0].buf);

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,17 +7,6 @@
 
 #include "cli.h"
 #include "remote.h"
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "sbxrun %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see 'sbxrun %s --help')\n", cmd);
-    return SBXRUN_EXIT_USAGE;
-}
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
@@ -109,5 +97,6 @@ int main(int argc, char **argv)
         usage(stderr);
         return SBXRUN_EXIT_USAGE;
     }
-    return c->run(argc - 1, argv + 1);
+    /* With --json, one object on stdout whatever happened (cli.h). */
+    return cli_json_end(c->name, c->run(argc - 1, argv + 1));
 }

@@ -34,7 +34,8 @@ static const char usage_text[] =
     "  --help              show this help\n"
     "\n"
     "Exit status: 0 printed; 2 bad usage, unknown job type, or a missing or bad\n"
-    "input; 1 other failure. Passwords in URLs are never printed.\n";
+    "input; 125 out of memory, or the policy could not be written. Passwords in\n"
+    "URLs are never printed.\n";
 
 enum { O_INPUT = 1, O_COMPACT, O_HELP };
 
@@ -55,7 +56,7 @@ static int split_input(const char *arg, char **key, const char **value)
         return usage_error("--input wants KEY=VALUE (this one has an empty KEY)");
     if (!(*key = strndup(arg, (size_t)(eq - arg)))) {
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     *value = eq + 1;
     return SBXRUN_EXIT_OK;
@@ -66,19 +67,19 @@ static int print_policy(const sbx_netpolicy *n, bool compact)
 {
     char *text = NULL, *pretty = NULL;
     json_t *j;
-    int rc = SBXRUN_EXIT_FAIL;
+    int rc = SBXRUN_EXIT_CANNOT_RUN;
 
     if (sbx_netpolicy_to_json(n, &text) != SBX_OK) {
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     if (compact) {
-        rc = printf("%s\n", text) < 0 ? SBXRUN_EXIT_FAIL : SBXRUN_EXIT_OK;
+        rc = printf("%s\n", text) < 0 ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_OK;
     } else if ((j = json_loads(text, 0, NULL)) != NULL) {
         pretty = json_dumps(j, JSON_INDENT(2));
         json_decref(j);
         if (pretty)
-            rc = printf("%s\n", pretty) < 0 ? SBXRUN_EXIT_FAIL : SBXRUN_EXIT_OK;
+            rc = printf("%s\n", pretty) < 0 ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_OK;
         free(pretty);
     }
     if (rc != SBXRUN_EXIT_OK)
@@ -95,12 +96,12 @@ static int show(const char *job, char **keys, const char **values, size_t n, boo
 
     if (!np) {
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     st = sbx_netpolicy_load_preset(np, job, n, (const char *const *)keys, values);
     if (st != SBX_OK) {
         fprintf(stderr, "sbxrun netpolicy: %s\n", sbx_netpolicy_last_error(np));
-        rc = st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_FAIL;
+        rc = st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;
     } else {
         rc = print_policy(np, compact);
     }
@@ -153,7 +154,7 @@ int cmd_netpolicy(int argc, char **argv)
         free(keys);
         free(values);
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     optind = 1;
     opterr = 0;

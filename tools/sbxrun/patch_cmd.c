@@ -11,7 +11,6 @@
 #include <sbxrun/sbxrun.h>
 
 #include "cli.h"
-#include "remote.h"
 
 static const char usage_text[] =
     "usage: sbxrun patch check --repo DIR [--base REV] [--json] FILE\n"
@@ -24,7 +23,8 @@ static const char usage_text[] =
     "\n"
     "  --repo DIR   the local git repository (a work tree or a bare one)\n"
     "  --base REV   the revision to check against [HEAD]\n"
-    "  --json       print the result as a JSON object on stdout\n"
+    "  --json       print sbxrun's JSON envelope (sbxrun(1)) on stdout, the\n"
+    "               verdict's object its result\n"
     "  -h, --help   show this help\n"
     "\n"
     "Without --json: one line per file (A added, M modified, D deleted,\n"
@@ -46,8 +46,7 @@ enum { O_REPO = 1, O_BASE, O_JSON, O_HELP = 'h' };
 
 static int out_of_memory(void)
 {
-    fprintf(stderr, "sbxrun patch: out of memory\n");
-    return SBXRUN_EXIT_FAIL;
+    return cli_fail("patch", SBXRUN_EXIT_FAIL, SBX_E_NOMEM, "out of memory");
 }
 
 /* A path from the patch, with control bytes and backslashes escaped: it is
@@ -144,8 +143,7 @@ static int read_stdin(uint8_t **out, size_t *len)
         if (got < want) {
             if (ferror(stdin)) {
                 free(buf);
-                fprintf(stderr, "sbxrun patch: cannot read the patch from standard input\n");
-                return SBXRUN_EXIT_USAGE;
+                return cli_fail("patch", SBXRUN_EXIT_USAGE, SBX_E_IO, "cannot read the patch from standard input");
             }
             break;
         }
@@ -168,14 +166,15 @@ static int verdict_exit(sbx_patch_verdict v, sbx_status st)
     }
 }
 
-static int print_json_result(sbx_patch *p)
+/* The verdict's object as the result, exit code rc. */
+static int print_json_result(sbx_patch *p, int rc)
 {
     char *text = NULL;
     if (sbx_patch_to_json(p, &text) != SBX_OK)
         return out_of_memory();
-    print_json_value(text);
+    cli_json_result("patch", rc, cli_json_parse(text));
     sbx_free(text);
-    return SBXRUN_EXIT_OK;
+    return rc;
 }
 
 static int check_patch(const char *repo, const char *base, const char *file, bool json)
@@ -217,14 +216,12 @@ static int check_patch(const char *repo, const char *base, const char *file, boo
     rc = verdict_exit(v, st);
     if (rc == SBXRUN_EXIT_FAIL && st != SBX_OK) {
         /* Out of memory, or a fault of the library: no verdict to show. */
-        fprintf(stderr, "sbxrun patch: %s\n", *sbx_patch_last_error(p) ? sbx_patch_last_error(p) : sbx_strerror(st));
+        cli_fail("patch", rc, st, "%s", *sbx_patch_last_error(p) ? sbx_patch_last_error(p) : sbx_strerror(st));
         sbx_patch_free(p);
         return rc;
     }
     if (json) {
-        int jrc = print_json_result(p);
-        if (jrc != SBXRUN_EXIT_OK)
-            rc = jrc;
+        rc = print_json_result(p, rc);
     } else if (*sbx_patch_id(p)) {
         size_t adds, dels;
         print_files(p, &adds, &dels);
@@ -262,10 +259,11 @@ static int check(int argc, char **argv)
         switch (o) {
         case O_REPO: repo = optarg; break;
         case O_BASE: base = optarg; break;
-        case O_JSON: json = true; break;
+        case O_JSON: json = true; cli_json_mode(); break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        case ':': return cli_usage_error("patch", "%s needs a value", argv[optind - 1]);
+        case ':': cli_json_scan(argc, argv); return cli_usage_error("patch", "%s needs a value", argv[optind - 1]);
         default:
+            cli_json_scan(argc, argv);
             if (optopt > 0x20 && optopt < 0x7f)
                 return cli_usage_error("patch", "unknown option '-%c'", optopt);
             return cli_usage_error("patch", "unknown option '%.*s'", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);

@@ -23,22 +23,21 @@ static const char usage_text[] =
     "  --job TYPE     apply the rules of this job type too: repo.clone,\n"
     "                 repo.applyPatch, deps.install, verify.lint,\n"
     "                 verify.typecheck, verify.test, verify.build, db.migrate\n"
-    "  --json         print the decision as JSON on stdout\n"
+    "  --json         print the decision as JSON on stdout: sbxrun's envelope\n"
+    "                 (sbxrun(1), JSON OUTPUT), the decision its result\n"
     "\n"
     "Exit status: 0 allowed, 3 denied (one line on stderr: denied: REASON:\n"
-    "MESSAGE), 2 usage errors (including a policy file that does not load).\n";
+    "MESSAGE), 2 usage errors (including a policy file that does not load),\n"
+    "125 out of memory.\n";
 
 enum { O_POLICY = 1, O_CWD, O_JOB, O_JSON, O_HELP };
 
-static void print_json(sbx_status st, sbx_policy_reason reason, const char *msg)
+/* The decision as the result; exit code rc. */
+static void print_json(int rc, sbx_status st, sbx_policy_reason reason, const char *msg)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s}", "decision", st == SBX_OK ? "allow" : "deny", "reason",
-                          sbx_policy_reason_name(reason), "message", msg);
-    char *s = o ? json_dumps(o, 0) : NULL;
-    if (s)
-        printf("%s\n", s);
-    free(s);
-    json_decref(o);
+    cli_json_result("policy", rc,
+                    json_pack("{s:s, s:s, s:s}", "decision", st == SBX_OK ? "allow" : "deny", "reason",
+                              sbx_policy_reason_name(reason), "message", msg));
 }
 
 static int check(int argc, char **argv)
@@ -64,15 +63,15 @@ static int check(int argc, char **argv)
         case O_POLICY: file = optarg; break;
         case O_CWD: cwd = optarg; break;
         case O_JOB: job = optarg; break;
-        case O_JSON: json = true; break;
+        case O_JSON: json = true; cli_json_mode(); break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default:
+            cli_json_scan(argc, argv);
+            return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (!(p = sbx_policy_new())) {
-        fprintf(stderr, "sbxrun policy: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
-    }
+    if (!(p = sbx_policy_new()))
+        return cli_fail("policy", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
         rc = cli_usage_error("policy", "%s", sbx_policy_last_error(p));
         sbx_policy_free(p);
@@ -84,7 +83,7 @@ static int check(int argc, char **argv)
     if (st != SBX_OK && st != SBX_E_POLICY_DENIED)
         return cli_usage_error("policy", "%s", msg);
     if (json)
-        print_json(st, reason, msg);
+        print_json(st == SBX_OK ? SBXRUN_EXIT_OK : SBXRUN_EXIT_DENIED, st, reason, msg);
     if (st == SBX_OK)
         return SBXRUN_EXIT_OK;
     fprintf(stderr, "denied: %s: %s\n", sbx_policy_reason_name(reason), msg);

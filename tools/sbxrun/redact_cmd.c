@@ -67,7 +67,7 @@ int cli_add_env_secrets(sbx_redactor *r)
             continue;
         if (sbx_redactor_add_secret(r, (const uint8_t *)(eq + 1), len) == SBX_E_NOMEM) {
             fprintf(stderr, "sbxrun redact: out of memory\n");
-            return SBXRUN_EXIT_FAIL;
+            return SBXRUN_EXIT_CANNOT_RUN;
         }
     }
     return 0;
@@ -80,7 +80,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
     size_t n, got;
     if (!buf) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     for (;;) {
         got = 0;
@@ -92,7 +92,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
             if (k < 0) {
                 fprintf(stderr, "sbxrun redact: reading standard input: %s\n", strerror(errno));
                 free(buf);
-                return SBXRUN_EXIT_FAIL;
+                return SBXRUN_EXIT_CANNOT_RUN;
             }
             if (k == 0)
                 break;
@@ -103,7 +103,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
         if (sbx_redact_stream_feed(s, (const uint8_t *)buf, got, &out, &n) != SBX_OK) {
             fprintf(stderr, "sbxrun redact: out of memory\n");
             free(buf);
-            return SBXRUN_EXIT_FAIL;
+            return SBXRUN_EXIT_CANNOT_RUN;
         }
         if (n && fwrite(out, 1, n, stdout) != n)
             break;
@@ -113,11 +113,11 @@ static int copy(sbx_redact_stream *s, size_t chunk)
     free(buf);
     if (sbx_redact_stream_finish(s, &out, &n) != SBX_OK) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     if ((n && fwrite(out, 1, n, stdout) != n) || fflush(stdout) != 0) {
         fprintf(stderr, "sbxrun redact: writing standard output: %s\n", strerror(errno));
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     return SBXRUN_EXIT_OK;
 }
@@ -145,7 +145,7 @@ int cmd_redact(int argc, char **argv)
 
     if (!r) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
-        return SBXRUN_EXIT_FAIL;
+        return SBXRUN_EXIT_CANNOT_RUN;
     }
     opterr = 0;
     optind = 1;
@@ -186,7 +186,7 @@ int cmd_redact(int argc, char **argv)
         goto out;
     if (!(s = sbx_redact_stream_new(r))) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
-        rc = SBXRUN_EXIT_FAIL;
+        rc = SBXRUN_EXIT_CANNOT_RUN;
         goto out;
     }
     rc = copy(s, chunk);

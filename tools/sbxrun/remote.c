@@ -210,7 +210,7 @@ static int start_private(struct remote *r, char *err, size_t errlen)
     return 0;
 }
 
-int remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen)
+sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen)
 {
     const char *ep = o->endpoint ? o->endpoint : getenv("SBXRUN_ENDPOINT");
     const char *tok_env = getenv("SBXRUN_TOKEN");
@@ -220,7 +220,7 @@ int remote_open(struct remote *r, const struct remote_opts *o, bool allow_privat
     if (ep && *ep) {
         r->endpoint = strdup(ep);
         if (o->token_file && !(r->token = read_token_file(o->token_file, err, errlen)))
-            return -1;
+            return SBX_E_AUTH;
         if (!r->token && tok_env && *tok_env)
             r->token = strdup(tok_env);
         /* Else, for a unix socket, the library reads the token beside it. */
@@ -240,39 +240,39 @@ int remote_open(struct remote *r, const struct remote_opts *o, bool allow_privat
         } else if (allow_private) {
             free(st_dir);
             if (start_private(r, err, errlen) < 0)
-                return -1;
+                return SBX_E_TRANSPORT;
         } else {
             snprintf(err, errlen,
                      "no endpoint: set VERCEL_OIDC_TOKEN (or VERCEL_TOKEN and VERCEL_PROJECT_ID) for Vercel, "
                      "or start a local sbxd (sbxd --listen unix:%s &), or give --endpoint",
                      sock);
             free(st_dir);
-            return -1;
+            return SBX_E_TRANSPORT;
         }
     }
     r->client = sbx_client_new();
     if (!r->client) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return SBX_E_NOMEM;
     }
     if (r->endpoint && (st = sbx_client_set_endpoint(r->client, r->endpoint)) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
-        return -1;
+        return st;
     }
     if (r->token && (st = sbx_client_set_credentials(r->client, r->token, NULL, NULL)) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
-        return -1;
+        return st;
     }
     if (sbx_client_set_option(r->client, "timeout_ms",
                               o->request_timeout ? o->request_timeout : REMOTE_REQUEST_TIMEOUT_MS) != SBX_OK) {
         snprintf(err, errlen, "--request-timeout %s: milliseconds, 0 for none", o->request_timeout);
-        return -1;
+        return SBX_E_INVALID_ARG;
     }
     if ((st = sbx_client_resolve_credentials(r->client)) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
-        return -1;
+        return st;
     }
-    return 0;
+    return SBX_OK;
 }
 
 void remote_close(struct remote *r)
@@ -297,31 +297,41 @@ void remote_close(struct remote *r)
 
 /* ---- output helpers ------------------------------------------------------------------------- */
 
-void print_json_value(const char *json)
+int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_status st, const char *msg)
 {
-    json_t *j = json ? json_loads(json, 0, NULL) : NULL;
-    if (j) {
-        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        json_decref(j);
-    } else {
-        fputs(json ? json : "null", stdout);
-    }
-    putchar('\n');
+    if (json)
+        cli_json_error(cmd, exit_code, what, st, msg);
+    if (strcmp(what, cmd) == 0)
+        fprintf(stderr, "sbxrun %s: %s\n", cmd, msg && *msg ? msg : sbx_strerror(st));
+    else
+        fprintf(stderr, "sbxrun %s: %s: %s\n", cmd, what, msg && *msg ? msg : sbx_strerror(st));
+    return exit_code;
 }
 
-void print_json(json_t *j)
+int remote_open_exit(sbx_status st)
 {
-    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    putchar('\n');
-    json_decref(j);
+    return st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;
 }
 
-void fail_msg(bool json, const char *what, sbx_status st, const char *msg)
+int remote_exit(sbx_status st)
 {
-    if (json) {
-        json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "status", sbx_status_name(st) ? sbx_status_name(st) : "?",
-                              "what", what, "message", msg ? msg : "");
-        print_json(j);
+    switch (st) {
+    case SBX_OK: return SBXRUN_EXIT_OK;
+    case SBX_E_NOMEM:
+    case SBX_E_IO:
+    case SBX_E_AUTH:
+    case SBX_E_TRANSPORT:
+    case SBX_E_PROTOCOL:
+    case SBX_E_TIMEOUT:
+    case SBX_E_CANCELLED:
+    case SBX_E_RATE_LIMITED:
+    case SBX_E_INTERNAL: return SBXRUN_EXIT_CANNOT_RUN;
+    case SBX_E_POLICY_DENIED: return SBXRUN_EXIT_DENIED;
+    default: return SBXRUN_EXIT_FAIL;
     }
-    fprintf(stderr, "sbxrun: %s: %s\n", what, msg && *msg ? msg : sbx_strerror(st));
+}
+
+int remote_fetch_exit(sbx_status st)
+{
+    return st == SBX_E_NOT_FOUND ? SBXRUN_EXIT_CANNOT_RUN : remote_exit(st);
 }

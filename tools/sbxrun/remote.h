@@ -9,6 +9,8 @@
 
 #include <sbxrun/sbxrun.h>
 
+#include "cli.h"
+
 /* Options every remote subcommand takes. */
 struct remote_opts {
     const char *endpoint;     /* --endpoint */
@@ -29,8 +31,11 @@ struct remote {
 };
 
 /* Pick the endpoint and make the client (remote.c explains the order).
- * allow_private: with no endpoint at all, start a private sbxd. */
-int remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen);
+ * allow_private: with no endpoint at all, start a private sbxd. SBX_OK, or
+ * why not (err says it); remote_open_exit() is then the exit status: 2 for
+ * a bad --endpoint or --request-timeout (SBX_E_INVALID_ARG), else 125. */
+sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen);
+int remote_open_exit(sbx_status st);
 void remote_close(struct remote *r);
 
 /* The common options' help lines and parsing, for getopt_long users. */
@@ -41,7 +46,7 @@ void remote_close(struct remote *r);
     "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
     "  --request-timeout MS  deadline of each request to the endpoint, 0 for none [60000;\n"  \
     "                      none for a create that clones or downloads its source]\n"          \
-    "  --json              machine-readable output on stdout\n"
+    "  --json              one JSON object on stdout (sbxrun(1), JSON OUTPUT)\n"
 enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON, OPT_REQUEST_TIMEOUT };
 #define REMOTE_LONGOPTS                                                                         \
     {"endpoint", required_argument, NULL, OPT_ENDPOINT},                                        \
@@ -53,17 +58,24 @@ static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
     switch (c) {
     case OPT_ENDPOINT: o->endpoint = arg; return 1;
     case OPT_TOKEN_FILE: o->token_file = arg; return 1;
-    case OPT_JSON: o->json = true; return 1;
+    case OPT_JSON: o->json = true; cli_json_mode(); return 1;
     case OPT_REQUEST_TIMEOUT: o->request_timeout = arg; return 1;
     default: return 0;
     }
 }
 
-/* Pretty-print JSON text (or a value, consumed) on stdout. */
-void print_json_value(const char *json);
-void print_json(json_t *j);
-/* Report a failure: on stderr, and as {"error":{...}} on stdout with --json. */
-void fail_msg(bool json, const char *what, sbx_status st, const char *msg);
+/* Report a failure of subcommand cmd: "sbxrun CMD: WHAT: MESSAGE" on
+ * stderr and, with json, its error object on stdout (cli.h). Returns
+ * exit_code. */
+int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_status st, const char *msg);
+/* The exit status of a request that failed with st (cli.h's table): 125
+ * when sbxrun could not get it done (the endpoint unreachable or not
+ * answering in time, credentials, the server's protocol, local I/O,
+ * memory), 3 when a policy refused it, else 1 (the server said no: not
+ * found, a conflict, a bad value). remote_fetch_exit: the same, but a
+ * sandbox that is not there is 125 (no sandbox to work with). */
+int remote_exit(sbx_status st);
+int remote_fetch_exit(sbx_status st);
 
 int cmd_sandbox(int argc, char **argv);
 int cmd_exec(int argc, char **argv);

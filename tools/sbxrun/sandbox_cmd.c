@@ -37,7 +37,9 @@ static const char usage_text[] =
     "common options:\n" REMOTE_OPTS_HELP
     "\n"
     "create prints the new sandbox's id, snapshot the snapshot's id; with --json\n"
-    "every subcommand prints the server's JSON.\n";
+    "every subcommand prints sbxrun's JSON envelope, the server's JSON its result.\n"
+    "Exit status: 0 done; 1 the server refused; 2 usage; 125 no such sandbox, or\n"
+    "the endpoint could not be reached or did not answer in time.\n";
 
 enum { O_RUNTIME = 1, O_TIMEOUT, O_VCPUS, O_PORT, O_ENV, O_POLICY, O_GIT, O_REV, O_DEPTH, O_GITUSER, O_TARBALL,
        O_SNAPSHOT, O_LIMIT, O_SINCE, O_UNTIL, O_PROJECT, O_EXPIRATION, O_HELP };
@@ -47,8 +49,7 @@ static int parse_num(const char *opt, const char *v, long long min, long long *o
     char *end;
     long long x = strtoll(v, &end, 10);
     if (!*v || *end || x < min) {
-        fprintf(stderr, "sbxrun sandbox: %s wants a number >= %lld, not '%s'\n", opt, min, v);
-        return -1;
+        return cli_fail("sandbox", -1, SBX_E_INVALID_ARG, "%s wants a number >= %lld, not '%s'", opt, min, v);
     }
     *out = x;
     return 0;
@@ -67,7 +68,7 @@ static const char *policy_json(const char *p)
 static void print_sandbox(const sbx_sandbox *s, bool json)
 {
     if (json) {
-        print_json_value(sbx_sandbox_json(s));
+        cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         return;
     }
     printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %lld MB\n"
@@ -85,12 +86,10 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     json_t *j, *arr, *e;
     size_t i;
     sbx_status st = sbx_client_list_sandboxes(r->client, project, (uint32_t)limit, since, until, &page);
-    if (st != SBX_OK) {
-        fail_msg(o->json, "list sandboxes", st, sbx_client_last_error(r->client));
-        return SBXRUN_EXIT_FAIL;
-    }
+    if (st != SBX_OK)
+        return fail_msg(o->json, "sandbox", remote_exit(st), "list sandboxes", st, sbx_client_last_error(r->client));
     if (o->json) {
-        print_json_value(page);
+        cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(page));
         sbx_free(page);
         return SBXRUN_EXIT_OK;
     }
@@ -145,8 +144,7 @@ int cmd_sandbox(int argc, char **argv)
     sub = argv[1];
     if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
         strcmp(sub, "snapshot")) {
-        fprintf(stderr, "sbxrun sandbox: unknown subcommand '%s'\n", sub);
-        return SBXRUN_EXIT_USAGE;
+        return cli_usage_error("sandbox", "unknown subcommand '%s'", sub);
     }
     optind = 1;
     argc--;
@@ -158,15 +156,16 @@ int cmd_sandbox(int argc, char **argv)
             fputs(usage_text, stdout);
             return SBXRUN_EXIT_OK;
         }
-        if (c == '?')
+        if (c == '?') {
+            cli_json_scan(argc, argv);
             return SBXRUN_EXIT_USAGE;
+        }
         /* Options of another subcommand are an error, not ignored. */
         if ((c <= O_SNAPSHOT && strcmp(sub, "create") != 0) ||
             (c >= O_LIMIT && c <= O_PROJECT && strcmp(sub, "list") != 0) ||
             (c == O_EXPIRATION && strcmp(sub, "snapshot") != 0)) {
-            fprintf(stderr, "sbxrun sandbox %s: option --%s belongs to another subcommand\n", sub,
-                    longopts[c - 1].name);
-            return SBXRUN_EXIT_USAGE;
+            return cli_usage_error("sandbox", "%s: option --%s belongs to another subcommand",
+                            sub, longopts[c - 1].name);
         }
         switch (c) {
         case O_GIT: git = optarg; break;
@@ -195,10 +194,8 @@ int cmd_sandbox(int argc, char **argv)
             break;
         default: {
             static const char *keys[] = {NULL, "runtime", "timeout_ms", "vcpus", "port", "env.", "network_policy"};
-            if (ncreate == 64) {
-                fprintf(stderr, "sbxrun sandbox create: too many options\n");
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (ncreate == 64)
+                return cli_usage_error("sandbox create", "too many options");
             if (c == O_TARBALL)
                 create_opts[ncreate][0] = "source.tarball";
             else if (c == O_SNAPSHOT)
@@ -210,24 +207,20 @@ int cmd_sandbox(int argc, char **argv)
         }
     }
     if (strcmp(sub, "create") && strcmp(sub, "list")) {
-        if (optind != argc - 1) {
-            fprintf(stderr, "sbxrun sandbox %s: expected one sandbox ID\n", sub);
-            return SBXRUN_EXIT_USAGE;
-        }
+        if (optind != argc - 1)
+            return cli_usage_error("sandbox", "%s: expected one sandbox ID", sub);
         id = argv[optind];
     } else if (optind != argc) {
-        fprintf(stderr, "sbxrun sandbox %s: unexpected argument '%s'\n", sub, argv[optind]);
-        return SBXRUN_EXIT_USAGE;
+        return cli_usage_error("sandbox", "%s: unexpected argument '%s'", sub,
+                        argv[optind]);
     }
-    if ((rev || depth || git_user) && !git) {
-        fprintf(stderr, "sbxrun sandbox create: --revision, --depth and --git-username need --git\n");
-        return SBXRUN_EXIT_USAGE;
-    }
+    if ((rev || depth || git_user) && !git)
+        return cli_usage_error("sandbox create", "--revision, --depth and --git-username need --git");
 
-    if (remote_open(&r, &o, false, err, sizeof err) < 0) {
-        fail_msg(o.json, "connect", SBX_E_INVALID_ARG, err);
+    if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
+        rc = fail_msg(o.json, "sandbox", remote_open_exit(st), "connect", st, err);
         remote_close(&r);
-        return SBXRUN_EXIT_FAIL;
+        return rc;
     }
     if (strcmp(sub, "list") == 0) {
         rc = do_list(&r, &o, limit, since, until, project);
@@ -235,7 +228,7 @@ int cmd_sandbox(int argc, char **argv)
     }
     s = sbx_sandbox_new(r.client);
     if (!s) {
-        fail_msg(o.json, sub, SBX_E_NOMEM, "out of memory");
+        rc = fail_msg(o.json, "sandbox", SBXRUN_EXIT_CANNOT_RUN, sub, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     if (strcmp(sub, "create") == 0) {
@@ -245,8 +238,7 @@ int cmd_sandbox(int argc, char **argv)
             if (strcmp(k, "env.") == 0) {
                 const char *eq = strchr(v, '=');
                 if (!eq || eq == v) {
-                    fprintf(stderr, "sbxrun sandbox create: --env wants NAME=VALUE, not '%s'\n", v);
-                    rc = SBXRUN_EXIT_USAGE;
+                    rc = cli_usage_error("sandbox create", "--env wants NAME=VALUE, not '%s'", v);
                     goto out;
                 }
                 snprintf(key, sizeof key, "env.%.*s", (int)(eq - v), v);
@@ -254,8 +246,7 @@ int cmd_sandbox(int argc, char **argv)
                 v = eq + 1;
             }
             if ((st = sbx_sandbox_set_option(s, k, v)) != SBX_OK) {
-                fprintf(stderr, "sbxrun sandbox create: %s\n", sbx_sandbox_last_error(s));
-                rc = SBXRUN_EXIT_USAGE;
+                rc = cli_usage_error("sandbox create", "%s", sbx_sandbox_last_error(s));
                 goto out;
             }
         }
@@ -263,8 +254,7 @@ int cmd_sandbox(int argc, char **argv)
             const char *pw = getenv("SBXRUN_GIT_PASSWORD");
             if ((st = sbx_sandbox_set_source_git(s, git, rev, (uint32_t)depth)) != SBX_OK ||
                 (git_user && (st = sbx_sandbox_set_source_git_auth(s, git_user, pw ? pw : "")) != SBX_OK)) {
-                fprintf(stderr, "sbxrun sandbox create: %s\n", sbx_sandbox_last_error(s));
-                rc = SBXRUN_EXIT_USAGE;
+                rc = cli_usage_error("sandbox create", "%s", sbx_sandbox_last_error(s));
                 goto out;
             }
         }
@@ -279,18 +269,18 @@ int cmd_sandbox(int argc, char **argv)
         }
         st = sbx_sandbox_create(s);
         if (st != SBX_OK) {
-            fail_msg(o.json, "create", st, sbx_sandbox_last_error(s));
+            rc = fail_msg(o.json, "sandbox", remote_exit(st), "create", st, sbx_sandbox_last_error(s));
             goto out;
         }
         if (o.json)
-            print_json_value(sbx_sandbox_json(s));
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         else
             printf("%s\n", sbx_sandbox_id(s));
         rc = SBXRUN_EXIT_OK;
         goto out;
     }
     if ((st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
-        fail_msg(o.json, sub, st, sbx_sandbox_last_error(s));
+        rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st, sbx_sandbox_last_error(s));
         goto out;
     }
     if (strcmp(sub, "get") == 0) {
@@ -298,23 +288,26 @@ int cmd_sandbox(int argc, char **argv)
         rc = SBXRUN_EXIT_OK;
     } else if (strcmp(sub, "stop") == 0) {
         if ((st = sbx_sandbox_stop(s)) != SBX_OK) {
-            fail_msg(o.json, "stop", st, sbx_sandbox_last_error(s));
+            rc = fail_msg(o.json, "sandbox", remote_exit(st), "stop", st, sbx_sandbox_last_error(s));
             goto out;
         }
         if (o.json)
-            print_json_value(sbx_sandbox_json(s));
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         else
             printf("%s %s\n", sbx_sandbox_id(s), sbx_sandbox_status(s));
         rc = SBXRUN_EXIT_OK;
     } else {
         sbx_snapshot *sn = sbx_snapshot_new(r.client);
         if (!sn || (st = sbx_sandbox_snapshot(s, expiration, sn)) != SBX_OK) {
-            fail_msg(o.json, "snapshot", sn ? st : SBX_E_NOMEM, sn ? sbx_sandbox_last_error(s) : "out of memory");
+            if (!sn)
+                st = SBX_E_NOMEM;
+            rc = fail_msg(o.json, "sandbox", remote_exit(st), "snapshot", st,
+                          sn ? sbx_sandbox_last_error(s) : "out of memory");
             sbx_snapshot_free(sn);
             goto out;
         }
         if (o.json)
-            print_json_value(sbx_snapshot_json(sn));
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_snapshot_json(sn)));
         else
             printf("%s\n", sbx_snapshot_id(sn));
         sbx_snapshot_free(sn);

@@ -16,8 +16,9 @@ static const char usage_text[] =
     "\n"
     "show    print a job transcript for people: the job, then one block per step\n"
     "        (command, duration, exit code or why there is none, output tails,\n"
-    "        dropped bytes). --json prints the entries (one JSON object per line);\n"
-    "        --step N only the Nth step (1 = the first to end).\n"
+    "        dropped bytes). --json prints sbxrun's JSON envelope (sbxrun(1)),\n"
+    "        its result the array of the entries; --step N only the Nth step\n"
+    "        (1 = the first to end; with --json, its entry is the result).\n"
     "verify  check the hash chain: exit 0 when every entry holds and the job\n"
     "        ended, 1 with the first broken one (or a torn last line) on stderr,\n"
     "        5 when the chain holds but has no end entry (the job was killed or\n"
@@ -25,15 +26,19 @@ static const char usage_text[] =
     "        --expect HASH also wants the last entry's hash to be HASH (kept from\n"
     "        when it was written), so that entries cut from the end are seen too.\n";
 
-static sbx_transcript *open_transcript(const char *cmd, const char *path)
+/* The transcript at path, or NULL after saying why; *rc is then the exit
+ * status: 125 out of memory, else 1. */
+static sbx_transcript *open_transcript(const char *cmd, const char *path, int *rc)
 {
     sbx_transcript *t = sbx_transcript_new();
+    sbx_status st;
     if (!t) {
-        fprintf(stderr, "sbxrun transcript %s: out of memory\n", cmd);
+        *rc = cli_fail(cmd, SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
         return NULL;
     }
-    if (sbx_transcript_load_file(t, path) != SBX_OK) {
-        fprintf(stderr, "sbxrun transcript %s: %s\n", cmd, sbx_transcript_last_error(t));
+    if ((st = sbx_transcript_load_file(t, path)) != SBX_OK) {
+        *rc = cli_fail(cmd, st == SBX_E_NOMEM ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_FAIL, st, "%s",
+                       sbx_transcript_last_error(t));
         sbx_transcript_free(t);
         return NULL;
     }
@@ -127,21 +132,23 @@ static void print_step(json_t *e)
 
 static int show(const char *path, bool as_json, long step)
 {
-    sbx_transcript *t = open_transcript("show", path);
+    int rc = SBXRUN_EXIT_OK;
+    sbx_transcript *t = open_transcript("transcript show", path, &rc);
     char *text = NULL;
     size_t len;
-    int rc = SBXRUN_EXIT_OK;
+    sbx_status st;
     json_t *e;
     if (!t)
-        return SBXRUN_EXIT_FAIL;
+        return rc;
     if (step > 0) {
-        if (sbx_transcript_step_to_json(t, (size_t)step, &text) != SBX_OK) {
-            fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
+        if ((st = sbx_transcript_step_to_json(t, (size_t)step, &text)) != SBX_OK) {
+            rc = cli_fail("transcript show", st == SBX_E_NOMEM ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_FAIL, st, "%s",
+                          sbx_transcript_last_error(t));
             sbx_transcript_free(t);
-            return SBXRUN_EXIT_FAIL;
+            return rc;
         }
         if (as_json) {
-            printf("%s\n", text);
+            cli_json_result("transcript", SBXRUN_EXIT_OK, cli_json_parse(text));
         } else if ((e = json_loads(text, 0, NULL))) {
             print_step(e);
             json_decref(e);
@@ -150,13 +157,28 @@ static int show(const char *path, bool as_json, long step)
         sbx_transcript_free(t);
         return rc;
     }
-    if (sbx_transcript_save_data(t, (uint8_t **)&text, &len) != SBX_OK) {
-        fprintf(stderr, "sbxrun transcript show: %s\n", sbx_transcript_last_error(t));
+    if ((st = sbx_transcript_save_data(t, (uint8_t **)&text, &len)) != SBX_OK) {
+        rc = cli_fail("transcript show", st == SBX_E_NOMEM ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_FAIL, st, "%s",
+                      sbx_transcript_last_error(t));
         sbx_transcript_free(t);
-        return SBXRUN_EXIT_FAIL;
+        return rc;
     }
     if (as_json) {
-        fwrite(text, 1, len, stdout);
+        /* The entries in order, each as the file has it. */
+        json_t *all = json_array();
+        for (char *line = text, *nl; all && line < text + len; line = nl + 1) {
+            nl = memchr(line, '\n', (size_t)(text + len - line));
+            if (!nl)
+                nl = text + len;
+            if (nl > line && json_array_append_new(all, cli_json_parsen(line, (size_t)(nl - line))) != 0) {
+                json_decref(all);
+                all = NULL;
+            }
+        }
+        if (all)
+            cli_json_result("transcript", SBXRUN_EXIT_OK, all);
+        else
+            rc = cli_fail("transcript show", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
     } else {
         for (char *line = text, *nl; line < text + len; line = nl + 1) {
             nl = strchr(line, '\n');
@@ -201,11 +223,11 @@ static int show(const char *path, bool as_json, long step)
 
 static int verify(const char *path, const char *expect, bool allow_incomplete)
 {
-    sbx_transcript *t = open_transcript("verify", path);
-    size_t broken = 0;
     int rc = SBXRUN_EXIT_OK;
+    sbx_transcript *t = open_transcript("transcript verify", path, &rc);
+    size_t broken = 0;
     if (!t)
-        return SBXRUN_EXIT_FAIL;
+        return rc;
     if (sbx_transcript_verify(t, &broken) != SBX_OK) {
         fprintf(stderr, "sbxrun transcript verify: %s: %s\n", path, sbx_transcript_last_error(t));
         rc = SBXRUN_EXIT_FAIL;
@@ -247,44 +269,34 @@ int cmd_transcript(int argc, char **argv)
         return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
     }
     sub = argv[1];
-    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0) {
-        fprintf(stderr, "sbxrun transcript: unknown subcommand '%s' (show or verify)\n", sub);
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0)
+        return cli_usage_error("transcript", "unknown subcommand '%s' (show or verify)", sub);
     optind = 1;
     while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
         switch (c) {
-        case 'j': as_json = true; break;
+        case 'j': as_json = true; cli_json_mode(); break;
         case 's': {
             char *end;
             step = strtol(optarg, &end, 10);
-            if (!*optarg || *end || step < 1) {
-                fprintf(stderr, "sbxrun transcript: --step wants a step number (1, 2...), not '%s'\n", optarg);
-                return SBXRUN_EXIT_USAGE;
-            }
+            if (!*optarg || *end || step < 1)
+                return cli_usage_error("transcript", "--step wants a step number (1, 2...), not '%s'", optarg);
             break;
         }
         case 'e': expect = optarg; break;
         case 'i': allow_incomplete = true; break;
         case 'h': fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        default: fputs(usage_text, stderr); cli_json_scan(argc - 1, argv + 1); return SBXRUN_EXIT_USAGE;
         }
     }
-    if (argc - 1 - optind != 1) {
-        fprintf(stderr, "sbxrun transcript %s: one FILE expected\n", sub);
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (argc - 1 - optind != 1)
+        return cli_usage_error("transcript", "%s: one FILE expected", sub);
     path = argv[1 + optind];
     if (strcmp(sub, "verify") == 0) {
-        if (as_json || step) {
-            fprintf(stderr, "sbxrun transcript verify: --json and --step are options of show\n");
-            return SBXRUN_EXIT_USAGE;
-        }
+        if (as_json || step)
+            return cli_usage_error("transcript verify", "--json and --step are options of show");
         return verify(path, expect, allow_incomplete);
     }
-    if (expect || allow_incomplete) {
-        fprintf(stderr, "sbxrun transcript show: --expect and --allow-incomplete are options of verify\n");
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (expect || allow_incomplete)
+        return cli_usage_error("transcript show", "--expect and --allow-incomplete are options of verify");
     return show(path, as_json, step);
 }
