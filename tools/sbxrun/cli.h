@@ -20,7 +20,8 @@ enum {
     SBXRUN_EXIT_DOES_NOT_APPLY = 4, /* a patch does not apply, or is malformed */
     SBXRUN_EXIT_INCOMPLETE = 5, /* transcript verify: the chain holds but the job never ended */
     SBXRUN_EXIT_TIMED_OUT = 124, /* the work ran past its timeout (as timeout(1)) */
-    SBXRUN_EXIT_CANNOT_RUN = 125 /* sbxrun could not do it: no sandbox, transport, I/O */
+    SBXRUN_EXIT_CANNOT_RUN = 125, /* sbxrun could not do it: no sandbox, transport, I/O */
+    SBXRUN_EXIT_INTERRUPTED = 130 /* verify: stopped by SIGINT or SIGTERM (128 + 2) */
 };
 
 /* One subcommand: run() gets argv with argv[0] = the subcommand's name. */

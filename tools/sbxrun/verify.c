@@ -236,7 +236,7 @@ static int exit_for(sbx_verdict v)
     case SBX_VERDICT_FAILED: return SBXRUN_EXIT_FAIL;
     case SBX_VERDICT_DENIED: return SBXRUN_EXIT_DENIED;
     case SBX_VERDICT_TIMED_OUT: return SBXRUN_EXIT_TIMED_OUT;
-    case SBX_VERDICT_CANCELLED: return 130;
+    case SBX_VERDICT_CANCELLED: return SBXRUN_EXIT_INTERRUPTED;
     default: return SBXRUN_EXIT_CANNOT_RUN;
     }
 }
@@ -418,8 +418,8 @@ int cmd_verify(int argc, char **argv)
                 w.subdir, w.commit, npatches ? ", patched" : "", w.pm && w.lockfile ? "" : "");
 
     /* 2. The run: its jobs, from package.json and the options. */
-    if ((rc = remote_open(&r, &o, true, err, sizeof err)) != 0) {
-        rc = SBXRUN_EXIT_CANNOT_RUN;
+    if ((s = remote_open(&r, &o, true, err, sizeof err)) != SBX_OK) {
+        rc = remote_open_exit(s);
         goto report;
     }
     remote_ready = true;
@@ -485,7 +485,7 @@ int cmd_verify(int argc, char **argv)
     clear_line(&v);
     rc = exit_for(sbx_run_verdict(run));
     if (interrupted)
-        rc = 130;
+        rc = SBXRUN_EXIT_INTERRUPTED;
     if (sbx_op_status(op) != SBX_OK && sbx_op_status(op) != SBX_E_CANCELLED && !sbx_run_job_count(run))
         rc = SBXRUN_EXIT_CANNOT_RUN;
 
