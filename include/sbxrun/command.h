@@ -166,6 +166,20 @@ SBX_API sbx_status sbx_command_run(sbx_command *cmd);
 SBX_API sbx_status sbx_command_run_start(sbx_command *cmd, sbx_op **op);
 
 /**
+ * Check the command against the client's command policy
+ * (sbx_client_set_policy()) as sbx_command_run() does first, without
+ * sending anything and without needing the sandbox to exist yet: a caller
+ * can refuse a command before it creates a sandbox for it.
+ *
+ * @return SBX_OK (allowed, or the client has no policy),
+ *         SBX_E_POLICY_DENIED (last_error names the rule and the argument),
+ *         SBX_E_MISUSE (no argv yet, or inside a callback),
+ *         SBX_E_INVALID_ARG.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_command_check(sbx_command *cmd);
+
+/**
  * Follow a command that is already running (or finished) in the sandbox:
  * its output from the beginning, then its exit.
  *

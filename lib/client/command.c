@@ -1143,6 +1143,14 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     return SBX_OK;
 }
 
+sbx_status sbx_command_check(sbx_command *cmd)
+{
+    SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
+    if (cmd->argv.n == 0)
+        return sbx__err_set(&cmd->err, SBX_E_MISUSE, "no program: call sbx_command_set_argv() first");
+    return check_policy(cmd);
+}
+
 sbx_status sbx_command_run_start(sbx_command *cmd, sbx_op **op)
 {
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));

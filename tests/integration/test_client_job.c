@@ -783,6 +783,91 @@ START_TEST(test_client_job_concurrency_limits)
 }
 END_TEST
 
+/* Safety for plain commands: a client's policy refuses before any request
+ * (sbx_command_check() too, with no sandbox yet); its redactor redacts
+ * output before callbacks and buffers, a secret cut across writes too. */
+START_TEST(test_client_job_client_safety)
+{
+    static const char secret[] = "plain-command-secret-0123456789";
+    struct env e = setup();
+    struct faultd *f = faultd_start(e.d);
+    sbx_client *c = sbx_client_new();
+    sbx_redactor *red = sbx_redactor_new();
+    sbx_sandbox *s, *unmade;
+    sbx_command *k;
+    struct seen cb = {{0}, 0};
+    const char *deny[] = {"sh", "-c", "echo no"};
+    char script[256], buf[256];
+    size_t n = 0;
+
+    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+    s = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
+    ok_c(sbx_client_set_policy(c, e.sh, NULL), c);
+    expect_st(sbx_client_set_policy(c, e.sh, "verify.nothing"), SBX_E_INVALID_ARG, sbx_client_last_error, c);
+
+    /* Allowed by e.sh; then the default policy refuses sh. */
+    unmade = sbx_sandbox_new(c);
+    k = sbx_command_new(unmade);
+    ok_cmd(sbx_command_set_argv(k, 3, deny), k);
+    ok_cmd(sbx_command_check(k), k);
+    sbx_command_free(k);
+    {
+        sbx_policy *def = sbx_policy_new();
+        ok_c(sbx_client_set_policy(c, def, NULL), c);
+        sbx_policy_free(def);
+    }
+    k = sbx_command_new(unmade);
+    ok_cmd(sbx_command_set_argv(k, 3, deny), k);
+    expect_st(sbx_command_check(k), SBX_E_POLICY_DENIED, sbx_command_last_error, k);
+    ck_assert_ptr_nonnull(strstr(sbx_command_last_error(k), "program_not_allowed"));
+    sbx_command_free(k);
+    sbx_sandbox_free(unmade);
+    k = sbx_command_new(s);
+    ok_cmd(sbx_command_set_argv(k, 3, deny), k);
+    expect_st(sbx_command_run(k), SBX_E_POLICY_DENIED, sbx_command_last_error, k);
+    ck_assert_int_eq(faultd_count(f, "POST", "/cmd$"), 0);
+    sbx_command_free(k);
+
+    /* The redactor: the secret printed in two writes, a pause between. */
+    ok_c(sbx_client_set_policy(c, e.sh, NULL), c);
+    ck_assert_int_eq(sbx_redactor_add_secret(red, (const uint8_t *)secret, strlen(secret)), SBX_OK);
+    ok_c(sbx_client_set_redactor(c, red), c);
+    sbx_redactor_free(red); /* the client keeps the rules */
+    snprintf(script, sizeof script, "printf 'a %.10s'; sleep 0.3; printf '%s b\\n'; echo x >&2", secret, secret + 10);
+    k = sbx_command_new(s);
+    ok_cmd(sbx_command_set_argv(k, 3, (const char *[]){"sh", "-c", script}), k);
+    ok_cmd(sbx_command_set_output_cb(k, collect, &cb), k);
+    ok_cmd(sbx_command_run(k), k);
+    ck_assert_ptr_null(strstr(cb.buf, "plain-comm"));
+    ck_assert_ptr_nonnull(strstr(cb.buf, "a [REDACTED:secret] b"));
+    /* The counts are of the output as printed. */
+    ck_assert_int_eq(sbx_command_output_bytes(k, SBX_STREAM_STDOUT), 2 + strlen(secret) + 3);
+    sbx_command_free(k);
+    k = sbx_command_new(s);
+    ok_cmd(sbx_command_set_argv(k, 3, (const char *[]){"sh", "-c", script}), k);
+    ok_cmd(sbx_command_run(k), k);
+    ok_cmd(sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)buf, sizeof buf - 1, &n), k);
+    buf[n] = '\0';
+    ck_assert_str_eq(buf, "a [REDACTED:secret] b\n");
+    sbx_command_free(k);
+    /* Removed: commands started later are not redacted. */
+    ok_c(sbx_client_set_redactor(c, NULL), c);
+    k = sbx_command_new(s);
+    ok_cmd(sbx_command_set_argv(k, 3, (const char *[]){"sh", "-c", script}), k);
+    ok_cmd(sbx_command_run(k), k);
+    ok_cmd(sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)buf, sizeof buf - 1, &n), k);
+    buf[n] = '\0';
+    ck_assert_ptr_nonnull(strstr(buf, secret));
+    sbx_command_free(k);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    faultd_stop(f);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job");
@@ -801,6 +886,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_failure_artifacts_envkeys_precheck);
     tcase_add_test(tc, test_client_job_retries);
     tcase_add_test(tc, test_client_job_concurrency_limits);
+    tcase_add_test(tc, test_client_job_client_safety);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -95,10 +95,10 @@ json_is 125 'e["error"]["what"] == "find the sandbox" and e["error"]["status"] =
 json_is 2 'e["error"]["what"] == "usage" and "no PROGRAM" in e["error"]["message"]' "exec --json without a program" -- exec --json --sandbox "$id"
 # The command policy is checked before anything is created or run.
 expect 3 "" "exec refuses a program the policy does not allow" -- exec --sandbox "$id" -- sh -c 'echo no'
-grep -q "denied: program_not_allowed" "$dir/err" && ok "the reason is on stderr" || not_ok "denied reason" "$(cat "$dir/err")"
+grep -q "denied by the command policy (program_not_allowed)" "$dir/err" && ok "the reason is on stderr" || not_ok "denied reason" "$(cat "$dir/err")"
 expect 3 "" "exec refuses a path outside the workspace" -- exec --sandbox "$id" -- cat /etc/passwd
-grep -q "denied: path_outside" "$dir/err" && ok "path_outside on stderr" || not_ok "path_outside reason" "$(cat "$dir/err")"
-json_is 3 'e["error"] == {"status": "SBX_E_POLICY_DENIED", "what": "policy", "message": e["error"]["message"]} and e["error"]["message"].startswith("script: ")' "exec --json reports a denial as JSON" -- exec --json --sandbox "$id" -- node -e 1
+grep -q "denied by the command policy (path_outside)" "$dir/err" && ok "path_outside on stderr" || not_ok "path_outside reason" "$(cat "$dir/err")"
+json_is 3 'e["error"] == {"status": "SBX_E_POLICY_DENIED", "what": "policy", "message": e["error"]["message"]} and e["error"]["message"].startswith("denied by the command policy (script): ")' "exec --json reports a denial as JSON" -- exec --json --sandbox "$id" -- node -e 1
 before=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')
 expect 3 "" "a denied one-shot exec" -- exec -- python3 -c 1
 after=$("$sbxrun" sandbox list --json | grep -c '"status": "running"')

@@ -86,17 +86,13 @@ enum {
 
 #define MAX_ALLOW 64
 
-/* The command policy's verdict on argv, before anything is created: 0 to
- * go on, else sbxrun's exit status; a denial (3) is said in denied, for
- * --json. */
-static int check_policy(const char *file, const char *const *allow, int nallow, const char *cwd, int argc,
-                        char **argv, char *denied, size_t deniedlen)
+/* The command policy of the run, from --policy and --allow: 0, or sbxrun's
+ * exit status after saying why. */
+static int build_policy(const char *file, const char *const *allow, int nallow, sbx_policy **out)
 {
     sbx_policy *p = sbx_policy_new();
-    sbx_policy_reason why = SBX_POLICY_ALLOW;
-    char msg[1024], dir[4096];
-    sbx_status st;
-    int rc = 0;
+    int rc;
+    *out = NULL;
     if (!p)
         return cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
@@ -111,19 +107,37 @@ static int check_policy(const char *file, const char *const *allow, int nallow, 
             return rc;
         }
     }
-    /* A relative --cwd is under the workspace, as the server takes it. */
-    if (cwd && cwd[0] != '/')
-        snprintf(dir, sizeof dir, "/vercel/sandbox/%s", cwd);
-    st = sbx_policy_check(p, NULL, (size_t)argc, (const char *const *)argv, cwd && cwd[0] != '/' ? dir : cwd, &why,
-                          msg, sizeof msg);
-    if (st == SBX_E_POLICY_DENIED) {
-        snprintf(denied, deniedlen, "%s: %s", sbx_policy_reason_name(why), msg);
-        fprintf(stderr, "sbxrun exec: denied: %s: %s\n", sbx_policy_reason_name(why), msg);
+    *out = p;
+    return 0;
+}
+
+/* The library's verdict on the command before anything is created (no
+ * endpoint is contacted: the check is local): 0 to go on, else sbxrun's
+ * exit status; a denial (3) is said in denied, for --json. */
+static int precheck(const sbx_policy *p, const char *cwd, int argc, char **argv, char *denied, size_t deniedlen)
+{
+    sbx_client *c = sbx_client_new();
+    sbx_sandbox *s = c ? sbx_sandbox_new(c) : NULL;
+    sbx_command *k = s ? sbx_command_new(s) : NULL;
+    sbx_status st;
+    int rc = 0;
+    if (!k) {
+        rc = cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
+    } else if (sbx_client_set_policy(c, p, NULL) != SBX_OK) {
+        rc = cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "%s", sbx_client_last_error(c));
+    } else if (sbx_command_set_argv(k, (size_t)argc, (const char *const *)argv) != SBX_OK ||
+               (cwd && sbx_command_set_cwd(k, cwd) != SBX_OK)) {
+        rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
+    } else if ((st = sbx_command_check(k)) == SBX_E_POLICY_DENIED) {
+        snprintf(denied, deniedlen, "%s", sbx_command_last_error(k));
+        fprintf(stderr, "sbxrun exec: %s\n", denied);
         rc = SBXRUN_EXIT_DENIED;
     } else if (st != SBX_OK) {
-        rc = cli_usage_error("exec", "%s", msg);
+        rc = cli_usage_error("exec", "%s", sbx_command_last_error(k));
     }
-    sbx_policy_free(p);
+    sbx_command_free(k);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
     return rc;
 }
 
@@ -133,11 +147,12 @@ struct tail {
     size_t len;
 };
 
-/* Output goes through a redaction stream per stream (NULL: --no-redact),
- * and into the transcript's step (tr NULL: no --transcript). tr_err: the
- * first failure that cost the transcript an entry or its file ("" if none). */
+/* Output arrives redacted by the library (the client's redactor; as
+ * printed with --no-redact) and goes to our stdout/stderr and into the
+ * transcript's step (tr NULL: no --transcript), which redacts on its own.
+ * tr_err: the first failure that cost the transcript an entry or its file
+ * ("" if none). */
 struct sink {
-    sbx_redact_stream *out, *err;
     sbx_transcript *tr;
     size_t step;
     char tr_err[512];
@@ -175,13 +190,9 @@ static void tr_failed(struct sink *k, sbx_status st)
     snprintf(k->tr_err, sizeof k->tr_err, "%s", sbx_transcript_last_error(k->tr));
 }
 
-static void put(FILE *f, sbx_redact_stream *rs, const char *data, size_t len, bool finish)
+static void put(FILE *f, const char *data, size_t len)
 {
-    const uint8_t *o = (const uint8_t *)data;
-    size_t n = len;
-    if (rs && (finish ? sbx_redact_stream_finish(rs, &o, &n) : sbx_redact_stream_feed(rs, o, len, &o, &n)) != SBX_OK)
-        n = 0; /* out of memory: drop rather than print unredacted */
-    fwrite(o, 1, n, f);
+    fwrite(data, 1, len, f);
     fflush(f);
 }
 
@@ -193,9 +204,9 @@ static int stream_out(sbx_stream stream, const uint8_t *data, size_t len, void *
     if (k->json)
         tail_add(&k->tails[stream == SBX_STREAM_STDERR], (const char *)data, len);
     else if (stream == SBX_STREAM_STDERR)
-        put(stderr, k->err, (const char *)data, len, false);
+        put(stderr, (const char *)data, len);
     else
-        put(stdout, k->out, (const char *)data, len, false);
+        put(stdout, (const char *)data, len);
     return 0;
 }
 
@@ -296,22 +307,13 @@ static void on_signal(int sig)
         sbx_op_cancel(running_op);
 }
 
-static json_t *tail_json(struct tail *t, const sbx_redactor *red)
+/* A stream's last MiB for --json: already redacted by the library (or,
+ * with --no-redact, as printed). */
+static json_t *tail_json(struct tail *t)
 {
-    json_t *s;
     size_t len = t->len < TAIL_MAX ? t->len : TAIL_MAX;
     const char *all = t->buf ? t->buf + t->len - len : NULL;
-    if (red) {
-        uint8_t *r = NULL;
-        size_t rlen = 0;
-        if (sbx_redactor_redact(red, (const uint8_t *)(all ? all : ""), len, &r, &rlen) != SBX_OK)
-            return json_string("");
-        s = json_stringn_nocheck((const char *)r, rlen);
-        sbx_free(r);
-    } else {
-        s = json_stringn_nocheck(all ? all : "", len);
-    }
-    return s;
+    return json_stringn_nocheck(all ? all : "", len);
 }
 
 static int64_t mono_ms(void)
@@ -390,7 +392,8 @@ int cmd_exec(int argc, char **argv)
     int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
     bool no_policy = false, no_redact = false;
     sbx_redactor *red = NULL;
-    struct sink sink = {NULL, NULL, NULL, 0, "", false, {{NULL, 0}, {NULL, 0}}};
+    sbx_policy *cmdpol = NULL;
+    struct sink sink = {NULL, 0, "", false, {{NULL, 0}, {NULL, 0}}};
     sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
     sbx_verdict verdict = SBX_VERDICT_ERROR;
     char detail[1024] = "";
@@ -471,8 +474,11 @@ int cmd_exec(int argc, char **argv)
         if (!(red = exec_redactor(secrets, nsecrets, envs, nenv)))
             return SBXRUN_EXIT_USAGE;
     }
-    if (!no_policy &&
-        (rc = check_policy(cmd_policy, allow, nallow, cwd, argc - optind, argv + optind, denied, sizeof denied)) != 0) {
+    /* The library checks the command (here, before anything is created;
+     * again when it starts) and redacts its output: the client carries the
+     * policy and the redactor. */
+    if (!no_policy && ((rc = build_policy(cmd_policy, allow, nallow, &cmdpol)) != 0 ||
+                       (rc = precheck(cmdpol, cwd, argc - optind, argv + optind, denied, sizeof denied)) != 0)) {
         /* Refused before anything was made: the record says so. */
         if (rc == SBXRUN_EXIT_DENIED && transcript) {
             if (!(sink.tr = open_transcript(transcript, red, o.endpoint, sandbox_id, argc - optind, argv + optind,
@@ -484,16 +490,9 @@ int cmd_exec(int argc, char **argv)
         }
         if (o.json && rc == SBXRUN_EXIT_DENIED)
             cli_json_error("exec", rc, "policy", SBX_E_POLICY_DENIED, denied);
+        sbx_policy_free(cmdpol);
         sbx_redactor_free(red);
         return rc;
-    }
-    if (!no_redact) {
-        sink.out = sbx_redact_stream_new(red);
-        sink.err = sbx_redact_stream_new(red);
-        if (!sink.out || !sink.err) {
-            rc = cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "out of memory");
-            goto out;
-        }
     }
     rc = EXIT_EXEC_FAILED;
     own_sandbox = sandbox_id == NULL;
@@ -501,10 +500,14 @@ int cmd_exec(int argc, char **argv)
     if ((st = remote_open(&r, &o, own_sandbox, err, sizeof err)) != SBX_OK) {
         rc = fail_msg(o.json, "exec", remote_open_exit(st), "connect", st, err);
         remote_close(&r);
-        sbx_redact_stream_free(sink.out);
-        sbx_redact_stream_free(sink.err);
+        sbx_policy_free(cmdpol);
         sbx_redactor_free(red);
         return rc;
+    }
+    if ((cmdpol && sbx_client_set_policy(r.client, cmdpol, NULL) != SBX_OK) ||
+        (!no_redact && sbx_client_set_redactor(r.client, red) != SBX_OK)) {
+        rc = cli_fail("exec", EXIT_EXEC_FAILED, SBX_E_NOMEM, "%s", sbx_client_last_error(r.client));
+        goto out;
     }
     if (transcript && !(sink.tr = open_transcript(transcript, red, r.endpoint, sandbox_id, argc - optind,
                                                   argv + optind, cwd, envs, nenv, &sink.step, &st))) {
@@ -575,10 +578,6 @@ int cmd_exec(int argc, char **argv)
     }
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    if (!o.json) { /* what the redactor still held */
-        put(stdout, sink.out, "", 0, sink.out != NULL);
-        put(stderr, sink.err, "", 0, sink.err != NULL);
-    }
     if (st == SBX_E_CANCELLED && interrupted && sbx_command_id(k))
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -603,7 +602,7 @@ int cmd_exec(int argc, char **argv)
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;
     if (o.json) {
-        json_t *jout = tail_json(&sink.tails[0], red), *jerr = tail_json(&sink.tails[1], red);
+        json_t *jout = tail_json(&sink.tails[0]), *jerr = tail_json(&sink.tails[1]);
         result = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
                               sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
                               jout, "stderr", jerr,
@@ -637,8 +636,7 @@ out:
         cli_json_result("exec", rc, result);
     else if (o.json && failed)
         cli_json_error("exec", rc, failed, failed_st, detail);
-    sbx_redact_stream_free(sink.out);
-    sbx_redact_stream_free(sink.err);
+    sbx_policy_free(cmdpol);
     free(sink.tails[0].buf);
     free(sink.tails[1].buf);
     sbx_redactor_free(red);
