@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# sbxrun verify (the main job) on examples/demo-project against a real sbxd:
+#   check-cli-verify.sh SBXRUN SBXD SOURCE_ROOT
+# The demo is copied into a git repository of its own (verify reads the
+# files tracked at a revision), then verified with each patch: exit codes,
+# the --json envelope, the transcript, patches refused before any sandbox,
+# the private sbxd used when no endpoint is set. TAP output.
+set -u
+[ $# -eq 3 ] || { echo "usage: $0 SBXRUN SBXD SOURCE_ROOT" >&2; exit 2; }
+sbxrun=$1 sbxd=$2 src=$3
+dir=$(mktemp -d /tmp/sbxrun-verify-XXXXXX)
+chmod 711 "$dir"
+n=0 fail=0
+cleanup() {
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+# run WANT_RC DESCRIPTION -- ARGS...: stdout in $out, stderr in $dir/err
+run() {
+  local want=$1 what=$2; shift 3
+  out=$("$sbxrun" "$@" 2>"$dir/err"); rc=$?
+  if [ "$rc" -eq "$want" ]; then ok "$what"
+  else not_ok "$what" "exit $rc, expected $want" "stdout: $out" "stderr: $(tail -20 "$dir/err")"; fi
+}
+# py DESCRIPTION PYTHON: an assertion on the envelope e (from $out), d its result
+py() {
+  if printf '%s' "$out" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+d = e.get("result")
+assert '"$2"', e
+' 2>"$dir/pyerr"; then ok "$1"; else not_ok "$1" "$(tail -3 "$dir/pyerr")"; fi
+}
+
+command -v node >/dev/null || { echo "Bail out! node is needed (scripts/dev installs nodejs)"; exit 1; }
+demo="$dir/demo"
+cp -r "$src/examples/demo-project" "$demo"
+git -C "$demo" init -q && git -C "$demo" add -A &&
+  git -C "$demo" -c user.name=t -c user.email=t@t commit -qm base || { echo "Bail out! git"; exit 1; }
+patches="$src/examples/demo-project/patches"
+
+# 1. A private sbxd, started and stopped by verify itself (no endpoint set).
+unset SBXRUN_ENDPOINT SBXRUN_TOKEN VERCEL_OIDC_TOKEN VERCEL_TOKEN
+export XDG_STATE_HOME="$dir/nostate" SBXD="$sbxd"
+run 0 "the demo at its base passes (a private sbxd)" -- verify "$demo"
+grep -q "lint: passed" "$dir/err" && grep -q "test: passed" "$dir/err" && ok "lint and test ran" ||
+  not_ok "lint and test lines" "$(cat "$dir/err")"
+pgrep -f "$dir/nostate" >/dev/null && not_ok "the private sbxd was left running" || ok "the private sbxd is gone"
+
+# 2. Our own sbxd from here on: its log shows what reached it.
+"$sbxd" --listen "unix:$dir/sbxd.sock" --state-dir "$dir/state" --log-level debug >"$dir/out" 2>"$dir/sbxd.log" &
+pid=$!
+for _ in $(seq 100); do grep -q 'listening' "$dir/out" 2>/dev/null && break; sleep 0.1; done
+grep -q 'listening' "$dir/out" || { echo "Bail out! sbxd did not start: $(tail -5 "$dir/sbxd.log")"; exit 1; }
+export SBXRUN_ENDPOINT="unix:$dir/sbxd.sock" SBXRUN_TOKEN="$(cat "$dir/state/token")"
+created() { grep -c 'POST /v1/sandboxes -> 200' "$dir/sbxd.log"; }
+
+run 1 "a patch that breaks a test: exit 1" -- verify "$demo" --patch "$patches/break-test.patch"
+grep -q -- "---- stdout" "$dir/err" && grep -q "test: failed" "$dir/err" && ok "the failing test's output is shown" || not_ok "failing tail" "$(cat "$dir/err")"
+run 0 "a patch that adds a feature with its test: exit 0" -- verify "$demo" --patch "$patches/add-feature.patch"
+
+run 1 "--json on a failure" -- verify "$demo" --patch "$patches/break-test.patch" --json
+py "the envelope of a failed run" 'e["sbxrun"] == "verify" and e["ok"] is False and e["exitCode"] == 1 and d["status"] == "failed"'
+py "jobs in order, the failing one last" '[j["jobType"] for j in d["jobs"]] == ["verify.lint", "verify.test"] and d["jobs"][1]["status"] == "failed" and d["jobs"][1]["exitCode"] != 0'
+py "the patch and the base commit are in the result" 'd["patch"]["files"][0]["path"] == "src/text.js" and len(d["baseCommit"]) == 40'
+[ "$(printf '%s' "$out" | head -c1)" = "{" ] && ok "--json: nothing but the object on stdout" || not_ok "stdout" "$out"
+
+run 0 "--json on a pass" -- verify "$demo" --patch "$patches/add-feature.patch" --json
+py "passed" 'e["ok"] is True and d["status"] == "passed" and all(j["status"] == "passed" for j in d["jobs"])'
+
+# Patches refused on this machine: nothing reaches the server.
+before=$(created)
+printf 'diff --git a/../x b/../x\nnew file mode 100644\n--- /dev/null\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n' >"$dir/unsafe.patch"
+run 3 "an unsafe patch: exit 3" -- verify "$demo" --patch "$dir/unsafe.patch"
+grep -q "unsafe (dotdot)" "$dir/err" && ok "the rule is named" || not_ok "unsafe message" "$(cat "$dir/err")"
+printf 'diff --git a/src/text.js b/src/text.js\n--- a/src/text.js\n+++ b/src/text.js\n@@ -1,1 +1,1 @@\n-no such line\n+x\n' >"$dir/stale.patch"
+run 4 "a patch that does not apply: exit 4" -- verify "$demo" --patch "$dir/stale.patch"
+run 4 --json -- verify "$demo" --patch "$dir/stale.patch" --json
+py "does-not-apply as an error envelope" 'e["exitCode"] == 4 and e["error"]["status"] == "SBX_E_PATCH" and "does not apply" in e["error"]["message"]'
+run 2 "the same file in two patches: exit 2" -- verify "$demo" --patch "$patches/add-feature.patch" --patch "$patches/add-feature.patch"
+run 3 "a step the policy refuses: exit 3, before any sandbox" -- verify "$demo" --test "sh -c 'exit 0'"
+grep -q "program_not_allowed" "$dir/err" && ok "the policy's reason is shown" || not_ok "denied message" "$(cat "$dir/err")"
+[ "$(created)" = "$before" ] && ok "no sandbox was created for a refused patch or step" ||
+  not_ok "sandboxes created" "$before -> $(created)"
+run 2 "a shell operator in a step: exit 2" -- verify "$demo" --test "node --test | cat"
+run 2 "a directory outside any repository: exit 2" -- verify /
+run 2 "an empty --test command: exit 2" -- verify "$demo" --test ""
+
+# Steps given on the command line; a timeout.
+run 0 "--test CMD replaces the script" -- verify "$demo" --test "node --test" --lint "node scripts/lint.js"
+printf 'const { test } = require("node:test");\ntest("slow", () => new Promise((r) => setTimeout(r, 60000)));\n' >"$demo/test/slow.test.js"
+git -C "$demo" add -A && git -C "$demo" -c user.name=t -c user.email=t@t commit -qm slow
+run 124 "past --timeout: exit 124" -- verify "$demo" --timeout 4s
+git -C "$demo" reset -q --hard HEAD~1
+run 0 "--base names another revision" -- verify "$demo" --base HEAD
+
+# The transcript of a run verifies.
+run 1 "--transcript" -- verify "$demo" --patch "$patches/break-test.patch" --transcript "$dir/run.jsonl"
+run 0 "the transcript verifies" -- transcript verify "$dir/run.jsonl"
+grep -q '"verdict":"failed"' "$dir/run.jsonl" && ok "the transcript has the verdict" || not_ok "verdict" "$(tail -2 "$dir/run.jsonl")"
+grep -q '"type":"run"' "$dir/run.jsonl" && ok "the transcript's job is the run" || not_ok "run header" "$(head -2 "$dir/run.jsonl")"
+
+echo "1..$n"
+exit $fail
