@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The job JSON gate: doc/schemas/job-request-1.json and job-result-1.json.
+"""The job JSON gate: doc/schemas/job-request-1.json, job-result-1.json and
+run-result-1.json.
 
-  * both files are JSON, and draft 2020-12 schemas with the expected $id;
+  * the files are JSON, and draft 2020-12 schemas with the expected $id;
   * every ```json block of doc/job.md validates against one of them: a
-    block with "status" is a result, any other a request;
+    block with "jobs" and "status" is a run's result (and each job in it
+    that ran is checked against the job result schema), one with "status"
+    a job's result, any other a request;
   * requests the library refuses (when loading them, or, for a bad
     packageManager, when running them) are refused by the schema, and a
     few it takes are taken.
@@ -65,8 +68,8 @@ def type_ok(v, t):
         return isinstance(v, list)
     if t == "string":
         return isinstance(v, str)
-    if t == "integer":
-        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "integer":  # as JSON Schema counts them: 1.0 is one
+        return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
     if t == "number":
         return isinstance(v, (int, float)) and not isinstance(v, bool)
     if t == "boolean":
@@ -155,7 +158,8 @@ def check(v, schema):
 
 schemas = {}
 for key, rel, sid in (("request", "doc/schemas/job-request-1.json", "sbxrun.job.request/1"),
-                      ("result", "doc/schemas/job-result-1.json", "sbxrun.job.result/1")):
+                      ("result", "doc/schemas/job-result-1.json", "sbxrun.job.result/1"),
+                      ("run", "doc/schemas/run-result-1.json", "sbxrun.run.result/1")):
     s = load(rel)
     if s is None:
         continue
@@ -177,7 +181,7 @@ for key, rel, sid in (("request", "doc/schemas/job-request-1.json", "sbxrun.job.
 
 doc = os.path.join(src, "doc/job.md")
 text = open(doc, encoding="utf-8").read()
-counts = {"request": 0, "result": 0}
+counts = {"request": 0, "result": 0, "run": 0}
 for m in re.finditer(r"^```json\n(.*?)^```", text, re.S | re.M):
     line = text.count("\n", 0, m.start()) + 1
     try:
@@ -185,10 +189,17 @@ for m in re.finditer(r"^```json\n(.*?)^```", text, re.S | re.M):
     except ValueError as e:
         errors.append(f"doc/job.md:{line}: the json block is not JSON: {e}")
         continue
-    kind = "result" if isinstance(v, dict) and "status" in v else "request"
+    if isinstance(v, dict) and "status" in v:
+        kind = "run" if "jobs" in v else "result"
+    else:
+        kind = "request"
     counts[kind] += 1
     if kind in schemas:
         errors += [f"doc/job.md:{line}: {kind}: {e}" for e in check(v, schemas[kind])]
+    if kind == "run" and "result" in schemas and isinstance(v.get("jobs"), list):
+        for i, j in enumerate(v["jobs"]):
+            if isinstance(j, dict) and "schema" in j:
+                errors += [f"doc/job.md:{line}: jobs[{i}]: {e}" for e in check(j, schemas["result"])]
 for kind, n in counts.items():
     if n == 0:
         errors.append(f"doc/job.md: no {kind} example")
@@ -219,6 +230,7 @@ refused = [
 ]
 accepted = [
     {"jobType": "verify.test"},
+    {"jobType": "verify.test", "timeoutSeconds": 60.0},             # a whole number
     {"schema": "sbxrun.job.request/1", "jobType": "repo.clone",
      "inputs": {"url": "https://h/r.git", "depth": 0}, "timeoutSeconds": 0},
     {"jobType": "verify.test", "command": ["node", "--test", ""], "envKeys": ["_A1"]},
@@ -233,5 +245,25 @@ if "request" in schemas:
 if errors:
     print("\n".join("FAIL: " + e for e in errors))
     sys.exit(1)
-print(f"OK: 2 schemas, {counts['request']} request and {counts['result']} result examples in doc/job.md"
+# ---- a run's result: what the library writes, the schema takes, and no more -------
+
+run_ok = {"schema": "sbxrun.run.result/1", "status": "denied", "retryable": False,
+          "message": "verify.lint: step verify.lint denied by the command policy (program_not_allowed): ...",
+          "sandboxId": None, "durationMs": 0, "outputBytes": 0,
+          "jobs": [{"jobType": "verify.lint", "status": "skipped"}]}
+run_bad = [
+    dict(run_ok, status="skipped"),                                  # not a run verdict
+    dict(run_ok, jobs=[{"jobType": "verify.lint", "status": "passed"}]),  # a job that ran has its result
+    dict(run_ok, jobs=[{"jobType": "verify.lint", "status": "skipped", "message": None}]),
+    {k: v for k, v in run_ok.items() if k != "outputBytes"},
+    dict(run_ok, extra=1),
+]
+if "run" in schemas:
+    errors += [f"run schema refuses {json.dumps(run_ok)}: {e}" for e in check(run_ok, schemas["run"])]
+    for r in run_bad:
+        if not check(r, schemas["run"]):
+            errors.append(f"run schema accepts {json.dumps(r)}, which the library never writes")
+
+print(f"OK: 3 schemas, {counts['request']} request, {counts['result']} job result and {counts['run']} run"
+      f" result examples in doc/job.md"
       f" ({'jsonschema and ' if jsonschema else ''}the built-in validator)")
