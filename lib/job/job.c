@@ -174,10 +174,8 @@ static sbx_status kv_set(sbx__strlist *l, const char *key, const char *value, si
         }
         return SBX_OK;
     }
-    if (kv && sbx__strlist_push_take(l, kv) != SBX_OK) {
-        sbx__free_secret(kv);
+    if (kv && sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes and frees kv on failure */
         return SBX_E_NOMEM;
-    }
     return SBX_OK;
 }
 
@@ -287,10 +285,8 @@ sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)
         return sbx__err_nomem(&job->err);
     memcpy(s, value, len);
     s[len] = '\0';
-    if (sbx__strlist_push_take(&job->secrets, s) != SBX_OK) {
-        sbx__free_secret(s);
+    if (sbx__strlist_push_take(&job->secrets, s) != SBX_OK) /* it wipes and frees s on failure */
         return sbx__err_nomem(&job->err);
-    }
     return SBX_OK;
 }
 
@@ -429,7 +425,7 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "command[0]: an empty program name");
                     st = sbx__strlist_push(&into->argv, s) == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
                 } else if (sbx_job_add_artifact(into, s) != SBX_OK) {
-                    return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "artifacts[%zu]: %s", i,
+                    return sbx__err_set(&job->err, into->err.code, "artifacts[%zu]: %s", i,
                                         sbx_job_last_error(into));
                 }
                 if (st != SBX_OK)
