@@ -220,6 +220,19 @@ static sbx_status set_input(sbx_job *job, const char *key, const char *value)
         if (strcmp(key, "script") == 0)
             SBX__ARG(job, value[0] != '-', "input 'script': must not start with '-'");
     }
+    if (value && strcmp(key, "dir") == 0 && value[0] != '/') {
+        /* Relative to the workspace: kept absolute, as the commands' working
+         * directory and the artifacts' paths must be. */
+        size_t n = strlen(SBX__JOB_WORKSPACE) + 1 + strlen(value);
+        char *abs = sbx__malloc(n + 1);
+        sbx_status st;
+        if (!abs)
+            return sbx__err_nomem(&job->err);
+        snprintf(abs, n + 1, "%s/%s", SBX__JOB_WORKSPACE, value);
+        st = kv_set(&job->inputs, key, abs, n);
+        sbx__free(abs);
+        return st == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
+    }
     if (kv_set(&job->inputs, key, value, value ? strlen(value) : 0) != SBX_OK)
         return sbx__err_nomem(&job->err);
     return SBX_OK;
