@@ -793,7 +793,8 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
     job->started_at = wall_ms();
     sbx__buf_init(&job->capture, 0);
     tr_header(jr);
-    if (job->timeout_ms > 0) {
+    /* Past INT64_MAX / 4 ms (73 million years) the sum would overflow: none. */
+    if (job->timeout_ms > 0 && job->timeout_ms <= INT64_MAX / 4) {
         jr->deadline = jr->t0 + job->timeout_ms;
         sbx__engine_timer_set(job->core->engine, &jr->timer, jr->deadline, on_timer, jr);
     }
