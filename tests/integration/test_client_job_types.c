@@ -669,6 +669,54 @@ START_TEST(test_client_job_types_db_migrate)
 }
 END_TEST
 
+/* ---- edges of the request ------------------------------------------------------------------- */
+
+/* A relative "dir" is inside the workspace: the commands run there and the
+ * artifacts are read from there. */
+START_TEST(test_client_job_types_relative_dir)
+{
+    static const char pkg[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"pwd > where.txt && "
+                              "pwd\"}}";
+    static const char lock[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"lockfileVersion\":3,\"requires\":true,"
+                               "\"packages\":{\"\":{\"name\":\"t\",\"version\":\"1.0.0\"}}}";
+    struct env e = setup(0);
+    sbx_job *j = sbx_job_new(e.c);
+    json_t *r, *a;
+
+    ok_s(sbx_sandbox_write_file(e.s, WS "/sub/app/package.json", (const uint8_t *)pkg, strlen(pkg), 0644), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, WS "/sub/app/package-lock.json", (const uint8_t *)lock, strlen(lock), 0644),
+         e.s);
+    ok_j(sbx_job_set_type(j, "verify.test"), j);
+    ok_j(sbx_job_set_input(j, "dir", "sub/app"), j);
+    ok_j(sbx_job_add_artifact(j, "where.txt"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), WS "/sub/app\n"));
+    a = json_array_get(json_object_get(r, "artifacts"), 0);
+    ck_assert_msg(json_is_true(json_object_get(a, "found")), "%s", json_dumps(r, 0));
+    ck_assert_str_eq(jstr(a, "content"), WS "/sub/app\n");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* A timeout as long as the API takes (any ms >= 0) is no timeout at once. */
+START_TEST(test_client_job_types_huge_timeout)
+{
+    struct env e = setup(0);
+    sbx_job *j = sh_job(&e, "verify.test", "echo still-here");
+    ok_j(sbx_job_set_timeout_ms(j, INT64_MAX), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    j = sh_job(&e, "verify.test", "echo still-here");
+    ok_j(sbx_job_set_timeout_ms(j, INT64_MAX - 1000), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job_types");
@@ -682,6 +730,10 @@ Suite *sbx_test_suite(void)
     suite_add_tcase(s, tc);
     tc = sbx_tcase("install", 300);
     tcase_add_test(tc, test_client_job_types_install_and_verify);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("edges", 60);
+    tcase_add_test(tc, test_client_job_types_relative_dir);
+    tcase_add_test(tc, test_client_job_types_huge_timeout);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("migrate", 120);
     tcase_add_test(tc, test_client_job_types_db_migrate);

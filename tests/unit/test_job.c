@@ -156,6 +156,7 @@ START_TEST(test_job_inputs)
     expect(j, sbx_job_set_input(j, "dir", "/vercel/sandbox/repo2"), SBX_OK, NULL);
     expect(j, sbx_job_set_input(j, "dir", "/vercel/sandbox"), SBX_OK, NULL);
     expect(j, sbx_job_set_input(j, "dir", "sub/dir"), SBX_OK, NULL);
+    ck_assert_str_eq(sbx__job_input(j, "dir"), "/vercel/sandbox/sub/dir"); /* kept absolute */
     expect(j, sbx_job_set_input(j, "dir", "/etc"), SBX_E_INVALID_ARG, "'dir'");
     expect(j, sbx_job_set_input(j, "dir", "/vercel/sandboxes"), SBX_E_INVALID_ARG, "'dir'");
     expect(j, sbx_job_set_input(j, "dir", "/vercel/sandbox/../etc"), SBX_E_INVALID_ARG, "'dir'");
@@ -361,6 +362,7 @@ START_TEST(test_job_json_all_fields)
            SBX_OK, NULL);
     ck_assert_uint_eq(j->argv.n, 3);
     ck_assert_str_eq(j->argv.v[2], "");
+    ck_assert_str_eq(sbx__job_input(j, "dir"), "/vercel/sandbox/app");
     ck_assert_int_eq(j->timeout_ms, 600000); /* not given: the job's own */
     /* A second load replaces the request. */
     expect(j, sbx_job_load_json(j, "{\"jobType\":\"verify.lint\"}"), SBX_OK, NULL);
