@@ -355,10 +355,11 @@ static int on_off(const char *v)
 sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char *value)
 {
     static const char *const flags[] = {"policy", "redact", "network_policy", "lifecycle_scripts"};
-    bool *const fields[] = {&job->opt_policy, &job->opt_redact, &job->opt_netpolicy, &job->opt_lifecycle};
     JOB_ENTER(job);
     SBX__ARG(job, key && value, "option name and value must not be NULL");
     for (size_t i = 0; i < SBX__ARRAY_LEN(flags); i++) {
+        /* Taken after JOB_ENTER: job may be NULL before. */
+        bool *const fields[] = {&job->opt_policy, &job->opt_redact, &job->opt_netpolicy, &job->opt_lifecycle};
         if (strcmp(key, flags[i]) != 0)
             continue;
         SBX__ARG(job, on_off(value) >= 0, "option %s: \"on\" or \"off\", not '%.32s'", key, value);
