@@ -526,6 +526,199 @@ START_TEST(test_job_verdict_names)
 }
 END_TEST
 
+/* ---- what a job runs (the plan, checked at the run) ------------------------------------------ */
+
+/* The steps' argv, one line each, words joined by spaces. */
+static char *plan_text(sbx_job *j)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
+    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+    for (size_t i = 0; i < j->nsteps; i++) {
+        ck_assert_int_eq(sbx__buf_printf(&b, "%s@%s:", j->steps[i].name, j->steps[i].cwd), SBX_OK);
+        for (size_t k = 0; k < j->steps[i].argv.n; k++)
+            ck_assert_int_eq(sbx__buf_printf(&b, " %s", j->steps[i].argv.v[k]), SBX_OK);
+        ck_assert_int_eq(sbx__buf_printf(&b, "\n"), SBX_OK);
+    }
+    return sbx__buf_detach(&b, NULL);
+}
+
+static void expect_plan(sbx_job *j, const char *want)
+{
+    char *got = plan_text(j);
+    ck_assert_msg(strcmp(got, want) == 0, "plan:\n%s\nwanted:\n%s", got, want);
+    sbx__free(got);
+}
+
+START_TEST(test_job_plan_clone)
+{
+    static const char sha[] = "0123456789abcdef0123456789abcdef01234567";
+    sbx_client *c = client();
+    sbx_job *j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://h/r.git"), SBX_OK);
+    expect_plan(j, "clone@/vercel/sandbox: git clone --depth=1 -- https://h/r.git /vercel/sandbox/repo\n"
+                   "resolve@/vercel/sandbox: git -C /vercel/sandbox/repo rev-parse HEAD\n");
+    sbx_job_free(j);
+
+    j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://h/r.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "ref", "v1.0"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "depth", "0"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "dir", "src"), SBX_OK);
+    expect_plan(j, "clone@/vercel/sandbox: git clone --branch v1.0 -- https://h/r.git /vercel/sandbox/src\n"
+                   "resolve@/vercel/sandbox: git -C /vercel/sandbox/src rev-parse HEAD\n");
+    sbx_job_free(j);
+
+    j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://h/r.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "ref", sha), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "depth", "3"), SBX_OK);
+    expect_plan(j, "clone@/vercel/sandbox: git clone --depth=3 -- https://h/r.git /vercel/sandbox/repo\n"
+                   "fetch@/vercel/sandbox: git -C /vercel/sandbox/repo fetch --depth=3 origin "
+                   "0123456789abcdef0123456789abcdef01234567\n"
+                   "checkout@/vercel/sandbox: git -C /vercel/sandbox/repo checkout --detach "
+                   "0123456789abcdef0123456789abcdef01234567\n"
+                   "resolve@/vercel/sandbox: git -C /vercel/sandbox/repo rev-parse HEAD\n");
+    sbx_job_free(j);
+
+    j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://h/r.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "ref", sha), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "depth", "0"), SBX_OK);
+    expect_plan(j, "clone@/vercel/sandbox: git clone -- https://h/r.git /vercel/sandbox/repo\n"
+                   "fetch@/vercel/sandbox: git -C /vercel/sandbox/repo fetch origin "
+                   "0123456789abcdef0123456789abcdef01234567\n"
+                   "checkout@/vercel/sandbox: git -C /vercel/sandbox/repo checkout --detach "
+                   "0123456789abcdef0123456789abcdef01234567\n"
+                   "resolve@/vercel/sandbox: git -C /vercel/sandbox/repo rev-parse HEAD\n");
+    sbx_job_free(j);
+    sbx_client_free(c);
+}
+END_TEST
+
+START_TEST(test_job_plan_install_and_scripts)
+{
+    static const char listing[] = "package.json\nsrc\npackage-lock.json\n";
+    sbx_client *c = client();
+    sbx_job *j = new_job(c, "deps.install");
+
+    ck_assert_int_eq(sbx_job_set_input(j, "dir", "/vercel/sandbox/ts"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "registry", "http://registry.test/npm/"), SBX_OK);
+    expect_plan(j, "detect@/vercel/sandbox: ls -A /vercel/sandbox/ts\n");
+    ck_assert_int_eq(sbx__job_plan_detected(j, listing, strlen(listing)), SBX_OK);
+    ck_assert_str_eq(j->pm, "npm");
+    ck_assert_str_eq(j->lockfile, "package-lock.json");
+    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+    ck_assert_uint_eq(j->nsteps, 2);
+    ck_assert_uint_eq(j->steps[1].argv.n, 6);
+    ck_assert_str_eq(j->steps[1].argv.v[1], "ci");
+    ck_assert_str_eq(j->steps[1].argv.v[4], "--ignore-scripts");
+    ck_assert_str_eq(j->steps[1].argv.v[5], "--registry=http://registry.test/npm/");
+    ck_assert_str_eq(j->steps[1].cwd, "/vercel/sandbox/ts");
+    sbx_job_free(j);
+
+    /* Scripts on; pnpm by its lockfile, whatever else is there. */
+    j = new_job(c, "deps.install");
+    ck_assert_int_eq(sbx_job_set_option(j, "lifecycle_scripts", "on"), SBX_OK);
+    sbx__free(plan_text(j)); /* the detection step */
+    {
+        static const char both[] = "pnpm-lock.yaml\npackage-lock.json\n";
+        ck_assert_int_eq(sbx__job_plan_detected(j, both, strlen(both)), SBX_OK);
+        ck_assert_str_eq(j->pm, "pnpm");
+        ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+        ck_assert_uint_eq(j->steps[j->nsteps - 1].argv.n, 3);
+        ck_assert_str_eq(j->steps[j->nsteps - 1].argv.v[2], "--frozen-lockfile");
+    }
+    sbx_job_free(j);
+
+    /* No lockfile: an install refuses. */
+    j = new_job(c, "deps.install");
+    ck_assert_int_eq(sbx__job_plan_detected(j, "package.json\n", 13), SBX_E_NOT_FOUND);
+    has(sbx_job_last_error(j), "no lockfile");
+    sbx_job_free(j);
+
+    /* verify.*: the script of the type, or input script; a program instead. */
+    {
+        static const char *const types[] = {"verify.lint", "verify.typecheck", "verify.test", "verify.build",
+                                            "db.migrate"};
+        static const char *const scripts[] = {"lint", "typecheck", "test", "build", "db:migrate"};
+        for (size_t i = 0; i < 5; i++) {
+            char want[128];
+            j = new_job(c, types[i]);
+            ck_assert_int_eq(sbx_job_set_input(j, "packageManager", "yarn"), SBX_OK);
+            snprintf(want, sizeof want, "%s@/vercel/sandbox: yarn run %s\n", types[i], scripts[i]);
+            expect_plan(j, want);
+            sbx_job_free(j);
+        }
+    }
+    j = new_job(c, "verify.test");
+    ck_assert_int_eq(sbx_job_set_input(j, "script", "test:unit"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "packageManager", "npm"), SBX_OK);
+    expect_plan(j, "verify.test@/vercel/sandbox: npm run test:unit\n");
+    sbx_job_free(j);
+    {
+        const char *argv[] = {"npx", "jest"};
+        j = new_job(c, "verify.test");
+        ck_assert_int_eq(sbx_job_set_argv(j, 2, argv), SBX_OK);
+        ck_assert_int_eq(sbx_job_set_input(j, "dir", "app"), SBX_OK);
+        expect_plan(j, "verify.test@/vercel/sandbox/app: npx jest\n");
+        sbx_job_free(j);
+    }
+    sbx_client_free(c);
+}
+END_TEST
+
+/* What the run refuses before anything is sent, naming the input. */
+START_TEST(test_job_validate)
+{
+    sbx_client *c = client();
+    const char *argv[] = {"ls"};
+    sbx_job *j = new_job(c, NULL);
+
+    expect(j, sbx__job_plan_validate(j), SBX_E_MISUSE, "no type");
+    ck_assert_int_eq(sbx_job_set_type(j, "repo.clone"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "'url'");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://h/r.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "script", "x"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "repo.clone takes no input 'script'");
+    ck_assert_int_eq(sbx_job_set_input(j, "script", NULL), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_argv(j, 1, argv), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "runs its own commands");
+    /* The type set after the inputs: checked against the new one. */
+    ck_assert_int_eq(sbx_job_set_type(j, "verify.test"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "verify.test takes no input 'url'");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", NULL), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_OK, NULL);
+    ck_assert_int_eq(sbx_job_set_input(j, "script", "x"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "not both");
+    ck_assert_int_eq(sbx_job_set_input(j, "script", NULL), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "packageManager", "deno"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "'packageManager'");
+    sbx_job_free(j);
+
+    j = new_job(c, "repo.applyPatch");
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "'patch'");
+    sbx_job_free(j);
+
+    j = new_job(c, "db.migrate");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "postgres://db.example.com/app"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "host", "db.example.com"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "not both");
+    sbx_job_free(j);
+
+    j = new_job(c, NULL);
+    ck_assert_int_eq(sbx_job_load_json(j, "{\"jobType\":\"verify.test\",\"envKeys\":[\"A\",\"NPM_TOKEN\"]}"),
+                     SBX_OK);
+    ck_assert_int_eq(sbx_job_set_env(j, "A", "1"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_env(j, "NPM", "1"), SBX_OK); /* a prefix is not the name */
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "NPM_TOKEN");
+    ck_assert_int_eq(sbx_job_set_env(j, "NPM_TOKEN", "t"), SBX_OK);
+    expect(j, sbx__job_plan_validate(j), SBX_OK, NULL);
+    sbx_job_free(j);
+    sbx_client_free(c);
+}
+END_TEST
+
 /* ---- allocation failures ------------------------------------------------------------------ */
 
 #define STEP(call)                                                                                 \
@@ -652,6 +845,9 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_job_json_failure_changes_nothing);
     tcase_add_test(tc, test_job_misuse_before_run);
     tcase_add_test(tc, test_job_verdict_names);
+    tcase_add_test(tc, test_job_plan_clone);
+    tcase_add_test(tc, test_job_plan_install_and_scripts);
+    tcase_add_test(tc, test_job_validate);
     tcase_add_test(tc, test_job_out_of_memory_is_clean);
     tcase_add_test(tc, test_job_json_out_of_memory_changes_nothing);
     suite_add_tcase(s, tc);
