@@ -72,6 +72,21 @@ void sbx_job_free(sbx_job *job)
 {
     if (!job)
         return;
+    if (job->run_op) {
+        /* The run's op (the caller's) still lives and uses the job: cancel
+         * the run, say nothing more to the caller, and leave the freeing to
+         * the op's release (jobrun.c). */
+        job->cb = NULL;
+        job->cb_user = NULL;
+        job->free_pending = true;
+        (void)sbx_op_cancel(job->run_op);
+        return;
+    }
+    sbx__job_destroy(job);
+}
+
+void sbx__job_destroy(sbx_job *job)
+{
     sbx__strlist_wipe(&job->inputs);
     sbx__strlist_clear(&job->argv);
     sbx__strlist_wipe(&job->env);

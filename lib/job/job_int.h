@@ -79,6 +79,8 @@ struct sbx_job {
     size_t tail_bytes, artifact_max;
     /* the run */
     bool started, finished;
+    sbx_op *run_op;           /* the run's op until it is destroyed (jobrun.c) */
+    bool free_pending;        /* sbx_job_free() came first: freed with run_op */
     char *pm;                 /* package manager: npm, pnpm, yarn, bun */
     char *lockfile;           /* what the detection found */
     struct sbx__jstep *steps;
@@ -99,6 +101,9 @@ struct sbx_job {
     char *message;
     int64_t started_at, duration_ms;
 };
+
+/* Free the job now (sbx_job_free() defers it while the run's op lives). */
+void sbx__job_destroy(sbx_job *job);
 
 /* The job type's index, J_NONE when unknown. */
 enum sbx__jtype sbx__job_type_find(const char *name);

@@ -692,6 +692,7 @@ static void jr_cancel(sbx_op *op)
 static void jr_release(sbx_op *op)
 {
     struct jrun *jr = op->state;
+    sbx_job *job = jr->job;
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
     sbx_command_free(jr->cmd);
@@ -699,6 +700,9 @@ static void jr_release(sbx_op *op)
     sbx__redact_rules_unref(jr->rules);
     sbx__target_unref(&jr->sbx->t);
     sbx__free(jr);
+    job->run_op = NULL;
+    if (job->free_pending)
+        sbx__job_destroy(job); /* sbx_job_free() came first */
 }
 
 static const struct sbx__op_ops jr_ops = {jr_cancel, jr_release};
@@ -789,6 +793,7 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
     }
     sbx__target_ref(&s->t);
     jr->op = op;
+    job->run_op = op;
     job->started = true;
     job->started_at = wall_ms();
     sbx__buf_init(&job->capture, 0);
