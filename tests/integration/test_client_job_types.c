@@ -717,6 +717,57 @@ START_TEST(test_client_job_types_huge_timeout)
 }
 END_TEST
 
+/* Freeing a job whose op the caller still holds (job.h: "a job still
+ * running is cancelled first"): the op ends cancelled, its output callback
+ * is not called again, and the op frees cleanly, in either order, also
+ * after the run ended. */
+static int count_calls(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    (void)stream, (void)data, (void)len;
+    ++*(int *)user;
+    return 0;
+}
+
+START_TEST(test_client_job_types_free_while_running)
+{
+    struct env e = setup(0);
+    sbx_job *j = sh_job(&e, "verify.test", "echo going; sleep 30; echo late");
+    sbx_op *op = NULL;
+    int calls = 0, seen;
+    int64_t t0 = mono_ms();
+
+    ok_j(sbx_job_set_output_cb(j, count_calls, &calls), j);
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    while (!sbx_op_done(op) && calls == 0 && mono_ms() - t0 < 10000)
+        sbx_client_run(e.c, 100);
+    ck_assert(!sbx_op_done(op));
+    ck_assert_int_gt(calls, 0);
+    seen = calls;
+    sbx_job_free(j);
+    ck_assert_int_eq(sbx_op_wait(op, 20000), SBX_E_CANCELLED);
+    ck_assert(mono_ms() - t0 < 15000);
+    ck_assert_int_eq(calls, seen);
+    sbx_op_free(op);
+
+    /* Freed, then the op freed without waiting. */
+    j = sh_job(&e, "verify.test", "sleep 30");
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    sbx_client_run(e.c, 200);
+    sbx_job_free(j);
+    sbx_op_free(op);
+
+    /* The run over, the job freed before its op. */
+    j = sh_job(&e, "verify.test", "echo done");
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    ck_assert_int_eq(sbx_op_wait(op, 20000), SBX_OK);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    sbx_op_free(op);
+    ck_assert(mono_ms() - t0 < 30000);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job_types");
@@ -734,6 +785,7 @@ Suite *sbx_test_suite(void)
     tc = sbx_tcase("edges", 60);
     tcase_add_test(tc, test_client_job_types_relative_dir);
     tcase_add_test(tc, test_client_job_types_huge_timeout);
+    tcase_add_test(tc, test_client_job_types_free_while_running);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("migrate", 120);
     tcase_add_test(tc, test_client_job_types_db_migrate);
