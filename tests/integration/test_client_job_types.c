@@ -131,7 +131,7 @@ static void expect_commit(sbx_job *j, const char *want)
 }
 
 /* A job of type (verify.* or db.migrate) running `sh -c script` with e's
- * policy; its stdout tail in *out (malloc'd) when out is not NULL. */
+ * policy (the default one, and sh). */
 static sbx_job *sh_job(struct env *e, const char *type, const char *script)
 {
     const char *argv[] = {"sh", "-c", script};
@@ -143,8 +143,9 @@ static sbx_job *sh_job(struct env *e, const char *type, const char *script)
     return j;
 }
 
-/* Run `sh -c script` as a verify.test job; returns its stdout tail
- * (malloc'd) and its exit code in *code. */
+/* Run `sh -c script` as a job of type, which must pass or fail (not be
+ * denied or an error); returns its stdout tail (malloc'd) and its exit code
+ * in *code. */
 static char *sh_run(struct env *e, const char *type, const char *script, int *code)
 {
     sbx_job *j = sh_job(e, type, script);
