@@ -73,8 +73,21 @@ void sbx_job_free(sbx_job *job)
 {
     if (!job)
         return;
-    if (job->op) /* the caller's op of a run still going, or kept */
-        sbx__op_orphan(job->op);
+    if (job->run_op) {
+        /* The run's op (the caller's) still lives and uses the job: cancel
+         * the run, say nothing more to the caller, and leave the freeing to
+         * the op's release (jobrun.c). */
+        job->cb = NULL;
+        job->cb_user = NULL;
+        job->free_pending = true;
+        (void)sbx_op_cancel(job->run_op);
+        return;
+    }
+    sbx__job_destroy(job);
+}
+
+void sbx__job_destroy(sbx_job *job)
+{
     sbx__strlist_wipe(&job->inputs);
     sbx__strlist_clear(&job->argv);
     sbx__strlist_wipe(&job->env);
@@ -180,10 +193,8 @@ static sbx_status kv_set(sbx__strlist *l, const char *key, const char *value, si
         }
         return SBX_OK;
     }
-    if (kv && sbx__strlist_push_take(l, kv) != SBX_OK) {
-        sbx__free_secret(kv);
+    if (kv && sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes and frees kv on failure */
         return SBX_E_NOMEM;
-    }
     return SBX_OK;
 }
 
@@ -229,15 +240,15 @@ static sbx_status set_input(sbx_job *job, const char *key, const char *value)
             SBX__ARG(job, value[0] != '-', "input 'script': must not start with '-'");
     }
     if (value && strcmp(key, "dir") == 0 && value[0] != '/') {
-        /* Relative to the workspace, kept absolute: it is also a working
-         * directory, which the policy wants absolute. */
-        size_t n = strlen(SBX__JOB_WORKSPACE) + strlen(value) + 2;
-        char *abs = sbx__malloc(n);
+        /* Relative to the workspace: kept absolute, as the commands' working
+         * directory and the artifacts' paths must be. */
+        size_t n = strlen(SBX__JOB_WORKSPACE) + 1 + strlen(value);
+        char *abs = sbx__malloc(n + 1);
         sbx_status st;
         if (!abs)
             return sbx__err_nomem(&job->err);
-        snprintf(abs, n, "%s/%s", SBX__JOB_WORKSPACE, value);
-        st = kv_set(&job->inputs, key, abs, strlen(abs));
+        snprintf(abs, n + 1, "%s/%s", SBX__JOB_WORKSPACE, value);
+        st = kv_set(&job->inputs, key, abs, n);
         sbx__free(abs);
         return st == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
     }
@@ -306,10 +317,8 @@ sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)
         return sbx__err_nomem(&job->err);
     memcpy(s, value, len);
     s[len] = '\0';
-    if (sbx__strlist_push_take(&job->secrets, s) != SBX_OK) {
-        sbx__free_secret(s);
+    if (sbx__strlist_push_take(&job->secrets, s) != SBX_OK) /* it wipes and frees s on failure */
         return sbx__err_nomem(&job->err);
-    }
     return SBX_OK;
 }
 
@@ -365,10 +374,11 @@ static int on_off(const char *v)
 sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char *value)
 {
     static const char *const flags[] = {"policy", "redact", "network_policy", "lifecycle_scripts"};
-    bool *const fields[] = {&job->opt_policy, &job->opt_redact, &job->opt_netpolicy, &job->opt_lifecycle};
     JOB_ENTER(job);
     SBX__ARG(job, key && value, "option name and value must not be NULL");
     for (size_t i = 0; i < SBX__ARRAY_LEN(flags); i++) {
+        /* Taken after JOB_ENTER: job may be NULL before. */
+        bool *const fields[] = {&job->opt_policy, &job->opt_redact, &job->opt_netpolicy, &job->opt_lifecycle};
         if (strcmp(key, flags[i]) != 0)
             continue;
         SBX__ARG(job, on_off(value) >= 0, "option %s: \"on\" or \"off\", not '%.32s'", key, value);
@@ -459,7 +469,7 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "command[0]: an empty program name");
                     st = sbx__strlist_push(&into->argv, s) == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
                 } else if (sbx_job_add_artifact(into, s) != SBX_OK) {
-                    return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "artifacts[%zu]: %s", i,
+                    return sbx__err_set(&job->err, into->err.code, "artifacts[%zu]: %s", i,
                                         sbx_job_last_error(into));
                 }
                 if (st != SBX_OK)

@@ -73,6 +73,7 @@ struct sbx_job {
     sbx_policy *policy;       /* NULL: the default */
     sbx_transcript *tr;
     bool tr_shared;           /* a run owns the transcript's header */
+    int64_t deadline_cap;     /* a run's budget: the latest deadline (mono ms), 0 none */
     sbx_output_cb cb;
     void *cb_user;
     bool opt_policy, opt_redact, opt_netpolicy, opt_lifecycle;
@@ -81,7 +82,8 @@ struct sbx_job {
     size_t tail_bytes, artifact_max;
     /* the run */
     bool started, finished;
-    sbx_op *op;               /* while a run of it is pending or held */
+    sbx_op *run_op;           /* the run's op until it is destroyed (jobrun.c) */
+    bool free_pending;        /* sbx_job_free() came first: freed with run_op */
     char *pm;                 /* package manager: npm, pnpm, yarn, bun */
     char *lockfile;           /* what the detection found */
     const char *pm_locked;    /* the package manager the lockfile is of */
@@ -124,6 +126,8 @@ void sbx__slot_unqueue(struct sbx__core *c, struct sbx__slot_wait *w);
 void sbx__slot_give(struct sbx__core *c, struct sbx__slot_wait *w);
 /* Jobs of the client running now. */
 unsigned sbx__slot_running(const struct sbx__core *c);
+/* Free the job now (sbx_job_free() defers it while the run's op lives). */
+void sbx__job_destroy(sbx_job *job);
 
 /* The job type's index, J_NONE when unknown. */
 enum sbx__jtype sbx__job_type_find(const char *name);

@@ -755,7 +755,7 @@ static void jr_cancel(sbx_op *op)
 static void jr_release(sbx_op *op)
 {
     struct jrun *jr = op->state;
-    jr->job->op = NULL;
+    sbx_job *job = jr->job;
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
     sbx__slot_unqueue(jr->job->core, &jr->wait);
@@ -765,6 +765,9 @@ static void jr_release(sbx_op *op)
     sbx__redact_rules_unref(jr->rules);
     sbx__target_unref(&jr->sbx->t);
     sbx__free(jr);
+    job->run_op = NULL;
+    if (job->free_pending)
+        sbx__job_destroy(job); /* sbx_job_free() came first */
 }
 
 static const struct sbx__op_ops jr_ops = {jr_cancel, jr_release};
@@ -780,10 +783,15 @@ static void on_kick(sbx__timer *t, void *user)
 static void begin(struct jrun *jr)
 {
     struct sbx__engine *e = jr->job->core->engine;
-    if (jr->job->timeout_ms > 0 && jr->phase != PH_DONE) {
+    int64_t cap = jr->job->deadline_cap;
+    /* Past INT64_MAX / 4 ms (73 million years) the sum would overflow: none. */
+    if (jr->job->timeout_ms > 0 && jr->job->timeout_ms <= INT64_MAX / 4)
         jr->deadline = sbx__mono_ms() + jr->job->timeout_ms;
+    /* A run's budget ends it too, however long it waited for its place. */
+    if (cap > 0 && (jr->deadline == 0 || cap < jr->deadline))
+        jr->deadline = cap;
+    if (jr->deadline && jr->phase != PH_DONE)
         sbx__engine_timer_set(e, &jr->timer, jr->deadline, on_timer, jr);
-    }
     sbx__engine_timer_set(e, &jr->kick, sbx__mono_ms(), on_kick, jr);
 }
 
@@ -914,7 +922,7 @@ sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)
     }
     sbx__target_ref(&s->t);
     jr->op = op;
-    job->op = op;
+    job->run_op = op;
     job->started = true;
     job->started_at = wall_ms();
     sbx__buf_init(&job->capture, 0);

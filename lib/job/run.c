@@ -430,6 +430,7 @@ static sbx_status start_job(sbx_run *run)
         }
         if (job->timeout_ms == 0 || job->timeout_ms > left)
             job->timeout_ms = left;
+        job->deadline_cap = run->deadline;
     }
     if (run->tr && !job->tr) {
         job->tr = sbx_transcript_ref(run->tr);

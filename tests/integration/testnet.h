@@ -34,6 +34,10 @@ enum {
     TESTNET_DB = 1,         /* also start PostgreSQL (initdb: a second or two) */
 };
 
+/* The token http://git.test/private.git asks for: HTTP basic auth with user
+ * x-access-token and this password (testnet_services.py's PRIVATE_TOKEN). */
+#define TESTNET_PRIVATE_TOKEN "tn-private-7f3c9a1e5b2d4086"
+
 /* The names the fixture serves, all resolving to its address (NULL-terminated). */
 extern const char *const testnet_names[];
 

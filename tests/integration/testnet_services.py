@@ -57,6 +57,12 @@ NPM_NAME, NPM_VERSION = "sbx-demo", "1.0.0"
 NPM_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "npm-packages")
 TGZ_MTIME = 1704067200  # 2024-01-01T00:00:00Z: every file of every tarball made here
 PY_NAME, PY_VERSION = "sbx-demo", "1.0.0"
+# private.git: demo.git's history over dumb HTTP, only with this token as the
+# password of HTTP basic auth (user x-access-token, as git hosts take tokens).
+# Kept outside WWW, so neither git daemon nor the static files serve it.
+PRIVATE_TOKEN = "tn-private-7f3c9a1e5b2d4086"
+PRIVATE_DIR = ROOT + "/private"
+PRIVATE_AUTH = "Basic " + base64.b64encode(("x-access-token:" + PRIVATE_TOKEN).encode()).decode()
 DEMO_TEXT = "hello from sbx-demo"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -171,6 +177,7 @@ def make_git():
     # Dumb HTTP needs packs listed and info/refs written.
     git(bare, "repack", "-a", "-d", "-q")
     git(bare, "update-server-info")
+    shutil.copytree(bare, PRIVATE_DIR + "/private.git")
     info = {
         "git_head": git_out(bare, "rev-parse", "refs/heads/main"),
         "git_feature": git_out(bare, "rev-parse", "refs/heads/feature"),
@@ -391,6 +398,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return None
+        if path == "/private.git" or path.startswith("/private.git/"):
+            return self.private_git(path, body)
         m = re.fullmatch(r"/bytes/(\d{1,12})", path)
         if m:
             return self.send_bytes(int(m.group(1)), body)
@@ -410,6 +419,25 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.end_headers()
         if body:
             self.wfile.write(data)
+
+    def private_git(self, path, body):
+        """Dumb-HTTP private.git: 401 without the fixed token, else its files."""
+        if self.headers.get("Authorization") != PRIVATE_AUTH:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="private.git"')
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "13")
+            self.end_headers()
+            if body:
+                self.wfile.write(b"unauthorized\n")
+            return None
+        rel = urllib.parse.unquote(path[len("/private.git"):]).lstrip("/")
+        full = os.path.realpath(os.path.join(PRIVATE_DIR, "private.git", rel))
+        if not full.startswith(PRIVATE_DIR + "/private.git/") or not os.path.isfile(full):
+            return self.reply(404, "text/plain", b"not found\n", body)
+        with open(full, "rb") as f:
+            data = f.read()
+        return self.reply(200, "application/octet-stream", data, body)
 
     def echo(self, body):
         text = self.requestline + "\n" + str(self.headers)

@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client_job_types: each job type carried out through the public API
+ * (sbx_job) against sbxd and the test internet (testnet.md): repo.clone
+ * from git.test over git:// and dumb HTTP (refs, tags, commit ids, depth,
+ * dir), a private repository whose token is brokered by header injection
+ * and never enters the sandbox; deps.install of tests/fixtures/ts-project
+ * from registry.test and the verify.* scripts after it; db.migrate against
+ * db.test; and the network preset of each job in force for that job only
+ * (verify.* reach nothing). Every test has its own fixture and sbxd.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client_it.h"
+#include "testnet.h"
+
+#ifndef TESTNET_FIXTURES_DIR
+#define TESTNET_FIXTURES_DIR ""
+#endif
+
+#define ok_j(call, j) expect_st(call, SBX_OK, sbx_job_last_error, j)
+#define WS "/vercel/sandbox"
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+struct env {
+    struct testnet *net;
+    struct sbxd *d;
+    sbx_client *c;
+    sbx_sandbox *s;
+    sbx_policy *sh; /* the default policy, and sh for every type */
+};
+
+static struct env setup(unsigned flags)
+{
+    struct env e;
+    e.net = testnet_start(flags);
+    e.d = sbxd_start(testnet_sbxd_args(e.net), NULL);
+    e.c = it_client(e.d);
+    e.s = it_sandbox(e.c);
+    e.sh = sbx_policy_new();
+    ck_assert_ptr_nonnull(e.sh);
+    ck_assert_int_eq(sbx_policy_allow_program(e.sh, NULL, "sh"), SBX_OK);
+    return e;
+}
+
+static void teardown(struct env *e)
+{
+    sbx_policy_free(e->sh);
+    sbx_sandbox_free(e->s);
+    sbx_client_free(e->c);
+    sbxd_stop(e->d);
+    testnet_stop(e->net);
+}
+
+static json_t *result(sbx_job *j)
+{
+    char *s = NULL;
+    json_t *r;
+    ok_j(sbx_job_result_to_json(j, &s), j);
+    r = json_loads(s, 0, NULL);
+    ck_assert_msg(r != NULL, "result is not JSON: %s", s);
+    sbx_free(s);
+    return r;
+}
+
+static char *result_text(sbx_job *j)
+{
+    char *s = NULL;
+    ok_j(sbx_job_result_to_json(j, &s), j);
+    return s;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    ck_assert_msg(v != NULL, "no string '%s'", k);
+    return v;
+}
+
+/* Run j in e's sandbox and check its verdict, printing the result if not. */
+static void run_expect(struct env *e, sbx_job *j, sbx_verdict want)
+{
+    ok_j(sbx_job_run(j, e->s), j);
+    if (sbx_job_verdict(j) != want) {
+        char *s = result_text(j);
+        ck_abort_msg("verdict %s, expected %s; result: %s", sbx_job_verdict_name(sbx_job_verdict(j)),
+                     sbx_job_verdict_name(want), s);
+    }
+}
+
+/* A repo.clone job (NULL inputs not set), run, expecting want. A git://
+ * URL is cloned with the job's network preset off, in the sandbox's own
+ * open network: under a preset a sandbox reaches out only through sbxd's
+ * HTTP proxy, which git's own protocol does not use (doc/sbxd.md, Network
+ * notes; test_client_job_types_clone_git_protocol_isolated): the sandbox
+ * is opened again first, as a job before may have closed it. Over dumb HTTP
+ * (the fixture's) git cannot make a shallow clone. */
+static sbx_job *run_clone(struct env *e, const char *url, const char *ref, const char *depth, const char *dir,
+                          sbx_verdict want)
+{
+    sbx_job *j = sbx_job_new(e->c);
+    ck_assert_ptr_nonnull(j);
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    if (strncmp(url, "git://", 6) == 0) {
+        ok_s(sbx_sandbox_update_network_policy(e->s, "{\"mode\":\"allow-all\"}"), e->s);
+        ok_j(sbx_job_set_option(j, "network_policy", "off"), j);
+    }
+    ok_j(sbx_job_set_input(j, "url", url), j);
+    if (ref)
+        ok_j(sbx_job_set_input(j, "ref", ref), j);
+    if (depth)
+        ok_j(sbx_job_set_input(j, "depth", depth), j);
+    if (dir)
+        ok_j(sbx_job_set_input(j, "dir", dir), j);
+    run_expect(e, j, want);
+    return j;
+}
+
+/* The commit a passed clone resolved. */
+static void expect_commit(sbx_job *j, const char *want)
+{
+    json_t *r = result(j);
+    const char *got = json_string_value(json_object_get(json_object_get(r, "outputs"), "resolvedCommit"));
+    ck_assert_msg(got && strcmp(got, want) == 0, "resolvedCommit %s, expected %s", got ? got : "(none)", want);
+    json_decref(r);
+}
+
+/* A job of type (verify.* or db.migrate) running `sh -c script` with e's
+ * policy (the default one, and sh). */
+static sbx_job *sh_job(struct env *e, const char *type, const char *script)
+{
+    const char *argv[] = {"sh", "-c", script};
+    sbx_job *j = sbx_job_new(e->c);
+    ck_assert_ptr_nonnull(j);
+    ok_j(sbx_job_set_type(j, type), j);
+    ok_j(sbx_job_set_argv(j, 3, argv), j);
+    ok_j(sbx_job_set_policy(j, e->sh), j);
+    return j;
+}
+
+/* Run `sh -c script` as a job of type, which must pass or fail (not be
+ * denied or an error); returns its stdout tail (malloc'd) and its exit code
+ * in *code. */
+static char *sh_run(struct env *e, const char *type, const char *script, int *code)
+{
+    sbx_job *j = sh_job(e, type, script);
+    json_t *r;
+    char *out;
+    ok_j(sbx_job_run(j, e->s), j);
+    ck_assert_msg(sbx_job_verdict(j) == SBX_VERDICT_PASSED || sbx_job_verdict(j) == SBX_VERDICT_FAILED,
+                  "`%s`: verdict %s: %s", script, sbx_job_verdict_name(sbx_job_verdict(j)), sbx_job_last_error(j));
+    *code = sbx_job_exit_code(j);
+    r = result(j);
+    out = strdup(jstr(r, "stdoutTail"));
+    json_decref(r);
+    sbx_job_free(j);
+    return out;
+}
+
+/* `sh -c script` must pass and print want (a substring) on stdout. */
+static void sh_expect(struct env *e, const char *type, const char *script, const char *want)
+{
+    int code;
+    char *out = sh_run(e, type, script, &code);
+    ck_assert_msg(code == 0 && strstr(out, want), "`%s`: exit %d, stdout %s (wanted '%s')", script, code, out,
+                  want);
+    free(out);
+}
+
+/* A probe that tells whether a host answers: prints REACHED or BLOCKED. */
+#define CURL_PROBE(url) \
+    "if curl -sS -o /dev/null --connect-timeout 5 --max-time 10 --noproxy '*' " url "; then echo REACHED; " \
+    "else echo BLOCKED; fi"
+#define GIT_PROBE(url)                                                                               \
+    "if timeout 15 git ls-remote " url " >/dev/null; then echo REACHED; else echo BLOCKED; fi"
+
+/* ---- repo.clone -------------------------------------------------------------------------- */
+
+/* The default branch over git:// and dumb HTTP; a shallow clone of one
+ * commit by default; a directory of one's own. */
+START_TEST(test_client_job_types_clone_default_branch)
+{
+    struct env e = setup(0);
+    sbx_job *j;
+    json_t *r;
+
+    /* git:// first: the sandbox's network is still open (run_clone). */
+    j = run_clone(&e, "git://git.test/demo.git", NULL, NULL, NULL, SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    r = result(j);
+    ck_assert_str_eq(jstr(json_object_get(r, "outputs"), "workspace"), WS "/repo");
+    json_decref(r);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "git -C " WS "/repo rev-list --count HEAD && cat " WS "/repo/README.md",
+              "1\n# demo");
+
+    /* depth 0: the whole history (3 commits on main). */
+    j = run_clone(&e, "git://git.test/demo.git", NULL, "0", WS "/full", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "git -C " WS "/full rev-list --count HEAD", "3\n");
+
+    /* Dumb HTTP under the clone's preset: the default shallow clone is
+     * git's refusal, reported; the whole history works. */
+    j = run_clone(&e, "http://git.test/demo.git", NULL, NULL, WS "/shallow-http", SBX_VERDICT_FAILED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stderrTail"), "does not support shallow"));
+    json_decref(r);
+    sbx_job_free(j);
+    j = run_clone(&e, "http://git.test/demo.git", NULL, "0", WS "/over-http", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    r = result(j);
+    ck_assert_str_eq(jstr(json_object_get(r, "outputs"), "workspace"), WS "/over-http");
+    json_decref(r);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "git -C " WS "/over-http rev-list --count HEAD && ls " WS "/over-http",
+              "3\nCHANGELOG.md");
+    teardown(&e);
+}
+END_TEST
+
+/* git's own protocol under the clone's preset: an isolated sandbox reaches
+ * out only through sbxd's HTTP proxy, which git:// does not use, so the
+ * clone fails at once ("Network is unreachable") instead of reaching the
+ * host some other way. */
+START_TEST(test_client_job_types_clone_git_protocol_isolated)
+{
+    struct env e = setup(0);
+    sbx_job *j = sbx_job_new(e.c);
+    json_t *r;
+
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    ok_j(sbx_job_set_input(j, "url", "git://git.test/demo.git"), j);
+    run_expect(&e, j, SBX_VERDICT_FAILED);
+    ck_assert_int_eq(sbx_job_exit_code(j), 128);
+    r = result(j);
+    ck_assert_msg(strstr(jstr(r, "stderrTail"), "unable to connect to git.test"), "%s", jstr(r, "stderrTail"));
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* A branch, a tag and a commit id, over both transports. */
+START_TEST(test_client_job_types_clone_refs)
+{
+    /* git:// first, while the sandbox's network is open (run_clone); dumb
+     * HTTP clones the whole history. */
+    static const char *const urls[] = {"git://git.test/demo.git", "http://git.test/demo.git"};
+    static const char *const depth[] = {NULL, "0"};
+    struct env e = setup(0);
+    char dir[128], script[512];
+
+    for (size_t u = 0; u < 2; u++) {
+        sbx_job *j;
+        snprintf(dir, sizeof dir, WS "/feature%zu", u);
+        j = run_clone(&e, urls[u], "feature", depth[u], dir, SBX_VERDICT_PASSED);
+        expect_commit(j, e.net->git_feature);
+        sbx_job_free(j);
+        snprintf(script, sizeof script, "cat %s/feature.txt", dir);
+        sh_expect(&e, "verify.test", script, "work in progress");
+
+        snprintf(dir, sizeof dir, WS "/tag%zu", u);
+        j = run_clone(&e, urls[u], "v1.0", depth[u], dir, SBX_VERDICT_PASSED);
+        expect_commit(j, e.net->git_tag);
+        sbx_job_free(j);
+        snprintf(script, sizeof script, "test ! -e %s/CHANGELOG.md && ls %s", dir, dir);
+        sh_expect(&e, "verify.test", script, "hello.sh");
+
+        /* The commit of v1.0 is no branch's head: it is fetched by id. */
+        snprintf(dir, sizeof dir, WS "/sha%zu", u);
+        j = run_clone(&e, urls[u], e.net->git_tag, depth[u], dir, SBX_VERDICT_PASSED);
+        expect_commit(j, e.net->git_tag);
+        sbx_job_free(j);
+        snprintf(script, sizeof script, "git -C %s rev-parse HEAD", dir);
+        sh_expect(&e, "verify.test", script, e.net->git_tag);
+    }
+
+    /* A ref the repository does not have fails the job (not the call). */
+    {
+        sbx_job *j = run_clone(&e, "http://git.test/demo.git", "no-such-branch", "0", WS "/none",
+                               SBX_VERDICT_FAILED);
+        ck_assert_int_ne(sbx_job_exit_code(j), 0);
+        sbx_job_free(j);
+    }
+    teardown(&e);
+}
+END_TEST
+
+/* The clone's network preset admits the git host only: with the sandbox
+ * left under it (network_policy off for the probe), git.test answers and
+ * www.test does not; a verify job (deny-all) reaches neither. */
+START_TEST(test_client_job_types_clone_preset_host_only)
+{
+    struct env e = setup(0);
+    sbx_job *j;
+    int code;
+    char *out;
+
+    j = run_clone(&e, "http://git.test/demo.git", NULL, "0", NULL, SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+
+    /* Under the clone's preset: its host only. */
+    j = sh_job(&e, "verify.test", GIT_PROBE("http://git.test/demo.git") "; " CURL_PROBE("http://www.test/hello.txt"));
+    ok_j(sbx_job_set_option(j, "network_policy", "off"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    {
+        json_t *r = result(j);
+        ck_assert_str_eq(jstr(r, "stdoutTail"), "REACHED\nBLOCKED\n");
+        json_decref(r);
+    }
+    sbx_job_free(j);
+
+    /* A verify job's own preset: nothing. */
+    out = sh_run(&e, "verify.test", CURL_PROBE("http://www.test/hello.txt"), &code);
+    ck_assert_str_eq(out, "BLOCKED\n");
+    free(out);
+    teardown(&e);
+}
+END_TEST
+
+/* The network policy follows the job: after a clone (git host preset), a
+ * verify job cannot reach git.test, and the next clone can again. */
+START_TEST(test_client_job_types_policy_follows_job)
+{
+    struct env e = setup(0);
+    sbx_job *j;
+    int code;
+    char *out;
+
+    j = run_clone(&e, "http://git.test/demo.git", NULL, "0", WS "/a", SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    out = sh_run(&e, "verify.test", GIT_PROBE("git://git.test/demo.git") "; " GIT_PROBE("http://git.test/demo.git"),
+                 &code);
+    ck_assert_str_eq(out, "BLOCKED\nBLOCKED\n");
+    free(out);
+    j = run_clone(&e, "http://git.test/demo.git", NULL, "0", WS "/b", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    sbx_job_free(j);
+    out = sh_run(&e, "verify.lint", GIT_PROBE("git://git.test/demo.git"), &code);
+    ck_assert_str_eq(out, "BLOCKED\n");
+    free(out);
+    teardown(&e);
+}
+END_TEST
+
+/* ---- a private repository ------------------------------------------------------------------ */
+
+/* The token never enters the sandbox: the egress proxy adds the
+ * Authorization header for the git host. Without it: 401, the job fails.
+ * The token (and its basic-auth form) are in no result, no transcript
+ * and nowhere in the sandbox: environments, git's configuration, the
+ * repository's files. */
+START_TEST(test_client_job_types_private_clone_token)
+{
+    /* The check runs with redaction off, and prints markers only: the
+     * token is assembled in the shell, never written whole in argv. */
+    static const char check[] =
+        "T=tn-private-; T=${T}7f3c9a1e5b2d4086; B=$(printf 'x-access-token:%s' \"$T\" | base64 -w0); "
+        "for v in \"$T\" \"$B\"; do "
+        "  for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done | grep -qF \"$v\" && echo IN-ENV; "
+        "  git -C " WS "/repo config -l --show-origin | grep -qF \"$v\" && echo IN-GIT-CONFIG; "
+        "  git config -l 2>/dev/null | grep -qF \"$v\" && echo IN-GLOBAL-CONFIG; "
+        "  grep -rqF \"$v\" " WS "/repo/.git && echo IN-REPO; "
+        "  grep -rqF \"$v\" /etc /tmp $HOME 2>/dev/null && echo IN-FILES; "
+        "done; git -C " WS "/repo config -l | grep -ci 'extraheader\\|authorization' ; "
+        "cat " WS "/repo/README.md | head -1";
+    struct env e = setup(0);
+    sbx_transcript *t = sbx_transcript_new();
+    sbx_job *j;
+    char *s, *tj = NULL;
+    const char *b64 = "eC1hY2Nlc3MtdG9rZW46dG4tcHJpdmF0ZS03ZjNjOWExZTViMmQ0MDg2"; /* x-access-token:TOKEN */
+
+    /* Without the token: the server's 401, a failed job. */
+    j = run_clone(&e, "http://git.test/private.git", NULL, "0", WS "/denied", SBX_VERDICT_FAILED);
+    ck_assert_int_ne(sbx_job_exit_code(j), 0);
+    sbx_job_free(j);
+
+    /* With it. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    ok_j(sbx_job_set_input(j, "url", "http://git.test/private.git"), j);
+    ok_j(sbx_job_set_input(j, "depth", "0"), j); /* dumb HTTP */
+    ok_j(sbx_job_set_input(j, "token", TESTNET_PRIVATE_TOKEN), j);
+    ok_j(sbx_job_set_transcript(j, t), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    s = result_text(j);
+    ck_assert_msg(!strstr(s, TESTNET_PRIVATE_TOKEN) && !strstr(s, b64), "token in the result: %s", s);
+    ck_assert_ptr_nonnull(strstr(s, "\"token\":\"[REDACTED:secret]\""));
+    sbx_free(s);
+    ck_assert_int_eq(sbx_transcript_finish(t, sbx_job_verdict(j)), SBX_OK);
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, &tj), SBX_OK);
+    ck_assert_msg(!strstr(tj, TESTNET_PRIVATE_TOKEN) && !strstr(tj, b64), "token in the transcript: %s", tj);
+    sbx_free(tj);
+    for (size_t i = 1; i <= sbx_transcript_step_count(t); i++) {
+        ck_assert_int_eq(sbx_transcript_step_to_json(t, i, &tj), SBX_OK);
+        ck_assert_msg(!strstr(tj, TESTNET_PRIVATE_TOKEN) && !strstr(tj, b64), "token in step %zu: %s", i, tj);
+        sbx_free(tj);
+    }
+    {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(sbx_transcript_save_data(t, &data, &len), SBX_OK);
+        ck_assert_ptr_null(memmem(data, len, TESTNET_PRIVATE_TOKEN, strlen(TESTNET_PRIVATE_TOKEN)));
+        ck_assert_ptr_null(memmem(data, len, b64, strlen(b64)));
+        sbx_free(data);
+    }
+    sbx_transcript_free(t);
+    sbx_job_free(j);
+
+    /* Nothing of it in the sandbox. */
+    j = sh_job(&e, "verify.test", check);
+    ok_j(sbx_job_set_option(j, "redact", "off"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    {
+        json_t *r = result(j);
+        ck_assert_str_eq(jstr(r, "stdoutTail"), "0\n# demo\n");
+        json_decref(r);
+    }
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* ---- deps.install and verify.* -------------------------------------------------------------- */
+
+static const char *const ts_files[] = {
+    "package.json", "package-lock.json", "tsconfig.json", "tsconfig.test.json", "scripts/lint.js",
+    "src/index.ts", "src/version.ts", "test/node-test.d.ts", "test/probe.test.ts", "test/version.test.ts", NULL,
+};
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    buf = malloc((size_t)n + 1);
+    ck_assert(buf != NULL);
+    ck_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+#define TS WS "/ts"
+
+static void upload_ts_project(struct env *e)
+{
+    for (size_t i = 0; ts_files[i]; i++) {
+        char src[4096], dst[512];
+        size_t len;
+        char *data;
+        snprintf(src, sizeof src, "%s/ts-project/%s", TESTNET_FIXTURES_DIR, ts_files[i]);
+        snprintf(dst, sizeof dst, TS "/%s", ts_files[i]);
+        data = slurp(src, &len);
+        ok_s(sbx_sandbox_write_file(e->s, dst, (const uint8_t *)data, len, 0644), e->s);
+        free(data);
+    }
+}
+
+static void need_registry_dir(void)
+{
+    char tgz[4096];
+    struct stat st;
+    snprintf(tgz, sizeof tgz, "%s/typescript/-/typescript-5.4.5.tgz", testnet_npm_dir());
+    ck_assert_msg(stat(tgz, &st) == 0, "%s: %s; fetch the registry's tarballs first: tests/fixtures/fetch-registry.sh",
+                  tgz, strerror(errno));
+}
+
+static sbx_job *install_job(struct env *e, bool scripts)
+{
+    sbx_job *j = sbx_job_new(e->c);
+    ok_j(sbx_job_set_type(j, "deps.install"), j);
+    ok_j(sbx_job_set_input(j, "dir", TS), j);
+    ok_j(sbx_job_set_input(j, "registry", "http://registry.test/npm/"), j);
+    if (scripts)
+        ok_j(sbx_job_set_option(j, "lifecycle_scripts", "on"), j);
+    return j;
+}
+
+static sbx_job *script_job(struct env *e, const char *type)
+{
+    sbx_job *j = sbx_job_new(e->c);
+    ok_j(sbx_job_set_type(j, type), j);
+    ok_j(sbx_job_set_input(j, "dir", TS), j);
+    ok_j(sbx_job_set_timeout_ms(j, 120000), j);
+    return j;
+}
+
+START_TEST(test_client_job_types_install_and_verify)
+{
+    static const char *const verify[] = {"verify.lint", "verify.typecheck", "verify.build", "verify.test"};
+    struct env e;
+    sbx_job *j;
+    json_t *r, *o;
+    int code;
+    char *out;
+
+    need_registry_dir();
+    e = setup(0);
+    upload_ts_project(&e);
+
+    /* npm from the lockfile, install scripts off. */
+    j = install_job(&e, false);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    o = json_object_get(r, "outputs");
+    ck_assert_str_eq(jstr(o, "packageManager"), "npm");
+    ck_assert_str_eq(jstr(o, "lockfile"), "package-lock.json");
+    {
+        json_t *steps = json_object_get(r, "steps"), *argv;
+        char *a;
+        ck_assert_int_eq(json_array_size(steps), 2); /* detect, install */
+        argv = json_object_get(json_array_get(steps, 1), "argv");
+        a = json_dumps(argv, 0);
+        ck_assert_msg(strstr(a, "\"ci\"") && strstr(a, "\"--ignore-scripts\""), "install argv %s", a);
+        free(a);
+    }
+    json_decref(r);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "if test -e " TS "/lifecycle-ran; then echo MARKER; else echo NO-MARKER; fi; "
+                                 "ls " TS "/node_modules",
+              "NO-MARKER\nsbx-lifecycle-probe\ntypescript\n");
+
+    /* Each verify script passes. */
+    for (size_t i = 0; i < 4; i++) {
+        j = script_job(&e, verify[i]);
+        run_expect(&e, j, SBX_VERDICT_PASSED);
+        ck_assert_int_eq(sbx_job_exit_code(j), 0);
+        sbx_job_free(j);
+    }
+    sh_expect(&e, "verify.test", "ls " TS "/dist", "index.js");
+
+    /* verify.* run with no network at all; the install could. */
+    out = sh_run(&e, "verify.test", CURL_PROBE("http://registry.test/npm/sbx-demo"), &code);
+    ck_assert_str_eq(out, "BLOCKED\n");
+    free(out);
+
+    /* Install scripts on: the dependency's postinstall leaves its marker. */
+    j = install_job(&e, true);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    {
+        char *a = json_dumps(json_object_get(json_array_get(json_object_get(r, "steps"), 1), "argv"), 0);
+        ck_assert_msg(!strstr(a, "--ignore-scripts"), "install argv %s", a);
+        free(a);
+    }
+    json_decref(r);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "cat " TS "/lifecycle-ran", "sbx-lifecycle-probe postinstall");
+
+    /* A broken source: verify.test fails, and says which test. */
+    {
+        size_t len;
+        char path[4096], *src, *p;
+        static const char good[] = "${v.major}.${v.minor}.${v.patch}${pre}";
+        snprintf(path, sizeof path, "%s/ts-project/src/version.ts", TESTNET_FIXTURES_DIR);
+        src = slurp(path, &len);
+        p = strstr(src, good);
+        ck_assert_ptr_nonnull(p);
+        memcpy(p, "${v.major}.${v.minor}.${v.major}${pre}", strlen(good));
+        ok_s(sbx_sandbox_write_file(e.s, TS "/src/version.ts", (const uint8_t *)src, len, 0644), e.s);
+        free(src);
+    }
+    j = script_job(&e, "verify.test");
+    run_expect(&e, j, SBX_VERDICT_FAILED);
+    ck_assert_int_ne(sbx_job_exit_code(j), 0);
+    r = result(j);
+    ck_assert_msg(strstr(jstr(r, "stdoutTail"), "formatVersion and latest") ||
+                      strstr(jstr(r, "stderrTail"), "formatVersion and latest"),
+                  "the failing test is not named: stdout %s\nstderr %s", jstr(r, "stdoutTail"), jstr(r, "stderrTail"));
+    ck_assert_msg(strstr(jstr(r, "stdoutTail"), "not ok") || strstr(jstr(r, "stderrTail"), "not ok"), "stdout %s",
+                  jstr(r, "stdoutTail"));
+    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "exited with code"));
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* ---- db.migrate ---------------------------------------------------------------------------- */
+
+static sbx_job *migrate_job(struct env *e, const char *key, const char *value, size_t argc, const char *const *argv)
+{
+    sbx_policy *p = sbx_policy_new();
+    sbx_job *j = sbx_job_new(e->c);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sbx_policy_allow_program(p, "db.migrate", "psql"), SBX_OK);
+    ok_j(sbx_job_set_type(j, "db.migrate"), j);
+    ok_j(sbx_job_set_input(j, key, value), j);
+    ok_j(sbx_job_set_argv(j, argc, argv), j);
+    ok_j(sbx_job_set_policy(j, p), j);
+    sbx_policy_free(p);
+    return j;
+}
+
+START_TEST(test_client_job_types_db_migrate)
+{
+    static const char *const create[] = {"psql", "-v", "ON_ERROR_STOP=1", "host=db.test user=app dbname=app", "-c",
+                                         "create table t(x int)"};
+    static const char *const insert[] = {"psql", "-v", "ON_ERROR_STOP=1", "postgres://app@db.test/app", "-At", "-c",
+                                         "insert into t values (42); select count(*) from t"};
+    struct env e = setup(TESTNET_DB);
+    sbx_job *j;
+    json_t *r;
+    int code;
+    char *out;
+
+    /* Under db.migrate's own preset the database is allowed by name, but an
+     * isolated sandbox reaches out only through sbxd's HTTP proxy, which
+     * psql's protocol does not use: the connection fails at once. */
+    j = migrate_job(&e, "host", "db.test:5432", NELEM(create), create);
+    run_expect(&e, j, SBX_VERDICT_FAILED);
+    r = result(j);
+    ck_assert_msg(strstr(jstr(r, "stderrTail"), "Network is unreachable"), "%s", jstr(r, "stderrTail"));
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* In the sandbox's open network (the preset off), the migration runs. */
+    ok_s(sbx_sandbox_update_network_policy(e.s, "{\"mode\":\"allow-all\"}"), e.s);
+    j = migrate_job(&e, "host", "db.test:5432", NELEM(create), create);
+    ok_j(sbx_job_set_option(j, "network_policy", "off"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "CREATE TABLE"));
+    json_decref(r);
+    sbx_job_free(j);
+
+    j = migrate_job(&e, "url", "postgres://app@db.test/app", NELEM(insert), insert);
+    ok_j(sbx_job_set_option(j, "network_policy", "off"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "stdoutTail"), "INSERT 0 1\n1\n");
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* psql is not allowed without the caller's policy. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "db.migrate"), j);
+    ok_j(sbx_job_set_input(j, "host", "db.test"), j);
+    ok_j(sbx_job_set_argv(j, NELEM(create), create), j);
+    run_expect(&e, j, SBX_VERDICT_DENIED);
+    sbx_job_free(j);
+
+    /* The same database from a verify job (deny-all): unreachable. */
+    out = sh_run(&e, "verify.test",
+                 "if psql 'host=db.test user=app dbname=app connect_timeout=5' -At -c 'select 1' >/dev/null; then "
+                 "echo REACHED; else echo BLOCKED; fi",
+                 &code);
+    ck_assert_str_eq(out, "BLOCKED\n");
+    free(out);
+    /* db.migrate's preset admits no web host. */
+    j = sh_job(&e, "db.migrate", CURL_PROBE("http://www.test/hello.txt"));
+    ok_j(sbx_job_set_input(j, "host", "db.test:5432"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    ck_assert_str_eq(jstr(r, "stdoutTail"), "BLOCKED\n");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* ---- edges of the request ------------------------------------------------------------------- */
+
+/* A relative "dir" is inside the workspace: the commands run there and the
+ * artifacts are read from there. */
+START_TEST(test_client_job_types_relative_dir)
+{
+    static const char pkg[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"pwd > where.txt && "
+                              "pwd\"}}";
+    static const char lock[] = "{\"name\":\"t\",\"version\":\"1.0.0\",\"lockfileVersion\":3,\"requires\":true,"
+                               "\"packages\":{\"\":{\"name\":\"t\",\"version\":\"1.0.0\"}}}";
+    struct env e = setup(0);
+    sbx_job *j = sbx_job_new(e.c);
+    json_t *r, *a;
+
+    ok_s(sbx_sandbox_write_file(e.s, WS "/sub/app/package.json", (const uint8_t *)pkg, strlen(pkg), 0644), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, WS "/sub/app/package-lock.json", (const uint8_t *)lock, strlen(lock), 0644),
+         e.s);
+    ok_j(sbx_job_set_type(j, "verify.test"), j);
+    ok_j(sbx_job_set_input(j, "dir", "sub/app"), j);
+    ok_j(sbx_job_add_artifact(j, "where.txt"), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    r = result(j);
+    ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), WS "/sub/app\n"));
+    a = json_array_get(json_object_get(r, "artifacts"), 0);
+    ck_assert_msg(json_is_true(json_object_get(a, "found")), "%s", json_dumps(r, 0));
+    ck_assert_str_eq(jstr(a, "content"), WS "/sub/app\n");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* A timeout as long as the API takes (any ms >= 0) is no timeout at once. */
+START_TEST(test_client_job_types_huge_timeout)
+{
+    struct env e = setup(0);
+    sbx_job *j = sh_job(&e, "verify.test", "echo still-here");
+    ok_j(sbx_job_set_timeout_ms(j, INT64_MAX), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    j = sh_job(&e, "verify.test", "echo still-here");
+    ok_j(sbx_job_set_timeout_ms(j, INT64_MAX - 1000), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* Freeing a job whose op the caller still holds (job.h: "a job still
+ * running is cancelled first"): the op ends cancelled, its output callback
+ * is not called again, and the op frees cleanly, in either order, also
+ * after the run ended. */
+static int count_calls(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    (void)stream, (void)data, (void)len;
+    ++*(int *)user;
+    return 0;
+}
+
+START_TEST(test_client_job_types_free_while_running)
+{
+    struct env e = setup(0);
+    sbx_job *j = sh_job(&e, "verify.test", "echo going; sleep 30; echo late");
+    sbx_op *op = NULL;
+    int calls = 0, seen;
+    int64_t t0 = mono_ms();
+
+    ok_j(sbx_job_set_output_cb(j, count_calls, &calls), j);
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    while (!sbx_op_done(op) && calls == 0 && mono_ms() - t0 < 10000)
+        sbx_client_run(e.c, 100);
+    ck_assert(!sbx_op_done(op));
+    ck_assert_int_gt(calls, 0);
+    seen = calls;
+    sbx_job_free(j);
+    ck_assert_int_eq(sbx_op_wait(op, 20000), SBX_E_CANCELLED);
+    ck_assert(mono_ms() - t0 < 15000);
+    ck_assert_int_eq(calls, seen);
+    sbx_op_free(op);
+
+    /* Freed, then the op freed without waiting. */
+    j = sh_job(&e, "verify.test", "sleep 30");
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    sbx_client_run(e.c, 200);
+    sbx_job_free(j);
+    sbx_op_free(op);
+
+    /* The run over, the job freed before its op. */
+    j = sh_job(&e, "verify.test", "echo done");
+    ok_j(sbx_job_run_start(j, e.s, &op), j);
+    ck_assert_int_eq(sbx_op_wait(op, 20000), SBX_OK);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    sbx_job_free(j);
+    sbx_op_free(op);
+    ck_assert(mono_ms() - t0 < 30000);
+    teardown(&e);
+}
+END_TEST
+
+Suite *sbx_test_suite(void)
+{
+    Suite *s = suite_create("client_job_types");
+    TCase *tc = sbx_tcase("clone", 180);
+    tcase_add_test(tc, test_client_job_types_clone_default_branch);
+    tcase_add_test(tc, test_client_job_types_clone_git_protocol_isolated);
+    tcase_add_test(tc, test_client_job_types_clone_refs);
+    tcase_add_test(tc, test_client_job_types_clone_preset_host_only);
+    tcase_add_test(tc, test_client_job_types_policy_follows_job);
+    tcase_add_test(tc, test_client_job_types_private_clone_token);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("install", 300);
+    tcase_add_test(tc, test_client_job_types_install_and_verify);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("edges", 60);
+    tcase_add_test(tc, test_client_job_types_relative_dir);
+    tcase_add_test(tc, test_client_job_types_huge_timeout);
+    tcase_add_test(tc, test_client_job_types_free_while_running);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("migrate", 120);
+    tcase_add_test(tc, test_client_job_types_db_migrate);
+    suite_add_tcase(s, tc);
+    return s;
+}
