@@ -128,9 +128,10 @@ SBX_API sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *v
 
 /**
  * One more value to redact from the job's output (a value the commands
- * may print that is not in their environment). At least 4 bytes.
+ * may print that is not in their environment). At least 4 bytes, no NUL.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (shorter), SBX_E_NOMEM, SBX_E_MISUSE.
+ * @return SBX_OK, SBX_E_INVALID_ARG (shorter, a NUL), SBX_E_NOMEM,
+ *         SBX_E_MISUSE.
  * @since 1.0
  */
 SBX_API sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len);

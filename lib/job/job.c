@@ -312,7 +312,10 @@ sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)
 {
     char *s;
     JOB_ENTER(job);
-    SBX__ARG(job, value && len >= 4, "a secret of fewer than 4 bytes would redact common text everywhere");
+    SBX__ARG(job, value && len, "the secret is empty");
+    SBX__ARG(job, len >= 4, "a secret of fewer than 4 bytes would redact common text everywhere");
+    /* Kept as text (and so in no result): a NUL would cut it short. */
+    SBX__ARG(job, !memchr(value, '\0', len), "the secret contains a NUL byte");
     if (!(s = sbx__malloc(len + 1)))
         return sbx__err_nomem(&job->err);
     memcpy(s, value, len);

@@ -137,19 +137,6 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
             return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
                                 "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
     }
-    if (job->env_keys.n) {
-        /* A request that names its envKeys gets those and nothing else. */
-        for (size_t k = 0; k < job->env.n; k++) {
-            const char *eq = strchr(job->env.v[k], '=');
-            bool named = false;
-            for (size_t i = 0; i < job->env_keys.n && !named; i++)
-                named = strlen(job->env_keys.v[i]) == (size_t)(eq - job->env.v[k]) &&
-                        strncmp(job->env_keys.v[i], job->env.v[k], (size_t)(eq - job->env.v[k])) == 0;
-            if (!named)
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%.*s has a value but is not in the request's envKeys",
-                                    (int)(eq - job->env.v[k]), job->env.v[k]);
-        }
-    }
     if ((v = sbx__job_input(job, "packageManager")) && !in_list(package_managers, v))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "input 'packageManager': npm, pnpm, yarn or bun, not '%s'",
                             v);
@@ -162,6 +149,19 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
             return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
                                 "envKeys names %s but no value was given for it (sbx_job_set_env())",
                                 job->env_keys.v[i]);
+    }
+    if (job->env_keys.n) {
+        /* A request that names its envKeys gets those and nothing else. */
+        for (size_t k = 0; k < job->env.n; k++) {
+            const char *eq = strchr(job->env.v[k], '=');
+            bool named = false;
+            for (size_t i = 0; i < job->env_keys.n && !named; i++)
+                named = strlen(job->env_keys.v[i]) == (size_t)(eq - job->env.v[k]) &&
+                        strncmp(job->env_keys.v[i], job->env.v[k], (size_t)(eq - job->env.v[k])) == 0;
+            if (!named)
+                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%.*s has a value but is not in the request's envKeys",
+                                    (int)(eq - job->env.v[k]), job->env.v[k]);
+        }
     }
     return SBX_OK;
 }

@@ -230,7 +230,8 @@ START_TEST(test_job_timeout_env_secret)
     ck_assert_uint_eq(j->env.n, 4);
 
     expect(j, sbx_job_add_secret(j, (const uint8_t *)"s3cr3t", 6), SBX_OK, NULL);
-    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0b", 3), SBX_OK, NULL);
+    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0b", 3), SBX_E_INVALID_ARG, "fewer than 4 bytes");
+    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0bc", 4), SBX_E_INVALID_ARG, "NUL byte");
     sbx_job_free(j);
     sbx_client_free(c);
 }
@@ -646,6 +647,8 @@ START_TEST(test_job_plan_install_and_scripts)
             char want[128];
             j = new_job(c, types[i]);
             ck_assert_int_eq(sbx_job_set_input(j, "packageManager", "yarn"), SBX_OK);
+            if (i == 4) /* db.migrate: its preset needs the database */
+                ck_assert_int_eq(sbx_job_set_input(j, "host", "db.example.com"), SBX_OK);
             snprintf(want, sizeof want, "%s@/vercel/sandbox: yarn run %s\n", types[i], scripts[i]);
             expect_plan(j, want);
             sbx_job_free(j);
@@ -713,6 +716,9 @@ START_TEST(test_job_validate)
     ck_assert_int_eq(sbx_job_set_env(j, "NPM", "1"), SBX_OK); /* a prefix is not the name */
     expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "NPM_TOKEN");
     ck_assert_int_eq(sbx_job_set_env(j, "NPM_TOKEN", "t"), SBX_OK);
+    /* A request's envKeys are all the job may see. */
+    expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "NPM has a value but is not in the request's envKeys");
+    ck_assert_int_eq(sbx_job_set_env(j, "NPM", NULL), SBX_OK);
     expect(j, sbx__job_plan_validate(j), SBX_OK, NULL);
     sbx_job_free(j);
     sbx_client_free(c);
