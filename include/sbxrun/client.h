@@ -116,8 +116,11 @@ SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, 
  * (how long that check may take; default 10000), "max_response_bytes"
  * (largest JSON answer, default 16 MiB), "user_agent", "command.follow"
  * ("wait" or "logs"), "log.slow_request_ms" (a request in flight this long
- * is logged as slow, 0 = never; default 10000). doc/client.md has the retry
- * policy and what the timeouts do.
+ * is logged as slow, 0 = never; default 10000), "jobs.max_running" and
+ * "jobs.max_running_per_project" (how many jobs of the client run at once,
+ * in all and per project; the rest wait in order; 0 = no limit, the
+ * default; doc/job.md). doc/client.md has the retry policy and what the
+ * timeouts do.
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION (the key is named in last_error),
  *         SBX_E_INVALID_ARG (a bad value), SBX_E_NOMEM.

@@ -189,7 +189,10 @@ SBX_API sbx_status sbx_job_set_output_cb(sbx_job *job, sbx_output_cb cb, void *u
  *  - "lifecycle_scripts": "on" lets deps.install run the dependencies'
  *    install scripts (default "off": --ignore-scripts);
  *  - "kill_grace_ms", "tail_bytes" (the output kept per stream for the
- *    result, default 65536), "artifact_max_bytes".
+ *    result, default 65536), "artifact_max_bytes";
+ *  - "project": the key of the client's per-project limit on running jobs
+ *    (client option "jobs.max_running_per_project"; default the client's
+ *    project).
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION, SBX_E_INVALID_ARG (a bad value),
  *         SBX_E_MISUSE.
@@ -201,7 +204,7 @@ SBX_API sbx_status sbx_job_set_option(sbx_job *job, const char *key, const char 
  * Set the job from a request in JSON: {"jobType": "...", "inputs": {...},
  * "timeoutSeconds": N, "envKeys": ["NAME", ...], "command": ["prog", ...],
  * "artifacts": ["path", ...]} (schema sbxrun.job.request/1, doc/job.md).
- * Input values are strings (numbers are taken as their decimal text).
+ * Input values are strings ("depth" may also be a JSON integer).
  * "envKeys" names the variables the job may see: each must also be given
  * its value with sbx_job_set_env(), or the run fails naming it. Unknown
  * fields are refused. On failure the job is unchanged.
@@ -256,7 +259,7 @@ SBX_API int sbx_job_retryable(const sbx_job *job);
  * the one the job keeps in memory from its run on (every job is recorded:
  * read it with sbx_transcript_job_to_json(), save it with
  * sbx_transcript_save_file()). Borrowed: valid until the job is freed; NULL
- * before the run.
+ * before the run when none was given.
  * @since 1.0
  */
 SBX_API sbx_transcript *sbx_job_transcript(const sbx_job *job);
@@ -349,8 +352,11 @@ SBX_API sbx_status sbx_run_add_upload(sbx_run *run, const char *local_path, cons
 /**
  * The run's budget: wall_ms for the whole run (each job's timeout is cut
  * to what is left; 0: none), output_bytes of output of all jobs together
- * (0: none; the job that passes it is stopped and the run fails), max_jobs
- * jobs at most (0: none; more is refused at sbx_run_execute()).
+ * (0: none; counted after redaction; the job that passes it is stopped and
+ * the run fails), max_jobs jobs at most (0: none; more is refused at
+ * sbx_run_execute()). The wall budget also bounds the sandbox's creation
+ * and the uploads, and a job's wait for its place under the client's
+ * limits.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (wall_ms < 0), SBX_E_MISUSE.
  * @since 1.0
@@ -402,8 +408,10 @@ SBX_API sbx_status sbx_run_execute(sbx_run *run);
  */
 SBX_API sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **op);
 
-/** The run's verdict: the first job's that did not pass, else "passed"
- * ("unavailable" when no sandbox could be had). @since 1.0 */
+/** The run's verdict: that of the job that ended it (with "keep_going",
+ * the first failed check's when no later job ended it otherwise), else
+ * "passed"; "unavailable" when no sandbox could be had, "timed-out" when
+ * the wall budget ran out. @since 1.0 */
 SBX_API sbx_verdict sbx_run_verdict(const sbx_run *run);
 
 /** How many jobs the run has. @since 1.0 */
@@ -417,7 +425,7 @@ SBX_API sbx_sandbox *sbx_run_sandbox(const sbx_run *run);
 
 /**
  * The run's result as JSON (schema sbxrun.run.result/1, doc/job.md):
- * status, retryable, message, sandboxId, durationMs, and "jobs": each
+ * status, retryable, message, sandboxId, durationMs, outputBytes, and "jobs": each
  * job's result (those that ran) or {"jobType": ..., "status": "skipped"}.
  * *out is freed with sbx_free().
  *

@@ -544,7 +544,10 @@ static void child_done(sbx_op *op, void *arg)
             conclude(jr, jr->timed_out ? SBX_VERDICT_TIMED_OUT : SBX_VERDICT_CANCELLED, SBX_OK, "%s",
                      jr->timed_out ? "the job's timeout passed before its first command" : "cancelled");
         else if (st != SBX_OK)
-            conclude(jr, st == SBX_E_NOT_FOUND || st == SBX_E_CONFLICT ? SBX_VERDICT_ERROR : SBX_VERDICT_UNAVAILABLE,
+            conclude(jr,
+                     st == SBX_E_TRANSPORT || st == SBX_E_HTTP || st == SBX_E_RATE_LIMITED || st == SBX_E_TIMEOUT
+                         ? SBX_VERDICT_UNAVAILABLE /* the sandbox cannot be had now */
+                         : SBX_VERDICT_ERROR,
                      st, "%s: %s", jr->phase == PH_NETPOLICY ? "setting the network policy" : "uploading",
                      sbx_op_last_error(op));
         else

@@ -114,7 +114,7 @@ static json_t *artifacts_json(const sbx_job *job)
             json_object_set_new(o, "truncated", json_boolean(f->truncated));
             json_object_set_new(o, "content", text(f->data.data, f->data.len));
         } else if (o && f->error) {
-            json_object_set_new(o, "error", json_string(f->error));
+            json_object_set_new(o, "error", clean(job, f->error));
         }
         if (!o || json_array_append_new(a, o)) {
             json_decref(a);

@@ -21,9 +21,6 @@
 #define SANDBOX_TIMEOUT_DEFAULT_MS 1800000
 /* What a sandbox the run creates has beyond the wall budget: time to stop. */
 #define SANDBOX_MARGIN_MS 60000
-/* How long the stop at the end may take before the run ends anyway (the
- * sandbox then ends at its own timeout). */
-#define STOP_DEADLINE_MS 15000
 #define MAX_UPLOADS 64
 
 struct rjob {
@@ -58,8 +55,8 @@ struct sbx_run {
     enum rphase phase;
     size_t cur;               /* upload or job index */
     sbx_op *op, *child;
-    sbx__timer kick;
-    bool advancing, again, cancelled;
+    sbx__timer kick, budget;
+    bool advancing, again, cancelled, out_of_time;
     sbx_verdict verdict;
     sbx_status fail;
     char *message;
@@ -325,6 +322,12 @@ static void child_done(sbx_op *op, void *arg)
     snprintf(msg, sizeof msg, "%s", sbx_op_last_error(op));
     run->child = NULL;
     sbx__op_destroy(op);
+    if ((run->phase == RP_CREATE || run->phase == RP_UPLOAD) && run->out_of_time && st != SBX_OK) {
+        end_run(run, SBX_VERDICT_TIMED_OUT, SBX_OK, "the run's wall-time budget of %lld ms ran out while %s",
+                (long long)run->wall_ms, run->phase == RP_CREATE ? "the sandbox was created" : "uploading");
+        advance(run);
+        return;
+    }
     switch (run->phase) {
     case RP_CREATE:
         if (st == SBX_OK) {
@@ -332,9 +335,11 @@ static void child_done(sbx_op *op, void *arg)
             run->cur = 0;
         } else if (st == SBX_E_CANCELLED) {
             end_run(run, SBX_VERDICT_CANCELLED, SBX_E_CANCELLED, "cancelled");
-        } else {
-            /* No sandbox: the caller may pause and try later. */
+        } else if (st == SBX_E_TRANSPORT || st == SBX_E_HTTP || st == SBX_E_RATE_LIMITED || st == SBX_E_TIMEOUT) {
+            /* No sandbox to be had now: the caller may pause and try later. */
             end_run(run, SBX_VERDICT_UNAVAILABLE, st, "no sandbox: %s", msg);
+        } else {
+            end_run(run, SBX_VERDICT_ERROR, st, "creating the sandbox: %s", msg);
         }
         break;
     case RP_UPLOAD:
@@ -529,6 +534,7 @@ static void step_once(sbx_run *run)
         if (run->tr)
             sbx_transcript_finish(run->tr, run->verdict);
         sbx__engine_timer_cancel(run->core->engine, &run->kick);
+        sbx__engine_timer_cancel(run->core->engine, &run->budget);
         if (end != SBX_OK)
             sbx__op_finish(run->op, end, "%s", run->message ? run->message : sbx_strerror(end));
         else
@@ -561,6 +567,17 @@ static void on_kick(sbx__timer *t, void *user)
     advance(user);
 }
 
+/* The wall budget: a job's own deadline is cut to it; the sandbox's
+ * creation and the uploads are stopped here. */
+static void on_budget(sbx__timer *t, void *user)
+{
+    sbx_run *run = user;
+    (void)t;
+    run->out_of_time = true;
+    if (run->child && (run->phase == RP_CREATE || run->phase == RP_UPLOAD))
+        sbx__op_cancel_now(run->child);
+}
+
 static void run_cancel(sbx_op *op)
 {
     sbx_run *run = op->state;
@@ -575,6 +592,7 @@ static void run_release(sbx_op *op)
 {
     sbx_run *run = op->state;
     sbx__engine_timer_cancel(run->core->engine, &run->kick);
+    sbx__engine_timer_cancel(run->core->engine, &run->budget);
     run->op = NULL;
 }
 
@@ -630,8 +648,10 @@ sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
             end_run(run, SBX_VERDICT_ERROR, st, "%s: %s", sbx__job_type_str(run->jobs[i].job->type),
                     msg[0] ? msg : sbx_strerror(st));
     }
-    if (run->wall_ms)
+    if (run->wall_ms && run->wall_ms <= INT64_MAX / 4) {
         run->deadline = run->t0 + run->wall_ms;
+        sbx__engine_timer_set(run->core->engine, &run->budget, run->deadline, on_budget, run);
+    }
     *out = op;
     sbx__engine_timer_set(run->core->engine, &run->kick, sbx__mono_ms(), on_kick, run);
     return SBX_OK;
@@ -653,6 +673,18 @@ sbx_status sbx_run_execute(sbx_run *run)
 }
 
 /* ---- result ------------------------------------------------------------------------------ */
+
+/* Worth running again: out of time, no sandbox, or the job that ended it
+ * says so (its command never reached the sandbox). */
+static bool run_retryable(const sbx_run *run)
+{
+    if (run->verdict == SBX_VERDICT_TIMED_OUT || run->verdict == SBX_VERDICT_UNAVAILABLE)
+        return true;
+    for (size_t i = 0; i < run->njobs; i++)
+        if (run->jobs[i].ran && sbx_job_verdict(run->jobs[i].job) == run->verdict && run->verdict != SBX_VERDICT_PASSED)
+            return sbx_job_retryable(run->jobs[i].job) != 0;
+    return false;
+}
 
 static int dump_cb(const char *p, size_t n, void *data)
 {
@@ -686,8 +718,7 @@ sbx_status sbx_run_result_to_json(sbx_run *run, char **out)
         }
     }
     r = json_pack("{s:s,s:s,s:b,s:s?,s:s?,s:I,s:I,s:o}", "schema", "sbxrun.run.result/1", "status",
-                  sbx_job_verdict_name(run->verdict), "retryable",
-                  run->verdict == SBX_VERDICT_TIMED_OUT || run->verdict == SBX_VERDICT_UNAVAILABLE, "message",
+                  sbx_job_verdict_name(run->verdict), "retryable", run_retryable(run), "message",
                   run->message, "sandboxId", sbx_run_sandbox(run) ? sbx_sandbox_id(sbx_run_sandbox(run)) : NULL,
                   "durationMs", (json_int_t)run->duration_ms, "outputBytes", (json_int_t)run->output_used, "jobs",
                   jobs ? jobs : json_null());
