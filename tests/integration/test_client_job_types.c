@@ -10,7 +10,9 @@
  * (verify.* reach nothing). Every test has its own fixture and sbxd.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -769,6 +771,86 @@ START_TEST(test_client_job_types_free_while_running)
 }
 END_TEST
 
+/* sbxrun verify, the command, on a real TypeScript project with a lockfile,
+ * devDependencies and lint/typecheck/test/build scripts, installing from
+ * the test internet's registry: every step passes; a patch that breaks the
+ * code fails the test step (exit 1). */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    int rc;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static json_t *verify_json(struct env *e, const char *dir, const char *extra, int *rc)
+{
+    const char *sbxrun = getenv("SBXRUN");
+    json_error_t je;
+    char out[4200];
+    json_t *j;
+    ck_assert_msg(sbxrun != NULL, "SBXRUN names the sbxrun program (meson sets it)");
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    *rc = sh("SBXRUN_ENDPOINT='unix:%s' SBXRUN_TOKEN='%s' '%s' verify '%s/p' --registry http://registry.test/npm/ "
+             "--json %s >'%s' 2>'%s/err'",
+             e->d->sock, e->d->token, sbxrun, dir, extra, out, dir);
+    j = json_load_file(out, 0, &je);
+    ck_assert_msg(j != NULL, "verify printed no JSON (exit %d): %s", *rc, je.text);
+    return j;
+}
+
+START_TEST(test_client_job_types_cli_verify_ts_project)
+{
+    struct env e = setup(0);
+    char dir[] = "/tmp/sbx-ts-verify-XXXXXX";
+    json_t *r, *jobs;
+    int rc;
+    static const char *const want[] = {"deps.install", "verify.lint", "verify.typecheck", "verify.test",
+                                       "verify.build"};
+
+    need_registry_dir();
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(sh("cp -r '%s/ts-project' '%s/p' && cd '%s/p' && git init -q && git add -A && "
+                        "git -c user.name=t -c user.email=t@t commit -qm base",
+                        TESTNET_FIXTURES_DIR, dir, dir),
+                     0);
+    r = verify_json(&e, dir, "", &rc);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, json_dumps(r, 0));
+    jobs = json_object_get(json_object_get(r, "result"), "jobs");
+    ck_assert_int_eq(json_array_size(jobs), 5);
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(jstr(json_array_get(jobs, i), "jobType"), want[i]);
+        ck_assert_str_eq(jstr(json_array_get(jobs, i), "status"), "passed");
+    }
+    ck_assert_str_eq(jstr(json_object_get(json_array_get(jobs, 0), "outputs"), "lockfile"), "package-lock.json");
+    json_decref(r);
+
+    /* A patch that breaks parseVersion: checked here, fails the test step. */
+    ck_assert_int_eq(sh("cd '%s/p' && sed -i 's/major: Number(m\\[1\\])/major: Number(m[2])/' src/version.ts && "
+                        "git diff > ../break.patch && git checkout -q . && test -s ../break.patch",
+                        dir),
+                     0);
+    {
+        char extra[4200];
+        snprintf(extra, sizeof extra, "--patch '%s/break.patch'", dir);
+        r = verify_json(&e, dir, extra, &rc);
+    }
+    ck_assert_int_eq(rc, 1);
+    jobs = json_object_get(json_object_get(r, "result"), "jobs");
+    ck_assert_str_eq(jstr(json_array_get(jobs, 3), "status"), "failed");
+    ck_assert_str_eq(jstr(json_array_get(jobs, 4), "status"), "skipped");
+    json_decref(r);
+    ck_assert_int_eq(sh("rm -rf '%s'", dir), 0);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job_types");
@@ -782,6 +864,7 @@ Suite *sbx_test_suite(void)
     suite_add_tcase(s, tc);
     tc = sbx_tcase("install", 300);
     tcase_add_test(tc, test_client_job_types_install_and_verify);
+    tcase_add_test(tc, test_client_job_types_cli_verify_ts_project);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("edges", 60);
     tcase_add_test(tc, test_client_job_types_relative_dir);

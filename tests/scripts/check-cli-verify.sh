@@ -49,7 +49,6 @@ export XDG_STATE_HOME="$dir/nostate" SBXD="$sbxd"
 run 0 "the demo at its base passes (a private sbxd)" -- verify "$demo"
 grep -q "lint: passed" "$dir/err" && grep -q "test: passed" "$dir/err" && ok "lint and test ran" ||
   not_ok "lint and test lines" "$(cat "$dir/err")"
-pgrep -f "$dir/nostate" >/dev/null && not_ok "the private sbxd was left running" || ok "the private sbxd is gone"
 
 # 2. Our own sbxd from here on: its log shows what reached it.
 "$sbxd" --listen "unix:$dir/sbxd.sock" --state-dir "$dir/state" --log-level debug >"$dir/out" 2>"$dir/sbxd.log" &
@@ -95,8 +94,43 @@ run 0 "--test CMD replaces the script" -- verify "$demo" --test "node --test" --
 printf 'const { test } = require("node:test");\ntest("slow", () => new Promise((r) => setTimeout(r, 60000)));\n' >"$demo/test/slow.test.js"
 git -C "$demo" add -A && git -C "$demo" -c user.name=t -c user.email=t@t commit -qm slow
 run 124 "past --timeout: exit 124" -- verify "$demo" --timeout 4s
+# Ctrl-C: the running step is cancelled, the sandbox stopped, exit 130.
+running() { "$sbxrun" sandbox list --json 2>/dev/null | grep -c '"status": "running"'; }
+before=$(running)
+"$sbxrun" verify "$demo" >/dev/null 2>"$dir/err" &
+vpid=$!
+for _ in $(seq 100); do grep -q "test$" "$dir/err" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -INT "$vpid"; wait "$vpid"; rc=$?
+[ "$rc" -eq 130 ] && ok "SIGINT: exit 130" || not_ok "SIGINT exit" "exit $rc" "$(cat "$dir/err")"
+[ "$(running)" = "$before" ] && ok "SIGINT: the sandbox was stopped" || not_ok "sandbox left running" "$before -> $(running)"
+# The same with a private sbxd: it goes too.
+env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN XDG_STATE_HOME="$dir/nostate2" "$sbxrun" verify "$demo" >/dev/null 2>"$dir/err" &
+vpid=$!
+for _ in $(seq 100); do grep -q "test$" "$dir/err" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+spid=$(pgrep -P "$vpid" -x sbxd | head -1)
+kill -INT "$vpid"; wait "$vpid"; rc=$?
+[ "$rc" -eq 130 ] && ok "SIGINT with a private sbxd: exit 130" || not_ok "SIGINT exit (private)" "exit $rc" "$(cat "$dir/err")"
+if [ -z "$spid" ]; then not_ok "no private sbxd was found under verify"
+else
+  for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$spid" 2>/dev/null && not_ok "the private sbxd $spid was left after SIGINT" || ok "SIGINT: the private sbxd is gone"
+fi
 git -C "$demo" reset -q --hard HEAD~1
 run 0 "--base names another revision" -- verify "$demo" --base HEAD
+
+# --repo: fetched here with libgit2, the patches checked against --ref.
+git clone -q --bare "$demo" "$dir/src.git"
+run 2 "--ref without --repo: exit 2" -- verify "$demo" --ref main
+run 125 "--repo that cannot be fetched: exit 125" -- verify --repo "file://$dir/nowhere.git"
+grep -q "cannot fetch" "$dir/err" && ok "the fetch failure is named" || not_ok "fetch message" "$(cat "$dir/err")"
+run 4 "--repo: a patch checked against the fetched commit" -- verify --repo "$dir/src.git" --patch "$dir/stale.patch"
+run 2 "--repo: no such --ref" -- verify --repo "$dir/src.git" --ref no-such-branch
+# A local repository is fetched here, but the sandbox's clone of a host
+# path is refused by the command policy before any sandbox is made.
+run 3 "--repo: a host path the sandbox may not clone" -- verify --repo "$dir/src.git" --json
+py "the run says why" 'd["status"] == "denied" and "repo.clone" in d["message"] and "path_outside" in d["message"] and d["sandboxId"] is None'
 
 # The transcript of a run verifies.
 run 1 "--transcript" -- verify "$demo" --patch "$patches/break-test.patch" --transcript "$dir/run.jsonl"
