@@ -97,15 +97,24 @@ static void conclude(struct jrun *jr, sbx_verdict v, sbx_status fail, const char
     jr->again = true;
 }
 
+/* The job's end, once no child is left. Only marks it: advance() ends
+ * the op as its very last step, because ending it may free jr (a run
+ * destroys the op of a job it adopted at once). */
 static void finish_op(struct jrun *jr)
 {
-    sbx_job *job = jr->job;
-    sbx_status st;
     if (jr->child || jr->killer || jr->finishing)
         return;
     jr->finishing = true;
+}
+
+static void end_op(struct jrun *jr)
+{
+    sbx_job *job = jr->job;
+    sbx_op *op = jr->op;
+    sbx_status st;
     sbx__slot_give(job->core, &jr->wait);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
+    sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
     job->verdict = jr->verdict;
     job->duration_ms = sbx__mono_ms() - jr->t0;
     if (jr->verdict == SBX_VERDICT_TIMED_OUT || jr->verdict == SBX_VERDICT_UNAVAILABLE)
@@ -114,10 +123,11 @@ static void finish_op(struct jrun *jr)
     if (job->own_tr)
         sbx_transcript_finish(job->own_tr, jr->verdict);
     st = jr->verdict == SBX_VERDICT_CANCELLED ? SBX_E_CANCELLED : jr->fail;
+    /* jr and the job may be gone once the op is finished: nothing after. */
     if (st != SBX_OK)
-        sbx__op_finish(jr->op, st, "%s", job->message ? job->message : sbx_strerror(st));
+        sbx__op_finish(op, st, "%s", job->message ? job->message : sbx_strerror(st));
     else
-        sbx__op_finish(jr->op, SBX_OK, NULL);
+        sbx__op_finish(op, SBX_OK, NULL);
 }
 
 /* ---- the transcript ----------------------------------------------------------------------- */
@@ -731,6 +741,8 @@ static void advance(struct jrun *jr)
             step_once(jr);
     } while (jr->again && !jr->finishing);
     jr->advancing = false;
+    if (jr->finishing)
+        end_op(jr); /* the last thing: it may free jr */
 }
 
 /* ---- the op ---------------------------------------------------------------------------------- */

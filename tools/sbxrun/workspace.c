@@ -517,10 +517,11 @@ int ws_split(const char *line, char ***out, char *err, size_t errlen)
         }
         if (have) {
             char **na = realloc(argv, (n + 2) * sizeof *na);
+            word[wl] = '\0';
             if (na) {
                 argv = na;
                 argv[n + 1] = NULL;
-                argv[n] = strndup(word, wl);
+                argv[n] = strdup(word);
             }
             if (!na || !argv[n]) {
                 ws_argv_free(argv);
