@@ -80,6 +80,8 @@ int cli_json_end(const char *cmd, int exit_code)
     return exit_code;
 }
 
+static void keep(sbx_status st, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void keep(sbx_status st, const char *fmt, va_list ap)
 {
     vsnprintf(last_msg, sizeof last_msg, fmt, ap);
