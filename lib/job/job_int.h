@@ -4,7 +4,10 @@
 #ifndef SBX_JOB_INT_H
 #define SBX_JOB_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+
+#include <jansson.h>
 
 #include <sbxrun/sbxrun.h>
 #include <sbxrun/job.h>
@@ -128,6 +131,12 @@ void sbx__slot_give(struct sbx__core *c, struct sbx__slot_wait *w);
 unsigned sbx__slot_running(const struct sbx__core *c);
 /* Free the job now (sbx_job_free() defers it while the run's op lives). */
 void sbx__job_destroy(sbx_job *job);
+
+/* A result as compact JSON text in the library's memory (r is consumed):
+ * SBX_OK or SBX_E_NOMEM (result.c). */
+sbx_status sbx__job_json_text(json_t *r, char **out);
+/* Replace *msg with a formatted message (result.c). */
+void sbx__job_vmessage(char **msg, const char *fmt, va_list ap) SBX__PRINTF(2, 0);
 
 /* The job type's index, J_NONE when unknown. */
 enum sbx__jtype sbx__job_type_find(const char *name);

@@ -86,13 +86,10 @@ static void conclude(struct jrun *jr, sbx_verdict v, sbx_status fail, const char
     jr->verdict = v;
     jr->fail = fail;
     if (fmt) {
-        char msg[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
+        sbx__job_vmessage(&job->message, fmt, ap);
         va_end(ap);
-        sbx__free(job->message);
-        job->message = sbx__strdup(msg);
     }
     jr->again = true;
 }

@@ -5,6 +5,8 @@
  * shown leave out the secret ones ("token") and the patch. */
 #include "util/internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -144,11 +146,31 @@ static int dump_cb(const char *p, size_t n, void *data)
     return sbx__buf_append(data, p, n) == SBX_OK ? 0 : -1;
 }
 
+sbx_status sbx__job_json_text(json_t *r, char **out)
+{
+    sbx__buf b = SBX__BUF_INIT;
+    /* Into our own buffer: the caller frees it with sbx_free(). */
+    int rc = json_dump_callback(r, dump_cb, &b, JSON_COMPACT);
+    json_decref(r);
+    if (rc != 0 || !b.data) {
+        sbx__buf_free(&b);
+        return SBX_E_NOMEM;
+    }
+    *out = sbx__buf_detach(&b, NULL);
+    return SBX_OK;
+}
+
+void sbx__job_vmessage(char **msg, const char *fmt, va_list ap)
+{
+    char text[1024];
+    vsnprintf(text, sizeof text, fmt, ap);
+    sbx__free(*msg);
+    *msg = sbx__strdup(text); /* NULL when out of memory: the status says it */
+}
+
 sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
 {
     json_t *r, *outputs;
-    sbx__buf b = SBX__BUF_INIT;
-    int rc;
     SBX__ENTER(job, false);
     SBX__ARG(job, out, "out must not be NULL");
     *out = NULL;
@@ -176,15 +198,7 @@ sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
                   "timings", "startedAt", (json_int_t)job->started_at, "durationMs", (json_int_t)job->duration_ms,
                   "steps", steps_json(job), "artifacts", artifacts_json(job), "outputs",
                   outputs ? outputs : json_null());
-    if (!r)
+    if (!r || sbx__job_json_text(r, out) != SBX_OK)
         return sbx__err_nomem(&job->err);
-    /* Into our own buffer: the caller frees it with sbx_free(). */
-    rc = json_dump_callback(r, dump_cb, &b, JSON_COMPACT);
-    json_decref(r);
-    if (rc != 0 || !b.data) {
-        sbx__buf_free(&b);
-        return sbx__err_nomem(&job->err);
-    }
-    *out = sbx__buf_detach(&b, NULL);
     return SBX_OK;
 }

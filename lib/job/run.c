@@ -290,13 +290,10 @@ static void end_run(sbx_run *run, sbx_verdict v, sbx_status fail, const char *fm
     run->verdict = v;
     run->fail = fail;
     if (fmt) {
-        char msg[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
+        sbx__job_vmessage(&run->message, fmt, ap);
         va_end(ap);
-        sbx__free(run->message);
-        run->message = sbx__strdup(msg);
     }
     run->phase = RP_STOP;
     run->again = true;
@@ -686,16 +683,9 @@ static bool run_retryable(const sbx_run *run)
     return false;
 }
 
-static int dump_cb(const char *p, size_t n, void *data)
-{
-    return sbx__buf_append(data, p, n) == SBX_OK ? 0 : -1;
-}
-
 sbx_status sbx_run_result_to_json(sbx_run *run, char **out)
 {
     json_t *r, *jobs;
-    sbx__buf b = SBX__BUF_INIT;
-    int rc;
     SBX__ENTER(run, false);
     SBX__ARG(run, out, "out must not be NULL");
     *out = NULL;
@@ -722,14 +712,7 @@ sbx_status sbx_run_result_to_json(sbx_run *run, char **out)
                   run->message, "sandboxId", sbx_run_sandbox(run) ? sbx_sandbox_id(sbx_run_sandbox(run)) : NULL,
                   "durationMs", (json_int_t)run->duration_ms, "outputBytes", (json_int_t)run->output_used, "jobs",
                   jobs ? jobs : json_null());
-    if (!r)
+    if (!r || sbx__job_json_text(r, out) != SBX_OK)
         return sbx__err_nomem(&run->err);
-    rc = json_dump_callback(r, dump_cb, &b, JSON_COMPACT);
-    json_decref(r);
-    if (rc != 0 || !b.data) {
-        sbx__buf_free(&b);
-        return sbx__err_nomem(&run->err);
-    }
-    *out = sbx__buf_detach(&b, NULL);
     return SBX_OK;
 }

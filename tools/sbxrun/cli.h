@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -71,6 +72,16 @@ int cli_json_end(const char *cmd, int exit_code);
 /* "sbxrun CMD: MESSAGE" on stderr, kept for cli_json_end(); returns
  * exit_code. */
 int cli_fail(const char *cmd, int exit_code, sbx_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Monotonic milliseconds, for the durations sbxrun prints. */
+int64_t cli_mono_ms(void);
+/* Remove a directory sbxrun made, and everything in it (no symlink is
+ * followed). */
+void cli_rm_tree(const char *dir);
+/* SIGINT and SIGTERM cancel op (NULL: back to the default action); whether
+ * one came is cli_interrupted(). */
+void cli_cancel_on_signal(sbx_op *op);
+bool cli_interrupted(void);
 
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
  * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */

@@ -294,18 +294,6 @@ static int close_transcript(struct sink *k, const char *path, sbx_step_outcome h
                     path, k->tr_err);
 }
 
-static volatile sig_atomic_t interrupted;
-static sbx_op *volatile running_op;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-    /* sbx_op_cancel() only flags and wakes: safe enough from a handler
-     * (an atomic store and an eventfd write). */
-    if (running_op)
-        sbx_op_cancel(running_op);
-}
 
 /* A stream's last MiB for --json: already redacted by the library (or,
  * with --no-redact, as printed). */
@@ -316,13 +304,6 @@ static json_t *tail_json(struct tail *t)
     return json_stringn_nocheck(all ? all : "", len);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Drive the client until op ends. lease_ms > 0: on the way, extend the
  * sandbox's timeout by the time passed since the last extension, every
  * third of the lease, so it always has about a lease left. A failed
@@ -330,21 +311,21 @@ static int64_t mono_ms(void)
  * server refused: past the maximum, the sandbox ends at its timeout). */
 static sbx_status drive_leased(sbx_client *c, sbx_sandbox *s, sbx_op *op, int64_t lease_ms)
 {
-    int64_t every = lease_ms / 3, last = mono_ms(), next = last + every, from = 0;
+    int64_t every = lease_ms / 3, last = cli_mono_ms(), next = last + every, from = 0;
     sbx_op *ext = NULL;
     bool said = false, refused = false;
     while (!sbx_op_done(op)) {
         int64_t ms = -1, now;
         sbx_client_get_timeout(c, &ms);
         if (lease_ms && !refused && !ext) {
-            int64_t left = next - mono_ms();
+            int64_t left = next - cli_mono_ms();
             left = left < 0 ? 0 : left;
             ms = ms < 0 || left < ms ? left : ms;
         }
         sbx_client_wait(c, ms);
         if (sbx_client_process(c, NULL) != SBX_OK)
             break;
-        now = mono_ms();
+        now = cli_mono_ms();
         if (ext && sbx_op_done(ext)) {
             sbx_status st = sbx_op_status(ext);
             if (st == SBX_OK) {
@@ -563,22 +544,18 @@ int cmd_exec(int argc, char **argv)
     sbx_command_set_output_cb(k, stream_out, &sink);
 
     /* Ctrl-C cancels the wait; the program is then killed, not left behind. */
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
     st = sbx_command_run_start(k, &op);
     if (st == SBX_OK) {
-        running_op = op;
+        cli_cancel_on_signal(op);
         st = drive_leased(r.client, s, op, own_sandbox ? lease : 0);
-        running_op = NULL;
+        cli_cancel_on_signal(NULL);
         if (st != SBX_OK)
             snprintf(err, sizeof err, "%s", sbx_op_last_error(op));
         sbx_op_free(op);
     } else {
         snprintf(err, sizeof err, "%s", sbx_command_last_error(k));
     }
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (st == SBX_E_CANCELLED && interrupted && sbx_command_id(k))
+    if (st == SBX_E_CANCELLED && cli_interrupted() && sbx_command_id(k))
         sbx_command_kill(k, 9);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (sink.tr && sbx_command_id(k))

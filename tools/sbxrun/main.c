@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
+#include <ftw.h>
+#include <signal.h>
+#include <time.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,6 +79,52 @@ static int cmd_help(int argc, char **argv)
     }
     usage(stdout);
     return SBXRUN_EXIT_OK;
+}
+
+int64_t cli_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(p);
+    return 0;
+}
+
+void cli_rm_tree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static volatile sig_atomic_t interrupted;
+static sbx_op *volatile running_op;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    /* sbx_op_cancel() only flags and wakes: safe enough from a handler
+     * (an atomic store and an eventfd write). */
+    if (running_op)
+        sbx_op_cancel(running_op);
+}
+
+void cli_cancel_on_signal(sbx_op *op)
+{
+    running_op = op;
+    signal(SIGINT, op ? on_signal : SIG_DFL);
+    signal(SIGTERM, op ? on_signal : SIG_DFL);
+}
+
+bool cli_interrupted(void)
+{
+    return interrupted != 0;
 }
 
 int main(int argc, char **argv)

@@ -108,15 +108,6 @@ static char *find_sbxd(void)
     return strdup("sbxd");
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(p);
-    return 0;
-}
-
 /* Start a private sbxd in a new temporary directory; fills r. */
 static int start_private(struct remote *r, char *err, size_t errlen)
 {
@@ -284,7 +275,7 @@ void remote_close(struct remote *r)
         waitpid(r->sbxd_pid, &status, 0);
     }
     if (r->tmpdir) {
-        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        cli_rm_tree(r->tmpdir);
         free(r->tmpdir);
     }
     if (r->token) {

@@ -87,13 +87,6 @@ struct view {
     const char *const *names; /* per job, for messages */
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* "90s", "10m", "1h", "1500ms", or seconds; -1 when not one. */
 static int64_t parse_duration(const char *s)
 {
@@ -123,7 +116,7 @@ static void clear_line(struct view *v)
 static void draw(struct view *v, sbx_run *run)
 {
     static const char spinner[] = "|/-\\";
-    int64_t now = mono_ms();
+    int64_t now = cli_mono_ms();
     if (!v->tty || v->json || v->verbose || v->current == SIZE_MAX)
         return;
     (void)run;
@@ -170,11 +163,11 @@ static void job_line(struct view *v, sbx_run *run, size_t i)
     clear_line(v);
     if (v->tty)
         fprintf(stderr, "  %s %-10s %5.1fs%s%s\n", verdict == SBX_VERDICT_PASSED ? "\033[32m✓\033[0m" : "\033[31m✗\033[0m",
-                v->names[i], (double)(mono_ms() - v->step_t0) / 1000.0,
+                v->names[i], (double)(cli_mono_ms() - v->step_t0) / 1000.0,
                 verdict == SBX_VERDICT_PASSED ? "" : "  ", verdict == SBX_VERDICT_PASSED ? "" : (msg ? msg : ""));
     else
         fprintf(stderr, "sbxrun verify: %s: %s (%lld ms)%s%s\n", v->names[i], sbx_job_verdict_name(verdict),
-                (long long)(mono_ms() - v->step_t0), msg ? ": " : "", msg ? msg : "");
+                (long long)(cli_mono_ms() - v->step_t0), msg ? ": " : "", msg ? msg : "");
     if (verdict != SBX_VERDICT_PASSED && !v->verbose) {
         show_tail("stderr", json_string_value(json_object_get(r, "stderrTail")));
         show_tail("stdout", json_string_value(json_object_get(r, "stdoutTail")));
@@ -196,7 +189,7 @@ static void on_progress(sbx_run *run, sbx_run_event ev, size_t i, void *user)
         break;
     case SBX_RUN_JOB_STARTED:
         v->current = i;
-        v->step_t0 = mono_ms();
+        v->step_t0 = cli_mono_ms();
         if (!v->json && (!v->tty || v->verbose))
             fprintf(stderr, "sbxrun verify: %s\n", v->names[i]);
         draw(v, run);
@@ -218,17 +211,6 @@ static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *u
     (void)user;
     fwrite(data, 1, len, stream == SBX_STREAM_STDERR ? stderr : stdout);
     return 0;
-}
-
-static volatile sig_atomic_t interrupted;
-static sbx_op *volatile running_op;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-    if (running_op)
-        sbx_op_cancel(running_op); /* a flag and an eventfd write */
 }
 
 static int exit_for(sbx_verdict v)
@@ -415,7 +397,7 @@ int cmd_verify(int argc, char **argv)
     v.tty = isatty(2) && !o.json;
     v.current = SIZE_MAX;
     v.names = names;
-    v.t0 = mono_ms();
+    v.t0 = cli_mono_ms();
 
     /* 1. The workspace, on this machine: nothing of it runs here. */
     if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, patches, npatches, err,
@@ -474,9 +456,7 @@ int cmd_verify(int argc, char **argv)
         rc = s == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;
         goto report;
     }
-    running_op = op;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    cli_cancel_on_signal(op);
     while (!sbx_op_done(op)) {
         int64_t ms = -1;
         sbx_client_get_timeout(r.client, &ms);
@@ -487,12 +467,10 @@ int cmd_verify(int argc, char **argv)
             break;
         draw(&v, run);
     }
-    running_op = NULL;
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    cli_cancel_on_signal(NULL);
     clear_line(&v);
     rc = exit_for(sbx_run_verdict(run));
-    if (interrupted)
+    if (cli_interrupted())
         rc = SBXRUN_EXIT_INTERRUPTED;
     if (sbx_op_status(op) != SBX_OK && sbx_op_status(op) != SBX_E_CANCELLED && !sbx_run_job_count(run))
         rc = SBXRUN_EXIT_CANNOT_RUN;
@@ -520,7 +498,7 @@ report:
             sbx_free(js);
             msg = json_string_value(json_object_get(rr, "message"));
             fprintf(stderr, "sbxrun verify: %s in %.1fs%s%s\n", sbx_job_verdict_name(sbx_run_verdict(run)),
-                    (double)(mono_ms() - v.t0) / 1000.0, rc && msg ? ": " : "", rc && msg ? msg : "");
+                    (double)(cli_mono_ms() - v.t0) / 1000.0, rc && msg ? ": " : "", rc && msg ? msg : "");
             json_decref(rr);
         }
     } else if (rc) {

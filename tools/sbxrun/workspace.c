@@ -42,19 +42,10 @@ static const char *git_msg(void)
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(p);
-    return 0;
-}
-
 void ws_free(struct workspace *w)
 {
     if (w->tmpdir)
-        nftw(w->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        cli_rm_tree(w->tmpdir);
     free(w->tmpdir);
     free(w->tree);
     free(w->root);
