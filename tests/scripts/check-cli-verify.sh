@@ -132,6 +132,26 @@ run 2 "--repo: no such --ref" -- verify --repo "$dir/src.git" --ref no-such-bran
 run 3 "--repo: a host path the sandbox may not clone" -- verify --repo "$dir/src.git" --json
 py "the run says why" 'd["status"] == "denied" and "repo.clone" in d["message"] and "path_outside" in d["message"] and d["sandboxId"] is None'
 
+# --env: the variable is given to the steps, its value redacted everywhere;
+# nothing else of sbxrun's environment reaches them.
+cat >"$demo/scripts/env.js" <<'JS'
+console.log(`token=${process.env.SBX_TEST_TOKEN} home=${process.env.SBX_HOST_ONLY}`);
+process.stdout.write("\u001b]0;pwned\u0007 title\n");
+JS
+git -C "$demo" add -A && git -C "$demo" -c user.name=t -c user.email=t@t commit -qm env
+secret=verify-env-secret-0123456789
+SBX_HOST_ONLY=host-value run 0 "--env NAME=VALUE" -- verify "$demo" --no-install --test "node scripts/env.js" \
+  --env "SBX_TEST_TOKEN=$secret" --json
+py "the value reached the step, redacted" '"token=[REDACTED" in d["jobs"][-1]["stdoutTail"] and "'"$secret"'" not in json.dumps(e)'
+py "sbxrun's own environment did not" '"home=undefined" in d["jobs"][-1]["stdoutTail"]'
+run 2 "--env of a variable sbxrun does not have" -- verify "$demo" --env SBX_NO_SUCH_VARIABLE
+# On a terminal the project's output cannot drive it: escape sequences in
+# what a step prints are shown as '?'.
+script -qec "'$sbxrun' verify '$demo' --no-install --test 'node scripts/env.js' --verbose" /dev/null >"$dir/tty" 2>&1
+grep -q '?\]0;pwned' "$dir/tty" && ! grep -q $'\e\]0;pwned' "$dir/tty" && ok "escape sequences from a step are neutralised on a terminal" ||
+  not_ok "terminal escapes" "$(od -c "$dir/tty" | grep -m2 pwned)"
+git -C "$demo" reset -q --hard HEAD~1
+
 # The transcript of a run verifies.
 run 1 "--transcript" -- verify "$demo" --patch "$patches/break-test.patch" --transcript "$dir/run.jsonl"
 run 0 "the transcript verifies" -- transcript verify "$dir/run.jsonl"

@@ -53,6 +53,10 @@ static const char usage_text[] =
     "                      scripts (off by default: --ignore-scripts)\n"
     "  --registry URL      the package registry the install uses (and may\n"
     "                      reach), besides the public ones\n"
+    "  --env NAME[=VALUE]  give every step this variable (VALUE, or sbxrun's\n"
+    "                      own); its value is redacted from all output\n"
+    "                      (repeatable; nothing else of the environment is\n"
+    "                      passed)\n"
     "  --lint CMD, --typecheck CMD, --test CMD, --build CMD\n"
     "                      the command of that step\n"
     "  --timeout DURATION  the whole run's budget: 90s, 10m, 1h, or ms [30m]\n"
@@ -68,8 +72,10 @@ static const char usage_text[] =
 
 enum {
     O_PATCH = 1, O_BASE, O_REPO, O_REF, O_INSTALL, O_NO_INSTALL, O_LINT, O_TYPECHECK, O_TEST, O_BUILD, O_TIMEOUT,
-    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY
+    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY, O_ENV
 };
+
+#define MAX_ENV 64
 
 /* The checks, in run order, with their job type and script name. */
 static const struct {
@@ -127,6 +133,22 @@ static void draw(struct view *v, sbx_run *run)
 }
 
 /* The tail of a failed step: its last lines of stderr, then stdout. */
+/* Write untrusted output to a terminal: control characters other than
+ * tab, newline and carriage return become '?', so the project's output
+ * cannot send escape sequences to the terminal (titles, the clipboard,
+ * hidden text). Not a terminal: as it is. */
+static void put_safe(FILE *f, const char *p, size_t n)
+{
+    if (!isatty(fileno(f))) {
+        fwrite(p, 1, n, f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        putc((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || ch == 0x7f ? '?' : ch, f);
+    }
+}
+
 static void show_tail(const char *label, const char *text)
 {
     const char *p;
@@ -142,7 +164,9 @@ static void show_tail(const char *label, const char *text)
     for (const char *l = p; *l;) {
         const char *nl = strchr(l, '\n');
         size_t len = nl ? (size_t)(nl - l) : strlen(l);
-        fprintf(stderr, "    %.*s\n", (int)len, l);
+        fputs("    ", stderr);
+        put_safe(stderr, l, len);
+        putc('\n', stderr);
         l += len + (nl ? 1 : 0);
     }
 }
@@ -209,7 +233,7 @@ static void on_progress(sbx_run *run, sbx_run_event ev, size_t i, void *user)
 static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *user)
 {
     (void)user;
-    fwrite(data, 1, len, stream == SBX_STREAM_STDERR ? stderr : stdout);
+    put_safe(stream == SBX_STREAM_STDERR ? stderr : stdout, (const char *)data, len);
     return 0;
 }
 
@@ -318,6 +342,31 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
     return 0;
 }
 
+/* --env NAME=VALUE or NAME (sbxrun's own value) for every job: 0 or an
+ * exit code. The library registers each value as a secret. */
+static int set_envs(sbx_run *run, const char *const *envs, size_t n, char *err, size_t errlen)
+{
+    for (size_t e = 0; e < n; e++) {
+        const char *eq = strchr(envs[e], '=');
+        char name[256];
+        const char *value;
+        snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - envs[e]) : strlen(envs[e])), envs[e]);
+        value = eq ? eq + 1 : getenv(name);
+        if (!value) {
+            snprintf(err, errlen, "--env %s: no such variable in sbxrun's environment (give NAME=VALUE)", name);
+            return SBXRUN_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < sbx_run_job_count(run); i++) {
+            sbx_job *job = sbx_run_job(run, i);
+            if (sbx_job_set_env(job, name, value) != SBX_OK) {
+                snprintf(err, errlen, "--env %s: %s", name, sbx_job_last_error(job));
+                return SBXRUN_EXIT_USAGE;
+            }
+        }
+    }
+    return 0;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -330,7 +379,7 @@ int cmd_verify(int argc, char **argv)
         {"verbose", no_argument, NULL, O_VERBOSE},         {"help", no_argument, NULL, O_HELP},
         {"allow-scripts", no_argument, NULL, O_ALLOW_SCRIPTS}, {"keep-going", no_argument, NULL, O_KEEP_GOING},
         {"runtime", required_argument, NULL, O_RUNTIME},   {"registry", required_argument, NULL, O_REGISTRY},
-        REMOTE_LONGOPTS,
+        {"env", required_argument, NULL, O_ENV},           REMOTE_LONGOPTS,
         {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r = {0};
@@ -338,7 +387,8 @@ int cmd_verify(int argc, char **argv)
     struct workspace w = {0};
     struct view v = {0};
     const char *patches[MAX_PATCHES], *base = NULL, *repo = NULL, *ref = NULL, *transcript = NULL, *dir = ".";
-    const char *runtime = NULL, *names[16];
+    const char *runtime = NULL, *names[16], *envs[MAX_ENV];
+    size_t nenv = 0;
     size_t npatches = 0;
     int64_t timeout = 30 * 60000;
     bool keep_going = false, remote_ready = false;
@@ -372,6 +422,11 @@ int cmd_verify(int argc, char **argv)
         case O_KEEP_GOING: keep_going = true; break;
         case O_RUNTIME: runtime = optarg; break;
         case O_REGISTRY: st.registry = optarg; break;
+        case O_ENV:
+            if (nenv == MAX_ENV)
+                return cli_usage_error("verify", "at most %d --env", MAX_ENV);
+            envs[nenv++] = optarg;
+            break;
         case O_TIMEOUT:
             if ((timeout = parse_duration(optarg)) <= 0)
                 return cli_usage_error("verify", "--timeout wants a duration (90s, 10m, 1h, 1500ms), not '%s'",
@@ -440,6 +495,8 @@ int cmd_verify(int argc, char **argv)
     if (v.verbose && !o.json)
         for (size_t i = 0; i < sbx_run_job_count(run); i++)
             sbx_job_set_output_cb(sbx_run_job(run, i), on_output, NULL);
+    if ((rc = set_envs(run, envs, nenv, err, sizeof err)) != 0)
+        goto report;
     if (transcript) {
         if (!(t = sbx_transcript_new()) || sbx_transcript_set_file(t, transcript) != SBX_OK ||
             sbx_run_set_transcript(run, t) != SBX_OK) {

@@ -24,6 +24,8 @@
 /* A patch file is read whole; sbx_patch's own limit is 16 MiB. */
 #define PATCH_FILE_MAX (64u << 20)
 #define PACKAGE_JSON_MAX (4u << 20)
+/* One file of the project's tree (sbx_patch's default is 8 MiB). */
+#define TREE_FILE_MAX ((size_t)64 << 20)
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -213,6 +215,9 @@ static int check_one(const struct workspace *w, const char *base, const char *na
     int rc;
     if (!p)
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    /* A project's files may be large (fixtures, images): the limit on one
+     * file of the tree is raised; a patch keeps its own limits. */
+    sbx_patch_set_limits(p, 0, 0, TREE_FILE_MAX);
     if (sbx_patch_set_base(p, w->root, base) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", sbx_patch_last_error(p));
         sbx_patch_free(p);
@@ -434,7 +439,8 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
                 w->patch_info = json_loads(js, 0, NULL);
             sbx_free(js);
         }
-    } else if (!(p = sbx_patch_new()) || sbx_patch_set_base(p, w->root, spec) != SBX_OK) {
+    } else if (!(p = sbx_patch_new()) || sbx_patch_set_limits(p, 0, 0, TREE_FILE_MAX) != SBX_OK ||
+               sbx_patch_set_base(p, w->root, spec) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", p ? sbx_patch_last_error(p) : "out of memory");
         goto out;
     }
