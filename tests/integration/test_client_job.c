@@ -305,15 +305,32 @@ START_TEST(test_client_job_apply_patch)
     json_decref(r);
     sbx_job_free(j);
 
-    j = sbx_job_new(e.c);
-    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
-    ok_j(sbx_job_set_input(j, "patch", unsafe), j);
-    ok_j(sbx_job_run(j, e.s), j);
-    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_DENIED);
-    r = result(j);
-    ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "unsafe"));
-    json_decref(r);
-    sbx_job_free(j);
+    /* Through a proxy that counts: the unsafe patch is refused here, and
+     * nothing of the job (policy, upload, command) reaches the server. */
+    {
+        struct faultd *f = faultd_start(e.d);
+        sbx_client *c = sbx_client_new();
+        sbx_sandbox *s;
+        ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+        ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+        s = sbx_sandbox_new(c);
+        ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
+        j = sbx_job_new(c);
+        ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+        ok_j(sbx_job_set_input(j, "patch", unsafe), j);
+        ok_j(sbx_job_run(j, s), j);
+        ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_DENIED);
+        ck_assert_int_eq(faultd_count(f, "POST", "/cmd"), 0);
+        ck_assert_int_eq(faultd_count(f, "POST", "/fs/write"), 0);
+        ck_assert_int_eq(faultd_count(f, "POST", "/network-policy"), 0);
+        r = result(j);
+        ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "unsafe"));
+        json_decref(r);
+        sbx_job_free(j);
+        sbx_sandbox_free(s);
+        sbx_client_free(c);
+        faultd_stop(f);
+    }
     teardown(&e);
 }
 END_TEST
