@@ -2,9 +2,9 @@
 /*
  * client_job_types: each job type carried out through the public API
  * (sbx_job) against sbxd and the test internet (testnet.md): repo.clone
- * from git.test over git:// and dumb HTTP (refs, tags, commit ids, depth,
- * dir), a private repository whose token is brokered by header injection
- * and never enters the sandbox; deps.install of tests/fixtures/ts-project
+ * from git.test over git://, dumb and smart HTTP (refs, tags, commit ids,
+ * depth, dir), a private repository whose token is brokered by header
+ * injection and never enters the sandbox; deps.install of tests/fixtures/ts-project
  * from registry.test and the verify.* scripts after it; db.migrate against
  * db.test; and the network preset of each job in force for that job only
  * (verify.* reach nothing). Every test has its own fixture and sbxd.
@@ -101,7 +101,8 @@ static void run_expect(struct env *e, sbx_job *j, sbx_verdict want)
  * HTTP proxy, which git's own protocol does not use (doc/sbxd.md, Network
  * notes; test_client_job_types_clone_git_protocol_isolated): the sandbox
  * is opened again first, as a job before may have closed it. Over dumb HTTP
- * (the fixture's) git cannot make a shallow clone. */
+ * (the fixture's) git cannot make a shallow clone; over smart HTTP
+ * (http://git.test/smart/...) it can. */
 static sbx_job *run_clone(struct env *e, const char *url, const char *ref, const char *depth, const char *dir,
                           sbx_verdict want)
 {
@@ -294,6 +295,57 @@ START_TEST(test_client_job_types_clone_refs)
 }
 END_TEST
 
+/* Smart HTTP (git http-backend): the default shallow clone of one commit,
+ * a branch, a tag and a commit id that is no branch's head (fetched by id,
+ * as sbxrun verify --repo asks), each resolved to the fixture's commit. */
+START_TEST(test_client_job_types_clone_smart_http)
+{
+    static const char url[] = "http://git.test/smart/demo.git";
+    struct env e = setup(0);
+    sbx_job *j;
+    json_t *r;
+    char script[512];
+
+    j = run_clone(&e, url, NULL, NULL, WS "/smart", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_head);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "git -C " WS "/smart rev-list --count HEAD && cat " WS "/smart/CHANGELOG.md",
+              "1\n## 1.1");
+
+    j = run_clone(&e, url, "feature", NULL, WS "/smart-feature", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_feature);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test",
+              "git -C " WS "/smart-feature rev-list --count HEAD && cat " WS "/smart-feature/feature.txt",
+              "1\nwork in progress");
+
+    j = run_clone(&e, url, "v1.0", NULL, WS "/smart-tag", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_tag);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test", "test ! -e " WS "/smart-tag/CHANGELOG.md && ls " WS "/smart-tag", "hello.sh");
+
+    j = run_clone(&e, url, e.net->git_tag, NULL, WS "/smart-sha", SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_tag);
+    r = result(j);
+    ck_assert_str_eq(jstr(json_object_get(r, "outputs"), "workspace"), WS "/smart-sha");
+    json_decref(r);
+    sbx_job_free(j);
+    snprintf(script, sizeof script, "git -C %s/smart-sha rev-parse HEAD && git -C %s/smart-sha rev-list --count HEAD",
+             WS, WS);
+    {
+        char want[64];
+        snprintf(want, sizeof want, "%s\n1\n", e.net->git_tag);
+        sh_expect(&e, "verify.test", script, want);
+    }
+
+    /* The same fetch of a commit the repository does not have fails the job. */
+    j = run_clone(&e, url, "0123456789abcdef0123456789abcdef01234567", NULL, WS "/smart-none", SBX_VERDICT_FAILED);
+    ck_assert_int_ne(sbx_job_exit_code(j), 0);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
 /* The clone's network preset admits the git host only: with the sandbox
  * left under it (network_policy off for the probe), git.test answers and
  * www.test does not; a verify job (deny-all) reaches neither. */
@@ -415,6 +467,27 @@ START_TEST(test_client_job_types_private_clone_token)
     }
     sbx_transcript_free(t);
     sbx_job_free(j);
+
+    /* The same over smart HTTP: a shallow clone of one commit, token brokered. */
+    j = run_clone(&e, "http://git.test/smart/private.git", NULL, NULL, WS "/smart-denied", SBX_VERDICT_FAILED);
+    ck_assert_int_ne(sbx_job_exit_code(j), 0);
+    sbx_job_free(j);
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    ok_j(sbx_job_set_input(j, "url", "http://git.test/smart/private.git"), j);
+    ok_j(sbx_job_set_input(j, "ref", "feature"), j);
+    ok_j(sbx_job_set_input(j, "dir", WS "/smart-private"), j);
+    ok_j(sbx_job_set_input(j, "token", TESTNET_PRIVATE_TOKEN), j);
+    run_expect(&e, j, SBX_VERDICT_PASSED);
+    expect_commit(j, e.net->git_feature);
+    s = result_text(j);
+    ck_assert_msg(!strstr(s, TESTNET_PRIVATE_TOKEN) && !strstr(s, b64), "token in the result: %s", s);
+    sbx_free(s);
+    sbx_job_free(j);
+    sh_expect(&e, "verify.test",
+              "git -C " WS "/smart-private rev-list --count HEAD && "
+              "git -C " WS "/smart-private config -l | grep -ci 'extraheader\\|authorization' || true",
+              "1\n0\n");
 
     /* Nothing of it in the sandbox. */
     j = sh_job(&e, "verify.test", check);
@@ -851,6 +924,170 @@ START_TEST(test_client_job_types_cli_verify_ts_project)
 }
 END_TEST
 
+/* sbxrun verify --repo over smart HTTP: the repository is fetched on this
+ * machine (libgit2) and cloned in the sandbox from the same URL, so the URL
+ * names the fixture by its address (this machine cannot resolve git.test;
+ * the clone's preset allows the address, which is no address of the host's,
+ * through sbxd's egress proxy). --ref feature's commit is cloned by id, the
+ * patch applied there, and the steps' output shows both. */
+static const char readme_patch[] =
+    "--- a/README.md\n"
+    "+++ b/README.md\n"
+    "@@ -1,3 +1,3 @@\n"
+    " # demo\n"
+    " \n"
+    "-A tiny repository served by the sbx test internet (tests/integration/testnet.md).\n"
+    "+Patched by sbxrun verify.\n";
+
+/* CHANGELOG.md is on main only: this does not apply to feature. */
+static const char changelog_patch[] =
+    "--- a/CHANGELOG.md\n"
+    "+++ b/CHANGELOG.md\n"
+    "@@ -1,3 +1,3 @@\n"
+    " ## 1.1\n"
+    " \n"
+    "-- hello.sh prints a greeting\n"
+    "+- hello.sh prints a friendly greeting\n";
+
+/* Run sbxrun verify ARGS --json in dir, through wrap (a command prefix) if
+ * not NULL; the envelope it printed. */
+static json_t *verify_repo_json(struct env *e, const char *dir, const char *wrap, const char *args, int *rc)
+{
+    const char *sbxrun = getenv("SBXRUN");
+    json_error_t je;
+    char out[4200];
+    json_t *j;
+    ck_assert_msg(sbxrun != NULL, "SBXRUN names the sbxrun program (meson sets it)");
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    *rc = sh("cd '%s' && SBXRUN_ENDPOINT='unix:%s' SBXRUN_TOKEN='%s' %s '%s' verify %s --json >'%s' 2>'%s/err'", dir,
+             e->d->sock, e->d->token, wrap ? wrap : "", sbxrun, args, out, dir);
+    j = json_load_file(out, 0, &je);
+    ck_assert_msg(j != NULL, "verify printed no JSON (exit %d): %s", *rc, je.text);
+    return j;
+}
+
+static json_int_t sandbox_count(struct env *e)
+{
+    struct http_resp *r = http_get(e->d, "/v1/sandboxes");
+    json_int_t n;
+    ck_assert_int_eq(r->status, 200);
+    n = (json_int_t)json_array_size(json_object_get(r->json, "sandboxes"));
+    http_resp_free(r);
+    return n;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert(fputs(text, f) >= 0);
+    ck_assert(fclose(f) == 0);
+}
+
+START_TEST(test_client_job_types_cli_verify_repo_smart_http)
+{
+    static const char *const want_types[] = {"repo.clone", "repo.applyPatch", "verify.lint", "verify.test"};
+    struct env e = setup(0);
+    char dir[] = "/tmp/sbx-repo-verify-XXXXXX", args[8192], path[4200], want[128];
+    json_t *r, *res, *jobs;
+    json_int_t n0;
+    int rc;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/readme.patch", dir);
+    write_text(path, readme_patch);
+    snprintf(path, sizeof path, "%s/changelog.patch", dir);
+    write_text(path, changelog_patch);
+
+    n0 = sandbox_count(&e);
+    snprintf(args, sizeof args,
+             "--repo http://%s/smart/demo.git --ref feature --patch readme.patch --lint 'git rev-parse HEAD' "
+             "--test 'cat README.md'",
+             e.net->addr);
+    r = verify_repo_json(&e, dir, NULL, args, &rc);
+    {
+        char *js = json_dumps(r, 0);
+        ck_assert_msg(rc == 0, "exit %d: %s", rc, js);
+        free(js);
+    }
+    ck_assert_str_eq(jstr(r, "sbxrun"), "verify");
+    ck_assert(json_is_true(json_object_get(r, "ok")));
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "exitCode")), 0);
+    res = json_object_get(r, "result");
+    ck_assert_str_eq(jstr(res, "baseCommit"), e.net->git_feature);
+    ck_assert_ptr_nonnull(json_object_get(res, "patch"));
+    jobs = json_object_get(res, "jobs");
+    ck_assert_int_eq(json_array_size(jobs), 4);
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_str_eq(jstr(json_array_get(jobs, i), "jobType"), want_types[i]);
+        ck_assert_str_eq(jstr(json_array_get(jobs, i), "status"), "passed");
+    }
+    /* The clone resolved the feature's commit, which the checks ran on... */
+    ck_assert_str_eq(jstr(json_object_get(json_array_get(jobs, 0), "outputs"), "resolvedCommit"), e.net->git_feature);
+    snprintf(want, sizeof want, "%s\n", e.net->git_feature);
+    ck_assert_str_eq(jstr(json_array_get(jobs, 2), "stdoutTail"), want);
+    /* ...with the patch applied. */
+    ck_assert_str_eq(jstr(json_array_get(jobs, 3), "stdoutTail"), "# demo\n\nPatched by sbxrun verify.\n");
+    json_decref(r);
+    ck_assert_int_eq(sandbox_count(&e), n0 + 1); /* the run's sandbox, stopped, is listed */
+
+    /* The URL by name: sbxrun run where git.test resolves for libgit2 too,
+     * in a mount namespace of its own whose /etc/hosts (a bind mount over
+     * it, never the host's file edited) adds the name; sbxd resolves it for
+     * the sandbox (--add-host). A tag this time. */
+    {
+        FILE *in = fopen("/etc/hosts", "r"), *out;
+        char line[1024];
+        snprintf(path, sizeof path, "%s/hosts", dir);
+        ck_assert_ptr_nonnull(out = fopen(path, "w"));
+        while (in && fgets(line, sizeof line, in))
+            fputs(line, out);
+        if (in)
+            fclose(in);
+        fprintf(out, "\n%s git.test\n", e.net->addr);
+        ck_assert(fclose(out) == 0);
+        snprintf(path, sizeof path, "%s/with-hosts.sh", dir);
+        write_text(path, "mount --bind \"$1\" /etc/hosts && shift && exec \"$@\"\n");
+        snprintf(path, sizeof path, "unshare -m --propagation private sh '%s/with-hosts.sh' '%s/hosts'", dir, dir);
+    }
+    r = verify_repo_json(&e, dir, path,
+                         "--repo http://git.test/smart/demo.git --ref v1.0 --patch readme.patch "
+                         "--lint 'git rev-parse HEAD' --test 'cat README.md'",
+                         &rc);
+    {
+        char *js = json_dumps(r, 0);
+        ck_assert_msg(rc == 0, "exit %d: %s", rc, js);
+        free(js);
+    }
+    res = json_object_get(r, "result");
+    ck_assert_str_eq(jstr(res, "baseCommit"), e.net->git_tag);
+    jobs = json_object_get(res, "jobs");
+    ck_assert_int_eq(json_array_size(jobs), 4);
+    ck_assert_str_eq(jstr(json_object_get(json_array_get(jobs, 0), "outputs"), "resolvedCommit"), e.net->git_tag);
+    snprintf(want, sizeof want, "%s\n", e.net->git_tag);
+    ck_assert_str_eq(jstr(json_array_get(jobs, 2), "stdoutTail"), want);
+    ck_assert_str_eq(jstr(json_array_get(jobs, 3), "stdoutTail"), "# demo\n\nPatched by sbxrun verify.\n");
+    json_decref(r);
+
+    /* A patch that does not apply to --ref: exit 4, checked here, no sandbox. */
+    n0 = sandbox_count(&e);
+    snprintf(args, sizeof args,
+             "--repo http://%s/smart/demo.git --ref feature --patch changelog.patch --test 'cat README.md'",
+             e.net->addr);
+    r = verify_repo_json(&e, dir, NULL, args, &rc);
+    ck_assert_int_eq(rc, 4);
+    ck_assert_str_eq(jstr(r, "sbxrun"), "verify");
+    ck_assert(json_is_false(json_object_get(r, "ok")));
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "exitCode")), 4);
+    ck_assert_ptr_null(json_object_get(r, "result"));
+    ck_assert_ptr_nonnull(json_object_get(r, "error"));
+    ck_assert_int_eq(sandbox_count(&e), n0);
+    json_decref(r);
+    ck_assert_int_eq(sh("rm -rf '%s'", dir), 0);
+    teardown(&e);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_job_types");
@@ -858,6 +1095,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_types_clone_default_branch);
     tcase_add_test(tc, test_client_job_types_clone_git_protocol_isolated);
     tcase_add_test(tc, test_client_job_types_clone_refs);
+    tcase_add_test(tc, test_client_job_types_clone_smart_http);
     tcase_add_test(tc, test_client_job_types_clone_preset_host_only);
     tcase_add_test(tc, test_client_job_types_policy_follows_job);
     tcase_add_test(tc, test_client_job_types_private_clone_token);
@@ -865,6 +1103,7 @@ Suite *sbx_test_suite(void)
     tc = sbx_tcase("install", 300);
     tcase_add_test(tc, test_client_job_types_install_and_verify);
     tcase_add_test(tc, test_client_job_types_cli_verify_ts_project);
+    tcase_add_test(tc, test_client_job_types_cli_verify_repo_smart_http);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("edges", 60);
     tcase_add_test(tc, test_client_job_types_relative_dir);

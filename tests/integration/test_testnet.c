@@ -337,6 +337,73 @@ START_TEST(test_testnet_git_clone_http)
 }
 END_TEST
 
+/* Smart HTTP (git http-backend): the same repository, with shallow clones
+ * (protocol v2 and v0), fetch by commit id, a gzip-encoded request body,
+ * and private.git behind its token. */
+START_TEST(test_testnet_git_clone_smart_http)
+{
+    struct testnet *t = testnet_start(0);
+    char opts[256], cmd[2048], *out, want[512];
+    snprintf(opts, sizeof opts, "-c http.curloptResolve=git.test:80:%s -c http.proxy=", t->addr);
+    expect_clone(t, opts, "http://git.test/smart/demo.git", "over-smart");
+
+    /* Shallow, then the commit of v1.0 (no branch's head) fetched by id, in
+     * protocol v2 (the server says "version 2") and v0. */
+    for (int v = 2; v >= 0; v -= 2) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && " CLEAN_ENV "GIT_TRACE_PACKET=$PWD/trace%d git %s -c protocol.version=%d clone -q --depth=1 "
+                 "http://git.test/smart/demo.git shallow%d && cd shallow%d && git rev-list --count HEAD && "
+                 "git rev-parse HEAD && git %s -c protocol.version=%d fetch -q --depth=1 origin %s && "
+                 "git checkout -q --detach %s && git rev-parse HEAD && git rev-list --count HEAD && "
+                 "grep -c 'version 2' ../trace%d || true",
+                 t->scratch, v, opts, v, v, v, opts, v, t->git_tag, t->git_tag, v);
+        out = client(t, cmd);
+        snprintf(want, sizeof want, "1\n%s\n%s\n1\n%s", t->git_head, t->git_tag, v == 2 ? "" : "0\n");
+        ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "protocol v%d:\n%s\nwanted first:\n%s", v, out, want);
+        if (v == 2)
+            ck_assert_msg(strcmp(out + strlen(want), "0\n") != 0, "no protocol v2 in the trace: %s", out);
+        free(out);
+    }
+
+    /* A request body as git sends a large one: gzip (ls-refs, protocol v2). */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '0014command=ls-refs\\n00010000' | gzip -c > req.gz && " CLEAN_ENV
+             "curl -sS --fail --resolve git.test:80:%s -H 'Content-Type: application/x-git-upload-pack-request' "
+             "-H 'Content-Encoding: gzip' -H 'Git-Protocol: version=2' --data-binary @req.gz "
+             "http://git.test/smart/demo.git/git-upload-pack",
+             t->scratch, t->addr);
+    out = client(t, cmd);
+    snprintf(want, sizeof want, "%s refs/heads/feature", t->git_feature);
+    ck_assert_msg(contains(out, want), "ls-refs: %s", out);
+    free(out);
+
+    /* private.git: 401 without the token, a shallow clone with it. */
+    snprintf(cmd, sizeof cmd,
+             CLEAN_ENV "curl -sS -o /dev/null -w '%%{http_code}' --resolve git.test:80:%s "
+             "'http://git.test/smart/private.git/info/refs?service=git-upload-pack'",
+             t->addr);
+    out = client(t, cmd);
+    ck_assert_str_eq(out, "401");
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && " CLEAN_ENV "GIT_TERMINAL_PROMPT=0 git %s clone -q --depth=1 "
+             "http://git.test/smart/private.git denied 2>&1; echo \"exit $?\"",
+             t->scratch, opts);
+    out = client(t, cmd);
+    ck_assert_msg(contains(out, "exit 128"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && " CLEAN_ENV "git %s -c 'http.extraHeader=Authorization: Basic %s' clone -q --depth=1 "
+             "http://git.test/smart/private.git private && git -C private rev-parse HEAD",
+             t->scratch, opts, "eC1hY2Nlc3MtdG9rZW46dG4tcHJpdmF0ZS03ZjNjOWExZTViMmQ0MDg2");
+    out = client(t, cmd);
+    snprintf(want, sizeof want, "%s\n", t->git_head);
+    ck_assert_str_eq(out, want);
+    free(out);
+    testnet_stop(t);
+}
+END_TEST
+
 /* ---- package registries ---------------------------------------------------------------------- */
 
 START_TEST(test_testnet_npm_install)
@@ -652,6 +719,7 @@ Suite *sbx_test_suite(void)
     tc = sbx_tcase("git", 60);
     tcase_add_test(tc, test_testnet_git_clone_git);
     tcase_add_test(tc, test_testnet_git_clone_http);
+    tcase_add_test(tc, test_testnet_git_clone_smart_http);
     suite_add_tcase(s, tc);
     tc = sbx_tcase("registry", 120);
     tcase_add_test(tc, test_testnet_npm_install);

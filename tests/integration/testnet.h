@@ -5,7 +5,8 @@
  *
  * testnet_start makes a network namespace joined to the host by a veth pair
  * (a /30 of its own in 10.213.0.0/16) and runs inside it an HTTP server
- * (static files, /echo, /bytes/N, a dumb-HTTP git repository, an npm registry,
+ * (static files, /echo, /bytes/N, a git repository over dumb and smart HTTP
+ * (http://git.test/demo.git, http://git.test/smart/demo.git), an npm registry,
  * a PEP 503 index), git daemon and, with TESTNET_DB, PostgreSQL 15. The names
  * www.test, git.test, registry.test and db.test all stand for its address.
  *
@@ -34,7 +35,8 @@ enum {
     TESTNET_DB = 1,         /* also start PostgreSQL (initdb: a second or two) */
 };
 
-/* The token http://git.test/private.git asks for: HTTP basic auth with user
+/* The token http://git.test/private.git and http://git.test/smart/private.git
+ * ask for: HTTP basic auth with user
  * x-access-token and this password (testnet_services.py's PRIVATE_TOKEN). */
 #define TESTNET_PRIVATE_TOKEN "tn-private-7f3c9a1e5b2d4086"
 

@@ -5,8 +5,8 @@ comes, takes every service, the veth pair and every file with it.
 
 It owns what runs inside the fixture: a private tmpfs on /tmp (and /dev/shm)
 holding the generated content, the HTTP server (static files, /echo, /bytes/N, /redirect?to=URL,
-the dumb-HTTP git repository, an npm registry, a PEP 503 index), git daemon
-and, when asked, PostgreSQL. Standard library only.
+the git repositories over dumb HTTP and, through git http-backend, smart HTTP, an npm registry,
+a PEP 503 index), git daemon and, when asked, PostgreSQL. Standard library only.
 
 Protocol with testnet.c: one JSON line on stdin says how to set up the network
 ({"if", "addr", "prefix", "host_addr", "subnet", "db"}); this answers with one
@@ -63,6 +63,12 @@ PY_NAME, PY_VERSION = "sbx-demo", "1.0.0"
 PRIVATE_TOKEN = "tn-private-7f3c9a1e5b2d4086"
 PRIVATE_DIR = ROOT + "/private"
 PRIVATE_AUTH = "Basic " + base64.b64encode(("x-access-token:" + PRIVATE_TOKEN).encode()).decode()
+# Smart HTTP (git http-backend as a CGI) under /smart/: demo.git, and
+# private.git behind the same token. The project root holds links to the
+# repositories the other endpoints serve; fetch by commit id is allowed.
+SMART_ROOT = ROOT + "/smart"
+SMART_CONFIG = {"uploadpack.allowAnySHA1InWant": "true", "uploadpack.allowReachableSHA1InWant": "true",
+                "uploadpack.allowTipSHA1InWant": "true"}
 DEMO_TEXT = "hello from sbx-demo"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -178,6 +184,9 @@ def make_git():
     git(bare, "repack", "-a", "-d", "-q")
     git(bare, "update-server-info")
     shutil.copytree(bare, PRIVATE_DIR + "/private.git")
+    os.makedirs(SMART_ROOT)
+    os.symlink(bare, SMART_ROOT + "/demo.git")
+    os.symlink(PRIVATE_DIR + "/private.git", SMART_ROOT + "/private.git")
     info = {
         "git_head": git_out(bare, "rev-parse", "refs/heads/main"),
         "git_feature": git_out(bare, "rev-parse", "refs/heads/feature"),
@@ -382,8 +391,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.route(False)
 
     def do_POST(self):
-        if urllib.parse.urlsplit(self.path).path == "/echo":
+        path = urllib.parse.urlsplit(self.path).path
+        if path == "/echo":
             return self.echo(True)
+        if path.startswith("/smart/"):
+            return self.smart_git(path, True)
         self.send_error(405)
 
     def route(self, body):
@@ -400,6 +412,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return None
         if path == "/private.git" or path.startswith("/private.git/"):
             return self.private_git(path, body)
+        if path.startswith("/smart/"):
+            return self.smart_git(path, body)
         m = re.fullmatch(r"/bytes/(\d{1,12})", path)
         if m:
             return self.send_bytes(int(m.group(1)), body)
@@ -438,6 +452,77 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         with open(full, "rb") as f:
             data = f.read()
         return self.reply(200, "application/octet-stream", data, body)
+
+    def unauthorized(self, realm, body):
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="%s"' % realm)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", "13")
+        self.end_headers()
+        if body:
+            self.wfile.write(b"unauthorized\n")
+
+    def request_body(self):
+        """The request's body: Content-Length bytes, or a chunked body decoded."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()  # the chunk's CRLF
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def smart_git(self, path, body):
+        """/smart/<repo>.git/...: git http-backend as a CGI (the request body,
+        gzip-encoded or not, on its stdin; its Status and headers parsed).
+        private.git asks for the same token as its dumb-HTTP twin."""
+        data = self.request_body() if self.command == "POST" else b""
+        if (path == "/smart/private.git" or path.startswith("/smart/private.git/")) \
+                and self.headers.get("Authorization") != PRIVATE_AUTH:
+            return self.unauthorized("private.git", body)
+        env = dict(os.environ, **GIT_ENV)
+        env.update(GIT_PROJECT_ROOT=SMART_ROOT, GIT_HTTP_EXPORT_ALL="1", REQUEST_METHOD=self.command,
+                   PATH_INFO=path[len("/smart"):], QUERY_STRING=urllib.parse.urlsplit(self.path).query,
+                   CONTENT_TYPE=self.headers.get("Content-Type") or "", CONTENT_LENGTH=str(len(data)),
+                   REMOTE_ADDR=self.client_address[0], SERVER_PROTOCOL="HTTP/1.1",
+                   GATEWAY_INTERFACE="CGI/1.1")
+        for h in ("Content-Encoding", "Git-Protocol", "Accept"):
+            if self.headers.get(h):
+                env["HTTP_" + h.upper().replace("-", "_")] = self.headers[h]
+        if self.headers.get("Git-Protocol"):
+            env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+        env["GIT_CONFIG_COUNT"] = str(len(SMART_CONFIG))
+        for i, (k, v) in enumerate(SMART_CONFIG.items()):
+            env["GIT_CONFIG_KEY_%d" % i], env["GIT_CONFIG_VALUE_%d" % i] = k, v
+        # No preexec_fn in a thread; the holder's PID namespace ends it anyway.
+        r = subprocess.run(["git", "http-backend"], input=data, capture_output=True, env=env)
+        with _log_lock, open(ROOT + "/smart-http.log", "ab") as f:
+            f.write(b"%s %s exit %d\n%s" % (self.command.encode(), self.path.encode(), r.returncode, r.stderr))
+        head, sep, out = r.stdout.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, out = r.stdout.partition(b"\n\n")
+        if not sep:
+            return self.reply(500, "text/plain", b"git http-backend gave no headers\n", body)
+        status, headers = 200, []
+        for line in head.decode("latin-1").splitlines():
+            k, _, v = line.partition(":")
+            if k.strip().lower() == "status":
+                status = int(v.split()[0])
+            elif k.strip().lower() != "content-length":
+                headers.append((k.strip(), v.strip()))
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if body:
+            self.wfile.write(out)
+        return None
 
     def echo(self, body):
         text = self.requestline + "\n" + str(self.headers)
