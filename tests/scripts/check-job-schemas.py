@@ -157,9 +157,9 @@ def check(v, schema):
 # ---- the schemas ------------------------------------------------------------
 
 schemas = {}
-for key, rel, sid in (("request", "doc/schemas/job-request-1.json", "sbxrun.job.request/1"),
-                      ("result", "doc/schemas/job-result-1.json", "sbxrun.job.result/1"),
-                      ("run", "doc/schemas/run-result-1.json", "sbxrun.run.result/1")):
+for key, rel, sid in (("request", "doc/schemas/job-request-1.json", "urn:sbxrun:schema:sbxrun.job.request/1"),
+                      ("result", "doc/schemas/job-result-1.json", "urn:sbxrun:schema:sbxrun.job.result/1"),
+                      ("run", "doc/schemas/run-result-1.json", "urn:sbxrun:schema:sbxrun.run.result/1")):
     s = load(rel)
     if s is None:
         continue
