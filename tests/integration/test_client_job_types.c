@@ -1015,7 +1015,7 @@ START_TEST(test_client_job_types_cli_verify_repo_smart_http)
     ck_assert_int_eq(json_integer_value(json_object_get(r, "exitCode")), 0);
     res = json_object_get(r, "result");
     ck_assert_str_eq(jstr(res, "baseCommit"), e.net->git_feature);
-    ck_assert_ptr_nonnull(json_object_get(res, "patch"));
+    ck_assert_int_eq(json_array_size(json_object_get(res, "patches")), 1);
     jobs = json_object_get(res, "jobs");
     ck_assert_int_eq(json_array_size(jobs), 4);
     for (size_t i = 0; i < 4; i++) {

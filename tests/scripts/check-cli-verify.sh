@@ -65,7 +65,7 @@ run 0 "a patch that adds a feature with its test: exit 0" -- verify "$demo" --pa
 run 1 "--json on a failure" -- verify "$demo" --patch "$patches/break-test.patch" --json
 py "the envelope of a failed run" 'e["sbxrun"] == "verify" and e["ok"] is False and e["exitCode"] == 1 and d["status"] == "failed"'
 py "jobs in order, the failing one last" '[j["jobType"] for j in d["jobs"]] == ["verify.lint", "verify.test"] and d["jobs"][1]["status"] == "failed" and d["jobs"][1]["exitCode"] != 0'
-py "the patch and the base commit are in the result" 'd["patch"]["files"][0]["path"] == "src/text.js" and len(d["baseCommit"]) == 40'
+py "the patch and the base commit are in the result" 'd["patches"][0]["files"][0]["path"] == "src/text.js" and len(d["baseCommit"]) == 40'
 [ "$(printf '%s' "$out" | head -c1)" = "{" ] && ok "--json: nothing but the object on stdout" || not_ok "stdout" "$out"
 
 run 0 "--json on a pass" -- verify "$demo" --patch "$patches/add-feature.patch" --json
@@ -80,11 +80,22 @@ printf 'diff --git a/src/text.js b/src/text.js\n--- a/src/text.js\n+++ b/src/tex
 run 4 "a patch that does not apply: exit 4" -- verify "$demo" --patch "$dir/stale.patch"
 run 4 --json -- verify "$demo" --patch "$dir/stale.patch" --json
 py "does-not-apply as an error envelope" 'e["exitCode"] == 4 and e["error"]["status"] == "SBX_E_PATCH" and "does not apply" in e["error"]["message"]'
-run 2 "the same file in two patches: exit 2" -- verify "$demo" --patch "$patches/add-feature.patch" --patch "$patches/add-feature.patch"
 run 3 "a step the policy refuses: exit 3, before any sandbox" -- verify "$demo" --test "sh -c 'exit 0'"
 grep -q "program_not_allowed" "$dir/err" && ok "the policy's reason is shown" || not_ok "denied message" "$(cat "$dir/err")"
 [ "$(created)" = "$before" ] && ok "no sandbox was created for a refused patch or step" ||
   not_ok "sandboxes created" "$before -> $(created)"
+# Stacked patches: each is checked against what the ones before it leave.
+cp -r "$demo" "$dir/stack" && git -C "$dir/stack" apply "$patches/add-feature.patch" &&
+  git -C "$dir/stack" add -A && git -C "$dir/stack" -c user.name=t -c user.email=t@t commit -qm feature &&
+  sed -i 's/^module.exports = {/\/\/ stacked on add-feature\nmodule.exports = {/' "$dir/stack/src/text.js" &&
+  git -C "$dir/stack" diff >"$dir/on-top.patch" && [ -s "$dir/on-top.patch" ] ||
+  { echo "Bail out! could not make a stacked patch"; exit 1; }
+run 0 "two patches, the second on top of the first: exit 0" -- verify "$demo" --patch "$patches/add-feature.patch" \
+  --patch "$dir/on-top.patch" --json
+py "both patches in the result, in order" 'len(d["patches"]) == 2 and d["patches"][1]["files"][0]["path"] == "src/text.js" and d["status"] == "passed"'
+run 4 "the second patch alone does not apply to the base: exit 4" -- verify "$demo" --patch "$dir/on-top.patch"
+run 4 "the same patch twice: the second does not apply: exit 4" -- verify "$demo" \
+  --patch "$patches/add-feature.patch" --patch "$patches/add-feature.patch"
 run 2 "a shell operator in a step: exit 2" -- verify "$demo" --test "node --test | cat"
 run 2 "a directory outside any repository: exit 2" -- verify /
 run 2 "an empty --test command: exit 2" -- verify "$demo" --test ""

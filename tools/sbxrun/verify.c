@@ -302,17 +302,14 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
         }
         /* A commit is fetched by id, the whole history not needed. */
         names[n++] = "clone";
-        if (w->patch) {
-            char *text = strndup(w->patch, w->patch_len);
-            sbx_status s = SBX_E_NOMEM;
+        /* The patches, applied in the sandbox in order (checked here). */
+        for (size_t i = 0; i < w->npatches; i++) {
             if (!(job = sbx_run_add_job(run, "repo.applyPatch")) ||
-                (text && (s = sbx_job_set_input(job, "patch", text)) != SBX_OK) || !text ||
+                sbx_job_set_input(job, "patch", w->patches[i]) != SBX_OK ||
                 sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
-                snprintf(err, errlen, "%s", s == SBX_E_NOMEM ? "out of memory" : sbx_job_last_error(job));
-                free(text);
+                snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));
                 return SBXRUN_EXIT_CANNOT_RUN;
             }
-            free(text);
             names[n++] = "apply";
         }
     }
@@ -334,7 +331,7 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
             return SBXRUN_EXIT_USAGE;
         names[n++] = checks[i].name;
     }
-    if (n == (repo_url ? 1u + (w->patch != NULL) : 0u)) {
+    if (n == (repo_url ? 1u + w->npatches : 0u)) {
         snprintf(err, errlen, "nothing to verify: %s has no lint, typecheck, test or build script, and no --lint, "
                  "--typecheck, --test or --build was given", w->package ? "package.json" : "the project (no package.json)");
         return SBXRUN_EXIT_USAGE;
@@ -387,7 +384,7 @@ int cmd_verify(int argc, char **argv)
     struct workspace w = {0};
     struct view v = {0};
     const char *patches[MAX_PATCHES], *base = NULL, *repo = NULL, *ref = NULL, *transcript = NULL, *dir = ".";
-    const char *runtime = NULL, *names[16], *envs[MAX_ENV];
+    const char *runtime = NULL, *names[MAX_PATCHES + 8], *envs[MAX_ENV];
     size_t nenv = 0;
     size_t npatches = 0;
     int64_t timeout = 30 * 60000;
@@ -540,7 +537,7 @@ report:
             res = json_loads(js, 0, NULL);
         sbx_free(js);
         if (res && w.patch_info)
-            json_object_set(res, "patch", w.patch_info);
+            json_object_set(res, "patches", w.patch_info);
         if (res && w.commit)
             json_object_set_new(res, "baseCommit", json_string(w.commit));
         if (o.json)

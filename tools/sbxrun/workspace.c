@@ -53,7 +53,9 @@ void ws_free(struct workspace *w)
     free(w->root);
     free(w->subdir);
     free(w->commit);
-    free(w->patch);
+    for (size_t i = 0; i < w->npatches; i++)
+        free(w->patches[i]);
+    free(w->patches);
     json_decref(w->patch_info);
     json_decref(w->package);
     memset(w, 0, sizeof *w);
@@ -208,7 +210,7 @@ static int judge(sbx_patch *p, const char *name, char *err, size_t errlen)
 }
 
 /* A checked patch of text on the base; *out on success. */
-static int check_one(const struct workspace *w, const char *base, const char *name, const char *text, size_t len,
+static int check_one(const char *repo, const char *base, const char *name, const char *text, size_t len,
                      sbx_patch **out, char *err, size_t errlen)
 {
     sbx_patch *p = sbx_patch_new();
@@ -218,7 +220,7 @@ static int check_one(const struct workspace *w, const char *base, const char *na
     /* A project's files may be large (fixtures, images): the limit on one
      * file of the tree is raised; a patch keeps its own limits. */
     sbx_patch_set_limits(p, 0, 0, TREE_FILE_MAX);
-    if (sbx_patch_set_base(p, w->root, base) != SBX_OK) {
+    if (sbx_patch_set_base(p, repo, base) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", sbx_patch_last_error(p));
         sbx_patch_free(p);
         return rc;
@@ -234,69 +236,126 @@ static int check_one(const struct workspace *w, const char *base, const char *na
     return 0;
 }
 
-/* The patches, each checked on the base, then as one diff. Patches that
- * change the same file cannot be joined into one diff that way: refused,
- * with the file named. */
+/* A bare repository of our own, for the trees patches leave: it reads the
+ * source repository's objects through git's alternates (nothing is
+ * copied, the source is never written). */
+static int make_stack(struct workspace *w, char **stack, char *err, size_t errlen)
+{
+    git_repository *src = NULL, *r = NULL;
+    char path[PATH_MAX], alt[PATH_MAX + 32];
+    FILE *f;
+    int rc = 0;
+    snprintf(path, sizeof path, "%s/stack.git", w->tmpdir);
+    if (git_repository_open(&src, w->root) < 0 || git_repository_init(&r, path, 1) < 0) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "a repository for the patched trees: %s", git_msg());
+    } else {
+        snprintf(alt, sizeof alt, "%s/objects/info/alternates", path);
+        if (!(f = fopen(alt, "w")) || fprintf(f, "%sobjects\n", git_repository_path(src)) < 0 || fclose(f) != 0)
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "writing %s: %s", alt, strerror(errno));
+        else if (!(*stack = strdup(path)))
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    }
+    git_repository_free(r);
+    git_repository_free(src);
+    return rc;
+}
+
+/* The tree a checked patch leaves, written into the stack repository: its
+ * id into oid (the next patch's base). */
+static int store_tree(sbx_patch *p, const char *stack, const char *tgz, char *oid, char *err, size_t errlen)
+{
+    git_repository *r = NULL;
+    git_index *idx = NULL;
+    struct archive *a = NULL;
+    struct archive_entry *e;
+    char *buf = NULL;
+    git_oid tree;
+    int rc = 0, ar;
+    if (sbx_patch_save_tree_file(p, tgz) != SBX_OK)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", sbx_patch_last_error(p));
+    if (git_repository_open(&r, stack) < 0 || git_index_new(&idx) < 0 || !(a = archive_read_new())) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", git_msg());
+        goto out;
+    }
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_tar(a);
+    if (archive_read_open_filename(a, tgz, 65536) != ARCHIVE_OK) {
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", archive_error_string(a));
+        goto out;
+    }
+    while (!rc && (ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        git_index_entry ie;
+        la_int64_t size = archive_entry_size(e);
+        la_ssize_t got;
+        if (archive_entry_filetype(e) != AE_IFREG)
+            continue;
+        if (size < 0 || (size_t)size > TREE_FILE_MAX || !(buf = malloc((size_t)size + 1))) {
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s: too large", archive_entry_pathname(e));
+            break;
+        }
+        got = archive_read_data(a, buf, (size_t)size);
+        memset(&ie, 0, sizeof ie);
+        ie.path = archive_entry_pathname(e);
+        ie.mode = archive_entry_perm(e) & 0111 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+        if (got != size || git_blob_create_from_buffer(&ie.id, r, buf, (size_t)size) < 0 || git_index_add(idx, &ie) < 0)
+            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s: %s", ie.path,
+                      got != size ? archive_error_string(a) : git_msg());
+        free(buf);
+        buf = NULL;
+    }
+    if (!rc && git_index_write_tree_to(&tree, idx, r) < 0)
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", git_msg());
+    if (!rc)
+        git_oid_tostr(oid, GIT_OID_HEXSZ + 1, &tree);
+out:
+    archive_read_free(a);
+    git_index_free(idx);
+    git_repository_free(r);
+    unlink(tgz);
+    return rc;
+}
+
+/* The patches in order: each read, checked against the tree the ones
+ * before it leave (the base for the first), and kept (its text for a
+ * sandbox that applies them itself, its description for the result). *out
+ * is the last, checked: its tree is the workspace. */
 static int take_patches(struct workspace *w, const char *base, const char *const *paths, size_t n, sbx_patch **out,
                         char *err, size_t errlen)
 {
-    char **texts = calloc(n, sizeof *texts);
-    size_t *lens = calloc(n, sizeof *lens), total = 0;
-    json_t *seen = json_object();
+    char *stack = NULL, oid[GIT_OID_HEXSZ + 1], tgz[PATH_MAX];
+    const char *repo = w->root, *spec = base;
     int rc = 0;
-    if (!texts || !lens || !seen) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
-        goto out;
-    }
+    *out = NULL;
+    if (!(w->patches = calloc(n, sizeof *w->patches)) || !(w->patch_info = json_array()))
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
+    snprintf(tgz, sizeof tgz, "%s/step.tar.gz", w->tmpdir);
     for (size_t i = 0; i < n && !rc; i++) {
         sbx_patch *p = NULL;
-        if ((rc = read_all(paths[i], &texts[i], &lens[i], err, errlen)) ||
-            (rc = check_one(w, base, paths[i], texts[i], lens[i], &p, err, errlen)))
+        size_t len = 0;
+        char *js = NULL;
+        if ((rc = read_all(paths[i], &w->patches[i], &len, err, errlen)))
             break;
-        for (size_t f = 0; f < sbx_patch_file_count(p) && !rc; f++) {
-            const char *names[2] = {sbx_patch_file_path(p, f), sbx_patch_file_old_path(p, f)};
-            for (int k = 0; k < 2 && !rc; k++) {
-                json_t *prev;
-                if (!names[k])
-                    continue;
-                if ((prev = json_object_get(seen, names[k])) && json_integer_value(prev) != (json_int_t)i)
-                    rc = fail(err, errlen, SBXRUN_EXIT_USAGE,
-                              "the patches %s and %s both change %s: give them as one patch", paths[json_integer_value(prev)],
-                              paths[i], names[k]);
-                else
-                    json_object_set_new(seen, names[k], json_integer((json_int_t)i));
-            }
-        }
-        if (n == 1 && !rc) {
+        w->npatches = i + 1;
+        if ((rc = check_one(repo, spec, paths[i], w->patches[i], len, &p, err, errlen)))
+            break;
+        if (sbx_patch_to_json(p, &js) == SBX_OK)
+            json_array_append_new(w->patch_info, json_loads(js, 0, NULL));
+        sbx_free(js);
+        if (i + 1 == n) {
             *out = p;
-            w->patch = texts[0];
-            w->patch_len = lens[0];
-            texts[0] = NULL;
-            goto out;
+            break;
+        }
+        /* The next one applies to what this one leaves. */
+        if ((!stack && (rc = make_stack(w, &stack, err, errlen))) ||
+            (rc = store_tree(p, stack, tgz, oid, err, errlen))) {
+            sbx_patch_free(p);
+            break;
         }
         sbx_patch_free(p);
-        total += lens[i] + 1;
+        repo = stack;
+        spec = oid;
     }
-    if (rc)
-        goto out;
-    /* Joined, a newline between: each is a whole diff of its own files. */
-    if (!(w->patch = malloc(total + 1))) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        memcpy(w->patch + w->patch_len, texts[i], lens[i]);
-        w->patch_len += lens[i];
-        if (lens[i] && texts[i][lens[i] - 1] != '\n')
-            w->patch[w->patch_len++] = '\n';
-    }
-    rc = check_one(w, base, "(all patches together)", w->patch, w->patch_len, out, err, errlen);
-out:
-    for (size_t i = 0; texts && i < n; i++)
-        free(texts[i]);
-    free(texts);
-    free(lens);
-    json_decref(seen);
+    free(stack);
     return rc;
 }
 
@@ -433,12 +492,6 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
     if (npatches) {
         if ((rc = take_patches(w, spec, patches, npatches, &p, err, errlen)))
             goto out;
-        {
-            char *js = NULL;
-            if (sbx_patch_to_json(p, &js) == SBX_OK)
-                w->patch_info = json_loads(js, 0, NULL);
-            sbx_free(js);
-        }
     } else if (!(p = sbx_patch_new()) || sbx_patch_set_limits(p, 0, 0, TREE_FILE_MAX) != SBX_OK ||
                sbx_patch_set_base(p, w->root, spec) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", p ? sbx_patch_last_error(p) : "out of memory");

@@ -17,16 +17,17 @@ struct workspace {
     char *root;          /* the repository the base is read from */
     char *subdir;        /* the project inside it ("" for its root) */
     char *commit;        /* the base commit's id */
-    char *patch;         /* the patches as one diff, NULL when none */
-    size_t patch_len;
-    json_t *patch_info;  /* sbx_patch_to_json() of it, NULL when none */
+    char **patches;      /* each patch's text, in order (NUL-ended) */
+    size_t npatches;
+    json_t *patch_info;  /* [sbx_patch_to_json() of each], NULL when none */
     json_t *package;     /* the project's package.json, NULL when none */
     const char *lockfile, *pm; /* what the files say (static), NULL if none */
 };
 
 /* Make w: from the local repository around dir (repo_url NULL) at base
  * (NULL: HEAD), or from repo_url at ref fetched into tmpdir (dir then
- * names the project inside it, NULL for its root); then the patches.
+ * names the project inside it, NULL for its root); then the patches, in
+ * order, each checked against the tree the ones before it leave.
  * Returns 0, or an sbxrun exit code after writing why into err. */
 int ws_prepare(struct workspace *w, const char *dir, const char *base, const char *repo_url, const char *ref,
                const char *const *patches, size_t npatches, char *err, size_t errlen);
