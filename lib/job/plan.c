@@ -341,7 +341,7 @@ sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len)
                             given, job->lockfile, job->pm_locked);
     if (job->type == J_INSTALL && !job->lockfile)
         return sbx__err_set(&job->err, SBX_E_NOT_FOUND,
-                            "deps.install: no lockfile in %s (bun.lock, bun.lockb, pnpm-lock.yaml, yarn.lock, "
+                            "no lockfile in %s (bun.lock, bun.lockb, pnpm-lock.yaml, yarn.lock, "
                             "package-lock.json, npm-shrinkwrap.json): installs follow a lockfile",
                             sbx__job_dir(job));
     if (!job->pm && !(job->pm = sbx__strdup(given ? given : "npm")))
