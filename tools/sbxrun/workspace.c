@@ -159,7 +159,7 @@ static int read_all(const char *path, char **out, size_t *len, char *err, size_t
         return fail(err, errlen, SBXRUN_EXIT_USAGE, "--patch %s: %s", path, strerror(errno));
     for (;;) {
         size_t got;
-        if (n == cap) {
+        if (n + 1 >= cap) { /* always a byte to spare, for the NUL */
             char *nb;
             cap = cap ? cap * 2 : 65536;
             if (cap > PATCH_FILE_MAX + 1 || !(nb = realloc(buf, cap))) {
@@ -171,7 +171,7 @@ static int read_all(const char *path, char **out, size_t *len, char *err, size_t
             }
             buf = nb;
         }
-        got = fread(buf + n, 1, cap - n, f);
+        got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0)
             break;
@@ -184,6 +184,7 @@ static int read_all(const char *path, char **out, size_t *len, char *err, size_t
     }
     if (f != stdin)
         fclose(f);
+    buf[n] = '\0'; /* a patch's text is also given as a string */
     *out = buf;
     *len = n;
     return 0;
