@@ -271,18 +271,6 @@ sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes)
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-/* Keep the last `limit` bytes of a blocking run's stream, amortised: the
- * buffer may reach twice the limit before it is cut. */
-static void trim_tail(sbx__buf *b, size_t limit, size_t slack)
-{
-    if (b->len <= limit + slack)
-        return;
-    sbx__buf_consume(b, b->len - limit);
-    /* Do not start inside a UTF-8 sequence. */
-    while (b->len && ((unsigned char)b->data[0] & 0xC0) == 0x80)
-        sbx__buf_consume(b, 1);
-}
-
 /* Output as the caller sees it (redacted when the command is). */
 static bool deliver(struct cmd_run *run, int stream, const char *data, size_t n)
 {
@@ -306,7 +294,7 @@ static bool deliver(struct cmd_run *run, int stream, const char *data, size_t n)
         return false;
     }
     if (cmd->blocking)
-        trim_tail(&cmd->out[i], cmd->limit, cmd->limit);
+        sbx__buf_keep_tail(&cmd->out[i], cmd->limit, cmd->limit);
     return true;
 }
 
@@ -390,8 +378,8 @@ static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
         end_output(run);
         cmd->run = NULL;
         if (cmd->blocking) {
-            trim_tail(&cmd->out[0], cmd->limit, 0);
-            trim_tail(&cmd->out[1], cmd->limit, 0);
+            sbx__buf_keep_tail(&cmd->out[0], cmd->limit, 0);
+            sbx__buf_keep_tail(&cmd->out[1], cmd->limit, 0);
         }
     }
     sbx__op_finish(op, st, NULL);

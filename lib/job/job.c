@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "client/sandbox_int.h"
 #include "job/job_int.h"
 #include "policy/policy_share.h"
 #include "redact/redact_int.h"
@@ -168,36 +169,6 @@ static bool good_dir(const char *d)
     return true;
 }
 
-/* Replace or remove KEY in a KEY=VALUE list. */
-static sbx_status kv_set(sbx__strlist *l, const char *key, const char *value, size_t vlen)
-{
-    size_t n = strlen(key);
-    char *kv = NULL;
-    if (value) {
-        if (!(kv = sbx__malloc(n + vlen + 2)))
-            return SBX_E_NOMEM;
-        memcpy(kv, key, n);
-        kv[n] = '=';
-        memcpy(kv + n + 1, value, vlen);
-        kv[n + 1 + vlen] = '\0';
-    }
-    for (size_t i = 0; i < l->n; i++) {
-        if (strncmp(l->v[i], key, n) != 0 || l->v[i][n] != '=')
-            continue;
-        sbx__free_secret(l->v[i]);
-        if (kv) {
-            l->v[i] = kv;
-        } else {
-            memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *l->v);
-            l->n--;
-        }
-        return SBX_OK;
-    }
-    if (kv && sbx__strlist_push_take(l, kv) != SBX_OK) /* it wipes and frees kv on failure */
-        return SBX_E_NOMEM;
-    return SBX_OK;
-}
-
 static sbx_status set_input(sbx_job *job, const char *key, const char *value)
 {
     static const char *const known[] = {"url", "ref", "depth", "dir", "token", "patch", "packageManager",
@@ -248,13 +219,12 @@ static sbx_status set_input(sbx_job *job, const char *key, const char *value)
         if (!abs)
             return sbx__err_nomem(&job->err);
         snprintf(abs, n + 1, "%s/%s", SBX__JOB_WORKSPACE, value);
-        st = kv_set(&job->inputs, key, abs, n);
+        st = sbx__env_set(&job->inputs, key, abs, &job->err);
         sbx__free(abs);
-        return st == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
+        return st;
     }
-    if (kv_set(&job->inputs, key, value, value ? strlen(value) : 0) != SBX_OK)
-        return sbx__err_nomem(&job->err);
-    return SBX_OK;
+    /* A KEY=VALUE list, as the environment's (its values wiped on free). */
+    return sbx__env_set(&job->inputs, key, value, &job->err);
 }
 
 sbx_status sbx_job_set_input(sbx_job *job, const char *key, const char *value)
@@ -303,9 +273,7 @@ sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *value)
     SBX__ARG(job, name && env_name_ok(name) && strlen(name) <= 255,
              "environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most 255 bytes");
     SBX__ARG(job, !value || sbx__utf8_valid(value, strlen(value)), "the value of %s is not valid UTF-8", name);
-    if (kv_set(&job->env, name, value, value ? strlen(value) : 0) != SBX_OK)
-        return sbx__err_nomem(&job->err);
-    return SBX_OK;
+    return sbx__env_set(&job->env, name, value, &job->err);
 }
 
 sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)

@@ -132,6 +132,8 @@ unsigned sbx__slot_running(const struct sbx__core *c);
 /* Free the job now (sbx_job_free() defers it while the run's op lives). */
 void sbx__job_destroy(sbx_job *job);
 
+/* A finished job's result (result.c), NULL when out of memory. */
+json_t *sbx__job_result(const sbx_job *job);
 /* A result as compact JSON text in the library's memory (r is consumed):
  * SBX_OK or SBX_E_NOMEM (result.c). */
 sbx_status sbx__job_json_text(json_t *r, char **out);

@@ -323,14 +323,12 @@ static void tail_add(sbx__buf *b, size_t cap, const uint8_t *d, size_t n)
 {
     if (cap == 0)
         return;
-    if (n >= cap) {
-        sbx__buf_clear(b);
+    if (n > cap) { /* only its end can stay */
         d += n - cap;
         n = cap;
-    } else if (b->len + n > 2 * cap) {
-        sbx__buf_consume(b, b->len + n - cap);
     }
     (void)sbx__buf_append(b, d, n); /* out of memory: the tail is shorter */
+    sbx__buf_keep_tail(b, cap, cap);
 }
 
 static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *user)

@@ -168,15 +168,9 @@ void sbx__job_vmessage(char **msg, const char *fmt, va_list ap)
     *msg = sbx__strdup(text); /* NULL when out of memory: the status says it */
 }
 
-sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
+json_t *sbx__job_result(const sbx_job *job)
 {
-    json_t *r, *outputs;
-    SBX__ENTER(job, false);
-    SBX__ARG(job, out, "out must not be NULL");
-    *out = NULL;
-    if (!job->finished)
-        return sbx__err_set(&job->err, SBX_E_MISUSE, "the job has not run to its end: no result yet");
-    outputs = json_object();
+    json_t *outputs = json_object();
     if (outputs && job->resolved_commit)
         json_object_set_new(outputs, "resolvedCommit", json_string(job->resolved_commit));
     if (outputs && job->type == J_CLONE)
@@ -190,7 +184,7 @@ sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
         if (p)
             json_object_set_new(outputs, "patch", p);
     }
-    r = json_pack("{s:s,s:s,s:s,s:o,s:i,s:b,s:o,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o,s:o,s:o}", "schema",
+    return json_pack("{s:s,s:s,s:s,s:o,s:i,s:b,s:o,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o,s:o,s:o}", "schema",
                   "sbxrun.job.result/1", "jobType", sbx__job_type_str(job->type), "status",
                   sbx_job_verdict_name(job->verdict), "inputs", inputs_json(job), "exitCode", job->exit_code,
                   "retryable", job->retryable, "message", clean(job, job->message), "stdoutTail", tail(job, 0), "stderrTail",
@@ -198,7 +192,17 @@ sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
                   "timings", "startedAt", (json_int_t)job->started_at, "durationMs", (json_int_t)job->duration_ms,
                   "steps", steps_json(job), "artifacts", artifacts_json(job), "outputs",
                   outputs ? outputs : json_null());
-    if (!r || sbx__job_json_text(r, out) != SBX_OK)
+}
+
+sbx_status sbx_job_result_to_json(sbx_job *job, char **out)
+{
+    json_t *r;
+    SBX__ENTER(job, false);
+    SBX__ARG(job, out, "out must not be NULL");
+    *out = NULL;
+    if (!job->finished)
+        return sbx__err_set(&job->err, SBX_E_MISUSE, "the job has not run to its end: no result yet");
+    if (!(r = sbx__job_result(job)) || sbx__job_json_text(r, out) != SBX_OK)
         return sbx__err_nomem(&job->err);
     return SBX_OK;
 }

@@ -694,11 +694,8 @@ sbx_status sbx_run_result_to_json(sbx_run *run, char **out)
     jobs = json_array();
     for (size_t i = 0; jobs && i < run->njobs; i++) {
         json_t *j = NULL;
-        if (run->jobs[i].ran) {
-            char *s = NULL;
-            if (sbx_job_result_to_json(run->jobs[i].job, &s) == SBX_OK)
-                j = json_loads(s, 0, NULL);
-            sbx_free(s);
+        if (run->jobs[i].ran && run->jobs[i].job->finished) {
+            j = sbx__job_result(run->jobs[i].job); /* the object itself, not its text again */
         } else {
             j = json_pack("{s:s,s:s}", "jobType", sbx__job_type_str(run->jobs[i].job->type), "status", "skipped");
         }

@@ -156,3 +156,12 @@ void sbx__buf_wipe_free(sbx__buf *b)
         sbx__wipe(b->data, b->cap);
     sbx__buf_free(b);
 }
+
+void sbx__buf_keep_tail(sbx__buf *b, size_t limit, size_t slack)
+{
+    if (b->len <= limit + slack)
+        return;
+    sbx__buf_consume(b, b->len - limit);
+    while (b->len && ((unsigned char)b->data[0] & 0xC0) == 0x80)
+        sbx__buf_consume(b, 1);
+}

@@ -41,6 +41,10 @@ void sbx__buf_clear(sbx__buf *b);
  * An empty buffer yields an allocated "", so NULL always means out of memory. */
 char *sbx__buf_detach(sbx__buf *b, size_t *len);
 void sbx__buf_free(sbx__buf *b);
+/* Keep the last `limit` bytes once b holds more than limit + slack
+ * (amortised: a tail kept while appending moves each byte at most once per
+ * slack bytes), never starting inside a UTF-8 sequence. */
+void sbx__buf_keep_tail(sbx__buf *b, size_t limit, size_t slack);
 /* Free after overwriting the buffer's memory (for secrets). Growth by realloc
  * may leave earlier copies behind: reserve the full size first for secrets. */
 void sbx__buf_wipe_free(sbx__buf *b);

@@ -40,6 +40,16 @@ static void teardown(struct env *e)
     sbxd_stop(e->d);
 }
 
+/* A client of d through the fault proxy f (which counts what reaches d). */
+static sbx_client *proxied(struct sbxd *d, struct faultd *f)
+{
+    sbx_client *c = sbx_client_new();
+    ck_assert_ptr_nonnull(c);
+    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
+    ok_c(sbx_client_set_credentials(c, d->token, NULL, NULL), c);
+    return c;
+}
+
 /* A verify.test job running `sh -c script` under e's policy. */
 static sbx_job *sh_job(struct env *e, const char *script)
 {
@@ -115,14 +125,12 @@ START_TEST(test_client_job_denied_before_sending)
 {
     struct env e = setup();
     struct faultd *f = faultd_start(e.d);
-    sbx_client *c = sbx_client_new();
+    sbx_client *c = proxied(e.d, f);
     sbx_sandbox *s;
     sbx_job *j;
     const char *argv[] = {"sh", "-c", "echo should-not-run"};
     json_t *r;
 
-    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
-    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
     s = sbx_sandbox_new(c);
     ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
     j = sbx_job_new(c);
@@ -309,10 +317,8 @@ START_TEST(test_client_job_apply_patch)
      * nothing of the job (policy, upload, command) reaches the server. */
     {
         struct faultd *f = faultd_start(e.d);
-        sbx_client *c = sbx_client_new();
+        sbx_client *c = proxied(e.d, f);
         sbx_sandbox *s;
-        ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
-        ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
         s = sbx_sandbox_new(c);
         ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
         j = sbx_job_new(c);
@@ -618,9 +624,7 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
     sbx_job_free(j);
 
     f = faultd_start(e.d);
-    c = sbx_client_new();
-    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
-    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
+    c = proxied(e.d, f);
     run = sbx_run_new(c);
     j = sbx_run_add_job(run, "verify.lint");
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
@@ -645,14 +649,11 @@ START_TEST(test_client_job_retries)
 {
     struct env e = setup();
     struct faultd *f = faultd_start(e.d);
-    sbx_client *c = sbx_client_new();
+    sbx_client *c = proxied(e.d, f);
     sbx_run *run;
     sbx_job *j;
     char *out = NULL;
     json_t *r;
-
-    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
-    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
 
     /* 429 on the create and on the command's start: both sent again. */
     faultd_rule_first(f, "POST", "/v1/sandboxes$", 2, FAULT_429, 0);
@@ -808,7 +809,7 @@ START_TEST(test_client_job_client_safety)
     static const char secret[] = "plain-command-secret-0123456789";
     struct env e = setup();
     struct faultd *f = faultd_start(e.d);
-    sbx_client *c = sbx_client_new();
+    sbx_client *c = proxied(e.d, f);
     sbx_redactor *red = sbx_redactor_new();
     sbx_sandbox *s, *unmade;
     sbx_command *k;
@@ -816,9 +817,6 @@ START_TEST(test_client_job_client_safety)
     const char *deny[] = {"sh", "-c", "echo no"};
     char script[256], buf[256];
     size_t n = 0;
-
-    ok_c(sbx_client_set_endpoint(c, faultd_url(f)), c);
-    ok_c(sbx_client_set_credentials(c, e.d->token, NULL, NULL), c);
     s = sbx_sandbox_new(c);
     ok_s(sbx_sandbox_fetch(s, sbx_sandbox_id(e.s)), s);
     ok_c(sbx_client_set_policy(c, e.sh, NULL), c);
