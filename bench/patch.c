@@ -33,11 +33,14 @@
  * process: exit 0) so the figures are for correct answers.
  *
  * usage: bench-patch [--small N] [--large-files N] [--rounds N] [--loose]
- *                    [--only small|large]
+ *                    [--threads N] [--only small|large]
  *   --small        number of small patches [200]
  *   --large-files  files touched by the large patch [3000]
  *   --rounds       rounds, the best one kept [5]
  *   --loose        leave the fixture's objects loose (not packed)
+ *   --threads      sbx_patch_set_threads() in this process [0: the default,
+ *                  one per CPU for a large patch]; the fresh processes
+ *                  keep the default
  *   --only         sbx_patch in this process alone (sbx_patch and held),
  *                  no git, no fresh process: for perf or callgrind
  */
@@ -296,6 +299,8 @@ static size_t split(const struct buf *all, struct patch *out, size_t max)
     return n;
 }
 
+static unsigned threads_opt; /* --threads: sbx_patch_set_threads() (0: the library's default) */
+
 /* sbx_patch, once, as a caller does it; ph[] accumulates the phases.
  * Returns 0 when the patch applies. */
 static int sbx_once(const char *repo, const struct patch *pt, size_t max_files, double ph[NPHASES])
@@ -311,6 +316,7 @@ static int sbx_once(const char *repo, const struct patch *pt, size_t max_files, 
         return -1;
     if (max_files > 10000 || pt->len > (16u << 20))
         sbx_patch_set_limits(p, pt->len + 1, max_files, 0);
+    sbx_patch_set_threads(p, threads_opt);
     st = sbx_patch_set_base(p, repo, NULL);
     t2 = bench_now();
     if (st == SBX_OK)
@@ -465,6 +471,9 @@ int main(int argc, char **argv)
             nlarge = atoi(argv[++a]);
         } else if (strcmp(argv[a], "--rounds") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
             rounds = atoi(argv[++a]);
+        } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc && atoi(argv[a + 1]) >= 0 &&
+                   atoi(argv[a + 1]) <= 8) {
+            threads_opt = (unsigned)atoi(argv[++a]);
         } else if (strcmp(argv[a], "--loose") == 0) {
             loose = 1;
         } else if (strcmp(argv[a], "--only") == 0 && a + 1 < argc &&
@@ -472,7 +481,7 @@ int main(int argc, char **argv)
             only = argv[++a][0] == 's' ? 1 : 2;
         } else {
             fprintf(stderr, "usage: bench-patch [--small N] [--large-files N] [--rounds N] [--loose] "
-                            "[--only small|large]\n");
+                            "[--threads N] [--only small|large]\n");
             return 2;
         }
     }

@@ -113,6 +113,19 @@ SBX_API const char *sbx_patch_last_error(const sbx_patch *p);
 SBX_API sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files, size_t max_file_bytes);
 
 /**
+ * How many threads sbx_patch_check() may use to read the base's files: a
+ * check that touches thousands of files spends most of its time reading
+ * them, and the reads are independent. 0 (the default) uses one thread per
+ * online CPU, and one per 128 files at most, so a small patch uses only
+ * the caller's; 1 never starts a thread; at most 8. The threads are joined
+ * before sbx_patch_check() returns, and the verdict never depends on them.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (more than 8).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads);
+
+/**
  * The base to check against: the local repository at repo_dir (a work tree
  * or a bare repository; only its objects are read) and a revision in it
  * (any form git accepts: "HEAD", a branch, a commit id); NULL means "HEAD".

@@ -69,6 +69,8 @@ struct sbx_patch {
     struct op *ops;
     size_t nops, ops_bytes;
     struct sbx__ov *ov;       /* the files as the patch leaves them (once it applies) */
+    unsigned threads;         /* sbx_patch_set_threads(): 0 as many as worth it */
+    struct sbx__prefetch *pf; /* during a check: the base's blobs, read ahead on threads */
     char *message;            /* why the last load or check failed, for the JSON */
     sbx_patch_verdict verdict;
     sbx_patch_rule rule;
@@ -193,6 +195,14 @@ sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files
     p->max_bytes = max_bytes ? max_bytes : MAX_BYTES_DEFAULT;
     p->max_files = max_files ? max_files : MAX_FILES_DEFAULT;
     p->max_file_bytes = max_file_bytes ? max_file_bytes : MAX_FILE_BYTES_DEFAULT;
+    return SBX_OK;
+}
+
+sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads)
+{
+    SBX__ENTER(p, false);
+    SBX__ARG(p, threads <= 8, "threads is more than 8");
+    p->threads = threads;
     return SBX_OK;
 }
 
@@ -708,17 +718,31 @@ static sbx_status git_fail(sbx_patch *p, const char *what)
 }
 
 /* A file as the patch so far leaves it: the overlay's state if the patch
- * touched it, else the base tree's. *blob holds the base's bytes (free it). */
+ * touched it, else the base tree's. Free it with state_clear(). */
 struct state {
     bool exists;
     uint32_t mode;
     const char *data;
     size_t len;
     git_blob *blob;
+    git_oid id;               /* the base's blob (when not touched) */
     bool touched;
+    char *post;               /* with applied: the file's new bytes, made ahead (owned) */
+    size_t post_len;
+    bool applied;
 };
 
-static sbx_status file_state(sbx_patch *p, const char *path, struct state *st)
+static void state_clear(struct state *st)
+{
+    git_blob_free(st->blob);
+    st->blob = NULL;
+    sbx__free(st->post);
+    st->post = NULL;
+}
+
+/* slot: the delta whose base file this is, to find it read ahead; SIZE_MAX
+ * for none. */
+static sbx_status file_state(sbx_patch *p, const char *path, size_t slot, struct state *st)
 {
     const struct sbx__ov_entry *e = sbx__ov_get(p->ov, path);
     git_tree_entry *te = NULL;
@@ -735,13 +759,19 @@ static sbx_status file_state(sbx_patch *p, const char *path, struct state *st)
         return SBX_OK; /* not in the base */
     st->exists = true;
     st->mode = (uint32_t)git_tree_entry_filemode(te);
-    if (git_tree_entry_type(te) == GIT_OBJECT_BLOB && git_blob_lookup(&st->blob, p->repo, git_tree_entry_id(te)) < 0) {
-        git_tree_entry_free(te);
-        return git_fail(p, "reading the base");
+    st->id = *git_tree_entry_id(te);
+    st->data = "";
+    if (git_tree_entry_type(te) == GIT_OBJECT_BLOB &&
+        !(st->applied = sbx__prefetch_take(p->pf, slot, &st->id, &st->post, &st->post_len)) &&
+        !(st->data = sbx__prefetch_get(p->pf, slot, &st->id, &st->len))) {
+        if (git_blob_lookup(&st->blob, p->repo, &st->id) < 0) {
+            git_tree_entry_free(te);
+            return git_fail(p, "reading the base");
+        }
+        st->data = git_blob_rawcontent(st->blob);
+        st->len = (size_t)git_blob_rawsize(st->blob);
     }
     git_tree_entry_free(te);
-    st->data = st->blob ? git_blob_rawcontent(st->blob) : "";
-    st->len = st->blob ? (size_t)git_blob_rawsize(st->blob) : 0;
     return SBX_OK;
 }
 
@@ -762,7 +792,7 @@ static sbx_status apply_binary(sbx_patch *p, size_t i, const struct state *old, 
         return no_apply(p, d->old_file.path, "a binary patch without the full index line");
     if (old->touched)
         return no_apply(p, d->old_file.path, "a binary patch on a file an earlier part of the patch changed");
-    if (old->blob && !git_oid_equal(git_blob_id(old->blob), &d->old_file.id))
+    if (old->exists && !git_oid_equal(&old->id, &d->old_file.id))
         return no_apply(p, d->old_file.path, "the binary patch is for other contents than the base's");
     if (git_patch_from_diff(&gp, p->diff, i) < 0 || git_patch_to_buf(&text, gp) < 0 ||
         git_diff_from_buffer(&one, text.ptr, text.size) < 0)
@@ -788,13 +818,19 @@ static sbx_status apply_binary(sbx_patch *p, size_t i, const struct state *old, 
 }
 
 /* A text file's new bytes. */
-static sbx_status apply_text_file(sbx_patch *p, size_t i, const struct state *old, char **out, size_t *out_len)
+static sbx_status apply_text_file(sbx_patch *p, size_t i, struct state *old, char **out, size_t *out_len)
 {
     const git_diff_delta *d = git_diff_get_delta(p->diff, i);
     git_patch *gp = p->files[i].gp;
     char why[256];
     sbx_status st;
 
+    if (old->applied) { /* by a thread of read_ahead(), the same way */
+        *out = old->post;
+        *out_len = old->post_len;
+        old->post = NULL;
+        return SBX_OK;
+    }
     if (!gp)
         return git_fail(p, "a file's hunks");
     st = sbx__apply_text(old->exists ? old->data : "", old->exists ? old->len : 0, gp, out, out_len, why,
@@ -819,12 +855,12 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
     uint32_t mode;
     sbx_status st;
 
-    if ((st = file_state(p, d->status == GIT_DELTA_ADDED ? newp : oldp, &old)) != SBX_OK)
+    if ((st = file_state(p, d->status == GIT_DELTA_ADDED ? newp : oldp, i, &old)) != SBX_OK)
         return st;
     /* Written through or replacing a link of the base: the sandbox would
      * follow it. (A deletion only removes the link.) */
     if (!old.touched && old.exists && d->status != GIT_DELTA_DELETED && sbx__patch_mode_rule(old.mode)) {
-        git_blob_free(old.blob);
+        state_clear(&old);
         return refuse(p, sbx__patch_mode_rule(old.mode), d->status == GIT_DELTA_ADDED ? newp : oldp,
                       strlen(d->status == GIT_DELTA_ADDED ? newp : oldp));
     }
@@ -833,17 +869,17 @@ static sbx_status apply_delta(sbx_patch *p, size_t i)
     else if (d->status == GIT_DELTA_ADDED && old.exists)
         st = no_apply(p, newp, "the file exists in the base already");
     else if (creates && d->status != GIT_DELTA_ADDED) {
-        if ((st = file_state(p, newp, &target)) == SBX_OK && target.exists)
+        if ((st = file_state(p, newp, SIZE_MAX, &target)) == SBX_OK && target.exists)
             st = !target.touched && sbx__patch_mode_rule(target.mode)
                      ? refuse(p, sbx__patch_mode_rule(target.mode), newp, strlen(newp))
                      : no_apply(p, newp, "the file exists in the base already");
-        git_blob_free(target.blob);
+        state_clear(&target);
     }
     if (st == SBX_OK) /* an added file's old state does not exist (checked above) */
         st = (d->flags & GIT_DIFF_FLAG_BINARY) ? apply_binary(p, i, &old, &post, &post_len)
                                                : apply_text_file(p, i, &old, &post, &post_len);
     mode = d->new_file.mode ? d->new_file.mode : old.exists && old.mode ? old.mode : GIT_FILEMODE_BLOB;
-    git_blob_free(old.blob);
+    state_clear(&old);
     if (st != SBX_OK) {
         sbx__free(post);
         return st;
@@ -915,6 +951,28 @@ static sbx_status check_against_base(sbx_patch *p)
     return st;
 }
 
+/* A large patch's base files, read on several threads before the apply
+ * (which reads in turn what this leaves out). Without memory for the
+ * slots, nothing is read ahead. */
+static void read_ahead(sbx_patch *p)
+{
+    size_t n = git_diff_num_deltas(p->diff);
+    unsigned threads = sbx__prefetch_threads(p->threads, n);
+    if (threads < 2 || !(p->pf = sbx__prefetch_new(n)))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const git_diff_delta *d = git_diff_get_delta(p->diff, i);
+        git_tree_entry *te = NULL;
+        if (d->status == GIT_DELTA_ADDED || (d->flags & GIT_DIFF_FLAG_BINARY) ||
+            git_tree_entry_bypath(&te, p->base, d->old_file.path) < 0)
+            continue;
+        if (git_tree_entry_type(te) == GIT_OBJECT_BLOB)
+            sbx__prefetch_want(p->pf, i, git_tree_entry_id(te), p->files[i].gp);
+        git_tree_entry_free(te);
+    }
+    sbx__prefetch_run(p->pf, p->pooled->key, p->repo, threads);
+}
+
 static sbx_status check(sbx_patch *p)
 {
     sbx_status st;
@@ -937,12 +995,16 @@ static sbx_status check(sbx_patch *p)
         return st;
     if (!(p->ov = sbx__ov_new()))
         return sbx__err_nomem(&p->err);
-    for (size_t i = 0; i < git_diff_num_deltas(p->diff); i++)
-        if ((st = apply_delta(p, i)) != SBX_OK) {
-            sbx__ov_free(p->ov);
-            p->ov = NULL;
-            return st;
-        }
+    read_ahead(p);
+    for (size_t i = 0; i < git_diff_num_deltas(p->diff) && st == SBX_OK; i++)
+        st = apply_delta(p, i);
+    sbx__prefetch_free(p->pf);
+    p->pf = NULL;
+    if (st != SBX_OK) {
+        sbx__ov_free(p->ov);
+        p->ov = NULL;
+        return st;
+    }
     p->verdict = SBX_PATCH_APPLIES;
     return SBX_OK;
 }

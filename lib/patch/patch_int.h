@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sbxrun/patch.h>
 
@@ -13,11 +14,20 @@
 
 /* ---- text.c: the forms of a diff's text ---- */
 
-bool sbx__patch_starts(const char *l, size_t n, const char *prefix);
+/* Inline: every line of a patch is tested against several prefixes, all
+ * literals, whose strlen and memcmp the compiler then folds. */
+static inline bool sbx__patch_starts(const char *l, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(l, prefix, k) == 0;
+}
 /* A header line's path (quoted or up to a tab); strip_prefix drops the
  * first component as `git apply -p1` does; empty for /dev/null. False when
  * a quoted path is broken or memory runs out (out->len says nothing then). */
 bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out);
+/* A hunk header's ("@@ -a,b +c,d") line counts, a missing count being 1;
+ * false if malformed. */
+bool sbx__patch_hunk_counts(const char *l, size_t n, long *before, long *after);
 /* Plain `diff -u` sections get git headers; *converted says whether any did
  * (conv holds the whole text then). SBX_E_PARSE for a ---/+++ pair without
  * paths, SBX_E_NOMEM. */
@@ -91,5 +101,29 @@ sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, si
 /* Back to the pool, its in-memory objects dropped. Free every object read
  * from it first. NULL is fine. */
 void sbx__repo_give(struct sbx__repo *r);
+
+/* ---- prefetch.c: the base's blobs, read on several threads ---- */
+
+struct sbx__prefetch;
+struct git_oid;
+/* How many threads read a patch's n files: asked (0: as many as cores,
+ * but one per 128 files at most), capped at 8. 1: none but the caller's. */
+unsigned sbx__prefetch_threads(unsigned asked, size_t files);
+/* Slots for n files; NULL when memory runs out. */
+struct sbx__prefetch *sbx__prefetch_new(size_t n);
+struct git_patch;
+/* Slot i is to hold the blob id, and, with gp, gp's hunks applied to it
+ * (sbx__apply_text). */
+void sbx__prefetch_want(struct sbx__prefetch *pf, size_t i, const struct git_oid *id, struct git_patch *gp);
+/* Read the wanted blobs (and apply) on threads (the caller's and threads - 1 more, each
+ * with a repository of repo_key from the pool) and return when all are
+ * done. What could not be read (or would pass 256 MiB held) is left out. */
+void sbx__prefetch_run(struct sbx__prefetch *pf, const char *repo_key, struct git_repository *repo, unsigned threads);
+/* Slot i's applied bytes, if it holds them for the blob id: true, and they
+ * are the caller's. */
+bool sbx__prefetch_take(struct sbx__prefetch *pf, size_t i, const struct git_oid *id, char **post, size_t *len);
+/* Slot i's bytes if it holds the blob id, else NULL (read it yourself). */
+const char *sbx__prefetch_get(const struct sbx__prefetch *pf, size_t i, const struct git_oid *id, size_t *len);
+void sbx__prefetch_free(struct sbx__prefetch *pf);
 
 #endif /* SBX_PATCH_INT_H */

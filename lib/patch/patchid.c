@@ -18,16 +18,26 @@
  */
 struct pid {
     EVP_MD_CTX *ctx;
+    EVP_MD *md;         /* fetched once: an implicit fetch per file costs more than the hashing */
     unsigned char sum[20];
     size_t hashed;
+    size_t k;           /* bytes waiting in buf: one digest update per 4 KiB, not per line */
+    char buf[4096];
 };
+
+static bool pid_drain(struct pid *d)
+{
+    bool ok = d->k == 0 || EVP_DigestUpdate(d->ctx, d->buf, d->k) == 1;
+    d->k = 0;
+    return ok;
+}
 
 static bool pid_flush(struct pid *d)
 {
     unsigned char h[EVP_MAX_MD_SIZE];
     unsigned int hl = 0;
     unsigned carry = 0;
-    if (EVP_DigestFinal_ex(d->ctx, h, &hl) != 1 || hl != 20 || EVP_DigestInit_ex(d->ctx, EVP_sha1(), NULL) != 1)
+    if (!pid_drain(d) || EVP_DigestFinal_ex(d->ctx, h, &hl) != 1 || hl != 20 || EVP_DigestInit_ex(d->ctx, d->md, NULL) != 1)
         return false;
     for (size_t i = 0; i < 20; i++) {
         carry += (unsigned)d->sum[i] + h[i];
@@ -37,62 +47,26 @@ static bool pid_flush(struct pid *d)
     return true;
 }
 
-/* Hash a line without its white space. */
+/* Hash a line without its white space (space, \t \n \v \f \r). */
 static bool pid_line(struct pid *d, const char *l, size_t n)
 {
-    char buf[256];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)l[i];
-        if (c == ' ' || (c >= '\t' && c <= '\r'))
-            continue;
-        buf[k++] = (char)c;
-        if (k == sizeof buf) {
-            if (EVP_DigestUpdate(d->ctx, buf, k) != 1)
-                return false;
-            d->hashed += k;
-            k = 0;
+    static const unsigned char space[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1};
+    while (n) {
+        size_t take, k0;
+        if (d->k == sizeof d->buf && !pid_drain(d))
+            return false;
+        take = sizeof d->buf - d->k < n ? sizeof d->buf - d->k : n;
+        k0 = d->k;
+        for (size_t i = 0; i < take; i++) { /* branch-free: store, then keep it or not */
+            unsigned char c = (unsigned char)l[i];
+            d->buf[d->k] = (char)c;
+            d->k += 1u - space[c];
         }
+        d->hashed += d->k - k0;
+        l += take;
+        n -= take;
     }
-    d->hashed += k;
-    return EVP_DigestUpdate(d->ctx, buf, k) == 1;
-}
-
-/* The digits at q (before end): their count, and their value in *v (capped:
- * a count that large fails the hunk anyway). The text is not NUL-ended, so
- * no strtol. */
-static size_t digits(const char *q, const char *end, long *v)
-{
-    size_t k = 0;
-    long x = 0;
-    for (; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
-        if (x < 100000000)
-            x = x * 10 + (q[k] - '0');
-    if (v)
-        *v = x;
-    return k;
-}
-
-/* A hunk header's line counts (a missing count is 1); false if malformed. */
-static bool hunk_counts(const char *l, size_t n, long *before, long *after)
-{
-    const char *q = l + 4, *end = l + n;
-    size_t k = digits(q, end, NULL);
-    *before = 1;
-    if (q + k < end && q[k] == ',') {
-        q += k + 1;
-        k = digits(q, end, before);
-    }
-    if (k == 0 || q + k + 1 >= end || q[k] != ' ' || q[k + 1] != '+')
-        return false;
-    q += k + 2;
-    k = digits(q, end, NULL);
-    *after = 1;
-    if (q + k < end && q[k] == ',') {
-        q += k + 1;
-        k = digits(q, end, after);
-    }
-    return k > 0;
+    return true;
 }
 
 /* The pre- and post-image names of an "index A..B [mode]" line. */
@@ -129,14 +103,16 @@ static bool hex40(const char *l, size_t n)
 
 bool sbx__patch_id(const char *t, size_t len, char out[41])
 {
-    struct pid d = {NULL, {0}, 0};
+    struct pid d = {0};
     long before = -1, after = -1;
     bool binary = false, ok = true;
     char pre[65] = "", post[65] = "";
 
     out[0] = '\0';
-    if (!(d.ctx = EVP_MD_CTX_new()) || EVP_DigestInit_ex(d.ctx, EVP_sha1(), NULL) != 1) {
+    if (!(d.md = EVP_MD_fetch(NULL, "SHA1", NULL)) || !(d.ctx = EVP_MD_CTX_new()) ||
+        EVP_DigestInit_ex(d.ctx, d.md, NULL) != 1) {
         EVP_MD_CTX_free(d.ctx);
+        EVP_MD_free(d.md);
         return false;
     }
     for (size_t at = 0; at < len && ok;) {
@@ -154,8 +130,7 @@ bool sbx__patch_id(const char *t, size_t len, char out[41])
             if (sbx__patch_starts(l, n, "GIT binary patch") || sbx__patch_starts(l, n, "Binary files")) {
                 binary = true;
                 before = 0;
-                ok = EVP_DigestUpdate(d.ctx, pre, strlen(pre)) == 1 && EVP_DigestUpdate(d.ctx, post, strlen(post)) == 1 &&
-                     pid_flush(&d);
+                ok = pid_line(&d, pre, strlen(pre)) && pid_line(&d, post, strlen(post)) && pid_flush(&d);
                 continue;
             }
             if (sbx__patch_starts(l, n, "index ")) {
@@ -176,7 +151,7 @@ bool sbx__patch_id(const char *t, size_t len, char out[41])
         }
         if (before == 0 && after == 0) {
             if (sbx__patch_starts(l, n, "@@ -")) {
-                hunk_counts(l, n, &before, &after);
+                sbx__patch_hunk_counts(l, n, &before, &after);
                 continue;
             }
             if (!sbx__patch_starts(l, n, "diff "))
@@ -192,6 +167,7 @@ bool sbx__patch_id(const char *t, size_t len, char out[41])
     }
     ok = ok && pid_flush(&d);
     EVP_MD_CTX_free(d.ctx);
+    EVP_MD_free(d.md);
     if (!ok)
         return false;
     if (d.hashed) /* git prints nothing for a patch with nothing to hash */

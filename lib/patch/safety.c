@@ -180,16 +180,8 @@ static sbx_status check_git_line(const char *v, size_t n, sbx__buf *tmp, struct 
  * whatever they start with. A missing count is 1. */
 static void hunk_size(const char *line, size_t n, long *old_left, long *new_left)
 {
-    char head[128];
-    long os = 0, oc = 1, ns = 0, nc = 1;
-    snprintf(head, sizeof head, "%.*s", (int)(n < sizeof head - 1 ? n : sizeof head - 1), line);
-    if (sscanf(head, "@@ -%ld,%ld +%ld,%ld", &os, &oc, &ns, &nc) < 4) {
-        oc = 1, nc = 1;
-        if (sscanf(head, "@@ -%ld +%ld,%ld", &os, &ns, &nc) < 2)
-            sscanf(head, "@@ -%ld,%ld +%ld", &os, &oc, &ns);
-    }
-    *old_left = oc;
-    *new_left = nc;
+    if (!sbx__patch_hunk_counts(line, n, old_left, new_left))
+        *old_left = *new_left = 1; /* libgit2 refuses the header: the patch is malformed anyway */
 }
 
 sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_finding *f)

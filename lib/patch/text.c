@@ -7,12 +7,6 @@
 
 #include "patch/patch_int.h"
 
-bool sbx__patch_starts(const char *l, size_t n, const char *prefix)
-{
-    size_t k = strlen(prefix);
-    return n >= k && memcmp(l, prefix, k) == 0;
-}
-
 /* A C-quoted path as git writes it ("a/sp\\303\\251c") into out; false if
  * the quoting is broken. */
 static bool unquote(const char *s, size_t n, sbx__buf *out)
@@ -192,4 +186,40 @@ sbx_status sbx__patch_libgit2_form(const char *t, size_t len, sbx__buf *out, boo
         at += n;
     }
     return SBX_OK;
+}
+
+/* The digits at q (before end): their count, and their value in *v (capped:
+ * a count that large fails the hunk anyway). The text is not NUL-ended, so
+ * no strtol. */
+static size_t digits(const char *q, const char *end, long *v)
+{
+    size_t k = 0;
+    long x = 0;
+    for (; q + k < end && q[k] >= '0' && q[k] <= '9'; k++)
+        if (x < 100000000)
+            x = x * 10 + (q[k] - '0');
+    if (v)
+        *v = x;
+    return k;
+}
+
+bool sbx__patch_hunk_counts(const char *l, size_t n, long *before, long *after)
+{
+    const char *q = l + 4, *end = l + n;
+    size_t k = digits(q, end, NULL);
+    *before = 1;
+    if (q + k < end && q[k] == ',') {
+        q += k + 1;
+        k = digits(q, end, before);
+    }
+    if (k == 0 || q + k + 1 >= end || q[k] != ' ' || q[k + 1] != '+')
+        return false;
+    q += k + 2;
+    k = digits(q, end, NULL);
+    *after = 1;
+    if (q + k < end && q[k] == ',') {
+        q += k + 1;
+        k = digits(q, end, after);
+    }
+    return k > 0;
 }

@@ -1773,16 +1773,185 @@ START_TEST(test_patch_add_file_errors)
 }
 END_TEST
 
+/* ---- threads --------------------------------------------------------------------------------- */
+
+/* A base of 300 files (d0..d2/f0..f99.txt, 30 lines each) and a binary
+ * file, and a patch (git's, --binary --full-index -M) changing line 15 of
+ * every file, deleting one, renaming one with a change, changing the
+ * binary file and adding one. Branch "drift" changes line 14 of d2/f50.txt,
+ * so the patch does not apply there. */
+static char *make_wide_repo(char *dir, size_t *len)
+{
+    char *diff;
+    int status;
+    t_git_env();
+    make_tmpdir(dir);
+    ck_assert_int_eq(
+        t_sh("cd '%s' && git init -q -b main . && "
+             "awk 'BEGIN { for (d = 0; d < 3; d++) { system(\"mkdir -p d\" d); for (i = 0; i < 100; i++) {"
+             " f = \"d\" d \"/f\" i \".txt\"; for (l = 1; l <= 30; l++) print \"d\" d \" f\" i \" line \" l > f;"
+             " close(f) } } }' && printf 'bin\\000ary' > d0/blob.bin && git add -A && git commit -q -m base && "
+             "git checkout -q -b drift && sed -i '14s/$/ drifted/' d2/f50.txt && git commit -q -am drift && "
+             "git checkout -q main && sed -i '15s/$/ changed/' d*/f*.txt && git rm -qf d1/f7.txt && "
+             "git mv d2/f3.txt d2/moved.txt && printf 'bin\\000ary2' > d0/blob.bin && echo new > d1/new.txt && "
+             "git add -A",
+             dir),
+        0);
+    diff = t_sh_out(len, &status, "cd '%s' && git diff --cached --binary --full-index -M", dir);
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq(t_sh("cd '%s' && git reset -q --hard", dir), 0);
+    return diff;
+}
+
+/* The patch's verdict, JSON and (when it applies) tree, with this many
+ * threads; tree is where the tree is extracted. */
+static sbx_patch_verdict wide_check(const char *repo, const char *rev, const char *diff, size_t len, unsigned threads,
+                                    char **json, char **error, const char *tree)
+{
+    sbx_patch *p = sbx_patch_new();
+    sbx_patch_verdict v;
+    char tar[128];
+    ck_assert_int_eq(sbx_patch_set_threads(p, threads), SBX_OK);
+    ck_assert_int_eq(sbx_patch_set_base(p, repo, rev), SBX_OK);
+    ck_assert_msg(sbx_patch_load_data(p, (const uint8_t *)diff, len) == SBX_OK, "%s", sbx_patch_last_error(p));
+    (void)sbx_patch_check(p);
+    v = sbx_patch_result(p);
+    *error = strdup(v == SBX_PATCH_APPLIES ? "" : sbx_patch_last_error(p));
+    ck_assert_int_eq(sbx_patch_to_json(p, json), SBX_OK);
+    if (v == SBX_PATCH_APPLIES) {
+        snprintf(tar, sizeof tar, "%s.tar.gz", tree);
+        ck_assert_msg(sbx_patch_save_tree_file(p, tar) == SBX_OK, "%s", sbx_patch_last_error(p));
+        ck_assert_int_eq(t_sh("rm -rf '%s' && mkdir '%s' && tar --warning=no-unknown-keyword -xzf '%s' -C '%s' && rm -f '%s'", tree, tree, tar,
+                              tree, tar),
+                         0);
+    }
+    sbx_patch_free(p);
+    return v;
+}
+
+/* Files read and applied ahead on threads give what one thread gives, and
+ * what git gives: the verdict, the message naming the file, the JSON (files,
+ * diffstat, patch id), the tree. */
+START_TEST(test_patch_threads_same_result)
+{
+    char repo[64], wt[96], tree[96], diff_path[96], index[96];
+    static const unsigned counts[] = {1, 2, 3, 8, 0};
+    char *json1 = NULL, *err1 = NULL, *twice;
+    size_t len, twice_len;
+    char *diff = make_wide_repo(repo, &len);
+    snprintf(wt, sizeof wt, "%s.wt", repo);
+    snprintf(tree, sizeof tree, "%s.tree", repo);
+    snprintf(diff_path, sizeof diff_path, "%s.diff", repo);
+    snprintf(index, sizeof index, "%s.index", repo);
+    t_write_file("/tmp", diff_path + strlen("/tmp/"), diff, len, 0);
+    /* git's result, in a copy of the work tree. */
+    ck_assert_int_eq(t_sh("git clone -q '%s' '%s' && cd '%s' && git apply '%s'", repo, wt, wt, diff_path), 0);
+
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        char *json, *err;
+        ck_assert_int_eq(wide_check(repo, NULL, diff, len, counts[k], &json, &err, tree), SBX_PATCH_APPLIES);
+        ck_assert_msg(t_sh("diff -r --exclude=.git '%s' '%s' >&2", wt, tree) == 0, "threads %u: not git's tree",
+                      counts[k]);
+        if (!json1) {
+            json1 = json;
+            free(err);
+            ck_assert_ptr_nonnull(strstr(json1, "\"d2/moved.txt\""));
+            continue;
+        }
+        ck_assert_msg(strcmp(json, json1) == 0, "threads %u: %s\nthreads 1: %s", counts[k], json, json1);
+        free(json);
+        free(err);
+    }
+    free(json1);
+    json1 = NULL;
+
+    /* Against "drift": git refuses, and so does every thread count, naming
+     * the file. */
+    ck_assert_int_eq(t_git_applies(repo, "drift", diff_path, index), 0);
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        char *json, *err;
+        ck_assert_int_eq(wide_check(repo, "drift", diff, len, counts[k], &json, &err, tree),
+                         SBX_PATCH_DOES_NOT_APPLY);
+        ck_assert_msg(strstr(err, "d2/f50.txt") != NULL, "threads %u: %s", counts[k], err);
+        if (!err1) {
+            err1 = err;
+            json1 = json;
+            continue;
+        }
+        ck_assert_str_eq(err, err1);
+        ck_assert_str_eq(json, json1);
+        free(json);
+        free(err);
+    }
+    free(err1);
+    free(json1);
+    json1 = NULL;
+
+    /* A file changed twice in one patch: the second part applies to what
+     * the first left (read ahead, it was applied to the base: unused). */
+    {
+        size_t more_len;
+        int status;
+        char *more = t_sh_out(&more_len, &status,
+                              "cd '%s' && git add -A && git commit -q -m applied && sed -i '16s/$/ again/' d0/f1.txt && "
+                              "git diff",
+                              wt);
+        ck_assert_int_eq(status, 0);
+        ck_assert_ptr_nonnull(twice = malloc(len + more_len + 1));
+        memcpy(twice, diff, len);
+        memcpy(twice + len, more, more_len);
+        twice_len = len + more_len;
+        twice[twice_len] = '\0';
+        free(more);
+        /* git applies it too, and wt's files are its result */
+        t_write_file("/tmp", diff_path + strlen("/tmp/"), twice, twice_len, 0);
+        ck_assert_int_eq(t_git_applies(repo, "main", diff_path, index), 1);
+    }
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        char *json, *err;
+        ck_assert_int_eq(wide_check(repo, NULL, twice, twice_len, counts[k], &json, &err, tree), SBX_PATCH_APPLIES);
+        ck_assert_msg(t_sh("diff -r --exclude=.git '%s' '%s' >&2", wt, tree) == 0, "threads %u: not git's tree",
+                      counts[k]);
+        free(json);
+        free(err);
+    }
+    free(twice);
+    free(diff);
+    t_sh("rm -rf '%s' '%s' '%s' '%s'", wt, tree, diff_path, index);
+    remove_tree(repo);
+}
+END_TEST
+
+START_TEST(test_patch_set_threads_arguments)
+{
+    sbx_patch *p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_threads(NULL, 2), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_set_threads(p, 9), SBX_E_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(p), "threads"));
+    ck_assert_int_eq(sbx_patch_set_threads(p, 8), SBX_OK);
+    ck_assert_int_eq(sbx_patch_set_threads(p, 0), SBX_OK);
+    sbx_patch_free(p);
+}
+END_TEST
+
 /* ---- allocation failures --------------------------------------------------------------------- */
+
+struct oom_ctx {
+    const char *repo;
+    unsigned threads;
+};
 
 static sbx_status oom_load_check(void *ctx)
 {
-    const char *repo = ctx;
+    const struct oom_ctx *c = ctx;
+    const char *repo = c->repo;
     sbx_patch *p = sbx_patch_new();
     sbx_status st;
     if (!p)
         return SBX_E_NOMEM;
-    st = repo ? sbx_patch_set_base(p, repo, NULL) : SBX_OK;
+    st = sbx_patch_set_threads(p, c->threads);
+    if (st == SBX_OK && repo)
+        st = sbx_patch_set_base(p, repo, NULL);
     if (st == SBX_OK)
         st = load(p, multi_diff);
     if (st == SBX_OK)
@@ -1800,9 +1969,14 @@ static sbx_status oom_load_check(void *ctx)
 START_TEST(test_patch_out_of_memory)
 {
     char repo[64];
+    struct oom_ctx none = {NULL, 0}, one = {NULL, 0}, threads = {NULL, 4};
     make_base_repo(repo);
-    ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, NULL), 5);
-    ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, repo), 5);
+    one.repo = threads.repo = repo;
+    ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, &none), 5);
+    ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, &one), 5);
+    /* Files read and applied ahead on threads: a failure there is one the
+     * caller's thread makes good (it applies again itself). */
+    ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, &threads), 5);
     remove_tree(repo);
 }
 END_TEST
@@ -1906,6 +2080,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_save_tree_file);
     tcase_add_test(tc, test_patch_add_file_operations);
     tcase_add_test(tc, test_patch_add_file_errors);
+    tcase_add_test(tc, test_patch_threads_same_result);
+    tcase_add_test(tc, test_patch_set_threads_arguments);
     tcase_add_test(tc, test_patch_out_of_memory);
     tcase_add_test(tc, test_patch_kept_repository_is_never_stale);
     tcase_add_test(tc, test_patch_handles_at_once_on_one_repository);
