@@ -172,6 +172,94 @@ START_TEST(test_sbxd_isolation_no_sandbox_reaches_host)
 }
 END_TEST
 
+/* A direct TCP connection (no proxy) from the sandbox must (want) or must
+ * not get through. */
+static void expect_connect(struct sbxd *d, const char *sid, const char *host, int port, bool want, const char *what)
+{
+    char p[16];
+    struct cmd_result *c;
+    snprintf(p, sizeof p, "%d", port);
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s,s]}", "command", "python3", "args", "-c", PY_CONNECT, host, p));
+    ck_assert_msg(contains(c->out, "CONNECTED") || contains(c->out, "REFUSED"), "connect %s:%d: %s%s", host, port,
+                  c->out, c->err);
+    ck_assert_msg(contains(c->out, "CONNECTED") == want, "%s (%s:%d): %s", what, host, port, c->out);
+    cmd_result_free(c);
+}
+
+static void set_policy(struct sbxd *d, const char *sid, json_t *policy)
+{
+    struct http_resp *r = http_post(d, policy, "/v1/sandboxes/%s/network-policy", sid);
+    expect_status(r, 200);
+    http_resp_free(r);
+}
+
+/* A custom policy reaches what it allows over plain TCP too (a database's
+ * protocol does not go through the egress proxy), and nothing else: not
+ * another address, not an allowed address a denied CIDR covers, not the
+ * host even when a CIDR names it, not after the policy changes. */
+START_TEST(test_sbxd_isolation_custom_policy_raw_tcp)
+{
+    struct testnet *t = testnet_start(0);
+    struct sbxd *d = sbxd_start(testnet_sbxd_args(t), NULL);
+    struct host_server *hs = host_server_start("raw-tcp-host");
+    char addr32[32], host32[32], other[32];
+    char *sid;
+    /* Without sbxd-net (an unprivileged sbxd where /dev/net/tun is 0600)
+     * the egress proxy is a custom policy's only way out: no raw TCP. */
+    bool raw = host_sh("grep -q \"isolation layer 'network' is off\" '%s'", d->log) != 0;
+
+    snprintf(addr32, sizeof addr32, "%s/32", t->addr);
+    snprintf(host32, sizeof host32, "%s/32", t->host_addr);
+    /* An address next to the fixture's that nothing routes: refused by the
+     * rules (an RST at once), never a timeout. */
+    snprintf(other, sizeof other, "%s", t->addr);
+    other[strlen(other) - 1] = other[strlen(other) - 1] == '9' ? '8' : '9';
+
+    /* By name: the policy allows git.test, which --add-host resolves. */
+    sid = sbx_create(d, jpack("{s:{s:s,s:[s]}}", "networkPolicy", "mode", "custom", "allowedDomains", "git.test"));
+    expect_connect(d, sid, "git.test", t->git_port, raw, "an allowed name is not reachable over TCP");
+    expect_connect(d, sid, t->addr, t->http_port, raw, "the allowed name's address, another port");
+    expect_connect(d, sid, other, t->http_port, false, "an address the policy does not allow was reached");
+    expect_connect(d, sid, t->host_addr, hs->port, false, "the host's address was reached");
+    expect_connect(d, sid, "10.0.2.2", hs->port, false, "the stack's gateway (the host's loopback) was reached");
+    ck_assert_int_eq(hs->hits, 0);
+
+    /* A name the policy does not allow: the same address is out of reach. */
+    set_policy(d, sid, jpack("{s:s,s:[s]}", "mode", "custom", "allowedDomains", "registry.example"));
+    expect_connect(d, sid, "git.test", t->git_port, false, "a name the policy no longer allows was reached");
+
+    /* By CIDR, and a denied CIDR wins. */
+    set_policy(d, sid, jpack("{s:s,s:[s]}", "mode", "custom", "allowedCIDRs", addr32));
+    expect_connect(d, sid, t->addr, t->git_port, raw, "an allowed CIDR is not reachable over TCP");
+    set_policy(d, sid, jpack("{s:s,s:[s],s:[s]}", "mode", "custom", "allowedCIDRs", addr32, "deniedCIDRs", addr32));
+    expect_connect(d, sid, t->addr, t->git_port, false, "a denied CIDR was reached");
+
+    /* A CIDR naming the host opens the proxy's way to it, never a raw one. */
+    set_policy(d, sid, jpack("{s:s,s:[s,s]}", "mode", "custom", "allowedCIDRs", host32, "127.0.0.0/8"));
+    expect_connect(d, sid, t->host_addr, hs->port, false, "the host was reached over raw TCP");
+    expect_connect(d, sid, "10.0.2.2", hs->port, false, "the host's loopback was reached over raw TCP");
+    ck_assert_int_eq(hs->hits, 0);
+
+    /* deny-all closes it again; custom opens it again. */
+    set_policy(d, sid, jpack("{s:s}", "mode", "deny-all"));
+    expect_connect(d, sid, t->addr, t->git_port, false, "deny-all reached the outside over TCP");
+    set_policy(d, sid, jpack("{s:s,s:[s]}", "mode", "custom", "allowedDomains", "*.test"));
+    expect_connect(d, sid, "db.test", t->http_port, raw, "a wildcard's name is not reachable over TCP");
+    free(sid);
+
+    /* A sandbox created deny-all, then given a custom policy. */
+    sid = sbx_create(d, jpack("{s:{s:s}}", "networkPolicy", "mode", "deny-all"));
+    expect_connect(d, sid, t->addr, t->git_port, false, "deny-all reached the outside over TCP");
+    set_policy(d, sid, jpack("{s:s,s:[s]}", "mode", "custom", "allowedCIDRs", addr32));
+    expect_connect(d, sid, t->addr, t->git_port, raw, "custom after deny-all is not reachable over TCP");
+    free(sid);
+
+    host_server_stop(hs);
+    sbxd_stop(d);
+    testnet_stop(t);
+}
+END_TEST
+
 START_TEST(test_sbxd_isolation_sandboxes_do_not_see_each_other)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -505,6 +593,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_isolation_etc_shadow);
     tcase_add_test(tc, test_sbxd_isolation_host_environment);
     tcase_add_test(tc, test_sbxd_isolation_no_sandbox_reaches_host);
+    tcase_add_test(tc, test_sbxd_isolation_custom_policy_raw_tcp);
     tcase_add_test(tc, test_sbxd_isolation_sandboxes_do_not_see_each_other);
     tcase_add_test(tc, test_sbxd_isolation_usr_read_only);
     tcase_add_test(tc, test_sbxd_isolation_uid_and_sudo);

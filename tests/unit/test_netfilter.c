@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "netfilter.h"
+#include "netrules.h"
 
 /* ---- frames ------------------------------------------------------------------------ */
 
@@ -154,7 +155,7 @@ struct result {
 static struct result judge_with(const uint32_t *host, size_t nhost, bool allow_host,
                                 const uint8_t *f, size_t len)
 {
-    struct netfilter_policy p = {host, nhost, allow_host};
+    struct netfilter_policy p = {host, nhost, allow_host, NULL};
     struct result r;
     memset(&r, 0xee, sizeof r);
     r.v = netfilter_judge(&p, f, len, r.reply, &r.len);
@@ -636,6 +637,266 @@ START_TEST(test_netfilter_fragments_judged_by_destination)
 }
 END_TEST
 
+/* ---- restricted mode (custom and deny-all policies) -------------------------------- */
+
+static struct netrules rules_of(const char *text)
+{
+    struct netrules r;
+    char err[160];
+    ck_assert_msg(netrules_parse(text, strlen(text), &r, err, sizeof err), "%s", err);
+    return r;
+}
+
+static enum netfilter_verdict restricted(struct netrules *r, bool allow_host, const uint8_t *f, size_t len)
+{
+    struct netfilter_policy p = {hosts, 2, allow_host, r};
+    uint8_t reply[NETFILTER_REPLY_MAX];
+    size_t rlen;
+    return netfilter_judge(&p, f, len, reply, &rlen);
+}
+
+/* A DNS message: header (flags, counts), the question (name, type A, class
+ * IN), then extra bytes. */
+static size_t dns_msg(uint8_t *m, uint16_t flags, uint16_t qd, uint16_t an, const char *name, const uint8_t *extra,
+                      size_t nextra)
+{
+    size_t o = 12;
+    memset(m, 0, 12);
+    put16(m, 0x4242);
+    put16(m + 2, flags);
+    put16(m + 4, qd);
+    put16(m + 6, an);
+    for (const char *l = name; *l;) {
+        const char *dot = strchr(l, '.');
+        size_t n = dot ? (size_t)(dot - l) : strlen(l);
+        m[o++] = (uint8_t)n;
+        memcpy(m + o, l, n);
+        o += n;
+        l += n + (dot ? 1 : 0);
+    }
+    m[o++] = 0;
+    put16(m + o, 1);
+    put16(m + o + 2, 1);
+    o += 4;
+    if (nextra)
+        memcpy(m + o, extra, nextra);
+    return o + nextra;
+}
+
+static size_t dns_query_frame(uint8_t *f, const char *name)
+{
+    uint8_t d[8 + 300];
+    size_t n = dns_msg(d + 8, 0x0100, 1, 0, name, NULL, 0);
+    put16(d, GUEST_PORT);
+    put16(d + 2, 53);
+    put16(d + 4, (uint16_t)(8 + n));
+    put16(d + 6, 0);
+    return ip_frame(f, NETFILTER_DNS, 17, d, 8 + n, 0, 0);
+}
+
+/* An answer from the stack's resolver to the sandbox: a CNAME (its owner a
+ * pointer to the question's name), then an A record per address. */
+static size_t dns_answer_frame(uint8_t *f, const char *name, const uint32_t *addrs, size_t naddrs, uint16_t flags)
+{
+    static const uint8_t cname[] = {0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 60, 0, 15,
+                                    1, 'x', 3, 'c', 'd', 'n', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0};
+    static const uint8_t head[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4};
+    uint8_t d[8 + 600], rr[400];
+    size_t nrr, n, len;
+    uint8_t *ip = f + 14;
+
+    memcpy(rr, cname, sizeof cname);
+    nrr = sizeof cname;
+    for (size_t i = 0; i < naddrs; i++) {
+        memcpy(rr + nrr, head, sizeof head);
+        put32(rr + nrr + sizeof head, addrs[i]);
+        nrr += sizeof head + 4;
+    }
+    n = dns_msg(d + 8, flags, 1, (uint16_t)(1 + naddrs), name, rr, nrr);
+    put16(d, 53);
+    put16(d + 2, GUEST_PORT);
+    put16(d + 4, (uint16_t)(8 + n));
+    put16(d + 6, 0);
+    len = ip_frame(f, NETFILTER_GUEST, 17, d, 8 + n, 0, 0);
+    put32(ip + 12, NETFILTER_DNS);
+    put16(ip + 10, 0);
+    put16(ip + 10, fold(sum(0, ip, 20)));
+    return len;
+}
+
+START_TEST(test_netrules_parse)
+{
+    static const char *const bad[] = {
+        "allow 10.0.0.0/33\n", "allow 10.0.0/8\n", "allow 10.0.0.0\n", "allow ::1/128\n", "deny 300.0.0.0/8\n",
+        "allowed 10.0.0.0/8\n", "allow\n", "domain a b\n", "host db.test\n", "host db.test 10.0.0.256\n",
+    };
+    struct netrules r;
+    char err[160];
+
+    r = rules_of("allow 10.1.2.3/8\ndeny 10.9.0.0/16\ndomain *.Example.COM\n\nhost db.test 192.0.2.7\n"
+                 "host www.example.com 192.0.2.8\nhost other.test 192.0.2.9\n");
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(10, 200, 1, 1)), 1);
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(10, 9, 3, 3)), -1); /* denied wins */
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(11, 0, 0, 1)), 0);
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(192, 0, 2, 8)), 1); /* an allowed name's --add-host entry */
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(192, 0, 2, 7)), 0); /* not an allowed name */
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(192, 0, 2, 9)), 0);
+    ck_assert(netrules_name_allowed(&r, "a.example.com"));
+    ck_assert(netrules_name_allowed(&r, "A.EXAMPLE.com"));
+    ck_assert(!netrules_name_allowed(&r, "example.com"));
+    ck_assert(!netrules_name_allowed(&r, "aexample.com"));
+    netrules_free(&r);
+    r = rules_of(""); /* deny-all */
+    ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(8, 8, 8, 8)), 0);
+    ck_assert(!netrules_name_allowed(&r, "example.com"));
+    netrules_free(&r);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(!netrules_parse(bad[i], strlen(bad[i]), &r, err, sizeof err), "accepted: %s", bad[i]);
+        ck_assert_msg(strstr(err, "line 1") != NULL, "%s", err);
+    }
+}
+END_TEST
+
+START_TEST(test_netfilter_restricted_addresses)
+{
+    uint8_t f[512];
+    size_t len;
+    struct netrules r = rules_of("allow 203.0.113.0/24\ndeny 203.0.113.7/32\nallow 192.0.2.2/32\nallow 127.0.0.0/8\n");
+    struct netrules none = rules_of("");
+
+    len = tcp_frame(f, ADDR(203, 0, 113, 5), 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    ck_assert_int_eq(restricted(&none, false, f, len), NETFILTER_REJECT); /* deny-all */
+    ck_assert_int_eq(verdict(false, f, len), NETFILTER_PASS);             /* open mode: the control */
+    len = tcp_frame(f, ADDR(203, 0, 113, 7), 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = tcp_frame(f, ADDR(198, 51, 100, 1), 443, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = udp_frame(f, ADDR(198, 51, 100, 1), 443, 20);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* The host, even when a CIDR names it: only with allow_host. */
+    len = tcp_frame(f, ADDR(192, 0, 2, 2), 22, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    ck_assert_int_eq(restricted(&r, true, f, len), NETFILTER_PASS);
+    ck_assert_int_eq(restricted(&none, true, f, len), NETFILTER_REJECT);
+    len = tcp_frame(f, NETFILTER_GATEWAY, 22, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = tcp_frame(f, ADDR(127, 0, 0, 1), 22, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = tcp_frame(f, ADDR(169, 254, 169, 254), 80, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* Later fragments to an allowed address pass, to others not. */
+    len = udp_frame_opts(f, ADDR(203, 0, 113, 5), 9, 20, 0, 0x0010);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    len = udp_frame_opts(f, ADDR(198, 51, 100, 1), 9, 20, 0, 0x0010);
+    ck_assert_int_ne(restricted(&r, false, f, len), NETFILTER_PASS);
+    len = icmp_echo_frame(f, ADDR(203, 0, 113, 5));
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    netrules_free(&r);
+    netrules_free(&none);
+}
+END_TEST
+
+START_TEST(test_netfilter_restricted_dns_questions)
+{
+    uint8_t f[512], *dns = f + 14 + 20 + 8;
+    size_t len;
+    struct netrules r = rules_of("domain *.example.com\ndomain db.test\n");
+
+    len = dns_query_frame(f, "a.example.com");
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    len = dns_query_frame(f, "DB.test");
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    /* Names the policy does not allow would carry data out through the
+     * host's resolver. */
+    len = dns_query_frame(f, "c2VjcmV0.exfil.example.org");
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = dns_query_frame(f, "example.com");
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* Malformed: two questions, an answer flag, a compressed name, a dot
+     * inside a label, a UDP length that cuts the name. */
+    len = dns_query_frame(f, "a.example.com");
+    put16(dns + 4, 2);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = dns_query_frame(f, "a.example.com");
+    dns[2] |= 0x80;
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = dns_query_frame(f, "a.example.com");
+    dns[12] = 0xc0;
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = dns_query_frame(f, "a.example.com");
+    dns[13] = '.';
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = dns_query_frame(f, "a.example.com");
+    put16(f + 14 + 20 + 4, 8 + 14);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* TCP and other ports to the resolver: refused; a fragment: dropped. */
+    len = tcp_frame(f, NETFILTER_DNS, 53, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = udp_frame(f, NETFILTER_DNS, 5353, 20);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = udp_frame_opts(f, NETFILTER_DNS, 53, 20, 0, 0x0010);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_DROP);
+    netrules_free(&r);
+}
+END_TEST
+
+START_TEST(test_netfilter_restricted_learns_from_answers)
+{
+    uint8_t f[700];
+    size_t len;
+    struct netrules r = rules_of("domain *.example.com\ndeny 198.51.100.66/32\n");
+    struct netfilter_policy p = {hosts, 2, false, &r};
+    uint32_t ok[] = {ADDR(198, 51, 100, 9), ADDR(198, 51, 100, 10)}, denied[] = {ADDR(198, 51, 100, 66)},
+             other[] = {ADDR(198, 51, 100, 20)};
+
+    len = tcp_frame(f, ok[0], 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT); /* before any answer */
+    len = dns_answer_frame(f, "db.example.com", ok, 2, 0x8180);
+    netfilter_observe(&p, f, len);
+    for (size_t i = 0; i < 2; i++) {
+        len = tcp_frame(f, ok[i], 5432, 0x02, 1, 0, 0);
+        ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    }
+    /* Not learnt: an answer about a name the policy does not allow, a
+     * denied address, an error answer, an answer not from the resolver. */
+    len = dns_answer_frame(f, "db.example.org", other, 1, 0x8180);
+    netfilter_observe(&p, f, len);
+    len = dns_answer_frame(f, "db.example.com", denied, 1, 0x8180);
+    netfilter_observe(&p, f, len);
+    len = dns_answer_frame(f, "db.example.com", other, 1, 0x8183);
+    netfilter_observe(&p, f, len);
+    len = dns_answer_frame(f, "db.example.com", other, 1, 0x8180);
+    put32(f + 14 + 12, ADDR(198, 51, 100, 1));
+    netfilter_observe(&p, f, len);
+    len = tcp_frame(f, other[0], 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    len = tcp_frame(f, denied[0], 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* An answer cut short (the IP and UDP lengths say so) teaches nothing
+     * past its end. */
+    len = dns_answer_frame(f, "db.example.com", other, 1, 0x8180);
+    put16(f + 14 + 2, (uint16_t)(len - 14 - 3));
+    put16(f + 14 + 10, 0);
+    put16(f + 14 + 10, fold(sum(0, f + 14, 20)));
+    put16(f + 14 + 20 + 4, (uint16_t)(len - 14 - 20 - 3));
+    netfilter_observe(&p, f, len - 3);
+    len = tcp_frame(f, other[0], 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* The ring keeps the newest addresses. */
+    for (uint32_t i = 0; i < NETRULES_LEARNED + 2; i++) {
+        uint32_t a = ADDR(100, 64, 0, 0) + i;
+        len = dns_answer_frame(f, "n.example.com", &a, 1, 0x8180);
+        netfilter_observe(&p, f, len);
+    }
+    len = tcp_frame(f, ADDR(100, 64, 0, 0) + NETRULES_LEARNED + 1, 1, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    len = tcp_frame(f, ok[0], 5432, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT); /* the oldest went */
+    netrules_free(&r);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("netfilter");
@@ -662,6 +923,10 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_netfilter_ethernet_padding_is_not_malformed);
     SBX_TEST_ADD(tc, test_netfilter_truncated_transport_headers);
     SBX_TEST_ADD(tc, test_netfilter_fragments_judged_by_destination);
+    SBX_TEST_ADD(tc, test_netrules_parse);
+    SBX_TEST_ADD(tc, test_netfilter_restricted_addresses);
+    SBX_TEST_ADD(tc, test_netfilter_restricted_dns_questions);
+    SBX_TEST_ADD(tc, test_netfilter_restricted_learns_from_answers);
     suite_add_tcase(s, tc);
     return s;
 }

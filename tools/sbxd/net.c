@@ -9,8 +9,14 @@
  * --user ids, a user namespace of its own whose root is empty but for
  * resolv.conf and hosts, and a seccomp filter.
  *
- *   sbxd-net [--allow-host] [--user UID:GID] [--mtu N]
- *   fd 3: control socket to sbxd: 'R' once ready; EOF or HUP ends the process
+ *   sbxd-net [--allow-host] [--restricted] [--user UID:GID] [--mtu N]
+ *   fd 3: control socket to sbxd: 'R' once ready; EOF or HUP ends the process.
+ *         sbxd may send network rules (netrules.h) as a 4-byte big-endian
+ *         length and the text; each is answered 'A' once in force, or 'E'
+ *         when refused (the rules before stay in force).
+ *
+ * --restricted (custom and deny-all policies): only what the rules allow,
+ * nothing until the first rules arrive.
  *   fd 4: the sandbox's user namespace, fd 5: its network namespace
  */
 #include <errno.h>
@@ -44,6 +50,7 @@
 #include <unistd.h>
 
 #include "netfilter.h"
+#include "netrules.h"
 
 #define CTL_FD 3
 #define USERNS_FD 4
@@ -80,6 +87,9 @@ struct net {
     struct pollfd *pfd;
     size_t npfd, cappfd;
     struct timer *timers;
+    struct netrules rules;     /* in force when policy.rules points here */
+    uint8_t *ctl;              /* a rules message being read */
+    size_t ctl_len, ctl_cap;
 };
 
 enum { PFD_CTL, PFD_TAP, PFD_NETLINK, PFD_FIXED };
@@ -96,7 +106,7 @@ static void die(const char *what)
 
 static void usage(void)
 {
-    fprintf(stderr, "sbxd-net: usage: sbxd-net [--allow-host] [--user UID:GID] [--mtu N]\n");
+    fprintf(stderr, "sbxd-net: usage: sbxd-net [--allow-host] [--restricted] [--user UID:GID] [--mtu N]\n");
     _exit(2);
 }
 
@@ -633,7 +643,8 @@ static bool drain_netlink(int fd)
 
 static ssize_t send_packet(const void *buf, size_t len, void *opaque)
 {
-    const struct net *n = opaque;
+    struct net *n = opaque;
+    netfilter_observe(&n->policy, buf, len); /* the resolver's answers, in restricted mode */
     /* A full tap queue drops the frame, as a busy link would; TCP resends. */
     if (write(n->tap, buf, len) < 0 && errno != EAGAIN && errno != EINTR)
         return -1;
@@ -769,16 +780,52 @@ static Slirp *start_slirp(struct net *n, unsigned mtu, bool allow_host)
 
 /* ---- the loop --------------------------------------------------------------- */
 
-/* False once sbxd has closed the control socket or died. */
-static bool ctl_alive(short revents)
+/* A complete rules message: in force at once (the learnt addresses go with
+ * the old rules), and answered. */
+static void take_rules(struct net *n, const uint8_t *text, size_t len)
 {
-    char buf[64];
-    ssize_t r;
+    struct netrules r;
+    char err[160];
+    char reply = 'E';
+    if (netrules_parse((const char *)text, len, &r, err, sizeof err)) {
+        netrules_free(&n->rules);
+        n->rules = r;
+        n->policy.rules = &n->rules;
+        reply = 'A';
+    } else {
+        fprintf(stderr, "sbxd-net: %s\n", err);
+    }
+    (void)!write(CTL_FD, &reply, 1);
+}
 
+/* False once sbxd has closed the control socket or died, or sent what is
+ * not a rules message. */
+static bool ctl_alive(struct net *n, short revents)
+{
     if (revents & POLLIN) {
-        /* sbxd sends nothing yet: whatever comes is read and dropped. */
-        r = read(CTL_FD, buf, sizeof buf);
-        return r > 0 || (r < 0 && (errno == EINTR || errno == EAGAIN));
+        ssize_t r;
+        size_t want;
+        if (n->ctl_len == n->ctl_cap) {
+            n->ctl_cap = n->ctl_cap ? n->ctl_cap * 2 : 4096;
+            n->ctl = xrealloc(n->ctl, n->ctl_cap);
+        }
+        r = read(CTL_FD, n->ctl + n->ctl_len, n->ctl_cap - n->ctl_len);
+        if (r < 0)
+            return errno == EINTR || errno == EAGAIN;
+        if (r == 0)
+            return false;
+        n->ctl_len += (size_t)r;
+        while (n->ctl_len >= 4) {
+            want = (size_t)n->ctl[0] << 24 | (size_t)n->ctl[1] << 16 | (size_t)n->ctl[2] << 8 | n->ctl[3];
+            if (want > NETRULES_TEXT_MAX)
+                return false;
+            if (n->ctl_len < 4 + want)
+                break;
+            take_rules(n, n->ctl + 4, want);
+            memmove(n->ctl, n->ctl + 4 + want, n->ctl_len - 4 - want);
+            n->ctl_len -= 4 + want;
+        }
+        return true;
     }
     return !(revents & (POLLHUP | POLLERR | POLLNVAL));
 }
@@ -829,7 +876,7 @@ static void run(struct net *n)
         r = poll(n->pfd, n->npfd, (int)timeout);
         if (r < 0 && errno != EINTR)
             die("poll");
-        if (n->pfd[PFD_CTL].revents && !ctl_alive(n->pfd[PFD_CTL].revents))
+        if (n->pfd[PFD_CTL].revents && !ctl_alive(n, n->pfd[PFD_CTL].revents))
             return;
         /* Addresses first, so frames read below meet the new list. */
         if (n->pfd[PFD_NETLINK].revents && drain_netlink(n->nl_events))
@@ -863,7 +910,7 @@ static bool parse_uint(const char *s, char end, unsigned long max, unsigned long
 int main(int argc, char **argv)
 {
     struct net n;
-    bool allow_host = false, drop = false;
+    bool allow_host = false, drop = false, restricted = false;
     unsigned long uid = 0, gid = 0, mtu = DEFAULT_MTU;
     pid_t parent = getppid();
 
@@ -871,6 +918,8 @@ int main(int argc, char **argv)
         const char *rest;
         if (strcmp(argv[i], "--allow-host") == 0)
             allow_host = true;
+        else if (strcmp(argv[i], "--restricted") == 0)
+            restricted = true;
         else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc &&
                  parse_uint(argv[i + 1], ':', UINT32_MAX - 1, &uid, &rest) &&
                  parse_uint(rest, '\0', UINT32_MAX - 1, &gid, NULL)) {
@@ -895,6 +944,12 @@ int main(int argc, char **argv)
 
     memset(&n, 0, sizeof n);
     n.policy.allow_host = allow_host;
+    if (restricted) { /* nothing at all until sbxd sends the rules */
+        char err[160];
+        if (!netrules_parse("", 0, &n.rules, err, sizeof err))
+            die("the empty network rules");
+        n.policy.rules = &n.rules;
+    }
     n.tap = make_tap((unsigned)mtu);
     close(USERNS_FD);
     close(NETNS_FD);
@@ -919,6 +974,8 @@ int main(int argc, char **argv)
     while (n.timers)
         timer_free(n.timers, &n);
     free(n.pfd);
+    free(n.ctl);
+    netrules_free(&n.rules);
     free(n.host);
     free(n.spare);
     _exit(0);

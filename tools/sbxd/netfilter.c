@@ -9,6 +9,7 @@
  * connection fails at once instead of timing out. Pure: no I/O, no state.
  */
 #include "netfilter.h"
+#include "netrules.h"
 
 #include <string.h>
 
@@ -78,6 +79,34 @@ static bool is_host(const struct netfilter_policy *p, const uint8_t *addr)
     return false;
 }
 
+/* Restricted mode: the rules decide, after the checks for the host itself
+ * (which no rule opens unless sbxd runs with --unsafe-host-network). */
+static enum rule restricted_rule(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
+                                 size_t l4len)
+{
+    uint32_t dst = get32(ip + 16);
+    int verdict = netrules_addr_verdict(p->rules, dst);
+    enum rule host = p->allow_host && verdict > 0 ? RULE_PASS : RULE_REJECT;
+
+    if (dst == NETFILTER_DNS) {
+        /* A question about an allowed name, over UDP, whole: anything else
+         * could carry data out through the host's resolver. */
+        size_t udp_len;
+        if (!l4 || ip[9] != PROTO_UDP || l4len < 8 || get16(l4 + 2) != 53 || (get16(ip + 6) & 0x2000))
+            return l4 ? RULE_REJECT : RULE_DROP;
+        udp_len = get16(l4 + 4);
+        if (udp_len < 8 || udp_len > l4len)
+            return RULE_DROP;
+        return netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ? RULE_PASS : RULE_REJECT;
+    }
+    if (dst >= 0xe0000000u || dst == NETFILTER_VNET || dst == (NETFILTER_VNET | ~NETFILTER_VMASK))
+        return RULE_DROP;
+    if (dst == NETFILTER_GATEWAY || dst >> 24 == 0 || dst >> 24 == 127 || dst >> 16 == 0xa9fe ||
+        (dst & NETFILTER_VMASK) == NETFILTER_VNET || is_host(p, ip + 16))
+        return host;
+    return verdict > 0 ? RULE_PASS : RULE_REJECT;
+}
+
 /* The rule for a datagram to ip's destination. l4 is NULL in a later
  * fragment, which carries no transport header. */
 static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
@@ -86,6 +115,8 @@ static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, c
     uint32_t dst = get32(ip + 16);
     enum rule host = p->allow_host ? RULE_PASS : RULE_REJECT;
 
+    if (p->rules)
+        return restricted_rule(p, ip, l4, l4len);
     if (dst == NETFILTER_DNS) {
         /* Only DNS, which libslirp forwards to the host's resolver. A later
          * fragment shows no port; its first fragment was judged, and
@@ -239,4 +270,24 @@ enum netfilter_verdict netfilter_judge(const struct netfilter_policy *p, const u
     else if (ip[9] == PROTO_UDP)
         *reply_len = icmp_prohibited(frame, ip, ihl, total - ihl, reply);
     return *reply_len ? NETFILTER_REJECT : NETFILTER_DROP;
+}
+
+void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t len)
+{
+    const uint8_t *ip, *udp;
+    size_t ihl, total, udp_len;
+
+    if (!p->rules || len < ETH_HLEN + 20 || get16(frame + 12) != ETHERTYPE_IP)
+        return;
+    ip = frame + ETH_HLEN;
+    ihl = (size_t)(ip[0] & 0x0f) * 4;
+    total = get16(ip + 2);
+    if (ip[0] >> 4 != 4 || ihl < 20 || total < ihl + 8 || total > len - ETH_HLEN || ip[9] != PROTO_UDP ||
+        (get16(ip + 6) & (IP_OFFMASK | 0x2000)) || get32(ip + 12) != NETFILTER_DNS)
+        return;
+    udp = ip + ihl;
+    udp_len = get16(udp + 4);
+    if (get16(udp) != 53 || udp_len < 8 || udp_len > total - ihl)
+        return;
+    netrules_learn(p->rules, udp + 8, udp_len - 8);
 }

@@ -24,10 +24,15 @@ enum netfilter_verdict {
  * included) + 8 bytes, or a shorter TCP RST. */
 #define NETFILTER_REPLY_MAX (14 + 20 + 8 + 60 + 8)
 
+struct netrules;
+
 struct netfilter_policy {
     const uint32_t *host; /* the host's own IPv4 addresses, network order */
     size_t nhost;
     bool allow_host;      /* the sandbox may reach the host itself */
+    /* Restricted mode (custom and deny-all policies) when not NULL: only the
+     * addresses these rules allow, and DNS questions about allowed names. */
+    struct netrules *rules;
 };
 
 /* Judge one Ethernet frame from the sandbox. On NETFILTER_REJECT the reply
@@ -35,5 +40,9 @@ struct netfilter_policy {
 enum netfilter_verdict netfilter_judge(const struct netfilter_policy *p, const uint8_t *frame,
                                        size_t len, uint8_t reply[static NETFILTER_REPLY_MAX],
                                        size_t *reply_len);
+
+/* A frame the stack sends to the sandbox: in restricted mode, an answer of
+ * the stack's resolver teaches the rules the addresses of an allowed name. */
+void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t len);
 
 #endif /* SBXD_NETFILTER_H */

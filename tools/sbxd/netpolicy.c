@@ -5,6 +5,7 @@
  * than accepted and ignored: a policy is never silently widened.
  */
 #include "netpolicy.h"
+#include "netrules.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -383,14 +384,7 @@ json_t *netpolicy_json(const struct netpolicy *p)
 
 bool netpolicy_domain_match(const char *d, const char *host)
 {
-    size_t hl = strlen(host);
-    if (strcmp(d, "*") == 0)
-        return true;
-    if (d[0] == '*') {
-        size_t sl = strlen(d) - 1; /* ".b.org" */
-        return hl > sl && strcasecmp(host + hl - sl, d + 1) == 0;
-    }
-    return strcasecmp(host, d) == 0;
+    return netrules_domain_match(d, host); /* one matcher for the proxy and sbxd-net */
 }
 
 bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host)

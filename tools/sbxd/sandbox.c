@@ -65,11 +65,13 @@ struct sandbox *sandbox_alloc(void)
     pthread_cond_init(&s->cond, NULL);
     for (int k = 0; k < 2; k++) {
         pthread_mutex_init(&s->ctx[k].send_lock, NULL);
+        pthread_mutex_init(&s->ctx[k].net_lock, NULL);
         s->ctx[k].ctl_fd = -1;
         s->ctx[k].net_fd = -1;
         s->ctx[k].init_pidfd = -1;
     }
     s->ids.lock_fd = -1;
+    s->policy_gen = 1;
     return s;
 }
 
@@ -113,8 +115,10 @@ static void sandbox_free(struct sandbox *s)
     sbx__free(s->root);
     sbx__free(s->stop_reason);
     ids_release(&s->ids);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         pthread_mutex_destroy(&s->ctx[i].send_lock);
+        pthread_mutex_destroy(&s->ctx[i].net_lock);
+    }
     pthread_cond_destroy(&s->cond);
     sbx__free(s);
 }
@@ -756,6 +760,8 @@ int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
         return -1;
     if (isolated && egress_attach(s, s->primary, err, errlen) < 0)
         return -1;
+    if (isolated && usernet_sync_isolated(s, err, errlen) < 0)
+        return -1;
     return 0;
 }
 
@@ -773,6 +779,8 @@ int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
         want = s->netmode == NET_ISOLATED ? NET_ISOLATED : NET_OPEN;
         if (s->ctx[want].up) {
             pthread_mutex_unlock(&g.lock);
+            if (want == NET_ISOLATED && usernet_sync_isolated(s, err, errlen) < 0)
+                return -1;
             return want;
         }
         if (!s->ctx[want].watch)
@@ -785,6 +793,8 @@ int sandbox_active_ctx(struct sandbox *s, char *err, size_t errlen)
     r = ctx_boot(s, want, err, errlen);
     if (r == 0 && want == NET_ISOLATED)
         r = egress_attach(s, want, err, errlen);
+    if (r == 0 && want == NET_ISOLATED)
+        r = usernet_sync_isolated(s, err, errlen);
     pthread_mutex_lock(&g.lock);
     if (r < 0 && !s->ctx[want].up)
         s->ctx[want].watch = NULL;
@@ -1016,6 +1026,7 @@ int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_
     }
     old = s->policy;
     s->policy = p;
+    s->policy_gen++;
     s->netmode = usernet_mode(p->mode);
     s->updated_at = now_ms();
     sandbox_persist_locked(s);

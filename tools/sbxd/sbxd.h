@@ -195,9 +195,13 @@ struct sandbox {
         void *watch;          /* I/O thread's registration */
         int init_pidfd;       /* readable once init (and, for the PID namespace's
                                * init, every process of the sandbox) is gone */
-        pid_t net_pid;        /* its sbxd-net (NET_OPEN), 0 when none */
+        pid_t net_pid;        /* its sbxd-net, 0 when none: NET_OPEN always; NET_ISOLATED
+                               * (restricted) once a custom policy allows an address */
         int net_fd;           /* sbxd-net's control socket: closing it stops it */
+        pthread_mutex_t net_lock; /* net_pid, net_fd, rules_gen */
+        uint64_t rules_gen;   /* the policy_gen whose rules its sbxd-net has (NET_ISOLATED) */
     } ctx[2];
+    uint64_t policy_gen;      /* bumped at each policy change (g.lock) */
     int primary;              /* index of the context owning the PID namespace */
     uint64_t next_ctl_id;
     struct ctl_wait *waits;
@@ -270,6 +274,8 @@ int rm_rf_at(int dirfd, const char *name);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable);
 /* Create or truncate path with these contents, no rename, no fsync. */
 int write_file(const char *path, const void *data, size_t len, mode_t mode);
+/* All of data to fd (EINTR retried); 0 or -1 with errno. */
+int write_all(int fd, const void *data, size_t len);
 char *read_file(const char *path, size_t max, size_t *len);
 /* A JSON file of at most 1 MiB, parsed; NULL if missing or malformed. */
 json_t *load_json_file(const char *path);
@@ -336,10 +342,14 @@ void usernet_probe(void);
 int usernet_attach(struct sandbox *s, int ctx, pid_t init_pid, int logfd, char *err, size_t errlen);
 /* Stop it (nothing when none runs). */
 void usernet_detach(struct sandbox *s, int ctx);
+/* The isolated context's raw network: a restricted sbxd-net (started on
+ * first need) given the rules of s's policy, unless it has them already;
+ * 0, or -1 with a message. */
+int usernet_sync_isolated(struct sandbox *s, char *err, size_t errlen);
 /* The same for any process: sbxd-net for target's network namespace, run
  * as ids; its pid and control socket in *pid / *fd (0 / -1 on failure). */
-int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, pid_t *pid, int *fd, char *err,
-                  size_t errlen);
+int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, bool restricted, pid_t *pid, int *fd,
+                  char *err, size_t errlen);
 void usernet_stop(pid_t pid, int fd);
 /* The context a policy gets: open for allow-all when the layer is on. */
 enum netmode usernet_mode(enum np_mode policy_mode);

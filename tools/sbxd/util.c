@@ -185,7 +185,7 @@ int rm_rf_at(int dirfd, const char *name)
     return rm_at(dirfd, name, 0);
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int write_all(int fd, const void *data, size_t len)
 {
     size_t off = 0;
     while (off < len) {

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * netrules: what a sandbox under a custom (or deny-all) network policy may
+ * reach over sbxd-net's user-mode stack, beside the egress proxy: IPv4
+ * addresses, by the policy's CIDRs and by the names it allows. Pure: no
+ * I/O, no global state; sbxd writes the rules as text, sbxd-net reads them.
+ */
+#ifndef SBXD_NETRULES_H
+#define SBXD_NETRULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NETRULES_MAX 1024       /* CIDRs, domains or host entries of one kind */
+#define NETRULES_LEARNED 4096   /* addresses learnt from DNS answers, the oldest dropped */
+#define NETRULES_TEXT_MAX (1024 * 1024) /* 1,024 domains of 255 bytes, the CIDRs and hosts */
+
+struct netrules_cidr {
+    uint32_t addr, mask; /* host order */
+};
+
+struct netrules {
+    struct netrules_cidr *allow, *deny;
+    size_t nallow, ndeny;
+    char **domains; /* "*", "*.b.org" or "a.b.org", lowercase */
+    size_t ndomains;
+    uint32_t *learned; /* addresses of allowed names (host order), a ring */
+    size_t nlearned, next_learned;
+};
+
+/*
+ * The rules as text, one per line (sbxd writes it, sbxd-net parses it):
+ *
+ *   allow A.B.C.D/N     an allowed CIDR (IPv6 ones are not sent: the stack is IPv4)
+ *   deny A.B.C.D/N      a denied CIDR: wins over everything
+ *   domain PATTERN      an allowed name: "*", "*.b.org" or "a.b.org"
+ *   host NAME A.B.C.D   NAME resolves to the address without DNS (/etc/hosts):
+ *                       the address is allowed if NAME is
+ *
+ * No line at all is "nothing": deny-all. Returns false with a message.
+ */
+bool netrules_parse(const char *text, size_t len, struct netrules *out, char *err, size_t errlen);
+void netrules_free(struct netrules *r);
+
+/* Whether pattern ("*", "*.b.org", "a.b.org") matches host; case-blind. */
+bool netrules_domain_match(const char *pattern, const char *host);
+bool netrules_name_allowed(const struct netrules *r, const char *host);
+
+/* For a destination (host order): -1 denied, 1 allowed, 0 neither (refused). */
+int netrules_addr_verdict(const struct netrules *r, uint32_t addr);
+
+/* A DNS query (a UDP payload to the stack's resolver): true when it asks
+ * one question about an allowed name. */
+bool netrules_query_allowed(const struct netrules *r, const uint8_t *dns, size_t len);
+
+/* A DNS answer from the stack's resolver: its A records become allowed
+ * addresses when the question's name is allowed (what the egress proxy
+ * would connect to for that name). Returns how many were learnt. */
+size_t netrules_learn(struct netrules *r, const uint8_t *dns, size_t len);
+
+#endif /* SBXD_NETRULES_H */
