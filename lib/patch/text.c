@@ -77,7 +77,7 @@ bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf
 sbx_status sbx__patch_git_form(const char *t, size_t len, sbx__buf *conv, bool *converted)
 {
     sbx__buf oldp = SBX__BUF_INIT, newp = SBX__BUF_INIT;
-    bool git_header = false;
+    bool git_header = false, last_minus = false;
     sbx_status st = SBX_OK;
     *converted = false;
     for (size_t at = 0; at < len && st == SBX_OK;) {
@@ -112,12 +112,18 @@ sbx_status sbx__patch_git_form(const char *t, size_t len, sbx__buf *conv, bool *
             }
             at += n2 + (nl2 ? 1 : 0);
             *converted = true;
+            last_minus = false;
             continue;
         }
-        /* `diff -r` writes "diff -ru a/x b/x" and "Only in" lines: not for git. */
-        if ((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
-            (n >= 8 && memcmp(line, "Only in ", 8) == 0))
+        /* `diff -r` writes "diff -ru a/x b/x" and "Only in" lines: not for
+         * git. Never dropped between a "--- " line and a "+++ " one, which
+         * would make a pair of them and the text read differently when
+         * loaded again. */
+        if (((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
+             (n >= 8 && memcmp(line, "Only in ", 8) == 0)) &&
+            !(last_minus && rest >= 4 && memcmp(next, "+++ ", 4) == 0))
             continue;
+        last_minus = n >= 4 && memcmp(line, "--- ", 4) == 0;
         st = sbx__buf_append(conv, line, n);
     }
     sbx__buf_free(&oldp);
