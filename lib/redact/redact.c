@@ -69,7 +69,7 @@ struct slot {
 #define PAIR_SHAPE 2
 #define PAIR_LIT 4
 #define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
-#define TRI_ALTS 5     /* most prefilter alternatives a candidate has (tri_alts) */
+#define TRI_ALTS 6     /* most prefilter alternatives a candidate has (tri_alts) */
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -224,8 +224,24 @@ static sbx_status add_base64(struct rules *r, size_t *cap, const char *v, size_t
     return SBX_OK;
 }
 
+/* Hex forms: every byte as two digits, lower case and upper case (xxd,
+ * od, Python's .hex(), a dumped buffer). */
+static sbx_status add_hex(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
+{
+    for (int up = 0; up < 2; up++) {
+        const char *digits = up ? "0123456789ABCDEF" : "0123456789abcdef";
+        for (size_t i = 0; i < n; i++) {
+            tmp[2 * i] = digits[(unsigned char)v[i] >> 4];
+            tmp[2 * i + 1] = digits[(unsigned char)v[i] & 15];
+        }
+        if (add_lit(r, cap, tmp, 2 * n, DEC_VALUE) != SBX_OK)
+            return SBX_E_NOMEM;
+    }
+    return SBX_OK;
+}
+
 /* A value as it is (matched also percent-encoded and JSON-escaped, decoded
- * on the fly), and its base64 forms. */
+ * on the fly), its base64 forms and its hex forms. */
 static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t n)
 {
     char *tmp = sbx__malloc(2 * n + 8);
@@ -235,6 +251,8 @@ static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t 
     st = add_lit(r, cap, v, n, DEC_VALUE);
     if (st == SBX_OK)
         st = add_base64(r, cap, v, n, tmp);
+    if (st == SBX_OK)
+        st = add_hex(r, cap, v, n, tmp);
     sbx__wipe(tmp, 2 * n + 8);
     sbx__free(tmp);
     return st;
@@ -301,12 +319,6 @@ static char json_short(unsigned char b)
     }
 }
 
-/* Whether some JSON encoder escapes this byte: the short escapes, control
- * bytes, non-ASCII (Python's ensure_ascii), HTML-safe encoders' < > & '. */
-static bool json_escapable(unsigned char b)
-{
-    return json_short(b) || b < 0x20 || b >= 0x7f || b == '<' || b == '>' || b == '&' || b == '\'';
-}
 
 /* Whether b may be where a literal with these decodings has its next
  * character: the start of an escape, or a line break inside base64. */
@@ -398,9 +410,12 @@ static void cand_starts(const struct cand *c, struct starts *st)
         if (f == ' ')
             lit_seconds(c, first_slot(st, '+'));
     }
-    if ((c->dec & DEC_JSON) && json_escapable(f)) {
+    if (c->dec & DEC_JSON) {
+        /* \uXXXX for any first character: an encoder may escape any (a
+         * value's first letter as \u0073 hides it from a naive scan) */
         set = first_slot(st, '\\');
         set_bit(set, 'u');
+        set_bit(set, '\\'); /* JSON inside JSON: \\u0073 */
         if (json_short(f))
             set_bit(set, (unsigned char)json_short(f));
     }
@@ -548,6 +563,10 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
                 set_bit(a[n].b[1], (unsigned char)json_short(f));
             memset(a[n++].b[2], 0xff, sizeof a->b[2]);
         }
+        /* JSON inside JSON: two or more backslashes, then anything */
+        set_bit(a[n].b[0], '\\');
+        set_bit(a[n].b[1], '\\');
+        memset(a[n++].b[2], 0xff, sizeof a->b[2]);
     }
     return n;
 }
@@ -1016,6 +1035,56 @@ static int line_break(const unsigned char *p, size_t avail, bool more)
     return 0;
 }
 
+/* JSON inside a JSON string, any depth: a run of two or more backslashes,
+ * then u and four hex digits or a short escape's letter, stands for that
+ * one character (`\\u0073`, `\\n`, `\\\"`). 1 with the UTF-8 in o,
+ * 0 when it is not one, -1 when the answer needs more bytes. */
+static int decode_deep(const unsigned char *p, size_t avail, bool more, unsigned char *o, size_t *olen, size_t *elen)
+{
+    static const char from[] = "\"/bfnrt", to[] = "\"/\b\f\n\r\t";
+    const char *q;
+    size_t r = 0;
+    long cp;
+    while (r < avail && r < 16 && p[r] == '\\')
+        r++;
+    if (r == avail)
+        return more && r < 16 ? -1 : 0;
+    if (r < 2)
+        return 0;
+    if (p[r] != 'u') {
+        if (!p[r] || !(q = strchr(from, p[r])))
+            return 0;
+        o[0] = (unsigned char)to[q - from];
+        *olen = 1;
+        *elen = r + 1;
+        return 1;
+    }
+    for (size_t k = r + 1; k < r + 5; k++) {
+        if (k >= avail)
+            return more ? -1 : 0;
+        if (hexval(p[k]) < 0)
+            return 0;
+    }
+    cp = hex4(p + r + 1);
+    if (cp >= 0xD800 && cp <= 0xDFFF)
+        return 0; /* surrogates: not at this depth */
+    *elen = r + 5;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        *olen = 1;
+    } else if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | cp >> 6);
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        *olen = 2;
+    } else {
+        o[0] = (unsigned char)(0xE0 | cp >> 12);
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        *olen = 3;
+    }
+    return 1;
+}
+
 /*
  * A literal with decodings (a registered value or a base64 form of one) at
  * p, from text offset t and literal offset v: compared byte by byte, an
@@ -1097,6 +1166,16 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
             t++;
             v++;
             continue;
+        }
+        if ((c->dec & DEC_JSON) && ch == '\\' && ch != val[v]) {
+            d = decode_deep(p + t, avail - t, more, o, &olen, &elen);
+            if (d < 0)
+                return AT_WAIT;
+            if (d > 0 && olen <= vlen - v && memcmp(o, val + v, olen) == 0) {
+                t += elen;
+                v += olen;
+                continue;
+            }
         }
         if (ch != val[v])
             return AT_NONE;
@@ -1188,7 +1267,7 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         len = avail < sh->window ? avail : sh->window;
         if (prev == INT_MIN)
             prev = boundary(s, base, i, last_end);
-        res = sh->match((const char *)p, len, prev, more && avail < sh->window, &a, &b);
+        res = sbx__shape_match(sh, (const char *)p, len, prev, more && avail < sh->window, &a, &b);
         if (res == SBX__SHAPE_MORE) {
             wait = true;
             continue;

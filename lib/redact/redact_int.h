@@ -42,6 +42,18 @@ enum sbx__cont { SBX__CONT_NONE = 0, SBX__CONT_JWT, SBX__CONT_PEM, SBX__CONT_LIN
  * must depend only on the bytes, never on where a chunk ended: given more
  * bytes a matcher must not change a YES or NO it could already give.
  */
+/* A token shape as data: its trigger, then min..max bytes of the class
+ * body, as a maximal run of the class run on both sides (a run byte just
+ * before the trigger or right after the body means an identifier going
+ * on, not a token). With sep, the body is two parts: min1..max1 bytes of
+ * body, the byte sep, then min..max bytes of body (SendGrid's "SG.a.b"). */
+typedef struct sbx__token {
+    uint16_t min, max;   /* 0, 0: not a token row (match() decides) */
+    uint8_t body, run;   /* sbx__kclass bits */
+    char sep;
+    uint8_t min1, max1;
+} sbx__token;
+
 typedef struct sbx__shape {
     const char *kind;    /* short lowercase label: "github", "aws", "jwt"... */
     const char *trigger; /* literal that starts a candidate */
@@ -54,7 +66,12 @@ typedef struct sbx__shape {
      * classes need (sbx__kclass bits), or match() would say NO. */
     uint8_t need_from, need_n;
     uint8_t need;
+    sbx__token token;    /* a token row: match is NULL, the row's data decides */
 } sbx__shape;
+
+/* A shape's answer at buf (its row's token rule, or its match()). */
+enum sbx__shape_result sbx__shape_match(const sbx__shape *sh, const char *buf, size_t len, int prev, bool more,
+                                        size_t *start, size_t *end);
 
 /* Character classes of ASCII bytes (bit masks, SBX__K_*). */
 extern const uint8_t sbx__kclass[128];

@@ -24,18 +24,12 @@
 #define BYTE_NEED (-2) /* the byte may exist but is not in buf yet */
 
 /* Windows: trigger, longest body and the one byte that ends it. */
-#define GH_CLASSIC_WINDOW (4u + 36u + 1u)
-#define GH_FINE_WINDOW (11u + 82u + 1u)
 #define GITLAB_PAYLOAD_MAX 300u
 #define GITLAB_WINDOW (6u + GITLAB_PAYLOAD_MAX + 1u + 3u + 9u + 1u)
 #define SLACK_MAX 250u
 #define SLACK_WINDOW (5u + SLACK_MAX + 1u)
-#define STRIPE_WINDOW (8u + 247u + 1u)
-#define AWS_WINDOW (4u + 16u + 1u)
-#define GOOGLE_WINDOW (4u + 35u + 1u)
-#define NPM_WINDOW (4u + 36u + 1u)
+#define SLACK_HOOK_WINDOW (16u + 10u + 5u * 65u + 1u)
 #define OPENAI_WINDOW (11u + 200u + 1u) /* sk-svcacct- is the longest prefix */
-#define ANTHROPIC_WINDOW (7u + 200u + 1u)
 /* Windows of the unbounded shapes: a cap on what the engine must hold. */
 #define JWT_WINDOW 8192u
 #define PEM_WINDOW 65536u
@@ -50,6 +44,7 @@ enum { /* the classes of sbx__kclass */
     K_DIGIT = 1, K_LOWER = 2, K_UPPER = 4, K_UNDER = 8, K_DASH = 16,
     K_B32 = 32, /* A-Z 2-7 */
     K_L36 = 64, /* 0-9 a-z */
+    K_HEX = 128, /* 0-9 a-f A-F */
 };
 #define K_ALPHA (K_LOWER | K_UPPER)
 #define K_ALNUM (K_DIGIT | K_ALPHA)
@@ -60,10 +55,10 @@ const uint8_t sbx__kclass[128] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0,
-    65, 65, 97, 97, 97, 97, 97, 97, 65, 65, 0, 0, 0, 0, 0, 0,
-    0, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36,
+    193, 193, 225, 225, 225, 225, 225, 225, 193, 193, 0, 0, 0, 0, 0, 0,
+    0, 164, 164, 164, 164, 164, 164, 36, 36, 36, 36, 36, 36, 36, 36, 36,
     36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 36, 0, 0, 0, 0, 8,
-    0, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66,
+    0, 194, 194, 194, 194, 194, 194, 66, 66, 66, 66, 66, 66, 66, 66, 66,
     66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 66, 0, 0, 0, 0, 0,
 };
 
@@ -159,7 +154,7 @@ static shape_result cut(size_t s, size_t e, size_t *start, size_t *end)
     return SBX__SHAPE_CUT;
 }
 
-/* A fixed literal, then min..max bytes of body, as a maximal run of run. */
+/* A trigger of prefix bytes, then min..max bytes of body, as a maximal run of run. */
 struct token_rule {
     size_t prefix;
     size_t min, max;
@@ -183,62 +178,31 @@ static shape_result match_token(const struct token_rule *r, const char *buf, siz
     return yes(0, i, start, end);
 }
 
-/* GitHub classic tokens (ghp_, gho_, ghu_, ghs_, ghr_): 36 alphanumerics. */
-static shape_result match_github_classic(const char *buf, size_t len, int prev, bool more,
-                                         size_t *start, size_t *end)
-{
-    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* GitHub fine-grained PATs: 82 of [A-Za-z0-9_], which includes the
- * 22 + '_' + 59 form GitHub issues. */
-static shape_result match_github_fine(const char *buf, size_t len, int prev, bool more,
-                                      size_t *start, size_t *end)
-{
-    const struct token_rule r = {11, 82, 82, K_WORD, K_WORD};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* Stripe live secret and restricted keys. */
-static shape_result match_stripe(const char *buf, size_t len, int prev, bool more,
-                                 size_t *start, size_t *end)
-{
-    const struct token_rule r = {8, 24, 247, K_ALNUM, K_WORD};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* AWS access key ids: the prefix, then 16 base32 upper-case bytes. */
-static shape_result match_aws(const char *buf, size_t len, int prev, bool more,
-                              size_t *start, size_t *end)
-{
-    const struct token_rule r = {4, 16, 16, K_B32, K_WORD};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* Google API keys. */
-static shape_result match_google(const char *buf, size_t len, int prev, bool more,
-                                 size_t *start, size_t *end)
-{
-    const struct token_rule r = {4, 35, 35, K_B64URL, K_B64URL};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* npm access tokens; npm_config_* and npm_package_* names fail on '_'. */
-static shape_result match_npm(const char *buf, size_t len, int prev, bool more,
-                              size_t *start, size_t *end)
-{
-    const struct token_rule r = {4, 36, 36, K_ALNUM, K_WORD};
-    return match_token(&r, buf, len, prev, more, start, end);
-}
-
-/* Anthropic keys: sk-ant- then the kind and version (api03-, admin01-...)
- * and the secret, counted together. */
-static shape_result match_anthropic(const char *buf, size_t len, int prev, bool more,
+/* A token row (sbx__token): one part, or two around its separator. */
+static shape_result match_token_row(const sbx__shape *sh, const char *buf, size_t len, int prev, bool more,
                                     size_t *start, size_t *end)
 {
-    const struct token_rule r = {7, 80, 200, K_B64URL, K_B64URL};
-    return match_token(&r, buf, len, prev, more, start, end);
+    const sbx__token *t = &sh->token;
+    size_t prefix = strlen(sh->trigger), i = prefix;
+    int c;
+
+    if (t->sep) {
+        if (!prev_ok(prev, t->run))
+            return SBX__SHAPE_NO;
+        if (!skip_class(buf, len, &i, more, t->body, t->max1, &c))
+            return SBX__SHAPE_MORE;
+        if (i - prefix < t->min1 || i - prefix > t->max1 || c != t->sep)
+            return SBX__SHAPE_NO;
+        prefix = i + 1;
+        prev = -1; /* the separator: the second part's boundary is the first's */
+    }
+    {
+        const struct token_rule r = {prefix, t->min, t->max, t->body, t->run};
+        shape_result res = match_token(&r, buf, len, prev, more, start, end);
+        if (res == SBX__SHAPE_YES)
+            *start = 0;
+        return res;
+    }
 }
 
 /*
@@ -283,22 +247,24 @@ static shape_result match_openai(const char *buf, size_t len, int prev, bool mor
 }
 
 /*
- * GitLab PATs: the legacy glpat- + 20 base64url bytes, or the routable form
- * glpat- + 27..300 base64url payload + '.' + [0-9a-z]{9} (2-byte length and
- * 7-byte CRC), optionally with a 2-byte version group: '.' [0-9a-z]{2} '.'
- * [0-9a-z]{9}. A '.' after either form is only punctuation.
+ * GitLab tokens with a routable form (glpat-, glrt-, glrtr-, glwt-): the
+ * legacy prefix + 20 base64url bytes, or prefix + 27..300 base64url payload
+ * + '.' + [0-9a-z]{9} (2-byte length and 7-byte CRC), optionally with a
+ * 2-byte version group: '.' [0-9a-z]{2} '.' [0-9a-z]{9}. A '.' after either
+ * form is only punctuation. The prefix is the trigger, through its '-'.
  */
 static shape_result match_gitlab(const char *buf, size_t len, int prev, bool more,
                                  size_t *start, size_t *end)
 {
-    size_t i = 6, n, j, k;
+    const char *dash = memchr(buf, '-', len < 8 ? len : 8);
+    size_t p = dash ? (size_t)(dash - buf) + 1 : 6, i = p, n, j, k;
     int c;
 
     if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
     if (!skip_class(buf, len, &i, more, K_B64URL, GITLAB_PAYLOAD_MAX, &c))
         return SBX__SHAPE_MORE;
-    n = i - 6;
+    n = i - p;
     if (n == 20)
         return yes(0, i, start, end);
     if (n < 27 || n > GITLAB_PAYLOAD_MAX || c != '.')
@@ -320,11 +286,11 @@ static shape_result match_gitlab(const char *buf, size_t len, int prev, bool mor
 
 
 /*
- * Slack tokens: xox[abposre]- then 10..250 bytes of [A-Za-z0-9-] in
- * '-'-separated groups: at least two groups, none empty, the first numeric
- * (the team or app id every Slack token starts with), and a letter
- * somewhere. The numeric first group and the letter keep "xoxo-gossip-girl"
- * and "xoxo-2024-05-17" out.
+ * Slack tokens: xox[abposre]- (or the app-level xapp-) then 10..250 bytes
+ * of [A-Za-z0-9-] in '-'-separated groups: at least two groups, none empty,
+ * the first numeric (the team or app id every Slack token starts with, the
+ * version of an app-level one), and a letter somewhere. The numeric first
+ * group and the letter keep "xoxo-gossip-girl" and "xoxo-2024-05-17" out.
  */
 static shape_result match_slack(const char *buf, size_t len, int prev, bool more,
                                 size_t *start, size_t *end)
@@ -335,6 +301,8 @@ static shape_result match_slack(const char *buf, size_t len, int prev, bool more
 
     if (!prev_ok(prev, K_B64URL))
         return SBX__SHAPE_NO;
+    if (buf[1] == 'a') /* xapp-: the trigger is the whole prefix */
+        goto body;
     c = peek(buf, len, 3, more);
     if (c == BYTE_NEED)
         return SBX__SHAPE_MORE;
@@ -345,6 +313,7 @@ static shape_result match_slack(const char *buf, size_t len, int prev, bool more
         return SBX__SHAPE_MORE;
     if (c != '-')
         return SBX__SHAPE_NO;
+body:
     for (i = 5;; i++) {
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
@@ -360,6 +329,52 @@ static shape_result match_slack(const char *buf, size_t len, int prev, bool more
     if (c == '_' || n < 10 || dashes == 0 || last == '-' || !letter)
         return SBX__SHAPE_NO;
     return yes(0, i, start, end);
+}
+
+/*
+ * Slack webhook URLs: hooks.slack.com/services/T.../B.../<secret> (also
+ * workflows/ and triggers/, with more groups). The host and the kind are
+ * public; the groups after them are the credential: 3..5 alphanumeric
+ * groups separated by '/', the first starting with 'T' (the team), the last
+ * of 16 or more bytes (the secret).
+ */
+static shape_result match_slack_webhook(const char *buf, size_t len, int prev, bool more,
+                                        size_t *start, size_t *end)
+{
+    static const char *const kinds[] = {"services/", "workflows/", "triggers/"};
+    size_t at = 16, from = 0, i, groups = 0, last = 0; /* after "hooks.slack.com/" */
+    bool partial = false;
+    int c = 0;
+
+    (void)prev;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !from; k++) {
+        enum prefix_state st = has_prefix(buf, len, at, kinds[k]);
+        if (st == PFX_YES)
+            from = at + strlen(kinds[k]);
+        partial = partial || st == PFX_PARTIAL;
+    }
+    if (!from)
+        return partial && more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+    c = peek(buf, len, from, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != 'T')
+        return SBX__SHAPE_NO;
+    for (i = from;;) {
+        size_t g = i;
+        if (!skip_class(buf, len, &i, more, K_ALNUM, 64, &c))
+            return SBX__SHAPE_MORE;
+        if (i == g || i - g > 64)
+            return SBX__SHAPE_NO;
+        groups++;
+        last = i - g;
+        if (c != '/' || groups == 5)
+            break;
+        i++;
+    }
+    if (groups < 3 || last < 16 || c == '_' || c == '-')
+        return SBX__SHAPE_NO;
+    return yes(from, i, start, end);
 }
 
 /*
@@ -1065,43 +1080,116 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
     return auth_yes(buf, len, s, k, start, end);
 }
 
+enum sbx__shape_result sbx__shape_match(const sbx__shape *sh, const char *buf, size_t len, int prev, bool more,
+                                        size_t *start, size_t *end)
+{
+    if (sh->token.max)
+        return match_token_row(sh, buf, len, prev, more, start, end);
+    return sh->match(buf, len, prev, more, start, end);
+}
+
+/* A token row: the trigger, then min..max bytes of body (runs of run on
+ * neither side); its window and quick reject follow from those. */
+#define TOKEN(kind_, trig_, min_, max_, body_, run_)                                                         \
+    {.kind = kind_, .trigger = trig_, .icase = false, .window = sizeof(trig_) - 1 + (max_) + 1, .match = NULL, \
+     .cont = SBX__CONT_NONE, .need_from = sizeof(trig_) - 1, .need_n = (min_) < 255 ? (min_) : 255,             \
+     .need = body_, .token = {.min = min_, .max = max_, .body = body_, .run = run_}}
+/* Two parts: min1..max1 bytes of body, sep, min..max bytes of body. */
+#define TOKEN2(kind_, trig_, min1_, max1_, sep_, min_, max_, body_, run_)                                   \
+    {.kind = kind_, .trigger = trig_, .icase = false, .window = sizeof(trig_) - 1 + (max1_) + 1 + (max_) + 1,  \
+     .match = NULL, .cont = SBX__CONT_NONE, .need_from = sizeof(trig_) - 1, .need_n = min1_, .need = body_,   \
+     .token = {.min = min_, .max = max_, .body = body_, .run = run_, .sep = sep_, .min1 = min1_, .max1 = max1_}}
+/* A shape decided by a function. */
+#define SHAPE(kind_, trig_, icase_, window_, match_, cont_, need_from_, need_n_, need_)                      \
+    {.kind = kind_, .trigger = trig_, .icase = icase_, .window = window_, .match = match_, .cont = cont_,     \
+     .need_from = need_from_, .need_n = need_n_, .need = need_, .token = {0}}
+
 const sbx__shape sbx__shapes[] = {
-    {"github", "ghp_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"github", "gho_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"github", "ghu_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"github", "ghs_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"github", "ghr_", false, GH_CLASSIC_WINDOW, match_github_classic, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"github", "github_pat_", false, GH_FINE_WINDOW, match_github_fine, SBX__CONT_NONE, 11, 82, K_WORD},
-    {"gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 6, 20, K_B64URL},
-    {"slack", "xoxa-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxb-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxo-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxs-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxr-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"slack", "xoxe-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK},
-    {"stripe", "sk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
-    {"stripe", "rk_live_", false, STRIPE_WINDOW, match_stripe, SBX__CONT_NONE, 8, 24, K_ALNUM},
-    {"aws", "AKIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "ASIA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "AGPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "AIDA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "AROA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "ANPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "ANVA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"aws", "AIPA", false, AWS_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32},
-    {"google", "AIza", false, GOOGLE_WINDOW, match_google, SBX__CONT_NONE, 4, 35, K_B64URL},
-    {"npm", "npm_", false, NPM_WINDOW, match_npm, SBX__CONT_NONE, 4, 36, K_ALNUM},
-    {"openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE, 3, 20, K_B64URL},
-    {"anthropic", "sk-ant-", false, ANTHROPIC_WINDOW, match_anthropic, SBX__CONT_NONE, 7, 80, K_B64URL},
-    {"jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT, 3, 8, K_B64URL},
-    {"private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM, 0, 0, 0},
-    {"url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
-    {"url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
-    {"url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
-    {"url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0},
-    {"authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
-    {"authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0},
+    TOKEN("github", "ghp_", 36, 36, K_ALNUM, K_WORD),
+    TOKEN("github", "gho_", 36, 36, K_ALNUM, K_WORD),
+    TOKEN("github", "ghu_", 36, 36, K_ALNUM, K_WORD),
+    TOKEN("github", "ghs_", 36, 36, K_ALNUM, K_WORD),
+    TOKEN("github", "ghr_", 36, 36, K_ALNUM, K_WORD),
+    /* fine-grained: 82 of [A-Za-z0-9_], which holds GitHub's 22 + '_' + 59 */
+    TOKEN("github", "github_pat_", 82, 82, K_WORD, K_WORD),
+    /* GitLab: the documented token prefixes; routable forms where GitLab issues them */
+    SHAPE("gitlab", "glpat-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 6, 20, K_B64URL),
+    SHAPE("gitlab", "glrt-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 5, 20, K_B64URL),
+    SHAPE("gitlab", "glrtr-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 6, 20, K_B64URL),
+    SHAPE("gitlab", "glwt-", false, GITLAB_WINDOW, match_gitlab, SBX__CONT_NONE, 5, 20, K_B64URL),
+    TOKEN("gitlab", "gloas-", 64, 64, K_B64URL, K_B64URL),  /* OAuth application secret */
+    TOKEN("gitlab", "gldt-", 20, 20, K_B64URL, K_B64URL),   /* deploy token */
+    TOKEN("gitlab", "glcbt-", 22, 26, K_B64URL, K_B64URL),  /* CI/CD job token: [0-9a-zA-Z]{1,5}_ + 20 */
+    TOKEN("gitlab", "glptt-", 40, 40, K_HEX, K_B64URL),     /* pipeline trigger token */
+    TOKEN("gitlab", "glft-", 20, 20, K_B64URL, K_B64URL),   /* feed token */
+    TOKEN("gitlab", "glimt-", 25, 25, K_B64URL, K_B64URL),  /* incoming mail token */
+    TOKEN("gitlab", "glagent-", 50, 50, K_B64URL, K_B64URL),
+    TOKEN("gitlab", "glsoat-", 20, 20, K_B64URL, K_B64URL), /* SCIM token */
+    TOKEN("gitlab", "glffct-", 20, 20, K_B64URL, K_B64URL), /* feature flags client token */
+    TOKEN("gitlab", "GR1348941", 20, 20, K_B64URL, K_B64URL), /* legacy runner registration token */
+    TOKEN("gitlab", "_gitlab_session=", 32, 32, K_L36, K_WORD),
+    SHAPE("slack", "xoxa-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxb-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxo-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxs-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxr-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xoxe-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "xapp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
+    SHAPE("slack", "hooks.slack.com/", false, SLACK_HOOK_WINDOW, match_slack_webhook, SBX__CONT_NONE, 0, 0, 0),
+    /* Stripe live secret and restricted keys */
+    TOKEN("stripe", "sk_live_", 24, 247, K_ALNUM, K_WORD),
+    TOKEN("stripe", "rk_live_", 24, 247, K_ALNUM, K_WORD),
+    TOKEN("stripe", "sk_test_", 24, 247, K_ALNUM, K_WORD),
+    TOKEN("stripe", "rk_test_", 24, 247, K_ALNUM, K_WORD),
+    TOKEN("stripe", "whsec_", 32, 64, K_ALNUM, K_WORD), /* webhook signing secret */
+    /* AWS access key ids: 16 base32 upper-case bytes */
+    TOKEN("aws", "AKIA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "ASIA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "AGPA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "AIDA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "AROA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "ANPA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "ANVA", 16, 16, K_B32, K_WORD),
+    TOKEN("aws", "AIPA", 16, 16, K_B32, K_WORD),
+    /* Google API keys */
+    TOKEN("google", "AIza", 35, 35, K_B64URL, K_B64URL),
+    TOKEN("google", "GOCSPX-", 28, 28, K_B64URL, K_B64URL), /* OAuth client secret */
+    TOKEN("google", "ya29.", 20, 2048, K_B64URL, K_B64URL),  /* OAuth access token */
+    /* Hugging Face user access tokens and (deprecated) organization API tokens */
+    TOKEN("huggingface", "hf_", 34, 34, K_ALNUM, K_WORD),
+    TOKEN("huggingface", "api_org_", 34, 34, K_ALNUM, K_WORD),
+    /* PyPI: pypi- and a macaroon whose location is pypi.org (or test.pypi.org) */
+    TOKEN("pypi", "pypi-AgEIcHlwaS5vcmc", 70, 1000, K_B64URL, K_B64URL),
+    TOKEN("pypi", "pypi-AgENdGVzdC5weXBpLm9yZw", 70, 1000, K_B64URL, K_B64URL),
+    /* Docker Hub personal and organization access tokens */
+    TOKEN("docker", "dckr_pat_", 27, 27, K_B64URL, K_B64URL),
+    TOKEN("docker", "dckr_oat_", 32, 32, K_B64URL, K_B64URL),
+    /* SendGrid: SG. + 22 + '.' + 43 base64url (69 bytes in all) */
+    TOKEN2("sendgrid", "SG.", 22, 22, '.', 43, 43, K_B64URL, K_B64URL),
+    /* Shopify access tokens and app secrets: 32 hex */
+    TOKEN("shopify", "shpat_", 32, 32, K_HEX, K_WORD),
+    TOKEN("shopify", "shpca_", 32, 32, K_HEX, K_WORD),
+    TOKEN("shopify", "shppa_", 32, 32, K_HEX, K_WORD),
+    TOKEN("shopify", "shpss_", 32, 32, K_HEX, K_WORD),
+    TOKEN("shopify", "shpua_", 32, 32, K_HEX, K_WORD),
+    /* DigitalOcean personal access, OAuth and OAuth refresh tokens: 64 hex */
+    TOKEN("digitalocean", "dop_v1_", 64, 64, K_HEX, K_WORD),
+    TOKEN("digitalocean", "doo_v1_", 64, 64, K_HEX, K_WORD),
+    TOKEN("digitalocean", "dor_v1_", 64, 64, K_HEX, K_WORD),
+    /* npm access tokens; npm_config_* and npm_package_* names fail on '_' */
+    TOKEN("npm", "npm_", 36, 36, K_ALNUM, K_WORD),
+    SHAPE("openai", "sk-", false, OPENAI_WINDOW, match_openai, SBX__CONT_NONE, 3, 20, K_B64URL),
+    /* Anthropic: sk-ant- then the kind and version (api03-, admin01-...) and the secret, counted together */
+    TOKEN("anthropic", "sk-ant-", 80, 200, K_B64URL, K_B64URL),
+    SHAPE("jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT, 3, 8, K_B64URL),
+    SHAPE("private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM, 0, 0, 0),
+    SHAPE("url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
+    SHAPE("authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
 };
 
 const size_t sbx__nshapes = sizeof sbx__shapes / sizeof sbx__shapes[0];

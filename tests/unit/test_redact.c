@@ -747,7 +747,8 @@ START_TEST(test_redact_quick_reject_agrees)
             for (size_t m = 0; m < 2; m++) {
                 size_t a = 0, b = 0;
                 enum sbx__shape_result res =
-                    sh->match(buf, len < sh->window ? len : sh->window, prevs[next_rand() % 4], m == 1, &a, &b);
+                    sbx__shape_match(sh, buf, len < sh->window ? len : sh->window, prevs[next_rand() % 4], m == 1, &a,
+                                     &b);
                 checked++;
                 if (bad != SIZE_MAX) {
                     rejected++;
