@@ -26,8 +26,12 @@
  * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
  * `\/`, `\uXXXX` in any case, surrogate pairs), and line breaks (raw or
  * JSON-escaped) between the characters of a wrapped base64 form. */
-enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4 };
-#define DEC_VALUE (DEC_PERCENT | DEC_JSON)
+enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4, DEC_ANSI = 8, DEC_SHELL = 16 };
+/* DEC_ANSI: colour codes (ESC [ ... m, raw or escaped) between a value's
+ * characters are passed over. DEC_SHELL, for a value holding a quote or a
+ * control byte: the shell's quoted forms of a quote ('"'"' and '\'') and
+ * $'...' escapes (\', \xHH, \NNN octal). */
+#define DEC_VALUE (DEC_PERCENT | DEC_JSON | DEC_ANSI)
 #define DEC_BASE64 (DEC_PERCENT | DEC_JSON | DEC_SKIP_NL)
 
 /* A registered value, a line of one, or a base64 form (kind "secret"). */
@@ -35,6 +39,8 @@ struct lit {
     char *s;
     size_t len;
     unsigned dec;
+    char *ext;      /* a value's shortest redacted prefix: the rest of the value, matched as far as */
+    size_t ext_len; /* the text goes on agreeing (NULL for whole literals) */
 };
 
 /* Something that can start at a byte: a literal, or a shape's trigger. */
@@ -46,6 +52,8 @@ struct cand {
     unsigned kind;
     unsigned dec; /* DEC_* of a literal */
     bool plain;   /* a literal with no byte an escape or a line break can start with */
+    const char *ext; /* a prefix literal's extension (struct lit) */
+    size_t ext_len;
 };
 
 /* A candidate under one of the pairs of bytes its text can start with
@@ -134,6 +142,8 @@ static void rules_unref(struct rules *r)
     for (size_t i = 0; i < r->nlits; i++) {
         sbx__wipe(r->lits[i].s, r->lits[i].len);
         sbx__free(r->lits[i].s);
+        sbx__wipe(r->lits[i].ext, r->lits[i].ext_len);
+        sbx__free(r->lits[i].ext);
     }
     sbx__free(r->lits);
     sbx__free(r->cands);
@@ -165,6 +175,8 @@ static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t le
     memcpy(copy, s, len);
     r->lits[r->nlits].s = copy;
     r->lits[r->nlits].dec = dec;
+    r->lits[r->nlits].ext = NULL;
+    r->lits[r->nlits].ext_len = 0;
     r->lits[r->nlits++].len = len;
     return SBX_OK;
 }
@@ -172,9 +184,15 @@ static sbx_status add_lit(struct rules *r, size_t *cap, const char *s, size_t le
 static int lit_cmp(const void *a, const void *b)
 {
     const struct lit *x = a, *y = b;
+    int c;
     if (x->len != y->len)
         return x->len < y->len ? -1 : 1;
-    return memcmp(x->s, y->s, x->len);
+    if ((c = memcmp(x->s, y->s, x->len)) != 0)
+        return c;
+    /* prefixes of different values stay apart: each extends as its own */
+    if (x->ext_len != y->ext_len)
+        return x->ext_len < y->ext_len ? -1 : 1;
+    return x->ext_len ? memcmp(x->ext, y->ext, x->ext_len) : 0;
 }
 
 /* The same literal from two values (or a value equal to another's base64
@@ -191,6 +209,8 @@ static void dedup_lits(struct rules *r)
             r->lits[o - 1].dec |= r->lits[i].dec;
             sbx__wipe(r->lits[i].s, r->lits[i].len);
             sbx__free(r->lits[i].s);
+            sbx__wipe(r->lits[i].ext, r->lits[i].ext_len);
+            sbx__free(r->lits[i].ext);
             continue;
         }
         r->lits[o++] = r->lits[i];
@@ -248,7 +268,13 @@ static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t 
     sbx_status st;
     if (!tmp)
         return SBX_E_NOMEM;
-    st = add_lit(r, cap, v, n, DEC_VALUE);
+    {
+        unsigned dec = DEC_VALUE;
+        for (size_t i = 0; i < n; i++)
+            if (v[i] == '\'' || (unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+                dec |= DEC_SHELL;
+        st = add_lit(r, cap, v, n, dec);
+    }
     if (st == SBX_OK)
         st = add_base64(r, cap, v, n, tmp);
     if (st == SBX_OK)
@@ -271,20 +297,99 @@ static bool line_worth(const char *line, size_t len)
     return !(len - k >= 10 && memcmp(line + k, "-----", 5) == 0 && memcmp(line + len - 5, "-----", 5) == 0);
 }
 
-/* A value, and each of its lines of VALUE_MIN bytes or more. */
+/* Where a value's secret begins: where a shape would start redacting it
+ * when that redaction runs to the value's end (a Slack webhook URL's
+ * groups, a URL's password), else after the later of its last '/', ':',
+ * '=', '@', '?', '&' or '#' (a URL's path, a key=value's name) and its
+ * leading words of letters each ending in '-' or '_' ("ghp_",
+ * "acme-deploy-"), else 0. */
+static size_t public_part(const char *v, size_t n)
+{
+    size_t pub = 0;
+    bool shaped = false;
+    for (size_t i = 0; i < sbx__nshapes; i++) {
+        const sbx__shape *sh = &sbx__shapes[i];
+        size_t tl = strlen(sh->trigger);
+        for (size_t at = 0; at + tl <= n; at++) {
+            size_t a = 0, b = 0, len = n - at < sh->window ? n - at : sh->window;
+            enum sbx__shape_result res;
+            if (sh->icase ? strncasecmp(v + at, sh->trigger, tl) != 0 : memcmp(v + at, sh->trigger, tl) != 0)
+                continue;
+            res = sbx__shape_match(sh, v + at, len, at ? (unsigned char)v[at - 1] : -1, false, &a, &b);
+            if ((res == SBX__SHAPE_YES || res == SBX__SHAPE_CUT) && at + b == n && (!shaped || at + a < pub)) {
+                pub = at + a;
+                shaped = true;
+            }
+        }
+    }
+    if (shaped)
+        return pub;
+    for (size_t i = n; i-- > 0;)
+        if (strchr("/:=@?&#", v[i])) {
+            pub = i + 1;
+            break;
+        }
+    for (size_t i = 0, word = 0; i < n; i++) {
+        if ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z') {
+            word++;
+            continue;
+        }
+        if (!word || (v[i] != '-' && v[i] != '_'))
+            break;
+        if (i + 1 > pub)
+            pub = i + 1;
+        word = 0;
+    }
+    return pub;
+}
+
+/* A value of PREFIX_MIN bytes or more is also found cut short (a table
+ * cell, a progress line redrawn with \r): its secret part (past the public
+ * part) from its start, once PREFIX_PAST bytes of it show, redacted as far
+ * as the text agrees with the value; the public part stays. */
+#define PREFIX_MIN 24
+#define PREFIX_PAST 12
+static sbx_status add_prefix(struct rules *r, size_t *cap, const char *v, size_t n)
+{
+    size_t pub = n >= PREFIX_MIN ? public_part(v, n) : n, k = pub + PREFIX_PAST, distinct = 0;
+    bool seen[256] = {false};
+    struct lit *l;
+    if (k >= n)
+        return SBX_OK;
+    /* Only a secret-looking part: not a run or a pattern of few bytes (a
+     * value of backslashes or dashes would redact every run of them). */
+    for (size_t i = pub; i < k; i++)
+        if (!seen[(unsigned char)v[i]]) {
+            seen[(unsigned char)v[i]] = true;
+            distinct++;
+        }
+    if (distinct < PREFIX_PAST / 2)
+        return SBX_OK;
+    if (add_lit(r, cap, v + pub, PREFIX_PAST, DEC_VALUE) != SBX_OK)
+        return SBX_E_NOMEM;
+    l = &r->lits[r->nlits - 1];
+    if (!(l->ext = sbx__malloc(n - k)))
+        return SBX_E_NOMEM;
+    memcpy(l->ext, v + k, n - k);
+    l->ext_len = n - k;
+    return SBX_OK;
+}
+
+/* A value, and each of its lines of VALUE_MIN bytes or more; the prefixes
+ * of a one-line value or of each line (a prefix ends at a line's end). */
 static sbx_status add_value(struct rules *r, size_t *cap, const char *v, size_t n)
 {
     const char *line = v, *stop = v + n;
     if (add_forms(r, cap, v, n) != SBX_OK)
         return SBX_E_NOMEM;
     if (!memchr(v, '\n', n))
-        return SBX_OK;
+        return add_prefix(r, cap, v, n);
     while (line < stop) {
         const char *nl = memchr(line, '\n', (size_t)(stop - line));
         size_t len = (size_t)((nl ? nl : stop) - line);
         if (len && line[len - 1] == '\r')
             len--;
-        if (line_worth(line, len) && add_forms(r, cap, line, len) != SBX_OK)
+        if (line_worth(line, len) && (add_forms(r, cap, line, len) != SBX_OK || add_prefix(r, cap, line, len) != SBX_OK))
             return SBX_E_NOMEM;
         if (!nl)
             break;
@@ -324,8 +429,10 @@ static char json_short(unsigned char b)
  * character: the start of an escape, or a line break inside base64. */
 static inline bool dec_intro(unsigned char b, unsigned dec)
 {
-    return ((dec & DEC_PERCENT) && (b == '%' || b == '+')) || ((dec & (DEC_JSON | DEC_SKIP_NL)) && b == '\\') ||
-           ((dec & DEC_SKIP_NL) && (b == '\n' || b == '\r'));
+    return ((dec & DEC_PERCENT) && (b == '%' || b == '+')) ||
+           ((dec & (DEC_JSON | DEC_SKIP_NL | DEC_SHELL)) && b == '\\') ||
+           ((dec & DEC_SKIP_NL) && (b == '\n' || b == '\r')) || ((dec & DEC_ANSI) && b == 0x1b) ||
+           ((dec & DEC_SHELL) && b == '\'');
 }
 
 static inline bool bit_set(const uint64_t *set, unsigned x)
@@ -369,6 +476,12 @@ static void lit_seconds(const struct cand *c, uint64_t *set)
     if (c->dec & DEC_SKIP_NL) {
         set_bit(set, '\n');
         set_bit(set, '\r');
+    }
+    if (c->dec & DEC_ANSI)
+        set_bit(set, 0x1b);
+    if ((c->dec & DEC_SHELL) && c->trig[0] == '\'') { /* '"'"' or '\'' for the quote */
+        set_bit(set, '"');
+        set_bit(set, '\\');
     }
 }
 
@@ -495,6 +608,12 @@ static void tri_intros(uint64_t *set, unsigned dec)
         set_bit(set, '\n');
         set_bit(set, '\r');
     }
+    if (dec & DEC_ANSI)
+        set_bit(set, 0x1b);
+    if (dec & DEC_SHELL) {
+        set_bit(set, '"');
+        set_bit(set, '\\');
+    }
 }
 
 /* How candidate c can begin, as the prefilter's alternatives (up to
@@ -598,10 +717,13 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         return SBX_E_NOMEM;
     for (size_t i = 0; i < r->nlits; i++) {
         struct cand *c = &r->cands[r->ncands++];
-        *c = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET, r->lits[i].dec, true};
+        *c = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET, r->lits[i].dec, true,
+                           r->lits[i].ext, r->lits[i].ext_len};
         for (size_t k = 0; k < c->tlen; k++)
             if (strchr("%+\\\n\r", c->trig[k]))
                 c->plain = false;
+        if (c->dec & DEC_SHELL)
+            c->plain = false;
     }
     for (size_t i = 0; shapes && i < sbx__nshapes; i++) {
         unsigned kind = 0;
@@ -609,7 +731,8 @@ static sbx_status index_cands(struct rules *r, bool shapes)
             if (strcmp(r->kinds[k], sbx__shapes[i].kind) == 0)
                 kind = (unsigned)k;
         r->cands[r->ncands++] =
-            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false};
+            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false,
+                          NULL, 0};
     }
     /* The pair filters. */
     for (size_t i = 0; i < r->ncands; i++) {
@@ -667,7 +790,10 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         unsigned x = quad_hash((const unsigned char *)r->lits[i].s);
         r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
     }
-    r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = true;
+    r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = r->intro[0x1b] = true;
+    for (size_t i = 0; i < r->nlits; i++)
+        if (r->lits[i].dec & DEC_SHELL)
+            r->intro['\''] = r->intro['"'] = true;
     index_runs(r);
     return index_tri(r);
 }
@@ -1035,6 +1161,90 @@ static int line_break(const unsigned char *p, size_t avail, bool more)
     return 0;
 }
 
+/* A colour code at p (ESC [ digits and ; m), raw or written as \u001b,
+ * \x1b, \033 or \e: its length, 0 when none, -1 when more bytes are
+ * needed to tell. */
+static int ansi_len(const unsigned char *p, size_t avail, bool more)
+{
+    static const char *const escs[] = {"\x1b", "\\u001b", "\\u001B", "\\x1b", "\\x1B", "\\033", "\\e", "\\E"};
+    size_t k = 0;
+    for (size_t e = 0; e < sizeof escs / sizeof escs[0] && !k; e++) {
+        size_t n = strlen(escs[e]), j = 0;
+        while (j < n && j < avail && p[j] == (unsigned char)escs[e][j])
+            j++;
+        if (j == n)
+            k = n;
+        else if (j == avail && more)
+            return -1;
+    }
+    if (!k)
+        return 0;
+    if (k >= avail)
+        return more ? -1 : 0;
+    if (p[k++] != '[')
+        return 0;
+    for (; k < avail && k < 32; k++) {
+        if (p[k] == 'm')
+            return (int)k + 1;
+        if (!((p[k] >= '0' && p[k] <= '9') || p[k] == ';'))
+            return 0;
+    }
+    return k == avail && more ? -1 : 0;
+}
+
+/* The shell's quoted forms of a quote inside '...': '"'"' and '\''. Their
+ * length at p, 0 when none, -1 when more bytes are needed. */
+static int shell_quote(const unsigned char *p, size_t avail, bool more)
+{
+    static const char *const forms[] = {"'\"'\"'", "'\\''"};
+    for (size_t f = 0; f < 2; f++) {
+        size_t n = strlen(forms[f]), j = 0;
+        while (j < n && j < avail && p[j] == (unsigned char)forms[f][j])
+            j++;
+        if (j == n)
+            return (int)n;
+        if (j == avail && more)
+            return -1;
+    }
+    return 0;
+}
+
+/* A $'...' escape the JSON ones do not cover: \' , \xHH, \NNN (octal). */
+static int decode_shell(const unsigned char *p, size_t avail, bool more, unsigned char *o, size_t *elen)
+{
+    size_t k;
+    unsigned v = 0;
+    if (avail < 2)
+        return more ? -1 : 0;
+    if (p[0] != '\\')
+        return 0;
+    if (p[1] == '\'') {
+        *o = '\'';
+        *elen = 2;
+        return 1;
+    }
+    if (p[1] == 'x') {
+        for (k = 2; k < 4 && k < avail && hexval(p[k]) >= 0; k++)
+            v = v << 4 | (unsigned)hexval(p[k]);
+        if (k < 4 && k == avail && more)
+            return -1;
+        if (k == 2)
+            return 0;
+        *o = (unsigned char)v;
+        *elen = k;
+        return 1;
+    }
+    for (k = 1; k < 4 && k < avail && p[k] >= '0' && p[k] <= '7'; k++)
+        v = v << 3 | (unsigned)(p[k] - '0');
+    if (k < 4 && k == avail && more)
+        return -1;
+    if (k == 1 || v > 255)
+        return 0;
+    *o = (unsigned char)v;
+    *elen = k;
+    return 1;
+}
+
 /* JSON inside a JSON string, any depth: a run of two or more backslashes,
  * then u and four hex digits or a short escape's letter, stands for that
  * one character (`\\u0073`, `\\n`, `\\\"`). 1 with the UTF-8 in o,
@@ -1129,6 +1339,46 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
         if (t >= avail)
             return more ? AT_WAIT : AT_NONE;
         ch = p[t];
+        if ((c->dec & DEC_ANSI) && v > 0 && val[v] != 0x1b && (ch == 0x1b || ch == '\\')) {
+            /* a colour code between two of the value's characters */
+            int a = ansi_len(p + t, avail - t, more);
+            if (a < 0)
+                return AT_WAIT;
+            if (a > 0) {
+                t += (size_t)a;
+                continue;
+            }
+        }
+        if ((c->dec & DEC_SHELL) && ch == '\'' && val[v] == '\'') {
+            int q = shell_quote(p + t, avail - t, more);
+            if (q < 0)
+                return AT_WAIT;
+            if (q > 0) {
+                /* the shell's form of the quote, or the quote itself and
+                 * then the value's own next bytes: the form first, aside */
+                enum at_result res = *budget > 0 ? match_dec_from(c, p, avail, more, t + (size_t)q, v + 1, false,
+                                                                  budget, true, mlen)
+                                                 : AT_NONE;
+                if (res != AT_NONE)
+                    return res;
+            }
+            t++;
+            v++;
+            broke = false;
+            continue;
+        }
+        if ((c->dec & DEC_SHELL) && ch == '\\') {
+            unsigned char sc;
+            size_t sl;
+            int d2 = decode_shell(p + t, avail - t, more, &sc, &sl);
+            if (d2 < 0)
+                return AT_WAIT;
+            if (d2 > 0 && sc == val[v] && sc != '\\') {
+                t += sl;
+                v++;
+                continue;
+            }
+        }
         if (ch == val[v] && !dec_intro(ch, c->dec)) {
             t++;
             v++;
@@ -1179,6 +1429,45 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
         }
         if (ch != val[v])
             return AT_NONE;
+        t++;
+        v++;
+    }
+    *mlen = t;
+    return AT_MATCH;
+}
+
+/* A value's prefix matched to *mlen: on as far as the text goes on
+ * agreeing with the rest of the value (raw, or escaped as match_dec reads
+ * it). AT_WAIT while it agrees up to the end of the bytes at hand. */
+static enum at_result extend_prefix(const struct cand *c, const unsigned char *p, size_t avail, bool more,
+                                    size_t *mlen)
+{
+    const unsigned char *val = (const unsigned char *)c->ext;
+    size_t t = *mlen, v = 0;
+    while (v < c->ext_len) {
+        unsigned char o[4];
+        size_t olen, elen;
+        int d;
+        if (t >= avail) {
+            if (more)
+                return AT_WAIT;
+            break;
+        }
+        if (p[t] == val[v] && !dec_intro(p[t], c->dec)) {
+            t++;
+            v++;
+            continue;
+        }
+        d = decode_esc(p + t, avail - t, more, c->dec, o, &olen, &elen);
+        if (d < 0)
+            return AT_WAIT;
+        if (d > 0 && olen <= c->ext_len - v && memcmp(o, val + v, olen) == 0) {
+            t += elen;
+            v += olen;
+            continue;
+        }
+        if (p[t] != val[v])
+            break;
         t++;
         v++;
     }
@@ -1247,6 +1536,8 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
         if (c->dec) {
             /* A literal, maybe encoded. */
             enum at_result m = match_dec(c, p, avail, more, &b);
+            if (m == AT_MATCH && c->ext)
+                m = extend_prefix(c, p, avail, more, &b);
             if (m == AT_WAIT)
                 wait = true;
             if (m != AT_MATCH)

@@ -1127,7 +1127,6 @@ const sbx__shape sbx__shapes[] = {
     TOKEN("gitlab", "glsoat-", 20, 20, K_B64URL, K_B64URL), /* SCIM token */
     TOKEN("gitlab", "glffct-", 20, 20, K_B64URL, K_B64URL), /* feature flags client token */
     TOKEN("gitlab", "GR1348941", 20, 20, K_B64URL, K_B64URL), /* legacy runner registration token */
-    TOKEN("gitlab", "_gitlab_session=", 32, 32, K_L36, K_WORD),
     SHAPE("slack", "xoxa-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
     SHAPE("slack", "xoxb-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),
     SHAPE("slack", "xoxp-", false, SLACK_WINDOW, match_slack, SBX__CONT_NONE, 5, 10, K_SLACK),

@@ -247,8 +247,6 @@ static const struct {
     {"gitlab", "gl" "rt-EXAMPLEexample000000", "[REDACTED:gitlab]"},
     {"gitlab", "gl" "rt-t1_EXAMPLEexampleEXAMPLEexample000.012345678", "[REDACTED:gitlab]"},
     {"gitlab", "registration GR" "1348941EXAMPLEexample000000", "registration [REDACTED:gitlab]"},
-    {"gitlab", "Cookie: _gitlab_" "session=0123456789abcdef0123456789abcdef; path=/",
-        "Cookie: [REDACTED:gitlab]; path=/"},
     {"gitlab", "gl" "dt-short", "gl" "dt-short"},
     {"gitlab", "global-configuration-manager-x", "global-configuration-manager-x"},
     /* Slack app-level tokens and webhook URLs (the host and path kind are public). */
