@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 /*
  * Every matcher reads its bytes in order through peek(), which answers
@@ -35,6 +36,7 @@
 #define PEM_WINDOW 65536u
 #define URL_WINDOW 16384u
 #define AUTH_WINDOW 16384u
+#define ASSIGN_WINDOW (21u + 8u + 1024u + 2u) /* the longest key, separators, the value and its end */
 
 typedef enum sbx__shape_result shape_result;
 
@@ -1080,6 +1082,173 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
     return auth_yes(buf, len, s, k, start, end);
 }
 
+/*
+ * Credentials by the name they are assigned to: a key, a separator (':',
+ * '=', '=>', also after the key's closing quote), then the value, quoted
+ * (to its closing quote) or bare (to a blank, a line's end, a quote or one
+ * of ; & , ) ] } < >, as in connection strings and query strings). The key
+ * and the separator stay. Where the form is surely an assignment (a quoted
+ * value, or '=' right after the key) any value of a byte or more is taken;
+ * after ": " it may be prose ("password: required"), so only a value that
+ * looks like a credential (credentialish, or 6 bytes or more with a digit).
+ * References ($VAR, ${VAR}, <x>, %VAR%, ***) never. The keys
+ * (KEY_* flags): passwords in DSNs, JDBC and ADO.NET connection strings,
+ * git credential's output, kubeconfig and .pgpass-like files; npm's
+ * _authToken; Azure storage's AccountKey; AWS's secret access key in the
+ * environment and its credentials file; docker config.json's "auth"; a
+ * kubeconfig's token.
+ */
+enum { KEY_WORDED = 1 /* '_' or '-' may come before: DB_PASSWORD, --password */,
+       KEY_QUOTED = 2 /* only as a quoted key with a quoted value */,
+       KEY_LONG = 4   /* a value of 20 bytes or more */ };
+static const struct {
+    const char *name;
+    unsigned flags;
+} assign_keys[] = {
+    {"password", KEY_WORDED}, {"passwd", KEY_WORDED}, {"_authtoken", 0}, {"accountkey", 0},
+    {"aws_secret_access_key", 0}, {"\"auth\"", KEY_QUOTED}, {"token", KEY_LONG},
+};
+
+static bool assign_prev_ok(int prev, unsigned flags)
+{
+    if (prev < 0 || prev == SBX__PREV_ESCAPED_QUOTE)
+        return true;
+    if (prev == '_' || prev == '-')
+        return (flags & KEY_WORDED) != 0;
+    return prev != 0 && prev < 128 && strchr("\n\r \t<>\"',{[(;?&=/:.", prev);
+}
+
+static bool value_stop(int c, int endq)
+{
+    if (c == 0x1b) /* a colour code ends it */
+        return true;
+    if (endq != BYTE_END)
+        return c == endq || c == '\n' || c == '\r' || c == BYTE_END;
+    return c == BYTE_END || c == '\n' || c == '\r' || is_blank(c) || (c >= 0 && strchr(";&,)]}<>\"'`", c));
+}
+
+static shape_result match_assign(const char *buf, size_t len, int prev, bool more,
+                                 size_t *start, size_t *end)
+{
+    size_t i = 0, k, v, qn;
+    unsigned flags = 0;
+    int keyq = BYTE_END, endq = BYTE_END, c;
+    bool spaced = false, sure;
+
+    for (k = 0; k < sizeof assign_keys / sizeof assign_keys[0]; k++) {
+        size_t n = strlen(assign_keys[k].name);
+        if (len >= n && strncasecmp(buf, assign_keys[k].name, n) == 0) {
+            i = n;
+            flags = assign_keys[k].flags;
+            break;
+        }
+    }
+    /* An environment name ending in the key (PGPASSWORD): upper case both */
+    if (!i || !(assign_prev_ok(prev, flags) ||
+                ((flags & KEY_WORDED) && prev >= 'A' && prev <= 'Z' && buf[0] >= 'A' && buf[0] <= 'Z' &&
+                 buf[i - 1] >= 'A' && buf[i - 1] <= 'Z')))
+        return SBX__SHAPE_NO;
+    /* The word goes on (passwords, tokenizer): not this key. */
+    c = peek(buf, len, i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (is_alnum(c) || (c == '_' && !(flags & KEY_QUOTED)))
+        return SBX__SHAPE_NO;
+    if (flags & KEY_QUOTED)
+        keyq = '"';
+    else if ((prev == '"' || prev == '\'' || prev == SBX__PREV_ESCAPED_QUOTE) &&
+             (keyq = quote_at(buf, len, i, more, &qn)) != BYTE_END) {
+        if (keyq == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (keyq != prev)
+            return SBX__SHAPE_NO;
+        i += qn;
+    } else {
+        keyq = BYTE_END;
+    }
+    if (!skip_space(buf, len, &i, more, &c))
+        return SBX__SHAPE_MORE;
+    if (c != ':' && c != '=')
+        return SBX__SHAPE_NO;
+    sure = c == '=' && i > 0 && !is_blank((unsigned char)buf[i - 1]);
+    if (c == '=' && peek(buf, len, i + 1, more) == '>')
+        i++; /* Ruby's => */
+    i++;
+    k = i;
+    for (;;) { /* blanks, also as JSON's \t */
+        if (!skip_space(buf, len, &i, more, &c))
+            return SBX__SHAPE_MORE;
+        if (c != '\\')
+            break;
+        c = peek(buf, len, i + 1, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c != 't')
+            break;
+        i += 2;
+    }
+    spaced = i > k;
+    if (spaced && c == '=' )
+        return SBX__SHAPE_NO; /* "==": a comparison */
+    endq = quote_at(buf, len, i, more, &qn);
+    if (endq == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (endq != BYTE_END) {
+        i += qn;
+        sure = true;
+    } else if (flags & KEY_QUOTED) {
+        return SBX__SHAPE_NO;
+    }
+    v = i;
+    for (;;) {
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (value_stop(c, endq) || i - v > 1024)
+            break;
+        if (c == '\\' && endq != BYTE_END) { /* an escape inside a quoted value */
+            int d = peek(buf, len, i + 1, more);
+            if (d == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (d == 'n' || d == 'r' || (d == '"' && endq == SBX__PREV_ESCAPED_QUOTE))
+                break;
+            i += 2;
+            continue;
+        }
+        i++;
+    }
+    if (i - v > 1024 || i == v || placeholder(buf + v, i - v))
+        return SBX__SHAPE_NO;
+    if ((flags & KEY_LONG) && i - v < 20)
+        return SBX__SHAPE_NO;
+    if (!sure) {
+        bool digit = false;
+        for (k = v; k < i; k++)
+            digit = digit || is_digit((unsigned char)buf[k]);
+        if (!credentialish(buf + v, i - v) && !(i - v >= 6 && digit))
+            return SBX__SHAPE_NO;
+    }
+    (void)keyq;
+    /* A token of a known kind is that kind's, as it would be alone. */
+    for (k = 0; k < sbx__nshapes; k++) {
+        const sbx__shape *sh = &sbx__shapes[k];
+        size_t tl = strlen(sh->trigger), a, b;
+        shape_result r;
+        if (sh->match == match_assign || sh->match == match_auth || sh->match == match_url || i - v < tl ||
+            (sh->icase ? strncasecmp(buf + v, sh->trigger, tl) : memcmp(buf + v, sh->trigger, tl)) != 0)
+            continue;
+        /* the value starts a word: after a separator, a blank, a quote, an
+         * escape or a colour code */
+        r = sbx__shape_match(sh, buf + v, len - v < sh->window ? len - v : sh->window, -1,
+                             more && len - v < sh->window, &a, &b);
+        if (r == SBX__SHAPE_MORE)
+            return SBX__SHAPE_MORE;
+        if ((r == SBX__SHAPE_YES || r == SBX__SHAPE_CUT) && a == 0 && v + b >= i)
+            return SBX__SHAPE_NO;
+    }
+    return yes(v, i, start, end);
+}
+
 enum sbx__shape_result sbx__shape_match(const sbx__shape *sh, const char *buf, size_t len, int prev, bool more,
                                         size_t *start, size_t *end)
 {
@@ -1189,6 +1358,14 @@ const sbx__shape sbx__shapes[] = {
     SHAPE("url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
     SHAPE("authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
+    /* credentials by the key they are assigned to (match_assign) */
+    SHAPE("password", "password", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("password", "passwd", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("npm", "_authtoken", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("azure", "accountkey", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("aws", "aws_secret_access_key", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("docker", "\"auth\"", false, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("token", "token", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
 };
 
 const size_t sbx__nshapes = sizeof sbx__shapes / sizeof sbx__shapes[0];
