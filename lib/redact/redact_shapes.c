@@ -36,6 +36,8 @@
 #define PEM_WINDOW 65536u
 #define URL_WINDOW 16384u
 #define AUTH_WINDOW 16384u
+#define AWS_PAIR_WINDOW (4u + 16u + 1u + 40u + 1u)
+#define CLI_WINDOW 4096u
 #define ASSIGN_WINDOW (21u + 8u + 1024u + 2u) /* the longest key, separators, the value and its end */
 
 typedef enum sbx__shape_result shape_result;
@@ -995,6 +997,24 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
     i++;
     if (!skip_space(buf, len, &i, more, &c))
         return SBX__SHAPE_MORE;
+    if (buf[i - 1] == ',' || (i >= 2 && is_blank((unsigned char)buf[i - 1]))) {
+        /* A name/value pair (HAR, a header list): "name": "Authorization",
+         * "value": "...": the value is the pair's value. */
+        const char *vk = keyq == '"' ? "\"value\"" : keyq == '\'' ? "'value'" : "\\\"value\\\"";
+        enum prefix_state ps = keyq != BYTE_END ? has_prefix(buf, len, i, vk) : PFX_NO;
+        if (ps == PFX_PARTIAL)
+            return more ? SBX__SHAPE_MORE : SBX__SHAPE_NO;
+        if (ps == PFX_YES) {
+            i += strlen(vk);
+            if (!skip_space(buf, len, &i, more, &c))
+                return SBX__SHAPE_MORE;
+            if (c != ':')
+                return SBX__SHAPE_NO;
+            i++;
+            if (!skip_space(buf, len, &i, more, &c))
+                return SBX__SHAPE_MORE;
+        }
+    }
     /* The value's opening: Go's []string{, a bracket, Python's b'', a quote. */
     if (c == '[' && has_prefix(buf, len, i, "[]string{") != PFX_NO) {
         if (has_prefix(buf, len, i, "[]string{") == PFX_PARTIAL)
@@ -1080,6 +1100,337 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
     if (!ended || (!header && !credentialish(buf + s, k - s)))
         return SBX__SHAPE_NO;
     return auth_yes(buf, len, s, k, start, end);
+}
+
+/* ---- command lines ------------------------------------------------------------------------ */
+
+/* The end of the command-line word at buf[i] (quoted words whole), or
+ * BYTE_NEED when its end is still to come; *q tells whether it was quoted
+ * (the quotes are not part of the password). */
+static int cli_word(const char *buf, size_t len, size_t i, bool more, size_t *wend, size_t *ws, size_t *we)
+{
+    int c = peek(buf, len, i, more), q;
+    if (c == BYTE_NEED)
+        return BYTE_NEED;
+    q = c == '"' || c == '\'' ? c : 0;
+    *ws = q ? i + 1 : i;
+    for (size_t j = *ws;; j++) {
+        c = peek(buf, len, j, more);
+        if (c == BYTE_NEED)
+            return BYTE_NEED;
+        if (q ? (c == q || c == BYTE_END || c == '\n') : (c == BYTE_END || c == '\n' || c == '\r' || is_blank(c) ||
+                                                           c == ';' || c == '|' || c == '&' || c == 0x1b)) {
+            *we = j;
+            *wend = q && c == q ? j + 1 : j;
+            return 0;
+        }
+    }
+}
+
+/*
+ * Passwords given on a command line, as shells (set -x), CI logs and
+ * process listings print them: curl -u/--user USER:PASSWORD (the part after
+ * the first ':'), docker login -p/--password PASSWORD, mysql (and
+ * mysqldump, mysqladmin) -pPASSWORD glued to the option, sshpass -p
+ * PASSWORD (or glued). The trigger is the program's name at a word's
+ * start; its options are read to the end of the line.
+ */
+static shape_result match_cli(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    enum { CURL, DOCKER, MYSQL, SSHPASS } prog;
+    size_t i;
+    if (prev >= 0 && prev != SBX__PREV_ESCAPED_QUOTE && (is_alnum(prev) || prev == '_' || prev == '-' || prev == '.'))
+        return SBX__SHAPE_NO;
+    prog = buf[0] == 'c' ? CURL : buf[0] == 'd' ? DOCKER : buf[0] == 'm' ? MYSQL : SSHPASS;
+    i = prog == CURL ? 4 : prog == DOCKER ? 12 : prog == MYSQL ? 5 : 7;
+    if (prog == MYSQL) /* mysqldump, mysqladmin, mysqlsh... */
+        while (i < len && is_alpha((unsigned char)buf[i]))
+            i++;
+    for (;;) {
+        size_t ws, we, wend, os;
+        int c;
+        /* the next option */
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && is_blank(c))
+            i++;
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END || c == '\n' || c == '\r' || c == ';' || c == '|' || c == '&' || i >= len)
+            return SBX__SHAPE_NO;
+        os = i;
+        if (cli_word(buf, len, i, more, &wend, &ws, &we) == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        i = wend;
+        if (buf[os] != '-')
+            continue;
+        {
+            const char *o = buf + os;
+            size_t on = we - os;
+            bool glued_p = on > 2 && o[1] == 'p' && prog != CURL && prog != DOCKER;
+            bool takes = (prog == CURL && ((on == 2 && o[1] == 'u') || (on == 6 && memcmp(o, "--user", 6) == 0))) ||
+                         (prog == DOCKER && ((on == 2 && o[1] == 'p') || (on == 10 && memcmp(o, "--password", 10) == 0))) ||
+                         (prog == SSHPASS && on == 2 && o[1] == 'p');
+            if (prog == CURL && on > 2 && o[1] == 'u' && o[2] != '-') { /* -uUSER:PASS */
+                const char *colon = memchr(o + 2, ':', on - 2);
+                if (colon && (size_t)(o + on - colon) > 1)
+                    return yes((size_t)(colon + 1 - buf), we, start, end);
+                continue;
+            }
+            if (glued_p && (prog == MYSQL || prog == SSHPASS) && o[2] != '-') {
+                size_t a = os + 2, b = we; /* -p'...': the quotes stay */
+                if ((o[2] == '\'' || o[2] == '"') && b - a >= 2 && buf[b - 1] == o[2]) {
+                    a++;
+                    b--;
+                }
+                return b > a ? yes(a, b, start, end) : SBX__SHAPE_NO;
+            }
+            if (!takes)
+                continue;
+        }
+        /* the option's argument */
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && is_blank(c))
+            i++;
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END || c == '\n' || c == '\r')
+            return SBX__SHAPE_NO;
+        if (cli_word(buf, len, i, more, &wend, &ws, &we) == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (prog == CURL) {
+            const char *colon = memchr(buf + ws, ':', we - ws);
+            if (!colon || (size_t)(buf + we - colon) <= 1)
+                return SBX__SHAPE_NO; /* no password: curl asks for it */
+            ws = (size_t)(colon + 1 - buf);
+        }
+        if (we == ws || placeholder(buf + ws, we - ws))
+            return SBX__SHAPE_NO;
+        return yes(ws, we, start, end);
+    }
+}
+
+/* ---- more key formats ------------------------------------------------------------------------ */
+
+/*
+ * AWS access key ids (the prefix, then 16 base32 upper-case bytes); with
+ * the secret access key right after it (40 bytes of [A-Za-z0-9/+] after a
+ * ',' or a tab, as the console's CSV and tab-separated dumps write the
+ * pair), both.
+ */
+static shape_result match_aws(const char *buf, size_t len, int prev, bool more,
+                              size_t *start, size_t *end)
+{
+    const struct token_rule r = {4, 16, 16, K_B32, K_WORD};
+    shape_result res = match_token(&r, buf, len, prev, more, start, end);
+    size_t i = *end, j;
+    int c;
+    if (res != SBX__SHAPE_YES)
+        return res;
+    c = peek(buf, len, i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != ',' && c != '\t')
+        return res;
+    for (j = i + 1; j <= i + 41; j++) {
+        c = peek(buf, len, j, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (!(is_alnum(c) || c == '/' || c == '+'))
+            break;
+    }
+    if (j - i - 1 == 40 && !(c == '=' || c == '_' || c == '-'))
+        *end = j;
+    return res;
+}
+
+/* The base64 of a PEM private key (a Kubernetes secret's tls.key, an
+ * environment variable): "-----BEGIN " encoded, a label holding PRIVATE
+ * KEY, and the whole base64 run after, across wrapped lines. */
+static int b64val(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '+' || c == '-' ? 62 : c == '/' || c == '_' ? 63 : -1;
+}
+
+static shape_result match_pem_b64(const char *buf, size_t len, int prev, bool more,
+                                  size_t *start, size_t *end)
+{
+    char head[64];
+    size_t n = 0, i, lastend;
+    unsigned acc = 0;
+    int bits = 0, c;
+    if (!prev_ok(prev, K_ALNUM) || prev == '+' || prev == '/')
+        return SBX__SHAPE_NO;
+    /* decode the first 84 characters (the BEGIN line's 63 bytes), across
+     * the line breaks of a wrapped form */
+    for (i = 0; n < sizeof head && i < 200; i++) {
+        int v;
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == '\n' || c == '\r')
+            continue;
+        if (c == '\\') {
+            int d = peek(buf, len, i + 1, more);
+            if (d == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (d != 'n' && d != 'r')
+                break;
+            i++;
+            continue;
+        }
+        if ((v = b64val(c)) < 0)
+            break;
+        acc = acc << 6 | (unsigned)v;
+        if ((bits += 6) >= 8) {
+            bits -= 8;
+            head[n++] = (char)(acc >> bits & 0xff);
+        }
+    }
+    {
+        size_t k = 11;
+        while (k + 5 <= n && memcmp(head + k, "-----", 5) != 0)
+            k++;
+        if (k + 5 > n || !((k - 11 >= 11 && memcmp(head + k - 11, "PRIVATE KEY", 11) == 0) ||
+                           (k - 11 >= 17 && memcmp(head + k - 17, "PRIVATE KEY BLOCK", 17) == 0)))
+            return SBX__SHAPE_NO; /* a certificate, a public key, or not PEM */
+    }
+    /* the base64 run, and the next lines while they are base64 alone and
+     * the line before was a wrapped one (40 characters or more) */
+    for (i = 0, lastend = 0;;) {
+        size_t ls = i, j, k;
+        int d;
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && (b64val(c) >= 0 || c == '='))
+            i++;
+        if (c == BYTE_NEED)
+            return len >= PEM_WINDOW ? cut(0, len, start, end) : SBX__SHAPE_MORE;
+        lastend = i;
+        if (i - ls < 40)
+            break;
+        /* a line break, raw or escaped */
+        j = i;
+        if (c == '\r')
+            c = peek(buf, len, ++j, more);
+        if (c == '\\') {
+            d = peek(buf, len, j + 1, more);
+            if (d == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            if (d == 'r' && peek(buf, len, j + 2, more) == '\\')
+                j += 2;
+            c = peek(buf, len, j + 1, more) == 'n' ? '\n' : 0;
+            j += c ? 2 : 0;
+        } else if (c == '\n') {
+            j++;
+        } else {
+            break;
+        }
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c != '\n')
+            break;
+        /* the next line: base64 to its end? */
+        for (k = j; (d = peek(buf, len, k, more)) != BYTE_NEED && (b64val(d) >= 0 || d == '='); k++)
+            ;
+        if (d == BYTE_NEED)
+            return len >= PEM_WINDOW ? cut(0, len, start, end) : SBX__SHAPE_MORE;
+        if (k == j || !(d == BYTE_END || d == '\n' || d == '\r' || d == '\\' || d == '"'))
+            break;
+        i = j;
+    }
+    if (lastend >= len && len >= PEM_WINDOW)
+        return cut(0, lastend, start, end);
+    return yes(0, lastend, start, end);
+}
+
+/*
+ * PuTTY private key files: the lines after "Private-Lines: N" (N lines of
+ * base64) and the Private-MAC value. SSH2 (RFC 4716 style) private keys:
+ * "---- BEGIN SSH2 ... PRIVATE KEY ----" through "---- END SSH2 ...".
+ */
+static shape_result match_putty(const char *buf, size_t len, int prev, bool more,
+                                size_t *start, size_t *end)
+{
+    size_t i = 15, lines = 0, from;
+    int c;
+    (void)prev;
+    while ((c = peek(buf, len, i, more)) != BYTE_NEED && is_digit(c) && lines < 100000) {
+        lines = lines * 10 + (size_t)(c - '0');
+        i++;
+    }
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (i == 15 || lines == 0)
+        return SBX__SHAPE_NO;
+    if (c == '\r')
+        c = peek(buf, len, ++i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != '\n')
+        return SBX__SHAPE_NO;
+    from = ++i;
+    for (size_t l = 0; l < lines; l++) {
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && (b64val(c) >= 0 || c == '='))
+            i++;
+        if (c == BYTE_NEED)
+            return len >= PEM_WINDOW ? cut(from, len, start, end) : SBX__SHAPE_MORE;
+        if (c == '\r')
+            c = peek(buf, len, ++i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c != '\n')
+            return l ? yes(from, i, start, end) : SBX__SHAPE_NO;
+        i++;
+    }
+    /* and the MAC line, when it follows */
+    switch (has_prefix(buf, len, i, "Private-MAC: ")) {
+    case PFX_PARTIAL:
+        if (more)
+            return SBX__SHAPE_MORE;
+        break;
+    case PFX_YES:
+        i += 13;
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && in(c, K_HEX))
+            i++;
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        return yes(from, i, start, end);
+    case PFX_NO:
+        break;
+    }
+    return yes(from, i, start, end);
+}
+
+static shape_result match_ssh2(const char *buf, size_t len, int prev, bool more,
+                               size_t *start, size_t *end)
+{
+    size_t i = 16, line_end;
+    int c;
+    bool priv = false;
+    (void)prev;
+    for (;; i++) { /* the BEGIN line: its label must say PRIVATE KEY */
+        c = peek(buf, len, i, more);
+        if (c == BYTE_NEED)
+            return SBX__SHAPE_MORE;
+        if (c == BYTE_END || c == '\n' || i > 100)
+            break;
+        if (i >= 11 && memcmp(buf + i - 11, "PRIVATE KEY", 11) == 0)
+            priv = true;
+    }
+    if (!priv || c != '\n')
+        return SBX__SHAPE_NO;
+    line_end = i;
+    for (i = line_end + 1;;) { /* lines to the END line */
+        size_t ls = i;
+        enum prefix_state ps = has_prefix(buf, len, ls, "---- END SSH2 ");
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && c != BYTE_END && c != '\n')
+            i++;
+        if (c == BYTE_NEED)
+            return len >= PEM_WINDOW ? cut(0, len, start, end) : SBX__SHAPE_MORE;
+        if (ps == PFX_YES)
+            return yes(0, i, start, end);
+        if (c == BYTE_END)
+            return yes(0, i, start, end); /* cut short: all of it */
+        i++;
+    }
 }
 
 /*
@@ -1312,8 +1663,8 @@ const sbx__shape sbx__shapes[] = {
     TOKEN("stripe", "rk_test_", 24, 247, K_ALNUM, K_WORD),
     TOKEN("stripe", "whsec_", 32, 64, K_ALNUM, K_WORD), /* webhook signing secret */
     /* AWS access key ids: 16 base32 upper-case bytes */
-    TOKEN("aws", "AKIA", 16, 16, K_B32, K_WORD),
-    TOKEN("aws", "ASIA", 16, 16, K_B32, K_WORD),
+    SHAPE("aws", "AKIA", false, AWS_PAIR_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32),
+    SHAPE("aws", "ASIA", false, AWS_PAIR_WINDOW, match_aws, SBX__CONT_NONE, 4, 16, K_B32),
     TOKEN("aws", "AGPA", 16, 16, K_B32, K_WORD),
     TOKEN("aws", "AIDA", 16, 16, K_B32, K_WORD),
     TOKEN("aws", "AROA", 16, 16, K_B32, K_WORD),
@@ -1352,12 +1703,20 @@ const sbx__shape sbx__shapes[] = {
     TOKEN("anthropic", "sk-ant-", 80, 200, K_B64URL, K_B64URL),
     SHAPE("jwt", "eyJ", false, JWT_WINDOW, match_jwt, SBX__CONT_JWT, 3, 8, K_B64URL),
     SHAPE("private_key", "-----BEGIN ", false, PEM_WINDOW, match_pem, SBX__CONT_PEM, 0, 0, 0),
+    SHAPE("private_key", "LS0tLS1CRUdJTi", false, PEM_WINDOW, match_pem_b64, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("private_key", "Private-Lines: ", false, PEM_WINDOW, match_putty, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("private_key", "---- BEGIN SSH2 ", false, PEM_WINDOW, match_ssh2, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", "://", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
     SHAPE("authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
+    /* passwords on command lines */
+    SHAPE("password", "curl ", false, CLI_WINDOW, match_cli, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("password", "docker login", false, CLI_WINDOW, match_cli, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("password", "mysql", false, CLI_WINDOW, match_cli, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("password", "sshpass", false, CLI_WINDOW, match_cli, SBX__CONT_NONE, 0, 0, 0),
     /* credentials by the key they are assigned to (match_assign) */
     SHAPE("password", "password", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("password", "passwd", true, ASSIGN_WINDOW, match_assign, SBX__CONT_NONE, 0, 0, 0),
