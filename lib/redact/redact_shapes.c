@@ -666,15 +666,23 @@ static bool url_mark(unsigned char c)
     return c < 128 && ((mark[c >> 6] >> (c & 63)) & 1);
 }
 
-/* Whether buf[i..] starts "%XY" for the two hex digits of enc (any case);
- * BYTE_NEED when it cannot tell yet. */
-static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *enc)
+/* Whether buf[i..] starts "%XY" for the two hex digits of enc (any case),
+ * or, percent-encoded twice, "%25XY"; BYTE_NEED when it cannot tell yet. */
+static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *enc, bool twice)
 {
-    for (size_t k = 0; k < 3; k++) {
+    char e[6];
+    size_t n = 3;
+    if (twice) {
+        e[0] = '%', e[1] = '2', e[2] = '5', e[3] = enc[1], e[4] = enc[2];
+        n = 5;
+    } else {
+        memcpy(e, enc, 3);
+    }
+    for (size_t k = 0; k < n; k++) {
         int c = peek(buf, len, i + k, more);
         if (c == BYTE_NEED)
             return BYTE_NEED;
-        if (c == BYTE_END || (c | (k ? 0x20 : 0)) != (enc[k] | (k ? 0x20 : 0)))
+        if (c == BYTE_END || (c | (k ? 0x20 : 0)) != (e[k] | (k ? 0x20 : 0)))
             return 0;
     }
     return 1;
@@ -692,13 +700,15 @@ static int pct_is(const char *buf, size_t len, size_t i, bool more, const char *
 static shape_result match_url(const char *buf, size_t len, int prev, bool more,
                               size_t *start, size_t *end)
 {
-    size_t i, from, at = 0, colon = 0, atlen = 1, clen = 1;
-    bool pct = buf[0] == '%';
+    size_t i, from, at = 0, colon = 0, atlen = 1, clen = 1, plen, odd_user = 0, odd_pass = 0;
+    bool pct = buf[0] == '%', twice = pct && buf[1] == '2' && buf[2] == '5';
     int c;
 
     (void)prev;
-    /* "://", ":\/\/", "%3A%2F%2F", or Python quote()'s "%3A//" */
-    from = pct ? (buf[3] == '/' ? 5 : 9) : buf[1] == '\\' ? 5 : 3;
+    /* "://", ":\/\/", "%3A%2F%2F", Python quote()'s "%3A//", or encoded
+     * twice (a URL in a query inside another query): "%253A%252F%252F" */
+    from = twice ? 15 : pct ? (buf[3] == '/' ? 5 : 9) : buf[1] == '\\' ? 5 : 3;
+    plen = twice ? 5 : 3;
     if (!pct) {
         /* The rules of the encoded form's loop below, without its escapes,
          * in a tight loop: most URLs have no userinfo, and this runs at each. */
@@ -706,8 +716,14 @@ static shape_result match_url(const char *buf, size_t len, int prev, bool more,
             unsigned char b = (unsigned char)buf[i];
             if (!url_mark(b))
                 continue;
-            if (url_stop(b) || (!colon && (b == ',' || b == ';' || b == '\'')))
+            if (url_stop(b))
                 break;
+            if (b == ',' || b == ';' || b == '\'') {
+                if (!colon && !odd_user)
+                    odd_user = i;
+                else if (colon)
+                    odd_pass = i;
+            }
             if (b == '@')
                 at = i;
             else if (b == ':' && !colon)
@@ -722,22 +738,25 @@ static shape_result match_url(const char *buf, size_t len, int prev, bool more,
                 return SBX__SHAPE_MORE;
             if (c == BYTE_END || url_stop(c) || c == '&')
                 break;
-            /* Before the password's ':', a list separator or a quote ends the
-             * URL (CSV, SQL): a user name does not hold one. */
-            if (!colon && (c == ',' || c == ';' || c == '\''))
-                break;
+            if (c == ',' || c == ';' || c == '\'') {
+                if (!colon && !odd_user)
+                    odd_user = i;
+                else if (colon)
+                    odd_pass = i;
+            }
             if (c == '%') {
-                int a = pct_is(buf, len, i, more, "%40"), k = pct_is(buf, len, i, more, "%3A"),
-                    sl = pct_is(buf, len, i, more, "%2F"), q = pct_is(buf, len, i, more, "%3F"),
-                    h = pct_is(buf, len, i, more, "%23");
-                if (a == BYTE_NEED)
+                int a = pct_is(buf, len, i, more, "%40", twice), k = pct_is(buf, len, i, more, "%3A", twice),
+                    sl = pct_is(buf, len, i, more, "%2F", twice), q = pct_is(buf, len, i, more, "%3F", twice),
+                    h = pct_is(buf, len, i, more, "%23", twice), amp = twice ? pct_is(buf, len, i, more, "%26", false) : 0;
+                if (a == BYTE_NEED || k == BYTE_NEED || sl == BYTE_NEED || q == BYTE_NEED || h == BYTE_NEED ||
+                    amp == BYTE_NEED)
                     return SBX__SHAPE_MORE;
-                if (sl == 1 || q == 1 || h == 1)
+                if (sl == 1 || q == 1 || h == 1 || amp == 1)
                     break;
                 if (a == 1)
-                    at = i, atlen = 3;
+                    at = i, atlen = plen;
                 else if (k == 1 && !colon)
-                    colon = i, clen = 3;
+                    colon = i, clen = plen;
                 continue;
             }
             /* Raw ':' and '@' count in an encoded URL too (half-encoded). */
@@ -748,6 +767,12 @@ static shape_result match_url(const char *buf, size_t len, int prev, bool more,
         }
     }
     if (!at || !colon || colon > at || at == colon + clen)
+        return SBX__SHAPE_NO;
+    /* A ',', ';' or '\'' in the user name ("a,b;c'd:pw@host") is taken; but
+     * a CSV or SQL line of fields ("https://host,10:00,bob@x", "'https://
+     * host','10:00','bob@x'") has one after the ':' too, or a host (a '.')
+     * before it. */
+    if (odd_user && ((odd_pass && odd_pass < at) || memchr(buf + from, '.', odd_user - from)))
         return SBX__SHAPE_NO;
     /* image@sha256:digest is a container image reference, not a login. */
     for (size_t k = 0; k < 3; k++) {
@@ -1710,6 +1735,7 @@ const sbx__shape sbx__shapes[] = {
     SHAPE("url_credentials", ":\\/\\/", false, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", "%3a%2f%2f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("url_credentials", "%3a//", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
+    SHAPE("url_credentials", "%253a%252f%252f", true, URL_WINDOW, match_url, SBX__CONT_NONE, 0, 0, 0),
     SHAPE("authorization", "authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
     SHAPE("authorization", "proxy-authorization", true, AUTH_WINDOW, match_auth, SBX__CONT_LINE, 0, 0, 0),
     /* passwords on command lines */
