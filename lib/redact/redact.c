@@ -1143,22 +1143,29 @@ static int decode_esc(const unsigned char *p, size_t avail, bool more, unsigned 
     return 0;
 }
 
-/* A line break between two characters of a wrapped base64 form: `\n`,
- * `\r\n` as bytes or as JSON escapes. Its length, 0 when none, -1 when
- * the answer needs more bytes. */
-static int line_break(const unsigned char *p, size_t avail, bool more)
+/* Which of forms (none a prefix of another) is at p: its length, 0 for
+ * none, -1 when one may still come (more bytes needed to tell). */
+static int form_at(const unsigned char *p, size_t avail, bool more, const char *const *forms, size_t nforms)
 {
-    static const char *const forms[] = {"\r\n", "\n", "\\r\\n", "\\n"};
-    for (size_t f = 0; f < 4; f++) {
+    for (size_t f = 0; f < nforms; f++) {
         size_t n = strlen(forms[f]), k = 0;
         while (k < n && k < avail && p[k] == (unsigned char)forms[f][k])
             k++;
         if (k == n)
             return (int)n;
         if (k == avail && more)
-            return -1; /* none is a prefix of another: this one may still come */
+            return -1;
     }
     return 0;
+}
+
+/* A line break between two characters of a wrapped base64 form: `\n`,
+ * `\r\n` as bytes or as JSON escapes. Its length, 0 when none, -1 when
+ * the answer needs more bytes. */
+static int line_break(const unsigned char *p, size_t avail, bool more)
+{
+    static const char *const forms[] = {"\r\n", "\n", "\\r\\n", "\\n"};
+    return form_at(p, avail, more, forms, 4);
 }
 
 /* A colour code at p (ESC [ digits and ; m), raw or written as \u001b,
@@ -1167,18 +1174,11 @@ static int line_break(const unsigned char *p, size_t avail, bool more)
 static int ansi_len(const unsigned char *p, size_t avail, bool more)
 {
     static const char *const escs[] = {"\x1b", "\\u001b", "\\u001B", "\\x1b", "\\x1B", "\\033", "\\e", "\\E"};
-    size_t k = 0;
-    for (size_t e = 0; e < sizeof escs / sizeof escs[0] && !k; e++) {
-        size_t n = strlen(escs[e]), j = 0;
-        while (j < n && j < avail && p[j] == (unsigned char)escs[e][j])
-            j++;
-        if (j == n)
-            k = n;
-        else if (j == avail && more)
-            return -1;
-    }
-    if (!k)
-        return 0;
+    int f = form_at(p, avail, more, escs, sizeof escs / sizeof escs[0]);
+    size_t k;
+    if (f <= 0)
+        return f;
+    k = (size_t)f;
     if (k >= avail)
         return more ? -1 : 0;
     if (p[k++] != '[')
@@ -1197,16 +1197,7 @@ static int ansi_len(const unsigned char *p, size_t avail, bool more)
 static int shell_quote(const unsigned char *p, size_t avail, bool more)
 {
     static const char *const forms[] = {"'\"'\"'", "'\\''"};
-    for (size_t f = 0; f < 2; f++) {
-        size_t n = strlen(forms[f]), j = 0;
-        while (j < n && j < avail && p[j] == (unsigned char)forms[f][j])
-            j++;
-        if (j == n)
-            return (int)n;
-        if (j == avail && more)
-            return -1;
-    }
-    return 0;
+    return form_at(p, avail, more, forms, 2);
 }
 
 /* A $'...' escape the JSON ones do not cover: \' , \xHH, \NNN (octal). */

@@ -117,18 +117,14 @@ bool netrules_parse(const char *text, size_t len, struct netrules *out, char *er
         }
         v = sp + 1;
         vn = n - (size_t)(v - l);
-        if ((size_t)(sp - l) == 5 && memcmp(l, "allow", 5) == 0) {
-            struct netrules_cidr c;
+        bool allow = (size_t)(sp - l) == 5 && memcmp(l, "allow", 5) == 0;
+        if (allow || ((size_t)(sp - l) == 4 && memcmp(l, "deny", 4) == 0)) {
+            struct netrules_cidr c, **list = allow ? &r.allow : &r.deny;
+            size_t *count = allow ? &r.nallow : &r.ndeny;
             if (!parse_cidr(v, vn, &c))
                 why = "not an IPv4 CIDR";
-            else if (r.nallow >= NETRULES_MAX || !push_cidr(&r.allow, &r.nallow, c))
-                why = "too many allowed CIDRs";
-        } else if ((size_t)(sp - l) == 4 && memcmp(l, "deny", 4) == 0) {
-            struct netrules_cidr c;
-            if (!parse_cidr(v, vn, &c))
-                why = "not an IPv4 CIDR";
-            else if (r.ndeny >= NETRULES_MAX || !push_cidr(&r.deny, &r.ndeny, c))
-                why = "too many denied CIDRs";
+            else if (*count >= NETRULES_MAX || !push_cidr(list, count, c))
+                why = allow ? "too many allowed CIDRs" : "too many denied CIDRs";
         } else if ((size_t)(sp - l) == 6 && memcmp(l, "domain", 6) == 0) {
             char **g, *d;
             if (vn == 0 || vn > DNS_NAME_MAX || memchr(v, ' ', vn) || memchr(v, '\0', vn))
