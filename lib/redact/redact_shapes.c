@@ -1427,35 +1427,73 @@ static shape_result match_putty(const char *buf, size_t len, int prev, bool more
 static shape_result match_ssh2(const char *buf, size_t len, int prev, bool more,
                                size_t *start, size_t *end)
 {
-    size_t i = 16, line_end;
+    size_t i = 16, b64 = 0, last = 0;
     int c;
-    bool priv = false;
     (void)prev;
-    for (;; i++) { /* the BEGIN line: its label must say PRIVATE KEY */
-        c = peek(buf, len, i, more);
-        if (c == BYTE_NEED)
-            return SBX__SHAPE_MORE;
-        if (c == BYTE_END || c == '\n' || i > 100)
-            break;
-        if (i >= 11 && memcmp(buf + i - 11, "PRIVATE KEY", 11) == 0)
-            priv = true;
-    }
-    if (!priv || c != '\n')
+    /* The BEGIN line, alone on its line: a label of capitals, digits and
+     * spaces holding PRIVATE KEY, then " ----". */
+    while ((c = peek(buf, len, i, more)) != BYTE_NEED && (in(c, K_UPPER | K_DIGIT) || c == ' ') && i < 100)
+        i++;
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != '-' || i < 16 + 16 || memcmp(buf + i - 5, " KEY ", 5) != 0 ||
+        !memmem(buf + 16, i - 16, "PRIVATE KEY", 11))
         return SBX__SHAPE_NO;
-    line_end = i;
-    for (i = line_end + 1;;) { /* lines to the END line */
-        size_t ls = i;
-        enum prefix_state ps = has_prefix(buf, len, ls, "---- END SSH2 ");
-        while ((c = peek(buf, len, i, more)) != BYTE_NEED && c != BYTE_END && c != '\n')
+    {
+        shape_result r = expect_prefix(buf, len, i, "----", more);
+        if (r != SBX__SHAPE_YES)
+            return r;
+    }
+    i += 4;
+    if ((c = peek(buf, len, i, more)) == '\r')
+        c = peek(buf, len, ++i, more);
+    if (c == BYTE_NEED)
+        return SBX__SHAPE_MORE;
+    if (c != '\n')
+        return SBX__SHAPE_NO;
+    /* Header lines (Name: value) and base64 lines, to the END line. A line
+     * of anything else ends the key: redacted through its last base64 line
+     * when there was key material. */
+    for (i++;;) {
+        size_t ls = i, n;
+        bool header = false, base64 = true;
+        switch (has_prefix(buf, len, ls, "---- END SSH2 ")) {
+        case PFX_YES:
+            while ((c = peek(buf, len, i, more)) != BYTE_NEED && c != BYTE_END && c != '\n' && c != '\r')
+                i++;
+            if (c == BYTE_NEED)
+                return SBX__SHAPE_MORE;
+            return yes(0, i, start, end);
+        case PFX_PARTIAL:
+            if (more)
+                return len >= PEM_WINDOW ? cut(0, len, start, end) : SBX__SHAPE_MORE;
+            break;
+        case PFX_NO:
+            break;
+        }
+        while ((c = peek(buf, len, i, more)) != BYTE_NEED && c != BYTE_END && c != '\n') {
+            if (c == ':' && i > ls)
+                header = true;
+            else if (!(b64val(c) >= 0 || c == '=' || c == '\r'))
+                base64 = false;
             i++;
+        }
         if (c == BYTE_NEED)
             return len >= PEM_WINDOW ? cut(0, len, start, end) : SBX__SHAPE_MORE;
-        if (ps == PFX_YES)
-            return yes(0, i, start, end);
+        n = i - ls;
+        if (base64 && !header && n) {
+            b64 += n;
+            last = i;
+        } else if (!header || b64) {
+            break; /* prose, or a header after the key material */
+        }
         if (c == BYTE_END)
-            return yes(0, i, start, end); /* cut short: all of it */
+            break;
         i++;
     }
+    if (b64 < 16)
+        return SBX__SHAPE_NO;
+    return yes(0, last, start, end);
 }
 
 /*
@@ -1582,21 +1620,26 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
             return SBX__SHAPE_MORE;
         if (value_stop(c, endq) || i - v > 1024)
             break;
-        if (c == '\\' && endq != BYTE_END) { /* an escape inside a quoted value */
+        if (c == '\\') { /* an escape: a line break (JSON's \n) ends the value */
             int d = peek(buf, len, i + 1, more);
             if (d == BYTE_NEED)
                 return SBX__SHAPE_MORE;
             if (d == 'n' || d == 'r' || (d == '"' && endq == SBX__PREV_ESCAPED_QUOTE))
                 break;
-            i += 2;
+            i += endq != BYTE_END ? 2 : 1;
             continue;
         }
         i++;
     }
     if (i - v > 1024 || i == v || placeholder(buf + v, i - v))
         return SBX__SHAPE_NO;
-    if ((flags & KEY_LONG) && i - v < 20)
-        return SBX__SHAPE_NO;
+    if (flags & KEY_LONG) { /* a token: one word, credential-like (not code: '<x token=' + y + '>') */
+        if (i - v < 20 || !credentialish(buf + v, i - v))
+            return SBX__SHAPE_NO;
+        for (k = v; k < i; k++)
+            if (is_blank((unsigned char)buf[k]))
+                return SBX__SHAPE_NO;
+    }
     if (!sure) {
         bool digit = false;
         for (k = v; k < i; k++)
