@@ -1242,48 +1242,19 @@ static int decode_shell(const unsigned char *p, size_t avail, bool more, unsigne
  * 0 when it is not one, -1 when the answer needs more bytes. */
 static int decode_deep(const unsigned char *p, size_t avail, bool more, unsigned char *o, size_t *olen, size_t *elen)
 {
-    static const char from[] = "\"/bfnrt", to[] = "\"/\b\f\n\r\t";
-    const char *q;
     size_t r = 0;
-    long cp;
+    int d;
     while (r < avail && r < 16 && p[r] == '\\')
         r++;
     if (r == avail)
         return more && r < 16 ? -1 : 0;
     if (r < 2)
         return 0;
-    if (p[r] != 'u') {
-        if (!p[r] || !(q = strchr(from, p[r])))
-            return 0;
-        o[0] = (unsigned char)to[q - from];
-        *olen = 1;
-        *elen = r + 1;
-        return 1;
-    }
-    for (size_t k = r + 1; k < r + 5; k++) {
-        if (k >= avail)
-            return more ? -1 : 0;
-        if (hexval(p[k]) < 0)
-            return 0;
-    }
-    cp = hex4(p + r + 1);
-    if (cp >= 0xD800 && cp <= 0xDFFF)
-        return 0; /* surrogates: not at this depth */
-    *elen = r + 5;
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        *olen = 1;
-    } else if (cp < 0x800) {
-        o[0] = (unsigned char)(0xC0 | cp >> 6);
-        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        *olen = 2;
-    } else {
-        o[0] = (unsigned char)(0xE0 | cp >> 12);
-        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        *olen = 3;
-    }
-    return 1;
+    /* the innermost escape is an ordinary one after the run's other backslashes */
+    d = decode_esc(p + r - 1, avail - (r - 1), more, DEC_JSON, o, olen, elen);
+    if (d > 0)
+        *elen += r - 1;
+    return d;
 }
 
 /*

@@ -79,45 +79,31 @@ static bool is_host(const struct netfilter_policy *p, const uint8_t *addr)
     return false;
 }
 
-/* Restricted mode: the rules decide, after the checks for the host itself
- * (which no rule opens unless sbxd runs with --unsafe-host-network). */
-static enum rule restricted_rule(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
-                                 size_t l4len)
+/* Multicast, reserved, the limited broadcast (which libslirp maps to
+ * 127.0.0.1), the virtual network's network and broadcast addresses: no
+ * single peer to reach, none to answer as. */
+static bool no_peer(uint32_t dst)
 {
-    uint32_t dst = get32(ip + 16);
-    int verdict = netrules_addr_verdict(p->rules, dst);
-    enum rule host = p->allow_host && verdict > 0 ? RULE_PASS : RULE_REJECT;
-
-    if (dst == NETFILTER_DNS) {
-        /* A question about an allowed name, over UDP, whole: anything else
-         * could carry data out through the host's resolver. */
-        size_t udp_len;
-        if (!l4 || ip[9] != PROTO_UDP || l4len < 8 || get16(l4 + 2) != 53 || (get16(ip + 6) & 0x2000))
-            return l4 ? RULE_REJECT : RULE_DROP;
-        udp_len = get16(l4 + 4);
-        if (udp_len < 8 || udp_len > l4len)
-            return RULE_DROP;
-        return netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ? RULE_PASS : RULE_REJECT;
-    }
-    if (dst >= 0xe0000000u || dst == NETFILTER_VNET || dst == (NETFILTER_VNET | ~NETFILTER_VMASK))
-        return RULE_DROP;
-    if (dst == NETFILTER_GATEWAY || dst >> 24 == 0 || dst >> 24 == 127 || dst >> 16 == 0xa9fe ||
-        (dst & NETFILTER_VMASK) == NETFILTER_VNET || is_host(p, ip + 16))
-        return host;
-    return verdict > 0 ? RULE_PASS : RULE_REJECT;
+    return dst >= 0xe0000000u || dst == NETFILTER_VNET || dst == (NETFILTER_VNET | ~NETFILTER_VMASK);
 }
 
-/* The rule for a datagram to ip's destination. l4 is NULL in a later
- * fragment, which carries no transport header. */
-static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
-                          size_t l4len)
+/* The host itself: the gateway (libslirp's name for its loopback), what
+ * connect() in the host's namespace takes as the host (0/8, 127/8),
+ * link-local (where cloud metadata services answer), the rest of the
+ * virtual network (nothing of the sandbox's is there, and what libslirp
+ * does with it depends on its version and options), and the host's own
+ * addresses. */
+static bool to_host(const struct netfilter_policy *p, const uint8_t *ip, uint32_t dst)
 {
-    uint32_t dst = get32(ip + 16);
-    enum rule host = p->allow_host ? RULE_PASS : RULE_REJECT;
+    return dst == NETFILTER_GATEWAY || dst >> 24 == 0 || dst >> 24 == 127 || dst >> 16 == 0xa9fe ||
+           (dst & NETFILTER_VMASK) == NETFILTER_VNET || is_host(p, ip + 16);
+}
 
-    if (p->rules)
-        return restricted_rule(p, ip, l4, l4len);
-    if (dst == NETFILTER_DNS) {
+/* A datagram to the stack's resolver. */
+static enum rule dns_rule(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4, size_t l4len)
+{
+    size_t udp_len;
+    if (!p->rules) {
         /* Only DNS, which libslirp forwards to the host's resolver. A later
          * fragment shows no port; its first fragment was judged, and
          * without that one it is never reassembled. */
@@ -127,25 +113,33 @@ static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, c
             return RULE_PASS;
         return RULE_REJECT;
     }
-    if (dst == NETFILTER_GATEWAY)
-        return host;
-    /* Multicast, reserved, the limited broadcast (which libslirp maps to
-     * 127.0.0.1), the virtual network's network and broadcast addresses:
-     * no single peer to reach, none to answer as. */
-    if (dst >= 0xe0000000u || dst == NETFILTER_VNET || dst == (NETFILTER_VNET | ~NETFILTER_VMASK))
+    /* Restricted: a question about an allowed name, over UDP, whole:
+     * anything else could carry data out through the host's resolver. */
+    if (!l4 || ip[9] != PROTO_UDP || l4len < 8 || get16(l4 + 2) != 53 || (get16(ip + 6) & 0x2000))
+        return l4 ? RULE_REJECT : RULE_DROP;
+    udp_len = get16(l4 + 4);
+    if (udp_len < 8 || udp_len > l4len)
         return RULE_DROP;
-    /* What connect() in the host's namespace takes as the host itself, and
-     * link-local, where cloud metadata services answer. */
-    if (dst >> 24 == 0 || dst >> 24 == 127 || dst >> 16 == 0xa9fe)
-        return host;
-    /* The rest of the virtual network: nothing of the sandbox's is there,
-     * and what libslirp does with it (drop it, or hand it to the host's
-     * loopback or network) depends on its version and options. */
-    if ((dst & NETFILTER_VMASK) == NETFILTER_VNET)
-        return host;
-    if (is_host(p, ip + 16))
-        return host;
-    return RULE_PASS;
+    return netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ? RULE_PASS : RULE_REJECT;
+}
+
+/* The rule for a datagram to ip's destination. l4 is NULL in a later
+ * fragment, which carries no transport header. In restricted mode (rules)
+ * only what the rules allow passes, and the host only where a rule allows
+ * it and sbxd runs with --unsafe-host-network. */
+static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
+                          size_t l4len)
+{
+    uint32_t dst = get32(ip + 16);
+    bool allowed = !p->rules || netrules_addr_verdict(p->rules, dst) > 0;
+
+    if (dst == NETFILTER_DNS)
+        return dns_rule(p, ip, l4, l4len);
+    if (no_peer(dst))
+        return RULE_DROP;
+    if (to_host(p, ip, dst))
+        return p->allow_host && allowed ? RULE_PASS : RULE_REJECT;
+    return allowed ? RULE_PASS : RULE_REJECT;
 }
 
 /* Ethernet and IPv4 headers for a reply from the blocked address back to
