@@ -77,7 +77,7 @@ struct slot {
 #define PAIR_SHAPE 2
 #define PAIR_LIT 4
 #define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
-#define TRI_ALTS 6     /* most prefilter alternatives a candidate has (tri_alts) */
+#define TRI_ALTS 12    /* most prefilter alternatives a candidate has (tri_alts) */
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -654,10 +654,55 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
     else
         memset(a[n].b[2], 0xff, sizeof a->b[2]);
     tri_intros(a[n++].b[2], c->dec);
-    /* raw, then an escape or a line break, whose bytes may be anything */
-    set_bit(a[n].b[0], f);
-    tri_intros(a[n].b[1], c->dec);
-    memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+    /* raw, then an escape or a line break of the second character: each
+     * kind with the bytes its second byte can be (match_dec_from reads
+     * nothing else), so that a line ending in a value's first letter is
+     * not a candidate by itself */
+    if (c->dec & DEC_PERCENT) {
+        unsigned char t1 = t[1];
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], '%');
+        set_bit(a[n].b[2], (unsigned char)hex[t1 >> 4]);
+        set_bit(a[n++].b[2], lower((unsigned char)hex[t1 >> 4]));
+        if (t1 == ' ') { /* '+' for the space, then anything */
+            set_bit(a[n].b[0], f);
+            set_bit(a[n].b[1], '+');
+            memset(a[n++].b[2], 0xff, sizeof a->b[2]);
+        }
+    }
+    if (c->dec & (DEC_JSON | DEC_SKIP_NL | DEC_SHELL | DEC_ANSI)) {
+        /* \uXXXX, a short escape, JSON in JSON; \n and \r\n; a colour
+         * code as \u001b, \x1b, \033 or \e; the shell's \', \xHH, \NNN */
+        static const char after[] = "u\\\"/bfnrtxeE'01234567";
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], '\\');
+        for (const char *q = after; *q; q++)
+            set_bit(a[n].b[2], (unsigned char)*q);
+        n++;
+    }
+    if (c->dec & DEC_SKIP_NL) {
+        /* a raw line break: \r\n, or \n then the second character (or
+         * an escape of it) */
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], '\r');
+        set_bit(a[n++].b[2], '\n');
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], '\n');
+        set_bit(a[n].b[2], t[1]);
+        tri_intros(a[n++].b[2], c->dec);
+    }
+    if (c->dec & DEC_ANSI) {
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], 0x1b);
+        set_bit(a[n++].b[2], '[');
+    }
+    if (c->dec & DEC_SHELL) {
+        /* a quote's shell forms: '"'"' and '\'' */
+        set_bit(a[n].b[0], f);
+        set_bit(a[n].b[1], '\'');
+        set_bit(a[n].b[2], '"');
+        set_bit(a[n++].b[2], '\\');
+    }
     if (c->dec & DEC_PERCENT) {
         set_bit(a[n].b[0], '%');
         set_bit(a[n].b[1], (unsigned char)hex[f >> 4]);
@@ -690,14 +735,12 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
     return n;
 }
 
-/* The prefilter, when this CPU has it and it pays. */
+/* The three-byte prefilter. */
 static sbx_status index_tri(struct rules *r)
 {
     sbx__tri_alt *alts;
     size_t n = 0;
     sbx_status st;
-    if (!r->ncands)
-        return SBX_OK;
     if (!(alts = sbx__calloc(r->ncands * TRI_ALTS, sizeof *alts)))
         return SBX_E_NOMEM;
     for (size_t i = 0; i < r->ncands; i++)
@@ -706,6 +749,16 @@ static sbx_status index_tri(struct rules *r)
     sbx__wipe(alts, r->ncands * TRI_ALTS * sizeof *alts); /* the bytes of secret values */
     sbx__free(alts);
     return st;
+}
+
+atomic_int sbx__prefilter;
+
+/* The prefilter, when this CPU has it and it pays. */
+static sbx_status index_pre(struct rules *r)
+{
+    if (!r->ncands || atomic_load(&sbx__prefilter) == SBX__PF_NONE)
+        return SBX_OK;
+    return index_tri(r);
 }
 
 /* Candidates, the pair index and the pair filter. */
@@ -795,7 +848,7 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         if (r->lits[i].dec & DEC_SHELL)
             r->intro['\''] = r->intro['"'] = true;
     index_runs(r);
-    return index_tri(r);
+    return index_pre(r);
 }
 
 /* Whether something may start at p[i] (n bytes, more may follow): the pair
@@ -983,9 +1036,9 @@ sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
     return r ? sbx__redact_stream_with(r->rules) : NULL;
 }
 
-bool sbx__redact_prefiltered(const sbx_redactor *r)
+int sbx__redact_prefilter(const sbx_redactor *r)
 {
-    return r && r->rules->tri;
+    return r && r->rules->tri ? SBX__PF_TRI : SBX__PF_NONE;
 }
 
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
@@ -1635,7 +1688,7 @@ static int boundary_slow(const sbx_redact_stream *s, const unsigned char *p, siz
  * there; false with *i where too few bytes are left for a block (the
  * scalar loop takes the rest). The last block's mask is kept in *base and
  * *mask for the next call. */
-static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n, size_t *i, size_t *base,
+static inline bool pre_next(const struct rules *r, const unsigned char *p, size_t n, size_t *i, size_t *base,
                             uint64_t *mask)
 {
     size_t at = *i;
@@ -1653,7 +1706,7 @@ static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n,
             return false;
         }
         *base = at;
-        *mask = sbx__tri_block(t, p + at, n - at);
+        *mask = sbx__tri_block(r->tri, p + at, n - at);
     }
 }
 
@@ -1662,13 +1715,14 @@ static inline bool tri_next(const sbx__tri *t, const unsigned char *p, size_t n,
  * secret starting inside the first leaves nothing behind (shapes of the
  * same kind are skipped: a JWT or an Authorization value inside one ends
  * where it does, and looking again at each would be quadratic). AT_WAIT
- * when a candidate inside cannot tell yet. */
+ * when a candidate inside cannot tell yet. The prefilter's last block
+ * (*base, *mask) is the scan's, reused on both sides. */
 static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
-                            size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont)
+                            size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont,
+                            size_t *base, uint64_t *mask)
 {
     const struct rules *r = s->r;
-    size_t start = i + *ms, end = i + *me, tri_base = SIZE_MAX;
-    uint64_t tri_mask = 0;
+    size_t start = i + *ms, end = i + *me;
     for (size_t j = i + 1; j < end; j++) {
         size_t a = 0, b = 0;
         unsigned k;
@@ -1677,7 +1731,7 @@ static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, 
         if (r->tri && j + SBX__TRI_SPAN <= n) {
             /* to the prefilter's next hit, or to where the last bytes are
              * left to the pair test */
-            tri_next(r->tri, p, n, &j, &tri_base, &tri_mask);
+            pre_next(r, p, n, &j, base, mask);
             if (j >= end)
                 break;
         }
@@ -1777,8 +1831,8 @@ static inline size_t after_miss(const struct rules *r, const unsigned char *p, s
 static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, bool more, size_t *decided)
 {
     const struct rules *r = s->r;
-    size_t i = 0, emit = 0, last_end = 0, tri_base = SIZE_MAX;
-    uint64_t tri_mask = 0;
+    size_t i = 0, emit = 0, last_end = 0, pre_base = SIZE_MAX;
+    uint64_t pre_mask = 0;
     if (!p) /* nothing held at the end: no arithmetic on a null pointer */
         p = (const unsigned char *)"";
     if (s->cont != SBX__CONT_NONE) {
@@ -1792,7 +1846,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         unsigned kind = 0;
         enum sbx__cont cont = SBX__CONT_NONE;
         enum at_result res;
-        if (r->tri && i + SBX__TRI_SPAN <= n && tri_next(r->tri, p, n, &i, &tri_base, &tri_mask))
+        if (r->tri && i + SBX__TRI_SPAN <= n && pre_next(r, p, n, &i, &pre_base, &pre_mask))
             goto pair;
         /* The hot loop: one pair test per byte until something could
          * start, four positions per round (independent loads). */
@@ -1825,7 +1879,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
             i = after_miss(r, p, i, n, more);
             continue;
         }
-        if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont) != AT_MATCH)
+        if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont, &pre_base, &pre_mask) != AT_MATCH)
             break; /* something inside needs more bytes: hold from i */
         if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
             return SBX_E_NOMEM;

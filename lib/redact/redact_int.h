@@ -111,14 +111,19 @@ typedef struct sbx__tri sbx__tri;
 /* Whether this CPU runs the prefilter (x86-64 with AVX-512 VBMI). */
 bool sbx__tri_supported(void);
 /* The prefilter for these alternatives in *out, or NULL in *out when this
- * CPU lacks it, sbx__tri_off is set, or it would pass most positions. */
+ * CPU lacks it or it would pass most positions. */
 sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out);
 void sbx__tri_free(sbx__tri *t);
 /* Bit k: something may start at p[k] (p[0 .. avail) readable, avail at
  * least SBX__TRI_SPAN). */
 uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail);
-/* For tests: not 0, rules built from now on scan without the prefilter. */
-extern atomic_int sbx__tri_off;
+
+/* Which scan rules built from now on use (for tests and benchmarks):
+ * SBX__PF_AUTO the best this CPU has, SBX__PF_NONE the pair filter alone,
+ * SBX__PF_TRI the three-byte prefilter in front of it (none where the CPU
+ * lacks it). */
+enum { SBX__PF_AUTO = 0, SBX__PF_NONE, SBX__PF_TRI };
+extern atomic_int sbx__prefilter;
 
 /* ---- for other modules (the transcript) ---- */
 
@@ -136,8 +141,8 @@ void sbx__redact_rules_unref(sbx__redact_rules *rules);
 void sbx__redact_rules_ref(sbx__redact_rules *rules);
 /* A stream on these rules (NULL: out of memory). */
 sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules);
-/* Whether r's rules scan behind the three-byte prefilter (for tests). */
-bool sbx__redact_prefiltered(const sbx_redactor *r);
+/* Which prefilter r's rules scan behind: SBX__PF_NONE or SBX__PF_TRI. */
+int sbx__redact_prefilter(const sbx_redactor *r);
 /* A stream's counts, by kind: how many kinds there are, and each. */
 size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s);
 const char *sbx__redact_stream_kind(const sbx_redact_stream *s, size_t k, uint64_t *count);

@@ -50,8 +50,6 @@ struct sbx__tri {
     void *mem; /* the allocation this is aligned within */
 };
 
-atomic_int sbx__tri_off;
-
 /* How often a byte is met in build logs, roughly: what a bucket's sets
  * cost when the filter lets them through. */
 static double byte_weight(unsigned b)
@@ -141,7 +139,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
     size_t *order;
     sbx__tri *t;
     *out = NULL;
-    if (!n || atomic_load(&sbx__tri_off) || !sbx__tri_supported())
+    if (!n || !sbx__tri_supported())
         return SBX_OK;
     for (unsigned b = 0; b < 256; b++)
         wall += w[b] = byte_weight(b);
