@@ -1710,6 +1710,27 @@ static inline bool pre_next(const struct rules *r, const unsigned char *p, size_
     }
 }
 
+/* The hot loop: the first position in [i, lim) whose pair (p[i], p[i + 1])
+ * some candidate starts with, or lim (lim < the bytes at p). One pair test
+ * per byte, four positions per round (independent loads). */
+static inline __attribute__((always_inline)) size_t pair_skip(const struct rules *r, const unsigned char *p, size_t i, size_t lim)
+{
+    while (i + 4 <= lim) {
+        unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
+                 c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
+        /* the first of the four, without a branch per position (bit 0 is
+         * set in every value that is not 0) */
+        unsigned m = (unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 | (unsigned)r->pair8[c] << 2 |
+                     (unsigned)r->pair8[d] << 3;
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+        i += 4;
+    }
+    while (i < lim && !r->pair8[(unsigned)p[i] << 8 | p[i + 1]])
+        i++;
+    return i;
+}
+
 /* A match [i + *ms, i + *me) of kind found at i: widen it to the union of
  * every match found at a later byte before its end, so that a second
  * secret starting inside the first leaves nothing behind (shapes of the
@@ -1717,7 +1738,7 @@ static inline bool pre_next(const struct rules *r, const unsigned char *p, size_
  * where it does, and looking again at each would be quadratic). AT_WAIT
  * when a candidate inside cannot tell yet. The prefilter's last block
  * (*base, *mask) is the scan's, reused on both sides. */
-static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
+static __attribute__((noinline)) enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, size_t n, size_t i, bool more,
                             size_t last_end, unsigned kind, size_t *ms, size_t *me, enum sbx__cont *cont,
                             size_t *base, uint64_t *mask)
 {
@@ -1732,9 +1753,13 @@ static enum at_result widen(const sbx_redact_stream *s, const unsigned char *p, 
             /* to the prefilter's next hit, or to where the last bytes are
              * left to the pair test */
             pre_next(r, p, n, &j, base, mask);
-            if (j >= end)
-                break;
+        } else {
+            /* to the next pair something starts with (the last byte, if
+             * the span reaches it, is worth_at's) */
+            j = pair_skip(r, p, j, end < n - 1 ? end : n - 1);
         }
+        if (j >= end)
+            break;
         if (!worth_at(r, p, j, n, more))
             continue;
         res = at(s, p, j, n, last_end, more, &a, &b, &k, &c, kind);
@@ -1848,23 +1873,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         enum at_result res;
         if (r->tri && i + SBX__TRI_SPAN <= n && pre_next(r, p, n, &i, &pre_base, &pre_mask))
             goto pair;
-        /* The hot loop: one pair test per byte until something could
-         * start, four positions per round (independent loads). */
-        while (i + 4 < n) {
-            unsigned a = (unsigned)p[i] << 8 | p[i + 1], b = (unsigned)p[i + 1] << 8 | p[i + 2],
-                     c = (unsigned)p[i + 2] << 8 | p[i + 3], d = (unsigned)p[i + 3] << 8 | p[i + 4];
-            /* the first of the four, without a branch per position (bit 0
-             * is set in every value that is not 0) */
-            unsigned m = (unsigned)r->pair8[a] | (unsigned)r->pair8[b] << 1 | (unsigned)r->pair8[c] << 2 |
-                         (unsigned)r->pair8[d] << 3;
-            if (m) {
-                i += (size_t)__builtin_ctz(m);
-                goto pair;
-            }
-            i += 4;
-        }
-        while (i + 1 < n && !r->pair8[(unsigned)p[i] << 8 | p[i + 1]])
-            i++;
+        i = pair_skip(r, p, i, n - 1);
     pair:
         /* Here p[i], p[i + 1] is a pair some candidate starts with, or i
          * is the last byte: held if it could start one and more may come. */
