@@ -34,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct netrules r, parsed;
     uint32_t host[1] = {0x0200000a}; /* 10.0.0.2, network order */
-    struct netfilter_policy open_p = {host, 1, false, NULL}, p = {host, 1, false, &r};
+    static struct netflows flows; /* what earlier inputs left: state across frames is fuzzed too */
+    struct netfilter_policy open_p = {.host = host, .nhost = 1},
+                            p = {.host = host, .nhost = 1, .rules = &r, .flows = &flows, .now_ms = 5000000};
     uint8_t reply[NETFILTER_REPLY_MAX];
     size_t rlen = 0;
     char err[160];
@@ -54,6 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     netfilter_observe(&p, data, size);
+    if (size >= 4) { /* the flows' answers: only to what was asked */
+        uint16_t port = (uint16_t)(data[0] << 8 | data[1]), id = (uint16_t)(data[2] << 8 | data[3]);
+        if (data[0] & 1)
+            netflows_asked(&flows, p.now_ms, port, id);
+        if (netflows_answered(&flows, p.now_ms, port, id))
+            check(!netflows_answered(&flows, p.now_ms, port, id));
+    }
     check(r.nlearned <= NETRULES_LEARNED);
     (void)netrules_query_allowed(&r, data, size);
     (void)netrules_learn(&r, data, size);

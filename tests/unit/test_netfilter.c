@@ -155,7 +155,7 @@ struct result {
 static struct result judge_with(const uint32_t *host, size_t nhost, bool allow_host,
                                 const uint8_t *f, size_t len)
 {
-    struct netfilter_policy p = {host, nhost, allow_host, NULL};
+    struct netfilter_policy p = {.host = host, .nhost = nhost, .allow_host = allow_host};
     struct result r;
     memset(&r, 0xee, sizeof r);
     r.v = netfilter_judge(&p, f, len, r.reply, &r.len);
@@ -639,17 +639,22 @@ END_TEST
 
 /* ---- restricted mode (custom and deny-all policies) -------------------------------- */
 
+/* Restricted mode's memory of UDP, and its clock (a fresh start per rules_of). */
+static struct netflows flows;
+static uint64_t clock_ms = 1000000;
+
 static struct netrules rules_of(const char *text)
 {
     struct netrules r;
     char err[160];
+    memset(&flows, 0, sizeof flows);
     ck_assert_msg(netrules_parse(text, strlen(text), &r, err, sizeof err), "%s", err);
     return r;
 }
 
 static enum netfilter_verdict restricted(struct netrules *r, bool allow_host, const uint8_t *f, size_t len)
 {
-    struct netfilter_policy p = {hosts, 2, allow_host, r};
+    struct netfilter_policy p = {hosts, 2, allow_host, r, &flows, clock_ms};
     uint8_t reply[NETFILTER_REPLY_MAX];
     size_t rlen;
     return netfilter_judge(&p, f, len, reply, &rlen);
@@ -841,17 +846,27 @@ START_TEST(test_netfilter_restricted_dns_questions)
 }
 END_TEST
 
+/* A question about name from GUEST_PORT, judged under the policy the test
+ * observes with (so that its answer is awaited). */
+#define ask(name)                                                                                                      \
+    do {                                                                                                               \
+        uint8_t q_[512], rep_[NETFILTER_REPLY_MAX];                                                                    \
+        size_t ql_ = dns_query_frame(q_, name), rl_;                                                                   \
+        netfilter_judge(&p, q_, ql_, rep_, &rl_);                                                                      \
+    } while (0)
+
 START_TEST(test_netfilter_restricted_learns_from_answers)
 {
     uint8_t f[700];
     size_t len;
     struct netrules r = rules_of("domain *.example.com\ndeny 198.51.100.66/32\n");
-    struct netfilter_policy p = {hosts, 2, false, &r};
+    struct netfilter_policy p = {hosts, 2, false, &r, &flows, clock_ms};
     uint32_t ok[] = {ADDR(198, 51, 100, 9), ADDR(198, 51, 100, 10)}, denied[] = {ADDR(198, 51, 100, 66)},
              other[] = {ADDR(198, 51, 100, 20)};
 
     len = tcp_frame(f, ok[0], 5432, 0x02, 1, 0, 0);
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT); /* before any answer */
+    ask("db.example.com");
     len = dns_answer_frame(f, "db.example.com", ok, 2, 0x8180);
     netfilter_observe(&p, f, len);
     for (size_t i = 0; i < 2; i++) {
@@ -860,12 +875,16 @@ START_TEST(test_netfilter_restricted_learns_from_answers)
     }
     /* Not learnt: an answer about a name the policy does not allow, a
      * denied address, an error answer, an answer not from the resolver. */
+    ask("db.example.org");
     len = dns_answer_frame(f, "db.example.org", other, 1, 0x8180);
     netfilter_observe(&p, f, len);
+    ask("db.example.com");
     len = dns_answer_frame(f, "db.example.com", denied, 1, 0x8180);
     netfilter_observe(&p, f, len);
+    ask("db.example.com");
     len = dns_answer_frame(f, "db.example.com", other, 1, 0x8183);
     netfilter_observe(&p, f, len);
+    ask("db.example.com");
     len = dns_answer_frame(f, "db.example.com", other, 1, 0x8180);
     put32(f + 14 + 12, ADDR(198, 51, 100, 1));
     netfilter_observe(&p, f, len);
@@ -875,6 +894,7 @@ START_TEST(test_netfilter_restricted_learns_from_answers)
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
     /* An answer cut short (the IP and UDP lengths say so) teaches nothing
      * past its end. */
+    ask("db.example.com");
     len = dns_answer_frame(f, "db.example.com", other, 1, 0x8180);
     put16(f + 14 + 2, (uint16_t)(len - 14 - 3));
     put16(f + 14 + 10, 0);
@@ -886,6 +906,7 @@ START_TEST(test_netfilter_restricted_learns_from_answers)
     /* The ring keeps the newest addresses. */
     for (uint32_t i = 0; i < NETRULES_LEARNED + 2; i++) {
         uint32_t a = ADDR(100, 64, 0, 0) + i;
+        ask("n.example.com");
         len = dns_answer_frame(f, "n.example.com", &a, 1, 0x8180);
         netfilter_observe(&p, f, len);
     }
@@ -893,6 +914,99 @@ START_TEST(test_netfilter_restricted_learns_from_answers)
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
     len = tcp_frame(f, ok[0], 5432, 0x02, 1, 0, 0);
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT); /* the oldest went */
+    netrules_free(&r);
+}
+END_TEST
+
+/* libslirp hands a sandbox port's UDP, from any peer, back as coming from
+ * the peer last written to. The attack: a port writes to an allowed server
+ * it controls, then asks the resolver about an allowed name; the server
+ * answers in the resolver's name with the addresses it likes, and the
+ * sandbox may then reach them. Refused: a port speaks DNS or to others, not
+ * both, until libslirp's socket for it is gone; and only the first answer
+ * to a question that passed teaches anything. */
+START_TEST(test_netfilter_restricted_udp_port_speaks_one_way)
+{
+    uint8_t f[700];
+    size_t len;
+    struct netrules r = rules_of("domain *.example.com\nallow 203.0.113.0/24\n");
+    uint32_t evil = ADDR(198, 51, 100, 99);
+
+    len = udp_frame(f, ADDR(203, 0, 113, 5), 9999, 20); /* to the allowed server, from GUEST_PORT */
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    len = dns_query_frame(f, "db.example.com"); /* then a question from the same port */
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    clock_ms += (NETFLOWS_HOLD_S - 1) * 1000ull;
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    clock_ms += 2000; /* libslirp's socket for the port is gone by now */
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    /* and the other way round */
+    len = udp_frame(f, ADDR(203, 0, 113, 5), 9999, 20);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* TCP is not affected (libslirp keeps a socket per connection) */
+    len = tcp_frame(f, ADDR(203, 0, 113, 5), 9999, 0x02, 1, 0, 0);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    {
+        /* Answers: none without a question, the first one only, none late. */
+        struct netfilter_policy p = {hosts, 2, false, &r, &flows, clock_ms};
+        flows = (struct netflows){0};
+        len = dns_answer_frame(f, "db.example.com", &evil, 1, 0x8180);
+        netfilter_observe(&p, f, len); /* nothing asked */
+        ck_assert_int_eq(netrules_addr_verdict(&r, evil), 0);
+        ask("db.example.com");
+        len = dns_answer_frame(f, "db.example.com", &evil, 1, 0x8180);
+        put16(f + 14 + 20 + 8, 0x4243); /* another ID */
+        netfilter_observe(&p, f, len);
+        ck_assert_int_eq(netrules_addr_verdict(&r, evil), 0);
+        len = dns_answer_frame(f, "db.example.com", (uint32_t[]){ADDR(198, 51, 100, 9)}, 1, 0x8180);
+        netfilter_observe(&p, f, len); /* the real answer */
+        ck_assert_int_eq(netrules_addr_verdict(&r, ADDR(198, 51, 100, 9)), 1);
+        len = dns_answer_frame(f, "db.example.com", &evil, 1, 0x8180);
+        netfilter_observe(&p, f, len); /* a second answer */
+        ck_assert_int_eq(netrules_addr_verdict(&r, evil), 0);
+        ask("db.example.com");
+        p.now_ms += NETFLOWS_ANSWER_MS + 1;
+        netfilter_observe(&p, f, len); /* too late */
+        ck_assert_int_eq(netrules_addr_verdict(&r, evil), 0);
+    }
+    netrules_free(&r);
+}
+END_TEST
+
+/* A question carries nothing else out: no bytes after it, no additional
+ * record but one EDNS OPT record. */
+START_TEST(test_netfilter_restricted_dns_question_alone)
+{
+    static const uint8_t opt[] = {0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t txt[] = {0, 0, 16, 0, 1, 0, 0, 0, 0, 0, 4, 'd', 'a', 't', 'a'};
+    uint8_t f[512], d[8 + 300];
+    size_t n;
+    struct netrules r = rules_of("domain db.example.com\n");
+    struct {
+        const uint8_t *extra;
+        size_t nextra;
+        uint16_t arcount;
+        enum netfilter_verdict want;
+    } cases[] = {
+        {NULL, 0, 0, NETFILTER_PASS},
+        {opt, sizeof opt, 1, NETFILTER_PASS},
+        {(const uint8_t *)"c2VjcmV0", 8, 0, NETFILTER_REJECT},   /* trailing bytes */
+        {opt, sizeof opt, 0, NETFILTER_REJECT},                  /* a record not counted */
+        {txt, sizeof txt, 1, NETFILTER_REJECT},                  /* not an OPT record */
+        {opt, sizeof opt - 1, 1, NETFILTER_REJECT},              /* cut short */
+        {opt, sizeof opt, 2, NETFILTER_REJECT},                  /* two additional records */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        n = dns_msg(d + 8, 0x0100, 1, 0, "db.example.com", cases[i].extra, cases[i].nextra);
+        put16(d + 8 + 10, cases[i].arcount);
+        put16(d, GUEST_PORT);
+        put16(d + 2, 53);
+        put16(d + 4, (uint16_t)(8 + n));
+        put16(d + 6, 0);
+        len = ip_frame(f, NETFILTER_DNS, 17, d, 8 + n, 0, 0);
+        ck_assert_msg(restricted(&r, false, f, len) == cases[i].want, "case %zu", i);
+    }
     netrules_free(&r);
 }
 END_TEST
@@ -927,6 +1041,8 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_netfilter_restricted_addresses);
     SBX_TEST_ADD(tc, test_netfilter_restricted_dns_questions);
     SBX_TEST_ADD(tc, test_netfilter_restricted_learns_from_answers);
+    SBX_TEST_ADD(tc, test_netfilter_restricted_udp_port_speaks_one_way);
+    SBX_TEST_ADD(tc, test_netfilter_restricted_dns_question_alone);
     suite_add_tcase(s, tc);
     return s;
 }

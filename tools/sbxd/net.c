@@ -13,7 +13,7 @@
  *   fd 3: control socket to sbxd: 'R' once ready; EOF or HUP ends the process.
  *         sbxd may send network rules (netrules.h) as a 4-byte big-endian
  *         length and the text; each is answered 'A' once in force, or 'E'
- *         when refused (the rules before stay in force).
+ *         when refused (then nothing passes until rules are taken).
  *
  * --restricted (custom and deny-all policies): only what the rules allow,
  * nothing until the first rules arrive.
@@ -644,6 +644,7 @@ static bool drain_netlink(int fd)
 static ssize_t send_packet(const void *buf, size_t len, void *opaque)
 {
     struct net *n = opaque;
+    n->policy.now_ms = (uint64_t)now_ms();
     netfilter_observe(&n->policy, buf, len); /* the resolver's answers, in restricted mode */
     /* A full tap queue drops the frame, as a busy link would; TCP resends. */
     if (write(n->tap, buf, len) < 0 && errno != EAGAIN && errno != EINTR)
@@ -781,20 +782,23 @@ static Slirp *start_slirp(struct net *n, unsigned mtu, bool allow_host)
 /* ---- the loop --------------------------------------------------------------- */
 
 /* A complete rules message: in force at once (the learnt addresses go with
- * the old rules), and answered. */
+ * the old rules; what was seen of UDP stays), and answered. */
 static void take_rules(struct net *n, const uint8_t *text, size_t len)
 {
     struct netrules r;
     char err[160];
-    char reply = 'E';
-    if (netrules_parse((const char *)text, len, &r, err, sizeof err)) {
-        netrules_free(&n->rules);
-        n->rules = r;
-        n->policy.rules = &n->rules;
-        reply = 'A';
-    } else {
+    char reply = 'A';
+    if (!netrules_parse((const char *)text, len, &r, err, sizeof err)) {
+        /* Never the rules before, which may allow what the new ones do
+         * not: nothing at all, and sbxd hears of it. */
         fprintf(stderr, "sbxd-net: %s\n", err);
+        reply = 'E';
+        if (!netrules_parse("", 0, &r, err, sizeof err))
+            die("the empty network rules");
     }
+    netrules_free(&n->rules);
+    n->rules = r;
+    n->policy.rules = &n->rules;
     (void)!write(CTL_FD, &reply, 1);
 }
 
@@ -842,6 +846,7 @@ static void read_tap(struct net *n)
             return;
         if (r < 0)
             die("read " TAP_NAME);
+        n->policy.now_ms = (uint64_t)now_ms();
         switch (netfilter_judge(&n->policy, frame, (size_t)r, reply, &rlen)) {
         case NETFILTER_PASS:
             slirp_input(n->slirp, frame, (int)r);
@@ -949,6 +954,8 @@ int main(int argc, char **argv)
         if (!netrules_parse("", 0, &n.rules, err, sizeof err))
             die("the empty network rules");
         n.policy.rules = &n.rules;
+        if (!(n.policy.flows = calloc(1, sizeof *n.policy.flows)))
+            die("out of memory");
     }
     n.tap = make_tap((unsigned)mtu);
     close(USERNS_FD);
@@ -976,6 +983,7 @@ int main(int argc, char **argv)
     free(n.pfd);
     free(n.ctl);
     netrules_free(&n.rules);
+    free(n.policy.flows);
     free(n.host);
     free(n.spare);
     _exit(0);

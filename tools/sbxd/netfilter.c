@@ -6,7 +6,8 @@
  * interface addresses, or 10.0.2.2, which libslirp maps to 127.0.0.1) would
  * reach services that listen only for the host. Such frames are refused
  * with a TCP RST or an ICMP "administratively prohibited", so the sandbox's
- * connection fails at once instead of timing out. Pure: no I/O, no state.
+ * connection fails at once instead of timing out. No I/O; in restricted
+ * mode it keeps what it saw in the policy's rules and flows (netrules.h).
  */
 #include "netfilter.h"
 #include "netrules.h"
@@ -120,7 +121,11 @@ static enum rule dns_rule(const struct netfilter_policy *p, const uint8_t *ip, c
     udp_len = get16(l4 + 4);
     if (udp_len < 8 || udp_len > l4len)
         return RULE_DROP;
-    return netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ? RULE_PASS : RULE_REJECT;
+    if (!p->flows || !netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ||
+        !netflows_udp(p->flows, p->now_ms, get16(l4), true))
+        return RULE_REJECT;
+    netflows_asked(p->flows, p->now_ms, get16(l4), get16(l4 + 8));
+    return RULE_PASS;
 }
 
 /* The rule for a datagram to ip's destination. l4 is NULL in a later
@@ -131,15 +136,19 @@ static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, c
                           size_t l4len)
 {
     uint32_t dst = get32(ip + 16);
-    bool allowed = !p->rules || netrules_addr_verdict(p->rules, dst) > 0;
 
     if (dst == NETFILTER_DNS)
         return dns_rule(p, ip, l4, l4len);
     if (no_peer(dst))
         return RULE_DROP;
-    if (to_host(p, ip, dst))
-        return p->allow_host && allowed ? RULE_PASS : RULE_REJECT;
-    return allowed ? RULE_PASS : RULE_REJECT;
+    if ((to_host(p, ip, dst) && !p->allow_host) || (p->rules && netrules_addr_verdict(p->rules, dst) <= 0))
+        return RULE_REJECT;
+    /* Restricted UDP: a port that spoke DNS does not speak to others (see
+     * struct netflows). A later fragment was judged with its first. */
+    if (p->rules && ip[9] == PROTO_UDP && l4 &&
+        (!p->flows || l4len < 2 || !netflows_udp(p->flows, p->now_ms, get16(l4), false)))
+        return RULE_REJECT;
+    return RULE_PASS;
 }
 
 /* Ethernet and IPv4 headers for a reply from the blocked address back to
@@ -281,7 +290,8 @@ void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t 
         return;
     udp = ip + ihl;
     udp_len = get16(udp + 4);
-    if (get16(udp) != 53 || udp_len < 8 || udp_len > total - ihl)
+    if (get16(udp) != 53 || udp_len < 8 + 2 || udp_len > total - ihl || !p->flows ||
+        !netflows_answered(p->flows, p->now_ms, get16(udp + 2), get16(udp + 8)))
         return;
     netrules_learn(p->rules, udp + 8, udp_len - 8);
 }

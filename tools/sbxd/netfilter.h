@@ -33,6 +33,11 @@ struct netfilter_policy {
     /* Restricted mode (custom and deny-all policies) when not NULL: only the
      * addresses these rules allow, and DNS questions about allowed names. */
     struct netrules *rules;
+    /* Restricted mode's memory of the sandbox's UDP (netrules.h), kept
+     * across rule changes; without it no UDP passes in restricted mode.
+     * now_ms: a monotonic clock, set before each frame. */
+    struct netflows *flows;
+    uint64_t now_ms;
 };
 
 /* Judge one Ethernet frame from the sandbox. On NETFILTER_REJECT the reply
@@ -41,8 +46,9 @@ enum netfilter_verdict netfilter_judge(const struct netfilter_policy *p, const u
                                        size_t len, uint8_t reply[static NETFILTER_REPLY_MAX],
                                        size_t *reply_len);
 
-/* A frame the stack sends to the sandbox: in restricted mode, an answer of
- * the stack's resolver teaches the rules the addresses of an allowed name. */
+/* A frame the stack sends to the sandbox: in restricted mode, the first
+ * answer of the stack's resolver to a question that passed teaches the
+ * rules the addresses of an allowed name. */
 void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t len);
 
 #endif /* SBXD_NETFILTER_H */

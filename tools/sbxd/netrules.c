@@ -20,6 +20,7 @@
 #define DNS_NAME_MAX 255
 #define DNS_TYPE_A 1
 #define DNS_CLASS_IN 1
+#define DNS_TYPE_OPT 41
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -284,11 +285,54 @@ static bool question(const uint8_t *dns, size_t len, char name[DNS_NAME_MAX + 1]
 bool netrules_query_allowed(const struct netrules *r, const uint8_t *dns, size_t len)
 {
     char name[DNS_NAME_MAX + 1];
-    size_t after;
-    /* A query (QR 0, opcode 0) with one question and nothing else. */
-    if (len < DNS_HEADER || (dns[2] & 0xf8) != 0 || get16(dns + 6) || get16(dns + 8))
+    size_t after, extra;
+    /* A query (QR 0, opcode 0) with one question and nothing else but, at
+     * most, an EDNS OPT record (root name, type 41: resolvers add one; its
+     * options are for the host's resolver, which does not pass them on). */
+    if (len < DNS_HEADER || (dns[2] & 0xf8) != 0 || get16(dns + 6) || get16(dns + 8) || get16(dns + 10) > 1)
         return false;
-    return question(dns, len, name, &after) && netrules_name_allowed(r, name);
+    if (!question(dns, len, name, &after) || !netrules_name_allowed(r, name))
+        return false;
+    extra = len - after;
+    if (!get16(dns + 10))
+        return extra == 0;
+    return extra >= 11 && dns[after] == 0 && get16(dns + after + 1) == DNS_TYPE_OPT &&
+           extra == 11 + (size_t)get16(dns + after + 9);
+}
+
+bool netflows_udp(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns)
+{
+    uint32_t now = (uint32_t)(now_ms / 1000), other = dns ? f->udp_seen[port] : f->dns_seen[port];
+    if (other && now < other - 1 + NETFLOWS_HOLD_S)
+        return false;
+    (dns ? f->dns_seen : f->udp_seen)[port] = now + 1;
+    return true;
+}
+
+void netflows_asked(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id)
+{
+    size_t slot = 0;
+    for (size_t i = 0; i < NETFLOWS_PENDING; i++) {
+        if (f->pending[i].until_ms > now_ms && f->pending[i].port == port && f->pending[i].id == id) {
+            slot = i; /* asked again: one answer still */
+            break;
+        }
+        if (f->pending[i].until_ms < f->pending[slot].until_ms)
+            slot = i; /* a free or the oldest slot */
+    }
+    f->pending[slot].port = port;
+    f->pending[slot].id = id;
+    f->pending[slot].until_ms = now_ms + NETFLOWS_ANSWER_MS;
+}
+
+bool netflows_answered(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id)
+{
+    for (size_t i = 0; i < NETFLOWS_PENDING; i++)
+        if (f->pending[i].until_ms > now_ms && f->pending[i].port == port && f->pending[i].id == id) {
+            f->pending[i].until_ms = 0;
+            return true;
+        }
+    return false;
 }
 
 size_t netrules_learn(struct netrules *r, const uint8_t *dns, size_t len)

@@ -59,4 +59,37 @@ bool netrules_query_allowed(const struct netrules *r, const uint8_t *dns, size_t
  * would connect to for that name). Returns how many were learnt. */
 size_t netrules_learn(struct netrules *r, const uint8_t *dns, size_t len);
 
+/*
+ * What restricted mode remembers of the sandbox's UDP, across rule changes.
+ * libslirp gives each of the sandbox's UDP ports one host socket, whatever
+ * the peer, and passes whatever reaches that socket back as coming from
+ * the peer last written to. So a port that has written to an allowed
+ * server and then asks the resolver would let that server answer in the
+ * resolver's name, with addresses of its choosing. A port therefore speaks
+ * DNS or to other peers, not both, for longer than libslirp keeps its
+ * socket (240 s after the last datagram); and an answer teaches addresses
+ * only as the first answer to a question that passed, on its port and ID.
+ */
+#define NETFLOWS_HOLD_S 300
+#define NETFLOWS_PENDING 64
+#define NETFLOWS_ANSWER_MS 10000 /* how long a question waits for its answer */
+
+struct netflows {
+    uint32_t dns_seen[65536], udp_seen[65536]; /* per port: 1 + the second of its last datagram, 0 never */
+    struct {
+        uint16_t port, id;
+        uint64_t until_ms; /* 0: a free slot */
+    } pending[NETFLOWS_PENDING];
+};
+
+/* A datagram from the sandbox's UDP port: to the resolver (dns) or to
+ * another peer. False when the port spoke the other way within
+ * NETFLOWS_HOLD_S; otherwise it is noted. */
+bool netflows_udp(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns);
+/* A question that passed, from port with DNS ID id, waits for its answer. */
+void netflows_asked(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id);
+/* Whether an answer to port with DNS ID id is the first to a waiting
+ * question (which it then ends). */
+bool netflows_answered(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id);
+
 #endif /* SBXD_NETRULES_H */

@@ -210,9 +210,16 @@ int usernet_sync_isolated(struct sandbox *s, char *err, size_t errlen)
         r = -1;
     } else if (!needed && c->net_pid == 0) {
         c->rules_gen = gen; /* nothing to allow, and nothing running to close */
-    } else if ((c->net_pid == 0 &&
-                usernet_start(&s->ids, init_pid, STDERR_FILENO, true, &c->net_pid, &c->net_fd, err, errlen) < 0) ||
-               send_rules(c->net_fd, &text, err, errlen) < 0) {
+    } else if (c->net_pid == 0 &&
+               usernet_start(&s->ids, init_pid, STDERR_FILENO, true, &c->net_pid, &c->net_fd, err, errlen) < 0) {
+        r = -1;
+    } else if (send_rules(c->net_fd, &text, err, errlen) < 0) {
+        /* Its rules are unknown now (the old ones, none, or the new ones
+         * with the answer lost): it goes, and the next sync starts another.
+         * Until then the sandbox has no network but the egress proxy. */
+        usernet_stop(c->net_pid, c->net_fd);
+        c->net_pid = 0;
+        c->net_fd = -1;
         r = -1;
     } else {
         c->rules_gen = gen;
