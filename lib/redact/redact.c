@@ -843,10 +843,9 @@ static sbx_status index_cands(struct rules *r, bool shapes)
         unsigned x = quad_hash((const unsigned char *)r->lits[i].s);
         r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
     }
-    r->intro['%'] = r->intro['+'] = r->intro['\\'] = r->intro['\n'] = r->intro['\r'] = r->intro[0x1b] = true;
     for (size_t i = 0; i < r->nlits; i++)
-        if (r->lits[i].dec & DEC_SHELL)
-            r->intro['\''] = r->intro['"'] = true;
+        for (unsigned b = 0; b < 256; b++)
+            r->intro[b] |= dec_intro((unsigned char)b, r->lits[i].dec);
     index_runs(r);
     return index_pre(r);
 }

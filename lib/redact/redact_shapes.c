@@ -187,7 +187,7 @@ static shape_result match_token_row(const sbx__shape *sh, const char *buf, size_
                                     size_t *start, size_t *end)
 {
     const sbx__token *t = &sh->token;
-    size_t prefix = strlen(sh->trigger), i = prefix;
+    size_t prefix = sh->need_from, i = prefix; /* a row's need starts after its trigger */
     int c;
 
     if (t->sep) {
@@ -202,10 +202,7 @@ static shape_result match_token_row(const sbx__shape *sh, const char *buf, size_
     }
     {
         const struct token_rule r = {prefix, t->min, t->max, t->body, t->run};
-        shape_result res = match_token(&r, buf, len, prev, more, start, end);
-        if (res == SBX__SHAPE_YES)
-            *start = 0;
-        return res;
+        return match_token(&r, buf, len, prev, more, start, end);
     }
 }
 
@@ -1129,9 +1126,9 @@ static shape_result match_auth(const char *buf, size_t len, int prev, bool more,
 
 /* ---- command lines ------------------------------------------------------------------------ */
 
-/* The end of the command-line word at buf[i] (quoted words whole), or
- * BYTE_NEED when its end is still to come; *q tells whether it was quoted
- * (the quotes are not part of the password). */
+/* The end of the command-line word at buf[i] (quoted words whole) in
+ * *wend, and the word without its quotes in [*ws, *we) (they are not part
+ * of the password); BYTE_NEED when its end is still to come. */
 static int cli_word(const char *buf, size_t len, size_t i, bool more, size_t *wend, size_t *ws, size_t *we)
 {
     int c = peek(buf, len, i, more), q;
@@ -1292,15 +1289,10 @@ static shape_result match_pem_b64(const char *buf, size_t len, int prev, bool mo
         c = peek(buf, len, i, more);
         if (c == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (c == '\n' || c == '\r')
-            continue;
-        if (c == '\\') {
-            int d = peek(buf, len, i + 1, more);
-            if (d == BYTE_NEED)
-                return SBX__SHAPE_MORE;
-            if (d != 'n' && d != 'r')
-                break;
-            i++;
+        if ((v = pem_break(buf, len, i, more)) < 0)
+            return SBX__SHAPE_MORE;
+        if (v > 0) {
+            i += (size_t)v - 1;
             continue;
         }
         if ((v = b64val(c)) < 0)
@@ -1332,26 +1324,11 @@ static shape_result match_pem_b64(const char *buf, size_t len, int prev, bool mo
         if (i - ls < 40)
             break;
         /* a line break, raw or escaped */
-        j = i;
-        if (c == '\r')
-            c = peek(buf, len, ++j, more);
-        if (c == '\\') {
-            d = peek(buf, len, j + 1, more);
-            if (d == BYTE_NEED)
-                return SBX__SHAPE_MORE;
-            if (d == 'r' && peek(buf, len, j + 2, more) == '\\')
-                j += 2;
-            c = peek(buf, len, j + 1, more) == 'n' ? '\n' : 0;
-            j += c ? 2 : 0;
-        } else if (c == '\n') {
-            j++;
-        } else {
-            break;
-        }
-        if (c == BYTE_NEED)
+        if ((d = pem_break(buf, len, i, more)) < 0)
             return SBX__SHAPE_MORE;
-        if (c != '\n')
+        if (d == 0)
             break;
+        j = i + (size_t)d;
         /* the next line: base64 to its end? */
         for (k = j; (d = peek(buf, len, k, more)) != BYTE_NEED && (b64val(d) >= 0 || d == '='); k++)
             ;
@@ -1546,7 +1523,7 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
 {
     size_t i = 0, k, v, qn;
     unsigned flags = 0;
-    int keyq = BYTE_END, endq = BYTE_END, c;
+    int endq = BYTE_END, c;
     bool spaced = false, sure;
 
     for (k = 0; k < sizeof assign_keys / sizeof assign_keys[0]; k++) {
@@ -1568,17 +1545,14 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
         return SBX__SHAPE_MORE;
     if (is_alnum(c) || (c == '_' && !(flags & KEY_QUOTED)))
         return SBX__SHAPE_NO;
-    if (flags & KEY_QUOTED)
-        keyq = '"';
-    else if ((prev == '"' || prev == '\'' || prev == SBX__PREV_ESCAPED_QUOTE) &&
-             (keyq = quote_at(buf, len, i, more, &qn)) != BYTE_END) {
+    if (!(flags & KEY_QUOTED) && (prev == '"' || prev == '\'' || prev == SBX__PREV_ESCAPED_QUOTE)) {
+        int keyq = quote_at(buf, len, i, more, &qn); /* the key's closing quote */
         if (keyq == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        if (keyq != prev)
+        if (keyq != BYTE_END && keyq != prev)
             return SBX__SHAPE_NO;
-        i += qn;
-    } else {
-        keyq = BYTE_END;
+        if (keyq != BYTE_END)
+            i += qn;
     }
     if (!skip_space(buf, len, &i, more, &c))
         return SBX__SHAPE_MORE;
@@ -1647,7 +1621,6 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
         if (!credentialish(buf + v, i - v) && !(i - v >= 6 && digit))
             return SBX__SHAPE_NO;
     }
-    (void)keyq;
     /* A token of a known kind is that kind's, as it would be alone. */
     for (k = 0; k < sbx__nshapes; k++) {
         const sbx__shape *sh = &sbx__shapes[k];
