@@ -727,9 +727,8 @@ struct state {
     git_blob *blob;
     git_oid id;               /* the base's blob (when not touched) */
     bool touched;
-    char *post;               /* with applied: the file's new bytes, made ahead (owned) */
+    char *post;               /* the file's new bytes, when made ahead (owned) */
     size_t post_len;
-    bool applied;
 };
 
 static void state_clear(struct state *st)
@@ -762,7 +761,7 @@ static sbx_status file_state(sbx_patch *p, const char *path, size_t slot, struct
     st->id = *git_tree_entry_id(te);
     st->data = "";
     if (git_tree_entry_type(te) == GIT_OBJECT_BLOB &&
-        !(st->applied = sbx__prefetch_take(p->pf, slot, &st->id, &st->post, &st->post_len)) &&
+        !sbx__prefetch_take(p->pf, slot, &st->id, &st->post, &st->post_len) &&
         !(st->data = sbx__prefetch_get(p->pf, slot, &st->id, &st->len))) {
         if (git_blob_lookup(&st->blob, p->repo, &st->id) < 0) {
             git_tree_entry_free(te);
@@ -825,7 +824,7 @@ static sbx_status apply_text_file(sbx_patch *p, size_t i, struct state *old, cha
     char why[256];
     sbx_status st;
 
-    if (old->applied) { /* by a thread of read_ahead(), the same way */
+    if (old->post) { /* made by a thread of read_ahead(), the same way */
         *out = old->post;
         *out_len = old->post_len;
         old->post = NULL;

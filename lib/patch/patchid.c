@@ -18,7 +18,7 @@
  */
 struct pid {
     EVP_MD_CTX *ctx;
-    EVP_MD *md;         /* fetched once: an implicit fetch per file costs more than the hashing */
+    EVP_MD *md;         /* fetched once per patch: an implicit fetch per file costs more than the hashing */
     unsigned char sum[20];
     size_t hashed;
     size_t k;           /* bytes waiting in buf: one digest update per 4 KiB, not per line */

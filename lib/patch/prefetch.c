@@ -87,6 +87,8 @@ unsigned sbx__prefetch_threads(unsigned asked, size_t files)
         t = THREADS_MAX;
     if (!asked && t > files / FILES_PER_THREAD)
         t = files / FILES_PER_THREAD;
+    if (t > files)
+        t = files; /* a thread without a file would only hold a pooled repository */
     return t ? (unsigned)t : 1;
 }
 

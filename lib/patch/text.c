@@ -119,11 +119,11 @@ sbx_status sbx__patch_git_form(const char *t, size_t len, sbx__buf *conv, bool *
          * git. Never dropped between a "--- " line and a "+++ " one, which
          * would make a pair of them and the text read differently when
          * loaded again. */
-        if (((n >= 5 && memcmp(line, "diff ", 5) == 0 && !(n >= 11 && memcmp(line, "diff --git ", 11) == 0)) ||
-             (n >= 8 && memcmp(line, "Only in ", 8) == 0)) &&
-            !(last_minus && rest >= 4 && memcmp(next, "+++ ", 4) == 0))
+        if (((sbx__patch_starts(line, n, "diff ") && !sbx__patch_starts(line, n, "diff --git ")) ||
+             sbx__patch_starts(line, n, "Only in ")) &&
+            !(last_minus && sbx__patch_starts(next, rest, "+++ ")))
             continue;
-        last_minus = n >= 4 && memcmp(line, "--- ", 4) == 0;
+        last_minus = sbx__patch_starts(line, n, "--- ");
         st = sbx__buf_append(conv, line, n);
     }
     sbx__buf_free(&oldp);
