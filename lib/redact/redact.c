@@ -1451,8 +1451,10 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
 }
 
 /* A value's prefix matched to *mlen: on as far as the text goes on
- * agreeing with the rest of the value (raw, or escaped as match_dec reads
- * it). AT_WAIT while it agrees up to the end of the bytes at hand. */
+ * agreeing with the rest of the value, raw or in decode_esc's escapes
+ * (percent and JSON; not colour codes, shell forms or '+' for a space,
+ * which end the extension there: the prefix itself is redacted). AT_WAIT
+ * while it agrees up to the end of the bytes at hand. */
 static enum at_result extend_prefix(const struct cand *c, const unsigned char *p, size_t avail, bool more,
                                     size_t *mlen)
 {

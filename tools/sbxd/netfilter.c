@@ -31,16 +31,6 @@
 
 enum rule { RULE_PASS, RULE_DROP, RULE_REJECT };
 
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)(v >> 8);
@@ -57,7 +47,7 @@ static void put32(uint8_t *p, uint32_t v)
 static uint32_t sum_bytes(uint32_t sum, const uint8_t *p, size_t n)
 {
     for (; n > 1; p += 2, n -= 2)
-        sum += get16(p);
+        sum += netrules_be16(p);
     if (n)
         sum += (uint32_t)p[0] << 8;
     return sum;
@@ -110,21 +100,21 @@ static enum rule dns_rule(const struct netfilter_policy *p, const uint8_t *ip, c
          * without that one it is never reassembled. */
         if (!l4)
             return RULE_PASS;
-        if ((ip[9] == PROTO_UDP || ip[9] == PROTO_TCP) && l4len >= 4 && get16(l4 + 2) == 53)
+        if ((ip[9] == PROTO_UDP || ip[9] == PROTO_TCP) && l4len >= 4 && netrules_be16(l4 + 2) == 53)
             return RULE_PASS;
         return RULE_REJECT;
     }
     /* Restricted: a question about an allowed name, over UDP, whole:
      * anything else could carry data out through the host's resolver. */
-    if (!l4 || ip[9] != PROTO_UDP || l4len < 8 || get16(l4 + 2) != 53 || (get16(ip + 6) & 0x2000))
+    if (!l4 || ip[9] != PROTO_UDP || l4len < 8 || netrules_be16(l4 + 2) != 53 || (netrules_be16(ip + 6) & 0x2000))
         return l4 ? RULE_REJECT : RULE_DROP;
-    udp_len = get16(l4 + 4);
+    udp_len = netrules_be16(l4 + 4);
     if (udp_len < 8 || udp_len > l4len)
         return RULE_DROP;
     if (!p->flows || !netrules_query_allowed(p->rules, l4 + 8, udp_len - 8) ||
-        !netflows_udp(p->flows, p->now_ms, get16(l4), true))
+        !netflows_udp(p->flows, p->now_ms, netrules_be16(l4), true))
         return RULE_REJECT;
-    netflows_asked(p->flows, p->now_ms, get16(l4), get16(l4 + 8));
+    netflows_asked(p->flows, p->now_ms, netrules_be16(l4), netrules_be16(l4 + 8));
     return RULE_PASS;
 }
 
@@ -135,7 +125,7 @@ static enum rule dns_rule(const struct netfilter_policy *p, const uint8_t *ip, c
 static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, const uint8_t *l4,
                           size_t l4len)
 {
-    uint32_t dst = get32(ip + 16);
+    uint32_t dst = netrules_be32(ip + 16);
 
     if (dst == NETFILTER_DNS)
         return dns_rule(p, ip, l4, l4len);
@@ -146,7 +136,7 @@ static enum rule rule_for(const struct netfilter_policy *p, const uint8_t *ip, c
     /* Restricted UDP: a port that spoke DNS does not speak to others (see
      * struct netflows). A later fragment was judged with its first. */
     if (p->rules && ip[9] == PROTO_UDP && l4 &&
-        (!p->flows || l4len < 2 || !netflows_udp(p->flows, p->now_ms, get16(l4), false)))
+        (!p->flows || l4len < 2 || !netflows_udp(p->flows, p->now_ms, netrules_be16(l4), false)))
         return RULE_REJECT;
     return RULE_PASS;
 }
@@ -197,7 +187,7 @@ static size_t tcp_reset(const uint8_t *frame, const uint8_t *ip, const uint8_t *
         memcpy(t + 4, tcp + 8, 4);
         t[13] = TCP_RST;
     } else {
-        uint32_t ack = get32(tcp + 4) + (uint32_t)(len - doff) + (flags & TCP_SYN ? 1u : 0u) +
+        uint32_t ack = netrules_be32(tcp + 4) + (uint32_t)(len - doff) + (flags & TCP_SYN ? 1u : 0u) +
                        (flags & TCP_FIN ? 1u : 0u);
         put32(t + 8, ack);
         t[13] = TCP_RST | TCP_ACK;
@@ -238,7 +228,7 @@ enum netfilter_verdict netfilter_judge(const struct netfilter_policy *p, const u
     *reply_len = 0;
     if (len < ETH_HLEN)
         return NETFILTER_DROP;
-    switch (get16(frame + 12)) {
+    switch (netrules_be16(frame + 12)) {
     case ETHERTYPE_ARP:
         return NETFILTER_PASS;
     case ETHERTYPE_IP:
@@ -252,12 +242,12 @@ enum netfilter_verdict netfilter_judge(const struct netfilter_policy *p, const u
     if (avail < 20 || ip[0] >> 4 != 4)
         return NETFILTER_DROP;
     ihl = (size_t)(ip[0] & 0x0f) * 4;
-    total = get16(ip + 2);
+    total = netrules_be16(ip + 2);
     /* Ethernet may pad a frame, so total may be less than avail, never
      * more; ihl <= total <= avail keeps the header inside the frame. */
     if (ihl < 20 || total < ihl || total > avail || sum_fold(sum_bytes(0, ip, ihl)) != 0)
         return NETFILTER_DROP;
-    l4 = get16(ip + 6) & IP_OFFMASK ? NULL : ip + ihl;
+    l4 = netrules_be16(ip + 6) & IP_OFFMASK ? NULL : ip + ihl;
     switch (rule_for(p, ip, l4, total - ihl)) {
     case RULE_PASS:
         return NETFILTER_PASS;
@@ -280,18 +270,18 @@ void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t 
     const uint8_t *ip, *udp;
     size_t ihl, total, udp_len;
 
-    if (!p->rules || len < ETH_HLEN + 20 || get16(frame + 12) != ETHERTYPE_IP)
+    if (!p->rules || len < ETH_HLEN + 20 || netrules_be16(frame + 12) != ETHERTYPE_IP)
         return;
     ip = frame + ETH_HLEN;
     ihl = (size_t)(ip[0] & 0x0f) * 4;
-    total = get16(ip + 2);
+    total = netrules_be16(ip + 2);
     if (ip[0] >> 4 != 4 || ihl < 20 || total < ihl + 8 || total > len - ETH_HLEN || ip[9] != PROTO_UDP ||
-        (get16(ip + 6) & (IP_OFFMASK | 0x2000)) || get32(ip + 12) != NETFILTER_DNS)
+        (netrules_be16(ip + 6) & (IP_OFFMASK | 0x2000)) || netrules_be32(ip + 12) != NETFILTER_DNS)
         return;
     udp = ip + ihl;
-    udp_len = get16(udp + 4);
-    if (get16(udp) != 53 || udp_len < 8 + 2 || udp_len > total - ihl || !p->flows ||
-        !netflows_answered(p->flows, p->now_ms, get16(udp + 2), get16(udp + 8)))
+    udp_len = netrules_be16(udp + 4);
+    if (netrules_be16(udp) != 53 || udp_len < 8 + 2 || udp_len > total - ihl || !p->flows ||
+        !netflows_answered(p->flows, p->now_ms, netrules_be16(udp + 2), netrules_be16(udp + 8)))
         return;
     netrules_learn(p->rules, udp + 8, udp_len - 8);
 }

@@ -22,11 +22,6 @@
 #define DNS_CLASS_IN 1
 #define DNS_TYPE_OPT 41
 
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 void netrules_free(struct netrules *r)
 {
     for (size_t i = 0; i < r->ndomains; i++)
@@ -274,7 +269,7 @@ static bool skip_name(const uint8_t *dns, size_t len, size_t *at)
 static bool question(const uint8_t *dns, size_t len, char name[DNS_NAME_MAX + 1], size_t *after)
 {
     size_t at = DNS_HEADER;
-    if (len < DNS_HEADER || get16(dns + 4) != 1)
+    if (len < DNS_HEADER || netrules_be16(dns + 4) != 1)
         return false;
     if (!read_name(dns, len, &at, name) || at + 4 > len)
         return false;
@@ -289,15 +284,15 @@ bool netrules_query_allowed(const struct netrules *r, const uint8_t *dns, size_t
     /* A query (QR 0, opcode 0) with one question and nothing else but, at
      * most, an EDNS OPT record (root name, type 41: resolvers add one; its
      * options are for the host's resolver, which does not pass them on). */
-    if (len < DNS_HEADER || (dns[2] & 0xf8) != 0 || get16(dns + 6) || get16(dns + 8) || get16(dns + 10) > 1)
+    if (len < DNS_HEADER || (dns[2] & 0xf8) != 0 || netrules_be16(dns + 6) || netrules_be16(dns + 8) || netrules_be16(dns + 10) > 1)
         return false;
     if (!question(dns, len, name, &after) || !netrules_name_allowed(r, name))
         return false;
     extra = len - after;
-    if (!get16(dns + 10))
+    if (!netrules_be16(dns + 10))
         return extra == 0;
-    return extra >= 11 && dns[after] == 0 && get16(dns + after + 1) == DNS_TYPE_OPT &&
-           extra == 11 + (size_t)get16(dns + after + 9);
+    return extra >= 11 && dns[after] == 0 && netrules_be16(dns + after + 1) == DNS_TYPE_OPT &&
+           extra == 11 + (size_t)netrules_be16(dns + after + 9);
 }
 
 bool netflows_udp(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns)
@@ -343,20 +338,19 @@ size_t netrules_learn(struct netrules *r, const uint8_t *dns, size_t len)
         return 0; /* not an answer, or an error */
     if (!question(dns, len, name, &at) || !netrules_name_allowed(r, name))
         return 0;
-    answers = get16(dns + 6);
+    answers = netrules_be16(dns + 6);
     for (size_t i = 0; i < answers; i++) {
         uint16_t type, class, rdlen;
         if (!skip_name(dns, len, &at) || at + 10 > len)
             break;
-        type = get16(dns + at);
-        class = get16(dns + at + 2);
-        rdlen = get16(dns + at + 8);
+        type = netrules_be16(dns + at);
+        class = netrules_be16(dns + at + 2);
+        rdlen = netrules_be16(dns + at + 8);
         at += 10;
         if (at + rdlen > len)
             break;
         if (type == DNS_TYPE_A && class == DNS_CLASS_IN && rdlen == 4) {
-            uint32_t a = (uint32_t)dns[at] << 24 | (uint32_t)dns[at + 1] << 16 | (uint32_t)dns[at + 2] << 8 |
-                         dns[at + 3];
+            uint32_t a = netrules_be32(dns + at);
             if (netrules_addr_verdict(r, a) == 0) {
                 r->learned[r->next_learned] = a;
                 r->next_learned = (r->next_learned + 1) % NETRULES_LEARNED;

@@ -12,6 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Big-endian reads, for packet headers and DNS messages. */
+static inline uint16_t netrules_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t netrules_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 #define NETRULES_MAX 1024       /* CIDRs, domains or host entries of one kind */
 #define NETRULES_LEARNED 4096   /* addresses learnt from DNS answers, the oldest dropped */
 #define NETRULES_TEXT_MAX (1024 * 1024) /* 1,024 domains of 255 bytes, the CIDRs and hosts */
