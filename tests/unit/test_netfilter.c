@@ -888,6 +888,7 @@ START_TEST(test_netfilter_restricted_learns_from_answers)
     len = dns_answer_frame(f, "db.example.com", other, 1, 0x8180);
     put32(f + 14 + 12, ADDR(198, 51, 100, 1));
     netfilter_observe(&p, f, len);
+    flows = (struct netflows){0}; /* that datagram gave the port to another peer */
     len = tcp_frame(f, other[0], 5432, 0x02, 1, 0, 0);
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
     len = tcp_frame(f, denied[0], 5432, 0x02, 1, 0, 0);
@@ -943,6 +944,24 @@ START_TEST(test_netfilter_restricted_udp_port_speaks_one_way)
     /* and the other way round */
     len = udp_frame(f, ADDR(203, 0, 113, 5), 9999, 20);
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    /* A peer that keeps the port's socket alive keeps it from DNS: a
+     * datagram to the port from the allowed server now and then. */
+    flows = (struct netflows){0};
+    len = udp_frame(f, ADDR(203, 0, 113, 5), 9999, 20);
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);
+    for (int k = 0; k < 3; k++) {
+        struct netfilter_policy p = {hosts, 2, false, &r, &flows, clock_ms};
+        len = dns_answer_frame(f, "db.example.com", &evil, 1, 0x8180); /* any datagram to GUEST_PORT */
+        put32(f + 14 + 12, ADDR(203, 0, 113, 5));
+        put16(f + 14 + 20, 9999);
+        clock_ms += 200 * 1000ull;
+        p.now_ms = clock_ms;
+        netfilter_observe(&p, f, len);
+    }
+    clock_ms += (NETFLOWS_HOLD_S - 100) * 1000ull;
+    len = dns_query_frame(f, "db.example.com");
+    ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_REJECT);
+    ck_assert_int_eq(netrules_addr_verdict(&r, evil), 0);
     /* TCP is not affected (libslirp keeps a socket per connection) */
     len = tcp_frame(f, ADDR(203, 0, 113, 5), 9999, 0x02, 1, 0, 0);
     ck_assert_int_eq(restricted(&r, false, f, len), NETFILTER_PASS);

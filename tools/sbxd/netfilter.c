@@ -269,18 +269,24 @@ void netfilter_observe(struct netfilter_policy *p, const uint8_t *frame, size_t 
 {
     const uint8_t *ip, *udp;
     size_t ihl, total, udp_len;
+    bool from_dns;
 
-    if (!p->rules || len < ETH_HLEN + 20 || netrules_be16(frame + 12) != ETHERTYPE_IP)
+    if (!p->rules || !p->flows || len < ETH_HLEN + 20 || netrules_be16(frame + 12) != ETHERTYPE_IP)
         return;
     ip = frame + ETH_HLEN;
     ihl = (size_t)(ip[0] & 0x0f) * 4;
     total = netrules_be16(ip + 2);
     if (ip[0] >> 4 != 4 || ihl < 20 || total < ihl + 8 || total > len - ETH_HLEN || ip[9] != PROTO_UDP ||
-        (netrules_be16(ip + 6) & (IP_OFFMASK | 0x2000)) || netrules_be32(ip + 12) != NETFILTER_DNS)
+        (netrules_be16(ip + 6) & IP_OFFMASK))
         return;
     udp = ip + ihl;
+    /* Whatever reaches a port keeps libslirp's socket for it, and so the
+     * port's way (DNS or other peers), alive: a peer sending now and then
+     * must not outlast the hold and then answer in the resolver's name. */
+    from_dns = netrules_be32(ip + 12) == NETFILTER_DNS && netrules_be16(udp) == 53;
+    netflows_seen(p->flows, p->now_ms, netrules_be16(udp + 2), from_dns);
     udp_len = netrules_be16(udp + 4);
-    if (netrules_be16(udp) != 53 || udp_len < 8 + 2 || udp_len > total - ihl || !p->flows ||
+    if (!from_dns || (netrules_be16(ip + 6) & 0x2000) || udp_len < 8 + 2 || udp_len > total - ihl ||
         !netflows_answered(p->flows, p->now_ms, netrules_be16(udp + 2), netrules_be16(udp + 8)))
         return;
     netrules_learn(p->rules, udp + 8, udp_len - 8);

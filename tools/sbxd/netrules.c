@@ -300,8 +300,13 @@ bool netflows_udp(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns)
     uint32_t now = (uint32_t)(now_ms / 1000), other = dns ? f->udp_seen[port] : f->dns_seen[port];
     if (other && now < other - 1 + NETFLOWS_HOLD_S)
         return false;
-    (dns ? f->dns_seen : f->udp_seen)[port] = now + 1;
+    netflows_seen(f, now_ms, port, dns);
     return true;
+}
+
+void netflows_seen(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns)
+{
+    (dns ? f->dns_seen : f->udp_seen)[port] = (uint32_t)(now_ms / 1000) + 1;
 }
 
 void netflows_asked(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id)

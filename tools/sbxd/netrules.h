@@ -78,7 +78,7 @@ size_t netrules_learn(struct netrules *r, const uint8_t *dns, size_t len);
  * server and then asks the resolver would let that server answer in the
  * resolver's name, with addresses of its choosing. A port therefore speaks
  * DNS or to other peers, not both, for longer than libslirp keeps its
- * socket (240 s after the last datagram); and an answer teaches addresses
+ * socket (240 s after the last datagram either way); and an answer teaches addresses
  * only as the first answer to a question that passed, on its port and ID.
  */
 #define NETFLOWS_HOLD_S 300
@@ -97,6 +97,10 @@ struct netflows {
  * another peer. False when the port spoke the other way within
  * NETFLOWS_HOLD_S; otherwise it is noted. */
 bool netflows_udp(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns);
+/* A datagram to the sandbox's port, from the resolver (dns) or another
+ * peer: it keeps libslirp's socket for the port alive, so it keeps the
+ * port's way as long. */
+void netflows_seen(struct netflows *f, uint64_t now_ms, uint16_t port, bool dns);
 /* A question that passed, from port with DNS ID id, waits for its answer. */
 void netflows_asked(struct netflows *f, uint64_t now_ms, uint16_t port, uint16_t id);
 /* Whether an answer to port with DNS ID id is the first to a waiting
