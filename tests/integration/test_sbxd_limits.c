@@ -116,8 +116,11 @@ START_TEST(test_sbxd_limits_abandoned_streams_release_threads)
         curl_slist_free_all(hdr);
         curl_easy_cleanup(h); /* closes the connection */
     }
-    /* The waits look at their client every few seconds. */
-    deadline = mono_ms() + 20000;
+    /* The waits look at their client every few seconds; a pool worker
+     * started during the burst (a slow machine, ASan) leaves once idle for
+     * 30 s (WORKER_IDLE_MS in tools/sbxd/http.c). A thread held by an
+     * abandoned stream would stay for the command's 120 s. */
+    deadline = mono_ms() + 45000;
     do {
         usleep(200000);
         after = threads_of(d->pid);
