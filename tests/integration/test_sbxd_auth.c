@@ -87,7 +87,7 @@ START_TEST(test_sbxd_auth_unknown_path_404)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
     char *sid = sbx_create(d, NULL);
-    static const char *const paths[] = {"/", "/v2/sandboxes", "/v1/nothing", "/v1/sandboxes/x/y/z/w/v"};
+    static const char *const paths[] = {"/", "/v4/sandboxes", "/v2/nothing", "/v1/nothing", "/v1/sandboxes/x/y/z/w/v"};
     struct http_resp *r;
 
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {

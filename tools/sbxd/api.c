@@ -9,6 +9,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +21,16 @@
 #include "http.h"
 #include "parse.h"
 #include "sbxd.h"
+#include "api.h"
 
 static const char *const runtimes[] = {"node24", "node22", "node26", "python3.13", NULL};
 
-static bool seg_is(struct http_req *r, int i, const char *s)
+bool seg_is(struct http_req *r, int i, const char *s)
 {
     return i < r->nseg && strcmp(r->segs[i], s) == 0;
 }
 
-static bool method_is(struct http_req *r, const char *m)
+bool method_is(struct http_req *r, const char *m)
 {
     return strcmp(r->method, m) == 0;
 }
@@ -39,9 +41,21 @@ bool api_wants_spool(const char *method, const char *url)
     return strcmp(method, "POST") == 0 && n > 9 && strcmp(url + n - 9, "/fs/write") == 0;
 }
 
+__attribute__((format(printf, 4, 5))) void set_err(struct api_err *e, unsigned status, const char *code,
+                                                   const char *fmt, ...)
+{
+    va_list ap;
+    e->status = status;
+    e->code = code;
+    e->retry_after = NULL;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- lookups: each returns a referenced object or queues the error ---- */
 
-static struct sandbox *get_sandbox(struct http_req *r, const char *id, enum MHD_Result *ret)
+struct sandbox *api_get_session(struct http_req *r, const char *id, enum MHD_Result *ret)
 {
     struct sandbox *s;
     pthread_mutex_lock(&g.lock);
@@ -50,31 +64,73 @@ static struct sandbox *get_sandbox(struct http_req *r, const char *id, enum MHD_
         sandbox_ref(s);
     pthread_mutex_unlock(&g.lock);
     if (!s)
-        *ret = reply_error(r, 404, "not_found", "sandbox %s not found", id);
+        *ret = reply_error(r, 404, "not_found", "%s %s not found", r->proto == 1 ? "sandbox" : "session", id);
     return s;
 }
 
-static void put_sandbox(struct sandbox *s)
+void api_put_session(struct sandbox *s)
 {
     pthread_mutex_lock(&g.lock);
     sandbox_unref(s);
     pthread_mutex_unlock(&g.lock);
 }
 
-static enum MHD_Result gone(struct http_req *r, struct sandbox *s)
+enum MHD_Result api_not_running(struct http_req *r, struct sandbox *s)
 {
     enum sandbox_status st;
+    const char *what = r->proto == 1 ? "sandbox" : "session";
     pthread_mutex_lock(&g.lock);
     st = s->status;
     pthread_mutex_unlock(&g.lock);
-    return reply_error(r, 410, "gone", "sandbox %s is %s", s->id, sandbox_status_name(st));
+    if (r->proto != 1 && (st == SBXD_STOPPING || st == SBXD_SNAPSHOTTING))
+        return reply_error(r, 422, st == SBXD_STOPPING ? "sandbox_stopping" : "sandbox_snapshotting",
+                           "session %s is %s", s->id, sandbox_status_name(st));
+    return reply_error(r, 410, "gone", "%s %s is %s", what, s->id, sandbox_status_name(st));
 }
 
-static json_t *wrap_sandbox(struct sandbox *s, bool routes)
+json_t *api_session_json(int proto, struct sandbox *s)
+{
+    json_t *o = sandbox_json(s);
+    if (o && proto != 1)
+        json_object_del(o, "projectId"); /* not a session field */
+    return o;
+}
+
+json_t *api_command_json(int proto, struct command *c)
+{
+    json_t *o = command_json(c);
+    if (o && proto != 1) {
+        json_object_set_new(o, "sessionId", json_string(c->sbx ? c->sbx->id : ""));
+        json_object_del(o, "sandboxId");
+        if (c->exited && c->finished_at >= c->started_at)
+            json_object_set_new(o, "durationMs", json_integer(c->finished_at - c->started_at));
+    }
+    return o;
+}
+
+json_t *api_snapshot_json(int proto, struct snapshot *sn)
+{
+    json_t *o = snapshot_json(sn);
+    if (o && proto != 1) {
+        json_object_set_new(o, "sourceSessionId", json_string(sn->source_sandbox_id));
+        json_object_del(o, "sourceSandboxId");
+        json_object_set_new(o, "regions", json_pack("[s]", SBXD_REGION));
+        if (sn->parent_id)
+            json_object_set_new(o, "parentId", json_string(sn->parent_id));
+        if (sn->method)
+            json_object_set_new(o, "creationMethod", json_string(sn->method));
+        if (sn->last_used_at > 0)
+            json_object_set_new(o, "lastUsedAt", json_integer(sn->last_used_at));
+    }
+    return o;
+}
+
+/* {"sandbox": s} (v1) or {"session": s} (2.x), and its routes. */
+static json_t *wrap_sandbox(struct http_req *r, struct sandbox *s, bool routes)
 {
     json_t *o;
     pthread_mutex_lock(&g.lock);
-    o = json_pack("{s:o}", "sandbox", sandbox_json(s));
+    o = json_pack("{s:o}", r->proto == 1 ? "sandbox" : "session", api_session_json(r->proto, s));
     if (o && routes)
         json_object_set_new(o, "routes", sandbox_routes_json(s));
     pthread_mutex_unlock(&g.lock);
@@ -117,7 +173,7 @@ static int parse_limit(struct http_req *r, int *limit, int64_t *since, int64_t *
 
 /* Injection rules need the egress CA; without it they are refused rather
  * than accepted and not applied. */
-static bool injection_ok(const struct netpolicy *p, char *err, size_t errlen)
+bool injection_ok(const struct netpolicy *p, char *err, size_t errlen)
 {
     if (p->ninject == 0 || g.can_inject)
         return true;
@@ -209,26 +265,31 @@ static void discard_sandbox(struct sandbox *s)
 
 static const char *status_code(int st);
 
-static enum MHD_Result create_sandbox(struct http_req *r)
+/* A new session (a v1 sandbox) from a create body; *out gets a reference.
+ * Every field is checked before anything happens. 0, or -1 with e set
+ * (nothing of the session is left then, so even a 5xx is safe to retry). */
+int session_create(json_t *body, const struct session_opts *opt, struct sandbox **out, struct api_err *e)
 {
-    enum MHD_Result ret = MHD_NO;
-    json_t *body = req_json(r, &ret), *jv, *src;
+    json_t *jv, *src;
     struct sandbox *s = NULL;
     struct netpolicy *policy = NULL;
     struct snapshot *from = NULL;
-    char err[2048] = "";
+    char *err = e->msg;
     int64_t timeout = g.cfg.default_timeout_ms, vcpus = g.cfg.default_vcpus;
     const char *runtime = NULL, *project = NULL, *src_type = NULL;
     int ports[SBXD_MAX_PORTS], nports = 0, st = 400;
     sbx__strlist env = SBX__STRLIST_INIT;
     int64_t requested_at = now_ms();
 
-    if (!body)
-        return ret;
+    *out = NULL;
+    e->status = 400;
+    e->code = "bad_request";
+    e->retry_after = NULL;
+    e->msg[0] = '\0';
     /* --- validate everything before anything happens --- */
     if ((jv = json_object_get(body, "projectId")) && !json_is_null(jv)) {
         if (!json_is_string(jv)) {
-            snprintf(err, sizeof err, "projectId must be a string");
+            snprintf(err, sizeof e->msg, "projectId must be a string");
             goto bad;
         }
         project = json_string_value(jv);
@@ -239,14 +300,14 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         for (int i = 0; runtime && runtimes[i]; i++)
             known |= strcmp(runtime, runtimes[i]) == 0;
         if (!known) {
-            snprintf(err, sizeof err, "runtime must be one of node24, node22, node26, python3.13");
+            snprintf(err, sizeof e->msg, "runtime must be one of node24, node22, node26, python3.13");
             goto bad;
         }
     }
     if ((jv = json_object_get(body, "timeout")) && !json_is_null(jv)) {
         if (json_get_int64(body, "timeout", &timeout) != 1 || timeout < 1000 ||
             timeout > g.cfg.max_timeout_ms) {
-            snprintf(err, sizeof err, "timeout must be milliseconds from 1000 to %lld",
+            snprintf(err, sizeof e->msg, "timeout must be milliseconds from 1000 to %lld",
                      (long long)g.cfg.max_timeout_ms);
             goto bad;
         }
@@ -254,7 +315,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     if ((jv = json_object_get(body, "resources")) && !json_is_null(jv)) {
         if (!json_is_object(jv) || json_get_int64(jv, "vcpus", &vcpus) < 0 ||
             (json_object_get(jv, "vcpus") && (vcpus < 1 || vcpus > g.cfg.max_vcpus))) {
-            snprintf(err, sizeof err, "resources.vcpus must be an integer from 1 to %d",
+            snprintf(err, sizeof e->msg, "resources.vcpus must be an integer from 1 to %d",
                      g.cfg.max_vcpus);
             goto bad;
         }
@@ -263,29 +324,29 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         size_t i;
         json_t *p;
         if (!json_is_array(jv) || json_array_size(jv) > SBXD_MAX_PORTS) {
-            snprintf(err, sizeof err, "ports must be an array of at most %d port numbers",
+            snprintf(err, sizeof e->msg, "ports must be an array of at most %d port numbers",
                      SBXD_MAX_PORTS);
             goto bad;
         }
         json_array_foreach(jv, i, p) {
             int64_t v;
             if (!json_is_integer(p) || (v = json_integer_value(p)) < 1 || v > 65535) {
-                snprintf(err, sizeof err, "ports[%zu] must be a port number from 1 to 65535", i);
+                snprintf(err, sizeof e->msg, "ports[%zu] must be a port number from 1 to 65535", i);
                 goto bad;
             }
             for (int k = 0; k < nports; k++)
                 if (ports[k] == v) {
-                    snprintf(err, sizeof err, "port %lld is listed twice", (long long)v);
+                    snprintf(err, sizeof e->msg, "port %lld is listed twice", (long long)v);
                     goto bad;
                 }
             ports[nports++] = (int)v;
         }
     }
-    if (parse_env(json_object_get(body, "env"), "env", &env, err, sizeof err) < 0)
+    if (parse_env(json_object_get(body, "env"), "env", &env, err, sizeof e->msg) < 0)
         goto bad;
     if ((jv = json_object_get(body, "networkPolicy")) && !json_is_null(jv)) {
-        policy = netpolicy_parse(jv, err, sizeof err);
-        if (!policy || !injection_ok(policy, err, sizeof err))
+        policy = netpolicy_parse(jv, err, sizeof e->msg);
+        if (!policy || !injection_ok(policy, err, sizeof e->msg))
             goto bad;
     } else if (!(policy = netpolicy_allow_all())) {
         goto oom;
@@ -295,28 +356,29 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         src_type = json_string_value(json_object_get(src, "type"));
         if (!json_is_object(src) || !src_type ||
             (strcmp(src_type, "git") && strcmp(src_type, "tarball") && strcmp(src_type, "snapshot"))) {
-            snprintf(err, sizeof err, "source.type must be git, tarball or snapshot");
+            snprintf(err, sizeof e->msg, "source.type must be git, tarball or snapshot");
             goto bad;
         }
         if (strcmp(src_type, "snapshot") == 0) {
             const char *sid = json_string_value(json_object_get(src, "snapshotId"));
             if (!sid) {
-                snprintf(err, sizeof err, "source.snapshotId is required for a snapshot source");
+                snprintf(err, sizeof e->msg, "source.snapshotId is required for a snapshot source");
                 goto bad;
             }
             pthread_mutex_lock(&g.lock);
             from = id_is_safe(sid) ? snapshot_find(sid) : NULL;
             if (from && strcmp(from->status, "created") != 0) {
-                /* Answer before the body (which owns sid) is released. */
-                ret = reply_error(r, 410, "gone", "snapshot %s is %s", from->id, from->status);
+                set_err(e, 410, "gone", "snapshot %s is %s", from->id, from->status);
                 pthread_mutex_unlock(&g.lock);
                 goto done;
             }
             if (from && !runtime && from->runtime)
                 runtime = from->runtime; /* stable: snapshots are never freed */
+            if (from)
+                from->last_used_at = requested_at;
             pthread_mutex_unlock(&g.lock);
             if (!from) {
-                ret = reply_error(r, 404, "not_found", "snapshot %s not found", sid);
+                set_err(e, 404, "not_found", "snapshot %s not found", sid);
                 goto done;
             }
         }
@@ -345,12 +407,16 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->nports = nports;
     if (from)
         s->source_snapshot_id = sbx__strdup(from->id);
+    if (opt && opt->name)
+        s->name = sbx__strdup(opt->name);
+    s->persistent = opt && opt->persistent;
+    s->snap_ttl_ms = opt ? opt->snap_ttl_ms : -1;
     {
         char rel[96];
         snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
         s->root = path_join(g.cfg.state_dir, rel);
     }
-    if (!s->runtime || !s->root || (from && !s->source_snapshot_id)) {
+    if (!s->runtime || !s->root || (from && !s->source_snapshot_id) || (opt && opt->name && !s->name)) {
         pthread_mutex_lock(&g.lock);
         sandbox_unref(s);
         pthread_mutex_unlock(&g.lock);
@@ -360,15 +426,12 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     pthread_mutex_lock(&g.lock);
     if (g.running >= g.cfg.max_sandboxes) {
         /* Nothing happened: a short Retry-After makes the SDK try again. */
-        pthread_mutex_unlock(&g.lock);
-        ret = reply_error_retry(r, 429, "rate_limited", "1",
-                                "%d sandboxes are running (--max-sandboxes); retry shortly",
-                                g.cfg.max_sandboxes);
-        pthread_mutex_lock(&g.lock);
+        set_err(e, 429, "rate_limited", "%d sandboxes are running (--max-sandboxes); retry shortly",
+                g.cfg.max_sandboxes);
+        e->retry_after = "1";
         sandbox_unref(s);
         pthread_mutex_unlock(&g.lock);
-        json_decref(body);
-        return ret;
+        return -1;
     }
     g.running++;
     s->created_at = s->updated_at = next_timestamp();
@@ -380,28 +443,28 @@ static enum MHD_Result create_sandbox(struct http_req *r)
         sbxd_log(LOG_WARN, "no free host id in %u-%u for sandbox %s", (unsigned)g.ids.first_uid,
                  (unsigned)(g.ids.first_uid + g.ids.count - 1), s->id);
         discard_sandbox(s);
-        json_decref(body);
-        return reply_error_retry(r, 429, "rate_limited", "1",
-                                 "every host id of sbxd's range is in use (--id-range); retry shortly");
+        set_err(e, 429, "rate_limited", "every host id of sbxd's range is in use (--id-range); retry shortly");
+        e->retry_after = "1";
+        return -1;
     }
 
-    if (sandbox_prepare_root(s, err, sizeof err) < 0) {
+    if (sandbox_prepare_root(s, err, sizeof e->msg) < 0) {
         st = 500;
         goto failed;
     }
-    if (from && snapshot_restore(from, s, &st, err, sizeof err) < 0)
+    if (from && snapshot_restore(from, s, &st, err, sizeof e->msg) < 0)
         goto failed;
-    if (src_type && strcmp(src_type, "git") == 0 && source_git(s, src, &st, err, sizeof err) < 0)
+    if (src_type && strcmp(src_type, "git") == 0 && source_git(s, src, &st, err, sizeof e->msg) < 0)
         goto failed;
     if (src_type && strcmp(src_type, "tarball") == 0 &&
-        source_tarball(s, src, &st, err, sizeof err) < 0)
+        source_tarball(s, src, &st, err, sizeof e->msg) < 0)
         goto failed;
-    if (sandbox_boot(s, err, sizeof err) < 0) {
+    if (sandbox_boot(s, err, sizeof e->msg) < 0) {
         st = 500;
         goto failed_booted;
     }
     for (int i = 0; i < s->nports; i++) {
-        s->routes[i] = route_start(s, s->ports[i], err, sizeof err);
+        s->routes[i] = route_start(s, s->ports[i], err, sizeof e->msg);
         if (!s->routes[i]) {
             st = 500;
             goto failed_booted;
@@ -413,6 +476,7 @@ static enum MHD_Result create_sandbox(struct http_req *r)
     s->started_at = s->updated_at = now_ms();
     s->deadline_mono = mono_ms() + s->timeout_ms;
     sandbox_persist_locked(s);
+    sandbox_ref(s); /* the caller's */
     pthread_mutex_unlock(&g.lock);
     io_wake(); /* a new deadline */
     sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s; isolation ms: file system %.1f, "
@@ -420,8 +484,8 @@ static enum MHD_Result create_sandbox(struct http_req *r)
              s->id, s->runtime, s->vcpus, s->netmode == NET_OPEN ? "open" : "isolated",
              from ? ", from snapshot " : "", from ? from->id : "", (double)s->setup_us[0] / 1000,
              (double)s->setup_us[1] / 1000, (double)s->setup_us[2] / 1000, (double)s->setup_us[3] / 1000);
-    json_decref(body);
-    return reply_json(r, 200, wrap_sandbox(s, true));
+    *out = s;
+    return 0;
 
 failed_booted:
     /* Tear the half-started sandbox down completely; nothing of it remains,
@@ -444,19 +508,46 @@ failed_booted:
 failed:
     sbxd_log(st >= 500 ? LOG_ERROR : LOG_INFO, "sandbox %s not created: %s", s->id, err);
     discard_sandbox(s);
-    json_decref(body);
-    return reply_error(r, (unsigned)st, status_code(st), "%s", err);
+    e->status = (unsigned)st;
+    e->code = status_code(st);
+    return -1;
 bad:
-    ret = reply_error(r, 400, "bad_request", "%s", err);
+    e->status = 400;
+    e->code = "bad_request";
     goto done;
 oom:
-    ret = reply_error(r, 500, "internal", "out of memory");
+    set_err(e, 500, "internal", "out of memory");
 done:
-    json_decref(body);
     netpolicy_free(policy);
     sbx__strlist_wipe(&env);
+    return -1;
+}
+
+enum MHD_Result reply_api_err(struct http_req *r, const struct api_err *e)
+{
+    if (e->retry_after)
+        return reply_error_retry(r, e->status, e->code, e->retry_after, "%s", e->msg);
+    return reply_error(r, e->status, e->code, "%s", e->msg);
+}
+
+static enum MHD_Result create_sandbox(struct http_req *r)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_t *body = req_json(r, &ret);
+    struct api_err e = {0};
+    struct sandbox *s;
+    if (!body)
+        return ret;
+    if (session_create(body, NULL, &s, &e) < 0) {
+        json_decref(body);
+        return reply_api_err(r, &e);
+    }
+    json_decref(body);
+    ret = reply_json(r, 200, wrap_sandbox(r, s, true));
+    api_put_session(s);
     return ret;
 }
+
 
 static enum MHD_Result list_sandboxes(struct http_req *r)
 {
@@ -483,10 +574,27 @@ static enum MHD_Result list_sandboxes(struct http_req *r)
 
 static enum MHD_Result stop_sandbox(struct http_req *r, struct sandbox *s)
 {
+    json_t *o;
+    if (r->proto == 1) {
+        pthread_mutex_lock(&g.lock);
+        sandbox_stop_locked(s, false);
+        pthread_mutex_unlock(&g.lock);
+        return reply_json(r, 200, wrap_sandbox(r, s, false));
+    }
+    /* 2.x: {session, sandbox?, snapshot?}, the snapshot a persistent
+     * sandbox's stop took. */
     pthread_mutex_lock(&g.lock);
     sandbox_stop_locked(s, false);
+    o = json_pack("{s:o}", "session", api_session_json(r->proto, s));
+    if (o && s->name) {
+        struct named *n = named_find(s->project_id, s->name);
+        if (n)
+            json_object_set_new(o, "sandbox", named_json(n));
+    }
+    if (o && s->auto_snap)
+        json_object_set_new(o, "snapshot", api_snapshot_json(r->proto, s->auto_snap));
     pthread_mutex_unlock(&g.lock);
-    return reply_json(r, 200, wrap_sandbox(s, false));
+    return reply_json(r, 200, o);
 }
 
 static enum MHD_Result extend_timeout(struct http_req *r, struct sandbox *s)
@@ -505,7 +613,7 @@ static enum MHD_Result extend_timeout(struct http_req *r, struct sandbox *s)
     pthread_mutex_lock(&g.lock);
     if (s->status != SBXD_RUNNING) {
         pthread_mutex_unlock(&g.lock);
-        return gone(r, s);
+        return api_not_running(r, s);
     }
     if (s->timeout_ms + d > g.cfg.max_timeout_ms) {
         int64_t max = g.cfg.max_timeout_ms, cur = s->timeout_ms;
@@ -519,7 +627,7 @@ static enum MHD_Result extend_timeout(struct http_req *r, struct sandbox *s)
     s->updated_at = now_ms();
     sandbox_persist_locked(s);
     pthread_mutex_unlock(&g.lock);
-    return reply_json(r, 200, wrap_sandbox(s, false));
+    return reply_json(r, 200, wrap_sandbox(r, s, false));
 }
 
 static enum MHD_Result network_policy(struct http_req *r, struct sandbox *s)
@@ -544,9 +652,9 @@ static enum MHD_Result network_policy(struct http_req *r, struct sandbox *s)
         pthread_mutex_unlock(&g.lock);
         /* The policy is recorded either way; a context that cannot start
          * leaves the sandbox without the network it asked for (fail closed). */
-        return running ? reply_error(r, 409, "conflict", "%s", err) : gone(r, s);
+        return running ? reply_error(r, 409, "conflict", "%s", err) : api_not_running(r, s);
     }
-    return reply_json(r, 200, wrap_sandbox(s, false));
+    return reply_json(r, 200, wrap_sandbox(r, s, false));
 }
 
 static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
@@ -563,32 +671,23 @@ static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
     json_decref(body);
     if (has < 0 || ttl < 0)
         return reply_error(r, 400, "bad_request", "expiration must be milliseconds >= 0 (0 = never)");
-    sn = sbx__calloc(1, sizeof *sn);
-    if (!sn)
-        return reply_error(r, 500, "internal", "out of memory");
-    make_id(sn->id, sizeof sn->id, "snap_");
-    sn->status = sbx__strdup("failed");
     pthread_mutex_lock(&g.lock);
     if (s->status != SBXD_RUNNING || s->snap_pending) {
         pthread_mutex_unlock(&g.lock);
-        snapshot_free(sn);
         return s->snap_pending ? reply_error(r, 409, "conflict", "sandbox %s is being snapshotted", s->id)
-                               : gone(r, s);
+                               : api_not_running(r, s);
     }
-    sn->source_sandbox_id = sbx__strdup(s->id);
-    sn->project_id = s->project_id ? sbx__strdup(s->project_id) : NULL;
-    sn->runtime = sbx__strdup(s->runtime);
-    sn->created_at = sn->updated_at = next_timestamp();
-    sn->expires_at = ttl > 0 ? sn->created_at + ttl : 0;
-    s->snap_pending = sn;
-    /* Stopping quiesces the tree; the finalizer archives it before removal.
-     * From here on something happened: no 5xx (a failed capture is reported
-     * as status "failed"). */
+    sn = snapshot_begin_locked(s, ttl, "snapshot");
+    if (!sn) {
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 500, "internal", "out of memory");
+    }
+    /* Stopping quiesces the tree; the finalizer archives it before removal
+     * and lists it. From here on something happened: no 5xx (a failed
+     * capture is reported as status "failed"). */
     sandbox_stop_locked(s, false);
-    sn->next = g.snapshots;
-    g.snapshots = sn;
-    snapshot_persist_locked(sn);
-    out = json_pack("{s:o,s:o}", "snapshot", snapshot_json(sn), "sandbox", sandbox_json(s));
+    out = json_pack("{s:o,s:o}", "snapshot", api_snapshot_json(r->proto, sn), r->proto == 1 ? "sandbox" : "session",
+                    api_session_json(r->proto, s));
     pthread_mutex_unlock(&g.lock);
     sbxd_log(LOG_INFO, "snapshot %s of %s: %s, %lld bytes", sn->id, s->id, sn->status,
              (long long)sn->size_bytes);
@@ -600,6 +699,9 @@ static enum MHD_Result create_snapshot(struct http_req *r, struct sandbox *s)
 struct wait_stream {
     struct MHD_Connection *conn;
     struct command *c;
+    int proto;
+    bool logs;       /* the output goes between the two lines (2.x "logs": true) */
+    size_t log_chunk, log_off; /* with logs: the next output to send */
     int phase;       /* 0: send started line, 1: wait and send finished line, 2: done */
     char *line;      /* a line not sent whole yet: it may be larger than MHD's block */
     size_t len, off;
@@ -635,6 +737,57 @@ static ssize_t emit_json_line(struct wait_stream *ws, json_t *o, char *buf, size
     return emit_pending(ws, buf, max);
 }
 
+static char *log_line(const struct log_chunk *ch, size_t off, size_t len)
+{
+    json_t *o = json_pack("{s:s,s:s%}", "stream", ch->stream == 1 ? "stdout" : "stderr", "data",
+                          ch->data + off, len);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* Whole NDJSON log lines of c's output from chunk *chunk, byte *off into
+ * buf: the bytes used (0 when nothing is left). A chunk whose line does not
+ * fit is sent as several lines, cut on character boundaries (the reader
+ * keeps its own offset, the stored chunk is never changed). g.lock held. */
+static size_t emit_log_lines(struct command *c, size_t *chunk, size_t *off, char *buf, size_t max)
+{
+    size_t used = 0;
+    while (*chunk < c->nchunks) {
+        const struct log_chunk *ch = &c->chunks[*chunk];
+        size_t take = ch->len - *off;
+        char *text = NULL;
+        size_t len = 0;
+        for (;;) {
+            text = log_line(ch, *off, take);
+            if (!text)
+                break;
+            len = strlen(text);
+            if (used + len + 1 <= max || used > 0 || take <= 1)
+                break;
+            free(text);
+            text = NULL;
+            take = sbx__utf8_floor(ch->data + *off, take / 2);
+            if (take == 0)
+                take = 1;
+        }
+        if (!text || used + len + 1 > max) {
+            free(text);
+            break;
+        }
+        memcpy(buf + used, text, len);
+        buf[used + len] = '\n';
+        used += len + 1;
+        free(text);
+        *off += take;
+        if (*off == ch->len) {
+            (*chunk)++;
+            *off = 0;
+        }
+    }
+    return used;
+}
+
 static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct wait_stream *ws = cls;
@@ -645,20 +798,33 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
     pthread_mutex_lock(&g.lock);
     if (ws->phase == 0) {
         /* Line 1 as it was at start: exitCode null, even if it is done now. */
-        o = json_pack("{s:o}", "command", command_json(ws->c));
+        o = json_pack("{s:o}", "command", api_command_json(ws->proto, ws->c));
         json_object_set_new(json_object_get(o, "command"), "exitCode", json_null());
+        json_object_del(json_object_get(o, "command"), "durationMs");
         ws->phase = 1;
     } else if (ws->phase == 1) {
         if (ws->w.gone) {
             pthread_mutex_unlock(&g.lock);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
+        if (ws->logs) {
+            /* The output so far, before the finished line. */
+            size_t used = emit_log_lines(ws->c, &ws->log_chunk, &ws->log_off, buf, max);
+            if (used) {
+                pthread_mutex_unlock(&g.lock);
+                return (ssize_t)used;
+            }
+            if (ws->log_chunk < ws->c->nchunks) {
+                pthread_mutex_unlock(&g.lock);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
+        }
         if (!ws->c->exited) {
             http_park_stream(&ws->w, &ws->c->waitq, ws->conn);
             pthread_mutex_unlock(&g.lock);
             return 0;
         }
-        o = json_pack("{s:o}", "command", command_json(ws->c));
+        o = json_pack("{s:o}", "command", api_command_json(ws->proto, ws->c));
         ws->phase = 2;
     } else {
         pthread_mutex_unlock(&g.lock);
@@ -721,10 +887,11 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
     json_t *body = req_json(r, &ret), *jv;
     sbx__strlist args = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
     const char *name, *cwd = NULL;
-    bool sudo = false, wait = false;
+    bool sudo = false, wait = false, logs = false;
     char err[1024];
     struct command *c;
     int status;
+    int64_t timeout = 0;
 
     if (!body)
         return ret;
@@ -757,6 +924,21 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
         }
         wait = json_is_true(jv);
     }
+    if ((jv = json_object_get(body, "logs")) && !json_is_null(jv)) {
+        if (!json_is_boolean(jv)) {
+            snprintf(err, sizeof err, "logs must be true or false");
+            goto bad;
+        }
+        logs = json_is_true(jv);
+    }
+    /* The command's own limit: SIGKILL when it runs out (exit code 137),
+     * waited for or not. */
+    if ((jv = json_object_get(body, "timeout")) && !json_is_null(jv) &&
+        (json_get_int64(body, "timeout", &timeout) != 1 || timeout < 1 || timeout > g.cfg.max_timeout_ms)) {
+        snprintf(err, sizeof err, "timeout must be milliseconds from 1 to %lld",
+                 (long long)g.cfg.max_timeout_ms);
+        goto bad;
+    }
     if (command_line_check(name, &args, &env, err, sizeof err) < 0)
         goto bad;
     if (sudo && !g.can_sudo) {
@@ -764,10 +946,12 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
                                   "nested user namespaces");
         goto bad;
     }
-    c = command_start(s, name, &args, cwd, &env, sudo, &status, err, sizeof err);
+    c = command_start(s, name, &args, cwd, &env, sudo, timeout, &status, err, sizeof err);
     json_decref(body);
     sbx__strlist_clear(&args);
     sbx__strlist_wipe(&env);
+    if (!c && status == 410)
+        return api_not_running(r, s);
     if (!c)
         return reply_error(r, (unsigned)status,
                            status == 410 ? "gone" : status == 413 ? "payload_too_large"
@@ -780,19 +964,21 @@ static enum MHD_Result run_command(struct http_req *r, struct sandbox *s)
             /* It runs; answer with the detached form rather than a 5xx. */
             json_t *o;
             pthread_mutex_lock(&g.lock);
-            o = json_pack("{s:o}", "command", command_json(c));
+            o = json_pack("{s:o}", "command", api_command_json(r->proto, c));
             command_unref(c);
             pthread_mutex_unlock(&g.lock);
             return reply_json(r, 200, o);
         }
         ws->c = c;
         ws->conn = r->conn;
+        ws->proto = r->proto;
+        ws->logs = logs;
         return reply_stream(r, "application/x-ndjson", wait_stream_cb, ws, wait_stream_free);
     }
     {
         json_t *o;
         pthread_mutex_lock(&g.lock);
-        o = json_pack("{s:o}", "command", command_json(c));
+        o = json_pack("{s:o}", "command", api_command_json(r->proto, c));
         command_unref(c);
         pthread_mutex_unlock(&g.lock);
         return reply_json(r, 200, o);
@@ -839,7 +1025,7 @@ static enum MHD_Result command_get(struct http_req *r, struct sandbox *s, const 
         pthread_mutex_unlock(&g.lock);
         return ret;
     }
-    o = json_pack("{s:o}", "command", command_json(c));
+    o = json_pack("{s:o}", "command", api_command_json(r->proto, c));
     command_unref(c);
     pthread_mutex_unlock(&g.lock);
     return reply_json(r, 200, o);
@@ -855,19 +1041,7 @@ struct log_stream {
     struct waiter w; /* parked on the command until output or exit */
 };
 
-static char *log_line(const struct log_chunk *ch, size_t off, size_t len)
-{
-    json_t *o = json_pack("{s:s,s:s%}", "stream", ch->stream == 1 ? "stdout" : "stderr", "data",
-                          ch->data + off, len);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return text;
-}
-
-/* Replay every chunk from the start, then follow until the command ends.
- * Whole NDJSON lines only; a chunk whose line does not fit MHD's block is
- * sent as several lines, cut on character boundaries (the reader keeps its
- * own offset, the stored chunk is never changed). */
+/* Replay every chunk from the start, then follow until the command ends. */
 static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct log_stream *ls = cls;
@@ -888,38 +1062,7 @@ static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_unlock(&g.lock);
         return 0;
     }
-    while (ls->chunk < ls->c->nchunks) {
-        const struct log_chunk *ch = &ls->c->chunks[ls->chunk];
-        size_t take = ch->len - ls->off;
-        char *text = NULL;
-        size_t len = 0;
-        for (;;) {
-            text = log_line(ch, ls->off, take);
-            if (!text)
-                break;
-            len = strlen(text);
-            if (used + len + 1 <= max || used > 0 || take <= 1)
-                break;
-            free(text);
-            text = NULL;
-            take = sbx__utf8_floor(ch->data + ls->off, take / 2);
-            if (take == 0)
-                take = 1;
-        }
-        if (!text || used + len + 1 > max) {
-            free(text);
-            break;
-        }
-        memcpy(buf + used, text, len);
-        buf[used + len] = '\n';
-        used += len + 1;
-        free(text);
-        ls->off += take;
-        if (ls->off == ch->len) {
-            ls->chunk++;
-            ls->off = 0;
-        }
-    }
+    used = emit_log_lines(ls->c, &ls->chunk, &ls->off, buf, max);
     if (used == 0 && ls->chunk == ls->c->nchunks && ls->c->exited) {
         ls->done = true;
         if (ls->c->killed_by_stop) {
@@ -999,7 +1142,7 @@ static enum MHD_Result command_kill_ep(struct http_req *r, struct sandbox *s, co
         }
     }
     pthread_mutex_lock(&g.lock);
-    o = json_pack("{s:o}", "command", command_json(c));
+    o = json_pack("{s:o}", "command", api_command_json(r->proto, c));
     command_unref(c);
     pthread_mutex_unlock(&g.lock);
     return reply_json(r, 200, o);
@@ -1090,7 +1233,7 @@ static enum MHD_Result fs_mkdir(struct http_req *r, struct sandbox *s)
     rc = path_op(s, CTL_MKDIR, path, cwd, 0, NULL, err, sizeof err);
     json_decref(body);
     if (rc == EPIPE)
-        return gone(r, s);
+        return api_not_running(r, s);
     if (rc)
         return reply_error(r, (unsigned)errno_status(rc), status_code(errno_status(rc)), "mkdir %s", err);
     return reply_json(r, 200, json_object());
@@ -1118,6 +1261,8 @@ static enum MHD_Result fs_read(struct http_req *r, struct sandbox *s)
     if (rc || fd < 0 || fstat(fd, &st) < 0) {
         if (fd >= 0)
             close(fd);
+        if (rc == EPIPE && r->proto != 1)
+            return api_not_running(r, s); /* 2.x reports errors (and resumes on 410) */
         if (rc == EPIPE)
             return reply_error(r, 404, "not_found", "sandbox %s is stopped", s->id);
         return reply_error(r, 404, "not_found", "%s", rc ? err : "cannot read the file");
@@ -1268,7 +1413,7 @@ static enum MHD_Result fs_write(struct http_req *r, struct sandbox *s)
     sbx__free(base);
     if (n < 0) {
         if (status == 410)
-            return gone(r, s);
+            return api_not_running(r, s);
         return reply_error(r, (unsigned)status, status_code(status), "%s", err);
     }
     return reply_json(r, 200, json_object());
@@ -1301,7 +1446,7 @@ static enum MHD_Result list_snapshots(struct http_req *r)
     return ret;
 }
 
-static enum MHD_Result snapshot_ep(struct http_req *r, const char *id, bool del)
+enum MHD_Result api_snapshot_ep(struct http_req *r, const char *id, bool del)
 {
     struct snapshot *sn;
     json_t *o;
@@ -1313,58 +1458,63 @@ static enum MHD_Result snapshot_ep(struct http_req *r, const char *id, bool del)
     }
     if (del)
         snapshot_delete_locked(sn);
-    o = json_pack("{s:o}", "snapshot", snapshot_json(sn));
+    o = json_pack("{s:o}", "snapshot", api_snapshot_json(r->proto, sn));
     pthread_mutex_unlock(&g.lock);
     return reply_json(r, 200, o);
 }
 
 /* ---- routing ---------------------------------------------------------------------- */
 
-static enum MHD_Result not_allowed(struct http_req *r)
+enum MHD_Result not_allowed(struct http_req *r)
 {
     return reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s", r->method, r->path);
 }
 
-static enum MHD_Result sandbox_sub(struct http_req *r, struct sandbox *s)
+enum MHD_Result session_sub(struct http_req *r, struct sandbox *s, int base)
 {
-    /* /v1/sandboxes/{id}/... : segs[3] is the sub-resource. */
+    /* segs[base] is the sub-resource: /v1/sandboxes/{id}/... (base 3),
+     * /v2/sandboxes/sessions/{id}/... (base 4). */
     bool post = method_is(r, "POST");
-    if (r->nseg == 3) {
+    int n = r->nseg - base;
+    if (n == 0) {
         if (!method_is(r, "GET"))
             return not_allowed(r);
-        return reply_json(r, 200, wrap_sandbox(s, true));
+        return reply_json(r, 200, wrap_sandbox(r, s, true));
     }
-    if (r->nseg == 4) {
-        if (seg_is(r, 3, "cmd"))
+    if (n == 1) {
+        if (seg_is(r, base, "cmd"))
             return post ? run_command(r, s) : not_allowed(r);
-        if (seg_is(r, 3, "stop"))
+        if (seg_is(r, base, "stop"))
             return post ? stop_sandbox(r, s) : not_allowed(r);
-        if (seg_is(r, 3, "network-policy"))
+        if (seg_is(r, base, "network-policy"))
             return post ? network_policy(r, s) : not_allowed(r);
-        if (seg_is(r, 3, "extend-timeout"))
+        if (seg_is(r, base, "extend-timeout"))
             return post ? extend_timeout(r, s) : not_allowed(r);
-        if (seg_is(r, 3, "snapshot"))
+        if (seg_is(r, base, "snapshot"))
             return post ? create_snapshot(r, s) : not_allowed(r);
+        if (seg_is(r, base, "interactive") && r->proto != 1)
+            return reply_error(r, 400, "not_supported",
+                               "interactive shells (openInteractive) are not supported by sbxd: run commands");
     }
-    if (r->nseg == 5 && seg_is(r, 3, "fs")) {
+    if (n == 2 && seg_is(r, base, "fs")) {
         if (!post)
             return not_allowed(r);
-        if (seg_is(r, 4, "mkdir"))
+        if (seg_is(r, base + 1, "mkdir"))
             return fs_mkdir(r, s);
-        if (seg_is(r, 4, "write"))
+        if (seg_is(r, base + 1, "write"))
             return fs_write(r, s);
-        if (seg_is(r, 4, "read"))
+        if (seg_is(r, base + 1, "read"))
             return fs_read(r, s);
     }
-    if (r->nseg == 5 && seg_is(r, 3, "cmd"))
-        return method_is(r, "GET") ? command_get(r, s, r->segs[4]) : not_allowed(r);
+    if (n == 2 && seg_is(r, base, "cmd"))
+        return method_is(r, "GET") ? command_get(r, s, r->segs[base + 1]) : not_allowed(r);
     /* 1.x kills at /{id}/{cmdId}/kill; later majors at /{id}/cmd/{cmdId}/kill. */
-    if (r->nseg == 5 && seg_is(r, 4, "kill"))
-        return post ? command_kill_ep(r, s, r->segs[3]) : not_allowed(r);
-    if (r->nseg == 6 && seg_is(r, 3, "cmd") && seg_is(r, 5, "logs"))
-        return method_is(r, "GET") ? command_logs(r, s, r->segs[4]) : not_allowed(r);
-    if (r->nseg == 6 && seg_is(r, 3, "cmd") && seg_is(r, 5, "kill"))
-        return post ? command_kill_ep(r, s, r->segs[4]) : not_allowed(r);
+    if (n == 2 && seg_is(r, base + 1, "kill") && r->proto == 1)
+        return post ? command_kill_ep(r, s, r->segs[base]) : not_allowed(r);
+    if (n == 3 && seg_is(r, base, "cmd") && seg_is(r, base + 2, "logs"))
+        return method_is(r, "GET") ? command_logs(r, s, r->segs[base + 1]) : not_allowed(r);
+    if (n == 3 && seg_is(r, base, "cmd") && seg_is(r, base + 2, "kill"))
+        return post ? command_kill_ep(r, s, r->segs[base + 1]) : not_allowed(r);
     return reply_error(r, 404, "not_found", "no endpoint %s %s", r->method, r->path);
 }
 
@@ -1373,9 +1523,12 @@ enum MHD_Result api_dispatch(struct http_req *r)
     enum MHD_Result ret = MHD_NO;
     struct sandbox *s;
 
+    r->proto = seg_is(r, 0, "v1") ? 1 : 2;
+    if (r->nseg >= 2 && (seg_is(r, 0, "v2") || seg_is(r, 0, "v3")) && seg_is(r, 1, "sandboxes"))
+        return api2_dispatch(r);
     if (r->nseg < 2 || !seg_is(r, 0, "v1") || !seg_is(r, 1, "sandboxes"))
-        return reply_error(r, 404, "not_found", "no endpoint %s %s (sbxd speaks /v1/sandboxes)",
-                           r->method, r->path);
+        return reply_error(r, 404, "not_found", "no endpoint %s %s (sbxd speaks /v1/sandboxes, /v2/sandboxes "
+                           "and /v3/sandboxes)", r->method, r->path);
     if (r->nseg == 2) {
         if (method_is(r, "POST"))
             return create_sandbox(r);
@@ -1389,17 +1542,17 @@ enum MHD_Result api_dispatch(struct http_req *r)
             return method_is(r, "GET") ? list_snapshots(r) : not_allowed(r);
         if (r->nseg == 4) {
             if (method_is(r, "GET"))
-                return snapshot_ep(r, r->segs[3], false);
+                return api_snapshot_ep(r, r->segs[3], false);
             if (method_is(r, "DELETE"))
-                return snapshot_ep(r, r->segs[3], true);
+                return api_snapshot_ep(r, r->segs[3], true);
             return not_allowed(r);
         }
         return reply_error(r, 404, "not_found", "no endpoint %s %s", r->method, r->path);
     }
-    s = get_sandbox(r, r->segs[2], &ret);
+    s = api_get_session(r, r->segs[2], &ret);
     if (!s)
         return ret;
-    ret = sandbox_sub(r, s);
-    put_sandbox(s);
+    ret = session_sub(r, s, 3);
+    api_put_session(s);
     return ret;
 }

@@ -228,6 +228,7 @@ void command_finish(struct command *c, int exit_code, bool by_stop)
     }
     c->exited = true;
     c->exit_code = exit_code;
+    c->finished_at = now_ms();
     c->killed_by_stop = by_stop;
     pthread_cond_broadcast(&c->cond);
     http_wake(&c->waitq);
@@ -300,8 +301,8 @@ static void unlink_command(struct sandbox *s, struct command *c)
 }
 
 struct command *command_start(struct sandbox *s, const char *name, sbx__strlist *args,
-                              const char *cwd, sbx__strlist *env, bool sudo, int *http_status,
-                              char *err, size_t errlen)
+                              const char *cwd, sbx__strlist *env, bool sudo, int64_t timeout_ms,
+                              int *http_status, char *err, size_t errlen)
 {
     struct command *c;
     sbx__strlist full_env = SBX__STRLIST_INIT;
@@ -354,6 +355,7 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
     c->sbx = s;
     c->ctl_id = m.id = ++s->next_ctl_id;
     c->started_at = now_ms();
+    c->deadline_mono = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
     c->next = s->commands;
     s->commands = c;
     s->ncommands++;
@@ -393,6 +395,43 @@ fail:
     c->refs = 1;
     command_unref(c);
     return NULL;
+}
+
+static void *timeout_kill_main(void *arg)
+{
+    struct command *c = arg;
+    int rc = command_kill(c, SIGKILL);
+    if (rc && rc != ESRCH && rc != EPIPE)
+        sbxd_log(LOG_WARN, "command %s: cannot kill it at its timeout: %s", c->id, strerror(rc));
+    pthread_mutex_lock(&g.lock);
+    command_unref(c);
+    pthread_mutex_unlock(&g.lock);
+    return NULL;
+}
+
+void command_fire_timeouts(int64_t now)
+{
+    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        if (s->status != SBXD_RUNNING)
+            continue;
+        for (struct command *c = s->commands; c; c = c->next) {
+            pthread_t t;
+            pthread_attr_t attr;
+            if (!c->deadline_mono || c->exited || c->timeout_fired || c->deadline_mono > now)
+                continue;
+            /* The kill waits for init's reply, which this (I/O) thread
+             * reads: it runs on a thread of its own. */
+            c->timeout_fired = true;
+            command_ref(c);
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, timeout_kill_main, c) != 0) {
+                c->timeout_fired = false; /* tried again at the next round */
+                command_unref(c);
+            }
+            pthread_attr_destroy(&attr);
+        }
+    }
 }
 
 int command_kill(struct command *c, int sig)

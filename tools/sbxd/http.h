@@ -40,6 +40,7 @@ struct http_req {
     char *split;            /* a copy cut into segs */
     char *segs[HTTP_MAX_SEGS];
     int nseg;
+    int proto;              /* 1: /v1 routes; 2: /v2 and /v3 (the 2.x/3.x SDKs) */
     sbx__buf body;          /* JSON bodies, in memory */
     int spool_fd;           /* fs/write bodies, in an unlinked file; -1 otherwise */
     size_t body_len;

@@ -182,6 +182,7 @@ static void fire_timeouts(void)
     for (struct sandbox *s = g.sandboxes; s; s = s->next)
         if (s->status == SBXD_RUNNING && s->deadline_mono <= now)
             sandbox_stop_locked(s, true);
+    command_fire_timeouts(now);
 }
 
 static void *io_main(void *arg)

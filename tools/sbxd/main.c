@@ -227,7 +227,7 @@ static char *probe_cmd(struct sandbox *s, const char *script, bool sudo, char *e
         sbx__strlist_clear(&args);
         return NULL;
     }
-    c = command_start(s, "sh", &args, "/", &env, sudo, &status, err, errlen);
+    c = command_start(s, "sh", &args, "/", &env, sudo, 0, &status, err, errlen);
     sbx__strlist_clear(&args);
     if (!c)
         return NULL;
@@ -408,10 +408,11 @@ static int setup_state_dir(void)
     sbx__free(g.cfg.state_dir);
     g.cfg.state_dir = sbx__strdup(real);
     chmod(real, dmode);
-    for (int i = 0; i < 3; i++) {
-        static const char *const names[] = {"sandboxes", "snapshots", "libexec"};
+    for (int i = 0; i < 4; i++) {
+        static const char *const names[] = {"sandboxes", "snapshots", "named", "libexec"};
         sub = path_join(real, names[i]);
-        if (!sub || mkdir_p(sub, 0700) < 0 || chmod(sub, i == 1 ? 0700 : dmode) < 0) {
+        /* snapshots and named records (which hold create-time env) are sbxd's alone */
+        if (!sub || mkdir_p(sub, 0700) < 0 || chmod(sub, i == 1 || i == 2 ? 0700 : dmode) < 0) {
             fprintf(stderr, "sbxd: cannot create %s: %s\n", sub ? sub : real, strerror(errno));
             sbx__free(sub);
             return -1;
@@ -784,6 +785,7 @@ int main(int argc, char **argv)
         return leave(1);
     pthread_mutex_lock(&g.lock);
     int nsbx = sandbox_load_all(), nsnap = snapshot_load_all(), npruned = sandbox_prune_records();
+    int nnamed = named_load_all();
     pthread_mutex_unlock(&g.lock);
     if (g.orphans_found)
         sbxd_log(LOG_INFO, "%d sandboxes were running when the previous sbxd ended: marked stopped, "
@@ -792,9 +794,9 @@ int main(int argc, char **argv)
     if (npruned)
         sbxd_log(LOG_INFO, "removed the records of %d sandboxes stopped more than %lld ms ago "
                  "(--retain-records)", npruned, (long long)c->retain_records_ms);
-    if (nsbx > 0 || nsnap > 0)
-        sbxd_log(LOG_INFO, "loaded %d earlier sandboxes (all stopped) and %d snapshots", nsbx - npruned,
-                 nsnap);
+    if (nsbx > 0 || nsnap > 0 || nnamed > 0)
+        sbxd_log(LOG_INFO, "loaded %d earlier sessions (all stopped), %d named sandboxes and %d snapshots",
+                 nsbx - npruned, nnamed, nsnap);
     if (http_start() < 0)
         return leave(1);
     sbxd_log(LOG_INFO, "state in %s, bwrap %s, limits %s", c->state_dir, c->bwrap, limits_backend());

@@ -21,6 +21,8 @@
 
 #define MAX_RULES 1024
 
+static struct netpolicy *parse_api(json_t *j, char *err, size_t errlen);
+
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
                                                            const char *fmt, ...)
 {
@@ -293,20 +295,160 @@ oom:
     return -1;
 }
 
+/* The policy as the 2.x/3.x SDKs send it, {"allow": [domains] | {domain:
+ * [rules]}, "subnets": {"allow": [...], "deny": [...]}}, turned into the API
+ * form above (a new reference in *out). A rule is {"match"?, and exactly one
+ * of "transform", "forwardURL", "response"}; transform headers become
+ * injection rules. What sbxd cannot enforce is refused by name. */
+static int from_v2(json_t *j, json_t **out, char *err, size_t errlen)
+{
+    json_t *allow = json_object_get(j, "allow"), *subnets = json_object_get(j, "subnets");
+    json_t *o = json_pack("{s:s}", "mode", "custom"), *domains = json_array(), *inj = json_array();
+    const char *key;
+    json_t *v;
+    *out = NULL;
+    if (!o || !domains || !inj)
+        goto oom;
+    json_object_foreach(j, key, v) {
+        if (strcmp(key, "allow") && strcmp(key, "subnets")) {
+            set_err(err, errlen, "networkPolicy.%s is not a policy field (allow, subnets; or mode)", key);
+            goto fail;
+        }
+    }
+    if (allow && !json_is_null(allow) && !json_is_array(allow) && !json_is_object(allow)) {
+        set_err(err, errlen, "%s", "networkPolicy.allow must be a list of domains or an object of "
+                                   "domain: [rules]");
+        goto fail;
+    }
+    if (json_is_array(allow)) {
+        size_t i;
+        json_array_foreach(allow, i, v) {
+            if (!json_is_string(v)) {
+                set_err(err, errlen, "networkPolicy.allow[%zu] must be a domain string", i);
+                goto fail;
+            }
+            json_array_append(domains, v);
+        }
+    } else if (json_is_object(allow)) {
+        json_object_foreach(allow, key, v) {
+            size_t i;
+            json_t *rule, *hdrs = json_object();
+            if (!hdrs)
+                goto oom;
+            json_array_append_new(domains, json_string(key));
+            if (!json_is_array(v)) {
+                json_decref(hdrs);
+                set_err(err, errlen, "networkPolicy.allow[\"%s\"] must be a list of rules", key);
+                goto fail;
+            }
+            json_array_foreach(v, i, rule) {
+                json_t *tf = json_object_get(rule, "transform"), *t;
+                int actions = !!tf + !!json_object_get(rule, "forwardURL") + !!json_object_get(rule, "response");
+                size_t k;
+                const char *what = NULL;
+                if (!json_is_object(rule) || actions != 1)
+                    what = "must be an object with exactly one of transform, forwardURL, response";
+                else if (json_object_get(rule, "match"))
+                    what = "has a match: sbxd applies rules to every request to the domain and cannot "
+                           "honour a matcher, so the rule is refused rather than widened";
+                else if (json_object_get(rule, "forwardURL"))
+                    what = "is a forwardURL rule: sbxd cannot mint the Vercel OIDC token the receiving "
+                           "proxy requires, so it does not forward";
+                else if (json_object_get(rule, "response"))
+                    what = "is a response rule: sbxd's egress proxy does not answer requests itself";
+                else if (!json_is_array(tf))
+                    what = "has a transform that is not a list of {headers}";
+                if (what) {
+                    json_decref(hdrs);
+                    set_err(err, errlen, "networkPolicy.allow[\"%s\"][%zu] %s", key, i, what);
+                    goto fail;
+                }
+                json_array_foreach(tf, k, t) {
+                    json_t *h = json_object_get(t, "headers");
+                    if (!json_is_object(t) || (h && !json_is_object(h)) ||
+                        json_object_size(t) != (h ? 1u : 0u)) {
+                        json_decref(hdrs);
+                        set_err(err, errlen, "networkPolicy.allow[\"%s\"][%zu].transform[%zu] must be "
+                                             "{\"headers\": {name: value}}", key, i, k);
+                        goto fail;
+                    }
+                    if (h)
+                        json_object_update(hdrs, h);
+                }
+            }
+            if (json_object_size(hdrs))
+                json_array_append_new(inj, json_pack("{s:s,s:o}", "domain", key, "headers", hdrs));
+            else
+                json_decref(hdrs);
+        }
+    }
+    if (subnets && !json_is_null(subnets)) {
+        json_t *a = json_object_get(subnets, "allow"), *d = json_object_get(subnets, "deny");
+        if (!json_is_object(subnets) || json_object_size(subnets) != (a ? 1u : 0u) + (d ? 1u : 0u)) {
+            set_err(err, errlen, "%s", "networkPolicy.subnets must be {\"allow\": [CIDR...], \"deny\": [CIDR...]}");
+            goto fail;
+        }
+        if (a)
+            json_object_set(o, "allowedCIDRs", a);
+        if (d)
+            json_object_set(o, "deniedCIDRs", d);
+    }
+    json_object_set(o, "allowedDomains", domains);
+    if (json_array_size(inj))
+        json_object_set(o, "injectionRules", inj);
+    json_decref(domains);
+    json_decref(inj);
+    *out = o;
+    return 0;
+oom:
+    set_err(err, errlen, "%s", "out of memory");
+fail:
+    json_decref(o);
+    json_decref(domains);
+    json_decref(inj);
+    return -1;
+}
+
+json_t *netpolicy_api_form(json_t *j, char *err, size_t errlen)
+{
+    json_t *out;
+    if (json_is_object(j) && !json_object_get(j, "mode") &&
+        (json_object_get(j, "allow") || json_object_get(j, "subnets")))
+        return from_v2(j, &out, err, errlen) < 0 ? NULL : out;
+    return json_incref(j);
+}
+
 struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
+{
+    struct netpolicy *p;
+    json_t *v2 = NULL;
+    if (json_is_object(j) && !json_object_get(j, "mode") &&
+        (json_object_get(j, "allow") || json_object_get(j, "subnets"))) {
+        if (from_v2(j, &v2, err, errlen) < 0)
+            return NULL;
+        j = v2;
+    }
+    p = parse_api(j, err, errlen);
+    json_decref(v2);
+    return p;
+}
+
+static struct netpolicy *parse_api(json_t *j, char *err, size_t errlen)
 {
     struct netpolicy *p;
     json_t *mode, *domains, *allowed, *denied, *inj;
     const char *m;
 
     if (!json_is_object(j)) {
-        set_err(err, errlen, "%s", "networkPolicy must be an object with a \"mode\"");
+        set_err(err, errlen, "%s", "networkPolicy must be an object with a \"mode\" (or \"allow\" and "
+                                   "\"subnets\")");
         return NULL;
     }
     mode = json_object_get(j, "mode");
     m = json_string_value(mode);
     if (!m) {
-        set_err(err, errlen, "%s", "networkPolicy.mode is required: allow-all, deny-all or custom");
+        set_err(err, errlen, "%s", "networkPolicy.mode is required (allow-all, deny-all or custom), or "
+                                   "the form {\"allow\": ..., \"subnets\": ...}");
         return NULL;
     }
     p = sbx__calloc(1, sizeof *p);

@@ -39,6 +39,10 @@ struct netpolicy {
  * or asks for something sbxd cannot enforce. */
 struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen);
 struct netpolicy *netpolicy_allow_all(void);
+/* The API form ({"mode", allowedDomains, injectionRules...}) of a policy
+ * given in either form (the 2.x SDKs send {"allow", "subnets"}): a new
+ * reference, or NULL with a message. Not validated further. */
+json_t *netpolicy_api_form(json_t *j, char *err, size_t errlen);
 json_t *netpolicy_json(const struct netpolicy *p); /* new reference */
 void netpolicy_free(struct netpolicy *p);
 

@@ -108,6 +108,7 @@ static void sandbox_free(struct sandbox *s)
         c = next;
     }
     sbx__free(s->project_id);
+    sbx__free(s->name);
     sbx__free(s->runtime);
     sbx__free(s->source_snapshot_id);
     netpolicy_free(s->policy);
@@ -903,6 +904,13 @@ static void *finalize_main(void *arg)
     /* Now the tree is quiet: archive it, then remove it. */
     if (sn && snapshot_capture(s, sn, err, sizeof err) < 0)
         sbxd_log(LOG_ERROR, "snapshot %s of %s failed: %s", sn->id, s->id, err);
+    if (sn) {
+        pthread_mutex_lock(&g.lock);
+        snapshot_list_locked(sn);
+        if (s->name && strcmp(sn->status, "created") == 0)
+            named_snapshot_taken(s, sn);
+        pthread_mutex_unlock(&g.lock);
+    }
     for (int i = 0; i < s->nports; i++)
         route_stop(s->routes[i]);
     egress_detach(s);
@@ -984,6 +992,15 @@ void sandbox_ctx_dead(struct sandbox *s, int ctx)
 
 void sandbox_stop_locked(struct sandbox *s, bool by_timeout)
 {
+    if (s->status == SBXD_RUNNING && s->persistent && !s->snap_pending) {
+        /* A persistent sandbox keeps its file system: the stop takes a
+         * snapshot its next session starts from. Out of memory, it stops
+         * without one (the sandbox then resumes from the one before). */
+        s->auto_snap = snapshot_begin_locked(s, s->snap_ttl_ms >= 0 ? s->snap_ttl_ms : g.cfg.snapshot_ttl_ms,
+                                             "stop");
+        if (!s->auto_snap)
+            sbxd_log(LOG_ERROR, "sandbox %s: no memory for the snapshot of its stop", s->id);
+    }
     if (s->status == SBXD_RUNNING) {
         s->status = s->snap_pending ? SBXD_SNAPSHOTTING : SBXD_STOPPING;
         s->requested_stop_at = s->updated_at = now_ms();
@@ -1006,9 +1023,15 @@ void sandbox_stop_locked(struct sandbox *s, bool by_timeout)
 int64_t sandbox_next_deadline(void)
 {
     int64_t best = -1;
-    for (struct sandbox *s = g.sandboxes; s; s = s->next)
-        if (s->status == SBXD_RUNNING && (best < 0 || s->deadline_mono < best))
+    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        if (s->status != SBXD_RUNNING)
+            continue;
+        if (best < 0 || s->deadline_mono < best)
             best = s->deadline_mono;
+        for (struct command *c = s->commands; c; c = c->next)
+            if (c->deadline_mono > 0 && !c->exited && !c->timeout_fired && c->deadline_mono < best)
+                best = c->deadline_mono;
+    }
     return best;
 }
 
@@ -1111,6 +1134,11 @@ void sandbox_persist_locked(struct sandbox *s)
     }
     json_object_set(o, "ports", ports);
     json_object_set(o, "routeUrls", urls);
+    if (s->name) {
+        json_object_set_new(o, "name", json_string(s->name));
+        json_object_set_new(o, "persistent", json_boolean(s->persistent));
+        json_object_set_new(o, "snapshotTtl", json_integer(s->snap_ttl_ms));
+    }
     text = json_dumps(o, JSON_COMPACT);
     snprintf(rel, sizeof rel, "sandboxes/%s/meta.json", s->id);
     path = path_join(g.cfg.state_dir, rel);
@@ -1146,6 +1174,14 @@ static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
     s->memory_mb = (int)json_integer_value(json_object_get(j, "memory"));
     s->vcpus = (int)json_integer_value(json_object_get(j, "vcpus"));
     s->timeout_ms = json_integer_value(json_object_get(j, "timeout"));
+    if (json_string_value(json_object_get(meta, "name"))) {
+        s->name = sbx__strdup(json_string_value(json_object_get(meta, "name")));
+        s->persistent = json_is_true(json_object_get(meta, "persistent"));
+        s->snap_ttl_ms = -1;
+        json_get_int64(meta, "snapshotTtl", &s->snap_ttl_ms);
+        if (!s->name)
+            goto fail;
+    }
     s->status = status_from_name(json_string_value(json_object_get(j, "status")));
     json_get_int64(j, "requestedAt", &s->requested_at);
     json_get_int64(j, "createdAt", &s->created_at);

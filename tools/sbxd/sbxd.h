@@ -141,6 +141,9 @@ struct command {
     sbx__strlist args;
     char *cwd;
     int64_t started_at;
+    int64_t finished_at;
+    int64_t deadline_mono;    /* its timeout: killed then (0: none) */
+    bool timeout_fired;
     bool exited;
     int exit_code;
     bool killed_by_stop;      /* ended because the sandbox stopped: logs end in an error line */
@@ -208,6 +211,10 @@ struct sandbox {
     pthread_cond_t cond;      /* replies, death, status changes */
     bool finalizing;
     struct snapshot *snap_pending; /* set by the snapshot request before stopping */
+    struct snapshot *auto_snap;    /* the snapshot its stop took (persistent sessions) */
+    char *name;               /* the named sandbox it is a session of, or NULL (v1) */
+    bool persistent;          /* its stop saves the file system as a snapshot */
+    int64_t snap_ttl_ms;      /* that snapshot's expiration, -1: sbxd's default */
     char *stop_reason;        /* "timeout", "stop", "snapshot", "failed" */
     struct command *commands;
     size_t ncommands;
@@ -227,7 +234,35 @@ struct snapshot {
     char *status;             /* created, deleted, failed */
     int64_t size_bytes;
     int64_t created_at, updated_at, expires_at; /* expires_at 0 = never */
+    int64_t last_used_at;     /* a session last started from it */
+    char *sandbox_name;       /* the named sandbox of its source session, or NULL */
+    char *parent_id;          /* the snapshot its source session started from */
+    char *method;             /* "snapshot" (asked for) or "stop" (a persistent sandbox's stop) */
+    bool listed;              /* in g.snapshots */
     struct snapshot *next;
+};
+
+/* A named sandbox (the 2.x protocol's "sandbox"): a name, the defaults its
+ * sessions start with, and its current session. Sessions are struct
+ * sandbox (a v1 sandbox is a session without a name). Under g.lock;
+ * reference-counted, so a resume may run without the lock. */
+struct named {
+    int refs;
+    char id[40];              /* nsb_...: its record's file name */
+    char *name, *project_id;
+    bool persistent;
+    bool deleted;             /* off the list; its record is gone */
+    bool resuming;            /* a request is starting its next session */
+    bool lost_headers;        /* loaded from disk: injection header values were not kept */
+    pthread_cond_t cond;      /* resuming ended */
+    int64_t created_at, updated_at;
+    char session_id[40];      /* currentSessionId */
+    char *snapshot_id;        /* currentSnapshotId: what a persistent sandbox resumes from */
+    json_t *config;           /* v1 create body for its sessions: runtime, ports, timeout,
+                               * resources, env, networkPolicy (API form) */
+    json_t *extra;            /* echoed settings: image, tags, region, failoverRegions,
+                               * snapshotExpiration, keepLastSnapshots */
+    struct named *next;
 };
 
 struct sbxd {
@@ -236,6 +271,7 @@ struct sbxd {
     pthread_mutex_t lock;
     struct sandbox *sandboxes;   /* newest first */
     struct snapshot *snapshots;  /* newest first */
+    struct named *named;         /* newest first */
     int running;                 /* sandboxes not stopped */
     int orphans_found;           /* at start: sandboxes an earlier sbxd left running */
     int orphan_mounts;           /* at start: their file systems still mounted */
@@ -419,8 +455,10 @@ void command_ref(struct command *c);
 void command_unref(struct command *c);
 /* Start a command; returns it (with a reference) or NULL with the HTTP status and message set. */
 struct command *command_start(struct sandbox *s, const char *name, sbx__strlist *args,
-                              const char *cwd, sbx__strlist *env, bool sudo, int *http_status,
-                              char *err, size_t errlen);
+                              const char *cwd, sbx__strlist *env, bool sudo, int64_t timeout_ms,
+                              int *http_status, char *err, size_t errlen);
+/* Kill (SIGKILL) the commands whose timeout has passed. I/O thread, g.lock. */
+void command_fire_timeouts(int64_t now);
 json_t *command_json(struct command *c);                 /* needs g.lock */
 void command_output(struct command *c, int stream, const char *p, size_t n); /* I/O thread, g.lock */
 void command_finish(struct command *c, int exit_code, bool by_stop);         /* I/O thread, g.lock */
@@ -448,6 +486,25 @@ char *snapshot_archive_path(const char *id);
 void snapshot_expire(void);                              /* needs g.lock */
 void snapshot_delete_locked(struct snapshot *sn);
 void snapshot_free(struct snapshot *sn);
+/* A snapshot of s to be taken by its stop (s->snap_pending); listed by the
+ * finalizer once captured. NULL when out of memory. */
+struct snapshot *snapshot_begin_locked(struct sandbox *s, int64_t ttl, const char *method);
+void snapshot_list_locked(struct snapshot *sn);
+
+/* named.c */
+struct named *named_find(const char *project, const char *name); /* needs g.lock; no ref */
+struct named *named_alloc(void);                                  /* one reference */
+void named_ref(struct named *n);                                  /* needs g.lock */
+void named_unref(struct named *n);                                /* needs g.lock */
+json_t *named_json(struct named *n);                              /* needs g.lock */
+void named_persist_locked(struct named *n);
+void named_remove_state(struct named *n);
+int named_load_all(void);
+/* Whether name may name a sandbox (and why not, in err). */
+bool named_name_ok(const char *name, char *err, size_t errlen);
+/* A session of a named sandbox finished a snapshot (g.lock): it becomes the
+ * sandbox's current one, and older automatic ones go. */
+void named_snapshot_taken(struct sandbox *s, struct snapshot *sn);
 
 /* source.c: populate a new sandbox's workspace from git or a tarball. */
 int source_git(struct sandbox *s, json_t *src, int *http_status, char *err, size_t errlen);

@@ -72,6 +72,15 @@ void snapshot_persist_locked(struct snapshot *sn)
 {
     char rel[96], *path, *text;
     json_t *o = snapshot_json(sn);
+    /* what the 2.x shapes add, kept in the record */
+    if (o && sn->sandbox_name)
+        json_object_set_new(o, "sandboxName", json_string(sn->sandbox_name));
+    if (o && sn->parent_id)
+        json_object_set_new(o, "parentId", json_string(sn->parent_id));
+    if (o && sn->method)
+        json_object_set_new(o, "creationMethod", json_string(sn->method));
+    if (o && sn->last_used_at > 0)
+        json_object_set_new(o, "lastUsedAt", json_integer(sn->last_used_at));
     snprintf(rel, sizeof rel, "snapshots/%s.json", sn->id);
     path = path_join(g.cfg.state_dir, rel);
     text = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -146,6 +155,14 @@ static struct snapshot *snapshot_from_json(const char *id, json_t *j)
     json_get_int64(j, "createdAt", &sn->created_at);
     json_get_int64(j, "updatedAt", &sn->updated_at);
     json_get_int64(j, "expiresAt", &sn->expires_at);
+    json_get_int64(j, "lastUsedAt", &sn->last_used_at);
+    if ((v = json_string_value(json_object_get(j, "sandboxName"))))
+        sn->sandbox_name = sbx__strdup(v);
+    if ((v = json_string_value(json_object_get(j, "parentId"))))
+        sn->parent_id = sbx__strdup(v);
+    if ((v = json_string_value(json_object_get(j, "creationMethod"))))
+        sn->method = sbx__strdup(v);
+    sn->listed = true;
     if (!sn->source_sandbox_id || !sn->status) {
         snapshot_free(sn);
         return NULL;
@@ -161,7 +178,45 @@ void snapshot_free(struct snapshot *sn)
     sbx__free(sn->project_id);
     sbx__free(sn->runtime);
     sbx__free(sn->status);
+    sbx__free(sn->sandbox_name);
+    sbx__free(sn->parent_id);
+    sbx__free(sn->method);
     sbx__free(sn);
+}
+
+struct snapshot *snapshot_begin_locked(struct sandbox *s, int64_t ttl, const char *method)
+{
+    struct snapshot *sn = sbx__calloc(1, sizeof *sn);
+    if (!sn)
+        return NULL;
+    make_id(sn->id, sizeof sn->id, "snap_");
+    sn->status = sbx__strdup("failed"); /* until the capture succeeds */
+    sn->source_sandbox_id = sbx__strdup(s->id);
+    sn->project_id = s->project_id ? sbx__strdup(s->project_id) : NULL;
+    sn->runtime = sbx__strdup(s->runtime);
+    sn->sandbox_name = s->name ? sbx__strdup(s->name) : NULL;
+    sn->parent_id = s->source_snapshot_id ? sbx__strdup(s->source_snapshot_id) : NULL;
+    sn->method = sbx__strdup(method);
+    if (!sn->status || !sn->source_sandbox_id || !sn->runtime || !sn->method ||
+        (s->project_id && !sn->project_id) || (s->name && !sn->sandbox_name) ||
+        (s->source_snapshot_id && !sn->parent_id)) {
+        snapshot_free(sn);
+        return NULL;
+    }
+    sn->created_at = sn->updated_at = next_timestamp();
+    sn->expires_at = ttl > 0 ? sn->created_at + ttl : 0;
+    s->snap_pending = sn;
+    return sn;
+}
+
+void snapshot_list_locked(struct snapshot *sn)
+{
+    if (sn->listed)
+        return;
+    sn->listed = true;
+    sn->next = g.snapshots;
+    g.snapshots = sn;
+    snapshot_persist_locked(sn);
 }
 
 int snapshot_load_all(void)
