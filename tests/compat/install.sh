@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs the compatibility suite's pinned packages (the @vercel/sandbox SDK
-# and Node 20, exactly as package-lock.json pins them) into node_modules when
-# they are missing or older than the lock file. Does nothing otherwise.
+# Installs the compatibility suite's pinned packages (the @vercel/sandbox SDKs
+# 1.10.2 and, as `sdk3`, 3.5.0, and Node 20, exactly as package-lock.json pins
+# them) into node_modules when they are missing or older than the lock file.
+# Does nothing otherwise.
 #
 # The registry is the only network the test suite needs, and a CI machine's
 # path to it is not always healthy (idle timeouts mid-download were seen), so

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs the @vercel/sandbox 1.x compatibility suite against an sbxd binary:
+# Runs the @vercel/sandbox compatibility suite against an sbxd binary:
 #   tests/compat/run.sh /path/to/build/tools/sbxd/sbxd
 # Installs the pinned packages (install.sh: npm ci, retried) when node_modules
-# is missing or older than package-lock.json, then runs every *.test.mjs with
-# the pinned Node 20 from node_modules. TAP goes to stdout; everything else to stderr.
+# is missing or older than package-lock.json, then runs every *.test.mjs (SDK
+# 1.10.2) and v3/*.test.mjs (SDK 3.5.0) with the pinned Node 20 from
+# node_modules. TAP goes to stdout; everything else to stderr.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ -z "$1" ]; then
@@ -30,6 +31,6 @@ fi
 
 export SBXD="$sbxd"
 set +e
-"$node" --test --test-reporter=tap ./*.test.mjs
+"$node" --test --test-reporter=tap ./*.test.mjs ./v3/*.test.mjs
 rc=$?
 exit $rc

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 //
-// Starts a private sbxd for a test file and points the official
-// @vercel/sandbox 1.x SDK at it without changing the SDK: explicit
-// credentials plus a custom `fetch` that rewrites the SDK's fixed base URL
+// Starts a private sbxd for a test file and points an official
+// @vercel/sandbox SDK at it without changing the SDK: explicit credentials
+// plus a custom `fetch` that rewrites the SDK's fixed base URL
 // (https://vercel.com/api) to sbxd's. See README.md.
 //
-//   const server = await startSbxd();
+//   const server = await startSbxd();                  // 1.x: '@vercel/sandbox'
+//   const server = await startSbxd({ sdk: 'sdk3' });   // 3.x: the 'sdk3' alias
 //   const sandbox = await Sandbox.create({ ...server.credentials, timeout: 60_000 });
 //   ...
 //   await server.stop();
@@ -27,10 +28,23 @@ export const VERCEL_API = 'https://vercel.com/api';
 // Node's global fetch comes from a different undici and must not get it, so
 // the rewritten request goes through `fetch` of the very undici the SDK
 // imports: resolved from the SDK's own location, it is the same module
-// instance, and the Agent is used as intended.
+// instance, and the Agent is used as intended. Each SDK (the 1.x package and
+// the 3.x alias `sdk3`) gets the undici its own location resolves to, so the
+// two keep working should their undici ever differ.
 const require = createRequire(import.meta.url);
-const sdkRequire = createRequire(require.resolve('@vercel/sandbox'));
-const { fetch: undiciFetch, Dispatcher } = sdkRequire('undici');
+const undiciBySdk = new Map();
+
+/** `fetch` and `Dispatcher` of the undici the given SDK package imports. */
+export function undiciOf(sdk = '@vercel/sandbox') {
+  let u = undiciBySdk.get(sdk);
+  if (!u) {
+    const sdkRequire = createRequire(require.resolve(sdk));
+    const { fetch, Dispatcher } = sdkRequire('undici');
+    u = { fetch, Dispatcher };
+    undiciBySdk.set(sdk, u);
+  }
+  return u;
+}
 
 const READY_TIMEOUT_MS = 20_000;
 const KEEP_EXCHANGES = 400;
@@ -63,9 +77,13 @@ function describeBody(body) {
 
 /**
  * Starts sbxd on 127.0.0.1:0 with a fresh state directory.
- * Options: extraArgs (array of sbxd arguments), logLevel (default 'debug').
+ * Options: extraArgs (array of sbxd arguments), logLevel (default 'debug'),
+ * sdk (the package name the test imports the SDK from: '@vercel/sandbox',
+ * the default, for 1.10.2, or 'sdk3' for 3.5.0; it decides which undici
+ * the rewritten requests go through).
  */
-export async function startSbxd({ extraArgs = [], logLevel = 'debug' } = {}) {
+export async function startSbxd({ extraArgs = [], logLevel = 'debug', sdk = '@vercel/sandbox' } = {}) {
+  const { fetch: undiciFetch, Dispatcher } = undiciOf(sdk);
   const stateDir = await mkdtemp(join(tmpdir(), 'sbxd-compat-'));
   const args = ['--listen', '127.0.0.1:0', '--state-dir', stateDir, '--log-level', logLevel, ...extraArgs];
   const child = spawn(sbxdPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -159,7 +177,7 @@ export async function startSbxd({ extraArgs = [], logLevel = 'debug' } = {}) {
       entry.error = String(err?.cause ?? err);
       for (const ac of failFast) {
         ac.abort(new Error(`sbxd answered ${entry.method} ${entry.path} with a network error (${entry.error}) ` +
-                           'instead of an HTTP response; the SDK would retry it 5 times, then throw it'));
+                           'instead of an HTTP response; the SDK would retry it (5 times in 1.x, twice in 3.x), then throw it'));
       }
       failFast.clear();
       throw err;
@@ -170,7 +188,7 @@ export async function startSbxd({ extraArgs = [], logLevel = 'debug' } = {}) {
    * An AbortSignal for an SDK call whose test expects an HTTP answer: it
    * aborts the call at the first network error (a connection sbxd closed),
    * so the test fails at once with that cause instead of after the SDK's
-   * ~15-30 s of retries.
+   * retries (~15-30 s in 1.x, a few seconds in 3.x).
    */
   function failFastSignal() {
     const ac = new AbortController();
@@ -255,6 +273,16 @@ export async function startSbxd({ extraArgs = [], logLevel = 'debug' } = {}) {
     exchanges,
     /** How many requests the SDK has made so far. */
     get requestCount() { return sent; },
+    /**
+     * The exchanges recorded since `mark` (a requestCount read earlier),
+     * oldest first: { method, path, requestHeaders, requestBody, status,
+     * contentType, responseBody? }. A JSON answer's body arrives a little
+     * after the status, so read responseBody only once the SDK call is done.
+     */
+    requestsSince(mark) {
+      const n = sent - mark;
+      return n <= 0 ? [] : exchanges.slice(-Math.min(n, exchanges.length));
+    },
     get stderr() { return stderr; },
     stop,
     withGlobalFetch,

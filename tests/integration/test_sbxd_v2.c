@@ -58,7 +58,7 @@ START_TEST(test_v2_create_get_names)
     char *sid;
 
     ck_assert_str_eq(str_at(sb, "name", NULL), "alpha");
-    ck_assert(json_is_false(json_object_get(sb, "persistent")));
+    ck_assert(json_is_true(json_object_get(sb, "persistent"))); /* the SDK's documented default */
     ck_assert_str_eq(str_at(sb, "status", NULL), "running");
     ck_assert_str_eq(str_at(sb, "currentSessionId", NULL), str_at(ss, "id", NULL));
     ck_assert_ptr_nonnull(json_object_get(sb, "createdAt"));
@@ -244,7 +244,7 @@ END_TEST
 START_TEST(test_v2_stopped_session_410_then_resume)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
-    struct http_resp *r = create_named(d, jpack("{s:s,s:s}", "projectId", "p", "name", "eph"));
+    struct http_resp *r = create_named(d, jpack("{s:s,s:s,s:b}", "projectId", "p", "name", "eph", "persistent", 0));
     char *sid = strdup(str_at(r->json, "session", "id")), *sid2;
     struct cmd_result *cr;
     http_resp_free(r);
@@ -360,6 +360,18 @@ START_TEST(test_v2_persistent_keeps_files_across_sessions_and_restarts)
     sid2 = session_of(d, "p", "keep");
     cr = sbx_sh(d, sid2, "cat /vercel/sandbox/state.txt");
     ck_assert_str_eq(cr->out, "generation-2\n");
+    cmd_result_free(cr);
+
+    /* sbxd stopping with the session running: the stop keeps the files too */
+    cr = sbx_sh(d, sid2, "echo generation-3 > /vercel/sandbox/state.txt");
+    cmd_result_free(cr);
+    sbxd_terminate(d);
+    sbxd_restart(d);
+    http_resp_free(resume(d, "p", "keep"));
+    free(sid2);
+    sid2 = session_of(d, "p", "keep");
+    cr = sbx_sh(d, sid2, "cat /vercel/sandbox/state.txt");
+    ck_assert_str_eq(cr->out, "generation-3\n");
     cmd_result_free(cr);
 
     /* persistent off: the stop keeps nothing */

@@ -442,6 +442,7 @@ static enum MHD_Result create_named(struct http_req *r, bool v3)
     make_id(n->id, sizeof n->id, "nsb_");
     n->config = cfg;
     cfg = NULL;
+    n->persistent = true; /* the SDK's documented default: sessions resume with the files */
     apply_settings(n, &st);
     if (image)
         set_extra(&n->extra, "image", json_object_get(body, "image"));

@@ -522,6 +522,11 @@ static void free_all(void)
         g.sandboxes = s->next;
         sandbox_unref(s);
     }
+    while (g.named) {
+        struct named *n = g.named;
+        g.named = n->next;
+        named_unref(n);
+    }
     while (g.snapshots) {
         struct snapshot *sn = g.snapshots;
         g.snapshots = sn->next;
