@@ -100,16 +100,23 @@ static void check_policy(json_t *j)
             abort(); /* header values are secrets: never echoed */
     json_decref(echo);
     for (i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
-        char **names = NULL, **values = NULL;
-        size_t n;
+        /* no request (the CONNECT), then request heads a match reads */
+        static const struct np_req reqs[] = {
+            {"GET", "/", "", 0},
+            {"POST", "/v1/models/../x?a=1&b=%41%zz&=&c", "X-Tenant: t-1\r\nHost: a\r\n", 24},
+            {"PUT", "/a%2fb/./c?scope=read%3Aall", "x:\r\n:y\r\nNoColon\r\n", 17},
+        };
         netpolicy_domain_allowed(p, hosts[i]);
-        n = netpolicy_inject_for(p, hosts[i], &names, &values);
-        for (size_t k = 0; k < n; k++) {
-            sbx__free(names[k]);
-            sbx__free_secret(values[k]);
+        for (size_t q = 0; q <= sizeof reqs / sizeof reqs[0]; q++) {
+            char **names = NULL, **values = NULL;
+            size_t n = netpolicy_inject_for(p, hosts[i], q ? &reqs[q - 1] : NULL, &names, &values);
+            for (size_t k = 0; k < n; k++) {
+                sbx__free(names[k]);
+                sbx__free_secret(values[k]);
+            }
+            sbx__free(names);
+            sbx__free(values);
         }
-        sbx__free(names);
-        sbx__free(values);
     }
     for (i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
         unsigned char a[16];

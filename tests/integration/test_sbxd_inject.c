@@ -230,6 +230,70 @@ START_TEST(test_sbxd_inject_no_interception_without_rule)
 }
 END_TEST
 
+/* The 2.x form: a transform rule limited by a match to some paths. */
+static json_t *match_policy(void)
+{
+    return jpack("{s:{s:[{s:{s:{s:s}},s:[{s:{s:s}}]}],s:[]},s:{s:[s]}}", "allow", "localhost", "match", "path",
+                 "startsWith", "/inject", "transform", "headers", "x-api-key", SECRET, "127.0.0.1", "subnets",
+                 "allow", "127.0.0.1/32");
+}
+
+START_TEST(test_sbxd_inject_match_limits_requests)
+{
+    char dir[] = "/tmp/sbxd-inject-XXXXXX", url[160], ca_arg[450];
+    struct tls_echo *t;
+    struct sbxd *d;
+    struct host_server *hs;
+    char *sid;
+    struct cmd_result *c;
+    const char *args[] = {"--upstream-ca", ca_arg, NULL};
+    struct http_resp *r;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    t = tls_echo_start(dir);
+    snprintf(ca_arg, sizeof ca_arg, "%s", t->ca_file);
+    d = sbxd_start(args, NULL);
+    r = http_post(d, jpack("{s:s,s:s,s:b,s:o}", "projectId", "p", "name", "m", "persistent", 0, "networkPolicy",
+                           match_policy()), "/v3/sandboxes");
+    expect_status(r, 200);
+    sid = strdup(json_string_value(json_object_get(json_object_get(r->json, "session"), "id")));
+    /* the answer shows the rule with its match, and no value */
+    ck_assert_msg(contains(r->body, "\"match\"") && !contains(r->body, SECRET), "%s", r->body);
+    http_resp_free(r);
+    /* HTTPS: intercepted; the header only on the paths the match names */
+    snprintf(url, sizeof url, "https://localhost:%d/inject/a", t->port);
+    c = fetch(d, sid, url);
+    ck_assert_msg(contains(c->out, "x-api-key: " SECRET), "not injected on a matching path: %s %s", c->out, c->err);
+    cmd_result_free(c);
+    snprintf(url, sizeof url, "https://localhost:%d/other", t->port);
+    c = fetch(d, sid, url);
+    ck_assert_msg(contains(c->out, "GET /other HTTP/1.1"), "no request reached upstream: %s %s", c->out, c->err);
+    ck_assert_msg(!contains(c->out, SECRET), "injected on a path the match does not name: %s", c->out);
+    ck_assert_msg(contains(c->out, "sandbox-value"), "the sandbox's own header was dropped: %s", c->out);
+    cmd_result_free(c);
+    snprintf(url, sizeof url, "https://localhost:%d/inject/../other", t->port);
+    c = fetch(d, sid, url);
+    ck_assert_msg(!contains(c->out, SECRET), "injected through a dot segment: %s", c->out);
+    cmd_result_free(c);
+    /* plain HTTP: the same */
+    hs = host_server_start("ok");
+    snprintf(url, sizeof url, "http://localhost:%d/inject/x", hs->port);
+    c = fetch(d, sid, url);
+    ck_assert_msg(contains(hs->last_head, "x-api-key: " SECRET), "not injected (http): %s", hs->last_head);
+    cmd_result_free(c);
+    snprintf(url, sizeof url, "http://localhost:%d/elsewhere", hs->port);
+    c = fetch(d, sid, url);
+    ck_assert_msg(contains(hs->last_head, "GET /elsewhere") && !contains(hs->last_head, SECRET),
+                  "injected on a path the match does not name (http): %s", hs->last_head);
+    cmd_result_free(c);
+    host_server_stop(hs);
+    free(sid);
+    sbxd_stop(d);
+    tls_echo_stop(t);
+    host_sh("rm -rf %s", dir);
+}
+END_TEST
+
 START_TEST(test_sbxd_inject_plain_http_header_set)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -307,6 +371,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_inject_https_header_set_by_interception);
     tcase_add_test(tc, test_sbxd_inject_no_interception_without_rule);
     tcase_add_test(tc, test_sbxd_inject_plain_http_header_set);
+    tcase_add_test(tc, test_sbxd_inject_match_limits_requests);
     tcase_add_test(tc, test_sbxd_inject_values_never_echoed_or_stored);
     suite_add_tcase(s, tc);
     return s;

@@ -601,11 +601,22 @@ START_TEST(test_v2_network_policy_shape)
     expect_status(r, 200);
     ck_assert_str_eq(str_at(json_object_get(r->json, "session"), "networkPolicy", "mode"), "deny-all");
     http_resp_free(r);
+    /* a match is kept (and enforced by the egress proxy) */
+    r = http_post(d, json_loads("{\"allow\":{\"a.com\":[{\"match\":{\"method\":[\"GET\"]},\"transform\":[{\"headers\":"
+                                "{\"x-k\":\"v\"}}]}]}}", 0, NULL),
+                  "/v2/sandboxes/sessions/%s/network-policy", sid);
+    expect_status(r, 200);
+    pol = json_object_get(json_object_get(r->json, "session"), "networkPolicy");
+    ck_assert_ptr_nonnull(json_object_get(json_array_get(json_object_get(pol, "injectionRules"), 0), "match"));
+    ck_assert_str_eq(json_string_value(json_array_get(
+                         json_object_get(json_array_get(json_object_get(pol, "injectionRules"), 0), "headerNames"), 0)),
+                     "x-k");
+    http_resp_free(r);
     /* rules sbxd cannot enforce are refused by name, never widened */
     {
         static const char *const bad[][2] = {
-            {"{\"allow\":{\"a.com\":[{\"match\":{\"path\":{\"startsWith\":\"/v1\"}},\"transform\":[{\"headers\":{\"x\":\"y\"}}]}]}}",
-             "match"},
+            {"{\"allow\":{\"a.com\":[{\"match\":{\"path\":{\"regex\":\"(\"}},\"transform\":[{\"headers\":{\"x\":\"y\"}}]}]}}",
+             "regex"},
             {"{\"allow\":{\"a.com\":[{\"forwardURL\":\"https://proxy.example.com/\"}]}}", "forwardURL"},
             {"{\"allow\":{\"a.com\":[{\"response\":{\"statusCode\":403}}]}}", "response"},
             {"{\"allow\":{\"a.com\":[{\"transform\":[],\"response\":{\"statusCode\":403}}]}}", "exactly one"},

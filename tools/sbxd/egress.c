@@ -365,16 +365,39 @@ static char *origin_head(const char *method, const char *path, const char *versi
     return sbx__buf_detach(&b, len);
 }
 
-/* The headers the policy sets on requests to host; g.lock is taken. */
-static size_t injections(struct sandbox *s, const char *host, char ***names, char ***values)
+/* The headers the policy sets on req to host, under the policy in force
+ * now; g.lock is taken. */
+static size_t injections(struct sandbox *s, const char *host, const struct np_req *req, char ***names,
+                         char ***values)
 {
     size_t n;
     pthread_mutex_lock(&g.lock);
-    n = s->policy ? netpolicy_inject_for(s->policy, host, names, values) : 0;
+    n = s->policy ? netpolicy_inject_for(s->policy, host, req, names, values) : 0;
     pthread_mutex_unlock(&g.lock);
     if (!n)
         *names = *values = NULL;
     return n;
+}
+
+static bool intercepts(struct sandbox *s, const char *host)
+{
+    bool yes;
+    pthread_mutex_lock(&g.lock);
+    yes = s->policy && netpolicy_intercepts(s->policy, host);
+    pthread_mutex_unlock(&g.lock);
+    return yes;
+}
+
+struct head_ctx {
+    struct sandbox *s;
+    const char *host;
+};
+
+/* mitm.c's question once it has read the request head inside TLS. */
+static size_t head_injections(void *arg, const struct np_req *req, char ***names, char ***values)
+{
+    struct head_ctx *c = arg;
+    return injections(c->s, c->host, req, names, values);
 }
 
 static void free_injections(char **names, char **values, size_t n)
@@ -430,14 +453,15 @@ static void serve(struct sandbox *s, int fd, void *arg)
             goto out;
         }
         sbxd_log(LOG_DEBUG, "sandbox %s egress: CONNECT %s:%s", s->id, host, port);
-        ninj = injections(s, host, &inj_names, &inj_values);
-        if (ninj) {
-            /* Headers to set inside TLS: intercept this one connection. */
+        if (intercepts(s, host)) {
+            /* Headers to set inside TLS: intercept this one connection;
+             * which ones depends on the request (a rule's match). */
+            struct head_ctx hc = {s, host};
             if (got > (size_t)head_len) {
                 respond(fd, 400, "Bad Request", "sbxd: data sent before the CONNECT was answered\n");
                 goto out;
             }
-            mitm_serve(fd, up, host, inj_names, inj_values, ninj);
+            mitm_serve(fd, up, host, head_injections, &hc);
             goto out;
         }
         static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -477,7 +501,10 @@ static void serve(struct sandbox *s, int fd, void *arg)
             goto out;
         }
         sbxd_log(LOG_DEBUG, "sandbox %s egress: %s http://%s:%s", s->id, method, host, port);
-        ninj = injections(s, host, &inj_names, &inj_values);
+        {
+            struct np_req req = {method, path, rest, strlen(rest)};
+            ninj = injections(s, host, &req, &inj_names, &inj_values);
+        }
         head = origin_head(method, path, version, rest, inj_names, inj_values, ninj, &hlen);
         if (!head || send(up, head, hlen, MSG_NOSIGNAL) < 0 ||
             (got > (size_t)head_len &&

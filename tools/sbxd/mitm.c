@@ -428,9 +428,40 @@ static void tls_relay(SSL *a, SSL *b)
     }
 }
 
-void mitm_serve(int client, int upstream, const char *host, char *const *names,
-                char *const *values, size_t n)
+/* The request line and header lines of a head, for a rule's match:
+ * method and target cut out into *line (caller frees). */
+static bool split_head(const char *head, size_t len, char **line, struct np_req *req)
 {
+    const char *eol = memchr(head, '\n', len);
+    char *sp1, *sp2;
+    size_t ll;
+    if (!eol)
+        return false;
+    ll = (size_t)(eol - head);
+    if (ll && head[ll - 1] == '\r')
+        ll--;
+    if (!(*line = sbx__malloc(ll + 1)))
+        return false;
+    memcpy(*line, head, ll);
+    (*line)[ll] = '\0';
+    if (!(sp1 = strchr(*line, ' ')) || !(sp2 = strchr(sp1 + 1, ' '))) {
+        sbx__free(*line);
+        *line = NULL;
+        return false;
+    }
+    *sp1 = *sp2 = '\0';
+    req->method = *line;
+    req->target = sp1 + 1;
+    req->headers = eol + 1;
+    req->hlen = len - (size_t)(eol + 1 - head);
+    return true;
+}
+
+void mitm_serve(int client, int upstream, const char *host, mitm_inject_fn inject, void *arg)
+{
+    char **names = NULL, **values = NULL, *line = NULL;
+    size_t n = 0;
+    struct np_req req;
     static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
     SSL *up = NULL, *down = NULL;
     X509 *leaf = NULL;
@@ -467,6 +498,13 @@ void mitm_serve(int client, int upstream, const char *host, char *const *names,
     hlen = read_head(down, &head);
     if (hlen < 0)
         goto out;
+    if (!split_head(head.data, (size_t)hlen, &line, &req)) {
+        static const char bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                                  "sbxd: malformed request line\n";
+        ssl_write_all(down, bad, sizeof bad - 1);
+        goto out;
+    }
+    n = inject(arg, &req, &names, &values);
     rewritten = rewrite_head(head.data, (size_t)hlen, names, values, n, &rlen);
     if (!rewritten || !ssl_write_all(up, rewritten, rlen) ||
         (head.len > (size_t)hlen && !ssl_write_all(up, head.data + hlen, head.len - (size_t)hlen)))
@@ -474,7 +512,14 @@ void mitm_serve(int client, int upstream, const char *host, char *const *names,
     sbxd_log(LOG_DEBUG, "egress: %zu header(s) set on a request to %s", n, host);
     tls_relay(down, up);
 out:
-    sbx__free(rewritten);
+    for (size_t i = 0; i < n; i++) {
+        sbx__free(names[i]);
+        sbx__free_secret(values[i]);
+    }
+    sbx__free(names);
+    sbx__free(values);
+    sbx__free(line);
+    sbx__free_secret(rewritten);
     sbx__buf_wipe_free(&head);
     if (down)
         SSL_free(down);

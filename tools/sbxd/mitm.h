@@ -23,7 +23,10 @@ const char *mitm_bundle_path(void);
  * answers the CONNECT, terminates the client's TLS with a certificate for
  * host signed by the CA, and relays, setting names[i]: values[i] on each
  * request head. Returns when the exchange is over; closes neither fd. */
-void mitm_serve(int client, int upstream, const char *host, char *const *names,
-                char *const *values, size_t n);
+struct np_req;
+/* The headers to set on one request (names, values: malloc'd arrays the
+ * caller frees); how many. */
+typedef size_t (*mitm_inject_fn)(void *arg, const struct np_req *req, char ***names, char ***values);
+void mitm_serve(int client, int upstream, const char *host, mitm_inject_fn inject, void *arg);
 
 #endif /* SBXD_MITM_H */

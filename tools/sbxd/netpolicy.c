@@ -16,6 +16,9 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "util/alloc.h"
 #include "util/str.h"
 
@@ -32,8 +35,41 @@ __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errl
     va_end(ap);
 }
 
+static void matcher_free(struct np_matcher *m)
+{
+    if (!m)
+        return;
+    sbx__free(m->s);
+    if (m->re)
+        pcre2_code_free(m->re);
+    sbx__free(m);
+}
+
+static void kv_free(struct np_kv *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        matcher_free(kv[i].key);
+        matcher_free(kv[i].value);
+    }
+    sbx__free(kv);
+}
+
+static void match_free(struct np_match *m)
+{
+    if (!m)
+        return;
+    matcher_free(m->path);
+    for (size_t i = 0; i < m->nmethods; i++)
+        sbx__free(m->methods[i]);
+    sbx__free(m->methods);
+    kv_free(m->query, m->nquery);
+    kv_free(m->headers, m->nheaders);
+    sbx__free(m);
+}
+
 static void inject_free(struct np_inject *r)
 {
+    match_free(r->match);
     for (size_t i = 0; i < r->n; i++) {
         sbx__free(r->names[i]);
         sbx__free_secret(r->values[i]);
@@ -230,7 +266,329 @@ static bool header_value_ok(const char *s, size_t n)
     return true;
 }
 
-/* injectionRules: [{"domain": d, "headers": {name: value}}]. The echo keeps
+
+/* ---- matchers ---------------------------------------------------------------- */
+
+#define MATCH_MAX 64        /* entries of a method, queryString or headers list */
+#define PATTERN_MAX 1024    /* bytes of a matcher's string */
+
+/* {"exact": s} | {"startsWith": s} | {"regex": s}, exactly one. */
+static struct np_matcher *parse_matcher(json_t *j, const char *what, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"exact", "startsWith", "regex"};
+    struct np_matcher *m;
+    json_t *v = NULL;
+    int kind = -1;
+    for (int k = 0; k < 3; k++)
+        if (json_object_get(j, keys[k])) {
+            kind = k;
+            v = json_object_get(j, keys[k]);
+        }
+    if (!json_is_object(j) || json_object_size(j) != 1 || kind < 0 || !json_is_string(v) ||
+        json_string_length(v) > PATTERN_MAX || strlen(json_string_value(v)) != json_string_length(v)) {
+        set_err(err, errlen, "%s must be one of {\"exact\"}, {\"startsWith\"}, {\"regex\"} with a string of at "
+                             "most %d bytes", what, PATTERN_MAX);
+        return NULL;
+    }
+    if (!(m = sbx__calloc(1, sizeof *m)) || !(m->s = sbx__strdup(json_string_value(v)))) {
+        sbx__free(m);
+        set_err(err, errlen, "%s", "out of memory");
+        return NULL;
+    }
+    m->kind = (enum np_mkind)kind;
+    if (m->kind == NP_REGEX) {
+        int code;
+        PCRE2_SIZE off;
+        m->re = pcre2_compile((PCRE2_SPTR)m->s, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C, &code,
+                              &off, NULL);
+        if (!m->re) {
+            PCRE2_UCHAR msg[160];
+            pcre2_get_error_message(code, msg, sizeof msg);
+            set_err(err, errlen, "%s.regex: %s at offset %zu", what, (const char *)msg, (size_t)off);
+            matcher_free(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+static int parse_kvs(json_t *arr, const char *what, struct np_kv **out, size_t *n, char *err, size_t errlen)
+{
+    size_t i;
+    json_t *e;
+    char w[96];
+    if (!arr)
+        return 0;
+    if (!json_is_array(arr) || json_array_size(arr) > MATCH_MAX) {
+        set_err(err, errlen, "%s must be a list of at most %d {key?, value?}", what, MATCH_MAX);
+        return -1;
+    }
+    if (!(*out = sbx__calloc(json_array_size(arr) + 1, sizeof **out))) {
+        set_err(err, errlen, "%s", "out of memory");
+        return -1;
+    }
+    json_array_foreach(arr, i, e) {
+        json_t *k = json_object_get(e, "key"), *v = json_object_get(e, "value");
+        struct np_kv *kv = &(*out)[(*n)++];
+        if (!json_is_object(e) || (!k && !v) || json_object_size(e) != (k ? 1u : 0u) + (v ? 1u : 0u)) {
+            set_err(err, errlen, "%s[%zu] must be {\"key\"?: matcher, \"value\"?: matcher}", what, i);
+            return -1;
+        }
+        snprintf(w, sizeof w, "%s[%zu].key", what, i);
+        if (k && !(kv->key = parse_matcher(k, w, err, errlen)))
+            return -1;
+        snprintf(w, sizeof w, "%s[%zu].value", what, i);
+        if (v && !(kv->value = parse_matcher(v, w, err, errlen)))
+            return -1;
+    }
+    return 0;
+}
+
+/* A rule's "match": {path?, method?, queryString?, headers?}. */
+static struct np_match *parse_match(json_t *j, const char *what, char *err, size_t errlen)
+{
+    struct np_match *m = sbx__calloc(1, sizeof *m);
+    json_t *path = json_object_get(j, "path"), *meth = json_object_get(j, "method");
+    const char *key;
+    json_t *v;
+    char w[96];
+    if (!m) {
+        set_err(err, errlen, "%s", "out of memory");
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        set_err(err, errlen, "%s must be an object", what);
+        goto fail;
+    }
+    json_object_foreach(j, key, v)
+        if (strcmp(key, "path") && strcmp(key, "method") && strcmp(key, "queryString") && strcmp(key, "headers")) {
+            set_err(err, errlen, "%s.%s is not a match field (path, method, queryString, headers)", what, key);
+            goto fail;
+        }
+    snprintf(w, sizeof w, "%s.path", what);
+    if (path && !(m->path = parse_matcher(path, w, err, errlen)))
+        goto fail;
+    if (meth) {
+        size_t i;
+        json_t *e;
+        if (!json_is_array(meth) || !json_array_size(meth) || json_array_size(meth) > MATCH_MAX ||
+            !(m->methods = sbx__calloc(json_array_size(meth), sizeof *m->methods))) {
+            set_err(err, errlen, "%s.method must be a non-empty list of method names", what);
+            goto fail;
+        }
+        json_array_foreach(meth, i, e) {
+            const char *s = json_string_value(e);
+            if (!s || !*s || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-") != strlen(s)) {
+                set_err(err, errlen, "%s.method[%zu] must be a method name", what, i);
+                goto fail;
+            }
+            if (!(m->methods[m->nmethods] = sbx__strdup(s))) {
+                set_err(err, errlen, "%s", "out of memory");
+                goto fail;
+            }
+            m->nmethods++;
+        }
+    }
+    snprintf(w, sizeof w, "%s.queryString", what);
+    if (parse_kvs(json_object_get(j, "queryString"), w, &m->query, &m->nquery, err, errlen) < 0)
+        goto fail;
+    snprintf(w, sizeof w, "%s.headers", what);
+    if (parse_kvs(json_object_get(j, "headers"), w, &m->headers, &m->nheaders, err, errlen) < 0)
+        goto fail;
+    return m;
+fail:
+    match_free(m);
+    return NULL;
+}
+
+static bool matcher_test(const struct np_matcher *m, const char *s, size_t n)
+{
+    size_t len = strlen(m->s);
+    switch (m->kind) {
+    case NP_EXACT:
+        return n == len && memcmp(s, m->s, n) == 0;
+    case NP_PREFIX:
+        return n >= len && memcmp(s, m->s, len) == 0;
+    case NP_REGEX: {
+        /* Bounded: a pattern that backtracks without end fails to match
+         * (no injection) rather than hold the proxy. RE2 matches anywhere
+         * unless anchored, as here. */
+        pcre2_match_data *md = pcre2_match_data_create_from_pattern(m->re, NULL);
+        pcre2_match_context *mc = pcre2_match_context_create(NULL);
+        int rc = -1;
+        if (md && mc) {
+            pcre2_set_match_limit(mc, 100000);
+            pcre2_set_depth_limit(mc, 1000);
+            rc = pcre2_match(m->re, (PCRE2_SPTR)s, n, 0, 0, md, mc);
+        }
+        pcre2_match_data_free(md);
+        pcre2_match_context_free(mc);
+        return rc >= 0;
+    }
+    }
+    return false;
+}
+
+static int hexv(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decode s[0..n) into out (n + 1 bytes); -1 on a bad escape. */
+static ssize_t pct_decode(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        if (i + 2 >= n || hexv((unsigned char)s[i + 1]) < 0 || hexv((unsigned char)s[i + 2]) < 0)
+            return -1;
+        out[o++] = (char)(hexv((unsigned char)s[i + 1]) * 16 + hexv((unsigned char)s[i + 2]));
+        i += 2;
+    }
+    out[o] = '\0';
+    return (ssize_t)o;
+}
+
+/* One kv entry passes when some (key, value) pair passes both its tests. */
+static bool kv_any(const struct np_kv *kv, const char *const *keys, const size_t *klen, const char *const *vals,
+                   const size_t *vlen, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((!kv->key || matcher_test(kv->key, keys[i], klen[i])) &&
+            (!kv->value || matcher_test(kv->value, vals[i], vlen[i])))
+            return true;
+    return false;
+}
+
+/* Dot segments and encoded separators: an upstream may resolve these into
+ * another path than the one tested. */
+static bool path_ambiguous(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\')
+            return true;
+        if (p[i] == '%' && i + 2 < n && p[i + 2] &&
+            ((p[i + 1] == '2' && strchr("eEfF", p[i + 2])) || (p[i + 1] == '5' && strchr("cC", p[i + 2]))))
+            return true;
+        if (p[i] == '.' && (i == 0 || p[i - 1] == '/')) {
+            size_t j = i + 1;
+            if (j < n && p[j] == '.')
+                j++;
+            if (j == n || p[j] == '/')
+                return true;
+        }
+    }
+    return false;
+}
+
+#define REQ_PARTS 128 /* query parameters and headers a match looks at */
+
+bool netpolicy_match_request(const struct np_match *m, const struct np_req *req)
+{
+    const char *q = strchr(req->target, '?'), *keys[REQ_PARTS], *vals[REQ_PARTS];
+    size_t plen = q ? (size_t)(q - req->target) : strlen(req->target), klen[REQ_PARTS], vlen[REQ_PARTS], n = 0;
+    char *dec = NULL;
+    bool ok = false;
+
+    if (m->nmethods) {
+        bool any = false;
+        for (size_t i = 0; i < m->nmethods; i++)
+            any |= strcmp(m->methods[i], req->method) == 0;
+        if (!any)
+            return false;
+    }
+    if (m->path) {
+        char *path;
+        ssize_t dn;
+        if (path_ambiguous(req->target, plen) || !(path = sbx__malloc(plen + 1)))
+            return false;
+        dn = pct_decode(req->target, plen, path);
+        ok = dn >= 0 && matcher_test(m->path, path, (size_t)dn);
+        sbx__free(path);
+        if (!ok)
+            return false;
+    }
+    ok = false;
+    if (m->nquery) {
+        /* decoded key=value pairs, in one buffer */
+        const char *s = q ? q + 1 : "";
+        size_t len = strlen(s), o = 0;
+        if (!(dec = sbx__malloc(2 * len + 2)))
+            return false;
+        while (*s && n < REQ_PARTS) {
+            size_t pl = strcspn(s, "&");
+            const char *eq = memchr(s, '=', pl);
+            size_t kl = eq ? (size_t)(eq - s) : pl;
+            ssize_t a = pct_decode(s, kl, dec + o), b;
+            if (a < 0)
+                goto out;
+            keys[n] = dec + o;
+            klen[n] = (size_t)a;
+            o += (size_t)a + 1;
+            b = eq ? pct_decode(eq + 1, pl - kl - 1, dec + o) : (dec[o] = '\0', 0);
+            if (b < 0)
+                goto out;
+            vals[n] = dec + o;
+            vlen[n] = (size_t)b;
+            o += (size_t)b + 1;
+            n++;
+            s += pl;
+            if (*s == '&')
+                s++;
+        }
+        for (size_t i = 0; i < m->nquery; i++)
+            if (!kv_any(&m->query[i], keys, klen, vals, vlen, n))
+                goto out;
+    }
+    if (m->nheaders) {
+        /* names lowercased (they are case-blind), values trimmed */
+        const char *line = req->headers, *end = req->headers + req->hlen;
+        char *names = sbx__malloc(req->hlen + 1);
+        size_t hn = 0;
+        bool pass = true;
+        if (!names)
+            goto out;
+        while (line < end && hn < REQ_PARTS) {
+            const char *eol = memchr(line, '\n', (size_t)(end - line)), *colon;
+            size_t ll = eol ? (size_t)(eol - line) : (size_t)(end - line);
+            if (ll && line[ll - 1] == '\r')
+                ll--;
+            if (!ll)
+                break;
+            if ((colon = memchr(line, ':', ll))) {
+                const char *v = colon + 1, *ve = line + ll;
+                size_t nl = (size_t)(colon - line);
+                char *lname = names + (line - req->headers);
+                for (size_t k = 0; k < nl; k++)
+                    lname[k] = (char)((line[k] >= 'A' && line[k] <= 'Z') ? line[k] + 32 : line[k]);
+                while (v < ve && (*v == ' ' || *v == '\t'))
+                    v++;
+                while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                    ve--;
+                keys[hn] = lname;
+                klen[hn] = nl;
+                vals[hn] = v;
+                vlen[hn] = (size_t)(ve - v);
+                hn++;
+            }
+            line = eol ? eol + 1 : end;
+        }
+        for (size_t i = 0; pass && i < m->nheaders; i++)
+            pass = kv_any(&m->headers[i], keys, klen, vals, vlen, hn);
+        sbx__free(names);
+        if (!pass)
+            goto out;
+    }
+    ok = true;
+out:
+    sbx__free(dec);
+    return ok;
+}
+
+/* injectionRules: [{"domain": d, "headers": {name: value}, "match"?}]. The echo keeps
  * only the names ("headerNames"), as the protocol asks. */
 static int parse_inject(struct netpolicy *p, json_t *rules, json_t *echo_rules, char *err, size_t errlen)
 {
@@ -255,6 +613,12 @@ static int parse_inject(struct netpolicy *p, json_t *rules, json_t *echo_rules, 
             return -1;
         }
         p->ninject++;
+        if (json_object_get(rule, "match")) {
+            char w[64];
+            snprintf(w, sizeof w, "networkPolicy.injectionRules[%zu].match", i);
+            if (!(r->match = parse_match(json_object_get(rule, "match"), w, err, errlen)))
+                return -1;
+        }
         if (hdrs && !json_is_object(hdrs)) {
             set_err(err, errlen, "networkPolicy.injectionRules[%zu].headers must be an object of "
                                  "strings", i);
@@ -288,6 +652,9 @@ static int parse_inject(struct netpolicy *p, json_t *rules, json_t *echo_rules, 
         }
         json_array_append_new(echo_rules, json_pack("{s:s,s:o}", "domain", json_string_value(dom),
                                                     "headerNames", names));
+        if (r->match)
+            json_object_set(json_array_get(echo_rules, json_array_size(echo_rules) - 1), "match",
+                            json_object_get(rule, "match"));
     }
     return 0;
 oom:
@@ -332,25 +699,22 @@ static int from_v2(json_t *j, json_t **out, char *err, size_t errlen)
     } else if (json_is_object(allow)) {
         json_object_foreach(allow, key, v) {
             size_t i;
-            json_t *rule, *hdrs = json_object();
-            if (!hdrs)
-                goto oom;
+            json_t *rule;
             json_array_append_new(domains, json_string(key));
             if (!json_is_array(v)) {
-                json_decref(hdrs);
                 set_err(err, errlen, "networkPolicy.allow[\"%s\"] must be a list of rules", key);
                 goto fail;
             }
+            /* one injection rule per transform rule, in order (a later
+             * one overwrites an earlier one's header where both apply) */
             json_array_foreach(v, i, rule) {
-                json_t *tf = json_object_get(rule, "transform"), *t;
+                json_t *tf = json_object_get(rule, "transform"), *t, *hdrs, *ir, *m = json_object_get(rule, "match");
                 int actions = !!tf + !!json_object_get(rule, "forwardURL") + !!json_object_get(rule, "response");
                 size_t k;
                 const char *what = NULL;
-                if (!json_is_object(rule) || actions != 1)
-                    what = "must be an object with exactly one of transform, forwardURL, response";
-                else if (json_object_get(rule, "match"))
-                    what = "has a match: sbxd applies rules to every request to the domain and cannot "
-                           "honour a matcher, so the rule is refused rather than widened";
+                if (!json_is_object(rule) || actions != 1 ||
+                    json_object_size(rule) != 1u + (m ? 1u : 0u))
+                    what = "must be an object with exactly one of transform, forwardURL, response (and a match)";
                 else if (json_object_get(rule, "forwardURL"))
                     what = "is a forwardURL rule: sbxd cannot mint the Vercel OIDC token the receiving "
                            "proxy requires, so it does not forward";
@@ -359,10 +723,11 @@ static int from_v2(json_t *j, json_t **out, char *err, size_t errlen)
                 else if (!json_is_array(tf))
                     what = "has a transform that is not a list of {headers}";
                 if (what) {
-                    json_decref(hdrs);
                     set_err(err, errlen, "networkPolicy.allow[\"%s\"][%zu] %s", key, i, what);
                     goto fail;
                 }
+                if (!(hdrs = json_object()))
+                    goto oom;
                 json_array_foreach(tf, k, t) {
                     json_t *h = json_object_get(t, "headers");
                     if (!json_is_object(t) || (h && !json_is_object(h)) ||
@@ -375,11 +740,13 @@ static int from_v2(json_t *j, json_t **out, char *err, size_t errlen)
                     if (h)
                         json_object_update(hdrs, h);
                 }
+                ir = json_pack("{s:s,s:o}", "domain", key, "headers", hdrs);
+                if (!ir)
+                    goto oom;
+                if (m)
+                    json_object_set(ir, "match", m);
+                json_array_append_new(inj, ir);
             }
-            if (json_object_size(hdrs))
-                json_array_append_new(inj, json_pack("{s:s,s:o}", "domain", key, "headers", hdrs));
-            else
-                json_decref(hdrs);
         }
     }
     if (subnets && !json_is_null(subnets)) {
@@ -541,13 +908,24 @@ bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host)
     return false;
 }
 
-size_t netpolicy_inject_for(const struct netpolicy *p, const char *host, char ***names, char ***values)
+bool netpolicy_intercepts(const struct netpolicy *p, const char *host)
+{
+    for (size_t i = 0; i < p->ninject; i++)
+        if (p->inject[i].n && netpolicy_domain_match(p->inject[i].domain, host))
+            return true;
+    return false;
+}
+
+size_t netpolicy_inject_for(const struct netpolicy *p, const char *host, const struct np_req *req, char ***names,
+                            char ***values)
 {
     size_t n = 0, cap = 0;
     char **nv = NULL, **vv = NULL;
     for (size_t i = 0; i < p->ninject; i++) {
         const struct np_inject *r = &p->inject[i];
         if (!netpolicy_domain_match(r->domain, host))
+            continue;
+        if (r->match && (!req || !netpolicy_match_request(r->match, req)))
             continue;
         for (size_t k = 0; k < r->n; k++) {
             size_t at = n;
