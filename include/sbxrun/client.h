@@ -119,11 +119,14 @@ SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, 
  * is logged as slow, 0 = never; default 10000), "jobs.max_running" and
  * "jobs.max_running_per_project" (how many jobs of the client run at once,
  * in all and per project; the rest wait in order; 0 = no limit, the
- * default; doc/job.md). doc/client.md has the retry policy and what the
+ * default; doc/job.md), "protocol" ("v1", the default, or "v2": the
+ * 2.x/3.x SDKs' named sandboxes and sessions; before the first request).
+ * doc/client.md has the protocol versions, the retry policy and what the
  * timeouts do.
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION (the key is named in last_error),
- *         SBX_E_INVALID_ARG (a bad value), SBX_E_NOMEM.
+ *         SBX_E_INVALID_ARG (a bad value), SBX_E_MISUSE ("protocol" after
+ *         a request), SBX_E_NOMEM.
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_set_option(sbx_client *c, const char *key, const char *value);

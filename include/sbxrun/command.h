@@ -106,7 +106,9 @@ SBX_API sbx_status sbx_command_set_sudo(sbx_command *cmd, int sudo);
 
 /**
  * A deadline from the start: when it passes, the command is killed
- * (SIGKILL) and its operation fails with SBX_E_TIMEOUT. 0 means none.
+ * (SIGKILL) and its operation fails with SBX_E_TIMEOUT. 0 means none. In
+ * the 2.x protocol the server is given the same limit and kills the
+ * command itself (exit code 137), should the client be gone by then.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (negative), SBX_E_MISUSE.
  * @since 1.0

@@ -65,6 +65,30 @@ SBX_API const char *sbx_sandbox_last_error(const sbx_sandbox *s);
 SBX_API sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime);
 
 /**
+ * The sandbox's name (2.x protocol, client option protocol=v2): unique in
+ * its project, what sbx_sandbox_fetch_named() finds it by. NULL (the
+ * default): the server makes one up. At most 64 bytes, no '/'.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (already created),
+ *         SBX_E_NOMEM. sbx_sandbox_create() fails with SBX_E_UNSUPPORTED
+ *         when a name is set and the client speaks v1.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_set_name(sbx_sandbox *s, const char *name);
+
+/**
+ * Whether the sandbox is persistent (2.x protocol): its stop saves the
+ * file system, and the session sbx_sandbox_resume() starts next restores
+ * it. 0 (the default here; the official SDK's default is 1): every
+ * session starts from the image.
+ *
+ * @return SBX_OK, SBX_E_MISUSE. sbx_sandbox_create() fails with
+ *         SBX_E_UNSUPPORTED for a persistent sandbox when the client speaks v1.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_set_persistent(sbx_sandbox *s, int persistent);
+
+/**
  * The sandbox's lifetime in milliseconds; 0 for the server's default.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (negative), SBX_E_MISUSE.
@@ -212,6 +236,56 @@ SBX_API sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id);
 SBX_API sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op);
 
 /**
+ * Point the handle at a named sandbox (2.x protocol) in the client's
+ * project and read its current session, without starting one: the
+ * session may be stopped (sbx_sandbox_resume() then starts a new one).
+ * sbx_sandbox_id() is the session's id, which every other call uses.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (bound to another
+ *         sandbox), SBX_E_UNSUPPORTED (the client speaks v1),
+ *         SBX_E_NOT_FOUND (no such name), SBX_E_CONFLICT (HTTP 410: a
+ *         persistent sandbox whose snapshot is gone), SBX_E_AUTH,
+ *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_fetch_named(sbx_sandbox *s, const char *name);
+
+/**
+ * Start sbx_sandbox_fetch_named().
+ *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_fetch_named() returns before sending anything;
+ *         *op is then NULL. The operation's own outcome is its sbx_op_status().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, sbx_op **op);
+
+/**
+ * Make sure a named sandbox (2.x protocol) has a running session: its
+ * current one when it runs, else a new one the server starts (from the
+ * snapshot its last stop took, when persistent). The handle then points at
+ * that session (sbx_sandbox_id() changes); commands and files of the old
+ * one are gone with it.
+ *
+ * @return SBX_OK, SBX_E_MISUSE (no sandbox, or one pending),
+ *         SBX_E_UNSUPPORTED (no name: created in v1, or by id),
+ *         SBX_E_NOT_FOUND (deleted), SBX_E_CONFLICT (its snapshot is gone),
+ *         SBX_E_AUTH, SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_resume(sbx_sandbox *s);
+
+/**
+ * Start sbx_sandbox_resume().
+ *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_resume() returns before sending anything; *op is
+ *         then NULL. The operation's own outcome is its sbx_op_status().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_resume_start(sbx_sandbox *s, sbx_op **op);
+
+/**
  * Read the sandbox's state again (status, timeout, policy...).
  *
  * @return as sbx_sandbox_fetch(); SBX_E_MISUSE when the handle has no sandbox.
@@ -317,6 +391,22 @@ SBX_API const char *sbx_sandbox_status(const sbx_sandbox *s);
  * @since 1.0
  */
 SBX_API const char *sbx_sandbox_runtime(const sbx_sandbox *s);
+
+/**
+ * The named sandbox the handle's session belongs to (2.x protocol), or
+ * NULL (v1, or not known yet). Owned by the handle.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_sandbox_name(const sbx_sandbox *s);
+
+/**
+ * Whether the named sandbox is persistent as the server last said: 1, 0,
+ * or -1 when not known (v1, or no sandbox yet).
+ *
+ * @since 1.0
+ */
+SBX_API int sbx_sandbox_persistent(const sbx_sandbox *s);
 
 /**
  * The region ("iad1"; sbxd says "local"), or NULL.

@@ -529,6 +529,7 @@ sbx_client *sbx_client_new(void)
         return NULL;
     }
     c->refs = 1;
+    c->proto = &sbx__proto_v1;
     atomic_init(&c->cancels, 0);
     cl->core = c;
     /* SBXRUN_ENDPOINT picks the default. A bad one must not quietly become
@@ -656,6 +657,22 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         return sbx__engine_set_user_agent(cl->core->engine, value) == SBX_OK
                    ? SBX_OK
                    : sbx__err_nomem(&cl->err);
+    if (strcmp(key, "protocol") == 0) {
+        /* Which generation of the API: v1 (the 1.x SDKs' routes) or v2
+         * (the 2.x/3.x SDKs': named sandboxes and sessions). Fixed once a
+         * request went out: handles made since speak it. */
+        const struct sbx__proto *p = strcmp(value, "v1") == 0   ? &sbx__proto_v1
+                                     : strcmp(value, "v2") == 0 ? &sbx__proto_v2
+                                                                : NULL;
+        if (!p)
+            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "protocol: 'v1' or 'v2', not '%s'", value);
+        if (cl->core->used && cl->core->proto != p)
+            return sbx__err_set(&cl->err, SBX_E_MISUSE,
+                                "protocol: requests were made in %s already; set it before the first one",
+                                cl->core->proto->name);
+        cl->core->proto = p;
+        return SBX_OK;
+    }
     if (strcmp(key, "command.follow") == 0) {
         if (strcmp(value, "wait") != 0 && strcmp(value, "logs") != 0)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
@@ -923,8 +940,12 @@ static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_lis
         return st;
     if (!project)
         project = cl->core->auth.project;
-    st = key == SBX__API_SANDBOXES ? sbx__api_list_sandboxes(&req, project, limit, since, until)
-                                   : sbx__api_list_snapshots(&req, project, limit, since, until);
+    if (cl->core->proto == &sbx__proto_v2 && (since >= 0 || until >= 0))
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
+                            "list: since and until are not part of the 2.x protocol (its lists page by cursor); "
+                            "pass -1, or set the client option protocol=v1");
+    st = key == SBX__API_SANDBOXES ? cl->core->proto->list_sandboxes(&req, project, limit, since, until)
+                                   : cl->core->proto->list_snapshots(&req, project, limit, since, until);
     if (st != SBX_OK)
         return sbx__err_nomem(&cl->err);
     st = sbx__simple_start(cl->core, NULL, what, &req, true, list_reply,

@@ -527,7 +527,7 @@ static void wait_done(sbx__req *r, void *user)
 static void start_wait(struct cmd_run *run)
 {
     struct sbx__api_req req;
-    sbx__req *r = new_req(run, sbx__api_wait_command(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
+    sbx__req *r = new_req(run, run->cmd->core->proto->wait_command(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -669,7 +669,7 @@ static void logs_done(sbx__req *r, void *user)
 static void start_logs(struct cmd_run *run)
 {
     struct sbx__api_req req;
-    sbx__req *r = new_req(run, sbx__api_command_logs(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
+    sbx__req *r = new_req(run, run->cmd->core->proto->command_logs(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -694,7 +694,7 @@ static sbx__req *probe_new(sbx_command *cmd, sbx__done_fn fn, void *user, sbx__e
 {
     struct sbx__engine_limits l;
     struct sbx__api_req req;
-    sbx__req *r = sbx__api_get_command(&req, cmd->sbx->info.id, cmd->info.id) == SBX_OK
+    sbx__req *r = cmd->core->proto->get_command(&req, cmd->sbx->info.id, cmd->info.id) == SBX_OK
                       ? sbx__core_request(cmd->core, &req, true, err)
                       : NULL;
     sbx__api_req_free(&req);
@@ -988,7 +988,7 @@ static void on_timeout(struct cmd_run *run)
                    "the server did not confirm the command's start before the deadline; it may have started");
         return;
     }
-    r = sbx__api_kill_command(&req, cmd->sbx->info.id, cmd->info.id, 9) == SBX_OK
+    r = cmd->core->proto->kill_command(&req, cmd->sbx->info.id, cmd->info.id, 9) == SBX_OK
             ? sbx__core_request(cmd->core, &req, true, &run->op->err)
             : NULL;
     sbx__api_req_free(&req);
@@ -1106,8 +1106,8 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     } else {
         /* The body holds the environment: the request is freed wiped. */
         struct sbx__api_req req;
-        sbx_status built = sbx__api_run_command(&req, cmd->sbx->info.id, &cmd->argv, cmd->cwd, &cmd->env,
-                                                cmd->sudo, !run->detached && !run->logs_only);
+        sbx_status built = cmd->core->proto->run_command(&req, cmd->sbx->info.id, &cmd->argv, cmd->cwd, &cmd->env,
+                                                cmd->sudo, !run->detached && !run->logs_only, cmd->timeout_ms);
         sbx__req *r = new_req(run, built, &req, false);
         if (!r) {
             sbx__op_destroy(op);
@@ -1310,7 +1310,7 @@ static sbx_status info_call(sbx_command *cmd, const char *what,
     a->cmd = cmd;
     a->need_exit = need_exit;
     st = build ? build(&req, cmd->sbx->info.id, cmd->info.id)
-               : sbx__api_kill_command(&req, cmd->sbx->info.id, cmd->info.id, signal);
+               : cmd->core->proto->kill_command(&req, cmd->sbx->info.id, cmd->info.id, signal);
     if (st != SBX_OK) {
         info_arg_free(a);
         return sbx__err_nomem(&cmd->err);
@@ -1348,7 +1348,7 @@ sbx_status sbx_command_fetch_start(sbx_command *cmd, const char *id, sbx_op **op
             return sbx__err_nomem(&cmd->err);
         cmd->started = true; /* it exists: the handle cannot start another */
     }
-    st = info_call(cmd, "get command", sbx__api_get_command, 0, true, false, false, op);
+    st = info_call(cmd, "get command", cmd->core->proto->get_command, 0, true, false, false, op);
     return st;
 }
 
@@ -1364,7 +1364,7 @@ sbx_status sbx_command_wait_exit_start(sbx_command *cmd, sbx_op **op)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
-    return info_call(cmd, "wait for the command", sbx__api_wait_command, 0, true, true, true, op);
+    return info_call(cmd, "wait for the command", cmd->core->proto->wait_command, 0, true, true, true, op);
 }
 
 sbx_status sbx_command_wait_exit(sbx_command *cmd)

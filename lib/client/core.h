@@ -26,6 +26,7 @@ struct sbx__core {
     char *base;             /* URL prefix of every request */
     bool vercel;
     bool used;              /* a request was made: the endpoint is fixed */
+    const struct sbx__proto *proto; /* the protocol version spoken (client option "protocol") */
     struct sbx__auth auth;
     bool auth_explicit, auth_resolved;
     sbx__err endpoint_err;  /* a malformed SBXRUN_ENDPOINT, until replaced */

@@ -35,6 +35,7 @@ static void sandbox_destroy(struct sbx__target *t)
     struct sbx__core *c = s->core;
     sbx__err_free(&s->err);
     sbx__free(s->runtime);
+    sbx__free(s->name);
     sbx__free(s->policy_json);
     sbx__strlist_wipe(&s->env);
     sbx__free(s->src_url);
@@ -148,6 +149,28 @@ sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
     return replace_str(&s->err, &s->runtime, runtime, false);
 }
 
+#define NAME_MAX_LEN 64
+
+sbx_status sbx_sandbox_set_name(sbx_sandbox *s, const char *name)
+{
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (name && (!sbx__text_ok(name, false) || strlen(name) > NAME_MAX_LEN || strchr(name, '/')))
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "name: 1 to %d bytes of text without '/', or NULL",
+                            NAME_MAX_LEN);
+    return replace_str(&s->err, &s->name, name, false);
+}
+
+sbx_status sbx_sandbox_set_persistent(sbx_sandbox *s, int persistent)
+{
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    if (configurable(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    s->persistent = persistent != 0;
+    return SBX_OK;
+}
+
 sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms)
 {
     SBX__ENTER(s, sbx__core_in_callback(s->core));
@@ -241,7 +264,7 @@ sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (json && sbx__api_check_policy(json, &s->err) != SBX_OK)
+    if (json && s->core->proto->check_policy(json, &s->err) != SBX_OK)
         return s->err.code;
     return replace_str(&s->err, &s->policy_json, json, false);
 }
@@ -410,6 +433,13 @@ static void adopt(sbx_sandbox *s, struct sbx__sandbox_info *in, bool has_routes)
         in->nroutes = s->info.nroutes;
         s->info.nroutes = 0;
     }
+    /* Session routes answer without the named sandbox: it stays known. */
+    if (!in->name) {
+        in->name = s->info.name;
+        s->info.name = NULL;
+    }
+    if (in->persistent < 0 && s->info.id)
+        in->persistent = s->info.persistent;
     sbx__sandbox_info_free(&s->info);
     s->info = *in;
     memset(in, 0, sizeof *in);
@@ -418,6 +448,7 @@ static void adopt(sbx_sandbox *s, struct sbx__sandbox_info *in, bool has_routes)
 struct sbx_reply_arg {
     sbx_sandbox *s;
     bool has_routes;
+    bool rebind;       /* resume, fetch by name: the answer may be another session */
     char *expect_id;   /* get: the id asked for */
     sbx__req *req;     /* create: its request, read when it failed */
 };
@@ -435,11 +466,11 @@ static sbx_status sandbox_reply(sbx_op *op, sbx__req *r, void *arg)
     struct sbx__sandbox_info in = {0};
     size_t len;
     const char *body = sbx__req_body(r, &len);
-    sbx_status st = sbx__api_parse_sandbox(body, len, &in, &op->err);
+    sbx_status st = a->s->core->proto->parse_sandbox(body, len, &in, &op->err);
     if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
         st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for sandbox %s, the server answered with %s",
                           a->expect_id, in.id);
-    if (st == SBX_OK && a->s->info.id && strcmp(in.id, a->s->info.id) != 0)
+    if (st == SBX_OK && !a->rebind && a->s->info.id && strcmp(in.id, a->s->info.id) != 0)
         st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "the server answered with another sandbox (%s)", in.id);
     if (st == SBX_OK)
         adopt(a->s, &in, a->has_routes);
@@ -491,7 +522,7 @@ static void create_end(sbx_op *op, sbx_status st, void *arg)
  * leave one). */
 static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
                                bool idempotent, bool has_routes, const char *expect_id, bool busy, bool create,
-                               sbx_op **op)
+                               bool rebind, sbx_op **op)
 {
     struct sbx_reply_arg *a;
     struct sbx__simple *sm;
@@ -505,6 +536,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
     }
     a->s = s;
     a->has_routes = has_routes;
+    a->rebind = rebind;
     sm = sbx__simple_new(s->core, what, req, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
     sbx__api_req_free(req);
     if (!sm)
@@ -541,7 +573,15 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
         return SBX_E_MISUSE;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
+    if ((s->name || s->persistent) && !s->core->proto->get_named)
+        return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
+                            "named and persistent sandboxes are in the 2.x protocol: set the client option "
+                            "protocol=v2");
+    if (s->policy_json && (st = s->core->proto->check_policy(s->policy_json, &s->err)) != SBX_OK)
+        return st;
     memset(&spec, 0, sizeof spec);
+    spec.name = s->name;
+    spec.persistent = s->persistent;
     spec.project = s->core->auth.project;
     spec.runtime = s->runtime;
     spec.policy_json = s->policy_json;
@@ -560,8 +600,8 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
         spec.password = s->src_pass;
     }
     /* The body may hold git credentials and env secrets: freed wiped. */
-    st = sbx__api_create_sandbox(&req, &spec);
-    return sandbox_call(s, "create sandbox", st, &req, false, true, NULL, true, true, op);
+    st = s->core->proto->create_sandbox(&req, &spec);
+    return sandbox_call(s, "create sandbox", st, &req, false, true, NULL, true, true, false, op);
 }
 
 sbx_status sbx_sandbox_create(sbx_sandbox *s)
@@ -584,7 +624,7 @@ sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
         return sbx__err_set(&s->err, SBX_E_MISUSE,
                             "the handle is already bound to sandbox %s; use a new handle",
                             s->info.id ? s->info.id : "(being created)");
-    return sandbox_call(s, "get sandbox", sbx__api_get_sandbox(&req, id), &req, true, true, id, true, false, op);
+    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, id), &req, true, true, id, true, false, false, op);
 }
 
 sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id)
@@ -602,8 +642,60 @@ sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "get sandbox", sbx__api_get_sandbox(&req, s->info.id), &req, true, true, NULL, false,
-                        false, op);
+    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, s->info.id), &req, true, true, NULL, false,
+                        false, false, op);
+}
+
+sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, sbx_op **op)
+{
+    struct sbx__api_req req;
+    sbx_status st;
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    if (!name || !sbx__text_ok(name, false) || strlen(name) > NAME_MAX_LEN)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "name: 1 to %d bytes of text", NAME_MAX_LEN);
+    if (!s->core->proto->get_named)
+        return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
+                            "named sandboxes are in the 2.x protocol: set the client option protocol=v2");
+    if (s->busy || (s->info.id && (!s->info.name || strcmp(s->info.name, name) != 0)))
+        return sbx__err_set(&s->err, SBX_E_MISUSE, "the handle is already bound to another sandbox; use a new handle");
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        return st;
+    return sandbox_call(s, "get sandbox", s->core->proto->get_named(&req, s->core->auth.project, name, false), &req,
+                        true, true, NULL, true, false, true, op);
+}
+
+sbx_status sbx_sandbox_fetch_named(sbx_sandbox *s, const char *name)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_fetch_named_start(s, name, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+sbx_status sbx_sandbox_resume_start(sbx_sandbox *s, sbx_op **op)
+{
+    struct sbx__api_req req;
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (s->busy)
+        return sbx__err_set(&s->err, SBX_E_MISUSE, "the sandbox's create, fetch or resume is pending");
+    if (!s->core->proto->get_named || !s->info.name)
+        return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
+                            "resume: only a named sandbox (the 2.x protocol) resumes; this one has no name");
+    /* Idempotent: a second resume answers the session the first started. */
+    return sandbox_call(s, "resume sandbox", s->core->proto->get_named(&req, s->core->auth.project, s->info.name, true),
+                        &req, true, true, NULL, true, false, true, op);
+}
+
+sbx_status sbx_sandbox_resume(sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_resume_start(s, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 
 sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
@@ -621,8 +713,8 @@ sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "stop sandbox", sbx__api_stop_sandbox(&req, s->info.id), &req, true, false, NULL, false,
-                        false, op);
+    return sandbox_call(s, "stop sandbox", s->core->proto->stop_sandbox(&req, s->info.id), &req, true, false, NULL, false,
+                        false, false, op);
 }
 
 sbx_status sbx_sandbox_stop(sbx_sandbox *s)
@@ -642,8 +734,8 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "extend timeout", sbx__api_extend_timeout(&req, s->info.id, ms), &req, false, false,
-                        NULL, false, false, op);
+    return sandbox_call(s, "extend timeout", s->core->proto->extend_timeout(&req, s->info.id, ms), &req, false, false,
+                        NULL, false, false, false, op);
 }
 
 sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
@@ -661,12 +753,12 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
     *op = NULL;
     if (!json)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "network policy: JSON must not be NULL");
-    if (sbx__api_check_policy(json, &s->err) != SBX_OK)
+    if (s->core->proto->check_policy(json, &s->err) != SBX_OK)
         return s->err.code;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "update network policy", sbx__api_update_network_policy(&req, s->info.id, json), &req,
-                        true, false, NULL, false, false, op);
+    return sandbox_call(s, "update network policy", s->core->proto->update_network_policy(&req, s->info.id, json), &req,
+                        true, false, NULL, false, false, false, op);
 }
 
 sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)
@@ -686,6 +778,16 @@ const char *sbx_sandbox_id(const sbx_sandbox *s)
 const char *sbx_sandbox_status(const sbx_sandbox *s)
 {
     return s ? s->info.status : NULL;
+}
+
+const char *sbx_sandbox_name(const sbx_sandbox *s)
+{
+    return s ? s->info.name : NULL;
+}
+
+int sbx_sandbox_persistent(const sbx_sandbox *s)
+{
+    return s && s->info.id ? s->info.persistent : -1;
 }
 
 const char *sbx_sandbox_runtime(const sbx_sandbox *s)
@@ -812,7 +914,7 @@ sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op
         return s->err.code;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
-    return file_call(s, "mkdir", sbx__api_mkdir(&req, s->info.id, path), &req, false, op);
+    return file_call(s, "mkdir", s->core->proto->mkdir(&req, s->info.id, path), &req, false, op);
 }
 
 sbx_status sbx_sandbox_mkdir(sbx_sandbox *s, const char *path)
@@ -866,7 +968,7 @@ static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
         sbx__tar_free(tar);
         return st;
     }
-    if (sbx__api_write_files(&req, s->info.id) != SBX_OK) {
+    if (s->core->proto->write_files(&req, s->info.id) != SBX_OK) {
         sbx__tar_free(tar);
         return sbx__err_nomem(&s->err);
     }
@@ -1099,7 +1201,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
 
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         goto fail;
-    if (sbx__api_read_file(&req, s->info.id, path) != SBX_OK) {
+    if (s->core->proto->read_file(&req, s->info.id, path) != SBX_OK) {
         st = sbx__err_nomem(&s->err);
         goto fail;
     }
@@ -1305,7 +1407,7 @@ static sbx_status snap_reply(sbx_op *op, sbx__req *r, void *arg)
     struct sbx__sandbox_info sbi = {0};
     size_t len;
     const char *body = sbx__req_body(r, &len);
-    sbx_status st = sbx__api_parse_snapshot(body, len, &in, a->s ? &sbi : NULL, &op->err);
+    sbx_status st = a->sn->core->proto->parse_snapshot(body, len, &in, a->s ? &sbi : NULL, &op->err);
     if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
         st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for snapshot %s, the server answered with %s",
                           a->expect_id, in.id);
@@ -1362,7 +1464,7 @@ sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx
         return SBX_E_MISUSE;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
-    st = sbx__api_create_snapshot(&req, s->info.id, expiration_ms);
+    st = s->core->proto->create_snapshot(&req, s->info.id, expiration_ms);
     return snap_call(sn, s, &s->err, "snapshot sandbox", st, &req, false, NULL, op);
 }
 
@@ -1382,7 +1484,7 @@ sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **o
     if (!id_ok(id))
         return sbx__err_set(&sn->err, SBX_E_INVALID_ARG, "snapshot id: non-empty, printable, at most %d bytes",
                             ID_MAX);
-    return snap_call(sn, NULL, &sn->err, "get snapshot", sbx__api_get_snapshot(&req, id), &req, true, id, op);
+    return snap_call(sn, NULL, &sn->err, "get snapshot", sn->core->proto->get_snapshot(&req, id), &req, true, id, op);
 }
 
 sbx_status sbx_snapshot_fetch(sbx_snapshot *sn, const char *id)
@@ -1400,7 +1502,7 @@ sbx_status sbx_snapshot_delete_start(sbx_snapshot *sn, sbx_op **op)
     *op = NULL;
     if (!sn->info.id)
         return sbx__err_set(&sn->err, SBX_E_MISUSE, "the handle has no snapshot: sbx_snapshot_fetch() first");
-    return snap_call(sn, NULL, &sn->err, "delete snapshot", sbx__api_delete_snapshot(&req, sn->info.id), &req, true,
+    return snap_call(sn, NULL, &sn->err, "delete snapshot", sn->core->proto->delete_snapshot(&req, sn->info.id), &req, true,
                      sn->info.id, op);
 }
 

@@ -19,6 +19,8 @@ struct sbx_sandbox {
     enum sbx__source source;
     char *src_url, *src_rev, *src_user, *src_pass, *src_snapshot;
     uint32_t depth;
+    char *name;                 /* 2.x: the sandbox's name (NULL: the server picks one) */
+    bool persistent;            /* 2.x: its stop keeps the files */
     /* what the server said */
     bool busy;                  /* a create or get is pending */
     struct sbx__sandbox_info info;

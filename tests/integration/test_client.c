@@ -285,6 +285,33 @@ START_TEST(test_client_list_pagination)
         s[i] = it_sandbox(c);
         usleep(5000); /* distinct createdAt */
     }
+    if (it_v2()) {
+        /* 2.x: named sandboxes, newest first, a cursor for the rest; no
+         * since/until in this protocol */
+        ok_c(sbx_client_list_sandboxes(c, NULL, 2, -1, -1, &json), c);
+        j = parse_ok(json);
+        page = json_object_get(j, "sandboxes");
+        ck_assert_int_eq(json_array_size(page), 2);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 0), "currentSessionId")),
+                         sbx_sandbox_id(s[2]));
+        ck_assert(json_is_string(json_object_get(json_object_get(j, "pagination"), "next")));
+        json_decref(j);
+        sbx_free(json);
+        expect_st(sbx_client_list_sandboxes(c, NULL, 2, -1, 5, &json), SBX_E_INVALID_ARG, sbx_client_last_error, c);
+        ck_assert(contains(sbx_client_last_error(c), "cursor"));
+        expect_st(sbx_client_list_snapshots(c, NULL, 2, 5, -1, &json), SBX_E_INVALID_ARG, sbx_client_last_error, c);
+        ok_c(sbx_client_list_sandboxes(c, "prj_other", 0, -1, -1, &json), c);
+        j = parse_ok(json);
+        ck_assert_int_eq(json_array_size(json_object_get(j, "sandboxes")), 0);
+        json_decref(j);
+        sbx_free(json);
+        ok_c(sbx_client_list_snapshots(c, NULL, 0, -1, -1, &json), c);
+        j = parse_ok(json);
+        ck_assert_int_eq(json_array_size(json_object_get(j, "snapshots")), 0);
+        json_decref(j);
+        sbx_free(json);
+        goto out;
+    }
     ok_c(sbx_client_list_sandboxes(c, NULL, 2, -1, -1, &json), c);
     j = parse_ok(json);
     page = json_object_get(j, "sandboxes");
@@ -340,6 +367,7 @@ START_TEST(test_client_list_pagination)
     expect_st(sbx_client_list_sandboxes(c, NULL, 0, -5, -1, &json), SBX_E_INVALID_ARG, sbx_client_last_error, c);
     expect_st(sbx_client_list_snapshots_start(c, NULL, 0, -1, -1, NULL), SBX_E_INVALID_ARG, sbx_client_last_error, c);
 
+out:
     for (int i = 0; i < 3; i++)
         sbx_sandbox_free(s[i]);
     sbx_client_free(c);
@@ -674,7 +702,8 @@ START_TEST(test_client_log_requests)
     ok_c(sbx_client_list_sandboxes(c, NULL, 7, -1, -1, &json), c);
     sbx_free(json);
     ck_assert_int_ge(l.debug, 2); /* started, done */
-    ck_assert_msg(strcmp(l.first, "GET /v1/sandboxes: started") == 0, "%s", l.first);
+    ck_assert_msg(strcmp(l.first, it_v2() ? "GET /v2/sandboxes: started" : "GET /v1/sandboxes: started") == 0, "%s",
+                  l.first);
     ck_assert_int_eq(l.token_seen, 0);
     /* Nothing above DEBUG for a clean request. */
     l.n = l.debug = 0;

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client_it.h"
 #include "faultd.h"
 #include "harness.h"
 
@@ -98,13 +99,14 @@ static void fx_stop(struct fx *x)
     memset(x, 0, sizeof *x);
 }
 
-/* "/v1/sandboxes/SID" + tail, anchored at the end of the path. */
+/* The sandbox's own path + tail, anchored at the end of the path:
+ * "/v1/sandboxes/SID", or the session's "/v2/sandboxes/sessions/SID". */
 static const char *sbx_pat(const struct fx *x, const char *tail)
 {
     static char buf[4][256];
     static int i;
     char *b = buf[i++ & 3];
-    snprintf(b, sizeof buf[0], "/v1/sandboxes/%s%s$", x->sid, tail);
+    snprintf(b, sizeof buf[0], "%s/%s%s$", IT_SESSIONS, x->sid, tail);
     return b;
 }
 
@@ -322,11 +324,11 @@ START_TEST(test_client_faults_get_exhausted)
         char *json = NULL, *data = NULL, *cid, pat[256];
         size_t len = 0;
         sbx_command *k;
-        faultd_rule(x.f, "GET", "/v1/sandboxes$", 0, FAULT_STATUS_AFTER, 502);
+        faultd_rule(x.f, "GET", IT_LIST_RE, 0, FAULT_STATUS_AFTER, 502);
         expect_sbx(sbx_client_list_sandboxes(x.c, NULL, 0, -1, -1, &json), SBX_E_HTTP, sbx_client_last_error, x.c);
         note("list 502 every time", sbx_client_last_error(x.c));
         ck_assert_ptr_null(json);
-        ck_assert_int_eq(faultd_count(x.f, "GET", "/v1/sandboxes$"), 3);
+        ck_assert_int_eq(faultd_count(x.f, "GET", IT_LIST_RE), 3);
         faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_RESET_AFTER, 0);
         expect_sbx(sbx_sandbox_read_file(x.s, "nope.txt", 0, (uint8_t **)&data, &len), SBX_E_TRANSPORT, sbx_sandbox_last_error,
                    x.s);
@@ -357,12 +359,13 @@ START_TEST(test_client_faults_get_others_retried)
     fx_start(&x, true, NULL, NULL);
 
     /* list */
-    faultd_rule(x.f, "GET", "/v1/sandboxes$", 1, FAULT_STATUS, 502);
-    faultd_rule(x.f, "GET", "/v1/sandboxes$", 2, FAULT_RESET, 0);
+    faultd_rule(x.f, "GET", IT_LIST_RE, 1, FAULT_STATUS, 502);
+    faultd_rule(x.f, "GET", IT_LIST_RE, 2, FAULT_RESET, 0);
     ok_cl(sbx_client_list_sandboxes(x.c, NULL, 0, -1, -1, &json), x.c);
-    ck_assert_msg(contains(json, x.sid), "list: %s", json);
+    /* 2.x lists named sandboxes; the fixture's was made by v1 directly */
+    ck_assert_msg(it_v2() ? contains(json, "\"sandboxes\"") : contains(json, x.sid), "list: %s", json);
     sbx_free(json);
-    ck_assert_int_ge(faultd_count(x.f, "GET", "/v1/sandboxes$"), 3);
+    ck_assert_int_ge(faultd_count(x.f, "GET", IT_LIST_RE), 3);
 
     /* command get */
     cid = sbx_detach_sh(x.d, x.sid, "echo hi");
@@ -411,22 +414,22 @@ START_TEST(test_client_faults_create_5xx_after_forward)
     sbx_sandbox *s;
 
     fx_start(&x, false, NULL, NULL);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS_AFTER, 500);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STATUS_AFTER, 500);
     s = sbx_sandbox_new(x.c);
     /* The server made it and said 500: the client cannot tell. */
     expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "500"), "message: %s", sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
-    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 1);
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", IT_CREATE_RE), 1);
     ck_assert_int_eq(direct_sandbox_count(x.d), 1);
     sbx_sandbox_free(s);
 
     /* 502 after forwarding, on a kept-alive connection this time (a rule
      * counts the requests that come after it was added). */
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS_AFTER, 502);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STATUS_AFTER, 502);
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 2);
     ck_assert_int_eq(direct_sandbox_count(x.d), 2);
     sbx_sandbox_free(s);
     fx_stop(&x);
@@ -439,13 +442,13 @@ START_TEST(test_client_faults_create_reset_after_forward)
     sbx_sandbox *s;
 
     fx_start(&x, false, NULL, NULL);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_RESET_AFTER, 0);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 2, FAULT_RESET_MID, 10);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_RESET_AFTER, 0);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 2, FAULT_RESET_MID, 10);
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 1);
     ck_assert_int_eq(direct_sandbox_count(x.d), 1);
     sbx_sandbox_free(s);
 
@@ -454,7 +457,7 @@ START_TEST(test_client_faults_create_reset_after_forward)
     expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 2);
     ck_assert_int_eq(direct_sandbox_count(x.d), 2);
     sbx_sandbox_free(s);
     fx_stop(&x);
@@ -467,22 +470,22 @@ START_TEST(test_client_faults_create_not_forwarded)
     sbx_sandbox *s;
 
     fx_start(&x, false, NULL, NULL);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS, 503);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 2, FAULT_RESET, 0);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STATUS, 503);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 2, FAULT_RESET, 0);
     s = sbx_sandbox_new(x.c);
     /* The client cannot know the 503 came before the server: not retried,
      * and a sandbox may exist as far as it knows. */
     expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "503"), "message: %s", sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 1);
     sbx_sandbox_free(s);
 
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
-    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/v1/sandboxes$"), 0);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 2);
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", IT_CREATE_RE), 0);
     ck_assert_int_eq(direct_sandbox_count(x.d), 0);
     sbx_sandbox_free(s);
     fx_stop(&x);
@@ -499,13 +502,13 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
     int64_t until;
 
     fx_start(&x, false, NULL, NULL);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STATUS, 400);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STATUS, 400);
     s = sbx_sandbox_new(x.c);
     expect_sbx(sbx_sandbox_create(s), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     ck_assert_msg(!contains(sbx_sandbox_last_error(s), "may exist"), "message: %s", sbx_sandbox_last_error(s));
     sbx_sandbox_free(s);
 
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_BAD_JSON, 0);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_BAD_JSON, 0);
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
     ck_assert_int_eq(direct_sandbox_count(x.d), 1);
@@ -513,7 +516,7 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
 
     /* Made, its answer held back past the client's deadline. */
     ok_cl(sbx_client_set_option(x.c, "timeout_ms", "700"), x.c);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STALL_AFTER, 5000);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STALL_AFTER, 5000);
     s = sbx_sandbox_new(x.c);
     expect_may_exist(s);
     ck_assert_int_eq(direct_sandbox_count(x.d), 2);
@@ -522,11 +525,11 @@ START_TEST(test_client_faults_create_outcome_known_or_not)
     /* Cancelled while the server holds its answer back: still cancelled,
      * and said to have maybe made one. */
     ok_cl(sbx_client_set_option(x.c, "timeout_ms", "0"), x.c);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_STALL_AFTER, 0);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_STALL_AFTER, 0);
     s = sbx_sandbox_new(x.c);
     ok_sb(sbx_sandbox_create_start(s, &op), s);
     until = mono_ms() + 10000;
-    while (faultd_forwarded(x.f, "POST", "/v1/sandboxes$") < 3 && mono_ms() < until)
+    while (faultd_forwarded(x.f, "POST", IT_CREATE_RE) < 3 && mono_ms() < until)
         sbx_client_run(x.c, 50);
     sbx_client_run(x.c, 200);
     ck_assert_int_eq(sbx_op_done(op), 0);
@@ -623,15 +626,15 @@ START_TEST(test_client_faults_429_retry_after)
 
     fx_start(&x, false, NULL, NULL);
     /* create */
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_429, 1);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_429, 1);
     s = sbx_sandbox_new(x.c);
     t0 = mono_ms();
     ok_sb(sbx_sandbox_create(s), s);
     dt = mono_ms() - t0;
     ck_assert_msg(dt >= 900, "the retry came after %lld ms, before Retry-After: 1", (long long)dt);
     ck_assert_msg(dt < 5000, "create took %lld ms", (long long)dt);
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 2);
-    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 2);
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", IT_CREATE_RE), 1);
     ck_assert_int_eq(direct_sandbox_count(x.d), 1);
     sid = strdup(sbx_sandbox_id(s));
     x.sid = sid;
@@ -1937,12 +1940,12 @@ START_TEST(test_client_faults_503_retry_after)
     /* A create is not repeated on a 503, Retry-After or not, and a 5xx
      * leaves its outcome unknown. */
     faultd_clear(x.f);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 1, FAULT_503, 1);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 1, FAULT_503, 1);
     s = sbx_sandbox_new(x.c);
     expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
     ck_assert_msg(strncmp(sbx_sandbox_last_error(s), "a sandbox may exist: ", 21) == 0, "%s",
                   sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 1);
     sbx_sandbox_free(s);
     fx_stop(&x);
 }
@@ -1988,14 +1991,14 @@ START_TEST(test_client_faults_stall_idle_timeout)
 
     /* A create that stalls is not sent again. */
     faultd_clear(x.f);
-    faultd_rule(x.f, "POST", "/v1/sandboxes$", 0, FAULT_STALL, 0);
+    faultd_rule(x.f, "POST", IT_CREATE_RE, 0, FAULT_STALL, 0);
     s = sbx_sandbox_new(x.c);
     t0 = mono_ms();
     expect_sbx(sbx_sandbox_create(s), SBX_E_TRANSPORT, sbx_sandbox_last_error, s);
     ck_assert_msg(mono_ms() - t0 < 1000 + 5000, "took %lld ms", (long long)(mono_ms() - t0));
     ck_assert_msg(contains(sbx_sandbox_last_error(s), "may have reached the server"), "message: %s",
                   sbx_sandbox_last_error(s));
-    ck_assert_int_eq(faultd_count(x.f, "POST", "/v1/sandboxes$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", IT_CREATE_RE), 1);
     sbx_sandbox_free(s);
     fx_stop(&x);
 }
@@ -2239,7 +2242,7 @@ START_TEST(test_client_faults_log_retry_levels)
     l.s = x.s;
     l.thread = pthread_self();
     get = sbx_pat(&x, "");
-    snprintf(path, sizeof path, "GET /v1/sandboxes/%s:", x.sid);
+    snprintf(path, sizeof path, "GET %s/%s:", IT_SESSIONS, x.sid);
     ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_DEBUG, log_collect, &l), x.c);
     faultd_rule(x.f, "GET", get, 1, FAULT_503, 1);
     ok_sb(sbx_sandbox_refresh(x.s), x.s);
@@ -2304,7 +2307,7 @@ START_TEST(test_client_faults_log_slow_and_misuse)
     l.thread = pthread_self();
     l.try_calls = true;
     get = sbx_pat(&x, "");
-    snprintf(path, sizeof path, "GET /v1/sandboxes/%s:", x.sid);
+    snprintf(path, sizeof path, "GET %s/%s:", IT_SESSIONS, x.sid);
     expect_sbx(sbx_client_set_option(x.c, "log.slow_request_ms", "-1"), SBX_E_INVALID_ARG, sbx_client_last_error,
                x.c);
     ck_assert(strstr(sbx_client_last_error(x.c), "log.slow_request_ms"));
@@ -2418,7 +2421,7 @@ START_TEST(test_client_faults_faultd_selftest)
     int fd, how;
 
     fx_start(&x, true, NULL, NULL);
-    snprintf(path, sizeof path, "/v1/sandboxes/%s", x.sid);
+    snprintf(path, sizeof path, "%s/%s", IT_SESSIONS, x.sid);
 
     /* 429 with its header, then the same connection forwards. */
     faultd_rule(x.f, "GET", sbx_pat(&x, ""), 1, FAULT_429, 7);
@@ -2474,7 +2477,7 @@ START_TEST(test_client_faults_faultd_selftest)
     cid = sbx_detach_sh(x.d, x.sid, "seq 1 5000");
     ck_assert_int_eq(sbx_cmd_wait(x.d, x.sid, cid), 0);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_TRUNCATE, 1000);
-    snprintf(path, sizeof path, "/v1/sandboxes/%s/cmd/%s/logs", x.sid, cid);
+    snprintf(path, sizeof path, "%s/%s/cmd/%s/logs", IT_SESSIONS, x.sid, cid);
     fd = raw_connect(x.f);
     raw_send(fd, x.d, "GET", path);
     b = raw_read(fd, &len, &how, 2000);

@@ -656,14 +656,14 @@ START_TEST(test_client_job_retries)
     json_t *r;
 
     /* 429 on the create and on the command's start: both sent again. */
-    faultd_rule_first(f, "POST", "/v1/sandboxes$", 2, FAULT_429, 0);
+    faultd_rule_first(f, "POST", IT_CREATE_RE, 2, FAULT_429, 0);
     faultd_rule_first(f, "POST", "/cmd$", 1, FAULT_429, 0);
     run = sbx_run_new(c);
     j = sbx_run_add_job(run, "verify.test");
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
     ok_c(sbx_run_execute(run), c);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_PASSED);
-    ck_assert_int_eq(faultd_count(f, "POST", "/v1/sandboxes$"), 3);
+    ck_assert_int_eq(faultd_count(f, "POST", IT_CREATE_RE), 3);
     ck_assert_int_eq(faultd_forwarded(f, "POST", "/cmd$"), 1);
     sbx_run_free(run);
     faultd_clear(f);
@@ -687,7 +687,7 @@ START_TEST(test_client_job_retries)
     faultd_clear(f);
 
     /* No sandbox: unavailable, retryable, nothing run. */
-    faultd_rule(f, "POST", "/v1/sandboxes$", 0, FAULT_STATUS, 503);
+    faultd_rule(f, "POST", IT_CREATE_RE, 0, FAULT_STATUS, 503);
     run = sbx_run_new(c);
     j = sbx_run_add_job(run, "verify.test");
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);

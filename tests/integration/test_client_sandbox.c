@@ -57,7 +57,9 @@ START_TEST(test_client_sandbox_create_with_options)
     ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "deny-all");
     json_decref(j);
     j = parse_ok(sbx_sandbox_json(s));
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "sandbox"), "id")), sbx_sandbox_id(s));
+    /* the answer as received: v1 {sandbox}, 2.x {sandbox (the named one), session} */
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, it_v2() ? "session" : "sandbox"), "id")),
+                     sbx_sandbox_id(s));
     json_decref(j);
     expect_sh_out(s, "echo \"$GREETING|${DROPPED-unset}\"", "hello from env|unset\n");
 
@@ -419,6 +421,95 @@ START_TEST(test_client_sandbox_concurrent_creates_limited)
 }
 END_TEST
 
+/* Names, persistence and resume: the 2.x protocol's; v1 refuses them. */
+START_TEST(test_client_sandbox_named_resume)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c), *other;
+    char first[64];
+    char name[40];
+
+    snprintf(name, sizeof name, "it-%s", rand_hex(8));
+    ok_s(sbx_sandbox_set_name(s, name), s);
+    ok_s(sbx_sandbox_set_persistent(s, 1), s);
+    expect_st(sbx_sandbox_set_name(s, "a/b"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    if (!it_v2()) {
+        expect_st(sbx_sandbox_create(s), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, s);
+        ck_assert(contains(sbx_sandbox_last_error(s), "protocol=v2"));
+        other = sbx_sandbox_new(c);
+        expect_st(sbx_sandbox_fetch_named(other, name), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
+        sbx_sandbox_free(other);
+        other = it_sandbox(c);
+        ck_assert_ptr_null(sbx_sandbox_name(other));
+        ck_assert_int_eq(sbx_sandbox_persistent(other), -1);
+        expect_st(sbx_sandbox_resume(other), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
+        sbx_sandbox_free(other);
+        goto out;
+    }
+    ok_s(sbx_sandbox_create(s), s);
+    ck_assert_str_eq(sbx_sandbox_name(s), name);
+    ck_assert_int_eq(sbx_sandbox_persistent(s), 1);
+    snprintf(first, sizeof first, "%s", sbx_sandbox_id(s));
+    ok_s(sbx_sandbox_write_file(s, "kept.txt", (const uint8_t *)"across sessions\n", 16, 0644), s);
+    /* resume on a running session: the same one */
+    ok_s(sbx_sandbox_resume(s), s);
+    ck_assert_str_eq(sbx_sandbox_id(s), first);
+    /* the session's own routes keep the name known */
+    ok_s(sbx_sandbox_stop(s), s);
+    ck_assert_str_eq(sbx_sandbox_name(s), name);
+    ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
+    /* another handle finds it by name, stopped: fetching starts nothing */
+    other = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_fetch_named(other, name), other);
+    ck_assert_str_eq(sbx_sandbox_id(other), first);
+    ck_assert_str_eq(sbx_sandbox_status(other), "stopped");
+    /* resume: a new session with the files of the last one */
+    ok_s(sbx_sandbox_resume(other), other);
+    ck_assert_str_ne(sbx_sandbox_id(other), first);
+    ck_assert_str_eq(sbx_sandbox_status(other), "running");
+    expect_sh_out(other, "cat /vercel/sandbox/kept.txt", "across sessions\n");
+    /* the name is taken */
+    {
+        sbx_sandbox *dup = sbx_sandbox_new(c);
+        ok_s(sbx_sandbox_set_name(dup, name), dup);
+        expect_st(sbx_sandbox_create(dup), SBX_E_CONFLICT, sbx_sandbox_last_error, dup);
+        sbx_sandbox_free(dup);
+    }
+    /* unknown names */
+    {
+        sbx_sandbox *none = sbx_sandbox_new(c);
+        expect_st(sbx_sandbox_fetch_named(none, "no-such-name"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, none);
+        sbx_sandbox_free(none);
+    }
+    ok_s(sbx_sandbox_stop(other), other);
+    sbx_sandbox_free(other);
+out:
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+/* A command's timeout ends it (in 2.x the server is told it too and kills the command itself: test_sbxd_v2). */
+START_TEST(test_client_command_timeout_ends_it)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = it_sandbox(c);
+    sbx_command *k = sbx_command_new(s);
+    int64_t t0 = mono_ms();
+    ok_cmd(sbx_command_set_argv(k, 2, (const char *[]){"sleep", "60"}), k);
+    ok_cmd(sbx_command_set_timeout_ms(k, 700), k);
+    expect_st(sbx_command_run(k), SBX_E_TIMEOUT, sbx_command_last_error, k);
+    ck_assert_msg(mono_ms() - t0 < 30000, "took %lld ms", (long long)(mono_ms() - t0));
+    sbx_command_free(k);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_sandbox");
@@ -431,6 +522,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_sandbox_tarball_source);
     tcase_add_test(tc, test_client_snapshot_round_trip);
     tcase_add_test(tc, test_client_sandbox_concurrent_creates_limited);
+    tcase_add_test(tc, test_client_sandbox_named_resume);
+    tcase_add_test(tc, test_client_command_timeout_ends_it);
     suite_add_tcase(s, tc);
     return s;
 }

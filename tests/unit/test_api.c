@@ -83,13 +83,13 @@ static char *take_body(sbx_status st, struct sbx__api_req *r)
 static char *create_body(const struct sbx__create_spec *s)
 {
     struct sbx__api_req r;
-    return take_body(sbx__api_create_sandbox(&r, s), &r);
+    return take_body(sbx__proto_v1.create_sandbox(&r, s), &r);
 }
 
 static char *run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
 {
     struct sbx__api_req r;
-    return take_body(sbx__api_run_command(&r, "sb", argv, cwd, env, sudo, wait), &r);
+    return take_body(sbx__proto_v1.run_command(&r, "sb", argv, cwd, env, sudo, wait, 0), &r);
 }
 
 /* ---- create body ----------------------------------------------------------------- */
@@ -407,20 +407,20 @@ START_TEST(test_api_path_and_int_bodies)
     static const char *const k1[] = {"path", NULL};
     static const char *const k3[] = {"duration", NULL};
     struct sbx__api_req r;
-    char *body = take_body(sbx__api_mkdir(&r, "sb", "a/b c.txt"), &r);
+    char *body = take_body(sbx__proto_v1.mkdir(&r, "sb", "a/b c.txt"), &r);
     json_t *o = parse_obj(body);
     assert_keys(o, "mkdir", k1);
     ck_assert_str_eq(str_of(o, "path"), "a/b c.txt");
     json_decref(o);
     sbx__free(body);
-    body = take_body(sbx__api_read_file(&r, "sb", "/x"), &r);
+    body = take_body(sbx__proto_v1.read_file(&r, "sb", "/x"), &r);
     o = parse_obj(body);
     assert_keys(o, "read", k1);
     ck_assert_str_eq(str_of(o, "path"), "/x");
     json_decref(o);
     sbx__free(body);
     /* Past 2^53: an integer on the wire, not a double. */
-    body = take_body(sbx__api_extend_timeout(&r, "sb", 9007199254740993LL), &r);
+    body = take_body(sbx__proto_v1.extend_timeout(&r, "sb", 9007199254740993LL), &r);
     o = parse_obj(body);
     assert_keys(o, "extend", k3);
     ck_assert_int_eq(int_of(o, "duration"), 9007199254740993LL);
@@ -468,15 +468,15 @@ START_TEST(test_api_req_sandboxes)
     struct sbx__create_spec s = {0};
     json_t *o;
 
-    o = check_req(sbx__api_create_sandbox(&r, &s), &r, "POST", "/v1/sandboxes");
+    o = check_req(sbx__proto_v1.create_sandbox(&r, &s), &r, "POST", "/v1/sandboxes");
     ck_assert_ptr_nonnull(o);
     json_decref(o);
-    check_bodyless(sbx__api_get_sandbox(&r, ODD_ID), &r, "GET", "/v1/sandboxes/" ODD_ESC);
-    check_bodyless(sbx__api_stop_sandbox(&r, ODD_ID), &r, "POST", "/v1/sandboxes/" ODD_ESC "/stop");
-    o = check_req(sbx__api_extend_timeout(&r, ODD_ID, 60000), &r, "POST", "/v1/sandboxes/" ODD_ESC "/extend-timeout");
+    check_bodyless(sbx__proto_v1.get_sandbox(&r, ODD_ID), &r, "GET", "/v1/sandboxes/" ODD_ESC);
+    check_bodyless(sbx__proto_v1.stop_sandbox(&r, ODD_ID), &r, "POST", "/v1/sandboxes/" ODD_ESC "/stop");
+    o = check_req(sbx__proto_v1.extend_timeout(&r, ODD_ID, 60000), &r, "POST", "/v1/sandboxes/" ODD_ESC "/extend-timeout");
     ck_assert_int_eq(int_of(o, "duration"), 60000);
     json_decref(o);
-    o = check_req(sbx__api_update_network_policy(&r, ODD_ID, "{\"mode\":\"deny-all\"}"), &r, "POST",
+    o = check_req(sbx__proto_v1.update_network_policy(&r, ODD_ID, "{\"mode\":\"deny-all\"}"), &r, "POST",
                   "/v1/sandboxes/" ODD_ESC "/network-policy");
     ck_assert_str_eq(str_of(o, "mode"), "deny-all");
     ck_assert_uint_eq(json_object_size(o), 1);
@@ -492,18 +492,18 @@ START_TEST(test_api_req_snapshots)
     json_t *o;
 
     /* -1: the server's default, yet a body all the same ({}). */
-    o = check_req(sbx__api_create_snapshot(&r, ODD_ID, -1), &r, "POST", "/v1/sandboxes/" ODD_ESC "/snapshot");
+    o = check_req(sbx__proto_v1.create_snapshot(&r, ODD_ID, -1), &r, "POST", "/v1/sandboxes/" ODD_ESC "/snapshot");
     assert_keys(o, "default expiration", none);
     json_decref(o);
-    o = check_req(sbx__api_create_snapshot(&r, "sb", 0), &r, "POST", "/v1/sandboxes/sb/snapshot");
+    o = check_req(sbx__proto_v1.create_snapshot(&r, "sb", 0), &r, "POST", "/v1/sandboxes/sb/snapshot");
     assert_keys(o, "never", exp);
     ck_assert_int_eq(int_of(o, "expiration"), 0);
     json_decref(o);
-    o = check_req(sbx__api_create_snapshot(&r, "sb", 86400000), &r, "POST", "/v1/sandboxes/sb/snapshot");
+    o = check_req(sbx__proto_v1.create_snapshot(&r, "sb", 86400000), &r, "POST", "/v1/sandboxes/sb/snapshot");
     ck_assert_int_eq(int_of(o, "expiration"), 86400000);
     json_decref(o);
-    check_bodyless(sbx__api_get_snapshot(&r, ODD_ID), &r, "GET", "/v1/sandboxes/snapshots/" ODD_ESC);
-    check_bodyless(sbx__api_delete_snapshot(&r, ODD_ID), &r, "DELETE", "/v1/sandboxes/snapshots/" ODD_ESC);
+    check_bodyless(sbx__proto_v1.get_snapshot(&r, ODD_ID), &r, "GET", "/v1/sandboxes/snapshots/" ODD_ESC);
+    check_bodyless(sbx__proto_v1.delete_snapshot(&r, ODD_ID), &r, "DELETE", "/v1/sandboxes/snapshots/" ODD_ESC);
 }
 END_TEST
 
@@ -512,14 +512,14 @@ START_TEST(test_api_req_files)
     struct sbx__api_req r;
     json_t *o;
 
-    o = check_req(sbx__api_mkdir(&r, ODD_ID, "/d"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/mkdir");
+    o = check_req(sbx__proto_v1.mkdir(&r, ODD_ID, "/d"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/mkdir");
     ck_assert_str_eq(str_of(o, "path"), "/d");
     json_decref(o);
-    o = check_req(sbx__api_read_file(&r, ODD_ID, "/f"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/read");
+    o = check_req(sbx__proto_v1.read_file(&r, ODD_ID, "/f"), &r, "POST", "/v1/sandboxes/" ODD_ESC "/fs/read");
     ck_assert_str_eq(str_of(o, "path"), "/f");
     json_decref(o);
     /* The body is the caller's stream: only its type and the header here. */
-    ck_assert_int_eq(sbx__api_write_files(&r, ODD_ID), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.write_files(&r, ODD_ID), SBX_OK);
     ck_assert_str_eq(r.method, "POST");
     ck_assert_str_eq(r.path, "/v1/sandboxes/" ODD_ESC "/fs/write");
     ck_assert_ptr_null(r.body);
@@ -537,18 +537,18 @@ START_TEST(test_api_req_commands)
     json_t *o;
 
     strlist(&a, argv, 2);
-    o = check_req(sbx__api_run_command(&r, ODD_ID, &a, NULL, NULL, false, true), &r, "POST",
+    o = check_req(sbx__proto_v1.run_command(&r, ODD_ID, &a, NULL, NULL, false, true, 0), &r, "POST",
                   "/v1/sandboxes/" ODD_ESC "/cmd");
     ck_assert_str_eq(str_of(o, "command"), "ls");
     ck_assert(json_is_true(json_object_get(o, "wait")));
     json_decref(o);
     sbx__strlist_clear(&a);
-    check_bodyless(sbx__api_get_command(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1");
-    check_bodyless(sbx__api_wait_command(&r, ODD_ID, "c/1"), &r, "GET",
+    check_bodyless(sbx__proto_v1.get_command(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1");
+    check_bodyless(sbx__proto_v1.wait_command(&r, ODD_ID, "c/1"), &r, "GET",
                    "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1?wait=true");
-    check_bodyless(sbx__api_command_logs(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1/logs");
+    check_bodyless(sbx__proto_v1.command_logs(&r, ODD_ID, "c/1"), &r, "GET", "/v1/sandboxes/" ODD_ESC "/cmd/c%2F1/logs");
     /* The 1.x kill path has no cmd/ segment. */
-    o = check_req(sbx__api_kill_command(&r, ODD_ID, "c/1", 15), &r, "POST", "/v1/sandboxes/" ODD_ESC "/c%2F1/kill");
+    o = check_req(sbx__proto_v1.kill_command(&r, ODD_ID, "c/1", 15), &r, "POST", "/v1/sandboxes/" ODD_ESC "/c%2F1/kill");
     ck_assert_int_eq(int_of(o, "signal"), 15);
     json_decref(o);
 }
@@ -575,10 +575,10 @@ START_TEST(test_api_req_lists)
 
     for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
         snprintf(want, sizeof want, "/v1/sandboxes%s", cases[i].query);
-        check_bodyless(sbx__api_list_sandboxes(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+        check_bodyless(sbx__proto_v1.list_sandboxes(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
                        &r, "GET", want);
         snprintf(want, sizeof want, "/v1/sandboxes/snapshots%s", cases[i].query);
-        check_bodyless(sbx__api_list_snapshots(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+        check_bodyless(sbx__proto_v1.list_snapshots(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
                        &r, "GET", want);
     }
 }
@@ -645,7 +645,7 @@ START_TEST(test_api_parse_sandbox_full)
     char buf[sizeof sandbox_full + 8];
     memcpy(buf, sandbox_full, sizeof sandbox_full - 1);
     memcpy(buf + sizeof sandbox_full - 1, "garbage", 8);
-    ck_assert_int_eq(sbx__api_parse_sandbox(buf, sizeof sandbox_full - 1, &in, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_sandbox(buf, sizeof sandbox_full - 1, &in, &err), SBX_OK);
     ck_assert_str_eq(in.id, "sbx_1");
     ck_assert_str_eq(in.status, "running");
     ck_assert_str_eq(in.runtime, "node22");
@@ -680,7 +680,7 @@ START_TEST(test_api_parse_sandbox_optional_fields)
                                "\"timeout\":1.5e3,\"createdAt\":2,\"vcpus\":1,\"memory\":2048}}";
     struct sbx__sandbox_info in = {0};
     sbx__err err = {0};
-    ck_assert_int_eq(sbx__api_parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
     ck_assert_ptr_null(in.cwd);
     ck_assert_ptr_null(in.source_snapshot_id);
     ck_assert_ptr_null(in.network_policy_json);
@@ -697,7 +697,7 @@ typedef sbx_status (*parse_fn)(const char *body, size_t len, sbx__err *err);
 static sbx_status parse_sandbox_only(const char *body, size_t len, sbx__err *err)
 {
     struct sbx__sandbox_info in = {0};
-    sbx_status st = sbx__api_parse_sandbox(body, len, &in, err);
+    sbx_status st = sbx__proto_v1.parse_sandbox(body, len, &in, err);
     sbx__sandbox_info_free(&in);
     return st;
 }
@@ -797,7 +797,7 @@ START_TEST(test_api_parse_sandbox_routes)
     for (size_t i = 0; i < SBX__ARRAY_LEN(bad); i++) {
         snprintf(body, sizeof body, "%s%s}", head, bad[i]);
         sbx__err_clear(&err);
-        ck_assert_msg(sbx__api_parse_sandbox(body, strlen(body), &in, &err) == SBX_E_PROTOCOL, "%s", bad[i]);
+        ck_assert_msg(sbx__proto_v1.parse_sandbox(body, strlen(body), &in, &err) == SBX_E_PROTOCOL, "%s", bad[i]);
         assert_msg_has(&err, i == 2 ? "routes[1]" : "routes[0]");
         sbx__sandbox_info_free(&in);
     }
@@ -806,7 +806,7 @@ START_TEST(test_api_parse_sandbox_routes)
              "%s[{\"port\":1,\"url\":\"u1\"},{\"port\":2,\"url\":\"u2\"},{\"port\":3,\"url\":\"u3\"},"
              "{\"port\":4,\"url\":\"u4\"},{\"port\":5,\"url\":\"u5\"}]}",
              head);
-    ck_assert_int_eq(sbx__api_parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
     ck_assert_uint_eq(in.nroutes, SBX__MAX_PORTS);
     for (size_t i = 0; i < SBX__MAX_PORTS; i++) {
         char want[8];
@@ -817,7 +817,7 @@ START_TEST(test_api_parse_sandbox_routes)
     sbx__sandbox_info_free(&in);
     /* routes that are not an array: none. */
     snprintf(body, sizeof body, "%s{}}", head);
-    ck_assert_int_eq(sbx__api_parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
     ck_assert_uint_eq(in.nroutes, 0);
     sbx__sandbox_info_free(&in);
     sbx__err_free(&err);
@@ -902,7 +902,7 @@ static sbx_status parse_snapshot_only(const char *body, size_t len, sbx__err *er
 {
     struct sbx__snapshot_info sn = {0};
     struct sbx__sandbox_info sb = {0};
-    sbx_status st = sbx__api_parse_snapshot(body, len, &sn, &sb, err);
+    sbx_status st = sbx__proto_v1.parse_snapshot(body, len, &sn, &sb, err);
     sbx__snapshot_info_free(&sn);
     sbx__sandbox_info_free(&sb);
     return st;
@@ -920,7 +920,7 @@ START_TEST(test_api_parse_snapshot)
     struct sbx__snapshot_info sn = {0};
     struct sbx__sandbox_info sb = {0};
     sbx__err err = {0};
-    ck_assert_int_eq(sbx__api_parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, &sb, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, &sb, &err), SBX_OK);
     ck_assert_str_eq(sn.id, "snap_1");
     ck_assert_str_eq(sn.status, "created");
     ck_assert_str_eq(sn.source_sandbox_id, "sbx_1");
@@ -935,7 +935,7 @@ START_TEST(test_api_parse_snapshot)
     sbx__sandbox_info_free(&sb);
 
     /* The sandbox part is optional, and ignored when not asked for. */
-    ck_assert_int_eq(sbx__api_parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, NULL, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, NULL, &err), SBX_OK);
     ck_assert_str_eq(sn.id, "snap_1");
     sbx__snapshot_info_free(&sn);
     sbx__err_free(&err);
@@ -952,11 +952,11 @@ START_TEST(test_api_parse_snapshot_expiry_optional)
     struct sbx__sandbox_info sb = {0};
     sbx__err err = {0};
     sn.expires_at = 99;
-    ck_assert_int_eq(sbx__api_parse_snapshot(never, strlen(never), &sn, &sb, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_snapshot(never, strlen(never), &sn, &sb, &err), SBX_OK);
     ck_assert_int_eq(sn.expires_at, 0);
     ck_assert_ptr_null(sb.id); /* no sandbox in the answer: nothing filled */
     sbx__snapshot_info_free(&sn);
-    ck_assert_int_eq(sbx__api_parse_snapshot(null_exp, strlen(null_exp), &sn, &sb, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_snapshot(null_exp, strlen(null_exp), &sn, &sb, &err), SBX_OK);
     ck_assert_int_eq(sn.expires_at, 0);
     sbx__snapshot_info_free(&sn);
     sbx__err_free(&err);
@@ -977,12 +977,12 @@ START_TEST(test_api_parse_odd_numbers_and_nul)
     struct sbx__snapshot_info sn = {0};
     struct sbx__command_info cmd = {0};
     sbx__err err = {0};
-    ck_assert_int_eq(sbx__api_parse_sandbox(huge, strlen(huge), &sb, &err), SBX_E_PROTOCOL);
+    ck_assert_int_eq(sbx__proto_v1.parse_sandbox(huge, strlen(huge), &sb, &err), SBX_E_PROTOCOL);
     assert_msg_has(&err, "sandbox.timeout");
     sbx__sandbox_info_free(&sb);
     sbx__err_clear(&err);
     sn.expires_at = 99;
-    ck_assert_int_eq(sbx__api_parse_snapshot(bad_exp, strlen(bad_exp), &sn, NULL, &err), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v1.parse_snapshot(bad_exp, strlen(bad_exp), &sn, NULL, &err), SBX_OK);
     ck_assert_int_eq(sn.expires_at, 0);
     ck_assert_int_eq(err.code, SBX_OK);
     sbx__snapshot_info_free(&sn);
@@ -1318,24 +1318,24 @@ static sbx_status oom_builders(void *ctx)
     s.env = &c->env;
     for (step = 0; step < 18 && st == SBX_OK; step++) {
         switch (step) {
-        case 0: st = sbx__api_create_sandbox(&r, &s); break;
-        case 1: st = sbx__api_get_sandbox(&r, ODD_ID); break;
-        case 2: st = sbx__api_stop_sandbox(&r, ODD_ID); break;
-        case 3: st = sbx__api_extend_timeout(&r, ODD_ID, 5); break;
-        case 4: st = sbx__api_update_network_policy(&r, ODD_ID, "{\"mode\":\"allow-all\"}"); break;
-        case 5: st = sbx__api_list_sandboxes(&r, "a project", 10, 1, 2); break;
-        case 6: st = sbx__api_list_snapshots(&r, "a project", 10, 1, 2); break;
-        case 7: st = sbx__api_create_snapshot(&r, ODD_ID, -1); break;
-        case 8: st = sbx__api_create_snapshot(&r, ODD_ID, 1000); break;
-        case 9: st = sbx__api_get_snapshot(&r, ODD_ID); break;
-        case 10: st = sbx__api_delete_snapshot(&r, ODD_ID); break;
-        case 11: st = sbx__api_mkdir(&r, ODD_ID, "/d"); break;
-        case 12: st = sbx__api_write_files(&r, ODD_ID); break;
-        case 13: st = sbx__api_read_file(&r, ODD_ID, "/f"); break;
-        case 14: st = sbx__api_run_command(&r, ODD_ID, &c->argv, "/tmp", &c->env, true, true); break;
-        case 15: st = sbx__api_get_command(&r, ODD_ID, "c1"); break;
-        case 16: st = sbx__api_wait_command(&r, ODD_ID, "c1"); break;
-        default: st = sbx__api_command_logs(&r, ODD_ID, "c1"); break;
+        case 0: st = sbx__proto_v1.create_sandbox(&r, &s); break;
+        case 1: st = sbx__proto_v1.get_sandbox(&r, ODD_ID); break;
+        case 2: st = sbx__proto_v1.stop_sandbox(&r, ODD_ID); break;
+        case 3: st = sbx__proto_v1.extend_timeout(&r, ODD_ID, 5); break;
+        case 4: st = sbx__proto_v1.update_network_policy(&r, ODD_ID, "{\"mode\":\"allow-all\"}"); break;
+        case 5: st = sbx__proto_v1.list_sandboxes(&r, "a project", 10, 1, 2); break;
+        case 6: st = sbx__proto_v1.list_snapshots(&r, "a project", 10, 1, 2); break;
+        case 7: st = sbx__proto_v1.create_snapshot(&r, ODD_ID, -1); break;
+        case 8: st = sbx__proto_v1.create_snapshot(&r, ODD_ID, 1000); break;
+        case 9: st = sbx__proto_v1.get_snapshot(&r, ODD_ID); break;
+        case 10: st = sbx__proto_v1.delete_snapshot(&r, ODD_ID); break;
+        case 11: st = sbx__proto_v1.mkdir(&r, ODD_ID, "/d"); break;
+        case 12: st = sbx__proto_v1.write_files(&r, ODD_ID); break;
+        case 13: st = sbx__proto_v1.read_file(&r, ODD_ID, "/f"); break;
+        case 14: st = sbx__proto_v1.run_command(&r, ODD_ID, &c->argv, "/tmp", &c->env, true, true, 0); break;
+        case 15: st = sbx__proto_v1.get_command(&r, ODD_ID, "c1"); break;
+        case 16: st = sbx__proto_v1.wait_command(&r, ODD_ID, "c1"); break;
+        default: st = sbx__proto_v1.command_logs(&r, ODD_ID, "c1"); break;
         }
         if (st != SBX_OK) {
             ck_assert_int_eq(st, SBX_E_NOMEM);
@@ -1346,7 +1346,7 @@ static sbx_status oom_builders(void *ctx)
             sbx__api_req_free(&r);
         }
     }
-    if (st == SBX_OK && (st = sbx__api_kill_command(&r, ODD_ID, "c1", 9)) == SBX_OK)
+    if (st == SBX_OK && (st = sbx__proto_v1.kill_command(&r, ODD_ID, "c1", 9)) == SBX_OK)
         sbx__api_req_free(&r);
     if (st == SBX_OK && (st = sbx__buf_puts(&url, "http://h/x")) == SBX_OK)
         st = sbx__api_add_team(&url, "a team");
@@ -1390,7 +1390,7 @@ static sbx_status oom_parsers(void *ctx)
     sbx_status st;
     (void)ctx;
 
-    st = sbx__api_parse_sandbox(sandbox_full, strlen(sandbox_full), &in, &err);
+    st = sbx__proto_v1.parse_sandbox(sandbox_full, strlen(sandbox_full), &in, &err);
     if (st == SBX_OK) {
         ck_assert_str_eq(in.cwd, "/vercel/sandbox");
         ck_assert_uint_eq(in.nroutes, 2);
@@ -1401,7 +1401,7 @@ static sbx_status oom_parsers(void *ctx)
     }
     if (st == SBX_OK) {
         ck_assert_str_eq(ci.id, "cmd_1");
-        st = sbx__api_parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, &sb, &err);
+        st = sbx__proto_v1.parse_snapshot(snapshot_full, strlen(snapshot_full), &sn, &sb, &err);
     }
     if (st == SBX_OK) {
         ck_assert_str_eq(sn.source_sandbox_id, "sbx_1");

@@ -3,9 +3,10 @@
  * api: the whole protocol surface. What each operation sends (method, path
  * with its query, body, any header) and how each answer reads, behind
  * prototypes that name no protocol detail: lib/client/ above this header
- * knows no path, field or parameter name. v1.c implements it for the v1
- * endpoints; another version is a sibling file implementing the same
- * prototypes, built in its place.
+ * knows no path, field or parameter name. Each version is a sibling file
+ * filling one struct sbx__proto (v1.c: the /v1 routes of the 1.x SDKs;
+ * v2.c: the sessions and named sandboxes of the 2.x/3.x SDKs); what does not
+ * differ between them is here, in common.c. A client picks one at run time.
  */
 #ifndef SBX_API_H
 #define SBX_API_H
@@ -29,6 +30,8 @@ struct sbx__route {
 
 struct sbx__sandbox_info {
     char *id, *status, *runtime, *region, *source_snapshot_id, *cwd;
+    char *name;             /* 2.x: the named sandbox the session belongs to, when the answer says */
+    int persistent;         /* 2.x: its stop keeps the files (1), not (0), not said (-1) */
     int64_t timeout_ms, created_at;
     uint32_t vcpus, memory_mb;
     char *network_policy_json;
@@ -61,6 +64,10 @@ struct sbx__create_spec {
     enum sbx__source source;
     const char *url, *revision, *username, *password, *snapshot_id;
     uint32_t depth;
+    /* 2.x: the sandbox's name (NULL: the server makes one up) and whether
+     * its stop keeps the files (the library's sandboxes do not unless asked). */
+    const char *name;
+    bool persistent;
 };
 
 /* One request of an operation: what the engine sends. Builders fill it
@@ -76,43 +83,57 @@ struct sbx__api_req {
 };
 void sbx__api_req_free(struct sbx__api_req *r);
 
-/* Sandboxes. */
-sbx_status sbx__api_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s);
-sbx_status sbx__api_get_sandbox(struct sbx__api_req *r, const char *id);
-sbx_status sbx__api_stop_sandbox(struct sbx__api_req *r, const char *id);
-sbx_status sbx__api_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms);
-/* policy_json: checked by sbx__api_check_policy. */
-sbx_status sbx__api_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json);
-
-/* Lists: project NULL for all, limit 0 / since -1 / until -1 for the
- * server's default. Their answers are checked by sbx__api_check_list. */
+/* One protocol version: the builders of its requests and the readers of
+ * the answers whose shape differs. */
 enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS };
-sbx_status sbx__api_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                   int64_t until);
-sbx_status sbx__api_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                   int64_t until);
-
-/* Snapshots. expiration_ms: 0 never, -1 the server's default. */
-sbx_status sbx__api_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms);
-sbx_status sbx__api_get_snapshot(struct sbx__api_req *r, const char *id);
-sbx_status sbx__api_delete_snapshot(struct sbx__api_req *r, const char *id);
-
-/* Files. write files: no body here; the caller streams a gzipped tar whose
- * names are relative to the root (content_type and header say so). */
-sbx_status sbx__api_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path);
-sbx_status sbx__api_write_files(struct sbx__api_req *r, const char *sandbox_id);
-sbx_status sbx__api_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path);
-
-/* Commands. run: argv[0] is the program (argv->n > 0); wait: the answer
- * streams the command as started, then as finished (NDJSON). logs: NDJSON
- * lines read by sbx__api_parse_log. */
-sbx_status sbx__api_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
-                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait);
-sbx_status sbx__api_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
-/* The same answer as get, once the command has exited. */
-sbx_status sbx__api_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
-sbx_status sbx__api_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
-sbx_status sbx__api_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal);
+struct sbx__proto {
+    const char *name; /* "v1", "v2" */
+    /* A network policy given by a caller (the API form, with "mode") that
+     * this version can send: SBX_OK, or SBX_E_PARSE with err set. */
+    sbx_status (*check_policy)(const char *json, sbx__err *err);
+    /* Sandboxes (v2: sessions, named sandboxes on create). */
+    sbx_status (*create_sandbox)(struct sbx__api_req *r, const struct sbx__create_spec *s);
+    sbx_status (*get_sandbox)(struct sbx__api_req *r, const char *id);
+    sbx_status (*stop_sandbox)(struct sbx__api_req *r, const char *id);
+    sbx_status (*extend_timeout)(struct sbx__api_req *r, const char *id, int64_t ms);
+    /* policy_json: checked by sbx__api_check_policy. */
+    sbx_status (*update_network_policy)(struct sbx__api_req *r, const char *id, const char *policy_json);
+    /* Lists: project NULL for all, limit 0 / since -1 / until -1 for the
+     * server's default. Their answers are checked by sbx__api_check_list. */
+    sbx_status (*list_sandboxes)(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                 int64_t until);
+    sbx_status (*list_snapshots)(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                 int64_t until);
+    /* Snapshots. expiration_ms: 0 never, -1 the server's default. */
+    sbx_status (*create_snapshot)(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms);
+    sbx_status (*get_snapshot)(struct sbx__api_req *r, const char *id);
+    sbx_status (*delete_snapshot)(struct sbx__api_req *r, const char *id);
+    /* Files. write files: no body here; the caller streams a gzipped tar
+     * whose names are relative to the root (content_type and header say so). */
+    sbx_status (*mkdir)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+    sbx_status (*write_files)(struct sbx__api_req *r, const char *sandbox_id);
+    sbx_status (*read_file)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+    /* Commands. run: argv[0] is the program (argv->n > 0); wait: the answer
+     * streams the command as started, then as finished (NDJSON). logs:
+     * NDJSON lines read by sbx__api_parse_log. */
+    sbx_status (*run_command)(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
+                              const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms);
+    sbx_status (*get_command)(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+    /* The same answer as get, once the command has exited. */
+    sbx_status (*wait_command)(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+    sbx_status (*command_logs)(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
+    sbx_status (*kill_command)(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal);
+    /* 2.x only (NULL in v1): a named sandbox in project (NULL: none), and
+     * with resume a running session of it, started when needed. Answered
+     * like a create. */
+    sbx_status (*get_named)(struct sbx__api_req *r, const char *project, const char *name, bool resume);
+    /* Answers: a sandbox (or session), a snapshot (and its sandbox when
+     * one comes with it). Each checks the required fields and types. */
+    sbx_status (*parse_sandbox)(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err);
+    sbx_status (*parse_snapshot)(const char *body, size_t len, struct sbx__snapshot_info *sn,
+                                 struct sbx__sandbox_info *sbx, sbx__err *err);
+};
+extern const struct sbx__proto sbx__proto_v1, sbx__proto_v2;
 
 /* Scope every request to a team: appends its query parameter to url (a
  * base URL plus a path from a builder). */
@@ -121,13 +142,9 @@ sbx_status sbx__api_add_team(sbx__buf *url, const char *team);
 /* A network policy given by a caller: a JSON object with a string "mode". */
 sbx_status sbx__api_check_policy(const char *json, sbx__err *err);
 
-/* Responses. Each checks the protocol's required fields and types. */
-sbx_status sbx__api_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out,
-                                  sbx__err *err);
+/* Answers both versions share. Each checks the required fields and types. */
 sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__command_info *out,
                                   sbx__err *err);
-sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__snapshot_info *sn,
-                                   struct sbx__sandbox_info *sbx, sbx__err *err);
 sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err);
 
 enum { SBX__LOG_STDOUT = 1, SBX__LOG_STDERR = 2, SBX__LOG_ERROR = 3 };

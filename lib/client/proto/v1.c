@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * api, v1: the v1 protocol (vercel-sandbox-protocol.md) behind proto.h, in
- * both directions: each operation's method, path and query, and the JSON.
- * Requests are built as JSON.stringify would build them (absent
- * fields omitted, never null); responses are checked for the fields and
- * types the protocol makes required, so a server that breaks the protocol
- * gives SBX_E_PROTOCOL with the field named, not a crash or a silent zero.
+ * api, v1: the 1.x protocol (vercel-sandbox-protocol.md): every operation
+ * under /v1/sandboxes, a sandbox addressed by its id.
  */
 #include "util/internal.h"
 
@@ -13,138 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/proto/proto.h"
+#include "client/proto/common.h"
 #include "util/str.h"
-
-static char *dump(json_t *o)
-{
-    char *text, *out;
-    if (!o)
-        return NULL;
-    text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (!text)
-        return NULL;
-    /* Callers free with sbx__free: copy out of jansson's allocator. */
-    out = sbx__strdup(text);
-    sbx__wipe(text, strlen(text)); /* bodies hold env values and git credentials */
-    free(text);
-    return out;
-}
-
-static int set_str(json_t *o, const char *k, const char *v)
-{
-    return v ? json_object_set_new(o, k, json_string(v)) : 0;
-}
-
-static json_t *env_object(const sbx__strlist *env)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; o && env && i < env->n; i++) {
-        const char *kv = env->v[i], *eq = strchr(kv, '=');
-        if (!eq) /* sbx__env_set never stores one */
-            continue;
-        if (json_object_setn_new(o, kv, (size_t)(eq - kv), json_string(eq + 1)) < 0) {
-            json_decref(o);
-            return NULL;
-        }
-    }
-    return o;
-}
-
-static char *create_body(const struct sbx__create_spec *s)
-{
-    json_t *o = json_object(), *ports = json_array();
-    bool ok = o && ports;
-
-    for (size_t i = 0; ok && i < s->nports; i++)
-        ok = json_array_append_new(ports, json_integer(s->ports[i])) == 0;
-    /* The SDK always sends projectId (when known) and ports. */
-    ok = ok && set_str(o, "projectId", s->project) == 0 && json_object_set(o, "ports", ports) == 0;
-    json_decref(ports);
-    if (ok && s->runtime && s->source != SBX__SRC_SNAPSHOT)
-        ok = set_str(o, "runtime", s->runtime) == 0;
-    if (ok && s->timeout_ms > 0)
-        ok = json_object_set_new(o, "timeout", json_integer(s->timeout_ms)) == 0;
-    if (ok && s->vcpus > 0)
-        ok = json_object_set_new(o, "resources", json_pack("{s:I}", "vcpus", (json_int_t)s->vcpus)) == 0;
-    if (ok && s->env && s->env->n) {
-        json_t *env = env_object(s->env);
-        ok = env && json_object_set_new(o, "env", env) == 0;
-    }
-    if (ok && s->policy_json) {
-        json_t *p = json_loads(s->policy_json, 0, NULL);
-        ok = p && json_object_set_new(o, "networkPolicy", p) == 0;
-    }
-    if (ok && s->source != SBX__SRC_NONE) {
-        json_t *src = json_object();
-        ok = src != NULL;
-        if (ok && s->source == SBX__SRC_GIT) {
-            ok = set_str(src, "type", "git") == 0 && set_str(src, "url", s->url) == 0 &&
-                 set_str(src, "revision", s->revision) == 0 && set_str(src, "username", s->username) == 0 &&
-                 set_str(src, "password", s->password) == 0 &&
-                 (s->depth == 0 || json_object_set_new(src, "depth", json_integer(s->depth)) == 0);
-        } else if (ok && s->source == SBX__SRC_TARBALL) {
-            ok = set_str(src, "type", "tarball") == 0 && set_str(src, "url", s->url) == 0;
-        } else if (ok) {
-            ok = set_str(src, "type", "snapshot") == 0 && set_str(src, "snapshotId", s->snapshot_id) == 0;
-        }
-        ok = ok && json_object_set_new(o, "source", src) == 0;
-    }
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return dump(o);
-}
-
-static char *run_body(const sbx__strlist *argv, const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
-{
-    json_t *o = json_object(), *args = json_array(), *envo = env_object(env);
-    bool ok = o && args && envo && argv->n > 0;
-
-    for (size_t i = 1; ok && i < argv->n; i++)
-        ok = json_array_append_new(args, json_string(argv->v[i])) == 0;
-    ok = ok && set_str(o, "command", argv->v[0]) == 0 && json_object_set(o, "args", args) == 0 &&
-         json_object_set(o, "env", envo) == 0 && json_object_set_new(o, "sudo", json_boolean(sudo)) == 0 &&
-         set_str(o, "cwd", cwd) == 0 && (!wait || json_object_set_new(o, "wait", json_true()) == 0);
-    json_decref(args);
-    json_decref(envo);
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return dump(o);
-}
-
-static char *path_body(const char *path)
-{
-    json_t *o = json_object();
-    if (!o || set_str(o, "path", path) < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return dump(o);
-}
-
-static char *int_body(const char *key, int64_t value)
-{
-    return dump(json_pack("{s:I}", key, (json_int_t)value));
-}
-
-sbx_status sbx__api_check_policy(const char *json, sbx__err *err)
-{
-    json_error_t je;
-    json_t *j = json_loads(json, 0, &je);
-    sbx_status st = SBX_OK;
-    if (!j)
-        return sbx__err_set(err, SBX_E_PARSE, "network policy: not JSON: %s", je.text);
-    if (!json_is_object(j) || !json_is_string(json_object_get(j, "mode")))
-        st = sbx__err_set(err, SBX_E_PARSE,
-                          "network policy: a JSON object with \"mode\" (allow-all, deny-all, custom)");
-    json_decref(j);
-    return st;
-}
 
 /* ---- requests --------------------------------------------------------------------------- */
 
@@ -172,54 +38,30 @@ static char *path_of(const char *sid, const char *mid, const char *cid, const ch
     return sbx__buf_detach(&p, NULL);
 }
 
-/* Fill r, taking path and body over; a NULL path, or a NULL body when one
- * is needed, is the failure of the call that made it. */
-static sbx_status make(struct sbx__api_req *r, const char *method, char *path, char *body, bool has_body)
+static sbx_status v1_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s)
 {
-    memset(r, 0, sizeof *r);
-    if (!path || (has_body && !body)) {
-        sbx__free(path);
-        sbx__free_secret(body);
-        return SBX_E_NOMEM;
-    }
-    r->method = method;
-    r->path = path;
-    r->body = body;
-    r->content_type = body ? "application/json" : NULL;
-    return SBX_OK;
+    return sbx__pr_make(r, "POST", path_of(NULL, NULL, NULL, NULL), sbx__pr_dump(sbx__pr_create_object(s)), true);
 }
 
-void sbx__api_req_free(struct sbx__api_req *r)
+static sbx_status v1_get_sandbox(struct sbx__api_req *r, const char *id)
 {
-    sbx__free(r->path);
-    sbx__free_secret(r->body);
-    memset(r, 0, sizeof *r);
+    return sbx__pr_make(r, "GET", path_of(id, NULL, NULL, NULL), NULL, false);
 }
 
-sbx_status sbx__api_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s)
+static sbx_status v1_stop_sandbox(struct sbx__api_req *r, const char *id)
 {
-    return make(r, "POST", path_of(NULL, NULL, NULL, NULL), create_body(s), true);
+    return sbx__pr_make(r, "POST", path_of(id, NULL, NULL, "/stop"), NULL, false);
 }
 
-sbx_status sbx__api_get_sandbox(struct sbx__api_req *r, const char *id)
+static sbx_status v1_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms)
 {
-    return make(r, "GET", path_of(id, NULL, NULL, NULL), NULL, false);
+    return sbx__pr_make(r, "POST", path_of(id, NULL, NULL, "/extend-timeout"), sbx__pr_int_body("duration", ms), true);
 }
 
-sbx_status sbx__api_stop_sandbox(struct sbx__api_req *r, const char *id)
-{
-    return make(r, "POST", path_of(id, NULL, NULL, "/stop"), NULL, false);
-}
-
-sbx_status sbx__api_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms)
-{
-    return make(r, "POST", path_of(id, NULL, NULL, "/extend-timeout"), int_body("duration", ms), true);
-}
-
-sbx_status sbx__api_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json)
+static sbx_status v1_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json)
 {
     /* The body is the policy object itself. */
-    return make(r, "POST", path_of(id, NULL, NULL, "/network-policy"), sbx__strdup(policy_json), true);
+    return sbx__pr_make(r, "POST", path_of(id, NULL, NULL, "/network-policy"), sbx__strdup(policy_json), true);
 }
 
 /* A list: ROOT (+ mid) and the query parameters that are set. */
@@ -251,47 +93,47 @@ static sbx_status list(struct sbx__api_req *r, const char *mid, const char *proj
         memset(r, 0, sizeof *r);
         return SBX_E_NOMEM;
     }
-    return make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+    return sbx__pr_make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
 }
 
-sbx_status sbx__api_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+static sbx_status v1_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
                                    int64_t until)
 {
     return list(r, NULL, project, limit, since, until);
 }
 
-sbx_status sbx__api_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+static sbx_status v1_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
                                    int64_t until)
 {
     return list(r, "/snapshots", project, limit, since, until);
 }
 
-sbx_status sbx__api_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms)
+static sbx_status v1_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms)
 {
     /* Always a body: a request that must not run twice is sent through a
      * reader libcurl cannot replay (engine.c). */
-    char *body = expiration_ms >= 0 ? int_body("expiration", expiration_ms) : sbx__strdup("{}");
-    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/snapshot"), body, true);
+    char *body = expiration_ms >= 0 ? sbx__pr_int_body("expiration", expiration_ms) : sbx__strdup("{}");
+    return sbx__pr_make(r, "POST", path_of(sandbox_id, NULL, NULL, "/snapshot"), body, true);
 }
 
-sbx_status sbx__api_get_snapshot(struct sbx__api_req *r, const char *id)
+static sbx_status v1_get_snapshot(struct sbx__api_req *r, const char *id)
 {
-    return make(r, "GET", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
+    return sbx__pr_make(r, "GET", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
 }
 
-sbx_status sbx__api_delete_snapshot(struct sbx__api_req *r, const char *id)
+static sbx_status v1_delete_snapshot(struct sbx__api_req *r, const char *id)
 {
-    return make(r, "DELETE", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
+    return sbx__pr_make(r, "DELETE", path_of(NULL, "/snapshots/", id, NULL), NULL, false);
 }
 
-sbx_status sbx__api_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+static sbx_status v1_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path)
 {
-    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/mkdir"), path_body(path), true);
+    return sbx__pr_make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/mkdir"), sbx__pr_path_body(path), true);
 }
 
-sbx_status sbx__api_write_files(struct sbx__api_req *r, const char *sandbox_id)
+static sbx_status v1_write_files(struct sbx__api_req *r, const char *sandbox_id)
 {
-    sbx_status st = make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/write"), NULL, false);
+    sbx_status st = sbx__pr_make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/write"), NULL, false);
     if (st == SBX_OK) {
         /* The archive's names are relative to the root. */
         r->content_type = "application/gzip";
@@ -300,357 +142,94 @@ sbx_status sbx__api_write_files(struct sbx__api_req *r, const char *sandbox_id)
     return st;
 }
 
-sbx_status sbx__api_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+static sbx_status v1_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path)
 {
-    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/read"), path_body(path), true);
+    return sbx__pr_make(r, "POST", path_of(sandbox_id, NULL, NULL, "/fs/read"), sbx__pr_path_body(path), true);
 }
 
-sbx_status sbx__api_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
-                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait)
+static sbx_status v1_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
+                               const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms)
 {
-    return make(r, "POST", path_of(sandbox_id, NULL, NULL, "/cmd"), run_body(argv, cwd, env, sudo, wait), true);
+    /* The 1.x protocol has no command timeout: the client's own deadline
+     * bounds the command there (command.c kills it when it passes). */
+    (void)timeout_ms;
+    return sbx__pr_make(r, "POST", path_of(sandbox_id, NULL, NULL, "/cmd"), sbx__pr_dump(sbx__pr_run_object(argv, cwd, env, sudo, wait, 0)), true);
 }
 
-sbx_status sbx__api_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+static sbx_status v1_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
 {
-    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, NULL), NULL, false);
+    return sbx__pr_make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, NULL), NULL, false);
 }
 
-sbx_status sbx__api_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+static sbx_status v1_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
 {
-    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "?wait=true"), NULL, false);
+    return sbx__pr_make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "?wait=true"), NULL, false);
 }
 
-sbx_status sbx__api_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+static sbx_status v1_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
 {
-    return make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "/logs"), NULL, false);
+    return sbx__pr_make(r, "GET", path_of(sandbox_id, "/cmd/", cmd_id, "/logs"), NULL, false);
 }
 
-sbx_status sbx__api_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal)
+static sbx_status v1_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal)
 {
     /* The 1.x path has no cmd/ segment (protocol 4.7). */
-    return make(r, "POST", path_of(sandbox_id, "/", cmd_id, "/kill"), int_body("signal", signal), true);
+    return sbx__pr_make(r, "POST", path_of(sandbox_id, "/", cmd_id, "/kill"), sbx__pr_int_body("signal", signal), true);
 }
 
-sbx_status sbx__api_add_team(sbx__buf *url, const char *team)
+/* ---- answers ---- */
+
+static sbx_status v1_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err)
 {
-    if (sbx__buf_puts(url, url->data && strchr(url->data, '?') ? "&teamId=" : "?teamId=") != SBX_OK)
-        return SBX_E_NOMEM;
-    return sbx__api_escape(url, team);
-}
-
-/* ---- responses ------------------------------------------------------------- */
-
-static json_t *load(const char *body, size_t len, sbx__err *err)
-{
-    json_error_t je;
-    json_t *j;
-    if (len == 0)
-        return json_object(); /* an empty body is {} (protocol 1.1) */
-    /* jansson skips a raw NUL after a number, yet the body is kept as a C
-     * string (sbx_sandbox_json): it would be cut there. JSON has none. */
-    if (memchr(body, '\0', len)) {
-        sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: it holds a NUL byte");
-        return NULL;
-    }
-    j = json_loadb(body, len, 0, &je);
-    if (!j)
-        sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not JSON: %s", je.text);
-    else if (!json_is_object(j)) {
-        json_decref(j);
-        j = NULL;
-        sbx__err_set(err, SBX_E_PROTOCOL, "the server's answer is not a JSON object");
-    }
-    return j;
-}
-
-static sbx_status need_str(json_t *o, const char *what, const char *key, char **out, sbx__err *err)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-    if (!v)
-        return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: missing or not a string", what, key);
-    *out = sbx__strdup(v);
-    return *out ? SBX_OK : sbx__err_nomem(err);
-}
-
-static sbx_status opt_str(json_t *o, const char *key, char **out, sbx__err *err)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-    if (!v)
-        return SBX_OK;
-    *out = sbx__strdup(v);
-    return *out ? SBX_OK : sbx__err_nomem(err);
-}
-
-static sbx_status need_num(json_t *o, const char *what, const char *key, int64_t *out, sbx__err *err)
-{
-    json_t *v = json_object_get(o, key);
-    double d;
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-        return SBX_OK;
-    }
-    if (!json_is_real(v))
-        return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: missing or not a number", what, key);
-    /* Converting a double outside int64_t's range is undefined behaviour:
-     * a server's 1e300 must be refused, not cast. */
-    d = json_real_value(v);
-    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-        return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: %g is out of range", what, key, d);
-    *out = (int64_t)d;
-    return SBX_OK;
-}
-
-static sbx_status fill_sandbox(json_t *s, json_t *routes, struct sbx__sandbox_info *out, sbx__err *err)
-{
-    int64_t v = 0; /* need_num() sets it; gcc -O3 does not see that */
-    json_t *np = json_object_get(s, "networkPolicy"), *e;
-    size_t i;
-    sbx_status st;
-
-    if (!json_is_object(s))
-        return sbx__err_set(err, SBX_E_PROTOCOL, "sandbox: missing or not an object");
-    if ((st = need_str(s, "sandbox", "id", &out->id, err)) || (st = need_str(s, "sandbox", "status", &out->status, err)) ||
-        (st = need_str(s, "sandbox", "runtime", &out->runtime, err)) ||
-        (st = need_str(s, "sandbox", "region", &out->region, err)) ||
-        (st = need_num(s, "sandbox", "timeout", &out->timeout_ms, err)) ||
-        (st = need_num(s, "sandbox", "createdAt", &out->created_at, err)) ||
-        (st = opt_str(s, "sourceSnapshotId", &out->source_snapshot_id, err)) ||
-        (st = opt_str(s, "cwd", &out->cwd, err)))
-        return st;
-    if ((st = need_num(s, "sandbox", "vcpus", &v, err)))
-        return st;
-    out->vcpus = v > 0 && v < 65536 ? (uint32_t)v : 0;
-    if ((st = need_num(s, "sandbox", "memory", &v, err)))
-        return st;
-    out->memory_mb = v > 0 && v < (1 << 30) ? (uint32_t)v : 0;
-    if (json_is_object(np)) {
-        char *t = json_dumps(np, JSON_COMPACT);
-        out->network_policy_json = t ? sbx__strdup(t) : NULL;
-        free(t);
-        if (!out->network_policy_json)
-            return sbx__err_nomem(err);
-    }
-    json_array_foreach(routes, i, e) {
-        int64_t port = 0;
-        const char *url = json_string_value(json_object_get(e, "url"));
-        if (out->nroutes == SBX__MAX_PORTS)
-            break;
-        if (!url || need_num(e, "route", "port", &port, err) != SBX_OK)
-            return sbx__err_set(err, SBX_E_PROTOCOL, "routes[%zu]: needs url and port", i);
-        out->routes[out->nroutes].port = (uint32_t)port;
-        out->routes[out->nroutes].url = sbx__strdup(url);
-        if (!out->routes[out->nroutes++].url)
-            return sbx__err_nomem(err);
-    }
-    return SBX_OK;
-}
-
-sbx_status sbx__api_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out,
-                                  sbx__err *err)
-{
-    json_t *j = load(body, len, err);
+    json_t *j = sbx__pr_load(body, len, err);
     sbx_status st;
     if (!j)
         return err->code;
-    st = fill_sandbox(json_object_get(j, "sandbox"), json_object_get(j, "routes"), out, err);
+    st = sbx__pr_fill_sandbox(json_object_get(j, "sandbox"), "sandbox", json_object_get(j, "routes"), out, err);
     if (st == SBX_OK && !(out->json = sbx__strndup(body, len)))
         st = sbx__err_nomem(err);
     json_decref(j);
     return st;
 }
 
-sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__command_info *out,
-                                  sbx__err *err)
+static sbx_status v1_parse_snapshot(const char *body, size_t len, struct sbx__snapshot_info *sn,
+                                    struct sbx__sandbox_info *sbx, sbx__err *err)
 {
-    json_t *j = load(body, len, err), *c, *ec;
+    json_t *j = sbx__pr_load(body, len, err);
     sbx_status st;
     if (!j)
         return err->code;
-    c = json_object_get(j, "command");
-    if (!json_is_object(c)) {
-        json_decref(j);
-        return sbx__err_set(err, SBX_E_PROTOCOL, "command: missing or not an object");
-    }
-    sbx__free(out->id);
-    out->id = NULL;
-    st = need_str(c, "command", "id", &out->id, err);
-    if (st == SBX_OK)
-        st = need_num(c, "command", "startedAt", &out->started_at, err);
-    ec = json_object_get(c, "exitCode");
-    if (st == SBX_OK) {
-        if (json_is_integer(ec))
-            out->exit_code = (int)json_integer_value(ec);
-        else if (json_is_null(ec))
-            out->exit_code = -1;
-        else
-            st = sbx__err_set(err, SBX_E_PROTOCOL, "command.exitCode: missing, or neither a number nor null");
-    }
-    json_decref(j);
-    return st;
-}
-
-sbx_status sbx__api_parse_snapshot(const char *body, size_t len, struct sbx__snapshot_info *sn,
-                                   struct sbx__sandbox_info *sbx, sbx__err *err)
-{
-    json_t *j = load(body, len, err), *o;
-    sbx_status st;
-    if (!j)
-        return err->code;
-    o = json_object_get(j, "snapshot");
-    if (!json_is_object(o)) {
-        json_decref(j);
-        return sbx__err_set(err, SBX_E_PROTOCOL, "snapshot: missing or not an object");
-    }
-    sn->expires_at = 0;
-    if ((st = need_str(o, "snapshot", "id", &sn->id, err)) ||
-        (st = need_str(o, "snapshot", "status", &sn->status, err)) ||
-        (st = need_str(o, "snapshot", "sourceSandboxId", &sn->source_sandbox_id, err)) ||
-        (st = need_num(o, "snapshot", "sizeBytes", &sn->size_bytes, err)) ||
-        (st = need_num(o, "snapshot", "createdAt", &sn->created_at, err))) {
-        json_decref(j);
-        return st;
-    }
-    /* Optional: absent, null or not a usable number means never. Checked
-     * on a scratch error: a success must not leave one recorded. */
-    if (json_object_get(o, "expiresAt")) {
-        sbx__err ignored = {0};
-        if (need_num(o, "snapshot", "expiresAt", &sn->expires_at, &ignored) != SBX_OK)
-            sn->expires_at = 0;
-        sbx__err_free(&ignored);
-    }
-    if (!(sn->json = sbx__strndup(body, len)))
+    st = sbx__pr_fill_snapshot(json_object_get(j, "snapshot"), "sourceSandboxId", sn, err);
+    if (st == SBX_OK && !(sn->json = sbx__strndup(body, len)))
         st = sbx__err_nomem(err);
     if (st == SBX_OK && sbx && json_object_get(j, "sandbox"))
-        st = fill_sandbox(json_object_get(j, "sandbox"), NULL, sbx, err);
+        st = sbx__pr_fill_sandbox(json_object_get(j, "sandbox"), "sandbox", NULL, sbx, err);
     json_decref(j);
     return st;
 }
 
-sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err)
-{
-    const char *key = what == SBX__API_SANDBOXES ? "sandboxes" : "snapshots";
-    json_t *j = load(body, len, err);
-    sbx_status st = SBX_OK;
-    if (!j)
-        return err->code;
-    if (!json_is_array(json_object_get(j, key)) || !json_is_object(json_object_get(j, "pagination")))
-        st = sbx__err_set(err, SBX_E_PROTOCOL, "list: needs \"%s\" (an array) and \"pagination\"", key);
-    json_decref(j);
-    return st;
-}
-
-sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__buf *data, sbx__err *err)
-{
-    json_error_t je;
-    json_t *j = json_loadb(line, len, JSON_ALLOW_NUL, &je), *d;
-    const char *s;
-    sbx_status st = SBX_OK;
-
-    sbx__buf_clear(data);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return sbx__err_set(err, SBX_E_PROTOCOL, "a log line is not a JSON object");
-    }
-    s = json_string_value(json_object_get(j, "stream"));
-    d = json_object_get(j, "data");
-    if (s && (strcmp(s, "stdout") == 0 || strcmp(s, "stderr") == 0) && json_is_string(d)) {
-        *stream = s[3] == 'o' ? SBX__LOG_STDOUT : SBX__LOG_STDERR;
-        if (sbx__buf_append(data, json_string_value(d), json_string_length(d)) != SBX_OK)
-            st = sbx__err_nomem(err);
-    } else if (s && strcmp(s, "error") == 0 && json_is_object(d)) {
-        const char *code = json_string_value(json_object_get(d, "code"));
-        const char *msg = json_string_value(json_object_get(d, "message"));
-        *stream = SBX__LOG_ERROR;
-        if (sbx__buf_printf(data, "%s: %s", code ? code : "error", msg ? msg : "") != SBX_OK)
-            st = sbx__err_nomem(err);
-    } else {
-        st = sbx__err_set(err, SBX_E_PROTOCOL, "a log line has no valid stream/data");
-    }
-    json_decref(j);
-    return st;
-}
-
-void sbx__api_error_text(const char *body, size_t len, char *out, size_t cap)
-{
-    json_t *j = len ? json_loadb(body, len, 0, NULL) : NULL, *e = json_object_get(j, "error");
-    const char *code = json_string_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    if (code || msg) {
-        snprintf(out, cap, "%s%s%s", code ? code : "", code && msg ? ": " : "", msg ? msg : "");
-    } else {
-        /* Not the usual shape: the first line of what came, printable only. */
-        size_t n = 0;
-        for (size_t i = 0; i < len && n + 1 < cap && n < 200; i++) {
-            unsigned char c = (unsigned char)body[i];
-            if (c == '\n')
-                break;
-            out[n++] = c >= 0x20 && c != 0x7f ? (char)c : '?';
-        }
-        out[n] = '\0';
-    }
-    json_decref(j);
-}
-
-sbx_status sbx__api_status_for(long http)
-{
-    switch (http) {
-    case 400: return SBX_E_INVALID_ARG;
-    case 401:
-    case 403: return SBX_E_AUTH;
-    case 404: return SBX_E_NOT_FOUND;
-    case 409:
-    case 410: return SBX_E_CONFLICT;
-    case 413: return SBX_E_BUDGET_EXCEEDED;
-    case 429: return SBX_E_RATE_LIMITED;
-    default: return SBX_E_HTTP;
-    }
-}
-
-void sbx__sandbox_info_free(struct sbx__sandbox_info *i)
-{
-    sbx__free(i->id);
-    sbx__free(i->status);
-    sbx__free(i->runtime);
-    sbx__free(i->region);
-    sbx__free(i->source_snapshot_id);
-    sbx__free(i->cwd);
-    sbx__free(i->network_policy_json);
-    sbx__free(i->json);
-    for (size_t k = 0; k < i->nroutes; k++)
-        sbx__free(i->routes[k].url);
-    memset(i, 0, sizeof *i);
-}
-
-void sbx__command_info_free(struct sbx__command_info *i)
-{
-    sbx__free(i->id);
-    memset(i, 0, sizeof *i);
-}
-
-void sbx__snapshot_info_free(struct sbx__snapshot_info *i)
-{
-    sbx__free(i->id);
-    sbx__free(i->status);
-    sbx__free(i->source_sandbox_id);
-    sbx__free(i->json);
-    memset(i, 0, sizeof *i);
-}
-
-sbx_status sbx__api_escape(sbx__buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-            c == '_' || c == '.' || c == '~') {
-            if (sbx__buf_putc(b, (char)c) != SBX_OK)
-                return SBX_E_NOMEM;
-        } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            if (sbx__buf_append(b, e, 3) != SBX_OK)
-                return SBX_E_NOMEM;
-        }
-    }
-    return SBX_OK;
-}
+const struct sbx__proto sbx__proto_v1 = {
+    .name = "v1",
+    .check_policy = sbx__api_check_policy,
+    .create_sandbox = v1_create_sandbox,
+    .get_sandbox = v1_get_sandbox,
+    .stop_sandbox = v1_stop_sandbox,
+    .extend_timeout = v1_extend_timeout,
+    .update_network_policy = v1_update_network_policy,
+    .list_sandboxes = v1_list_sandboxes,
+    .list_snapshots = v1_list_snapshots,
+    .create_snapshot = v1_create_snapshot,
+    .get_snapshot = v1_get_snapshot,
+    .delete_snapshot = v1_delete_snapshot,
+    .mkdir = v1_mkdir,
+    .write_files = v1_write_files,
+    .read_file = v1_read_file,
+    .run_command = v1_run_command,
+    .get_command = v1_get_command,
+    .wait_command = v1_wait_command,
+    .command_logs = v1_command_logs,
+    .kill_command = v1_kill_command,
+    .get_named = NULL, /* no named sandboxes in v1 */
+    .parse_sandbox = v1_parse_sandbox,
+    .parse_snapshot = v1_parse_snapshot,
+};

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api, v2: the protocol of the 2.x/3.x SDKs (vercel-sandbox-protocol-v2.md):
+ * a sandbox is created as a named sandbox (/v3/sandboxes, or /v2/sandboxes
+ * with a runtime) and everything after addresses its session
+ * (/v2/sandboxes/sessions/{id}/...). The network policy is sent in the new
+ * request shape; answers carry "session" where v1 said "sandbox", commands
+ * "sessionId", snapshots "sourceSessionId", lists cursors.
+ */
+#include "util/internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/proto/common.h"
+#include "util/str.h"
+
+#define SESSIONS "/v2/sandboxes/sessions/"
+#define SNAPSHOTS "/v2/sandboxes/snapshots"
+
+/* SESSIONS + the escaped session id + mid + the escaped cid + tail. */
+static char *session_path(const char *sid, const char *mid, const char *cid, const char *tail)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    if (sbx__buf_puts(&p, SESSIONS) != SBX_OK || sbx__api_escape(&p, sid) != SBX_OK ||
+        (mid && sbx__buf_puts(&p, mid) != SBX_OK) || (cid && sbx__api_escape(&p, cid) != SBX_OK) ||
+        (tail && sbx__buf_puts(&p, tail) != SBX_OK)) {
+        sbx__buf_free(&p);
+        return NULL;
+    }
+    return sbx__buf_detach(&p, NULL);
+}
+
+static char *snapshot_path(const char *id)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    if (sbx__buf_puts(&p, SNAPSHOTS "/") != SBX_OK || sbx__api_escape(&p, id) != SBX_OK) {
+        sbx__buf_free(&p);
+        return NULL;
+    }
+    return sbx__buf_detach(&p, NULL);
+}
+
+/* The library's policy (the API form, with "mode") in the request shape the
+ * 2.x SDKs send: {"mode"} for allow-all and deny-all, else {"allow",
+ * "subnets"}, each injection rule a transform rule of its domain. In the new
+ * shape a domain with rules is allowed, so a rule for a domain the policy
+ * does not allow cannot be sent: NULL (the caller's check refuses those
+ * first, see v2_check_policy). */
+static json_t *policy_v2(const char *api_json)
+{
+    json_t *in = json_loads(api_json, 0, NULL), *out = NULL, *allow, *rules, *rule, *sub = NULL;
+    const char *mode = json_string_value(json_object_get(in, "mode"));
+    json_t *domains = json_object_get(in, "allowedDomains"), *d;
+    size_t i;
+    bool ok = true;
+
+    if (!mode || strcmp(mode, "custom") != 0) {
+        out = mode ? json_pack("{s:s}", "mode", mode) : NULL;
+        json_decref(in);
+        return out;
+    }
+    rules = json_object_get(in, "injectionRules");
+    allow = json_array_size(rules) ? json_object() : json_array();
+    ok = allow != NULL;
+    json_array_foreach(domains, i, d) {
+        if (!ok)
+            break;
+        ok = json_is_array(allow) ? json_array_append(allow, d) == 0
+                                  : json_object_set_new(allow, json_string_value(d), json_array()) == 0;
+    }
+    json_array_foreach(rules, i, rule) {
+        const char *dom = json_string_value(json_object_get(rule, "domain"));
+        json_t *list = dom ? json_object_get(allow, dom) : NULL, *r2;
+        if (!ok)
+            break;
+        if (!json_is_array(list)) {
+            ok = false; /* a rule for a domain the policy does not allow */
+            break;
+        }
+        r2 = json_pack("{s:[{s:O}]}", "transform", "headers", json_object_get(rule, "headers"));
+        if (r2 && json_object_get(rule, "match"))
+            json_object_set(r2, "match", json_object_get(rule, "match"));
+        ok = r2 && json_array_append_new(list, r2) == 0;
+    }
+    if (ok && (json_object_get(in, "allowedCIDRs") || json_object_get(in, "deniedCIDRs"))) {
+        sub = json_object();
+        ok = sub && (!json_object_get(in, "allowedCIDRs") ||
+                     json_object_set(sub, "allow", json_object_get(in, "allowedCIDRs")) == 0) &&
+             (!json_object_get(in, "deniedCIDRs") || json_object_set(sub, "deny", json_object_get(in, "deniedCIDRs")) == 0);
+    }
+    if (ok)
+        out = json_object();
+    if (out && (json_object_set_new(out, "allow", allow) < 0 || (sub && json_object_set_new(out, "subnets", sub) < 0))) {
+        json_decref(out);
+        out = NULL;
+    } else if (!out) {
+        json_decref(allow);
+        json_decref(sub);
+    }
+    json_decref(in);
+    return out;
+}
+
+static sbx_status v2_check_policy(const char *json, sbx__err *err)
+{
+    sbx_status st = sbx__api_check_policy(json, err);
+    json_t *p;
+    if (st != SBX_OK)
+        return st;
+    if ((p = policy_v2(json)) != NULL) {
+        json_decref(p);
+        return SBX_OK;
+    }
+    return sbx__err_set(err, SBX_E_PARSE,
+                        "network policy: an injection rule's domain must be in allowedDomains (the 2.x protocol "
+                        "allows every domain it has rules for)");
+}
+
+static sbx_status v2_create_sandbox(struct sbx__api_req *r, const struct sbx__create_spec *s)
+{
+    json_t *o = sbx__pr_create_object(s);
+    bool ok = o != NULL, runtime = o && json_object_get(o, "runtime");
+    if (ok && s->policy_json) {
+        json_t *p = policy_v2(s->policy_json);
+        ok = p && json_object_set_new(o, "networkPolicy", p) == 0;
+    }
+    ok = ok && sbx__pr_set_str(o, "name", s->name) == 0 &&
+         json_object_set_new(o, "persistent", json_boolean(s->persistent)) == 0;
+    if (!ok) {
+        json_decref(o);
+        memset(r, 0, sizeof *r);
+        return SBX_E_NOMEM;
+    }
+    /* A runtime goes to /v2; without one (the default image, or a
+     * snapshot source) to /v3, as the SDK chooses. */
+    return sbx__pr_make(r, "POST", sbx__strdup(runtime ? "/v2/sandboxes" : "/v3/sandboxes"), sbx__pr_dump(o), true);
+}
+
+static sbx_status v2_get_sandbox(struct sbx__api_req *r, const char *id)
+{
+    return sbx__pr_make(r, "GET", session_path(id, NULL, NULL, NULL), NULL, false);
+}
+
+static sbx_status v2_stop_sandbox(struct sbx__api_req *r, const char *id)
+{
+    return sbx__pr_make(r, "POST", session_path(id, NULL, NULL, "/stop"), NULL, false);
+}
+
+static sbx_status v2_extend_timeout(struct sbx__api_req *r, const char *id, int64_t ms)
+{
+    return sbx__pr_make(r, "POST", session_path(id, NULL, NULL, "/extend-timeout"), sbx__pr_int_body("duration", ms),
+                        true);
+}
+
+static sbx_status v2_update_network_policy(struct sbx__api_req *r, const char *id, const char *policy_json)
+{
+    return sbx__pr_make(r, "POST", session_path(id, NULL, NULL, "/network-policy"),
+                        sbx__pr_dump(policy_v2(policy_json)), true);
+}
+
+/* A cursor list: project and limit (since and until are not in this
+ * protocol; the caller refuses them first). */
+static sbx_status list(struct sbx__api_req *r, const char *root, const char *project, size_t limit)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    sbx_status st = sbx__buf_puts(&p, root);
+    char sep = '?';
+    if (project && st == SBX_OK) {
+        st = sbx__buf_puts(&p, "?project=");
+        sep = '&';
+        if (st == SBX_OK)
+            st = sbx__api_escape(&p, project);
+    }
+    if (limit && st == SBX_OK)
+        st = sbx__buf_printf(&p, "%climit=%zu", sep, limit);
+    if (st != SBX_OK) {
+        sbx__buf_free(&p);
+        memset(r, 0, sizeof *r);
+        return SBX_E_NOMEM;
+    }
+    return sbx__pr_make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+}
+
+static sbx_status v2_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                    int64_t until)
+{
+    (void)since;
+    (void)until;
+    return list(r, "/v2/sandboxes", project, limit);
+}
+
+static sbx_status v2_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
+                                    int64_t until)
+{
+    (void)since;
+    (void)until;
+    return list(r, SNAPSHOTS, project, limit);
+}
+
+static sbx_status v2_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms)
+{
+    /* Always a body: a request that must not run twice is sent through a
+     * reader libcurl cannot replay (engine.c). */
+    char *body = expiration_ms >= 0 ? sbx__pr_int_body("expiration", expiration_ms) : sbx__strdup("{}");
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/snapshot"), body, true);
+}
+
+static sbx_status v2_get_snapshot(struct sbx__api_req *r, const char *id)
+{
+    return sbx__pr_make(r, "GET", snapshot_path(id), NULL, false);
+}
+
+static sbx_status v2_delete_snapshot(struct sbx__api_req *r, const char *id)
+{
+    return sbx__pr_make(r, "DELETE", snapshot_path(id), NULL, false);
+}
+
+static sbx_status v2_mkdir(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+{
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/fs/mkdir"), sbx__pr_path_body(path), true);
+}
+
+static sbx_status v2_write_files(struct sbx__api_req *r, const char *sandbox_id)
+{
+    sbx_status st = sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/fs/write"), NULL, false);
+    if (st == SBX_OK) {
+        r->content_type = "application/gzip";
+        r->header = "x-cwd: /";
+    }
+    return st;
+}
+
+static sbx_status v2_read_file(struct sbx__api_req *r, const char *sandbox_id, const char *path)
+{
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/fs/read"), sbx__pr_path_body(path), true);
+}
+
+static sbx_status v2_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
+                               const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms)
+{
+    /* Without "logs": a waited command's stream is its two command lines;
+     * the output comes from /logs, as in v1 (the client follows both). */
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd", NULL, NULL),
+                        sbx__pr_dump(sbx__pr_run_object(argv, cwd, env, sudo, wait, timeout_ms)), true);
+}
+
+static sbx_status v2_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return sbx__pr_make(r, "GET", session_path(sandbox_id, "/cmd/", cmd_id, NULL), NULL, false);
+}
+
+static sbx_status v2_wait_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return sbx__pr_make(r, "GET", session_path(sandbox_id, "/cmd/", cmd_id, "?wait=true"), NULL, false);
+}
+
+static sbx_status v2_command_logs(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
+{
+    return sbx__pr_make(r, "GET", session_path(sandbox_id, "/cmd/", cmd_id, "/logs"), NULL, false);
+}
+
+static sbx_status v2_kill_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id, int signal)
+{
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd/", cmd_id, "/kill"),
+                        sbx__pr_int_body("signal", signal), true);
+}
+
+static sbx_status v2_get_named(struct sbx__api_req *r, const char *project, const char *name, bool resume)
+{
+    sbx__buf p = SBX__BUF_INIT;
+    if (sbx__buf_puts(&p, "/v2/sandboxes/") != SBX_OK || sbx__api_escape(&p, name) != SBX_OK ||
+        (project && (sbx__buf_puts(&p, "?projectId=") != SBX_OK || sbx__api_escape(&p, project) != SBX_OK)) ||
+        (resume && sbx__buf_puts(&p, project ? "&resume=true" : "?resume=true") != SBX_OK)) {
+        sbx__buf_free(&p);
+        memset(r, 0, sizeof *r);
+        return SBX_E_NOMEM;
+    }
+    return sbx__pr_make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+}
+
+/* ---- answers ---- */
+
+static sbx_status v2_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err)
+{
+    json_t *j = sbx__pr_load(body, len, err);
+    sbx_status st;
+    if (!j)
+        return err->code;
+    st = sbx__pr_fill_sandbox(json_object_get(j, "session"), "session", json_object_get(j, "routes"), out, err);
+    if (st == SBX_OK)
+        st = sbx__pr_opt_str(json_object_get(j, "sandbox"), "name", &out->name, err);
+    if (st == SBX_OK && json_is_boolean(json_object_get(json_object_get(j, "sandbox"), "persistent")))
+        out->persistent = json_is_true(json_object_get(json_object_get(j, "sandbox"), "persistent"));
+    if (st == SBX_OK && !(out->json = sbx__strndup(body, len)))
+        st = sbx__err_nomem(err);
+    json_decref(j);
+    return st;
+}
+
+static sbx_status v2_parse_snapshot(const char *body, size_t len, struct sbx__snapshot_info *sn,
+                                    struct sbx__sandbox_info *sbx, sbx__err *err)
+{
+    json_t *j = sbx__pr_load(body, len, err);
+    sbx_status st;
+    if (!j)
+        return err->code;
+    st = sbx__pr_fill_snapshot(json_object_get(j, "snapshot"), "sourceSessionId", sn, err);
+    if (st == SBX_OK && !(sn->json = sbx__strndup(body, len)))
+        st = sbx__err_nomem(err);
+    if (st == SBX_OK && sbx && json_object_get(j, "session"))
+        st = sbx__pr_fill_sandbox(json_object_get(j, "session"), "session", NULL, sbx, err);
+    json_decref(j);
+    return st;
+}
+
+const struct sbx__proto sbx__proto_v2 = {
+    .name = "v2",
+    .check_policy = v2_check_policy,
+    .create_sandbox = v2_create_sandbox,
+    .get_sandbox = v2_get_sandbox,
+    .stop_sandbox = v2_stop_sandbox,
+    .extend_timeout = v2_extend_timeout,
+    .update_network_policy = v2_update_network_policy,
+    .list_sandboxes = v2_list_sandboxes,
+    .list_snapshots = v2_list_snapshots,
+    .create_snapshot = v2_create_snapshot,
+    .get_snapshot = v2_get_snapshot,
+    .delete_snapshot = v2_delete_snapshot,
+    .mkdir = v2_mkdir,
+    .write_files = v2_write_files,
+    .read_file = v2_read_file,
+    .run_command = v2_run_command,
+    .get_command = v2_get_command,
+    .wait_command = v2_wait_command,
+    .command_logs = v2_command_logs,
+    .kill_command = v2_kill_command,
+    .get_named = v2_get_named,
+    .parse_sandbox = v2_parse_sandbox,
+    .parse_snapshot = v2_parse_snapshot,
+};
