@@ -120,104 +120,97 @@ static bool project_is(const char *want, const char *have)
     return !want || (have && strcmp(want, have) == 0);
 }
 
-static enum MHD_Result list_named(struct http_req *r)
+/* A list's items (g.lock held): fill writes what passes the request's
+ * filters into items, or only counts them when items is NULL. */
+typedef size_t (*fill_fn)(struct http_req *r, struct item *items);
+
+static enum MHD_Result page_of(struct http_req *r, const char *key, fill_fn fill)
+{
+    struct item *items;
+    enum MHD_Result ret;
+    pthread_mutex_lock(&g.lock);
+    items = sbx__calloc(fill(r, NULL) + 1, sizeof *items);
+    if (!items) {
+        pthread_mutex_unlock(&g.lock);
+        return reply_error(r, 500, "internal", "out of memory");
+    }
+    ret = reply_cursor_page(r, key, items, fill(r, items));
+    pthread_mutex_unlock(&g.lock);
+    sbx__free(items);
+    return ret;
+}
+
+/* Whether x's tags hold tag ("key:value"). */
+static bool has_tag(const struct named *x, const char *tag)
+{
+    const char *colon = strchr(tag, ':'), *k;
+    json_t *v;
+    json_object_foreach(json_object_get(x->extra, "tags"), k, v)
+        if (strlen(k) == (size_t)(colon - tag) && !strncmp(k, tag, (size_t)(colon - tag)))
+            return json_is_string(v) && !strcmp(json_string_value(v), colon + 1);
+    return false;
+}
+
+static size_t fill_named(struct http_req *r, struct item *items)
 {
     const char *project = req_query(r, "project"), *prefix = req_query(r, "namePrefix");
     const char *sort = req_query(r, "sortBy"), *tags = req_query(r, "tags");
-    struct item *items;
+    int by = !sort || !strcmp(sort, "createdAt") ? 0 : !strcmp(sort, "name") ? 1 : 2;
     size_t n = 0;
-    enum MHD_Result ret;
-    int by = 0; /* 0 createdAt, 1 name, 2 statusUpdatedAt */
+    for (struct named *x = g.named; x; x = x->next) {
+        struct sandbox *s;
+        if (!project_is(project, x->project_id) || (prefix && strncmp(x->name, prefix, strlen(prefix))) ||
+            (tags && !has_tag(x, tags)))
+            continue;
+        if (items) {
+            s = by == 2 ? sandbox_find(x->session_id) : NULL;
+            items[n] = (struct item){by == 0 ? x->created_at : by == 2 ? (s ? s->updated_at : x->updated_at) : 0,
+                                     x->name, named_item, x};
+        }
+        n++;
+    }
+    return n;
+}
 
-    if (sort && !strcmp(sort, "name"))
-        by = 1;
-    else if (sort && !strcmp(sort, "statusUpdatedAt"))
-        by = 2;
-    else if (sort && strcmp(sort, "createdAt"))
+static enum MHD_Result list_named(struct http_req *r)
+{
+    const char *sort = req_query(r, "sortBy"), *tags = req_query(r, "tags");
+    if (sort && strcmp(sort, "createdAt") && strcmp(sort, "name") && strcmp(sort, "statusUpdatedAt"))
         return reply_error(r, 400, "bad_request", "sortBy must be createdAt, name or statusUpdatedAt");
     if (tags && !strchr(tags, ':'))
         return reply_error(r, 400, "bad_request", "tags must be key:value");
-    pthread_mutex_lock(&g.lock);
-    for (struct named *x = g.named; x; x = x->next)
-        n++;
-    items = sbx__calloc(n + 1, sizeof *items);
-    if (!items) {
-        pthread_mutex_unlock(&g.lock);
-        return reply_error(r, 500, "internal", "out of memory");
-    }
-    n = 0;
-    for (struct named *x = g.named; x; x = x->next) {
-        struct sandbox *s = sandbox_find(x->session_id);
-        if (!project_is(project, x->project_id) || (prefix && strncmp(x->name, prefix, strlen(prefix))))
+    return page_of(r, "sandboxes", fill_named);
+}
+
+static size_t fill_sessions(struct http_req *r, struct item *items)
+{
+    const char *project = req_query(r, "project"), *name = req_query(r, "name");
+    size_t n = 0;
+    for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        if (!project_is(project, s->project_id) || (name && (!s->name || strcmp(name, s->name))))
             continue;
-        if (tags) {
-            const char *colon = strchr(tags, ':');
-            json_t *v = NULL;
-            const char *k;
-            json_t *val;
-            json_object_foreach(json_object_get(x->extra, "tags"), k, val)
-                if (strlen(k) == (size_t)(colon - tags) && !strncmp(k, tags, (size_t)(colon - tags)))
-                    v = val;
-            if (!json_is_string(v) || strcmp(json_string_value(v), colon + 1))
-                continue;
-        }
-        items[n++] = (struct item){by == 0 ? x->created_at : by == 2 ? (s ? s->updated_at : x->updated_at) : 0,
-                                   x->name, named_item, x};
+        if (items)
+            items[n] = (struct item){s->created_at, s->id, session_item, s};
+        n++;
     }
-    ret = reply_cursor_page(r, "sandboxes", items, n);
-    pthread_mutex_unlock(&g.lock);
-    sbx__free(items);
-    return ret;
+    return n;
 }
 
-static enum MHD_Result list_sessions(struct http_req *r)
+static size_t fill_snapshots(struct http_req *r, struct item *items)
 {
     const char *project = req_query(r, "project"), *name = req_query(r, "name");
-    struct item *items;
     size_t n = 0;
-    enum MHD_Result ret;
-    pthread_mutex_lock(&g.lock);
-    for (struct sandbox *s = g.sandboxes; s; s = s->next)
+    if (!items)
+        snapshot_expire();
+    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next) {
+        if (!strcmp(sn->status, "deleted") || !project_is(project, sn->project_id) ||
+            (name && (!sn->sandbox_name || strcmp(name, sn->sandbox_name))))
+            continue;
+        if (items)
+            items[n] = (struct item){sn->created_at, sn->id, snapshot_item, sn};
         n++;
-    items = sbx__calloc(n + 1, sizeof *items);
-    if (!items) {
-        pthread_mutex_unlock(&g.lock);
-        return reply_error(r, 500, "internal", "out of memory");
     }
-    n = 0;
-    for (struct sandbox *s = g.sandboxes; s; s = s->next)
-        if (project_is(project, s->project_id) && (!name || (s->name && !strcmp(name, s->name))))
-            items[n++] = (struct item){s->created_at, s->id, session_item, s};
-    ret = reply_cursor_page(r, "sessions", items, n);
-    pthread_mutex_unlock(&g.lock);
-    sbx__free(items);
-    return ret;
-}
-
-static enum MHD_Result list_snapshots(struct http_req *r)
-{
-    const char *project = req_query(r, "project"), *name = req_query(r, "name");
-    struct item *items;
-    size_t n = 0;
-    enum MHD_Result ret;
-    pthread_mutex_lock(&g.lock);
-    snapshot_expire();
-    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
-        n++;
-    items = sbx__calloc(n + 1, sizeof *items);
-    if (!items) {
-        pthread_mutex_unlock(&g.lock);
-        return reply_error(r, 500, "internal", "out of memory");
-    }
-    n = 0;
-    for (struct snapshot *sn = g.snapshots; sn; sn = sn->next)
-        if (strcmp(sn->status, "deleted") && project_is(project, sn->project_id) &&
-            (!name || (sn->sandbox_name && !strcmp(name, sn->sandbox_name))))
-            items[n++] = (struct item){sn->created_at, sn->id, snapshot_item, sn};
-    ret = reply_cursor_page(r, "snapshots", items, n);
-    pthread_mutex_unlock(&g.lock);
-    sbx__free(items);
-    return ret;
+    return n;
 }
 
 /* ---- settings of a named sandbox ------------------------------------------------- */
@@ -844,7 +837,7 @@ enum MHD_Result api2_dispatch(struct http_req *r)
     }
     if (seg_is(r, 2, "sessions")) {
         if (r->nseg == 3)
-            return method_is(r, "GET") ? list_sessions(r) : not_allowed(r);
+            return method_is(r, "GET") ? page_of(r, "sessions", fill_sessions) : not_allowed(r);
         if (!(s = api_get_session(r, r->segs[3], &ret)))
             return ret;
         ret = session_sub(r, s, 4);
@@ -853,7 +846,7 @@ enum MHD_Result api2_dispatch(struct http_req *r)
     }
     if (seg_is(r, 2, "snapshots")) {
         if (r->nseg == 3)
-            return method_is(r, "GET") ? list_snapshots(r) : not_allowed(r);
+            return method_is(r, "GET") ? page_of(r, "snapshots", fill_snapshots) : not_allowed(r);
         if (r->nseg == 4 && seg_is(r, 3, "tree"))
             return method_is(r, "GET") ? not_supported(r, "the snapshot tree") : not_allowed(r);
         if (r->nseg == 4) {

@@ -10,7 +10,6 @@
  * its record after a restart remembers that it had them, and refuses to
  * start a session without them until its policy is set again.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,50 +240,24 @@ static struct named *named_from_json(const char *id, json_t *j)
     return n;
 }
 
+static int take_named(const char *id, json_t *j, void *arg)
+{
+    struct named *n = named_from_json(id, j), **tail;
+    (void)arg;
+    if (!n)
+        return -1;
+    for (tail = &g.named; *tail && (*tail)->created_at > n->created_at; tail = &(*tail)->next)
+        ;
+    n->next = *tail;
+    *tail = n;
+    if (n->created_at > g.last_ts)
+        g.last_ts = n->created_at;
+    return 0;
+}
+
 int named_load_all(void)
 {
-    char *dir = path_join(g.cfg.state_dir, "named");
-    DIR *d;
-    struct dirent *e;
-    int count = 0;
-    if (!dir)
-        return -1;
-    d = opendir(dir);
-    if (!d) {
-        sbx__free(dir);
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char id[64], *path;
-        size_t len = strlen(e->d_name);
-        json_t *j;
-        struct named *n, **tail;
-        if (len < 6 || len - 5 >= sizeof id || strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        memcpy(id, e->d_name, len - 5);
-        id[len - 5] = '\0';
-        if (!id_is_safe(id) || strncmp(id, "nsb_", 4) != 0)
-            continue;
-        path = path_join(dir, e->d_name);
-        j = path ? load_json_file(path) : NULL;
-        n = j ? named_from_json(id, j) : NULL;
-        json_decref(j);
-        sbx__free(path);
-        if (!n) {
-            sbxd_log(LOG_WARN, "ignoring unreadable sandbox record %s", e->d_name);
-            continue;
-        }
-        for (tail = &g.named; *tail && (*tail)->created_at > n->created_at; tail = &(*tail)->next)
-            ;
-        n->next = *tail;
-        *tail = n;
-        if (n->created_at > g.last_ts)
-            g.last_ts = n->created_at;
-        count++;
-    }
-    closedir(d);
-    sbx__free(dir);
-    return count;
+    return records_each("named", "nsb_", take_named, NULL);
 }
 
 void named_snapshot_taken(struct sandbox *s, struct snapshot *sn)

@@ -315,6 +315,10 @@ int write_all(int fd, const void *data, size_t len);
 char *read_file(const char *path, size_t max, size_t *len);
 /* A JSON file of at most 1 MiB, parsed; NULL if missing or malformed. */
 json_t *load_json_file(const char *path);
+/* Each record STATE/SUB/ID.json whose ID starts with prefix, parsed, to
+ * each(); one that does not parse or that each() refuses (-1) is logged and
+ * skipped. Returns how many each() took (-1: no memory). */
+int records_each(const char *sub, const char *prefix, int (*each)(const char *id, json_t *j, void *arg), void *arg);
 char *path_join(const char *a, const char *b);
 json_t *json_str_or_null(const char *s);
 bool id_is_safe(const char *id);

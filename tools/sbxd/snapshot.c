@@ -219,51 +219,24 @@ void snapshot_list_locked(struct snapshot *sn)
     snapshot_persist_locked(sn);
 }
 
+static int take_snapshot(const char *id, json_t *j, void *arg)
+{
+    struct snapshot *sn = snapshot_from_json(id, j), **tail;
+    (void)arg;
+    if (!sn)
+        return -1;
+    for (tail = &g.snapshots; *tail && (*tail)->created_at > sn->created_at; tail = &(*tail)->next)
+        ;
+    sn->next = *tail;
+    *tail = sn;
+    if (sn->created_at > g.last_ts)
+        g.last_ts = sn->created_at;
+    return 0;
+}
+
 int snapshot_load_all(void)
 {
-    char *dir = path_join(g.cfg.state_dir, "snapshots");
-    DIR *d;
-    struct dirent *e;
-    int n = 0;
-
-    if (!dir)
-        return -1;
-    d = opendir(dir);
-    if (!d) {
-        sbx__free(dir);
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char id[64], *path;
-        size_t len = strlen(e->d_name);
-        json_t *j;
-        struct snapshot *sn, **tail;
-        if (len < 6 || len - 5 >= sizeof id || strcmp(e->d_name + len - 5, ".json") != 0)
-            continue;
-        memcpy(id, e->d_name, len - 5);
-        id[len - 5] = '\0';
-        if (!id_is_safe(id) || strncmp(id, "snap_", 5) != 0)
-            continue;
-        path = path_join(dir, e->d_name);
-        j = path ? load_json_file(path) : NULL;
-        sn = j ? snapshot_from_json(id, j) : NULL;
-        json_decref(j);
-        sbx__free(path);
-        if (!sn) {
-            sbxd_log(LOG_WARN, "ignoring unreadable snapshot record %s", e->d_name);
-            continue;
-        }
-        for (tail = &g.snapshots; *tail && (*tail)->created_at > sn->created_at; tail = &(*tail)->next)
-            ;
-        sn->next = *tail;
-        *tail = sn;
-        if (sn->created_at > g.last_ts)
-            g.last_ts = sn->created_at;
-        n++;
-    }
-    closedir(d);
-    sbx__free(dir);
-    return n;
+    return records_each("snapshots", "snap_", take_snapshot, NULL);
 }
 
 /* Mark a snapshot deleted and drop its archive; g.lock held. */

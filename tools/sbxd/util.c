@@ -314,3 +314,40 @@ const char *add_host_lookup(const char *name)
     }
     return NULL;
 }
+
+int records_each(const char *sub, const char *prefix, int (*each)(const char *id, json_t *j, void *arg), void *arg)
+{
+    char *dir = path_join(g.cfg.state_dir, sub);
+    DIR *d;
+    struct dirent *e;
+    int n = 0;
+    if (!dir)
+        return -1;
+    d = opendir(dir);
+    if (!d) {
+        sbx__free(dir);
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char id[64], *path;
+        size_t len = strlen(e->d_name);
+        json_t *j;
+        if (len < 6 || len - 5 >= sizeof id || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        memcpy(id, e->d_name, len - 5);
+        id[len - 5] = '\0';
+        if (!id_is_safe(id) || strncmp(id, prefix, strlen(prefix)) != 0)
+            continue;
+        path = path_join(dir, e->d_name);
+        j = path ? load_json_file(path) : NULL;
+        if (!j || each(id, j, arg) < 0)
+            sbxd_log(LOG_WARN, "ignoring unreadable record %s/%s", sub, e->d_name);
+        else
+            n++;
+        json_decref(j);
+        sbx__free(path);
+    }
+    closedir(d);
+    sbx__free(dir);
+    return n;
+}
