@@ -671,6 +671,13 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
                                 "protocol: requests were made in %s already; set it before the first one",
                                 cl->core->proto->name);
         cl->core->proto = p;
+        {
+            /* the 2.x SDKs give up past 20 s of Retry-After; so does v2 here */
+            struct sbx__engine_limits lim;
+            sbx__engine_get_limits(cl->core->engine, &lim);
+            lim.retry_after_max_ms = p == &sbx__proto_v2 ? SBX__RETRY_AFTER_MAX_MS_V2 : SBX__RETRY_AFTER_MAX_MS_DEFAULT;
+            sbx__engine_set_limits(cl->core->engine, &lim);
+        }
         return SBX_OK;
     }
     if (strcmp(key, "command.follow") == 0) {

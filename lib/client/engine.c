@@ -47,7 +47,6 @@
 
 #define BACKOFF_BASE_MS 100
 #define BACKOFF_MAX_MS 10000
-#define RETRY_AFTER_MAX_S 60 /* a longer wait is reported, not slept */
 /* libcurl keeps a connection for reuse at most this long: under the 60 s
  * after which sbxd (and many proxies) close idle ones, so a request is not
  * sent on a connection the server is closing. */
@@ -309,6 +308,7 @@ sbx__engine *sbx__engine_new(void)
     e->limits.global = 64;
     e->limits.per_project = 32;
     e->limits.retry_max = 5;
+    e->limits.retry_after_max_ms = SBX__RETRY_AFTER_MAX_MS_DEFAULT;
     e->limits.max_response = 16u << 20;
     e->limits.idle_ms = SBX__IDLE_MS_DEFAULT;
     e->limits.probe_after_ms = SBX__PROBE_AFTER_MS_DEFAULT;
@@ -1184,22 +1184,25 @@ static void finish(sbx__req *r, sbx_status st, const char *msg)
         r->done_fn(r, r->done_user); /* may free r */
 }
 
-/* Seconds from a Retry-After value: an integer or an HTTP date. -1 if none. */
-static long retry_after_s(const char *v)
+/* Milliseconds from a Retry-After value: seconds (decimals too, as the
+ * 2.x SDKs read it: "1.5") or an HTTP date. -1 if none. */
+static int64_t retry_after_ms(const char *v)
 {
     char *end;
-    long s;
+    double s;
     time_t t;
     if (!v[0])
         return -1;
-    s = strtol(v, &end, 10);
-    if (end != v && *end == '\0')
-        return s < 0 ? 0 : s;
+    if (v[0] >= '0' && v[0] <= '9') {
+        s = strtod(v, &end);
+        if (*end == '\0')
+            return s > 1e9 ? (int64_t)1e12 : (int64_t)(s * 1000.0);
+    }
     t = curl_getdate(v, NULL);
     if (t < 0)
         return -1;
-    s = (long)(t - time(NULL));
-    return s < 0 ? 0 : s;
+    t -= time(NULL);
+    return t < 0 ? 0 : (int64_t)t * 1000;
 }
 
 static int64_t backoff_ms(unsigned attempt)
@@ -1330,20 +1333,20 @@ static void connect_error(sbx__req *r, CURLcode code, char *buf, size_t cap)
 
 /* A 429, or a 5xx of a request that may be repeated: when to try again (ms),
  * or -1 to report the answer as it is. Retry-After (429 and 503) is
- * honoured up to RETRY_AFTER_MAX_S; no wait goes past the deadline. */
+ * honoured up to limits.retry_after_max_ms; no wait goes past the deadline. */
 static int64_t answer_retry_delay(sbx__req *r, int64_t now)
 {
-    long http = r->http_status, ra;
-    int64_t delay;
+    long http = r->http_status;
+    int64_t delay, ra;
     if (r->attempts > r->e->limits.retry_max || r->streamed > 0)
         return -1;
     /* A 429 says the server did not take the request: safe for any. */
     if (http != 429 && !(http >= 500 && http <= 599 && r->idempotent))
         return -1;
-    ra = http == 429 || http == 503 ? retry_after_s(r->retry_after) : -1;
-    if (ra > RETRY_AFTER_MAX_S)
+    ra = http == 429 || http == 503 ? retry_after_ms(r->retry_after) : -1;
+    if (ra > r->e->limits.retry_after_max_ms)
         return -1; /* a long wait is reported, not slept */
-    delay = ra >= 0 ? (int64_t)ra * 1000 : backoff_ms(r->attempts);
+    delay = ra >= 0 ? ra : backoff_ms(r->attempts);
     if (r->deadline && now + delay >= r->deadline)
         return -1;
     return delay;
@@ -1353,10 +1356,11 @@ static int64_t answer_retry_delay(sbx__req *r, int64_t now)
  * as honoured, and the wait. */
 static void log_answer_retry(sbx__req *r, int64_t delay)
 {
-    long ra = r->http_status == 429 || r->http_status == 503 ? retry_after_s(r->retry_after) : -1;
+    int64_t ra = r->http_status == 429 || r->http_status == 503 ? retry_after_ms(r->retry_after) : -1;
     if (ra >= 0)
-        sbx__req_log(r, SBX_LOG_WARN, "attempt %u answered HTTP %ld with Retry-After %ld s; retry %u of %u in %lld ms",
-                     r->attempts, r->http_status, ra, r->attempts, r->e->limits.retry_max, (long long)delay);
+        sbx__req_log(r, SBX_LOG_WARN, "attempt %u answered HTTP %ld with Retry-After %g s; retry %u of %u in %lld ms",
+                     r->attempts, r->http_status, (double)ra / 1000.0, r->attempts, r->e->limits.retry_max,
+                     (long long)delay);
     else
         sbx__req_log(r, SBX_LOG_WARN, "attempt %u answered HTTP %ld; retry %u of %u in %lld ms", r->attempts,
                      r->http_status, r->attempts, r->e->limits.retry_max, (long long)delay);

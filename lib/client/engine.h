@@ -55,6 +55,7 @@ struct sbx__engine_limits {
     int64_t probe_after_ms; /* a followed stream silent this long is checked, 0 never */
     int64_t probe_timeout_ms; /* how long that check may take */
     int64_t slow_ms;        /* a short request in flight this long is logged as slow, 0 never */
+    int64_t retry_after_max_ms; /* a longer Retry-After is reported, not slept */
 };
 
 /* Defaults of the limits above (doc/client.md). */
@@ -62,6 +63,9 @@ struct sbx__engine_limits {
 #define SBX__PROBE_AFTER_MS_DEFAULT 30000
 #define SBX__PROBE_TIMEOUT_MS_DEFAULT 10000
 #define SBX__SLOW_MS_DEFAULT 10000
+#define SBX__RETRY_AFTER_MAX_MS_DEFAULT 60000
+/* The 2.x SDKs give up past 20 s of Retry-After (doc/client.md). */
+#define SBX__RETRY_AFTER_MAX_MS_V2 20000
 
 sbx__engine *sbx__engine_new(void);
 void sbx__engine_free(sbx__engine *e);

@@ -94,6 +94,7 @@ static const char *const fault_names[] = {
     [FAULT_STALL_MID] = "stall_mid",
     [FAULT_503] = "503",
     [FAULT_NO_FRAMING] = "no_framing",
+    [FAULT_429_MS] = "429_ms",
 };
 
 const char *fault_name(enum fault kind)
@@ -936,11 +937,14 @@ static void *conn_main(void *arg)
             rc = answer_error(c, farg, NULL, "not forwarded");
             break;
         case FAULT_429:
+        case FAULT_429_MS:
         case FAULT_503: {
             char h[64] = "";
-            if (farg >= 0)
+            if (kind == FAULT_429_MS)
+                snprintf(h, sizeof h, "Retry-After: %ld.%03ld\r\n", farg / 1000, farg % 1000);
+            else if (farg >= 0)
                 snprintf(h, sizeof h, "Retry-After: %ld\r\n", farg);
-            rc = answer_error(c, kind == FAULT_429 ? 429 : 503, h, "not forwarded");
+            rc = answer_error(c, kind == FAULT_503 ? 503 : 429, h, "not forwarded");
             break;
         }
         case FAULT_RESET:

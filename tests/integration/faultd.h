@@ -57,6 +57,8 @@ enum fault {
                          * forwarded */
     FAULT_NO_FRAMING,   /* forwarded; sbxd's body relayed whole but with neither
                          * Content-Length nor chunked framing, ended by a FIN */
+    FAULT_429_MS,       /* 429 with Retry-After: arg milliseconds written as decimal
+                         * seconds ("0.300"), as the 2.x SDKs read it */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

@@ -612,6 +612,45 @@ START_TEST(test_client_faults_cmd_reset_not_forwarded)
 }
 END_TEST
 
+/* ---- Retry-After as the 2.x SDKs read it: decimal seconds, and past 20 s given up ---------------------- */
+
+START_TEST(test_client_faults_retry_after_decimal_and_v2_cap)
+{
+    struct fx x;
+    sbx_sandbox *s;
+    int64_t t0, dt;
+    char *json = NULL;
+
+    fx_start(&x, false, NULL, NULL);
+    /* decimal seconds: slept as given (not read as "no hint") */
+    faultd_rule(x.f, "GET", IT_LIST_RE, 1, FAULT_429_MS, 1500);
+    t0 = mono_ms();
+    ok_cl(sbx_client_list_sandboxes(x.c, NULL, 0, -1, -1, &json), x.c);
+    dt = mono_ms() - t0;
+    sbx_free(json);
+    ck_assert_msg(dt >= 1400 && dt < 6000, "the retry came after %lld ms for Retry-After: 1.500", (long long)dt);
+    faultd_clear(x.f);
+    sbx_client_free(x.c);
+
+    /* v2: a Retry-After over 20 s is reported at once, as the SDK does */
+    x.c = fx_client(&x, NULL, NULL);
+    ok_cl(sbx_client_set_option(x.c, "protocol", "v2"), x.c);
+    faultd_rule(x.f, "POST", "/v3/sandboxes$", 1, FAULT_429, 25);
+    s = sbx_sandbox_new(x.c);
+    t0 = mono_ms();
+    expect_sbx(sbx_sandbox_create(s), SBX_E_RATE_LIMITED, sbx_sandbox_last_error, s);
+    ck_assert_msg(mono_ms() - t0 < 5000, "waited %lld ms", (long long)(mono_ms() - t0));
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/v3/sandboxes$"), 1);
+    ck_assert_int_eq(direct_sandbox_count(x.d), 0);
+    sbx_sandbox_free(s);
+    /* and a client's protocol is fixed once it made a request */
+    expect_sbx(sbx_client_set_option(x.c, "protocol", "v1"), SBX_E_MISUSE, sbx_client_last_error, x.c);
+    expect_sbx(sbx_client_set_option(x.c, "protocol", "v3"), SBX_E_INVALID_ARG, sbx_client_last_error, x.c);
+    ok_cl(sbx_client_set_option(x.c, "protocol", "v2"), x.c);
+    fx_stop(&x);
+}
+END_TEST
+
 /* ---- 429 + Retry-After: retried, once done ------------------------------------------------------------ */
 
 START_TEST(test_client_faults_429_retry_after)
@@ -2565,6 +2604,7 @@ Suite *sbx_test_suite(void)
         {"cmd_5xx_not_forwarded", test_client_faults_cmd_5xx_not_forwarded},
         {"cmd_reset_not_forwarded", test_client_faults_cmd_reset_not_forwarded},
         {"rate_limited", test_client_faults_429_retry_after},
+        {"retry_after_decimal_v2_cap", test_client_faults_retry_after_decimal_and_v2_cap},
         {"logs_reset_mid", test_client_faults_logs_reset_mid_body},
         {"logs_truncated", test_client_faults_logs_truncated_mid_line},
         {"follow_logs_only", test_client_faults_follow_logs_only},
