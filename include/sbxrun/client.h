@@ -409,6 +409,50 @@ SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *pr
                                                    size_t limit, int64_t since, int64_t until,
                                                    sbx_op **op);
 
+/**
+ * One page of a list in the 2.x protocol (client option protocol=v2): the
+ * project's named sandboxes, newest first ({"sandboxes": [...],
+ * "pagination": {"count", "next"}}), from cursor, the "next" of the page
+ * before (NULL: the first page; "next" is null on the last). project and
+ * limit as sbx_client_list_sandboxes().
+ *
+ * @return as sbx_client_list_sandboxes(); SBX_E_UNSUPPORTED with a cursor
+ *         in the v1 protocol (which pages by since/until).
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sandboxes_from(sbx_client *c, const char *project, size_t limit,
+                                                  const char *cursor, char **json);
+
+/**
+ * Start sbx_client_list_sandboxes_from(); the page is the op's
+ * sbx_op_result_json() once it has finished.
+ *
+ * @return SBX_OK (*op is the operation), SBX_E_INVALID_ARG, SBX_E_MISUSE,
+ *         SBX_E_UNSUPPORTED, SBX_E_AUTH, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sandboxes_from_start(sbx_client *c, const char *project, size_t limit,
+                                                        const char *cursor, sbx_op **op);
+
+/**
+ * The snapshots' list by cursor ({"snapshots": [...], "pagination": ...}),
+ * as sbx_client_list_sandboxes_from().
+ *
+ * @return as sbx_client_list_sandboxes_from().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_snapshots_from(sbx_client *c, const char *project, size_t limit,
+                                                  const char *cursor, char **json);
+
+/**
+ * Start sbx_client_list_snapshots_from().
+ *
+ * @return as sbx_client_list_sandboxes_from_start().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_snapshots_from_start(sbx_client *c, const char *project, size_t limit,
+                                                        const char *cursor, sbx_op **op);
+
 /* ---- logging ----------------------------------------------------------- */
 
 /**

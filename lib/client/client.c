@@ -931,7 +931,7 @@ static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
 }
 
 static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
-                             size_t limit, int64_t since, int64_t until, sbx_op **op)
+                             size_t limit, int64_t since, int64_t until, const char *cursor, sbx_op **op)
 {
     static struct list_arg sandboxes = {SBX__API_SANDBOXES}, snapshots = {SBX__API_SNAPSHOTS};
     struct sbx__api_req req;
@@ -949,10 +949,16 @@ static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_lis
         project = cl->core->auth.project;
     if (cl->core->proto == &sbx__proto_v2 && (since >= 0 || until >= 0))
         return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
-                            "list: since and until are not part of the 2.x protocol (its lists page by cursor); "
-                            "pass -1, or set the client option protocol=v1");
-    st = key == SBX__API_SANDBOXES ? cl->core->proto->list_sandboxes(&req, project, limit, since, until)
-                                   : cl->core->proto->list_snapshots(&req, project, limit, since, until);
+                            "list: since and until are not part of the 2.x protocol (its lists page by cursor: "
+                            "the _from functions); pass -1, or set the client option protocol=v1");
+    if (cursor && cl->core->proto != &sbx__proto_v2)
+        return sbx__err_set(&cl->err, SBX_E_UNSUPPORTED,
+                            "list: cursors are the 2.x protocol's (set the client option protocol=v2); v1 pages "
+                            "by since/until");
+    if (cursor && (!*cursor || !sbx__utf8_valid(cursor, strlen(cursor))))
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "list: cursor: the pagination.next of a page, or NULL");
+    st = key == SBX__API_SANDBOXES ? cl->core->proto->list_sandboxes(&req, project, limit, since, until, cursor)
+                                   : cl->core->proto->list_snapshots(&req, project, limit, since, until, cursor);
     if (st != SBX_OK)
         return sbx__err_nomem(&cl->err);
     st = sbx__simple_start(cl->core, NULL, what, &req, true, list_reply,
@@ -981,38 +987,62 @@ static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
 sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, op);
+    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, NULL, op);
 }
 
 /* The blocking form of a list: start it, drive it, hand out its JSON. */
 static sbx_status list_blocking(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
-                                size_t limit, int64_t since, int64_t until, char **json)
+                                size_t limit, int64_t since, int64_t until, const char *cursor, char **json)
 {
     sbx_op *op;
     sbx_status st;
     SBX__ENTER(cl, false);
     SBX__ARG(cl, json, "json must not be NULL");
     *json = NULL;
-    st = list_start(cl, what, key, project, limit, since, until, &op);
+    st = list_start(cl, what, key, project, limit, since, until, cursor, &op);
     return st == SBX_OK ? list_block(cl, op, json) : st;
 }
 
 sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, json);
+    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, NULL, json);
 }
 
 sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, op);
+    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, NULL, op);
 }
 
 sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, json);
+    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, NULL, json);
+}
+
+sbx_status sbx_client_list_sandboxes_from_start(sbx_client *cl, const char *project, size_t limit, const char *cursor,
+                                                sbx_op **op)
+{
+    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, -1, -1, cursor, op);
+}
+
+sbx_status sbx_client_list_sandboxes_from(sbx_client *cl, const char *project, size_t limit, const char *cursor,
+                                          char **json)
+{
+    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, -1, -1, cursor, json);
+}
+
+sbx_status sbx_client_list_snapshots_from_start(sbx_client *cl, const char *project, size_t limit, const char *cursor,
+                                                sbx_op **op)
+{
+    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, -1, -1, cursor, op);
+}
+
+sbx_status sbx_client_list_snapshots_from(sbx_client *cl, const char *project, size_t limit, const char *cursor,
+                                          char **json)
+{
+    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, -1, -1, cursor, json);
 }
 
 /* ---- logging ------------------------------------------------------------------------------ */

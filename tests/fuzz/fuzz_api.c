@@ -34,7 +34,7 @@ static void sandbox(const char *body, size_t len)
 {
     struct sbx__sandbox_info in = {0};
     sbx__err err = {0};
-    sbx_status st = sbx__api_parse_sandbox(body, len, &in, &err);
+    sbx_status st = sbx__proto_v1.parse_sandbox(body, len, &in, &err);
     if (st == SBX_OK) {
         if (!in.id || !in.status || !in.runtime || !in.region || !in.json || in.nroutes > SBX__MAX_PORTS)
             abort();
@@ -69,7 +69,7 @@ static void snapshot(const char *body, size_t len, bool with_sandbox)
     struct sbx__snapshot_info sn = {0};
     struct sbx__sandbox_info sb = {0};
     sbx__err err = {0};
-    sbx_status st = sbx__api_parse_snapshot(body, len, &sn, with_sandbox ? &sb : NULL, &err);
+    sbx_status st = sbx__proto_v1.parse_snapshot(body, len, &sn, with_sandbox ? &sb : NULL, &err);
     if (st == SBX_OK) {
         if (!sn.id || !sn.status || !sn.source_sandbox_id || !sn.json)
             abort();

@@ -295,8 +295,34 @@ START_TEST(test_client_list_pagination)
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(page, 0), "currentSessionId")),
                          sbx_sandbox_id(s[2]));
         ck_assert(json_is_string(json_object_get(json_object_get(j, "pagination"), "next")));
-        json_decref(j);
-        sbx_free(json);
+        {
+            /* the next page from the cursor, both forms */
+            char *cursor = strdup(json_string_value(json_object_get(json_object_get(j, "pagination"), "next")));
+            json_t *j2;
+            json_decref(j);
+            sbx_free(json);
+            ok_c(sbx_client_list_sandboxes_from(c, NULL, 2, cursor, &json), c);
+            j2 = parse_ok(json);
+            ck_assert_int_eq(json_array_size(json_object_get(j2, "sandboxes")), 1);
+            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j2, "sandboxes"), 0),
+                                                               "currentSessionId")),
+                             sbx_sandbox_id(s[0]));
+            ck_assert(json_is_null(json_object_get(json_object_get(j2, "pagination"), "next")));
+            json_decref(j2);
+            sbx_free(json);
+            ok_c(sbx_client_list_sandboxes_from_start(c, NULL, 2, cursor, &op), c);
+            ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+            ck_assert(contains(sbx_op_result_json(op), sbx_sandbox_id(s[0])));
+            sbx_op_free(op);
+            ok_c(sbx_client_list_snapshots_from(c, NULL, 0, NULL, &json), c);
+            ck_assert(contains(json, "\"snapshots\""));
+            sbx_free(json);
+            expect_st(sbx_client_list_sandboxes_from(c, NULL, 2, "", &json), SBX_E_INVALID_ARG, sbx_client_last_error,
+                      c);
+            free(cursor);
+            j = NULL;
+            json = NULL;
+        }
         expect_st(sbx_client_list_sandboxes(c, NULL, 2, -1, 5, &json), SBX_E_INVALID_ARG, sbx_client_last_error, c);
         ck_assert(contains(sbx_client_last_error(c), "cursor"));
         expect_st(sbx_client_list_snapshots(c, NULL, 2, 5, -1, &json), SBX_E_INVALID_ARG, sbx_client_last_error, c);
@@ -312,6 +338,8 @@ START_TEST(test_client_list_pagination)
         sbx_free(json);
         goto out;
     }
+    /* v1 pages by since/until: a cursor is the 2.x protocol's */
+    expect_st(sbx_client_list_sandboxes_from(c, NULL, 2, "1:x", &json), SBX_E_UNSUPPORTED, sbx_client_last_error, c);
     ok_c(sbx_client_list_sandboxes(c, NULL, 2, -1, -1, &json), c);
     j = parse_ok(json);
     page = json_object_get(j, "sandboxes");

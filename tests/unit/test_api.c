@@ -575,10 +575,10 @@ START_TEST(test_api_req_lists)
 
     for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
         snprintf(want, sizeof want, "/v1/sandboxes%s", cases[i].query);
-        check_bodyless(sbx__proto_v1.list_sandboxes(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+        check_bodyless(sbx__proto_v1.list_sandboxes(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until, NULL),
                        &r, "GET", want);
         snprintf(want, sizeof want, "/v1/sandboxes/snapshots%s", cases[i].query);
-        check_bodyless(sbx__proto_v1.list_snapshots(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until),
+        check_bodyless(sbx__proto_v1.list_snapshots(&r, cases[i].project, cases[i].limit, cases[i].since, cases[i].until, NULL),
                        &r, "GET", want);
     }
 }
@@ -1323,8 +1323,8 @@ static sbx_status oom_builders(void *ctx)
         case 2: st = sbx__proto_v1.stop_sandbox(&r, ODD_ID); break;
         case 3: st = sbx__proto_v1.extend_timeout(&r, ODD_ID, 5); break;
         case 4: st = sbx__proto_v1.update_network_policy(&r, ODD_ID, "{\"mode\":\"allow-all\"}"); break;
-        case 5: st = sbx__proto_v1.list_sandboxes(&r, "a project", 10, 1, 2); break;
-        case 6: st = sbx__proto_v1.list_snapshots(&r, "a project", 10, 1, 2); break;
+        case 5: st = sbx__proto_v1.list_sandboxes(&r, "a project", 10, 1, 2, NULL); break;
+        case 6: st = sbx__proto_v1.list_snapshots(&r, "a project", 10, 1, 2, NULL); break;
         case 7: st = sbx__proto_v1.create_snapshot(&r, ODD_ID, -1); break;
         case 8: st = sbx__proto_v1.create_snapshot(&r, ODD_ID, 1000); break;
         case 9: st = sbx__proto_v1.get_snapshot(&r, ODD_ID); break;

@@ -231,10 +231,10 @@ START_TEST(test_named_lists_snapshots)
     compare(&r, sbx__proto_v2.get_named(&r, "prj_1", "my-sbx", true), recorded("Sandbox.get({name, resume: true})", 0),
             NULL, NULL);
     /* difference: the library's list has no tag filter */
-    compare(&r, sbx__proto_v2.list_sandboxes(&r, "prj_1", 5, -1, -1),
+    compare(&r, sbx__proto_v2.list_sandboxes(&r, "prj_1", 5, -1, -1, NULL),
             recorded("Sandbox.list({limit: 5, tags: {env: \"x\"}})", 0), NULL, no_tags);
     compare(&r, sbx__proto_v2.get_snapshot(&r, "snap_1"), recorded("Snapshot.get({snapshotId})", 0), NULL, NULL);
-    compare(&r, sbx__proto_v2.list_snapshots(&r, "prj_1", 0, -1, -1), recorded("Snapshot.list()", 0), NULL, NULL);
+    compare(&r, sbx__proto_v2.list_snapshots(&r, "prj_1", 0, -1, -1, NULL), recorded("Snapshot.list()", 0), NULL, NULL);
     /* Not offered by the library, so not compared: update (PATCH) and
      * delete of a named sandbox, and the automatic resume after a 410
      * (the library resumes when asked, sbx_sandbox_resume()). */

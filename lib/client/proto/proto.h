@@ -98,12 +98,14 @@ struct sbx__proto {
     sbx_status (*extend_timeout)(struct sbx__api_req *r, const char *id, int64_t ms);
     /* policy_json: checked by sbx__api_check_policy. */
     sbx_status (*update_network_policy)(struct sbx__api_req *r, const char *id, const char *policy_json);
-    /* Lists: project NULL for all, limit 0 / since -1 / until -1 for the
-     * server's default. Their answers are checked by sbx__api_check_list. */
+    /* Lists: project NULL for all, limit 0 / since -1 / until -1 / cursor
+     * NULL for the server's default (v1 pages by since/until, 2.x by
+     * cursor: each ignores the other's). Answers are checked by
+     * sbx__api_check_list. */
     sbx_status (*list_sandboxes)(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                 int64_t until);
+                                 int64_t until, const char *cursor);
     sbx_status (*list_snapshots)(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                 int64_t until);
+                                 int64_t until, const char *cursor);
     /* Snapshots. expiration_ms: 0 never, -1 the server's default. */
     sbx_status (*create_snapshot)(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms);
     sbx_status (*get_snapshot)(struct sbx__api_req *r, const char *id);

@@ -97,14 +97,16 @@ static sbx_status list(struct sbx__api_req *r, const char *mid, const char *proj
 }
 
 static sbx_status v1_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                   int64_t until)
+                                   int64_t until, const char *cursor)
 {
+    (void)cursor;
     return list(r, NULL, project, limit, since, until);
 }
 
 static sbx_status v1_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                   int64_t until)
+                                   int64_t until, const char *cursor)
 {
+    (void)cursor;
     return list(r, "/snapshots", project, limit, since, until);
 }
 

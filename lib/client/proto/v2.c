@@ -160,9 +160,10 @@ static sbx_status v2_update_network_policy(struct sbx__api_req *r, const char *i
                         sbx__pr_dump(policy_v2(policy_json)), true);
 }
 
-/* A cursor list: project and limit (since and until are not in this
- * protocol; the caller refuses them first). */
-static sbx_status list(struct sbx__api_req *r, const char *root, const char *project, size_t limit)
+/* A cursor list: project, limit and cursor (since and until are not in
+ * this protocol; the caller refuses them first). */
+static sbx_status list(struct sbx__api_req *r, const char *root, const char *project, size_t limit,
+                       const char *cursor)
 {
     sbx__buf p = SBX__BUF_INIT;
     sbx_status st = sbx__buf_puts(&p, root);
@@ -173,8 +174,15 @@ static sbx_status list(struct sbx__api_req *r, const char *root, const char *pro
         if (st == SBX_OK)
             st = sbx__api_escape(&p, project);
     }
-    if (limit && st == SBX_OK)
+    if (limit && st == SBX_OK) {
         st = sbx__buf_printf(&p, "%climit=%zu", sep, limit);
+        sep = '&';
+    }
+    if (cursor && st == SBX_OK) {
+        st = sbx__buf_printf(&p, "%ccursor=", sep);
+        if (st == SBX_OK)
+            st = sbx__api_escape(&p, cursor);
+    }
     if (st != SBX_OK) {
         sbx__buf_free(&p);
         memset(r, 0, sizeof *r);
@@ -184,19 +192,19 @@ static sbx_status list(struct sbx__api_req *r, const char *root, const char *pro
 }
 
 static sbx_status v2_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                    int64_t until)
+                                    int64_t until, const char *cursor)
 {
     (void)since;
     (void)until;
-    return list(r, "/v2/sandboxes", project, limit);
+    return list(r, "/v2/sandboxes", project, limit, cursor);
 }
 
 static sbx_status v2_list_snapshots(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
-                                    int64_t until)
+                                    int64_t until, const char *cursor)
 {
     (void)since;
     (void)until;
-    return list(r, SNAPSHOTS, project, limit);
+    return list(r, SNAPSHOTS, project, limit, cursor);
 }
 
 static sbx_status v2_create_snapshot(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms)
