@@ -262,6 +262,32 @@ expect 0 "" "help sandbox" -- help sandbox
 expect 0 "usage: sbxrun exec" "exec --help" -- exec --help
 expect 0 "usage: sbxrun cp" "cp --help" -- cp --help
 
+# Named sandboxes (the v2 protocol, which --name, --persistent, resume and
+# --cursor select): a persistent one keeps its files from one session to the
+# next, and lists page by cursor.
+nid=$("$sbxrun" sandbox create --name cli-named --persistent 2>"$dir/err")
+case "$nid" in sbx_*) ok "sandbox create --name --persistent prints its session id" ;;
+  *) not_ok "sandbox create --name" "$nid" "$(cat "$dir/err")" ;; esac
+echo kept > "$dir/kept.txt"
+expect 0 "" "cp into the named sandbox's session" -- cp "$dir/kept.txt" "$nid:kept.txt"
+expect 0 "$nid" "sandbox resume of a running sandbox: its session" -- sandbox resume cli-named
+expect 0 "stopped" "sandbox stop of its session" -- sandbox stop "$nid"
+nid2=$("$sbxrun" sandbox resume cli-named 2>"$dir/err")
+if [[ "$nid2" == sbx_* && "$nid2" != "$nid" ]]; then ok "sandbox resume starts a new session"
+else not_ok "sandbox resume" "$nid2" "$(cat "$dir/err")"; fi
+expect 0 "kept" "the new session has the files of the last" -- exec --sandbox "$nid2" -- cat kept.txt
+expect 0 "$nid2" "resume of a running sandbox: the same session" -- sandbox resume cli-named
+json_is 0 'd["session"]["id"] == "'"$nid2"'" and d["sandbox"]["name"] == "cli-named"' "sandbox resume --json" -- sandbox resume cli-named --json
+expect 125 "" "sandbox resume of an unknown name: no sandbox (125)" -- sandbox resume cli-nope
+"$sbxrun" sandbox create --name cli-second >/dev/null 2>&1
+expect 0 "(more: --cursor " "sandbox list (v2): a page and its cursor" -- sandbox list --protocol v2 --limit 1
+cursor=$("$sbxrun" sandbox list --protocol v2 --limit 1 | sed -n 's/^(more: --cursor \(.*\))$/\1/p')
+expect 0 "cli-named" "sandbox list --cursor: the next page" -- sandbox list --cursor "$cursor" --limit 1
+expect 2 "" "--cursor with --until" -- sandbox list --cursor "$cursor" --until 5
+expect 1 "" "a name that exists: the server refuses" -- sandbox create --name cli-named
+expect 2 "" "--protocol wants v1 or v2" -- sandbox list --protocol v9
+expect 2 "" "--name belongs to create" -- sandbox list --name x
+
 # A server that stopped answering (SIGSTOP): the request's deadline ends the
 # command with an error, instead of a hang.
 expect 2 "" "--request-timeout wants milliseconds" -- sandbox list --request-timeout soon

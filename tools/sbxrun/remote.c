@@ -254,6 +254,13 @@ sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
         return st;
     }
+    {
+        const char *proto = o->protocol ? o->protocol : getenv("SBXRUN_PROTOCOL");
+        if (proto && *proto && sbx_client_set_option(r->client, "protocol", proto) != SBX_OK) {
+            snprintf(err, errlen, "--protocol %s: v1 or v2%s", proto, o->protocol ? "" : " (SBXRUN_PROTOCOL)");
+            return SBX_E_INVALID_ARG;
+        }
+    }
     if (sbx_client_set_option(r->client, "timeout_ms",
                               o->request_timeout ? o->request_timeout : REMOTE_REQUEST_TIMEOUT_MS) != SBX_OK) {
         snprintf(err, errlen, "--request-timeout %s: milliseconds, 0 for none", o->request_timeout);

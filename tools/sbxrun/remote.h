@@ -16,6 +16,7 @@ struct remote_opts {
     const char *endpoint;     /* --endpoint */
     const char *token_file;   /* --token-file */
     const char *request_timeout; /* --request-timeout MS, NULL: the default */
+    const char *protocol;     /* --protocol v1|v2 [SBXRUN_PROTOCOL; else v1] */
     bool json;                /* --json */
 };
 
@@ -46,12 +47,15 @@ void remote_close(struct remote *r);
     "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
     "  --request-timeout MS  deadline of each request to the endpoint, 0 for none [60000;\n"  \
     "                      none for a create that clones or downloads its source]\n"          \
+    "  --protocol V        v1 (the 1.x SDKs' API) or v2 (named sandboxes and sessions)\n"    \
+    "                      [SBXRUN_PROTOCOL; else v1]\n"                                     \
     "  --json              one JSON object on stdout (sbxrun(1), JSON OUTPUT)\n"
-enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON, OPT_REQUEST_TIMEOUT };
+enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON, OPT_REQUEST_TIMEOUT, OPT_PROTOCOL };
 #define REMOTE_LONGOPTS                                                                         \
     {"endpoint", required_argument, NULL, OPT_ENDPOINT},                                        \
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE}, {"json", no_argument, NULL, OPT_JSON}, \
-        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT}
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},                      \
+        {"protocol", required_argument, NULL, OPT_PROTOCOL}
 /* Handle one of the common options; 1 if it was one. */
 static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
 {
@@ -60,6 +64,7 @@ static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
     case OPT_TOKEN_FILE: o->token_file = arg; return 1;
     case OPT_JSON: o->json = true; cli_json_mode(); return 1;
     case OPT_REQUEST_TIMEOUT: o->request_timeout = arg; return 1;
+    case OPT_PROTOCOL: o->protocol = arg; return 1;
     default: return 0;
     }
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sbxrun sandbox create|list|get|stop|snapshot. */
+/* sbxrun sandbox create|list|get|stop|snapshot|resume. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +11,15 @@
 
 static const char usage_text[] =
     "usage: sbxrun sandbox create [options]\n"
-    "       sbxrun sandbox list [--limit N] [--since MS] [--until MS] [--project ID]\n"
+    "       sbxrun sandbox list [--limit N] [--since MS] [--until MS] [--cursor C] [--project ID]\n"
     "       sbxrun sandbox get ID\n"
     "       sbxrun sandbox stop ID\n"
     "       sbxrun sandbox snapshot ID [--expiration MS]\n"
+    "       sbxrun sandbox resume NAME\n"
     "\n"
-    "Create, list, inspect, stop and snapshot sandboxes.\n"
+    "Create, list, inspect, stop, snapshot and resume sandboxes. Named sandboxes\n"
+    "(--name, --persistent, resume, --cursor) are the v2 protocol's: they select it\n"
+    "unless --protocol says otherwise.\n"
     "\n"
     "create options:\n"
     "  --runtime NAME      node24 (default), node22, node26, python3.13\n"
@@ -30,19 +33,24 @@ static const char usage_text[] =
     "  --git-username U    with the password from $SBXRUN_GIT_PASSWORD\n"
     "  --tarball URL       extract a tarball into /vercel/sandbox\n"
     "  --snapshot ID       start from a snapshot\n"
+    "  --name NAME         the sandbox's name (v2), unique in its project\n"
+    "  --persistent        its stop keeps the files; resume starts from them (v2)\n"
     "list options:\n"
     "  --limit N           sandboxes per page; --until MS: the page's pagination.next\n"
+    "                      (v1); --cursor C: the page's pagination.next (v2)\n"
     "snapshot options:\n"
     "  --expiration MS     lifetime of the snapshot, 0 = never [the server's default]\n"
     "common options:\n" REMOTE_OPTS_HELP
     "\n"
-    "create prints the new sandbox's id, snapshot the snapshot's id; with --json\n"
+    "create prints the new sandbox's id (v2: its session's), snapshot the snapshot's\n"
+    "id, resume the id of the session it is running now; with --json\n"
     "every subcommand prints sbxrun's JSON envelope, the server's JSON its result.\n"
     "Exit status: 0 done; 1 the server refused; 2 usage; 125 no such sandbox, or\n"
     "the endpoint could not be reached or did not answer in time.\n";
 
+/* In longopts' order: option c is longopts[c - 1]. */
 enum { O_RUNTIME = 1, O_TIMEOUT, O_VCPUS, O_PORT, O_ENV, O_POLICY, O_GIT, O_REV, O_DEPTH, O_GITUSER, O_TARBALL,
-       O_SNAPSHOT, O_LIMIT, O_SINCE, O_UNTIL, O_PROJECT, O_EXPIRATION, O_HELP };
+       O_SNAPSHOT, O_NAME, O_PERSISTENT, O_LIMIT, O_SINCE, O_UNTIL, O_PROJECT, O_CURSOR, O_EXPIRATION, O_HELP };
 
 static int parse_num(const char *opt, const char *v, long long min, long long *out)
 {
@@ -71,21 +79,42 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
         cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         return;
     }
+    if (sbx_sandbox_name(s))
+        printf("name:      %s\npersistent: %s\n", sbx_sandbox_name(s), sbx_sandbox_persistent(s) == 1 ? "yes" : "no");
     printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %lld MB\n"
            "timeout:   %lld ms\n",
-           sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s), sbx_sandbox_region(s),
+           sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s) ? sbx_sandbox_runtime(s) : "-",
+           sbx_sandbox_region(s),
            sbx_sandbox_vcpus(s), (long long)sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
     if (sbx_sandbox_network_policy_json(s))
         printf("network:   %s\n", sbx_sandbox_network_policy_json(s));
 }
 
+static void print_when(json_t *e)
+{
+    time_t t = (time_t)(json_integer_value(json_object_get(e, "createdAt")) / 1000);
+    char when[32];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
+    printf("%s\n", when);
+}
+
+static const char *str_or(json_t *e, const char *key)
+{
+    const char *v = json_string_value(json_object_get(e, key));
+    return v ? v : "-";
+}
+
 static int do_list(struct remote *r, const struct remote_opts *o, long long limit, long long since,
-                   long long until, const char *project)
+                   long long until, const char *cursor, const char *project)
 {
     char *page = NULL;
     json_t *j, *arr, *e;
     size_t i;
-    sbx_status st = sbx_client_list_sandboxes(r->client, project, (uint32_t)limit, since, until, &page);
+    bool v2 = o->protocol && strcmp(o->protocol, "v2") == 0;
+    sbx_status st = cursor || v2 ? sbx_client_list_sandboxes_from(r->client, project, (size_t)limit, cursor, &page)
+                                 : sbx_client_list_sandboxes(r->client, project, (size_t)limit, since, until, &page);
     if (st != SBX_OK)
         return fail_msg(o->json, "sandbox", remote_exit(st), "list sandboxes", st, sbx_client_last_error(r->client));
     if (o->json) {
@@ -96,20 +125,28 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     j = json_loads(page, 0, NULL);
     sbx_free(page);
     arr = json_object_get(j, "sandboxes");
-    printf("%-28s %-12s %-11s %s\n", "ID", "STATUS", "RUNTIME", "CREATED");
-    json_array_foreach(arr, i, e) {
-        time_t t = (time_t)(json_integer_value(json_object_get(e, "createdAt")) / 1000);
-        char when[32];
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
-        printf("%-28s %-12s %-11s %s\n", json_string_value(json_object_get(e, "id")),
-               json_string_value(json_object_get(e, "status")), json_string_value(json_object_get(e, "runtime")),
-               when);
-    }
     e = json_object_get(json_object_get(j, "pagination"), "next");
-    if (json_is_integer(e))
-        printf("(more: --until %lld)\n", (long long)json_integer_value(e));
+    /* a v2 page: a cursor, and no "prev" */
+    if (json_is_string(e) || (json_is_null(e) && !json_object_get(json_object_get(j, "pagination"), "prev"))) {
+        /* v2: named sandboxes and their current sessions */
+        printf("%-28s %-12s %-28s %s\n", "NAME", "STATUS", "SESSION", "CREATED");
+        json_array_foreach(arr, i, e) {
+            printf("%-28s %-12s %-28s ", str_or(e, "name"), str_or(e, "status"), str_or(e, "currentSessionId"));
+            print_when(e);
+        }
+        e = json_object_get(json_object_get(j, "pagination"), "next");
+        if (json_is_string(e))
+            printf("(more: --cursor %s)\n", json_string_value(e));
+    } else {
+        printf("%-28s %-12s %-11s %s\n", "ID", "STATUS", "RUNTIME", "CREATED");
+        json_array_foreach(arr, i, e) {
+            printf("%-28s %-12s %-11s ", str_or(e, "id"), str_or(e, "status"), str_or(e, "runtime"));
+            print_when(e);
+        }
+        e = json_object_get(json_object_get(j, "pagination"), "next");
+        if (json_is_integer(e))
+            printf("(more: --until %lld)\n", (long long)json_integer_value(e));
+    }
     json_decref(j);
     return SBXRUN_EXIT_OK;
 }
@@ -123,13 +160,17 @@ int cmd_sandbox(int argc, char **argv)
         {"git", required_argument, NULL, O_GIT},           {"revision", required_argument, NULL, O_REV},
         {"depth", required_argument, NULL, O_DEPTH},       {"git-username", required_argument, NULL, O_GITUSER},
         {"tarball", required_argument, NULL, O_TARBALL},   {"snapshot", required_argument, NULL, O_SNAPSHOT},
+        {"name", required_argument, NULL, O_NAME},         {"persistent", no_argument, NULL, O_PERSISTENT},
         {"limit", required_argument, NULL, O_LIMIT},       {"since", required_argument, NULL, O_SINCE},
         {"until", required_argument, NULL, O_UNTIL},       {"project", required_argument, NULL, O_PROJECT},
+        {"cursor", required_argument, NULL, O_CURSOR},
         {"expiration", required_argument, NULL, O_EXPIRATION}, {"help", no_argument, NULL, O_HELP},
         REMOTE_LONGOPTS,                                   {NULL, 0, NULL, 0}};
     struct remote_opts o = {0};
     struct remote r;
-    const char *sub, *id = NULL, *project = NULL, *git = NULL, *rev = NULL, *git_user = NULL;
+    const char *sub, *id = NULL, *project = NULL, *git = NULL, *rev = NULL, *git_user = NULL, *name = NULL;
+    const char *cursor = NULL;
+    bool persistent = false;
     const char *create_opts[64][2];
     int ncreate = 0, c, rc = SBXRUN_EXIT_FAIL;
     long long limit = 0, since = -1, until = -1, expiration = -1, depth = 0;
@@ -143,7 +184,7 @@ int cmd_sandbox(int argc, char **argv)
     }
     sub = argv[1];
     if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
-        strcmp(sub, "snapshot")) {
+        strcmp(sub, "snapshot") && strcmp(sub, "resume")) {
         return cli_usage_error("sandbox", "unknown subcommand '%s'", sub);
     }
     optind = 1;
@@ -161,8 +202,8 @@ int cmd_sandbox(int argc, char **argv)
             return SBXRUN_EXIT_USAGE;
         }
         /* Options of another subcommand are an error, not ignored. */
-        if ((c <= O_SNAPSHOT && strcmp(sub, "create") != 0) ||
-            (c >= O_LIMIT && c <= O_PROJECT && strcmp(sub, "list") != 0) ||
+        if ((c <= O_PERSISTENT && strcmp(sub, "create") != 0) ||
+            (c >= O_LIMIT && c <= O_CURSOR && strcmp(sub, "list") != 0) ||
             (c == O_EXPIRATION && strcmp(sub, "snapshot") != 0)) {
             return cli_usage_error("sandbox", "%s: option --%s belongs to another subcommand",
                             sub, longopts[c - 1].name);
@@ -188,6 +229,9 @@ int cmd_sandbox(int argc, char **argv)
                 return SBXRUN_EXIT_USAGE;
             break;
         case O_PROJECT: project = optarg; break;
+        case O_CURSOR: cursor = optarg; break;
+        case O_NAME: name = optarg; break;
+        case O_PERSISTENT: persistent = true; break;
         case O_EXPIRATION:
             if (parse_num("--expiration", optarg, 0, &expiration))
                 return SBXRUN_EXIT_USAGE;
@@ -208,7 +252,7 @@ int cmd_sandbox(int argc, char **argv)
     }
     if (strcmp(sub, "create") && strcmp(sub, "list")) {
         if (optind != argc - 1)
-            return cli_usage_error("sandbox", "%s: expected one sandbox ID", sub);
+            return cli_usage_error("sandbox", "%s: expected one sandbox %s", sub, strcmp(sub, "resume") ? "ID" : "NAME");
         id = argv[optind];
     } else if (optind != argc) {
         return cli_usage_error("sandbox", "%s: unexpected argument '%s'", sub,
@@ -216,6 +260,11 @@ int cmd_sandbox(int argc, char **argv)
     }
     if ((rev || depth || git_user) && !git)
         return cli_usage_error("sandbox create", "--revision, --depth and --git-username need --git");
+    if (cursor && (since >= 0 || until >= 0))
+        return cli_usage_error("sandbox list", "--cursor (v2) and --since/--until (v1) page different lists");
+    /* Named sandboxes are the v2 protocol's: asking for one picks it. */
+    if ((name || persistent || cursor || strcmp(sub, "resume") == 0) && !o.protocol)
+        o.protocol = "v2";
 
     if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
         rc = fail_msg(o.json, "sandbox", remote_open_exit(st), "connect", st, err);
@@ -223,7 +272,7 @@ int cmd_sandbox(int argc, char **argv)
         return rc;
     }
     if (strcmp(sub, "list") == 0) {
-        rc = do_list(&r, &o, limit, since, until, project);
+        rc = do_list(&r, &o, limit, since, until, cursor, project);
         goto out;
     }
     s = sbx_sandbox_new(r.client);
@@ -250,6 +299,11 @@ int cmd_sandbox(int argc, char **argv)
                 goto out;
             }
         }
+        if ((name && (st = sbx_sandbox_set_name(s, name)) != SBX_OK) ||
+            (persistent && (st = sbx_sandbox_set_persistent(s, 1)) != SBX_OK)) {
+            rc = cli_usage_error("sandbox create", "%s", sbx_sandbox_last_error(s));
+            goto out;
+        }
         if (git) {
             const char *pw = getenv("SBXRUN_GIT_PASSWORD");
             if ((st = sbx_sandbox_set_source_git(s, git, rev, (uint32_t)depth)) != SBX_OK ||
@@ -270,6 +324,19 @@ int cmd_sandbox(int argc, char **argv)
         st = sbx_sandbox_create(s);
         if (st != SBX_OK) {
             rc = fail_msg(o.json, "sandbox", remote_exit(st), "create", st, sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if (o.json)
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
+        else
+            printf("%s\n", sbx_sandbox_id(s));
+        rc = SBXRUN_EXIT_OK;
+        goto out;
+    }
+    if (strcmp(sub, "resume") == 0) {
+        /* the named sandbox's running session, started when needed */
+        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK || (st = sbx_sandbox_resume(s)) != SBX_OK) {
+            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), "resume", st, sbx_sandbox_last_error(s));
             goto out;
         }
         if (o.json)
