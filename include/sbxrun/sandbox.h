@@ -286,6 +286,28 @@ SBX_API sbx_status sbx_sandbox_resume(sbx_sandbox *s);
 SBX_API sbx_status sbx_sandbox_resume_start(sbx_sandbox *s, sbx_op **op);
 
 /**
+ * Delete a named sandbox (2.x protocol): its running session stops, its
+ * name is free again, and it no longer lists. The handle keeps what it
+ * knew, with the status "stopped".
+ *
+ * @return SBX_OK, SBX_E_MISUSE (no sandbox), SBX_E_UNSUPPORTED (no name:
+ *         stop it instead), SBX_E_NOT_FOUND (deleted already), SBX_E_AUTH,
+ *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_PROTOCOL, SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_delete(sbx_sandbox *s);
+
+/**
+ * Start sbx_sandbox_delete().
+ *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_delete() returns before sending anything; *op is
+ *         then NULL. The operation's own outcome is its sbx_op_status().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_delete_start(sbx_sandbox *s, sbx_op **op);
+
+/**
  * Read the sandbox's state again (status, timeout, policy...).
  *
  * @return as sbx_sandbox_fetch(); SBX_E_MISUSE when the handle has no sandbox.

@@ -698,6 +698,52 @@ sbx_status sbx_sandbox_resume(sbx_sandbox *s)
     return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 
+static sbx_status delete_reply(sbx_op *op, sbx__req *r, void *arg)
+{
+    sbx_sandbox *s = arg;
+    size_t len;
+    const char *body = sbx__req_body(r, &len);
+    sbx_status st = sbx__api_check_deleted(body, len, &op->err);
+    char *stopped;
+    if (st != SBX_OK)
+        return st;
+    /* its session stopped with it; the handle keeps what it knew */
+    if (!(stopped = sbx__strdup("stopped")))
+        return sbx__err_nomem(&op->err);
+    sbx__free(s->info.status);
+    s->info.status = stopped;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_delete_start(sbx_sandbox *s, sbx_op **op)
+{
+    struct sbx__api_req req;
+    struct sbx__simple *sm;
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!s->core->proto->delete_named || !s->info.name)
+        return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
+                            "delete: only a named sandbox (the 2.x protocol) is deleted; stop this one");
+    if (s->core->proto->delete_named(&req, s->core->auth.project, s->info.name) != SBX_OK)
+        return sbx__err_nomem(&s->err);
+    /* Idempotent as far as retries go: a second delete finds nothing (404). */
+    sm = sbx__simple_new(s->core, "delete sandbox", &req, true, delete_reply, s, NULL, &s->err);
+    sbx__api_req_free(&req);
+    if (!sm)
+        return s->err.code;
+    return sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
+}
+
+sbx_status sbx_sandbox_delete(sbx_sandbox *s)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_delete_start(s, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
 sbx_status sbx_sandbox_refresh(sbx_sandbox *s)
 {
     sbx_op *op;

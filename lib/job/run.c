@@ -517,7 +517,10 @@ static void step_once(sbx_run *run)
             break;
         }
         tell(run, SBX_RUN_STOPPING, 0);
-        if (sbx_sandbox_stop_start(run->made, &op) != SBX_OK) {
+        /* A sandbox the run made is gone with it: a named one (2.x) is
+         * deleted, so that it neither lists nor keeps its name. */
+        if ((sbx_sandbox_name(run->made) ? sbx_sandbox_delete_start(run->made, &op)
+                                         : sbx_sandbox_stop_start(run->made, &op)) != SBX_OK) {
             run->phase = RP_DONE;
             run->again = true;
             break;

@@ -492,9 +492,15 @@ START_TEST(test_client_job_run_order_and_sandbox)
     ck_assert_int_eq(json_array_size(jobs), 4);
     ck_assert_str_eq(jstr(json_array_get(jobs, 1), "stderrTail"), "failing-check\n");
     ck_assert_str_eq(jstr(json_array_get(jobs, 2), "status"), "skipped");
-    /* The sandbox it made is stopped. */
+    /* The sandbox it made is stopped; in 2.x the named sandbox is deleted. */
     ck_assert_ptr_nonnull(sbx_run_sandbox(run));
     ck_assert(sbx_wait_status(e.d, jstr(r, "sandboxId"), "stopped", 10000));
+    if (it_v2()) {
+        struct http_resp *hr = http_get(e.d, "/v2/sandboxes/%s", sbx_sandbox_name(sbx_run_sandbox(run)));
+        ck_assert_ptr_nonnull(sbx_sandbox_name(sbx_run_sandbox(run)));
+        expect_error(hr, 404, "not_found");
+        http_resp_free(hr);
+    }
     json_decref(r);
     ck_assert_int_eq(sbx_transcript_verify(t, &broken), SBX_OK);
     ck_assert_int_eq(sbx_transcript_complete(t), 1);

@@ -444,6 +444,7 @@ START_TEST(test_client_sandbox_named_resume)
         ck_assert_ptr_null(sbx_sandbox_name(other));
         ck_assert_int_eq(sbx_sandbox_persistent(other), -1);
         expect_st(sbx_sandbox_resume(other), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
+        expect_st(sbx_sandbox_delete(other), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
         sbx_sandbox_free(other);
         goto out;
     }
@@ -482,7 +483,15 @@ START_TEST(test_client_sandbox_named_resume)
         expect_st(sbx_sandbox_fetch_named(none, "no-such-name"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, none);
         sbx_sandbox_free(none);
     }
-    ok_s(sbx_sandbox_stop(other), other);
+    /* delete: the session stops, the name is gone */
+    ok_s(sbx_sandbox_delete(other), other);
+    ck_assert_str_eq(sbx_sandbox_status(other), "stopped");
+    expect_st(sbx_sandbox_delete(other), SBX_E_NOT_FOUND, sbx_sandbox_last_error, other);
+    {
+        sbx_sandbox *gone = sbx_sandbox_new(c);
+        expect_st(sbx_sandbox_fetch_named(gone, name), SBX_E_NOT_FOUND, sbx_sandbox_last_error, gone);
+        sbx_sandbox_free(gone);
+    }
     sbx_sandbox_free(other);
 out:
     sbx_sandbox_free(s);

@@ -719,6 +719,48 @@ START_TEST(test_v2_session_responses)
 }
 END_TEST
 
+/* --retain-records lets go of a named sandbox once nothing of it is left;
+ * a persistent one with its snapshot stays. */
+START_TEST(test_v2_named_pruned_with_records)
+{
+    const char *args[] = {"--retain-records", "1", NULL};
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct http_resp *r;
+    int64_t until;
+    bool gone = false;
+    static const char *const names[] = {"eph", "kept"};
+    for (int i = 0; i < 2; i++) {
+        char *sid;
+        r = create_named(d, jpack("{s:s,s:s,s:b}", "projectId", "p", "name", names[i], "persistent", i));
+        sid = strdup(str_at(r->json, "session", "id"));
+        http_resp_free(r);
+        r = http_post(d, NULL, "/v2/sandboxes/sessions/%s/stop", sid);
+        expect_status(r, 200);
+        http_resp_free(r);
+        free(sid);
+    }
+    sbxd_terminate(d);
+    sbxd_set_args(d, args);
+    sbxd_restart(d);
+    /* the janitor (every 10 s) forgets the one with nothing left */
+    until = mono_ms() + 30000;
+    while (!gone && mono_ms() < until) {
+        r = http_get(d, "/v2/sandboxes/eph?projectId=p");
+        gone = r->status == 404;
+        http_resp_free(r);
+        if (!gone)
+            usleep(200000);
+    }
+    ck_assert_msg(gone, "the named sandbox without sessions or snapshot is still there");
+    ck_assert(host_sh("grep -q 'forgot 1 named sandboxes' '%s'", d->log) == 0);
+    r = resume(d, "p", "kept");
+    expect_status(r, 200);
+    ck_assert(json_is_true(json_object_get(r->json, "resumed")));
+    http_resp_free(r);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_v2");
@@ -734,6 +776,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_v2_network_policy_shape);
     tcase_add_test(tc, test_v2_refused_extras);
     tcase_add_test(tc, test_v2_session_responses);
+    tcase_add_test(tc, test_v2_named_pruned_with_records);
     suite_add_tcase(s, tc);
     return s;
 }

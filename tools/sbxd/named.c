@@ -300,3 +300,28 @@ void named_snapshot_taken(struct sandbox *s, struct snapshot *sn)
         }
     }
 }
+
+int named_prune_locked(void)
+{
+    int64_t now = now_ms();
+    int n = 0;
+    if (g.cfg.retain_records_ms <= 0)
+        return 0;
+    for (struct named **pp = &g.named; *pp;) {
+        struct named *x = *pp;
+        struct snapshot *sn = x->snapshot_id ? snapshot_find(x->snapshot_id) : NULL;
+        bool keeps_files = x->persistent && sn && strcmp(sn->status, "created") == 0;
+        /* Forgotten once its last session's record is and nothing of it
+         * remains to resume from. */
+        if (x->resuming || sandbox_find(x->session_id) || keeps_files || now - x->updated_at < g.cfg.retain_records_ms) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        x->deleted = true;
+        named_remove_state(x);
+        named_unref(x);
+        n++;
+    }
+    return n;
+}

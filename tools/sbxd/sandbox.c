@@ -1334,6 +1334,9 @@ void sandbox_janitor(void)
     if (n)
         sbxd_log(LOG_INFO, "removed the records of %d sandboxes stopped more than %lld ms ago "
                  "(--retain-records)", n, (long long)g.cfg.retain_records_ms);
+    n = named_prune_locked();
+    if (n)
+        sbxd_log(LOG_INFO, "forgot %d named sandboxes whose sessions were all removed (--retain-records)", n);
     http_sweep();
     /* What a burst of connections freed (libmicrohttpd's per-connection
      * pools, 32 KiB each) stays in the allocator's arenas, and first

@@ -509,6 +509,9 @@ bool named_name_ok(const char *name, char *err, size_t errlen);
 /* A session of a named sandbox finished a snapshot (g.lock): it becomes the
  * sandbox's current one, and older automatic ones go. */
 void named_snapshot_taken(struct sandbox *s, struct snapshot *sn);
+/* Forget the named sandboxes --retain-records let go of: no session record
+ * left and no snapshot to resume from (g.lock). How many went. */
+int named_prune_locked(void);
 
 /* source.c: populate a new sandbox's workspace from git or a tarball. */
 int source_git(struct sandbox *s, json_t *src, int *http_status, char *err, size_t errlen);

@@ -622,7 +622,11 @@ out:
         /* Bounded: after a command's deadline the run must end soon; a
          * sandbox left running still stops at its own timeout. */
         sbx_client_set_option(r.client, "timeout_ms", "10000");
-        sbx_sandbox_stop(s);
+        /* v2: a named sandbox made for one command is deleted, not left listed */
+        if (sbx_sandbox_name(s))
+            sbx_sandbox_delete(s);
+        else
+            sbx_sandbox_stop(s);
     }
     sbx_sandbox_free(s);
     remote_close(&r);

@@ -358,6 +358,18 @@ sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list 
     return st;
 }
 
+sbx_status sbx__api_check_deleted(const char *body, size_t len, sbx__err *err)
+{
+    json_t *j = sbx__pr_load(body, len, err);
+    sbx_status st = SBX_OK;
+    if (!j)
+        return err->code;
+    if (!json_is_string(json_object_get(json_object_get(j, "sandbox"), "name")))
+        st = sbx__err_set(err, SBX_E_PROTOCOL, "delete: needs \"sandbox\" with its \"name\"");
+    json_decref(j);
+    return st;
+}
+
 sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__buf *data, sbx__err *err)
 {
     json_error_t je;

@@ -129,6 +129,9 @@ struct sbx__proto {
      * with resume a running session of it, started when needed. Answered
      * like a create. */
     sbx_status (*get_named)(struct sbx__api_req *r, const char *project, const char *name, bool resume);
+    /* 2.x only: delete a named sandbox (its running session stops).
+     * Answered with {"sandbox"}: sbx__api_check_deleted. */
+    sbx_status (*delete_named)(struct sbx__api_req *r, const char *project, const char *name);
     /* Answers: a sandbox (or session), a snapshot (and its sandbox when
      * one comes with it). Each checks the required fields and types. */
     sbx_status (*parse_sandbox)(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err);
@@ -148,6 +151,7 @@ sbx_status sbx__api_check_policy(const char *json, sbx__err *err);
 sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__command_info *out,
                                   sbx__err *err);
 sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err);
+sbx_status sbx__api_check_deleted(const char *body, size_t len, sbx__err *err);
 
 enum { SBX__LOG_STDOUT = 1, SBX__LOG_STDERR = 2, SBX__LOG_ERROR = 3 };
 /* One NDJSON log line into its stream and data (appended to data, which is

@@ -232,6 +232,7 @@ const struct sbx__proto sbx__proto_v1 = {
     .command_logs = v1_command_logs,
     .kill_command = v1_kill_command,
     .get_named = NULL, /* no named sandboxes in v1 */
+    .delete_named = NULL,
     .parse_sandbox = v1_parse_sandbox,
     .parse_snapshot = v1_parse_snapshot,
 };

@@ -275,17 +275,27 @@ static sbx_status v2_kill_command(struct sbx__api_req *r, const char *sandbox_id
                         sbx__pr_int_body("signal", signal), true);
 }
 
-static sbx_status v2_get_named(struct sbx__api_req *r, const char *project, const char *name, bool resume)
+/* /v2/sandboxes/NAME?projectId=P[&resume=true] */
+static char *named_path(const char *project, const char *name, bool resume)
 {
     sbx__buf p = SBX__BUF_INIT;
     if (sbx__buf_puts(&p, "/v2/sandboxes/") != SBX_OK || sbx__api_escape(&p, name) != SBX_OK ||
         (project && (sbx__buf_puts(&p, "?projectId=") != SBX_OK || sbx__api_escape(&p, project) != SBX_OK)) ||
         (resume && sbx__buf_puts(&p, project ? "&resume=true" : "?resume=true") != SBX_OK)) {
         sbx__buf_free(&p);
-        memset(r, 0, sizeof *r);
-        return SBX_E_NOMEM;
+        return NULL;
     }
-    return sbx__pr_make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+    return sbx__buf_detach(&p, NULL);
+}
+
+static sbx_status v2_get_named(struct sbx__api_req *r, const char *project, const char *name, bool resume)
+{
+    return sbx__pr_make(r, "GET", named_path(project, name, resume), NULL, false);
+}
+
+static sbx_status v2_delete_named(struct sbx__api_req *r, const char *project, const char *name)
+{
+    return sbx__pr_make(r, "DELETE", named_path(project, name, false), NULL, false);
 }
 
 /* ---- answers ---- */
@@ -345,6 +355,7 @@ const struct sbx__proto sbx__proto_v2 = {
     .command_logs = v2_command_logs,
     .kill_command = v2_kill_command,
     .get_named = v2_get_named,
+    .delete_named = v2_delete_named,
     .parse_sandbox = v2_parse_sandbox,
     .parse_snapshot = v2_parse_snapshot,
 };
