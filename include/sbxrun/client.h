@@ -119,8 +119,9 @@ SBX_API sbx_status sbx_client_set_credentials(sbx_client *c, const char *token, 
  * is logged as slow, 0 = never; default 10000), "jobs.max_running" and
  * "jobs.max_running_per_project" (how many jobs of the client run at once,
  * in all and per project; the rest wait in order; 0 = no limit, the
- * default; doc/job.md), "protocol" ("v1", the default, or "v2": the
- * 2.x/3.x SDKs' named sandboxes and sessions; before the first request).
+ * default; doc/job.md), "protocol" ("v2", the default: the 2.x/3.x SDKs'
+ * named sandboxes and sessions, or "v1" for older deployments; before the
+ * first request).
  * doc/client.md has the protocol versions, the retry policy and what the
  * timeouts do.
  *
@@ -299,6 +300,18 @@ SBX_API sbx_status sbx_op_status(const sbx_op *op);
 SBX_API const char *sbx_op_last_error(const sbx_op *op);
 
 /**
+ * The "code" of the server's error answer that failed the operation
+ * ({"error": {"code": ..., "message": ...}}: "not_found", "gone",
+ * "sandbox_stopping", "snapshot_not_found", "rate_limited"...), or NULL
+ * when it did not fail so (it succeeded, is not done, failed before an
+ * answer, or the answer had no code). The message is in
+ * sbx_op_last_error(). Owned by the operation.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_op_error_code(const sbx_op *op);
+
+/**
  * The HTTP status of the operation's last response, 0 if none yet.
  *
  * @since 1.0
@@ -410,7 +423,7 @@ SBX_API sbx_status sbx_client_list_snapshots_start(sbx_client *c, const char *pr
                                                    sbx_op **op);
 
 /**
- * One page of a list in the 2.x protocol (client option protocol=v2): the
+ * One page of a list in the 2.x protocol (the client's default): the
  * project's named sandboxes, newest first ({"sandboxes": [...],
  * "pagination": {"count", "next"}}), from cursor, the "next" of the page
  * before (NULL: the first page; "next" is null on the last). project and

@@ -65,7 +65,7 @@ SBX_API const char *sbx_sandbox_last_error(const sbx_sandbox *s);
 SBX_API sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime);
 
 /**
- * The sandbox's name (2.x protocol, client option protocol=v2): unique in
+ * The sandbox's name (2.x protocol, the client's default): unique in
  * its project, what sbx_sandbox_fetch_named() finds it by. NULL (the
  * default): the server makes one up. At most 64 bytes, no '/'.
  *

@@ -242,6 +242,7 @@ void sbx__op_destroy(sbx_op *op)
     detach_target(op);
     sbx__err_free(&op->err);
     sbx__free(op->result_json);
+    sbx__free(op->error_code);
     sbx__core_unref(op->core);
     sbx__free(op);
 }
@@ -297,10 +298,16 @@ sbx_status sbx__op_check_response(sbx_op *op, sbx__req *r, const char *what)
         return sbx__err_set(&op->err, st, "%s: %s%s", what, sbx__req_error(r), note);
     }
     if (http < 200 || http > 299) {
-        char text[512];
+        char text[512], code[128];
         size_t len;
         const char *body = sbx__req_body(r, &len);
         sbx__api_error_text(body, len, text, sizeof text);
+        /* kept apart too, for callers that branch on it (2.x: it drives
+         * resume and get-or-create) */
+        if (sbx__api_error_code(body, len, code, sizeof code)) {
+            sbx__free(op->error_code);
+            op->error_code = sbx__strdup(code);
+        }
         return sbx__err_set(&op->err, sbx__api_status_for(http), "%s: HTTP %ld%s%s", what, http,
                             text[0] ? ": " : "", text);
     }
@@ -529,7 +536,15 @@ sbx_client *sbx_client_new(void)
         return NULL;
     }
     c->refs = 1;
-    c->proto = &sbx__proto_v1;
+    /* The current protocol (the 2.x/3.x SDKs'); protocol=v1 for older
+     * deployments. Its SDKs give up past 20 s of Retry-After. */
+    c->proto = &sbx__proto_v2;
+    {
+        struct sbx__engine_limits lim;
+        sbx__engine_get_limits(c->engine, &lim);
+        lim.retry_after_max_ms = SBX__RETRY_AFTER_MAX_MS_V2;
+        sbx__engine_set_limits(c->engine, &lim);
+    }
     atomic_init(&c->cancels, 0);
     cl->core = c;
     /* SBXRUN_ENDPOINT picks the default. A bad one must not quietly become
@@ -828,6 +843,11 @@ int sbx_op_done(const sbx_op *op)
 sbx_status sbx_op_status(const sbx_op *op)
 {
     return op ? op->status : SBX_E_INVALID_ARG;
+}
+
+const char *sbx_op_error_code(const sbx_op *op)
+{
+    return op && op->done && op->status != SBX_OK ? op->error_code : NULL;
 }
 
 const char *sbx_op_last_error(const sbx_op *op)

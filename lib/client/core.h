@@ -85,6 +85,7 @@ struct sbx_op {
     sbx_status status;
     sbx__err err;
     int http_status;
+    char *error_code;                      /* the server's error.code of the answer that failed it */
     char *result_json;
     void *user;
     bool done, internal, handed_out, owner_freed;

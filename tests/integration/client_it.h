@@ -27,7 +27,7 @@
 #define ok_sn(call, sn) expect_st(call, SBX_OK, sbx_snapshot_last_error, sn)
 
 /* Every client of these suites speaks the protocol version SBX_IT_PROTOCOL
- * names (v1 or v2; unset: the library's default), so each suite runs
+ * names (v1 or v2; unset: the library's default, v2), so each suite runs
  * against sbxd once per version. */
 static inline sbx_client *it_client_new_(void)
 {
@@ -42,11 +42,12 @@ static inline sbx_client *it_client_new_(void)
 }
 #define sbx_client_new() it_client_new_()
 
-/* Whether this run speaks the 2.x protocol (SBX_IT_PROTOCOL=v2). */
+/* Whether this run speaks the 2.x protocol (the default; SBX_IT_PROTOCOL=v1
+ * makes it v1). */
 static inline bool it_v2(void)
 {
     const char *p = getenv("SBX_IT_PROTOCOL");
-    return p && strcmp(p, "v2") == 0;
+    return !p || !*p || strcmp(p, "v1") != 0;
 }
 /* The path a sandbox's create goes to in this run, as a faultd pattern. */
 #define IT_CREATE_RE (it_v2() ? "/v3/sandboxes$" : "/v1/sandboxes$")

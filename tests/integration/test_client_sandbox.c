@@ -460,6 +460,16 @@ START_TEST(test_client_sandbox_named_resume)
     ok_s(sbx_sandbox_stop(s), s);
     ck_assert_str_eq(sbx_sandbox_name(s), name);
     ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
+    /* an operation on the stopped session: 410, its code kept apart */
+    {
+        sbx_op *op;
+        ok_s(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/d", &op), s);
+        ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_CONFLICT);
+        ck_assert_int_eq(sbx_op_http_status(op), 410);
+        ck_assert_str_eq(sbx_op_error_code(op), "gone");
+        ck_assert(contains(sbx_op_last_error(op), "gone"));
+        sbx_op_free(op);
+    }
     /* another handle finds it by name, stopped: fetching starts nothing */
     other = sbx_sandbox_new(c);
     ok_s(sbx_sandbox_fetch_named(other, name), other);
@@ -480,7 +490,15 @@ START_TEST(test_client_sandbox_named_resume)
     /* unknown names */
     {
         sbx_sandbox *none = sbx_sandbox_new(c);
+        sbx_op *op;
         expect_st(sbx_sandbox_fetch_named(none, "no-such-name"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, none);
+        sbx_sandbox_free(none);
+        none = sbx_sandbox_new(c);
+        ok_s(sbx_sandbox_fetch_named_start(none, "no-such-name", &op), none);
+        ck_assert_ptr_null(sbx_op_error_code(op)); /* not done yet */
+        ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_NOT_FOUND);
+        ck_assert_str_eq(sbx_op_error_code(op), "not_found");
+        sbx_op_free(op);
         sbx_sandbox_free(none);
     }
     /* delete: the session stops, the name is gone */

@@ -51,7 +51,9 @@ assert '"$test"', e
 ' "$want"; then ok "$what"
   else not_ok "$what" "exit $rc, expected $want" "stdout: $out" "stderr: $(cat "$dir/err")"; fi
 }
-json_is 0 'e["sbxrun"] == "sandbox" and d["sandbox"]["id"] == "'"$id"'" and d["sandbox"]["runtime"] == "node22"' "sandbox get --json: the envelope" -- sandbox get "$id" --json
+# the server's answer: {"session"} in the v2 protocol (the default), {"sandbox"} in v1
+json_is 0 'e["sbxrun"] == "sandbox" and d["session"]["id"] == "'"$id"'" and d["session"]["runtime"] == "node22"' "sandbox get --json: the envelope" -- sandbox get "$id" --json
+json_is 0 'd["sandbox"]["id"] == "'"$id"'"' "sandbox get --json --protocol v1" -- sandbox get "$id" --json --protocol v1
 expect 0 "status:    running" "sandbox get" -- sandbox get "$id"
 expect 0 "$id" "sandbox list shows it" -- sandbox list
 expect 0 '"sandboxes"' "sandbox list --json" -- sandbox list --json --limit 5
@@ -285,6 +287,8 @@ cursor=$("$sbxrun" sandbox list --protocol v2 --limit 1 | sed -n 's/^(more: --cu
 expect 0 "cli-named" "sandbox list --cursor: the next page" -- sandbox list --cursor "$cursor" --limit 1
 expect 2 "" "--cursor with --until" -- sandbox list --cursor "$cursor" --until 5
 expect 1 "" "a name that exists: the server refuses" -- sandbox create --name cli-named
+expect 0 "cli-second deleted" "sandbox delete NAME" -- sandbox delete cli-second
+expect 125 "" "sandbox delete of a name that is gone: no sandbox (125)" -- sandbox delete cli-second
 expect 2 "" "--protocol wants v1 or v2" -- sandbox list --protocol v9
 expect 2 "" "--name belongs to create" -- sandbox list --name x
 

@@ -233,6 +233,9 @@ static sbx_status new_client(sbx_client **out)
     if ((st = sbx_client_set_endpoint(c, canned_http_endpoint(canned.srv))) != SBX_OK ||
         (st = sbx_client_set_credentials(c, "canned-token", NULL, "prj_canned")) != SBX_OK)
         return st;
+    /* the canned server answers the v1 routes */
+    if ((st = sbx_client_set_option(c, "protocol", "v1")) != SBX_OK)
+        return st;
     return sbx_client_set_option(c, "user_agent", "test_client_oom");
 }
 

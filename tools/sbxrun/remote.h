@@ -16,7 +16,7 @@ struct remote_opts {
     const char *endpoint;     /* --endpoint */
     const char *token_file;   /* --token-file */
     const char *request_timeout; /* --request-timeout MS, NULL: the default */
-    const char *protocol;     /* --protocol v1|v2 [SBXRUN_PROTOCOL; else v1] */
+    const char *protocol;     /* --protocol v1|v2 [SBXRUN_PROTOCOL; else the library's, v2] */
     bool json;                /* --json */
 };
 
@@ -47,8 +47,8 @@ void remote_close(struct remote *r);
     "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
     "  --request-timeout MS  deadline of each request to the endpoint, 0 for none [60000;\n"  \
     "                      none for a create that clones or downloads its source]\n"          \
-    "  --protocol V        v1 (the 1.x SDKs' API) or v2 (named sandboxes and sessions)\n"    \
-    "                      [SBXRUN_PROTOCOL; else v1]\n"                                     \
+    "  --protocol V        v2 (named sandboxes and sessions) or v1 (the 1.x SDKs' API)\n"    \
+    "                      [SBXRUN_PROTOCOL; else v2]\n"                                     \
     "  --json              one JSON object on stdout (sbxrun(1), JSON OUTPUT)\n"
 enum { OPT_ENDPOINT = 1000, OPT_TOKEN_FILE, OPT_JSON, OPT_REQUEST_TIMEOUT, OPT_PROTOCOL };
 #define REMOTE_LONGOPTS                                                                         \

@@ -16,10 +16,11 @@ static const char usage_text[] =
     "       sbxrun sandbox stop ID\n"
     "       sbxrun sandbox snapshot ID [--expiration MS]\n"
     "       sbxrun sandbox resume NAME\n"
+    "       sbxrun sandbox delete NAME\n"
     "\n"
-    "Create, list, inspect, stop, snapshot and resume sandboxes. Named sandboxes\n"
-    "(--name, --persistent, resume, --cursor) are the v2 protocol's: they select it\n"
-    "unless --protocol says otherwise.\n"
+    "Create, list, inspect, stop, snapshot, resume and delete sandboxes. Named\n"
+    "sandboxes (--name, --persistent, resume, delete, --cursor) are the v2\n"
+    "protocol's (the default).\n"
     "\n"
     "create options:\n"
     "  --runtime NAME      node24 (default), node22, node26, python3.13\n"
@@ -43,7 +44,7 @@ static const char usage_text[] =
     "common options:\n" REMOTE_OPTS_HELP
     "\n"
     "create prints the new sandbox's id (v2: its session's), snapshot the snapshot's\n"
-    "id, resume the id of the session it is running now; with --json\n"
+    "id, resume the id of the session it is running now, delete the name; with --json\n"
     "every subcommand prints sbxrun's JSON envelope, the server's JSON its result.\n"
     "Exit status: 0 done; 1 the server refused; 2 usage; 125 no such sandbox, or\n"
     "the endpoint could not be reached or did not answer in time.\n";
@@ -184,7 +185,7 @@ int cmd_sandbox(int argc, char **argv)
     }
     sub = argv[1];
     if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
-        strcmp(sub, "snapshot") && strcmp(sub, "resume")) {
+        strcmp(sub, "snapshot") && strcmp(sub, "resume") && strcmp(sub, "delete")) {
         return cli_usage_error("sandbox", "unknown subcommand '%s'", sub);
     }
     optind = 1;
@@ -252,7 +253,8 @@ int cmd_sandbox(int argc, char **argv)
     }
     if (strcmp(sub, "create") && strcmp(sub, "list")) {
         if (optind != argc - 1)
-            return cli_usage_error("sandbox", "%s: expected one sandbox %s", sub, strcmp(sub, "resume") ? "ID" : "NAME");
+            return cli_usage_error("sandbox", "%s: expected one sandbox %s", sub,
+                                   strcmp(sub, "resume") && strcmp(sub, "delete") ? "ID" : "NAME");
         id = argv[optind];
     } else if (optind != argc) {
         return cli_usage_error("sandbox", "%s: unexpected argument '%s'", sub,
@@ -263,7 +265,7 @@ int cmd_sandbox(int argc, char **argv)
     if (cursor && (since >= 0 || until >= 0))
         return cli_usage_error("sandbox list", "--cursor (v2) and --since/--until (v1) page different lists");
     /* Named sandboxes are the v2 protocol's: asking for one picks it. */
-    if ((name || persistent || cursor || strcmp(sub, "resume") == 0) && !o.protocol)
+    if ((name || persistent || cursor || strcmp(sub, "resume") == 0 || strcmp(sub, "delete") == 0) && !o.protocol)
         o.protocol = "v2";
 
     if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
@@ -343,6 +345,19 @@ int cmd_sandbox(int argc, char **argv)
             cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         else
             printf("%s\n", sbx_sandbox_id(s));
+        rc = SBXRUN_EXIT_OK;
+        goto out;
+    }
+    if (strcmp(sub, "delete") == 0) {
+        /* the named sandbox: its session stops, the name goes */
+        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK || (st = sbx_sandbox_delete(s)) != SBX_OK) {
+            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), "delete", st, sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if (o.json)
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, json_pack("{s:s,s:b}", "name", id, "deleted", 1));
+        else
+            printf("%s deleted\n", id);
         rc = SBXRUN_EXIT_OK;
         goto out;
     }

@@ -422,6 +422,17 @@ void sbx__api_error_text(const char *body, size_t len, char *out, size_t cap)
     json_decref(j);
 }
 
+bool sbx__api_error_code(const char *body, size_t len, char *out, size_t cap)
+{
+    json_t *j = len ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *code = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
+    bool ok = code && *code && strlen(code) < cap && sbx__utf8_valid(code, strlen(code));
+    if (ok)
+        memcpy(out, code, strlen(code) + 1);
+    json_decref(j);
+    return ok;
+}
+
 sbx_status sbx__api_status_for(long http)
 {
     switch (http) {

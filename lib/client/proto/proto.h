@@ -160,6 +160,8 @@ sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__bu
 
 /* "code: message" of an error body {"error":{...}}, or its first bytes. */
 void sbx__api_error_text(const char *body, size_t len, char *out, size_t cap);
+/* Its error.code alone: true with it in out, false when there is none. */
+bool sbx__api_error_code(const char *body, size_t len, char *out, size_t cap);
 /* The library status for an HTTP error status. */
 sbx_status sbx__api_status_for(long http);
 
