@@ -335,29 +335,22 @@ int cmd_sandbox(int argc, char **argv)
         rc = SBXRUN_EXIT_OK;
         goto out;
     }
-    if (strcmp(sub, "resume") == 0) {
-        /* the named sandbox's running session, started when needed */
-        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK || (st = sbx_sandbox_resume(s)) != SBX_OK) {
-            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), "resume", st, sbx_sandbox_last_error(s));
+    if (strcmp(sub, "resume") == 0 || strcmp(sub, "delete") == 0) {
+        /* a named sandbox: its running session (started when needed), or
+         * gone (its session stops, the name is free) */
+        bool del = sub[0] == 'd';
+        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK ||
+            (st = del ? sbx_sandbox_delete(s) : sbx_sandbox_resume(s)) != SBX_OK) {
+            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st, sbx_sandbox_last_error(s));
             goto out;
         }
         if (o.json)
-            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
+            cli_json_result("sandbox", SBXRUN_EXIT_OK,
+                            del ? json_pack("{s:s,s:b}", "name", id, "deleted", 1) : cli_json_parse(sbx_sandbox_json(s)));
+        else if (del)
+            printf("%s deleted\n", id);
         else
             printf("%s\n", sbx_sandbox_id(s));
-        rc = SBXRUN_EXIT_OK;
-        goto out;
-    }
-    if (strcmp(sub, "delete") == 0) {
-        /* the named sandbox: its session stops, the name goes */
-        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK || (st = sbx_sandbox_delete(s)) != SBX_OK) {
-            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), "delete", st, sbx_sandbox_last_error(s));
-            goto out;
-        }
-        if (o.json)
-            cli_json_result("sandbox", SBXRUN_EXIT_OK, json_pack("{s:s,s:b}", "name", id, "deleted", 1));
-        else
-            printf("%s deleted\n", id);
         rc = SBXRUN_EXIT_OK;
         goto out;
     }
