@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the parsers of the server's answers (lib/client/proto/v1.c): the
- * input is given, as a response body, to every one of them: sandbox,
- * command, snapshot (with and without the sandbox beside it), the list
- * check, a log line and the error-body summary. None may crash, leak or
+ * Fuzz target for the parsers of the server's answers (lib/client/proto/):
+ * the input is given, as a response body, to every one of them, in both
+ * protocol versions: sandbox (session), command, snapshot (with and without
+ * the sandbox beside it), the list and delete checks, a log line and the
+ * error-body summary and code; and, as a caller's network policy, to each
+ * version's check (v2 also converts it to its request shape). None may crash, leak or
  * hit undefined behaviour; each success must carry the fields the protocol
  * makes required, each failure a code and a message, and the error summary
  * must stay inside its buffer, at every buffer size. Built with libFuzzer
@@ -30,13 +32,15 @@ static void check_status(sbx_status st, sbx__err *err)
     sbx__err_free(err);
 }
 
-static void sandbox(const char *body, size_t len)
+static void sandbox(const struct sbx__proto *p, const char *body, size_t len)
 {
     struct sbx__sandbox_info in = {0};
     sbx__err err = {0};
-    sbx_status st = sbx__proto_v1.parse_sandbox(body, len, &in, &err);
+    sbx_status st = p->parse_sandbox(body, len, &in, &err);
     if (st == SBX_OK) {
-        if (!in.id || !in.status || !in.runtime || !in.region || !in.json || in.nroutes > SBX__MAX_PORTS)
+        /* a 2.x session's runtime is optional */
+        if (!in.id || !in.status || (p == &sbx__proto_v1 && !in.runtime) || !in.region || !in.json ||
+            in.nroutes > SBX__MAX_PORTS || in.persistent < -1 || in.persistent > 1)
             abort();
         if (strlen(in.json) != len || memcmp(in.json, body, len) != 0)
             abort(); /* the answer is kept as received */
@@ -64,18 +68,18 @@ static void command(const char *body, size_t len)
     sbx__command_info_free(&in);
 }
 
-static void snapshot(const char *body, size_t len, bool with_sandbox)
+static void snapshot(const struct sbx__proto *p, const char *body, size_t len, bool with_sandbox)
 {
     struct sbx__snapshot_info sn = {0};
     struct sbx__sandbox_info sb = {0};
     sbx__err err = {0};
-    sbx_status st = sbx__proto_v1.parse_snapshot(body, len, &sn, with_sandbox ? &sb : NULL, &err);
+    sbx_status st = p->parse_snapshot(body, len, &sn, with_sandbox ? &sb : NULL, &err);
     if (st == SBX_OK) {
         if (!sn.id || !sn.status || !sn.source_sandbox_id || !sn.json)
             abort();
         if (strlen(sn.json) != len || memcmp(sn.json, body, len) != 0)
             abort();
-        if (sb.id && (!sb.status || !sb.runtime || !sb.region))
+        if (sb.id && (!sb.status || (p == &sbx__proto_v1 && !sb.runtime) || !sb.region))
             abort();
     }
     check_status(st, &err);
@@ -105,7 +109,26 @@ static void error_text(const char *body, size_t len)
         sbx__api_error_text(body, len, out, caps[i]);
         if (strnlen(out, caps[i]) == caps[i])
             abort(); /* not terminated inside the buffer */
+        if (sbx__api_error_code(body, len, out, caps[i]) && (!out[0] || strnlen(out, caps[i]) == caps[i]))
+            abort(); /* a code is non-empty and terminated inside the buffer */
         free(out);
+    }
+}
+
+/* A caller's policy: each version's check; what v2 accepts it also builds. */
+static void policy(const char *text)
+{
+    static const char *const ids[] = {"sess_1"};
+    sbx__err err = {0};
+    struct sbx__api_req r;
+    sbx_status st = sbx__proto_v1.check_policy(text, &err);
+    check_status(st, &err);
+    st = sbx__proto_v2.check_policy(text, &err);
+    check_status(st, &err);
+    if (st == SBX_OK) {
+        if (sbx__proto_v2.update_network_policy(&r, ids[0], text) != SBX_OK || !r.body)
+            abort(); /* checked, so it converts */
+        sbx__api_req_free(&r);
     }
 }
 
@@ -118,12 +141,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!body)
         abort();
     memcpy(body, data, size);
-    sandbox(body, size);
+    for (int v = 0; v < 2; v++) {
+        const struct sbx__proto *p = v ? &sbx__proto_v2 : &sbx__proto_v1;
+        sandbox(p, body, size);
+        snapshot(p, body, size, false);
+        snapshot(p, body, size, true);
+    }
     command(body, size);
-    snapshot(body, size, false);
-    snapshot(body, size, true);
     check_status(sbx__api_check_list(body, size, SBX__API_SANDBOXES, &err), &err);
     check_status(sbx__api_check_list(body, size, SBX__API_SNAPSHOTS, &err), &err);
+    check_status(sbx__api_check_deleted(body, size, &err), &err);
     log_line(body, size);
     error_text(body, size);
     free(body);
@@ -132,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(text, data, size);
     text[size] = '\0';
-    check_status(sbx__api_check_policy(text, &err), &err);
+    policy(text);
     free(text);
     return 0;
 }
