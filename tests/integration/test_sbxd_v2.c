@@ -761,6 +761,41 @@ START_TEST(test_v2_named_pruned_with_records)
 }
 END_TEST
 
+/* Header values are never written to disk: after a restart a sandbox that
+ * injected headers will not resume without them, until its policy is set
+ * again; nothing of the values is in its record. */
+START_TEST(test_v2_injected_headers_not_kept_across_restart)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    json_t *pol = json_loads("{\"allow\":{\"api.example.com\":[{\"transform\":[{\"headers\":"
+                             "{\"authorization\":\"Bearer sekrit-value-42\"}}]}]}}", 0, NULL);
+    struct http_resp *r = create_named(d, jpack("{s:s,s:s,s:b,s:o}", "projectId", "p", "name", "inj", "persistent", 0,
+                                                "networkPolicy", pol));
+    char *sid = strdup(str_at(r->json, "session", "id"));
+    http_resp_free(r);
+    r = http_post(d, NULL, "/v2/sandboxes/sessions/%s/stop", sid);
+    http_resp_free(r);
+    ck_assert_msg(host_sh("! grep -rq 'sekrit-value-42' '%s'", d->state) == 0, "a header value is on disk");
+    sbxd_terminate(d);
+    sbxd_restart(d);
+    r = resume(d, "p", "inj");
+    expect_error(r, 409, "conflict");
+    ck_assert(contains(r->body, "networkPolicy"));
+    http_resp_free(r);
+    r = http_json(d, "PATCH", json_loads("{\"networkPolicy\":{\"allow\":{\"api.example.com\":[{\"transform\":"
+                                         "[{\"headers\":{\"authorization\":\"Bearer again\"}}]}]}}}", 0, NULL),
+                  NULL, "/v2/sandboxes/inj?projectId=p");
+    expect_status(r, 200);
+    http_resp_free(r);
+    r = resume(d, "p", "inj");
+    expect_status(r, 200);
+    ck_assert(json_is_true(json_object_get(r->json, "resumed")));
+    http_resp_free(r);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_v2");
@@ -777,6 +812,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_v2_refused_extras);
     tcase_add_test(tc, test_v2_session_responses);
     tcase_add_test(tc, test_v2_named_pruned_with_records);
+    tcase_add_test(tc, test_v2_injected_headers_not_kept_across_restart);
     suite_add_tcase(s, tc);
     return s;
 }
