@@ -320,13 +320,6 @@ static int64_t snap_ttl(const struct named *n)
     return v;
 }
 
-static void copy_if(json_t *to, json_t *from, const char *key)
-{
-    json_t *v = json_object_get(from, key);
-    if (is_present(v))
-        json_object_set(to, key, v);
-}
-
 /* The keys of a create body a session takes, with the policy in API form. */
 static json_t *session_config(json_t *body, struct api_err *e)
 {
@@ -335,7 +328,7 @@ static json_t *session_config(json_t *body, struct api_err *e)
     if (!c)
         return set_err(e, 500, "internal", "out of memory"), NULL;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        copy_if(c, body, keys[i]);
+        json_copy_key(c, body, keys[i]);
     if (is_present(pol)) {
         json_t *api = netpolicy_api_form(pol, e->msg, sizeof e->msg);
         if (!api) {

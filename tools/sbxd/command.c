@@ -226,6 +226,8 @@ void command_finish(struct command *c, int exit_code, bool by_stop)
             append_chunk(c, s + 1, REPLACEMENT, 3);
         c->carry_len[s] = 0;
     }
+    if (c->deadline_mono && !c->timeout_fired)
+        g.cmd_deadlines--;
     c->exited = true;
     c->exit_code = exit_code;
     c->finished_at = now_ms();
@@ -356,6 +358,8 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
     c->ctl_id = m.id = ++s->next_ctl_id;
     c->started_at = now_ms();
     c->deadline_mono = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    if (c->deadline_mono)
+        g.cmd_deadlines++; /* the I/O thread looks for them only while some are pending */
     c->next = s->commands;
     s->commands = c;
     s->ncommands++;
@@ -367,6 +371,8 @@ struct command *command_start(struct sandbox *s, const char *name, sbx__strlist 
 
     pthread_mutex_lock(&g.lock);
     if (rc != 0) {
+        if (c->deadline_mono)
+            g.cmd_deadlines--; /* it never ran */
         unlink_command(s, c);
         c->refs--; /* the list's reference */
         pthread_mutex_unlock(&g.lock);
@@ -411,6 +417,8 @@ static void *timeout_kill_main(void *arg)
 
 void command_fire_timeouts(int64_t now)
 {
+    if (g.cmd_deadlines <= 0)
+        return;
     for (struct sandbox *s = g.sandboxes; s; s = s->next) {
         if (s->status != SBXD_RUNNING)
             continue;
@@ -422,11 +430,13 @@ void command_fire_timeouts(int64_t now)
             /* The kill waits for init's reply, which this (I/O) thread
              * reads: it runs on a thread of its own. */
             c->timeout_fired = true;
+            g.cmd_deadlines--;
             command_ref(c);
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
             if (pthread_create(&t, &attr, timeout_kill_main, c) != 0) {
                 c->timeout_fired = false; /* tried again at the next round */
+                g.cmd_deadlines++;
                 command_unref(c);
             }
             pthread_attr_destroy(&attr);

@@ -86,13 +86,6 @@ bool named_name_ok(const char *name, char *err, size_t errlen)
     return true;
 }
 
-static void copy_field(json_t *to, json_t *from, const char *key)
-{
-    json_t *v = json_object_get(from, key);
-    if (v && !json_is_null(v))
-        json_object_set(to, key, v);
-}
-
 json_t *named_json(struct named *n)
 {
     struct sandbox *s = n->session_id[0] ? sandbox_find(n->session_id) : NULL;
@@ -118,7 +111,7 @@ json_t *named_json(struct named *n)
     vcpus = limits_effective_vcpus((int)vcpus);
     json_object_set_new(o, "vcpus", json_integer(vcpus));
     json_object_set_new(o, "memory", json_integer(2048 * vcpus));
-    copy_field(o, n->config, "timeout");
+    json_copy_key(o, n->config, "timeout");
     if (!json_object_get(o, "timeout"))
         json_object_set_new(o, "timeout", json_integer(g.cfg.default_timeout_ms));
     if (runtime)
@@ -133,11 +126,11 @@ json_t *named_json(struct named *n)
     }
     if (n->snapshot_id)
         json_object_set_new(o, "currentSnapshotId", json_string(n->snapshot_id));
-    copy_field(o, n->extra, "image");
-    copy_field(o, n->extra, "tags");
-    copy_field(o, n->extra, "failoverRegions");
-    copy_field(o, n->extra, "snapshotExpiration");
-    copy_field(o, n->extra, "keepLastSnapshots");
+    json_copy_key(o, n->extra, "image");
+    json_copy_key(o, n->extra, "tags");
+    json_copy_key(o, n->extra, "failoverRegions");
+    json_copy_key(o, n->extra, "snapshotExpiration");
+    json_copy_key(o, n->extra, "keepLastSnapshots");
     for (struct sandbox *x = g.sandboxes; x; x = x->next) {
         if (!x->name || strcmp(x->name, n->name) != 0 || !same_project(x->project_id, n->project_id))
             continue;

@@ -99,3 +99,10 @@ int json_get_int64(json_t *o, const char *key, int64_t *out)
     }
     return -1;
 }
+
+void json_copy_key(json_t *to, json_t *from, const char *key)
+{
+    json_t *v = json_object_get(from, key);
+    if (v && !json_is_null(v))
+        json_object_set(to, key, v);
+}

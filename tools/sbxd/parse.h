@@ -18,5 +18,7 @@ int parse_strings(json_t *j, const char *what, sbx__strlist *out, char *err, siz
 /* The integer at key (an integral real is taken too): 1 found, 0 absent,
  * -1 wrong type. */
 int json_get_int64(json_t *o, const char *key, int64_t *out);
+/* to[key] = from[key] when that is present and not null. */
+void json_copy_key(json_t *to, json_t *from, const char *key);
 
 #endif /* SBXD_PARSE_H */

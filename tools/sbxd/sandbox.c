@@ -1028,7 +1028,7 @@ int64_t sandbox_next_deadline(void)
             continue;
         if (best < 0 || s->deadline_mono < best)
             best = s->deadline_mono;
-        for (struct command *c = s->commands; c; c = c->next)
+        for (struct command *c = g.cmd_deadlines > 0 ? s->commands : NULL; c; c = c->next)
             if (c->deadline_mono > 0 && !c->exited && !c->timeout_fired && c->deadline_mono < best)
                 best = c->deadline_mono;
     }

@@ -273,6 +273,7 @@ struct sbxd {
     struct snapshot *snapshots;  /* newest first */
     struct named *named;         /* newest first */
     int running;                 /* sandboxes not stopped */
+    int cmd_deadlines;           /* commands whose timeout is still to fire */
     int orphans_found;           /* at start: sandboxes an earlier sbxd left running */
     int orphan_mounts;           /* at start: their file systems still mounted */
     int64_t last_ts;             /* for strictly increasing timestamps */
