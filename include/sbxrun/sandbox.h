@@ -177,7 +177,12 @@ SBX_API sbx_status sbx_sandbox_set_source_snapshot(sbx_sandbox *s, const char *s
 /**
  * Set a creation option by name: "runtime", "timeout_ms", "vcpus", "port",
  * "env.NAME", "network_policy" (JSON), "source.git", "source.revision",
- * "source.depth", "source.tarball", "source.snapshot".
+ * "source.depth", "source.tarball", "source.snapshot". And, at any time,
+ * "auto_resume" (2.x protocol): when an operation that meets a stopped
+ * session resumes the sandbox and is repeated on the new session —
+ * "persistent" (the default: when the sandbox's stop kept its files),
+ * "always" (as the official SDK: a sandbox that is not persistent resumes
+ * with a clean file system) or "never".
  *
  * @return SBX_OK, SBX_E_UNKNOWN_OPTION, SBX_E_INVALID_ARG, SBX_E_MISUSE,
  *         SBX_E_NOMEM.
@@ -265,7 +270,9 @@ SBX_API sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *nam
  * current one when it runs, else a new one the server starts (from the
  * snapshot its last stop took, when persistent). The handle then points at
  * that session (sbx_sandbox_id() changes); commands and files of the old
- * one are gone with it.
+ * one are gone with it. A persistent sandbox also resumes by itself when an
+ * operation meets its stopped session (the option "auto_resume" of
+ * sbx_sandbox_set_option()).
  *
  * @return SBX_OK, SBX_E_MISUSE (no sandbox, or one pending),
  *         SBX_E_UNSUPPORTED (no name: created in v1, or by id),

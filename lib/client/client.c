@@ -418,6 +418,8 @@ sbx_status sbx__op_block(sbx_op *op, sbx__err *err)
 static void simple_cancel(sbx_op *op)
 {
     struct sbx__simple *s = op->state;
+    if (sbx__resume_cancel(&s->rw))
+        return;
     if (s->req)
         sbx__req_cancel(s->req);
 }
@@ -425,6 +427,7 @@ static void simple_cancel(sbx_op *op)
 static void simple_release(sbx_op *op)
 {
     struct sbx__simple *s = op->state;
+    sbx__resume_disarm(&s->rw);
     sbx__req_free(s->req);
     if (s->arg_free)
         s->arg_free(s->arg);
@@ -437,7 +440,10 @@ static void simple_done(sbx__req *r, void *user)
 {
     sbx_op *op = user;
     struct sbx__simple *s = op->state;
-    sbx_status st = sbx__op_check_response(op, r, s->what);
+    sbx_status st;
+    if (sbx__resume_try(&s->rw, r))
+        return; /* sent again on a new session */
+    st = sbx__op_check_response(op, r, s->what);
     if (st == SBX_OK && s->reply)
         st = s->reply(op, r, s->arg);
     if (st == SBX_OK && !op->result_json && s->reply) {
@@ -455,6 +461,16 @@ static void simple_done(sbx__req *r, void *user)
     if (st != SBX_OK && op->err.code != SBX_OK)
         st = op->err.code;
     sbx__op_finish(op, st, NULL);
+}
+
+/* The op could not be repeated on a new session (resume.h). */
+static void simple_fail(struct sbx__resume_wait *w, sbx_status st)
+{
+    sbx_op *op = w->op;
+    struct sbx__simple *s = op->state;
+    if (s->on_end)
+        s->on_end(op, st, s->arg);
+    sbx__op_finish(op, op->err.code != SBX_OK ? op->err.code : st, NULL);
 }
 
 struct sbx__simple *sbx__simple_new(struct sbx__core *c, const char *what, const struct sbx__api_req *req,
@@ -495,7 +511,8 @@ sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct
         return sbx__err_nomem(err);
     }
     sbx__req_on_done(s->req, simple_done, op);
-    if (sbx__req_submit(s->req) != SBX_OK) {
+    if ((s->resume_sbx && sbx__resume_arm(&s->rw, s->resume_sbx, op, &s->req, simple_fail) != SBX_OK) ||
+        sbx__req_submit(s->req) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(err);
     }

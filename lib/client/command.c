@@ -78,6 +78,7 @@ struct sbx_command {
     size_t limit;
     /* state */
     bool started;             /* a start or attach was made */
+    char *sid;                /* the session it runs in (2.x: the sandbox may move on to another) */
     bool output_ended;        /* every byte of output has arrived */
     bool blocking;            /* sbx_command_run: keep the tail, never pause */
     struct sbx__command_info info;
@@ -109,6 +110,7 @@ struct cmd_run {
     bool logs_only;           /* followed with a plain start (command.follow=logs) */
     sbx_status stream_fail;   /* why our data handler stopped the logs */
     char *server_error;       /* an error line of the log stream */
+    struct sbx__resume_wait rw; /* the start, repeated on a new session (resume.h) */
 };
 
 static int idx(int stream)
@@ -126,6 +128,7 @@ static void command_destroy(struct sbx__target *t)
     sbx__strlist_clear(&cmd->argv);
     sbx__strlist_wipe(&cmd->env);
     sbx__free(cmd->cwd);
+    sbx__free(cmd->sid);
     sbx__command_info_free(&cmd->info);
     sbx__buf_free(&cmd->out[0]);
     sbx__buf_free(&cmd->out[1]);
@@ -353,6 +356,13 @@ static bool take_chunk(struct cmd_run *run, int stream, const char *data, size_t
 
 static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...) SBX__PRINTF(3, 4);
 
+/* The session a started command's requests go to: the one it started in,
+ * not the sandbox's current one should that have moved on. */
+static const char *session_of(const sbx_command *cmd)
+{
+    return cmd->sid ? cmd->sid : cmd->sbx->info.id;
+}
+
 static void cancel_reqs(struct cmd_run *run)
 {
     sbx__req *v[] = {run->start, run->logs, run->wait, run->kill, run->probe};
@@ -388,12 +398,15 @@ static void run_finish(struct cmd_run *run, sbx_status st, const char *fmt, ...)
 static void run_cancel(sbx_op *op)
 {
     struct cmd_run *run = op->state;
+    if (sbx__resume_cancel(&run->rw))
+        return;
     cancel_reqs(run);
 }
 
 static void run_release(sbx_op *op)
 {
     struct cmd_run *run = op->state;
+    sbx__resume_disarm(&run->rw);
     sbx__req_free(run->start);
     sbx__req_free(run->logs);
     sbx__req_free(run->wait);
@@ -527,7 +540,7 @@ static void wait_done(sbx__req *r, void *user)
 static void start_wait(struct cmd_run *run)
 {
     struct sbx__api_req req;
-    sbx__req *r = new_req(run, run->cmd->core->proto->wait_command(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
+    sbx__req *r = new_req(run, run->cmd->core->proto->wait_command(&req, session_of(run->cmd), run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -669,7 +682,7 @@ static void logs_done(sbx__req *r, void *user)
 static void start_logs(struct cmd_run *run)
 {
     struct sbx__api_req req;
-    sbx__req *r = new_req(run, run->cmd->core->proto->command_logs(&req, run->cmd->sbx->info.id, run->cmd->info.id), &req, true);
+    sbx__req *r = new_req(run, run->cmd->core->proto->command_logs(&req, session_of(run->cmd), run->cmd->info.id), &req, true);
     if (!r) {
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
         return;
@@ -694,7 +707,7 @@ static sbx__req *probe_new(sbx_command *cmd, sbx__done_fn fn, void *user, sbx__e
 {
     struct sbx__engine_limits l;
     struct sbx__api_req req;
-    sbx__req *r = cmd->core->proto->get_command(&req, cmd->sbx->info.id, cmd->info.id) == SBX_OK
+    sbx__req *r = cmd->core->proto->get_command(&req, session_of(cmd), cmd->info.id) == SBX_OK
                       ? sbx__core_request(cmd->core, &req, true, err)
                       : NULL;
     sbx__api_req_free(&req);
@@ -887,6 +900,8 @@ static void start_done(sbx__req *r, void *user)
     run->cmd->start_unsure = sbx__req_maybe_sent(r) && !(http >= 400 && http < 500);
     if (op->done || run->timed_out)
         return;
+    if (sbx__resume_try(&run->rw, r))
+        return; /* sent again on the sandbox's new session */
     if (run->detached || run->logs_only) {
         size_t len;
         const char *body;
@@ -988,7 +1003,7 @@ static void on_timeout(struct cmd_run *run)
                    "the server did not confirm the command's start before the deadline; it may have started");
         return;
     }
-    r = cmd->core->proto->kill_command(&req, cmd->sbx->info.id, cmd->info.id, 9) == SBX_OK
+    r = cmd->core->proto->kill_command(&req, session_of(cmd), cmd->info.id, 9) == SBX_OK
             ? sbx__core_request(cmd->core, &req, true, &run->op->err)
             : NULL;
     sbx__api_req_free(&req);
@@ -1056,6 +1071,30 @@ void sbx__command_own_safety(sbx_command *cmd, sbx__redact_rules *rules)
     cmd->own_rules = rules;
 }
 
+/* The start could not be repeated on a new session (resume.h). */
+static void run_fail(struct sbx__resume_wait *w, sbx_status st)
+{
+    run_finish(w->op->state, st, NULL);
+}
+
+static sbx_status set_session(sbx_command *cmd, const char *sid)
+{
+    char *copy = sbx__strdup(sid);
+    if (!copy)
+        return SBX_E_NOMEM;
+    sbx__free(cmd->sid);
+    cmd->sid = copy;
+    return SBX_OK;
+}
+
+/* The start goes to the sandbox's new session: so do the command's
+ * requests after it. */
+static sbx_status moved(struct sbx__resume_wait *w, const char *sid)
+{
+    struct cmd_run *run = w->op->state;
+    return set_session(run->cmd, sid);
+}
+
 static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
 {
     struct cmd_run *run;
@@ -1092,6 +1131,10 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     run->op = op;
     if (cmd->timeout_ms > 0)
         run->deadline = sbx__mono_ms() + cmd->timeout_ms;
+    if (set_session(cmd, cmd->sbx->info.id) != SBX_OK) {
+        sbx__op_destroy(op);
+        return sbx__err_nomem(&cmd->err);
+    }
     if (attach_id) {
         /* Copied first: attach_id may be cmd->info.id itself. */
         char *id = sbx__strdup(attach_id);
@@ -1117,7 +1160,9 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
             sbx__req_set_stream(r, start_data, run);
         sbx__req_on_done(r, start_done, run);
         run->start = r;
-        if (sbx__req_submit(r) != SBX_OK) {
+        st = sbx__resume_arm(&run->rw, cmd->sbx, op, &run->start, run_fail);
+        run->rw.moved = moved;
+        if (st != SBX_OK || sbx__req_submit(r) != SBX_OK) {
             sbx__op_destroy(op);
             return sbx__err_nomem(&cmd->err);
         }
@@ -1309,8 +1354,8 @@ static sbx_status info_call(sbx_command *cmd, const char *what,
         return sbx__err_nomem(&cmd->err);
     a->cmd = cmd;
     a->need_exit = need_exit;
-    st = build ? build(&req, cmd->sbx->info.id, cmd->info.id)
-               : cmd->core->proto->kill_command(&req, cmd->sbx->info.id, cmd->info.id, signal);
+    st = build ? build(&req, session_of(cmd), cmd->info.id)
+               : cmd->core->proto->kill_command(&req, session_of(cmd), cmd->info.id, signal);
     if (st != SBX_OK) {
         info_arg_free(a);
         return sbx__err_nomem(&cmd->err);

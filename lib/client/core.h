@@ -17,6 +17,7 @@
 #include "client/auth.h"
 #include "util/buf.h"
 #include "client/engine.h"
+#include "client/resume.h"
 #include "util/error.h"
 
 struct sbx__core {
@@ -156,6 +157,10 @@ struct sbx__simple {
     /* Runs after the op's outcome is known (success or not), before it is
      * handed out: undo a "busy" mark, say. */
     void (*on_end)(sbx_op *op, sbx_status st, void *arg);
+    /* Set before submit for a request about this sandbox's session: it is
+     * repeated on a new one when the session has stopped (resume.h). */
+    sbx_sandbox *resume_sbx;
+    struct sbx__resume_wait rw;
 };
 /* The two halves of sbx__simple_start, for requests that need more set up
  * (a streamed body, headers) before they go: new makes the request (on

@@ -1897,6 +1897,54 @@ void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user)
     r->done_user = user;
 }
 
+sbx__req *sbx__req_again(const sbx__req *r, const char *url)
+{
+    sbx__req *n;
+    if (!r->e || r->state != R_DONE)
+        return NULL;
+    if (r->read_fn && (!r->rewind_fn || r->rewind_fn(r->read_user) != 0))
+        return NULL;
+    if (!(n = sbx__req_new(r->e, r->method, url)))
+        return NULL;
+    /* The lines as given: submit adds Content-Type, which the copy's
+     * submit adds again. Secret lines are kept apart to be wiped. */
+    for (const struct curl_slist *l = r->headers; l; l = l->next) {
+        bool secret = false;
+        if (strncmp(l->data, "Content-Type: ", 14) == 0)
+            continue;
+        for (size_t i = 0; i < r->secret_headers.n; i++)
+            secret = secret || strcmp(r->secret_headers.v[i], l->data) == 0;
+        if ((secret ? sbx__req_add_secret_header(n, l->data) : add_header(n, l->data)) != SBX_OK)
+            goto fail;
+    }
+    if (r->has_body && sbx__req_set_body(n, r->body_in.data, r->body_in.len, r->content_type_in) != SBX_OK)
+        goto fail;
+    if (r->read_fn && sbx__req_set_body_stream(n, r->read_fn, r->rewind_fn, r->read_user, r->body_size,
+                                               r->content_type_in) != SBX_OK)
+        goto fail;
+    if (!r->has_body && !r->read_fn && set_content_type(n, r->content_type_in) != SBX_OK)
+        goto fail;
+    if (sbx__req_set_project(n, r->project) != SBX_OK)
+        goto fail;
+    n->idempotent = r->idempotent;
+    n->follow = r->follow;
+    n->idle_none = r->idle_none;
+    n->idle_ms = r->idle_ms;
+    n->idle_fn = r->idle_fn;
+    n->idle_user = r->idle_user;
+    n->data_fn = r->data_fn;
+    n->data_user = r->data_user;
+    n->done_fn = r->done_fn;
+    n->done_user = r->done_user;
+    /* A deadline the caller set (or the default one submit gave) stands:
+     * the repeat does not buy more time. */
+    n->deadline = r->deadline;
+    return n;
+fail:
+    sbx__req_free(n);
+    return NULL;
+}
+
 sbx_status sbx__req_submit(sbx__req *r)
 {
     char line[200];
@@ -2040,6 +2088,11 @@ uint64_t sbx__req_streamed(const sbx__req *r)
 int64_t sbx__req_silent_ms(const sbx__req *r)
 {
     return r->state == R_ACTIVE && !r->paused ? sbx__mono_ms() - r->last_io : 0;
+}
+
+const char *sbx__req_url(const sbx__req *r)
+{
+    return r->url;
 }
 
 bool sbx__req_idempotent(const sbx__req *r)

@@ -174,6 +174,11 @@ sbx_status sbx__req_set_project(sbx__req *r, const char *project);
 /* Stream a 2xx response body to fn instead of buffering it. */
 void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user);
 void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user);
+/* A copy of a request that is done, to be sent to url instead (a 2.x
+ * operation repeated on a new session): method, headers, body (a streamed
+ * one rewound), handlers and deadline as r had them; not submitted. NULL
+ * when r is not done, its body cannot be replayed, or on no memory. */
+sbx__req *sbx__req_again(const sbx__req *r, const char *url);
 /* Queue it. Fails only on misuse (submitted twice) or memory. */
 sbx_status sbx__req_submit(sbx__req *r);
 /* Abort it: it finishes with SBX_E_CANCELLED at the next process. */
@@ -204,6 +209,8 @@ const char *sbx__req_content_type(const sbx__req *r);
 bool sbx__req_maybe_sent(const sbx__req *r);
 unsigned sbx__req_attempts(const sbx__req *r);
 bool sbx__req_idempotent(const sbx__req *r);
+/* The URL it is sent to (no credentials: the client keeps them out). */
+const char *sbx__req_url(const sbx__req *r);
 /* Bytes handed to the stream handler. */
 uint64_t sbx__req_streamed(const sbx__req *r);
 /* ms since the request's current attempt last moved a byte (either way),

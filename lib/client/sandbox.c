@@ -413,6 +413,16 @@ sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *v
             return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "source.revision: a branch, tag or commit");
         return replace_str(&s->err, &s->src_rev, value, false);
     }
+    if (strcmp(key, "auto_resume") == 0) {
+        static const char *const names[] = {"persistent", "always", "never"};
+        for (size_t i = 0; i < SBX__ARRAY_LEN(names); i++)
+            if (strcmp(value, names[i]) == 0) {
+                s->auto_resume = (enum sbx__auto_resume)i;
+                return SBX_OK;
+            }
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "auto_resume: '%s' is not persistent, always or never",
+                            value);
+    }
     if (strcmp(key, "source.tarball") == 0)
         return sbx_sandbox_set_source_tarball(s, value);
     if (strcmp(key, "source.snapshot") == 0)
@@ -520,10 +530,19 @@ static void create_end(sbx_op *op, sbx_status st, void *arg)
  * built: the status of the api builder that filled req, which is freed
  * here either way. create: the request makes the sandbox (a failure may
  * leave one). */
+enum {
+    SC_IDEMPOTENT = 1 << 0, /* may be sent again */
+    SC_ROUTES = 1 << 1,     /* the answer has the routes */
+    SC_BUSY = 1 << 2,       /* binds the handle: no other create, fetch or resume meanwhile */
+    SC_CREATE = 1 << 3,     /* makes the sandbox (a failure may leave one) */
+    SC_REBIND = 1 << 4,     /* the answer may be another session (resume, fetch by name) */
+    SC_RESUME = 1 << 5      /* about the session: resumes it when it has stopped (resume.h) */
+};
+
 static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
-                               bool idempotent, bool has_routes, const char *expect_id, bool busy, bool create,
-                               bool rebind, sbx_op **op)
+                               unsigned flags, const char *expect_id, sbx_op **op)
 {
+    bool idempotent = flags & SC_IDEMPOTENT, busy = flags & SC_BUSY, create = flags & SC_CREATE;
     struct sbx_reply_arg *a;
     struct sbx__simple *sm;
     sbx_status st;
@@ -535,14 +554,16 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
         return sbx__err_nomem(&s->err);
     }
     a->s = s;
-    a->has_routes = has_routes;
-    a->rebind = rebind;
+    a->has_routes = flags & SC_ROUTES;
+    a->rebind = flags & SC_REBIND;
     sm = sbx__simple_new(s->core, what, req, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
     sbx__api_req_free(req);
     if (!sm)
         return s->err.code;
     if (busy)
         sm->on_end = not_busy;
+    if (flags & SC_RESUME)
+        sm->resume_sbx = s;
     if (create) {
         a->req = sm->req;
         sm->on_end = create_end;
@@ -601,7 +622,7 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     }
     /* The body may hold git credentials and env secrets: freed wiped. */
     st = s->core->proto->create_sandbox(&req, &spec);
-    return sandbox_call(s, "create sandbox", st, &req, false, true, NULL, true, true, false, op);
+    return sandbox_call(s, "create sandbox", st, &req, SC_ROUTES | SC_BUSY | SC_CREATE, NULL, op);
 }
 
 sbx_status sbx_sandbox_create(sbx_sandbox *s)
@@ -624,7 +645,8 @@ sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
         return sbx__err_set(&s->err, SBX_E_MISUSE,
                             "the handle is already bound to sandbox %s; use a new handle",
                             s->info.id ? s->info.id : "(being created)");
-    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, id), &req, true, true, id, true, false, false, op);
+    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, id), &req, SC_IDEMPOTENT | SC_ROUTES | SC_BUSY,
+                        id, op);
 }
 
 sbx_status sbx_sandbox_fetch(sbx_sandbox *s, const char *id)
@@ -642,8 +664,8 @@ sbx_status sbx_sandbox_refresh_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, s->info.id), &req, true, true, NULL, false,
-                        false, false, op);
+    return sandbox_call(s, "get sandbox", s->core->proto->get_sandbox(&req, s->info.id), &req,
+                        SC_IDEMPOTENT | SC_ROUTES, NULL, op);
 }
 
 sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, sbx_op **op)
@@ -663,7 +685,7 @@ sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, sbx_o
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
     return sandbox_call(s, "get sandbox", s->core->proto->get_named(&req, s->core->auth.project, name, false), &req,
-                        true, true, NULL, true, false, true, op);
+                        SC_IDEMPOTENT | SC_ROUTES | SC_BUSY | SC_REBIND, NULL, op);
 }
 
 sbx_status sbx_sandbox_fetch_named(sbx_sandbox *s, const char *name)
@@ -675,20 +697,25 @@ sbx_status sbx_sandbox_fetch_named(sbx_sandbox *s, const char *name)
 
 sbx_status sbx_sandbox_resume_start(sbx_sandbox *s, sbx_op **op)
 {
-    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (s->busy)
-        return sbx__err_set(&s->err, SBX_E_MISUSE, "the sandbox's create, fetch or resume is pending");
     if (!s->core->proto->get_named || !s->info.name)
         return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
                             "resume: only a named sandbox (the 2.x protocol) resumes; this one has no name");
+    return sbx__sandbox_resume_begin(s, op);
+}
+
+sbx_status sbx__sandbox_resume_begin(sbx_sandbox *s, sbx_op **op)
+{
+    struct sbx__api_req req;
+    if (s->busy)
+        return sbx__err_set(&s->err, SBX_E_MISUSE, "the sandbox's create, fetch or resume is pending");
     /* Idempotent: a second resume answers the session the first started. */
     return sandbox_call(s, "resume sandbox", s->core->proto->get_named(&req, s->core->auth.project, s->info.name, true),
-                        &req, true, true, NULL, true, false, true, op);
+                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_BUSY | SC_REBIND, NULL, op);
 }
 
 sbx_status sbx_sandbox_resume(sbx_sandbox *s)
@@ -759,8 +786,8 @@ sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "stop sandbox", s->core->proto->stop_sandbox(&req, s->info.id), &req, true, false, NULL, false,
-                        false, false, op);
+    return sandbox_call(s, "stop sandbox", s->core->proto->stop_sandbox(&req, s->info.id), &req, SC_IDEMPOTENT, NULL,
+                        op);
 }
 
 sbx_status sbx_sandbox_stop(sbx_sandbox *s)
@@ -780,8 +807,8 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "extend timeout", s->core->proto->extend_timeout(&req, s->info.id, ms), &req, false, false,
-                        NULL, false, false, false, op);
+    return sandbox_call(s, "extend timeout", s->core->proto->extend_timeout(&req, s->info.id, ms), &req, SC_RESUME,
+                        NULL, op);
 }
 
 sbx_status sbx_sandbox_extend_timeout(sbx_sandbox *s, int64_t ms)
@@ -804,7 +831,7 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sandbox_call(s, "update network policy", s->core->proto->update_network_policy(&req, s->info.id, json), &req,
-                        true, false, NULL, false, false, false, op);
+                        SC_IDEMPOTENT | SC_RESUME, NULL, op);
 }
 
 sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)
@@ -941,12 +968,15 @@ out:
 static sbx_status file_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
                             bool idempotent, sbx_op **op)
 {
-    sbx_status st;
+    struct sbx__simple *sm;
     if (built != SBX_OK)
         return sbx__err_nomem(&s->err);
-    st = sbx__simple_start(s->core, &s->t, what, req, idempotent, NULL, NULL, NULL, op, &s->err);
+    sm = sbx__simple_new(s->core, what, req, idempotent, NULL, NULL, NULL, &s->err);
     sbx__api_req_free(req);
-    return st;
+    if (!sm)
+        return s->err.code;
+    sm->resume_sbx = s;
+    return sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
 }
 
 sbx_status sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, sbx_op **op)
@@ -1025,6 +1055,7 @@ static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)
         return s->err.code;
     }
     sm->on_end = tar_end;
+    sm->resume_sbx = s;
     st = sbx__req_set_body_stream(sm->req, tar_read_fn, tar_rewind_fn, tar, size, req.content_type);
     sbx__api_req_free(&req);
     if (st != SBX_OK) {
@@ -1130,11 +1161,14 @@ struct read_state {
     char *tmp, *final;
     bool too_big, cb_stopped, nomem;
     int io_errno;
+    struct sbx__resume_wait rw; /* sent again on a new session (resume.h) */
 };
 
 static void read_cancel(sbx_op *op)
 {
     struct read_state *rs = op->state;
+    if (sbx__resume_cancel(&rs->rw))
+        return;
     if (rs->req)
         sbx__req_cancel(rs->req);
 }
@@ -1151,6 +1185,7 @@ static void drop_tmp(struct read_state *rs)
 static void read_release(sbx_op *op)
 {
     struct read_state *rs = op->state;
+    sbx__resume_disarm(&rs->rw);
     sbx__req_free(rs->req);
     drop_tmp(rs);
     sbx__free(rs->tmp);
@@ -1209,6 +1244,8 @@ static void read_done(sbx__req *r, void *user)
     struct read_state *rs = op->state;
     sbx_status st;
 
+    if (sbx__resume_try(&rs->rw, r))
+        return; /* sent again on the sandbox's new session */
     if (rs->too_big)
         st = sbx__err_set(&op->err, SBX_E_BUDGET_EXCEEDED, "read file: larger than the %zu bytes allowed",
                           rs->max);
@@ -1239,6 +1276,15 @@ static void read_done(sbx__req *r, void *user)
     sbx__op_finish(op, st, NULL);
 }
 
+/* The read could not be repeated on a new session (resume.h). */
+static void read_fail(struct sbx__resume_wait *w, sbx_status st)
+{
+    struct read_state *rs = w->op->state;
+    if (rs->sink == SINK_FILE)
+        drop_tmp(rs);
+    sbx__op_finish(w->op, st, NULL);
+}
+
 static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state *rs, sbx_op **out)
 {
     struct sbx__api_req req = {0};
@@ -1265,7 +1311,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
     sbx__api_req_free(&req);
     sbx__req_set_stream(rs->req, read_data, op);
     sbx__req_on_done(rs->req, read_done, op);
-    if (sbx__req_submit(rs->req) != SBX_OK) {
+    if (sbx__resume_arm(&rs->rw, s, op, &rs->req, read_fail) != SBX_OK || sbx__req_submit(rs->req) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(&s->err);
     }
@@ -1474,7 +1520,7 @@ static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, con
                             struct sbx__api_req *req, bool idempotent, const char *expect_id, sbx_op **op)
 {
     struct snap_arg *a = built == SBX_OK ? sbx__calloc(1, sizeof *a) : NULL;
-    sbx_status st;
+    struct sbx__simple *sm;
     if (!a || (expect_id && !(a->expect_id = sbx__strdup(expect_id)))) {
         sbx__free(a);
         sbx__api_req_free(req);
@@ -1487,10 +1533,12 @@ static sbx_status snap_call(sbx_snapshot *sn, sbx_sandbox *s, sbx__err *err, con
         a->s = s;
         sbx__target_ref(&sn->t);
     }
-    st = sbx__simple_start(sn->core, s ? &s->t : &sn->t, what, req, idempotent, snap_reply, a, snap_arg_free, op,
-                           err);
+    sm = sbx__simple_new(sn->core, what, req, idempotent, snap_reply, a, snap_arg_free, err);
     sbx__api_req_free(req);
-    return st;
+    if (!sm)
+        return err->code;
+    sm->resume_sbx = s; /* a snapshot of the sandbox's session */
+    return sbx__simple_submit(sn->core, s ? &s->t : &sn->t, sm, op, err);
 }
 
 sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn, sbx_op **op)

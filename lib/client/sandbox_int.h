@@ -4,6 +4,7 @@
 #define SBX_SANDBOX_INT_H
 
 #include "client/core.h"
+#include "client/resume.h"
 #include "util/str.h"
 
 struct sbx_sandbox {
@@ -21,9 +22,12 @@ struct sbx_sandbox {
     uint32_t depth;
     char *name;                 /* 2.x: the sandbox's name (NULL: the server picks one) */
     bool persistent;            /* 2.x: its stop keeps the files */
+    enum sbx__auto_resume auto_resume; /* 2.x: when an op on a stopped session resumes it */
     /* what the server said */
     bool busy;                  /* a create or get is pending */
     struct sbx__sandbox_info info;
+    bool resuming;              /* an automatic resume is pending */
+    struct sbx__resume_wait *waiters; /* the ops waiting for it */
 };
 
 struct sbx_snapshot {
@@ -38,6 +42,10 @@ struct sbx_snapshot {
 bool sbx__text_ok(const char *v, bool allow_empty);
 /* Set (value) or remove (NULL) NAME in a NAME=VALUE list of secrets. */
 sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err);
+/* Start the resume of a named sandbox for the ops waiting on it (resume.c):
+ * an op of the sandbox's own, never handed out. SBX_E_MISUSE when one of
+ * the caller's create, fetch or resume is pending. */
+sbx_status sbx__sandbox_resume_begin(sbx_sandbox *s, sbx_op **op);
 /* The sandbox's working directory (as the server reported it). */
 const char *sbx__sandbox_cwd(const sbx_sandbox *s);
 /* A sandbox path as a tar entry name for an upload extracted at "/":

@@ -73,6 +73,7 @@ struct faultd {
 static const char *const fault_names[] = {
     [FAULT_NONE] = "none",
     [FAULT_STATUS] = "status",
+    [FAULT_STOPPING] = "stopping",
     [FAULT_429] = "429",
     [FAULT_RESET] = "reset",
     [FAULT_STALL] = "stall",
@@ -523,12 +524,17 @@ static int answer(struct conn *c, long status, const char *extra_headers, const 
     return 0;
 }
 
-static int answer_error(struct conn *c, long status, const char *extra_headers, const char *what)
+static int answer_coded(struct conn *c, long status, const char *code, const char *extra_headers, const char *what)
 {
     char body[512];
     snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"faultd: injected HTTP %ld (%s)\"}}",
-             status == 429 ? "rate_limited" : "faultd_injected", status, what);
+             code, status, what);
     return answer(c, status, extra_headers, "application/json", body);
+}
+
+static int answer_error(struct conn *c, long status, const char *extra_headers, const char *what)
+{
+    return answer_coded(c, status, status == 429 ? "rate_limited" : "faultd_injected", extra_headers, what);
 }
 
 /* Hold the connection: nothing is sent. Ends when the client closes it,
@@ -935,6 +941,9 @@ static void *conn_main(void *arg)
         switch (kind) {
         case FAULT_STATUS:
             rc = answer_error(c, farg, NULL, "not forwarded");
+            break;
+        case FAULT_STOPPING:
+            rc = answer_coded(c, 422, farg ? "sandbox_snapshotting" : "sandbox_stopping", NULL, "not forwarded");
             break;
         case FAULT_429:
         case FAULT_429_MS:

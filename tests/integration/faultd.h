@@ -59,6 +59,9 @@ enum fault {
                          * Content-Length nor chunked framing, ended by a FIN */
     FAULT_429_MS,       /* 429 with Retry-After: arg milliseconds written as decimal
                          * seconds ("0.300"), as the 2.x SDKs read it */
+    FAULT_STOPPING,     /* 422 with error.code sandbox_stopping (arg 0) or
+                         * sandbox_snapshotting (arg 1), as sbxd answers for a session
+                         * on its way out; not forwarded */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

@@ -2582,6 +2582,94 @@ START_TEST(test_client_faults_passthrough)
 }
 END_TEST
 
+/* ---- 2.x: a session on its way out --------------------------------------------------------------------- */
+
+/* 422 sandbox_stopping / sandbox_snapshotting: the session is stopping;
+ * the op resumes the named sandbox (GET ...?resume=true) and is repeated
+ * once, as the 2.x SDKs do. Another 422, a second one in a row, and a
+ * failed resume are the answer. v1 has no sessions: the 422 is the answer. */
+START_TEST(test_client_faults_session_stopping_resumed)
+{
+    struct fx x;
+    struct outbuf o = {0};
+    sbx_command *k;
+    sbx_sandbox *s;
+    char name[40], sid[64];
+
+    fx_start(&x, false, NULL, NULL);
+    s = sbx_sandbox_new(x.c);
+    if (it_v2()) {
+        snprintf(name, sizeof name, "st-%s", rand_hex(8));
+        ok_sb(sbx_sandbox_set_name(s, name), s);
+        ok_sb(sbx_sandbox_set_persistent(s, 1), s);
+    }
+    ok_sb(sbx_sandbox_create(s), s);
+    snprintf(sid, sizeof sid, "%s", sbx_sandbox_id(s));
+    if (!it_v2()) {
+        faultd_rule(x.f, "POST", "/fs/mkdir$", 1, FAULT_STOPPING, 0);
+        expect_sbx(sbx_sandbox_mkdir(s, "/vercel/sandbox/a"), SBX_E_HTTP, sbx_sandbox_last_error, s);
+        ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/mkdir$"), 1);
+        ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 0);
+        goto out;
+    }
+    /* stopping: resumed (the session still runs: the same one), repeated */
+    faultd_rule(x.f, "POST", "/fs/mkdir$", 1, FAULT_STOPPING, 0);
+    ok_sb(sbx_sandbox_mkdir(s, "/vercel/sandbox/a"), s);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/mkdir$"), 2);
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/fs/mkdir$"), 1);
+    ck_assert_str_eq(sbx_sandbox_id(s), sid);
+    /* snapshotting, on a command start (wait mode): started once */
+    faultd_rule(x.f, "POST", "/cmd$", 1, FAULT_STOPPING, 1);
+    k = sh_cmd(s, "test -d /vercel/sandbox/a && echo once >> /vercel/sandbox/n && cat /vercel/sandbox/n", &o);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    ck_assert_str_eq(o.data[0] ? o.data[0] : "", "once\n");
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 2);
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/cmd$"), 1);
+    sbx_command_free(k);
+    /* twice in a row: repeated once only */
+    faultd_clear(x.f);
+    faultd_rule_first(x.f, "POST", "/fs/mkdir$", 2, FAULT_STOPPING, 0);
+    expect_sbx(sbx_sandbox_mkdir(s, "/vercel/sandbox/b"), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    ck_assert_msg(strstr(sbx_sandbox_last_error(s), "sandbox_stopping"), "%s", sbx_sandbox_last_error(s));
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 3);
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/mkdir$"), 4);
+    /* any other 422 is the answer */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/fs/mkdir$", 1, FAULT_STATUS, 422);
+    expect_sbx(sbx_sandbox_mkdir(s, "/vercel/sandbox/c"), SBX_E_HTTP, sbx_sandbox_last_error, s);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 3);
+    /* the resume fails: its answer is reported with the op */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/fs/mkdir$", 1, FAULT_STOPPING, 0);
+    faultd_rule(x.f, "GET", "resume=true", 1, FAULT_STATUS, 403);
+    expect_sbx(sbx_sandbox_mkdir(s, "/vercel/sandbox/d"), SBX_E_AUTH, sbx_sandbox_last_error, s);
+    note("resume failed", sbx_sandbox_last_error(s));
+    ck_assert(strstr(sbx_sandbox_last_error(s), "resuming it failed"));
+    ck_assert(strstr(sbx_sandbox_last_error(s), "HTTP 403"));
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/mkdir$"), 6);
+    /* a write streamed from a file is replayed whole on the repeat */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/fs/write$", 1, FAULT_STOPPING, 0);
+    ok_sb(sbx_sandbox_write_file(s, "w.txt", (const uint8_t *)"replayed\n", 9, 0644), s);
+    {
+        char *data = NULL;
+        size_t len = 0;
+        faultd_rule(x.f, "POST", "/fs/read$", 1, FAULT_STOPPING, 1);
+        ok_sb(sbx_sandbox_read_file(s, "w.txt", 0, (uint8_t **)&data, &len), s);
+        ck_assert_uint_eq(len, 9);
+        ck_assert_mem_eq(data, "replayed\n", 9);
+        sbx_free(data);
+    }
+    ok_sb(sbx_sandbox_delete(s), s);
+out:
+    outbuf_free(&o);
+    sbx_sandbox_free(s);
+    fx_stop(&x);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("client_faults");
@@ -2653,6 +2741,7 @@ Suite *sbx_test_suite(void)
         {"unix_socket_missing", test_client_faults_unix_socket_missing},
         {"log_retry_levels", test_client_faults_log_retry_levels},
         {"log_slow_misuse", test_client_faults_log_slow_and_misuse},
+        {"session_stopping", test_client_faults_session_stopping_resumed},
     };
 #ifdef SBX_TEST_NO_PREREQ
     /* This build links the fault-injection copy of the library and takes

@@ -422,6 +422,157 @@ START_TEST(test_client_sandbox_concurrent_creates_limited)
 END_TEST
 
 /* Names, persistence and resume: the 2.x protocol's; v1 refuses them. */
+/* What the client's log said about automatic resumes. */
+struct resume_log {
+    int resuming, repeating;
+    sbx_op *cancel_on_resume; /* cancelled when the resume starts */
+};
+
+static void resume_log_cb(sbx_log_level level, const char *msg, void *user)
+{
+    struct resume_log *l = user;
+    (void)level;
+    if (strstr(msg, "is no longer running; resuming")) {
+        l->resuming++;
+        if (l->cancel_on_resume)
+            ck_assert_int_eq(sbx_op_cancel(l->cancel_on_resume), SBX_OK);
+    }
+    if (strstr(msg, ": repeating on session"))
+        l->repeating++;
+}
+
+static int collect_data(const uint8_t *data, size_t len, void *user)
+{
+    struct it_out *o = user;
+    return it_collect(SBX_STREAM_STDOUT, data, len, o);
+}
+
+/* A named persistent sandbox whose session stopped resumes by itself when
+ * an operation meets the stopped session (HTTP 410), as the 2.x SDKs do:
+ * once for every op waiting on it, each op sent again on the new session.
+ * One that is not persistent does not unless asked (its files are gone). */
+START_TEST(test_client_sandbox_auto_resume)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c), *t;
+    struct resume_log log = {0};
+    struct it_out out = {0}, rd = {0};
+    sbx_command *k;
+    sbx_snapshot *sn;
+    sbx_op *op[4];
+    char name[40], first[64], second[64];
+
+    ok_c(sbx_client_set_log_cb(c, SBX_LOG_INFO, resume_log_cb, &log), c);
+    expect_st(sbx_sandbox_set_option(s, "auto_resume", "sometimes"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "persistent, always or never"));
+    if (!it_v2()) {
+        /* v1 has no sessions to resume: the 410 is the answer */
+        sbx_sandbox_free(s);
+        s = it_sandbox(c);
+        ok_s(sbx_sandbox_set_option(s, "auto_resume", "always"), s);
+        ok_s(sbx_sandbox_stop(s), s);
+        expect_st(sbx_sandbox_mkdir(s, "/vercel/sandbox/d"), SBX_E_CONFLICT, sbx_sandbox_last_error, s);
+        ck_assert_int_eq(log.resuming, 0);
+        goto out;
+    }
+    snprintf(name, sizeof name, "ar-%s", rand_hex(8));
+    ok_s(sbx_sandbox_set_name(s, name), s);
+    ok_s(sbx_sandbox_set_persistent(s, 1), s);
+    ok_s(sbx_sandbox_create(s), s);
+    snprintf(first, sizeof first, "%s", sbx_sandbox_id(s));
+    ok_s(sbx_sandbox_write_file(s, "kept.txt", (const uint8_t *)"across sessions\n", 16, 0644), s);
+    ok_s(sbx_sandbox_stop(s), s);
+
+    /* Four ops meet the stopped session together: one resume serves all. */
+    k = it_sh_cmd(s, "cat /vercel/sandbox/kept.txt", &out);
+    ok_cmd(sbx_command_run_start(k, &op[0]), k);
+    ok_s(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/made", &op[1]), s);
+    ok_s(sbx_sandbox_read_stream_start(s, "/vercel/sandbox/kept.txt", collect_data, &rd, &op[2]), s);
+    ok_s(sbx_sandbox_write_file_start(s, "/vercel/sandbox/new.txt", (const uint8_t *)"new\n", 4, 0644, &op[3]), s);
+    ok_c(sbx_client_run(c, 120000), c);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(sbx_op_status(op[i]) == SBX_OK, "op %d: %s", i, sbx_op_last_error(op[i]));
+        sbx_op_free(op[i]);
+    }
+    ck_assert_int_eq(log.resuming, 1);
+    ck_assert_int_eq(log.repeating, 4);
+    ck_assert_str_ne(sbx_sandbox_id(s), first);
+    ck_assert_str_eq(sbx_sandbox_status(s), "running");
+    ck_assert_int_eq(sbx_command_exit_code(k), 0);
+    ck_assert_str_eq(it_str(&out, 0), "across sessions\n");
+    ck_assert_str_eq(it_str(&rd, 0), "across sessions\n");
+    sbx_command_free(k);
+    expect_sh_out(s, "test -d /vercel/sandbox/made && cat /vercel/sandbox/new.txt", "new\n");
+    snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
+
+    /* The other resumable operations: extend, network policy, snapshot. */
+    ok_s(sbx_sandbox_stop(s), s);
+    ok_s(sbx_sandbox_extend_timeout(s, 60000), s);
+    ck_assert_str_ne(sbx_sandbox_id(s), second);
+    snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
+    ok_s(sbx_sandbox_stop(s), s);
+    ok_s(sbx_sandbox_update_network_policy(s, "{\"mode\":\"deny-all\"}"), s);
+    ck_assert_str_ne(sbx_sandbox_id(s), second);
+    snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
+    ok_s(sbx_sandbox_stop(s), s);
+    sn = sbx_snapshot_new(c);
+    ok_s(sbx_sandbox_snapshot(s, -1, sn), s);
+    ck_assert_str_ne(sbx_sandbox_id(s), second);
+    sbx_snapshot_free(sn);
+    ck_assert_int_eq(log.resuming, 4);
+
+    /* Stop is never resumed; an op cancelled while the resume is under
+     * way ends cancelled, and the resume still completes. */
+    ok_s(sbx_sandbox_stop(s), s);
+    ok_s(sbx_sandbox_stop(s), s);
+    snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
+    ok_s(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/x", &op[0]), s);
+    log.cancel_on_resume = op[0];
+    ck_assert_int_eq(sbx_op_wait(op[0], -1), SBX_E_CANCELLED);
+    ck_assert(contains(sbx_op_last_error(op[0]), "cancelled while sandbox"));
+    sbx_op_free(op[0]);
+    log.cancel_on_resume = NULL;
+    ok_c(sbx_client_run(c, 60000), c);
+    ck_assert_str_ne(sbx_sandbox_id(s), second);
+
+    /* A session gone with the sandbox deleted: the resume's own failure. */
+    ok_s(sbx_sandbox_stop(s), s);
+    t = sbx_sandbox_new(c);
+    ok_s(sbx_sandbox_fetch_named(t, name), t);
+    ok_s(sbx_sandbox_delete(t), t);
+    sbx_sandbox_free(t);
+    expect_st(sbx_sandbox_mkdir(s, "/vercel/sandbox/y"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "resuming it failed"));
+
+    /* Not persistent: no resume by default (a new session starts without
+     * the files); with auto_resume=always it starts clean. */
+    sbx_sandbox_free(s);
+    s = sbx_sandbox_new(c);
+    snprintf(name, sizeof name, "ar-%s", rand_hex(8));
+    ok_s(sbx_sandbox_set_name(s, name), s);
+    ok_s(sbx_sandbox_create(s), s);
+    ck_assert_int_eq(sbx_sandbox_persistent(s), 0);
+    ok_s(sbx_sandbox_write_file(s, "lost.txt", (const uint8_t *)"x", 1, 0644), s);
+    ok_s(sbx_sandbox_stop(s), s);
+    snprintf(first, sizeof first, "%s", sbx_sandbox_id(s));
+    k = it_sh_cmd(s, "true", NULL);
+    expect_st(sbx_command_run(k), SBX_E_CONFLICT, sbx_command_last_error, k);
+    sbx_command_free(k);
+    ck_assert_str_eq(sbx_sandbox_id(s), first);
+    ok_s(sbx_sandbox_set_option(s, "auto_resume", "always"), s);
+    expect_sh_out(s, "test -e /vercel/sandbox/lost.txt && echo kept || echo clean", "clean\n");
+    ck_assert_str_ne(sbx_sandbox_id(s), first);
+    ok_s(sbx_sandbox_delete(s), s);
+out:
+    it_out_free(&out);
+    it_out_free(&rd);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
 START_TEST(test_client_sandbox_named_resume)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -460,7 +611,9 @@ START_TEST(test_client_sandbox_named_resume)
     ok_s(sbx_sandbox_stop(s), s);
     ck_assert_str_eq(sbx_sandbox_name(s), name);
     ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
-    /* an operation on the stopped session: 410, its code kept apart */
+    /* an operation on the stopped session, with automatic resume off: 410,
+     * its code kept apart */
+    ok_s(sbx_sandbox_set_option(s, "auto_resume", "never"), s);
     {
         sbx_op *op;
         ok_s(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/d", &op), s);
@@ -550,6 +703,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_snapshot_round_trip);
     tcase_add_test(tc, test_client_sandbox_concurrent_creates_limited);
     tcase_add_test(tc, test_client_sandbox_named_resume);
+    tcase_add_test(tc, test_client_sandbox_auto_resume);
     tcase_add_test(tc, test_client_command_timeout_ends_it);
     suite_add_tcase(s, tc);
     return s;

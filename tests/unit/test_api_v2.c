@@ -235,12 +235,60 @@ START_TEST(test_named_lists_snapshots)
             recorded("Sandbox.list({limit: 5, tags: {env: \"x\"}})", 0), NULL, no_tags);
     compare(&r, sbx__proto_v2.get_snapshot(&r, "snap_1"), recorded("Snapshot.get({snapshotId})", 0), NULL, NULL);
     compare(&r, sbx__proto_v2.list_snapshots(&r, "prj_1", 0, -1, -1, NULL), recorded("Snapshot.list()", 0), NULL, NULL);
-    /* Not offered by the library, so not compared: update (PATCH) and
-     * delete of a named sandbox, and the automatic resume after a 410
-     * (the library resumes when asked, sbx_sandbox_resume()). */
+    compare(&r, sbx__proto_v2.delete_named(&r, "prj_1", "my-sbx"), recorded("delete()", 0), NULL, NULL);
+    /* Not offered by the library, so not compared: update (PATCH) of a
+     * named sandbox. */
     recorded("update({timeout: 600000})", 0);
-    recorded("delete()", 0);
-    recorded("runCommand after 410 (resume, retry)", 1);
+}
+END_TEST
+
+/* The automatic resume: the op on the stopped session (410), the resume,
+ * the op again on the new session, which the client makes by sending the
+ * first request to the new session (rebase). */
+START_TEST(test_resume_after_410)
+{
+    const char *op = "runCommand after 410 (resume, retry)";
+    struct sbx__api_req r, again;
+    sbx__strlist argv = SBX__STRLIST_INIT, env = SBX__STRLIST_INIT;
+    json_t *want = body_of(recorded(op, 0));
+    char *body, *path;
+
+    ck_assert_int_eq(json_integer_value(json_object_get(recorded(op, 0), "status")), 410);
+    ck_assert_int_eq(sbx__strlist_push(&argv, "echo"), SBX_OK);
+    ck_assert_int_eq(sbx__strlist_push(&argv, "again"), SBX_OK);
+    ck_assert_int_eq(sbx__proto_v2.run_command(&r, "sess_2", &argv, NULL, &env, false, true, 0), SBX_OK);
+    json_object_del(want, "logs"); /* as in test_commands */
+    ck_assert_int_eq(sbx__proto_v2.rebase(r.path, "sess_2", "sess_3", &path), SBX_OK);
+    body = strdup(r.body);
+    compare(&r, SBX_OK, recorded(op, 0), want, NULL);
+    compare(&r, sbx__proto_v2.get_named(&r, "prj_1", "my-sbx", true), recorded(op, 1), NULL, NULL);
+    again = (struct sbx__api_req){.method = "POST", .path = path, .body = body, .content_type = "application/json"};
+    compare(&again, SBX_OK, recorded(op, 2), want, NULL);
+    json_decref(want);
+    sbx__strlist_clear(&argv);
+}
+END_TEST
+
+/* rebase: the session segment alone, wherever the query starts; a URL not
+ * about that session is refused. */
+START_TEST(test_rebase)
+{
+    char *out;
+    ck_assert_int_eq(sbx__proto_v2.rebase("http://h/api/v2/sandboxes/sessions/s1/cmd/c1?wait=true&teamId=t", "s1",
+                                          "s2", &out), SBX_OK);
+    ck_assert_str_eq(out, "http://h/api/v2/sandboxes/sessions/s2/cmd/c1?wait=true&teamId=t");
+    free(out);
+    ck_assert_int_eq(sbx__proto_v2.rebase("http://h/v2/sandboxes/sessions/s1?teamId=t", "s1", "s 2", &out), SBX_OK);
+    ck_assert_str_eq(out, "http://h/v2/sandboxes/sessions/s%202?teamId=t");
+    free(out);
+    /* a prefix of another id is not it */
+    ck_assert_int_eq(sbx__proto_v2.rebase("http://h/v2/sandboxes/sessions/s10/fs/mkdir", "s1", "s2", &out),
+                     SBX_E_INVALID_ARG);
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(sbx__proto_v2.rebase("http://h/v2/sandboxes/sessions/s1", "s1", "s2", &out), SBX_OK);
+    ck_assert_str_eq(out, "http://h/v2/sandboxes/sessions/s2");
+    free(out);
+    ck_assert_ptr_null(sbx__proto_v1.rebase);
 }
 END_TEST
 
@@ -279,6 +327,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_files_and_session);
     tcase_add_test(tc, test_named_lists_snapshots);
     tcase_add_test(tc, test_every_op_accounted);
+    tcase_add_test(tc, test_resume_after_410);
+    tcase_add_test(tc, test_rebase);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,6 +42,17 @@
     "{\"command\":{\"id\":\"" CID "\",\"name\":\"sh\",\"args\":[\"-c\",\"echo hello\"],"            \
     "\"cwd\":\"/vercel/sandbox\",\"sandboxId\":\"" SID "\",\"exitCode\":" exit ","                   \
     "\"startedAt\":1764100000100}}"
+/* 2.x: the named sandbox "canned", whose session SID has stopped; its
+ * resume answers SID2. */
+#define SID2 "sbx_canned2"
+#define SESSION_OBJ(id, status)                                                                     \
+    "{\"id\":\"" id "\",\"memory\":4096,\"vcpus\":2,\"region\":\"local\",\"runtime\":\"node24\","    \
+    "\"timeout\":300000,\"status\":\"" status "\",\"requestedAt\":1764100000000,"                   \
+    "\"createdAt\":1764100000000,\"updatedAt\":1764100000000,\"cwd\":\"/vercel/sandbox\","          \
+    "\"networkPolicy\":{\"mode\":\"allow-all\"}}"
+#define NAMED_FIELDS(id, status)                                                                    \
+    "\"sandbox\":{\"name\":\"canned\",\"persistent\":true,\"currentSessionId\":\"" id "\"},"        \
+    "\"session\":" SESSION_OBJ(id, status) ",\"routes\":" ROUTES
 #define SNAPSHOT_OBJ(status)                                                                        \
     "{\"id\":\"" SNAP "\",\"sourceSandboxId\":\"" SID "\",\"region\":\"local\",\"status\":\"" status \
     "\",\"sizeBytes\":4096,\"createdAt\":1764100000200,\"updatedAt\":1764100000200,"                \
@@ -52,7 +63,7 @@ static struct {
     struct canned_http *srv;
     char *sandbox, *sandbox_routes, *sandbox_stopped, *list_sandboxes, *list_snapshots;
     char *cmd_running, *cmd_exited, *cmd_stream, *logs, *empty, *file, *snapshot, *snapshot_get,
-        *snapshot_deleted, *not_found, *busy;
+        *snapshot_deleted, *not_found, *busy, *named_stopped, *named_resumed, *gone;
     char out_text[OUT_LINES * 64];  /* the command's whole stdout */
     char upload_dir[64];            /* a local directory to upload */
     unsigned busy_calls;            /* the server thread's own */
@@ -63,6 +74,32 @@ static bool prefix(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* The 2.x routes of the automatic resume scenario. */
+static const char *route_v2(const char *method, const char *target, const char *body)
+{
+    static const char old[] = "/v2/sandboxes/sessions/" SID "/", cur[] = "/v2/sandboxes/sessions/" SID2;
+    const char *tail = prefix(target, cur) ? target + sizeof cur - 1 : NULL;
+    bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+
+    if (get && prefix(target, "/v2/sandboxes/canned?"))
+        return strstr(target, "resume=true") ? canned.named_resumed : canned.named_stopped;
+    if (prefix(target, old))
+        return canned.gone;
+    if (!tail)
+        return canned.not_found;
+    if (post && strcmp(tail, "/fs/mkdir") == 0)
+        return canned.empty;
+    if (post && strcmp(tail, "/fs/read") == 0)
+        return canned.file;
+    if (post && strcmp(tail, "/cmd") == 0)
+        return strstr(body, "\"wait\"") ? canned.cmd_stream : canned.cmd_running;
+    if (get && strcmp(tail, "/cmd/" CID "/logs") == 0)
+        return canned.logs;
+    if (get && strcmp(tail, "/cmd/" CID "?wait=true") == 0)
+        return canned.cmd_exited;
+    return canned.not_found;
+}
+
 static const char *route(const char *method, const char *target, const char *body, size_t len, void *user)
 {
     static const char sbx[] = "/v1/sandboxes/" SID;
@@ -70,6 +107,8 @@ static const char *route(const char *method, const char *target, const char *bod
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     (void)len;
     (void)user;
+    if (prefix(target, "/v2/"))
+        return route_v2(method, target, body);
 
     if (get && prefix(target, "/v1/sandboxes?project=busy")) /* every other one: 429, retry at once */
         return canned.busy_calls++ % 2 == 0 ? canned.busy : canned.list_sandboxes;
@@ -126,6 +165,7 @@ static void canned_start(void)
 {
     static const char *const stream[] = {COMMAND_OBJ("null") "\n", COMMAND_OBJ("0") "\n", NULL};
     static const char err[] = "{\"error\":{\"code\":\"not_found\",\"message\":\"no such route\"}}";
+    static const char gone[] = "{\"error\":{\"code\":\"gone\",\"message\":\"session " SID " is stopped\"}}";
     static const char busy[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 0\r\nContent-Type: "
                                "application/json\r\nContent-Length: 2\r\n\r\n{}";
     /* The output: stdout lines, two chunks per line with a stderr line cut
@@ -175,6 +215,9 @@ static void canned_start(void)
     canned.snapshot_deleted = json_reply("{\"snapshot\":" SNAPSHOT_OBJ("deleted") "}");
     canned.not_found = canned_http_reply(404, "application/json", err, strlen(err));
     canned.busy = strdup(busy);
+    canned.named_stopped = json_reply("{" NAMED_FIELDS(SID, "stopped") "}");
+    canned.named_resumed = json_reply("{\"resumed\":true," NAMED_FIELDS(SID2, "running") "}");
+    canned.gone = canned_http_reply(410, "application/json", gone, strlen(gone));
     canned.busy_calls = 0;
     /* A directory for uploads: two files and a subdirectory. */
     snprintf(canned.upload_dir, sizeof canned.upload_dir, "/tmp/sbx-upload-XXXXXX");
@@ -195,7 +238,8 @@ static void canned_stop(void)
                     &canned.list_sandboxes, &canned.list_snapshots, &canned.cmd_running,
                     &canned.cmd_exited, &canned.cmd_stream, &canned.logs, &canned.empty,
                     &canned.file, &canned.snapshot, &canned.snapshot_get,
-                    &canned.snapshot_deleted, &canned.not_found, &canned.busy};
+                    &canned.snapshot_deleted, &canned.not_found, &canned.busy, &canned.named_stopped,
+                    &canned.named_resumed, &canned.gone};
     canned_http_stop(canned.srv);
     unlink(path_in(canned.upload_dir, "a.txt"));
     unlink(path_in(canned.upload_dir, "sub/b.txt"));
@@ -223,7 +267,7 @@ static void canned_stop(void)
  * absorbed allocation failure is a bug, not an error status. */
 #define EXPECT(cond) ck_assert_msg((cond), "%s: wrong result after a successful call", #cond)
 
-static sbx_status new_client(sbx_client **out)
+static sbx_status new_client_proto(sbx_client **out, const char *proto)
 {
     sbx_client *c = sbx_client_new();
     sbx_status st;
@@ -234,9 +278,14 @@ static sbx_status new_client(sbx_client **out)
         (st = sbx_client_set_credentials(c, "canned-token", NULL, "prj_canned")) != SBX_OK)
         return st;
     /* the canned server answers the v1 routes */
-    if ((st = sbx_client_set_option(c, "protocol", "v1")) != SBX_OK)
+    if ((st = sbx_client_set_option(c, "protocol", proto)) != SBX_OK)
         return st;
     return sbx_client_set_option(c, "user_agent", "test_client_oom");
+}
+
+static sbx_status new_client(sbx_client **out)
+{
+    return new_client_proto(out, "v1");
 }
 
 /* A client and a handle on the running sandbox SID. */
@@ -559,6 +608,48 @@ out:
     return st;
 }
 
+/* 2.x: three ops meet a stopped session; one resume, each op repeated on
+ * the new session. */
+static sbx_status sc_auto_resume(void *ctx)
+{
+    static const char *const argv[] = {"sh", "-c", "echo hello"};
+    sbx_client *c = NULL;
+    sbx_sandbox *s = NULL;
+    sbx_command *k = NULL;
+    sbx_op *ops[3] = {NULL, NULL, NULL};
+    size_t streamed = 0;
+    sbx_status st;
+    (void)ctx;
+    TRY(new_client_proto(&c, "v2"));
+    if (!(s = sbx_sandbox_new(c))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_sandbox_fetch_named(s, "canned"));
+    EXPECT(strcmp(sbx_sandbox_id(s), SID) == 0 && sbx_sandbox_persistent(s) == 1);
+    if (!(k = sbx_command_new(s))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_command_set_argv(k, 3, argv));
+    TRY(sbx_command_run_start(k, &ops[0]));
+    TRY(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/d", &ops[1]));
+    TRY(sbx_sandbox_read_stream_start(s, "/vercel/sandbox/f", count_bytes, &streamed, &ops[2]));
+    TRY(sbx_client_run(c, 30000));
+    for (size_t i = 0; i < 3; i++)
+        TRY(sbx_op_status(ops[i]));
+    EXPECT(strcmp(sbx_sandbox_id(s), SID2) == 0);
+    EXPECT(sbx_command_exit_code(k) == 0);
+    EXPECT(streamed == strlen(FILE_BODY));
+out:
+    for (size_t i = 0; i < 3; i++)
+        sbx_op_free(ops[i]);
+    sbx_command_free(k);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    return st;
+}
+
 /* Several ops at once, handed out by next_done. */
 static sbx_status sc_ops(void *ctx)
 {
@@ -676,6 +767,12 @@ START_TEST(test_client_oom_errors)
 }
 END_TEST
 
+START_TEST(test_client_oom_auto_resume)
+{
+    run_scenario("2.x automatic resume of three ops", sc_auto_resume);
+}
+END_TEST
+
 START_TEST(test_client_oom_concurrent_ops)
 {
     run_scenario("concurrent ops", sc_ops);
@@ -698,6 +795,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_files);
     SBX_TEST_ADD(tc, test_client_oom_errors);
     SBX_TEST_ADD(tc, test_client_oom_concurrent_ops);
+    SBX_TEST_ADD(tc, test_client_oom_auto_resume);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -132,6 +132,10 @@ struct sbx__proto {
     /* 2.x only: delete a named sandbox (its running session stops).
      * Answered with {"sandbox"}: sbx__api_check_deleted. */
     sbx_status (*delete_named)(struct sbx__api_req *r, const char *project, const char *name);
+    /* 2.x only: url, a request about session old_id, sent to new_id
+     * instead (automatic resume repeats it there); *out is the caller's.
+     * SBX_E_INVALID_ARG when url is not about old_id, SBX_E_NOMEM. */
+    sbx_status (*rebase)(const char *url, const char *old_id, const char *new_id, char **out);
     /* Answers: a sandbox (or session), a snapshot (and its sandbox when
      * one comes with it). Each checks the required fields and types. */
     sbx_status (*parse_sandbox)(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err);

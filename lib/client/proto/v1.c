@@ -233,6 +233,7 @@ const struct sbx__proto sbx__proto_v1 = {
     .kill_command = v1_kill_command,
     .get_named = NULL, /* no named sandboxes in v1 */
     .delete_named = NULL,
+    .rebase = NULL, /* no sessions to resume in v1 */
     .parse_sandbox = v1_parse_sandbox,
     .parse_snapshot = v1_parse_snapshot,
 };

@@ -333,6 +333,37 @@ static sbx_status v2_parse_snapshot(const char *body, size_t len, struct sbx__sn
     return st;
 }
 
+/* The same request for another session: its path's session segment
+ * replaced (automatic resume repeats an operation on the new session). */
+static sbx_status v2_rebase(const char *url, const char *old_id, const char *new_id, char **out)
+{
+    sbx__buf needle = SBX__BUF_INIT, o = SBX__BUF_INIT;
+    const char *at = NULL, *p;
+    sbx_status st = SBX_E_NOMEM;
+
+    *out = NULL;
+    if (sbx__buf_puts(&needle, SESSIONS) != SBX_OK || sbx__api_escape(&needle, old_id) != SBX_OK)
+        goto done;
+    for (p = strstr(url, needle.data); p; p = strstr(p + 1, needle.data)) {
+        char c = p[needle.len];
+        if (c == '/' || c == '?' || c == '\0')
+            at = p;
+    }
+    if (!at) {
+        st = SBX_E_INVALID_ARG;
+        goto done;
+    }
+    if (sbx__buf_append(&o, url, (size_t)(at - url)) != SBX_OK || sbx__buf_puts(&o, SESSIONS) != SBX_OK ||
+        sbx__api_escape(&o, new_id) != SBX_OK || sbx__buf_puts(&o, at + needle.len) != SBX_OK)
+        goto done;
+    *out = sbx__buf_detach(&o, NULL);
+    st = *out ? SBX_OK : SBX_E_NOMEM;
+done:
+    sbx__buf_free(&needle);
+    sbx__buf_free(&o);
+    return st;
+}
+
 const struct sbx__proto sbx__proto_v2 = {
     .name = "v2",
     .check_policy = v2_check_policy,
@@ -356,6 +387,7 @@ const struct sbx__proto sbx__proto_v2 = {
     .kill_command = v2_kill_command,
     .get_named = v2_get_named,
     .delete_named = v2_delete_named,
+    .rebase = v2_rebase,
     .parse_sandbox = v2_parse_sandbox,
     .parse_snapshot = v2_parse_snapshot,
 };
