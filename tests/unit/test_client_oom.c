@@ -74,6 +74,27 @@ static bool prefix(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* Files and commands of the sandbox (v1) or session (2.x): tail is the
+ * path after its id. */
+static const char *session_route(bool get, bool post, const char *tail, const char *body)
+{
+    if (post && (strcmp(tail, "/fs/mkdir") == 0 || strcmp(tail, "/fs/write") == 0))
+        return canned.empty;
+    if (post && strcmp(tail, "/fs/read") == 0)
+        return canned.file;
+    if (post && strcmp(tail, "/cmd") == 0)
+        return strstr(body, "\"wait\"") ? canned.cmd_stream : canned.cmd_running;
+    if (get && strcmp(tail, "/cmd/" CID "/logs") == 0)
+        return canned.logs;
+    if (get && strcmp(tail, "/cmd/" CID "?wait=true") == 0)
+        return canned.cmd_exited;
+    if (get && strcmp(tail, "/cmd/" CID) == 0)
+        return canned.cmd_running;
+    if (post && strcmp(tail, "/" CID "/kill") == 0)
+        return canned.cmd_exited;
+    return canned.not_found;
+}
+
 /* The 2.x routes of the automatic resume scenario. */
 static const char *route_v2(const char *method, const char *target, const char *body)
 {
@@ -85,19 +106,7 @@ static const char *route_v2(const char *method, const char *target, const char *
         return strstr(target, "resume=true") ? canned.named_resumed : canned.named_stopped;
     if (prefix(target, old))
         return canned.gone;
-    if (!tail)
-        return canned.not_found;
-    if (post && strcmp(tail, "/fs/mkdir") == 0)
-        return canned.empty;
-    if (post && strcmp(tail, "/fs/read") == 0)
-        return canned.file;
-    if (post && strcmp(tail, "/cmd") == 0)
-        return strstr(body, "\"wait\"") ? canned.cmd_stream : canned.cmd_running;
-    if (get && strcmp(tail, "/cmd/" CID "/logs") == 0)
-        return canned.logs;
-    if (get && strcmp(tail, "/cmd/" CID "?wait=true") == 0)
-        return canned.cmd_exited;
-    return canned.not_found;
+    return tail ? session_route(get, post, tail, body) : canned.not_found;
 }
 
 static const char *route(const char *method, const char *target, const char *body, size_t len, void *user)
@@ -130,21 +139,7 @@ static const char *route(const char *method, const char *target, const char *bod
         return canned.sandbox;
     if (post && strcmp(tail, "/snapshot") == 0)
         return canned.snapshot;
-    if (post && (strcmp(tail, "/fs/mkdir") == 0 || strcmp(tail, "/fs/write") == 0))
-        return canned.empty;
-    if (post && strcmp(tail, "/fs/read") == 0)
-        return canned.file;
-    if (post && strcmp(tail, "/cmd") == 0)
-        return strstr(body, "\"wait\"") ? canned.cmd_stream : canned.cmd_running;
-    if (get && strcmp(tail, "/cmd/" CID "/logs") == 0)
-        return canned.logs;
-    if (get && strcmp(tail, "/cmd/" CID "?wait=true") == 0)
-        return canned.cmd_exited;
-    if (get && strcmp(tail, "/cmd/" CID) == 0)
-        return canned.cmd_running;
-    if (post && strcmp(tail, "/" CID "/kill") == 0)
-        return canned.cmd_exited;
-    return canned.not_found;
+    return session_route(get, post, tail, body);
 }
 
 /* dir/name, in a static buffer. */
