@@ -315,6 +315,37 @@ SBX_API sbx_status sbx_sandbox_delete(sbx_sandbox *s);
 SBX_API sbx_status sbx_sandbox_delete_start(sbx_sandbox *s, sbx_op **op);
 
 /**
+ * Change a named sandbox's settings (2.x protocol): those its next sessions
+ * start with, and, as the official SDK does, the running session's lifetime
+ * (extended by the difference when the new timeout is longer than the
+ * session's) and network policy. settings_json is a JSON object with any of:
+ * "persistent" (true/false: whether a stop keeps the files), "timeout_ms"
+ * (> 0), "vcpus" (1 to 64), "ports" (the complete list, at most 4),
+ * "network_policy" (a policy object, as sbx_sandbox_set_network_policy_json()
+ * takes), "snapshot_expiration_ms" (of the snapshots its stops take: 0
+ * never, null the server's default), "tags" (an object of strings, or null).
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (a key or value not as above, named in
+ *         the message), SBX_E_PARSE (not a JSON object, or a policy that
+ *         does not parse), SBX_E_MISUSE (no sandbox), SBX_E_UNSUPPORTED (no
+ *         name: created in v1, or fetched by id), SBX_E_NOT_FOUND (deleted),
+ *         SBX_E_AUTH, SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_PROTOCOL,
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_update(sbx_sandbox *s, const char *settings_json);
+
+/**
+ * Start sbx_sandbox_update().
+ *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_update() returns before sending anything; *op is
+ *         then NULL. The operation's own outcome is its sbx_op_status().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_update_start(sbx_sandbox *s, const char *settings_json, sbx_op **op);
+
+/**
  * Read the sandbox's state again (status, timeout, policy...).
  *
  * @return as sbx_sandbox_fetch(); SBX_E_MISUSE when the handle has no sandbox.

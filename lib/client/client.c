@@ -118,7 +118,7 @@ sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err)
 
 sbx__req *sbx__core_request(struct sbx__core *c, const struct sbx__api_req *req, bool idempotent, sbx__err *err)
 {
-    sbx__buf url = SBX__BUF_INIT, auth = SBX__BUF_INIT;
+    sbx__buf url = SBX__BUF_INIT;
     sbx__req *r = NULL;
 
     if (sbx__core_ready(c, err) != SBX_OK)
@@ -130,25 +130,33 @@ sbx__req *sbx__core_request(struct sbx__core *c, const struct sbx__api_req *req,
     r = sbx__req_new(c->engine, req->method, url.data);
     if (!r)
         goto oom;
-    /* Reserve first: the token is never left in a reallocated block. */
-    if (sbx__buf_reserve(&auth, strlen(c->auth.token) + 32) != SBX_OK ||
-        sbx__buf_printf(&auth, "Authorization: Bearer %s", c->auth.token) != SBX_OK ||
-        sbx__req_add_secret_header(r, auth.data) != SBX_OK ||
-        sbx__req_add_header(r, "Accept: application/json") != SBX_OK ||
+    if (sbx__core_authorize(c, r) != SBX_OK || sbx__req_add_header(r, "Accept: application/json") != SBX_OK ||
         sbx__req_set_project(r, c->auth.project) != SBX_OK ||
         (req->body && sbx__req_set_body(r, req->body, strlen(req->body), req->content_type) != SBX_OK) ||
         (req->header && sbx__req_add_header(r, req->header) != SBX_OK))
         goto oom;
     sbx__req_set_idempotent(r, idempotent);
-    sbx__buf_wipe_free(&auth);
     sbx__buf_free(&url);
     return r;
 oom:
     sbx__req_free(r);
-    sbx__buf_wipe_free(&auth);
     sbx__buf_free(&url);
     sbx__err_nomem(err);
     return NULL;
+}
+
+sbx_status sbx__core_authorize(struct sbx__core *c, sbx__req *r)
+{
+    sbx__buf auth = SBX__BUF_INIT;
+    sbx_status st;
+    /* Reserve first: the token is never left in a reallocated block. */
+    st = sbx__buf_reserve(&auth, strlen(c->auth.token) + 32);
+    if (st == SBX_OK)
+        st = sbx__buf_printf(&auth, "Authorization: Bearer %s", c->auth.token);
+    if (st == SBX_OK)
+        st = sbx__req_add_secret_header(r, auth.data);
+    sbx__buf_wipe_free(&auth);
+    return st == SBX_OK ? SBX_OK : SBX_E_NOMEM;
 }
 
 /* ---- targets ------------------------------------------------------------------------ */

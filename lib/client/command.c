@@ -1131,7 +1131,9 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     run->op = op;
     if (cmd->timeout_ms > 0)
         run->deadline = sbx__mono_ms() + cmd->timeout_ms;
-    if (set_session(cmd, cmd->sbx->info.id) != SBX_OK) {
+    /* A new command runs in the sandbox's current session; an attach to
+     * one the handle started (detached) keeps the session it ran in. */
+    if ((!attach_id || !cmd->sid) && set_session(cmd, cmd->sbx->info.id) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(&cmd->err);
     }

@@ -113,6 +113,9 @@ sbx_status sbx__core_ready(struct sbx__core *c, sbx__err *err);
  * team is added), its method, body and header. Authorization set;
  * idempotent as given. */
 sbx__req *sbx__core_request(struct sbx__core *c, const struct sbx__api_req *req, bool idempotent, sbx__err *err);
+/* Add the current credentials (Authorization) to a request made without
+ * them (a copy by sbx__req_again). SBX_E_NOMEM. */
+sbx_status sbx__core_authorize(struct sbx__core *c, sbx__req *r);
 /* One round of work: apply cancellations, then the engine. */
 void sbx__core_process(struct sbx__core *c);
 /* Whether the caller is inside a callback (then only getters are allowed). */

@@ -1897,24 +1897,25 @@ void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user)
     r->done_user = user;
 }
 
-sbx__req *sbx__req_again(const sbx__req *r, const char *url)
+sbx_status sbx__req_again(const sbx__req *r, const char *url, sbx__req **out)
 {
     sbx__req *n;
+    *out = NULL;
     if (!r->e || r->state != R_DONE)
-        return NULL;
+        return SBX_E_MISUSE;
     if (r->read_fn && (!r->rewind_fn || r->rewind_fn(r->read_user) != 0))
-        return NULL;
+        return SBX_E_IO;
     if (!(n = sbx__req_new(r->e, r->method, url)))
-        return NULL;
-    /* The lines as given: submit adds Content-Type, which the copy's
-     * submit adds again. Secret lines are kept apart to be wiped. */
+        return SBX_E_NOMEM;
+    /* The lines as given, less Content-Type (the copy's submit adds it)
+     * and the secret ones (credentials may have changed since). */
     for (const struct curl_slist *l = r->headers; l; l = l->next) {
         bool secret = false;
         if (strncmp(l->data, "Content-Type: ", 14) == 0)
             continue;
         for (size_t i = 0; i < r->secret_headers.n; i++)
             secret = secret || strcmp(r->secret_headers.v[i], l->data) == 0;
-        if ((secret ? sbx__req_add_secret_header(n, l->data) : add_header(n, l->data)) != SBX_OK)
+        if (!secret && add_header(n, l->data) != SBX_OK)
             goto fail;
     }
     if (r->has_body && sbx__req_set_body(n, r->body_in.data, r->body_in.len, r->content_type_in) != SBX_OK)
@@ -1939,10 +1940,16 @@ sbx__req *sbx__req_again(const sbx__req *r, const char *url)
     /* A deadline the caller set (or the default one submit gave) stands:
      * the repeat does not buy more time. */
     n->deadline = r->deadline;
-    return n;
+    *out = n;
+    return SBX_OK;
 fail:
     sbx__req_free(n);
-    return NULL;
+    return SBX_E_NOMEM;
+}
+
+int64_t sbx__req_deadline(const sbx__req *r)
+{
+    return r->deadline;
 }
 
 sbx_status sbx__req_submit(sbx__req *r)

@@ -175,10 +175,14 @@ sbx_status sbx__req_set_project(sbx__req *r, const char *project);
 void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user);
 void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user);
 /* A copy of a request that is done, to be sent to url instead (a 2.x
- * operation repeated on a new session): method, headers, body (a streamed
- * one rewound), handlers and deadline as r had them; not submitted. NULL
- * when r is not done, its body cannot be replayed, or on no memory. */
-sbx__req *sbx__req_again(const sbx__req *r, const char *url);
+ * operation repeated on a new session): method, headers other than the
+ * secret ones (the caller adds current credentials), body (a streamed one
+ * rewound), handlers and deadline as r had them; not submitted. SBX_OK,
+ * SBX_E_IO (its body cannot be replayed), SBX_E_MISUSE (r is not done),
+ * SBX_E_NOMEM. */
+sbx_status sbx__req_again(const sbx__req *r, const char *url, sbx__req **out);
+/* Its absolute deadline (sbx__mono_ms()), 0 when none. */
+int64_t sbx__req_deadline(const sbx__req *r);
 /* Queue it. Fails only on misuse (submitted twice) or memory. */
 sbx_status sbx__req_submit(sbx__req *r);
 /* Abort it: it finishes with SBX_E_CANCELLED at the next process. */

@@ -40,8 +40,7 @@ static bool wanted(const sbx_sandbox *s)
     return s->info.persistent > 0 || (s->info.persistent < 0 && s->persistent);
 }
 
-/* Whether r's answer says the session is gone for good or on its way out. */
-static bool session_gone(sbx__req *r)
+bool sbx__resume_session_gone(sbx__req *r)
 {
     long http = sbx__req_http_status(r);
     char code[64];
@@ -77,19 +76,34 @@ static void repeat(struct sbx__resume_wait *w)
     sbx_sandbox *s = w->s;
     sbx__req *old = *w->req, *n = NULL;
     char *url = NULL, *sid = NULL;
-    sbx_status st = s->core->proto->rebase(sbx__req_url(old), w->sid, s->info.id, &url);
+    int64_t deadline = sbx__req_deadline(old);
+    sbx_status st;
 
-    if (st == SBX_OK && !(n = sbx__req_again(old, url)))
-        st = SBX_E_NOMEM;
+    /* Its time ran out while the sandbox resumed: it is not sent again
+     * (and was not run: the answer that sent it here says so). */
+    if (deadline > 0 && sbx__mono_ms() >= deadline) {
+        sbx__err_set(&w->op->err, SBX_E_TIMEOUT,
+                     "the deadline passed while sandbox %s resumed; the operation was not sent again (it did not run)",
+                     s->info.name);
+        w->fail(w, SBX_E_TIMEOUT);
+        return;
+    }
+    st = s->core->proto->rebase(sbx__req_url(old), w->sid, s->info.id, &url);
+    if (st == SBX_OK)
+        st = sbx__req_again(old, url, &n);
     sbx__free(url);
-    if (st == SBX_OK && ((w->moved && w->moved(w, s->info.id) != SBX_OK) || !(sid = sbx__strdup(s->info.id)))) {
+    if (st == SBX_OK && (sbx__core_authorize(s->core, n) != SBX_OK ||
+                         (w->moved && w->moved(w, s->info.id) != SBX_OK) || !(sid = sbx__strdup(s->info.id)))) {
         sbx__req_free(n);
         st = SBX_E_NOMEM;
     }
     if (st != SBX_OK) {
-        sbx__err_set(&w->op->err, st == SBX_E_NOMEM ? SBX_E_NOMEM : SBX_E_INTERNAL,
-                     "sandbox %s resumed as session %s, but the operation could not be repeated there%s", s->info.name,
-                     s->info.id, st == SBX_E_NOMEM ? ": out of memory" : "");
+        sbx__err_set(&w->op->err, st == SBX_E_NOMEM || st == SBX_E_IO ? st : SBX_E_INTERNAL,
+                     "sandbox %s resumed as session %s, but the operation could not be repeated there: %s",
+                     s->info.name, s->info.id,
+                     st == SBX_E_NOMEM ? "out of memory"
+                     : st == SBX_E_IO  ? "its streamed body could not be replayed"
+                                       : "its request is not about the session");
         w->fail(w, w->op->err.code);
         return;
     }
@@ -112,6 +126,7 @@ static void resumed(sbx_op *rop, void *arg)
     sbx_sandbox *s = arg;
     struct sbx__resume_wait *w;
     s->resuming = false;
+    s->resume_op = NULL;
     /* One at a time off the list: an op ending here runs the caller's
      * callback, which may cancel one still waiting (it leaves the list). */
     while ((w = s->waiters)) {
@@ -139,7 +154,9 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r)
 {
     sbx_sandbox *s = w->s;
     sbx_op *rop;
-    if (!s || w->tried || !session_gone(r) || !wanted(s))
+    /* Not while the caller's own stop of it is under way: its answer
+     * (422 sandbox_stopping) is the stop the caller asked for. */
+    if (!s || w->tried || s->stops > 0 || !sbx__resume_session_gone(r) || !wanted(s))
         return false;
     w->tried = true;
     if (strcmp(s->info.id, w->sid) != 0) {
@@ -149,8 +166,6 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r)
     }
     if (!s->resuming) {
         sbx_status st = sbx__sandbox_resume_begin(s, &rop);
-        if (st == SBX_E_MISUSE)
-            return false; /* a create, fetch or resume of the caller's is pending: report the answer */
         if (st != SBX_OK) {
             sbx__err_set(&w->op->err, st, "session %s of sandbox %s is no longer running, and its resume could "
                          "not start: %s", w->sid, s->info.name, sbx_strerror(st));
@@ -158,6 +173,7 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r)
             return true;
         }
         s->resuming = true;
+        s->resume_op = rop;
         sbx__engine_log(s->core->engine, SBX_LOG_INFO, "sandbox %s: session %s is no longer running; resuming",
                         s->info.name, w->sid);
         /* may end at once: then the waiters list is still empty, and the
@@ -187,9 +203,18 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r)
 static void cancelled(sbx__timer *t, void *user)
 {
     struct sbx__resume_wait *w = user;
+    sbx_sandbox *s = w->s;
     (void)t;
-    sbx__err_set(&w->op->err, SBX_E_CANCELLED, "cancelled while sandbox %s resumed", w->s->info.name);
+    /* w may go with its op in fail: the sandbox is held meanwhile. */
+    sbx__target_ref(&s->t);
+    sbx__err_set(&w->op->err, SBX_E_CANCELLED, "cancelled while sandbox %s resumed", s->info.name);
     w->fail(w, SBX_E_CANCELLED);
+    /* The last one waiting went: nobody wants the new session. Ended here
+     * (timers run in process, where an op may end and its request go),
+     * so that no op is left pending that nobody owns. */
+    if (!s->waiters && s->resume_op)
+        sbx__op_finish(s->resume_op, SBX_E_CANCELLED, "no operation waits for the resume any more");
+    sbx__target_unref(&s->t);
 }
 
 bool sbx__resume_cancel(struct sbx__resume_wait *w)

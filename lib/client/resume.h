@@ -51,6 +51,9 @@ sbx_status sbx__resume_arm(struct sbx__resume_wait *w, sbx_sandbox *s, sbx_op *o
  * the session is gone and the op goes on after a resume (the callback then
  * returns at once, and runs again for the copy); false: handle r as usual. */
 bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r);
+/* Whether r's answer says the session is no longer running (410, or 422
+ * sandbox_stopping / sandbox_snapshotting). */
+bool sbx__resume_session_gone(sbx__req *r);
 /* From the op's cancel: true when it was waiting for a resume (it ends,
  * cancelled, in the next process round). */
 bool sbx__resume_cancel(struct sbx__resume_wait *w);

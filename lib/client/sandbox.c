@@ -459,6 +459,7 @@ struct sbx_reply_arg {
     sbx_sandbox *s;
     bool has_routes;
     bool rebind;       /* resume, fetch by name: the answer may be another session */
+    bool auto_resume;  /* for the ops waiting on it (resume.c): none left, the answer is not taken */
     char *expect_id;   /* get: the id asked for */
     sbx__req *req;     /* create: its request, read when it failed */
 };
@@ -476,7 +477,11 @@ static sbx_status sandbox_reply(sbx_op *op, sbx__req *r, void *arg)
     struct sbx__sandbox_info in = {0};
     size_t len;
     const char *body = sbx__req_body(r, &len);
-    sbx_status st = a->s->core->proto->parse_sandbox(body, len, &in, &op->err);
+    sbx_status st;
+    /* Every op that wanted it was cancelled: the handle stays where it was. */
+    if (a->auto_resume && !a->s->waiters)
+        return sbx__err_set(&op->err, SBX_E_CANCELLED, "no operation waits for the resume any more");
+    st = a->s->core->proto->parse_sandbox(body, len, &in, &op->err);
     if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
         st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for sandbox %s, the server answered with %s",
                           a->expect_id, in.id);
@@ -494,6 +499,14 @@ static void not_busy(sbx_op *op, sbx_status st, void *arg)
     (void)op;
     (void)st;
     a->s->busy = false;
+}
+
+static void stop_end(sbx_op *op, sbx_status st, void *arg)
+{
+    struct sbx_reply_arg *a = arg;
+    (void)op;
+    (void)st;
+    a->s->stops--;
 }
 
 /* Whether a create that failed with st may still have made a sandbox: the
@@ -536,7 +549,9 @@ enum {
     SC_BUSY = 1 << 2,       /* binds the handle: no other create, fetch or resume meanwhile */
     SC_CREATE = 1 << 3,     /* makes the sandbox (a failure may leave one) */
     SC_REBIND = 1 << 4,     /* the answer may be another session (resume, fetch by name) */
-    SC_RESUME = 1 << 5      /* about the session: resumes it when it has stopped (resume.h) */
+    SC_RESUME = 1 << 5,     /* about the session: resumes it when it has stopped (resume.h) */
+    SC_STOP = 1 << 6,       /* the caller's stop: no automatic resume until it ends */
+    SC_AUTO = 1 << 7        /* an automatic resume: its answer is taken only while ops wait for it */
 };
 
 static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
@@ -556,6 +571,7 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
     a->s = s;
     a->has_routes = flags & SC_ROUTES;
     a->rebind = flags & SC_REBIND;
+    a->auto_resume = flags & SC_AUTO;
     sm = sbx__simple_new(s->core, what, req, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
     sbx__api_req_free(req);
     if (!sm)
@@ -564,6 +580,8 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
         sm->on_end = not_busy;
     if (flags & SC_RESUME)
         sm->resume_sbx = s;
+    if (flags & SC_STOP)
+        sm->on_end = stop_end;
     if (create) {
         a->req = sm->req;
         sm->on_end = create_end;
@@ -576,6 +594,8 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
     st = sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
     if (st == SBX_OK && busy)
         s->busy = true;
+    if (st == SBX_OK && (flags & SC_STOP))
+        s->stops++;
     return st;
 }
 
@@ -697,25 +717,28 @@ sbx_status sbx_sandbox_fetch_named(sbx_sandbox *s, const char *name)
 
 sbx_status sbx_sandbox_resume_start(sbx_sandbox *s, sbx_op **op)
 {
+    struct sbx__api_req req;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
+    if (s->busy)
+        return sbx__err_set(&s->err, SBX_E_MISUSE, "the sandbox's create, fetch or resume is pending");
     if (!s->core->proto->get_named || !s->info.name)
         return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
                             "resume: only a named sandbox (the 2.x protocol) resumes; this one has no name");
-    return sbx__sandbox_resume_begin(s, op);
+    /* Beside an automatic resume under way: both get the same session. */
+    return sandbox_call(s, "resume sandbox", s->core->proto->get_named(&req, s->core->auth.project, s->info.name, true),
+                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_BUSY | SC_REBIND, NULL, op);
 }
 
 sbx_status sbx__sandbox_resume_begin(sbx_sandbox *s, sbx_op **op)
 {
     struct sbx__api_req req;
-    if (s->busy)
-        return sbx__err_set(&s->err, SBX_E_MISUSE, "the sandbox's create, fetch or resume is pending");
     /* Idempotent: a second resume answers the session the first started. */
     return sandbox_call(s, "resume sandbox", s->core->proto->get_named(&req, s->core->auth.project, s->info.name, true),
-                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_BUSY | SC_REBIND, NULL, op);
+                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_REBIND | SC_AUTO, NULL, op);
 }
 
 sbx_status sbx_sandbox_resume(sbx_sandbox *s)
@@ -786,8 +809,8 @@ sbx_status sbx_sandbox_stop_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
-    return sandbox_call(s, "stop sandbox", s->core->proto->stop_sandbox(&req, s->info.id), &req, SC_IDEMPOTENT, NULL,
-                        op);
+    return sandbox_call(s, "stop sandbox", s->core->proto->stop_sandbox(&req, s->info.id), &req, SC_IDEMPOTENT | SC_STOP,
+                        NULL, op);
 }
 
 sbx_status sbx_sandbox_stop(sbx_sandbox *s)
@@ -838,6 +861,163 @@ sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)
 {
     sbx_op *op;
     sbx_status st = sbx_sandbox_update_network_policy_start(s, json, &op);
+    return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
+}
+
+/* ---- update (2.x) ------------------------------------------------------------------------------- */
+
+/* The PATCH of a named sandbox, then what the SDK also tells its running
+ * session: a longer lifetime (the difference, when the new default is
+ * longer than the session's), the new network policy. */
+struct upd_state {
+    sbx_sandbox *s;
+    sbx__req *req;
+    int stage;                  /* 0 the PATCH, 1 extend the session, 2 its policy */
+    struct sbx__update_info u;
+};
+
+static void upd_cancel(sbx_op *op)
+{
+    struct upd_state *u = op->state;
+    if (u->req)
+        sbx__req_cancel(u->req);
+}
+
+static void upd_release(sbx_op *op)
+{
+    struct upd_state *u = op->state;
+    sbx__req_free(u->req);
+    sbx__free(u->u.policy_json);
+    sbx__free(u);
+}
+
+static const struct sbx__op_ops upd_ops = {upd_cancel, upd_release};
+
+static void upd_done(sbx__req *r, void *user);
+
+/* The next request of the update, or its end. */
+static void upd_next(sbx_op *op)
+{
+    struct upd_state *u = op->state;
+    sbx_sandbox *s = u->s;
+    const struct sbx__proto *pr = s->core->proto;
+    bool running = s->info.status && strcmp(s->info.status, "running") == 0;
+    struct sbx__api_req req;
+    sbx_status built;
+    bool idempotent = true;
+
+    for (;;) {
+        u->stage++;
+        if (u->stage == 1 && running && u->u.timeout_ms > s->info.timeout_ms && s->info.timeout_ms >= 0) {
+            built = pr->extend_timeout(&req, s->info.id, u->u.timeout_ms - s->info.timeout_ms);
+            idempotent = false; /* it adds */
+            break;
+        }
+        if (u->stage == 2 && running && u->u.policy_json) {
+            built = pr->update_network_policy(&req, s->info.id, u->u.policy_json);
+            break;
+        }
+        if (u->stage > 2) {
+            sbx__op_finish(op, SBX_OK, NULL);
+            return;
+        }
+    }
+    u->req = built == SBX_OK ? sbx__core_request(s->core, &req, idempotent, &op->err) : NULL;
+    sbx__api_req_free(&req);
+    if (u->req) {
+        sbx__req_on_done(u->req, upd_done, op);
+        if (sbx__req_submit(u->req) == SBX_OK)
+            return;
+    }
+    sbx__op_finish(op, SBX_E_NOMEM, SBX__NOMEM_TEXT);
+}
+
+static void upd_done(sbx__req *r, void *user)
+{
+    static const char *const what[] = {"update sandbox", "update sandbox: extend its session",
+                                       "update sandbox: its session's network policy"};
+    sbx_op *op = user;
+    struct upd_state *u = op->state;
+    sbx_sandbox *s = u->s;
+    size_t len;
+    const char *body;
+    sbx_status st = SBX_OK;
+
+    /* A session that stopped meanwhile needs telling nothing (the SDK
+     * ignores these answers too): its next one starts with the settings. */
+    if (u->stage == 0 || !sbx__resume_session_gone(r)) {
+        st = sbx__op_check_response(op, r, what[u->stage]);
+        body = sbx__req_body(r, &len);
+        if (st == SBX_OK && u->stage == 0) {
+            int persistent;
+            if ((st = s->core->proto->parse_named(body, len, &persistent, &op->err)) == SBX_OK && persistent >= 0)
+                s->info.persistent = persistent;
+        } else if (st == SBX_OK) {
+            struct sbx__sandbox_info in = {0};
+            st = s->core->proto->parse_sandbox(body, len, &in, &op->err);
+            if (st == SBX_OK && s->info.id && strcmp(in.id, s->info.id) == 0)
+                adopt(s, &in, false);
+            sbx__sandbox_info_free(&in);
+        }
+    }
+    sbx__req_free(u->req);
+    u->req = NULL;
+    if (st != SBX_OK)
+        sbx__op_finish(op, st, NULL);
+    else
+        upd_next(op);
+}
+
+sbx_status sbx_sandbox_update_start(sbx_sandbox *s, const char *settings_json, sbx_op **op)
+{
+    struct sbx__api_req req;
+    struct upd_state *u;
+    sbx_status st;
+    sbx_op *o;
+
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    SBX__ARG(s, settings_json, "settings: JSON must not be NULL");
+    if (need_sandbox(s) != SBX_OK)
+        return SBX_E_MISUSE;
+    if (!s->core->proto->update_named || !s->info.name)
+        return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
+                            "update: only a named sandbox (the 2.x protocol) has settings of its own");
+    if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
+        return st;
+    if (!(u = sbx__calloc(1, sizeof *u)))
+        return sbx__err_nomem(&s->err);
+    u->s = s;
+    st = s->core->proto->update_named(&req, s->core->auth.project, s->info.name, settings_json, &u->u, &s->err);
+    if (st != SBX_OK) {
+        upd_release(&(sbx_op){.state = u});
+        return st;
+    }
+    /* The same settings again give the same sandbox: idempotent. */
+    u->req = sbx__core_request(s->core, &req, true, &s->err);
+    sbx__api_req_free(&req);
+    if (!u->req) {
+        upd_release(&(sbx_op){.state = u});
+        return s->err.code;
+    }
+    if (!(o = sbx__op_new(s->core, &s->t, &upd_ops, u))) {
+        upd_release(&(sbx_op){.state = u});
+        return sbx__err_nomem(&s->err);
+    }
+    sbx__req_on_done(u->req, upd_done, o);
+    if (sbx__req_submit(u->req) != SBX_OK) {
+        sbx__op_destroy(o);
+        return sbx__err_nomem(&s->err);
+    }
+    *op = o;
+    return SBX_OK;
+}
+
+sbx_status sbx_sandbox_update(sbx_sandbox *s, const char *settings_json)
+{
+    sbx_op *op;
+    sbx_status st = sbx_sandbox_update_start(s, settings_json, &op);
     return st == SBX_OK ? sbx__op_block(op, &s->err) : st;
 }
 

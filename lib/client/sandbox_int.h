@@ -27,6 +27,8 @@ struct sbx_sandbox {
     bool busy;                  /* a create or get is pending */
     struct sbx__sandbox_info info;
     bool resuming;              /* an automatic resume is pending */
+    sbx_op *resume_op;          /* it (internal: ends in resume.c) */
+    unsigned stops;             /* the caller's stops in flight (no automatic resume meanwhile) */
     struct sbx__resume_wait *waiters; /* the ops waiting for it */
 };
 
@@ -43,8 +45,8 @@ bool sbx__text_ok(const char *v, bool allow_empty);
 /* Set (value) or remove (NULL) NAME in a NAME=VALUE list of secrets. */
 sbx_status sbx__env_set(sbx__strlist *l, const char *name, const char *value, sbx__err *err);
 /* Start the resume of a named sandbox for the ops waiting on it (resume.c):
- * an op of the sandbox's own, never handed out. SBX_E_MISUSE when one of
- * the caller's create, fetch or resume is pending. */
+ * an op of the sandbox's own, never handed out. Another resume (the
+ * caller's) may run beside it: the server answers both with one session. */
 sbx_status sbx__sandbox_resume_begin(sbx_sandbox *s, sbx_op **op);
 /* The sandbox's working directory (as the server reported it). */
 const char *sbx__sandbox_cwd(const sbx_sandbox *s);

@@ -2595,6 +2595,7 @@ START_TEST(test_client_faults_session_stopping_resumed)
     sbx_command *k;
     sbx_sandbox *s;
     char name[40], sid[64];
+    int fwd;
 
     fx_start(&x, false, NULL, NULL);
     s = sbx_sandbox_new(x.c);
@@ -2649,6 +2650,38 @@ START_TEST(test_client_faults_session_stopping_resumed)
     ck_assert(strstr(sbx_sandbox_last_error(s), "resuming it failed"));
     ck_assert(strstr(sbx_sandbox_last_error(s), "HTTP 403"));
     ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/mkdir$"), 6);
+    /* the caller's own stop under way: its 422 is the answer, no resume */
+    faultd_clear(x.f);
+    faultd_rule(x.f, "POST", "/stop$", 1, FAULT_STALL, 1500); /* then closed: the stop is sent again */
+    faultd_rule(x.f, "POST", "/fs/mkdir$", 1, FAULT_STOPPING, 0);
+    {
+        sbx_op *stop, *mk;
+        ok_sb(sbx_sandbox_stop_start(s, &stop), s);
+        ok_sb(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/e", &mk), s);
+        ck_assert_int_eq(sbx_op_wait(mk, 30000), SBX_E_HTTP);
+        ck_assert_int_eq(sbx_op_http_status(mk), 422);
+        ck_assert_int_eq(sbx_op_wait(stop, 30000), SBX_OK);
+        sbx_op_free(mk);
+        sbx_op_free(stop);
+    }
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 4);
+    /* once stopped, the next op resumes it */
+    ok_sb(sbx_sandbox_mkdir(s, "/vercel/sandbox/e"), s);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 5);
+    ck_assert_str_ne(sbx_sandbox_id(s), sid);
+    /* the deadline passes while the sandbox resumes: not sent again */
+    faultd_clear(x.f);
+    fwd = faultd_forwarded(x.f, "POST", "/cmd$");
+    faultd_rule(x.f, "POST", "/cmd$", 1, FAULT_STOPPING, 0);
+    faultd_rule(x.f, "GET", "resume=true", 1, FAULT_STALL, 2500); /* then closed: sent again */
+    k = sh_cmd(s, "echo ran >> /vercel/sandbox/ran", NULL);
+    ok_k(sbx_command_set_timeout_ms(k, 1000), k);
+    expect_sbx(sbx_command_run(k), SBX_E_TIMEOUT, sbx_command_last_error, k);
+    note("deadline while resuming", sbx_command_last_error(k));
+    ck_assert(strstr(sbx_command_last_error(k), "was not sent again"));
+    ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/cmd$"), fwd);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 7);
+    sbx_command_free(k);
     /* a write streamed from a file is replayed whole on the repeat */
     faultd_clear(x.f);
     faultd_rule(x.f, "POST", "/fs/write$", 1, FAULT_STOPPING, 0);

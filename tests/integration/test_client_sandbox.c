@@ -432,6 +432,8 @@ static void resume_log_cb(sbx_log_level level, const char *msg, void *user)
 {
     struct resume_log *l = user;
     (void)level;
+    if (getenv("IT_VERBOSE"))
+        fprintf(stderr, "# log: %s\n", msg);
     if (strstr(msg, "is no longer running; resuming")) {
         l->resuming++;
         if (l->cancel_on_resume)
@@ -506,6 +508,25 @@ START_TEST(test_client_sandbox_auto_resume)
     expect_sh_out(s, "test -d /vercel/sandbox/made && cat /vercel/sandbox/new.txt", "new\n");
     snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
 
+    /* A command started before its session stopped keeps that session:
+     * attaching to it asks there (kept, or 410), not the new one (404). */
+    {
+        sbx_status ast;
+        k = it_sh_cmd(s, "echo detached", &out);
+        ok_cmd(sbx_command_set_detached(k, 1), k);
+        ok_cmd(sbx_command_run(k), k);
+        ok_s(sbx_sandbox_stop(s), s);
+        ok_s(sbx_sandbox_mkdir(s, "/vercel/sandbox/after"), s);
+        ck_assert_str_ne(sbx_sandbox_id(s), second);
+        it_out_free(&out);
+        ast = sbx_command_attach(k, sbx_command_id(k));
+        ck_assert_msg(ast == SBX_OK || ast == SBX_E_CONFLICT, "attach: %s: %s", sbx_status_name(ast),
+                      sbx_command_last_error(k));
+        sbx_command_free(k);
+        snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
+        log.resuming--; /* the count below is of the next three */
+    }
+
     /* The other resumable operations: extend, network policy, snapshot. */
     ok_s(sbx_sandbox_stop(s), s);
     ok_s(sbx_sandbox_extend_timeout(s, 60000), s);
@@ -523,7 +544,8 @@ START_TEST(test_client_sandbox_auto_resume)
     ck_assert_int_eq(log.resuming, 4);
 
     /* Stop is never resumed; an op cancelled while the resume is under
-     * way ends cancelled, and the resume still completes. */
+     * way ends cancelled, and the resume, wanted by nobody now, is
+     * abandoned: the handle stays on the stopped session. */
     ok_s(sbx_sandbox_stop(s), s);
     ok_s(sbx_sandbox_stop(s), s);
     snprintf(second, sizeof second, "%s", sbx_sandbox_id(s));
@@ -534,7 +556,8 @@ START_TEST(test_client_sandbox_auto_resume)
     sbx_op_free(op[0]);
     log.cancel_on_resume = NULL;
     ok_c(sbx_client_run(c, 60000), c);
-    ck_assert_str_ne(sbx_sandbox_id(s), second);
+    ck_assert_str_eq(sbx_sandbox_id(s), second);
+    ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
 
     /* A session gone with the sandbox deleted: the resume's own failure. */
     ok_s(sbx_sandbox_stop(s), s);
@@ -567,6 +590,90 @@ START_TEST(test_client_sandbox_auto_resume)
 out:
     it_out_free(&out);
     it_out_free(&rd);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
+/* sbx_sandbox_update: a named sandbox's settings, and the running
+ * session's lifetime and policy with them, as the SDK's update(). */
+START_TEST(test_client_sandbox_update)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c), *t;
+    char name[40];
+    json_t *j;
+
+    expect_st(sbx_sandbox_update(s, "{\"persistent\":true}"), SBX_E_MISUSE, sbx_sandbox_last_error, s);
+    if (!it_v2()) {
+        sbx_sandbox_free(s);
+        s = it_sandbox(c);
+        expect_st(sbx_sandbox_update(s, "{\"persistent\":true}"), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, s);
+        goto out;
+    }
+    snprintf(name, sizeof name, "up-%s", rand_hex(8));
+    ok_s(sbx_sandbox_set_name(s, name), s);
+    ok_s(sbx_sandbox_set_timeout_ms(s, 60000), s);
+    ok_s(sbx_sandbox_create(s), s);
+    ck_assert_int_eq(sbx_sandbox_persistent(s), 0);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 60000);
+
+    /* settings checked before anything is sent */
+    expect_st(sbx_sandbox_update(s, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "{}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "[1]"), SBX_E_PARSE, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "{\"vcpus\":0}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "vcpus"));
+    expect_st(sbx_sandbox_update(s, "{\"persistent\":1}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "{\"nope\":1}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "unknown key 'nope'"));
+    expect_st(sbx_sandbox_update(s, "{\"network_policy\":{\"allowedDomains\":[]}}"), SBX_E_PARSE,
+              sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "{\"ports\":[1,2,3,4,5]}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+
+    /* persistent from now on; the session lives longer and is denied the network */
+    ok_s(sbx_sandbox_update(s, "{\"persistent\":true,\"timeout_ms\":120000,\"network_policy\":{\"mode\":"
+                               "\"deny-all\"},\"tags\":{\"team\":\"a\"},\"snapshot_expiration_ms\":0}"),
+         s);
+    ck_assert_int_eq(sbx_sandbox_persistent(s), 1);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 120000);
+    ck_assert_ptr_nonnull(sbx_sandbox_network_policy_json(s));
+    j = json_loads(sbx_sandbox_network_policy_json(s), 0, NULL);
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "mode")));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "deny-all");
+    json_decref(j);
+    ok_s(sbx_sandbox_refresh(s), s);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 120000);
+    {
+        /* another handle reads the settings from the server */
+        t = sbx_sandbox_new(c);
+        ok_s(sbx_sandbox_fetch_named(t, name), t);
+        ck_assert_int_eq(sbx_sandbox_persistent(t), 1);
+        j = json_loads(sbx_sandbox_json(t), 0, NULL);
+        ck_assert_msg(json_string_value(json_object_get(json_object_get(json_object_get(j, "sandbox"), "tags"),
+                                                        "team")), "%s", sbx_sandbox_json(t));
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(j, "sandbox"), "tags"),
+                                                           "team")),
+                         "a");
+        json_decref(j);
+        sbx_sandbox_free(t);
+    }
+    /* a shorter timeout than the session's: the session keeps its own */
+    ok_s(sbx_sandbox_update(s, "{\"timeout_ms\":30000}"), s);
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 120000);
+    /* now persistent: a stop keeps the files, and an op resumes it */
+    ok_s(sbx_sandbox_write_file(s, "kept.txt", (const uint8_t *)"kept\n", 5, 0644), s);
+    ok_s(sbx_sandbox_stop(s), s);
+    /* on a stopped session: the settings alone */
+    ok_s(sbx_sandbox_update(s, "{\"timeout_ms\":90000,\"network_policy\":{\"mode\":\"allow-all\"}}"), s);
+    ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
+    expect_sh_out(s, "cat /vercel/sandbox/kept.txt", "kept\n");
+    ck_assert_int_eq(sbx_sandbox_timeout_ms(s), 90000);
+    ok_s(sbx_sandbox_delete(s), s);
+    expect_st(sbx_sandbox_update(s, "{\"persistent\":false}"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
+out:
     sbx_sandbox_free(s);
     sbx_client_free(c);
     sbxd_stop(d);
@@ -704,6 +811,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_sandbox_concurrent_creates_limited);
     tcase_add_test(tc, test_client_sandbox_named_resume);
     tcase_add_test(tc, test_client_sandbox_auto_resume);
+    tcase_add_test(tc, test_client_sandbox_update);
     tcase_add_test(tc, test_client_command_timeout_ends_it);
     suite_add_tcase(s, tc);
     return s;

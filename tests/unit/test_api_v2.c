@@ -236,9 +236,83 @@ START_TEST(test_named_lists_snapshots)
     compare(&r, sbx__proto_v2.get_snapshot(&r, "snap_1"), recorded("Snapshot.get({snapshotId})", 0), NULL, NULL);
     compare(&r, sbx__proto_v2.list_snapshots(&r, "prj_1", 0, -1, -1, NULL), recorded("Snapshot.list()", 0), NULL, NULL);
     compare(&r, sbx__proto_v2.delete_named(&r, "prj_1", "my-sbx"), recorded("delete()", 0), NULL, NULL);
-    /* Not offered by the library, so not compared: update (PATCH) of a
-     * named sandbox. */
-    recorded("update({timeout: 600000})", 0);
+}
+END_TEST
+
+/* sbx_sandbox_update: the PATCH, then the session's extension by the
+ * difference (the recorded session had 301000 ms). */
+START_TEST(test_update)
+{
+    struct sbx__api_req r;
+    struct sbx__update_info u;
+    sbx__err err = {0};
+    const char *op = "update({timeout: 600000})";
+    json_t *want = body_of(recorded(op, 0));
+    sbx_status st = sbx__proto_v2.update_named(&r, "prj_1", "my-sbx", "{\"timeout_ms\":600000}", &u, &err);
+    ck_assert_int_eq(u.timeout_ms, 600000);
+    ck_assert_ptr_null(u.policy_json);
+    compare(&r, st, recorded(op, 0), want, NULL);
+    json_decref(want);
+    want = body_of(recorded(op, 1));
+    compare(&r, sbx__proto_v2.extend_timeout(&r, "sess_2", 600000 - 301000), recorded(op, 1), want, NULL);
+    json_decref(want);
+
+    /* every key, in the protocol's names */
+    st = sbx__proto_v2.update_named(&r, NULL, "my-sbx",
+                                    "{\"persistent\":false,\"vcpus\":2,\"ports\":[3000],\"tags\":null,"
+                                    "\"snapshot_expiration_ms\":0,\"network_policy\":{\"mode\":\"custom\","
+                                    "\"allowedDomains\":[\"a.com\"]}}",
+                                    &u, &err);
+    ck_assert_int_eq(st, SBX_OK);
+    ck_assert_str_eq(r.method, "PATCH");
+    ck_assert_str_eq(r.path, "/v2/sandboxes/my-sbx");
+    want = json_loads("{\"persistent\":false,\"resources\":{\"vcpus\":2,\"memory\":4096},\"ports\":[3000],"
+                      "\"tags\":null,\"snapshotExpiration\":0,\"networkPolicy\":{\"allow\":[\"a.com\"]}}",
+                      0, NULL);
+    {
+        json_t *got = json_loads(r.body, 0, NULL);
+        ck_assert_msg(json_equal(got, want), "%s", r.body);
+        json_decref(got);
+    }
+    json_decref(want);
+    ck_assert_ptr_nonnull(u.policy_json);
+    ck_assert_ptr_nonnull(strstr(u.policy_json, "custom"));
+    free(u.policy_json);
+    sbx__api_req_free(&r);
+
+    /* refused before anything is sent, naming the key */
+    {
+        static const struct {
+            const char *settings, *says;
+            sbx_status st;
+        } bad[] = {
+            {"{}", "nothing to change", SBX_E_INVALID_ARG},
+            {"[]", "not a JSON object", SBX_E_PARSE},
+            {"{\"a\":", "not a JSON object", SBX_E_PARSE},
+            {"{\"timeout_ms\":0}", "timeout_ms", SBX_E_INVALID_ARG},
+            {"{\"timeout_ms\":1.5}", "timeout_ms", SBX_E_INVALID_ARG},
+            {"{\"vcpus\":65}", "vcpus", SBX_E_INVALID_ARG},
+            {"{\"ports\":[0]}", "ports[0]", SBX_E_INVALID_ARG},
+            {"{\"ports\":[1,2,3,4,5]}", "ports", SBX_E_INVALID_ARG},
+            {"{\"persistent\":\"yes\"}", "persistent", SBX_E_INVALID_ARG},
+            {"{\"tags\":{\"a\":1}}", "tags.a", SBX_E_INVALID_ARG},
+            {"{\"snapshot_expiration_ms\":-1}", "snapshot_expiration_ms", SBX_E_INVALID_ARG},
+            {"{\"network_policy\":\"deny-all\"}", "network_policy", SBX_E_INVALID_ARG},
+            {"{\"network_policy\":{\"allowedDomains\":[]}}", "mode", SBX_E_PARSE},
+            {"{\"persistent\":true,\"persistent\":false}", "not a JSON object", SBX_E_PARSE},
+            {"{\"region\":\"x\"}", "unknown key 'region'", SBX_E_INVALID_ARG},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            sbx__err_clear(&err);
+            st = sbx__proto_v2.update_named(&r, "p", "n", bad[i].settings, &u, &err);
+            ck_assert_msg(st == bad[i].st, "%s: %s", bad[i].settings, sbx_status_name(st));
+            ck_assert_msg(strstr(sbx__err_msg(&err), bad[i].says), "%s: %s", bad[i].settings, sbx__err_msg(&err));
+            ck_assert_ptr_null(r.path);
+            ck_assert_ptr_null(u.policy_json);
+        }
+    }
+    ck_assert_ptr_null(sbx__proto_v1.update_named);
+    sbx__err_free(&err);
 }
 END_TEST
 
@@ -292,6 +366,38 @@ START_TEST(test_rebase)
 }
 END_TEST
 
+/* Ids from the server go into later paths: "." and ".." (dot segments
+ * once in a URL) and "" are refused wherever an id is read. */
+START_TEST(test_dot_ids_refused)
+{
+    static const char *const ids[] = {".", "..", ""};
+    char body[512];
+    sbx__err err = {0};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        struct sbx__sandbox_info in = {0};
+        struct sbx__command_info ci = {0};
+        struct sbx__snapshot_info sn = {0};
+        snprintf(body, sizeof body,
+                 "{\"sandbox\":{\"name\":\"n\"},\"session\":{\"id\":\"%s\",\"status\":\"running\","
+                 "\"region\":\"g\",\"timeout\":1,\"createdAt\":2,\"vcpus\":1,\"memory\":2048},\"routes\":[]}",
+                 ids[i]);
+        ck_assert_int_eq(sbx__proto_v2.parse_sandbox(body, strlen(body), &in, &err), SBX_E_PROTOCOL);
+        ck_assert_msg(strstr(sbx__err_msg(&err), "is not an id"), "%s", sbx__err_msg(&err));
+        sbx__sandbox_info_free(&in);
+        snprintf(body, sizeof body, "{\"command\":{\"id\":\"%s\",\"startedAt\":1,\"exitCode\":null}}", ids[i]);
+        ck_assert_int_eq(sbx__api_parse_command(body, strlen(body), &ci, &err), SBX_E_PROTOCOL);
+        sbx__command_info_free(&ci);
+        snprintf(body, sizeof body,
+                 "{\"snapshot\":{\"id\":\"%s\",\"status\":\"created\",\"sourceSessionId\":\"s\","
+                 "\"sizeBytes\":1,\"createdAt\":1,\"expiresAt\":2}}",
+                 ids[i]);
+        ck_assert_int_eq(sbx__proto_v2.parse_snapshot(body, strlen(body), &sn, NULL, &err), SBX_E_PROTOCOL);
+        sbx__snapshot_info_free(&sn);
+    }
+    sbx__err_free(&err);
+}
+END_TEST
+
 /* Every recorded operation is one of those above: a new one in the
  * fixture must be looked at here. */
 START_TEST(test_every_op_accounted)
@@ -329,6 +435,8 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_every_op_accounted);
     tcase_add_test(tc, test_resume_after_410);
     tcase_add_test(tc, test_rebase);
+    tcase_add_test(tc, test_update);
+    tcase_add_test(tc, test_dot_ids_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -63,7 +63,7 @@ static struct {
     struct canned_http *srv;
     char *sandbox, *sandbox_routes, *sandbox_stopped, *list_sandboxes, *list_snapshots;
     char *cmd_running, *cmd_exited, *cmd_stream, *logs, *empty, *file, *snapshot, *snapshot_get,
-        *snapshot_deleted, *not_found, *busy, *named_stopped, *named_resumed, *gone;
+        *snapshot_deleted, *not_found, *busy, *named_stopped, *named_resumed, *gone, *patched, *session2;
     char out_text[OUT_LINES * 64];  /* the command's whole stdout */
     char upload_dir[64];            /* a local directory to upload */
     unsigned busy_calls;            /* the server thread's own */
@@ -104,8 +104,12 @@ static const char *route_v2(const char *method, const char *target, const char *
 
     if (get && prefix(target, "/v2/sandboxes/canned?"))
         return strstr(target, "resume=true") ? canned.named_resumed : canned.named_stopped;
+    if (strcmp(method, "PATCH") == 0 && prefix(target, "/v2/sandboxes/canned?"))
+        return canned.patched;
     if (prefix(target, old))
         return canned.gone;
+    if (post && tail && (strcmp(tail, "/extend-timeout") == 0 || strcmp(tail, "/network-policy") == 0))
+        return canned.session2;
     return tail ? session_route(get, post, tail, body) : canned.not_found;
 }
 
@@ -213,6 +217,8 @@ static void canned_start(void)
     canned.named_stopped = json_reply("{" NAMED_FIELDS(SID, "stopped") "}");
     canned.named_resumed = json_reply("{\"resumed\":true," NAMED_FIELDS(SID2, "running") "}");
     canned.gone = canned_http_reply(410, "application/json", gone, strlen(gone));
+    canned.patched = json_reply("{\"sandbox\":{\"name\":\"canned\",\"persistent\":false}}");
+    canned.session2 = json_reply("{\"session\":" SESSION_OBJ(SID2, "running") "}");
     canned.busy_calls = 0;
     /* A directory for uploads: two files and a subdirectory. */
     snprintf(canned.upload_dir, sizeof canned.upload_dir, "/tmp/sbx-upload-XXXXXX");
@@ -234,7 +240,7 @@ static void canned_stop(void)
                     &canned.cmd_exited, &canned.cmd_stream, &canned.logs, &canned.empty,
                     &canned.file, &canned.snapshot, &canned.snapshot_get,
                     &canned.snapshot_deleted, &canned.not_found, &canned.busy, &canned.named_stopped,
-                    &canned.named_resumed, &canned.gone};
+                    &canned.named_resumed, &canned.gone, &canned.patched, &canned.session2};
     canned_http_stop(canned.srv);
     unlink(path_in(canned.upload_dir, "a.txt"));
     unlink(path_in(canned.upload_dir, "sub/b.txt"));
@@ -645,6 +651,30 @@ out:
     return st;
 }
 
+/* 2.x: resume, then update: the PATCH and the session's follow-ups. */
+static sbx_status sc_update(void *ctx)
+{
+    sbx_client *c = NULL;
+    sbx_sandbox *s = NULL;
+    sbx_status st;
+    (void)ctx;
+    TRY(new_client_proto(&c, "v2"));
+    if (!(s = sbx_sandbox_new(c))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_sandbox_fetch_named(s, "canned"));
+    TRY(sbx_sandbox_resume(s));
+    EXPECT(strcmp(sbx_sandbox_id(s), SID2) == 0);
+    TRY(sbx_sandbox_update(s, "{\"persistent\":false,\"timeout_ms\":600000,\"network_policy\":{\"mode\":"
+                              "\"deny-all\"}}"));
+    EXPECT(sbx_sandbox_persistent(s) == 0);
+out:
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    return st;
+}
+
 /* Several ops at once, handed out by next_done. */
 static sbx_status sc_ops(void *ctx)
 {
@@ -768,6 +798,12 @@ START_TEST(test_client_oom_auto_resume)
 }
 END_TEST
 
+START_TEST(test_client_oom_update)
+{
+    run_scenario("2.x update with its session follow-ups", sc_update);
+}
+END_TEST
+
 START_TEST(test_client_oom_concurrent_ops)
 {
     run_scenario("concurrent ops", sc_ops);
@@ -791,6 +827,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_errors);
     SBX_TEST_ADD(tc, test_client_oom_concurrent_ops);
     SBX_TEST_ADD(tc, test_client_oom_auto_resume);
+    SBX_TEST_ADD(tc, test_client_oom_update);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -212,6 +212,10 @@ sbx_status sbx__pr_need_str(json_t *o, const char *what, const char *key, char *
     const char *v = json_string_value(json_object_get(o, key));
     if (!v)
         return sbx__err_set(err, SBX_E_PROTOCOL, "%s.%s: missing or not a string", what, key);
+    /* Ids go into later paths as segments: "." and ".." would be read as
+     * dot segments (the URL escaping leaves dots alone). */
+    if (strcmp(key, "id") == 0 && (!*v || strcmp(v, ".") == 0 || strcmp(v, "..") == 0))
+        return sbx__err_set(err, SBX_E_PROTOCOL, "%s.id: '%s' is not an id", what, v);
     *out = sbx__strdup(v);
     return *out ? SBX_OK : sbx__err_nomem(err);
 }

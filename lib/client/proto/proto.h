@@ -70,6 +70,13 @@ struct sbx__create_spec {
     bool persistent;
 };
 
+/* What an update of a named sandbox also changes in its running session
+ * (sbx_sandbox_update): filled by update_named. */
+struct sbx__update_info {
+    int64_t timeout_ms;   /* the new default lifetime, 0 when not given */
+    char *policy_json;    /* the new network policy (API form), NULL when not given; the caller frees */
+};
+
 /* One request of an operation: what the engine sends. Builders fill it
  * and return SBX_OK, or SBX_E_NOMEM with r left empty. A string that is not
  * UTF-8 fails too: the public setters refuse those first, so callers may
@@ -132,6 +139,15 @@ struct sbx__proto {
     /* 2.x only: delete a named sandbox (its running session stops).
      * Answered with {"sandbox"}: sbx__api_check_deleted. */
     sbx_status (*delete_named)(struct sbx__api_req *r, const char *project, const char *name);
+    /* 2.x only: change a named sandbox's settings (PATCH). settings: a
+     * JSON object in the library's names (sbx_sandbox_update()), checked
+     * here: SBX_E_INVALID_ARG or SBX_E_PARSE with err naming the key,
+     * SBX_E_NOMEM. u gets what the session must be told too. Answered
+     * with {"sandbox", "routes"?}: parse_named. */
+    sbx_status (*update_named)(struct sbx__api_req *r, const char *project, const char *name, const char *settings,
+                               struct sbx__update_info *u, sbx__err *err);
+    /* The answer of update_named: *persistent 1, 0, or -1 when not said. */
+    sbx_status (*parse_named)(const char *body, size_t len, int *persistent, sbx__err *err);
     /* 2.x only: url, a request about session old_id, sent to new_id
      * instead (automatic resume repeats it there); *out is the caller's.
      * SBX_E_INVALID_ARG when url is not about old_id, SBX_E_NOMEM. */

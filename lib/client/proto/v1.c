@@ -234,6 +234,8 @@ const struct sbx__proto sbx__proto_v1 = {
     .get_named = NULL, /* no named sandboxes in v1 */
     .delete_named = NULL,
     .rebase = NULL, /* no sessions to resume in v1 */
+    .update_named = NULL,
+    .parse_named = NULL,
     .parse_sandbox = v1_parse_sandbox,
     .parse_snapshot = v1_parse_snapshot,
 };

@@ -298,7 +298,135 @@ static sbx_status v2_delete_named(struct sbx__api_req *r, const char *project, c
     return sbx__pr_make(r, "DELETE", named_path(project, name, false), NULL, false);
 }
 
+/* The settings of sbx_sandbox_update() in the PATCH body the 2.x SDKs
+ * send (update): persistent, timeout_ms -> timeout, vcpus -> resources
+ * (memory 2048 MB each, as the SDK computes it), ports, network_policy (API
+ * form) -> networkPolicy (the 2.x shape), snapshot_expiration_ms ->
+ * snapshotExpiration, tags. */
+static sbx_status update_body(json_t *in, json_t *out, struct sbx__update_info *u, sbx__err *err)
+{
+    const char *k;
+    json_t *v;
+    /* k drives the iteration (jansson finds the next key from it): the
+     * key sent is `key`. */
+    json_object_foreach(in, k, v) {
+        const char *key = k;
+        json_t *set = NULL;
+        if (strcmp(k, "persistent") == 0) {
+            if (!json_is_boolean(v))
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: persistent must be true or false");
+            set = json_incref(v);
+        } else if (strcmp(k, "timeout_ms") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: timeout_ms must be milliseconds > 0");
+            u->timeout_ms = json_integer_value(v);
+            set = json_integer(u->timeout_ms);
+            key = "timeout";
+        } else if (strcmp(k, "vcpus") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64)
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: vcpus must be from 1 to 64");
+            set = json_pack("{s:I,s:I}", "vcpus", json_integer_value(v), "memory", json_integer_value(v) * 2048);
+            key = "resources";
+        } else if (strcmp(k, "ports") == 0) {
+            size_t i;
+            json_t *p;
+            if (!json_is_array(v) || json_array_size(v) > SBX__MAX_PORTS)
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: ports must be a list of at most %d ports",
+                                    SBX__MAX_PORTS);
+            json_array_foreach(v, i, p)
+                if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 65535)
+                    return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: ports[%zu] must be from 1 to 65535", i);
+            set = json_incref(v);
+        } else if (strcmp(k, "network_policy") == 0) {
+            sbx_status st;
+            if (!json_is_object(v))
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: network_policy must be a policy object");
+            if (!(u->policy_json = json_dumps(v, JSON_COMPACT)))
+                return sbx__err_nomem(err);
+            if ((st = v2_check_policy(u->policy_json, err)) != SBX_OK)
+                return st;
+            set = policy_v2(u->policy_json);
+            key = "networkPolicy";
+        } else if (strcmp(k, "snapshot_expiration_ms") == 0) {
+            if (!json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
+                return sbx__err_set(err, SBX_E_INVALID_ARG,
+                                    "settings: snapshot_expiration_ms must be milliseconds (0: never) or null");
+            set = json_incref(v);
+            key = "snapshotExpiration";
+        } else if (strcmp(k, "tags") == 0) {
+            const char *t;
+            json_t *tv;
+            if (!json_is_null(v) && !json_is_object(v))
+                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: tags must be an object of strings, or null");
+            json_object_foreach(v, t, tv)
+                if (!json_is_string(tv))
+                    return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: tags.%s must be a string", t);
+            set = json_incref(v);
+        } else {
+            return sbx__err_set(err, SBX_E_INVALID_ARG,
+                                "settings: unknown key '%s' (persistent, timeout_ms, vcpus, ports, network_policy, "
+                                "snapshot_expiration_ms, tags)", k);
+        }
+        if (!set || json_object_set_new(out, key, set) != 0)
+            return sbx__err_nomem(err);
+    }
+    return SBX_OK;
+}
+
+static sbx_status v2_update_named(struct sbx__api_req *r, const char *project, const char *name, const char *settings,
+                                  struct sbx__update_info *u, sbx__err *err)
+{
+    json_error_t je;
+    json_t *in = json_loads(settings, JSON_REJECT_DUPLICATES, &je), *out = json_object();
+    sbx_status st;
+
+    memset(r, 0, sizeof *r);
+    memset(u, 0, sizeof *u);
+    if (!out)
+        st = sbx__err_nomem(err);
+    else if (!json_is_object(in))
+        st = sbx__err_set(err, SBX_E_PARSE, "settings: not a JSON object%s%s", in ? "" : ": ", in ? "" : je.text);
+    else if (json_object_size(in) == 0)
+        st = sbx__err_set(err, SBX_E_INVALID_ARG, "settings: nothing to change");
+    else
+        st = update_body(in, out, u, err);
+    if (st == SBX_OK) {
+        char *body = sbx__pr_dump(out); /* takes out */
+        out = NULL;
+        if ((st = sbx__pr_make(r, "PATCH", named_path(project, name, false), body, true)) != SBX_OK)
+            sbx__err_nomem(err);
+    }
+    if (st != SBX_OK) {
+        free(u->policy_json); /* jansson's */
+        u->policy_json = NULL;
+    } else if (u->policy_json) {
+        /* handed to the caller, who frees with sbx__free */
+        char *copy = sbx__strdup(u->policy_json);
+        free(u->policy_json);
+        if (!(u->policy_json = copy)) {
+            sbx__api_req_free(r);
+            st = sbx__err_nomem(err);
+        }
+    }
+    json_decref(in);
+    json_decref(out);
+    return st;
+}
+
 /* ---- answers ---- */
+
+static sbx_status v2_parse_named(const char *body, size_t len, int *persistent, sbx__err *err)
+{
+    json_t *j = sbx__pr_load(body, len, err), *sb, *p;
+    if (!j)
+        return err->code;
+    sb = json_object_get(j, "sandbox");
+    p = json_object_get(sb, "persistent");
+    bool ok = json_is_object(sb);
+    *persistent = json_is_boolean(p) ? json_is_true(p) : -1;
+    json_decref(j);
+    return ok ? SBX_OK : sbx__err_set(err, SBX_E_PROTOCOL, "sandbox: missing or not an object");
+}
 
 static sbx_status v2_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err)
 {
@@ -388,6 +516,8 @@ const struct sbx__proto sbx__proto_v2 = {
     .get_named = v2_get_named,
     .delete_named = v2_delete_named,
     .rebase = v2_rebase,
+    .update_named = v2_update_named,
+    .parse_named = v2_parse_named,
     .parse_sandbox = v2_parse_sandbox,
     .parse_snapshot = v2_parse_snapshot,
 };
