@@ -289,15 +289,22 @@ static sbx_status new_client(sbx_client **out)
     return new_client_proto(out, "v1");
 }
 
+/* A client speaking proto and a new sandbox handle. */
+static sbx_status new_handle(sbx_client **c, sbx_sandbox **s, const char *proto)
+{
+    sbx_status st;
+    *s = NULL;
+    if ((st = new_client_proto(c, proto)) != SBX_OK)
+        return st;
+    return (*s = sbx_sandbox_new(*c)) ? SBX_OK : SBX_E_NOMEM;
+}
+
 /* A client and a handle on the running sandbox SID. */
 static sbx_status new_sandbox(sbx_client **c, sbx_sandbox **s)
 {
     sbx_status st;
-    *s = NULL;
-    if ((st = new_client(c)) != SBX_OK)
+    if ((st = new_handle(c, s, "v1")) != SBX_OK)
         return st;
-    if (!(*s = sbx_sandbox_new(*c)))
-        return SBX_E_NOMEM;
     if ((st = sbx_sandbox_fetch(*s, SID)) == SBX_OK)
         EXPECT(strcmp(sbx_sandbox_id(*s), SID) == 0);
     return st;
@@ -333,11 +340,7 @@ static sbx_status sc_sandbox_create(void *ctx)
     sbx_sandbox *s = NULL;
     sbx_status st;
     (void)ctx;
-    TRY(new_client(&c));
-    if (!(s = sbx_sandbox_new(c))) {
-        st = SBX_E_NOMEM;
-        goto out;
-    }
+    TRY(new_handle(&c, &s, "v1"));
     TRY(sbx_sandbox_set_runtime(s, "node24"));
     TRY(sbx_sandbox_set_timeout_ms(s, 300000));
     TRY(sbx_sandbox_set_vcpus(s, 2));
@@ -621,11 +624,7 @@ static sbx_status sc_auto_resume(void *ctx)
     size_t streamed = 0;
     sbx_status st;
     (void)ctx;
-    TRY(new_client_proto(&c, "v2"));
-    if (!(s = sbx_sandbox_new(c))) {
-        st = SBX_E_NOMEM;
-        goto out;
-    }
+    TRY(new_handle(&c, &s, "v2"));
     TRY(sbx_sandbox_fetch_named(s, "canned"));
     EXPECT(strcmp(sbx_sandbox_id(s), SID) == 0 && sbx_sandbox_persistent(s) == 1);
     if (!(k = sbx_command_new(s))) {
@@ -658,11 +657,7 @@ static sbx_status sc_update(void *ctx)
     sbx_sandbox *s = NULL;
     sbx_status st;
     (void)ctx;
-    TRY(new_client_proto(&c, "v2"));
-    if (!(s = sbx_sandbox_new(c))) {
-        st = SBX_E_NOMEM;
-        goto out;
-    }
+    TRY(new_handle(&c, &s, "v2"));
     TRY(sbx_sandbox_fetch_named(s, "canned"));
     TRY(sbx_sandbox_resume(s));
     EXPECT(strcmp(sbx_sandbox_id(s), SID2) == 0);
