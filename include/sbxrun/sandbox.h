@@ -323,7 +323,7 @@ SBX_API sbx_status sbx_sandbox_delete_start(sbx_sandbox *s, sbx_op **op);
  * (> 0), "vcpus" (1 to 64), "ports" (the complete list, at most 4),
  * "network_policy" (a policy object, as sbx_sandbox_set_network_policy_json()
  * takes), "snapshot_expiration_ms" (of the snapshots its stops take: 0
- * never, null the server's default), "tags" (an object of strings, or null).
+ * never), "tags" (an object of at most 5 strings; {} removes them).
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (a key or value not as above, named in
  *         the message), SBX_E_PARSE (not a JSON object, or a policy that

@@ -519,8 +519,15 @@ sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct
         return sbx__err_nomem(err);
     }
     sbx__req_on_done(s->req, simple_done, op);
-    if ((s->resume_sbx && sbx__resume_arm(&s->rw, s->resume_sbx, op, &s->req, simple_fail) != SBX_OK) ||
-        sbx__req_submit(s->req) != SBX_OK) {
+    if (s->resume_sbx && sbx__resume_arm(&s->rw, s->resume_sbx, op, &s->req, simple_fail) != SBX_OK) {
+        sbx__op_destroy(op);
+        return sbx__err_nomem(err);
+    }
+    if (s->after_resume && sbx__resume_after(&s->rw)) {
+        *out = op; /* sent when the resume ends */
+        return SBX_OK;
+    }
+    if (sbx__req_submit(s->req) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(err);
     }

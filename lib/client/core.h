@@ -163,6 +163,9 @@ struct sbx__simple {
     /* Set before submit for a request about this sandbox's session: it is
      * repeated on a new one when the session has stopped (resume.h). */
     sbx_sandbox *resume_sbx;
+    /* With resume_sbx: the op never resumes the sandbox itself, but one
+     * under way when it is submitted sends it after (a stop). */
+    bool after_resume;
     struct sbx__resume_wait rw;
 };
 /* The two halves of sbx__simple_start, for requests that need more set up

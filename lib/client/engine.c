@@ -1901,7 +1901,7 @@ sbx_status sbx__req_again(const sbx__req *r, const char *url, sbx__req **out)
 {
     sbx__req *n;
     *out = NULL;
-    if (!r->e || r->state != R_DONE)
+    if (!r->e || (r->state != R_DONE && r->state != R_NEW))
         return SBX_E_MISUSE;
     if (r->read_fn && (!r->rewind_fn || r->rewind_fn(r->read_user) != 0))
         return SBX_E_IO;

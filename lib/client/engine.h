@@ -174,11 +174,11 @@ sbx_status sbx__req_set_project(sbx__req *r, const char *project);
 /* Stream a 2xx response body to fn instead of buffering it. */
 void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user);
 void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user);
-/* A copy of a request that is done, to be sent to url instead (a 2.x
+/* A copy of a request that is done (or not submitted yet), to be sent to url instead (a 2.x
  * operation repeated on a new session): method, headers other than the
  * secret ones (the caller adds current credentials), body (a streamed one
  * rewound), handlers and deadline as r had them; not submitted. SBX_OK,
- * SBX_E_IO (its body cannot be replayed), SBX_E_MISUSE (r is not done),
+ * SBX_E_IO (its body cannot be replayed), SBX_E_MISUSE (r is under way),
  * SBX_E_NOMEM. */
 sbx_status sbx__req_again(const sbx__req *r, const char *url, sbx__req **out);
 /* Its absolute deadline (sbx__mono_ms()), 0 when none. */

@@ -70,6 +70,18 @@ static void leave(struct sbx__resume_wait *w)
     w->waiting = false;
 }
 
+/* Into the sandbox's waiters, in the order they came, which is the order
+ * they are sent again. */
+static void enqueue(struct sbx__resume_wait *w)
+{
+    struct sbx__resume_wait **pp = &w->s->waiters;
+    w->waiting = true;
+    w->next = NULL;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = w;
+}
+
 /* Send the op's request again, to the sandbox's current session. */
 static void repeat(struct sbx__resume_wait *w)
 {
@@ -88,6 +100,11 @@ static void repeat(struct sbx__resume_wait *w)
         w->fail(w, SBX_E_TIMEOUT);
         return;
     }
+    /* Credentials may have run out meanwhile: the caller's status. */
+    if ((st = sbx__core_ready(s->core, &w->op->err)) != SBX_OK) {
+        w->fail(w, st);
+        return;
+    }
     st = s->core->proto->rebase(sbx__req_url(old), w->sid, s->info.id, &url);
     if (st == SBX_OK)
         st = sbx__req_again(old, url, &n);
@@ -103,7 +120,7 @@ static void repeat(struct sbx__resume_wait *w)
                      s->info.name, s->info.id,
                      st == SBX_E_NOMEM ? "out of memory"
                      : st == SBX_E_IO  ? "its streamed body could not be replayed"
-                                       : "its request is not about the session");
+                                       : "its request could not be copied");
         w->fail(w, w->op->err.code);
         return;
     }
@@ -135,6 +152,15 @@ static void resumed(sbx_op *rop, void *arg)
         w->waiting = false;
         if (rop->status == SBX_OK) {
             repeat(w);
+            continue;
+        }
+        if (w->after) {
+            /* never sent: it goes as built (a stop of a session that is
+             * not running anyway answers so) */
+            if (sbx__req_submit(*w->req) != SBX_OK) {
+                sbx__err_nomem(&w->op->err);
+                w->fail(w, SBX_E_NOMEM);
+            }
             continue;
         }
         w->op->http_status = rop->http_status;
@@ -188,33 +214,29 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r)
             return false;
         }
     }
-    /* in the order they came, which is the order they are sent again */
-    w->waiting = true;
-    w->next = NULL;
-    {
-        struct sbx__resume_wait **pp = &s->waiters;
-        while (*pp)
-            pp = &(*pp)->next;
-        *pp = w;
-    }
+    enqueue(w);
     return true;
 }
 
 static void cancelled(sbx__timer *t, void *user)
 {
     struct sbx__resume_wait *w = user;
-    sbx_sandbox *s = w->s;
     (void)t;
-    /* w may go with its op in fail: the sandbox is held meanwhile. */
-    sbx__target_ref(&s->t);
-    sbx__err_set(&w->op->err, SBX_E_CANCELLED, "cancelled while sandbox %s resumed", s->info.name);
+    sbx__err_set(&w->op->err, SBX_E_CANCELLED, "cancelled while sandbox %s resumed", w->s->info.name);
     w->fail(w, SBX_E_CANCELLED);
-    /* The last one waiting went: nobody wants the new session. Ended here
-     * (timers run in process, where an op may end and its request go),
-     * so that no op is left pending that nobody owns. */
-    if (!s->waiters && s->resume_op)
-        sbx__op_finish(s->resume_op, SBX_E_CANCELLED, "no operation waits for the resume any more");
-    sbx__target_unref(&s->t);
+}
+
+bool sbx__resume_after(struct sbx__resume_wait *w)
+{
+    sbx_sandbox *s = w->s;
+    if (!s)
+        return false;
+    w->tried = true; /* never a resume of its own */
+    if (!s->resuming)
+        return false;
+    w->after = true;
+    enqueue(w);
+    return true;
 }
 
 bool sbx__resume_cancel(struct sbx__resume_wait *w)

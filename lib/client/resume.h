@@ -33,6 +33,7 @@ struct sbx__resume_wait {
     sbx__req **req;             /* the op's request: replaced by the copy sent again */
     char *sid;                  /* the session the request was built for */
     bool tried, waiting;
+    bool after;                 /* joined by sbx__resume_after: its request was never sent */
     sbx__timer timer;           /* a cancel while waiting ends the op from process */
     /* The op cannot go on (the resume failed, the copy could not be made,
      * the op was cancelled while waiting): op->err says why; finish it. */
@@ -54,6 +55,12 @@ bool sbx__resume_try(struct sbx__resume_wait *w, sbx__req *r);
 /* Whether r's answer says the session is no longer running (410, or 422
  * sandbox_stopping / sandbox_snapshotting). */
 bool sbx__resume_session_gone(sbx__req *r);
+/* For an armed op that must follow a resume under way rather than race it
+ * (a stop: it must reach the session the resume brings): true when one is
+ * under way, and the op's request, not submitted, is sent when it ends (to
+ * the new session; as built when the resume failed). False: submit it now.
+ * Such an op never starts a resume itself. */
+bool sbx__resume_after(struct sbx__resume_wait *w);
 /* From the op's cancel: true when it was waiting for a resume (it ends,
  * cancelled, in the next process round). */
 bool sbx__resume_cancel(struct sbx__resume_wait *w);

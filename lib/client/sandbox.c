@@ -64,8 +64,24 @@ sbx_sandbox *sbx_sandbox_new(sbx_client *cl)
 
 void sbx_sandbox_free(sbx_sandbox *s)
 {
-    if (s)
+    if (!s)
+        return;
+    if (s->resume_op && !sbx__core_in_callback(s->core)) {
+        /* An automatic resume is the handle's own op, which no caller
+         * drives: cancelled with the others, then run to its end here, so
+         * that nothing is left pending that nobody will free. */
+        struct sbx__core *c = s->core;
+        sbx__target_ref(&s->t);
         sbx__target_release(&s->t);
+        while (s->resume_op) {
+            sbx__core_process(c);
+            if (s->resume_op)
+                sbx__engine_wait(c->engine, 100);
+        }
+        sbx__target_unref(&s->t);
+        return;
+    }
+    sbx__target_release(&s->t);
 }
 
 const char *sbx_sandbox_last_error(const sbx_sandbox *s)
@@ -459,7 +475,6 @@ struct sbx_reply_arg {
     sbx_sandbox *s;
     bool has_routes;
     bool rebind;       /* resume, fetch by name: the answer may be another session */
-    bool auto_resume;  /* for the ops waiting on it (resume.c): none left, the answer is not taken */
     char *expect_id;   /* get: the id asked for */
     sbx__req *req;     /* create: its request, read when it failed */
 };
@@ -477,11 +492,7 @@ static sbx_status sandbox_reply(sbx_op *op, sbx__req *r, void *arg)
     struct sbx__sandbox_info in = {0};
     size_t len;
     const char *body = sbx__req_body(r, &len);
-    sbx_status st;
-    /* Every op that wanted it was cancelled: the handle stays where it was. */
-    if (a->auto_resume && !a->s->waiters)
-        return sbx__err_set(&op->err, SBX_E_CANCELLED, "no operation waits for the resume any more");
-    st = a->s->core->proto->parse_sandbox(body, len, &in, &op->err);
+    sbx_status st = a->s->core->proto->parse_sandbox(body, len, &in, &op->err);
     if (st == SBX_OK && a->expect_id && strcmp(in.id, a->expect_id) != 0)
         st = sbx__err_set(&op->err, SBX_E_PROTOCOL, "asked for sandbox %s, the server answered with %s",
                           a->expect_id, in.id);
@@ -550,8 +561,7 @@ enum {
     SC_CREATE = 1 << 3,     /* makes the sandbox (a failure may leave one) */
     SC_REBIND = 1 << 4,     /* the answer may be another session (resume, fetch by name) */
     SC_RESUME = 1 << 5,     /* about the session: resumes it when it has stopped (resume.h) */
-    SC_STOP = 1 << 6,       /* the caller's stop: no automatic resume until it ends */
-    SC_AUTO = 1 << 7        /* an automatic resume: its answer is taken only while ops wait for it */
+    SC_STOP = 1 << 6        /* the caller's stop: no automatic resume until it ends; after one under way */
 };
 
 static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status built, struct sbx__api_req *req,
@@ -571,7 +581,6 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
     a->s = s;
     a->has_routes = flags & SC_ROUTES;
     a->rebind = flags & SC_REBIND;
-    a->auto_resume = flags & SC_AUTO;
     sm = sbx__simple_new(s->core, what, req, idempotent, sandbox_reply, a, reply_arg_free, &s->err);
     sbx__api_req_free(req);
     if (!sm)
@@ -580,8 +589,13 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
         sm->on_end = not_busy;
     if (flags & SC_RESUME)
         sm->resume_sbx = s;
-    if (flags & SC_STOP)
+    if (flags & SC_STOP) {
+        /* A stop while an automatic resume is under way goes to the
+         * session it brings (resume.h), not to the one already gone. */
         sm->on_end = stop_end;
+        sm->resume_sbx = s;
+        sm->after_resume = true;
+    }
     if (create) {
         a->req = sm->req;
         sm->on_end = create_end;
@@ -738,7 +752,7 @@ sbx_status sbx__sandbox_resume_begin(sbx_sandbox *s, sbx_op **op)
     struct sbx__api_req req;
     /* Idempotent: a second resume answers the session the first started. */
     return sandbox_call(s, "resume sandbox", s->core->proto->get_named(&req, s->core->auth.project, s->info.name, true),
-                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_REBIND | SC_AUTO, NULL, op);
+                        &req, SC_IDEMPOTENT | SC_ROUTES | SC_REBIND, NULL, op);
 }
 
 sbx_status sbx_sandbox_resume(sbx_sandbox *s)
@@ -887,7 +901,7 @@ static void upd_release(sbx_op *op)
 {
     struct upd_state *u = op->state;
     sbx__req_free(u->req);
-    sbx__free(u->u.policy_json);
+    sbx__free_secret(u->u.policy_json); /* injection rules hold credentials */
     sbx__free(u);
 }
 
@@ -913,7 +927,9 @@ static void upd_next(sbx_op *op)
             idempotent = false; /* it adds */
             break;
         }
-        if (u->stage == 2 && running && u->u.policy_json) {
+        /* Sent whatever the status said: a session that stopped answers
+         * 410, which is skipped. */
+        if (u->stage == 2 && u->u.policy_json) {
             built = pr->update_network_policy(&req, s->info.id, u->u.policy_json);
             break;
         }
@@ -922,6 +938,7 @@ static void upd_next(sbx_op *op)
             return;
         }
     }
+    sbx__err_clear(&op->err);
     u->req = built == SBX_OK ? sbx__core_request(s->core, &req, idempotent, &op->err) : NULL;
     sbx__api_req_free(&req);
     if (u->req) {
@@ -929,7 +946,11 @@ static void upd_next(sbx_op *op)
         if (sbx__req_submit(u->req) == SBX_OK)
             return;
     }
-    sbx__op_finish(op, SBX_E_NOMEM, SBX__NOMEM_TEXT);
+    /* core_request names its own failure (expired credentials, say) */
+    if (op->err.code != SBX_OK && op->err.code != SBX_E_NOMEM)
+        sbx__op_finish(op, op->err.code, NULL);
+    else
+        sbx__op_finish(op, SBX_E_NOMEM, SBX__NOMEM_TEXT);
 }
 
 static void upd_done(sbx__req *r, void *user)
@@ -949,9 +970,20 @@ static void upd_done(sbx__req *r, void *user)
         st = sbx__op_check_response(op, r, what[u->stage]);
         body = sbx__req_body(r, &len);
         if (st == SBX_OK && u->stage == 0) {
-            int persistent;
-            if ((st = s->core->proto->parse_named(body, len, &persistent, &op->err)) == SBX_OK && persistent >= 0)
-                s->info.persistent = persistent;
+            struct sbx__sandbox_info in = {0};
+            bool has_routes = false;
+            if ((st = s->core->proto->parse_named(body, len, &in, &has_routes, &op->err)) == SBX_OK) {
+                if (in.persistent >= 0)
+                    s->info.persistent = in.persistent;
+                if (has_routes) { /* new ports: their routes */
+                    for (size_t i = 0; i < s->info.nroutes; i++)
+                        sbx__free(s->info.routes[i].url);
+                    memcpy(s->info.routes, in.routes, sizeof in.routes);
+                    s->info.nroutes = in.nroutes;
+                    in.nroutes = 0;
+                }
+            }
+            sbx__sandbox_info_free(&in);
         } else if (st == SBX_OK) {
             struct sbx__sandbox_info in = {0};
             st = s->core->proto->parse_sandbox(body, len, &in, &op->err);

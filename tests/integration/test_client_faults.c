@@ -2595,7 +2595,7 @@ START_TEST(test_client_faults_session_stopping_resumed)
     sbx_command *k;
     sbx_sandbox *s;
     char name[40], sid[64];
-    int fwd;
+    int fwd, resumes;
 
     fx_start(&x, false, NULL, NULL);
     s = sbx_sandbox_new(x.c);
@@ -2669,9 +2669,40 @@ START_TEST(test_client_faults_session_stopping_resumed)
     ok_sb(sbx_sandbox_mkdir(s, "/vercel/sandbox/e"), s);
     ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 5);
     ck_assert_str_ne(sbx_sandbox_id(s), sid);
+    /* a stop while a resume is under way goes to the session it brings */
+    faultd_clear(x.f);
+    ok_sb(sbx_sandbox_stop(s), s);
+    snprintf(sid, sizeof sid, "%s", sbx_sandbox_id(s));
+    faultd_rule(x.f, "GET", "resume=true", 1, FAULT_DRIP, 1); /* about a second */
+    {
+        sbx_op *stop, *mk;
+        char pat[160];
+        int n = faultd_count(x.f, "GET", "resume=true");
+        ok_sb(sbx_sandbox_mkdir_start(s, "/vercel/sandbox/f", &mk), s);
+        for (int i = 0; i < 500 && faultd_count(x.f, "GET", "resume=true") == n; i++)
+            sbx_client_run(x.c, 10);
+        ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), n + 1);
+        ok_sb(sbx_sandbox_stop_start(s, &stop), s);
+        /* the mkdir, repeated beside the stop, races it (the caller's
+         * choice): done, or answered by the session stopping */
+        ck_assert_int_eq(sbx_op_wait(stop, 30000), SBX_OK);
+        ck_assert_msg(sbx_op_wait(mk, 30000) == SBX_OK || sbx_op_http_status(mk) == 410 ||
+                          sbx_op_http_status(mk) == 422,
+                      "%s", sbx_op_last_error(mk));
+        sbx_op_free(mk);
+        sbx_op_free(stop);
+        ck_assert_str_ne(sbx_sandbox_id(s), sid);
+        snprintf(pat, sizeof pat, "/v2/sandboxes/sessions/%s/stop$", sbx_sandbox_id(s));
+        ck_assert_int_eq(faultd_count(x.f, "POST", pat), 1);
+        snprintf(pat, sizeof pat, "/v2/sandboxes/sessions/%s/stop$", sid);
+        ck_assert_int_eq(faultd_count(x.f, "POST", pat), 1); /* the one before, not this one */
+        ok_sb(sbx_sandbox_refresh(s), s);
+        ck_assert_str_eq(sbx_sandbox_status(s), "stopped");
+    }
     /* the deadline passes while the sandbox resumes: not sent again */
     faultd_clear(x.f);
     fwd = faultd_forwarded(x.f, "POST", "/cmd$");
+    resumes = faultd_count(x.f, "GET", "resume=true");
     faultd_rule(x.f, "POST", "/cmd$", 1, FAULT_STOPPING, 0);
     faultd_rule(x.f, "GET", "resume=true", 1, FAULT_STALL, 2500); /* then closed: sent again */
     k = sh_cmd(s, "echo ran >> /vercel/sandbox/ran", NULL);
@@ -2680,7 +2711,7 @@ START_TEST(test_client_faults_session_stopping_resumed)
     note("deadline while resuming", sbx_command_last_error(k));
     ck_assert(strstr(sbx_command_last_error(k), "was not sent again"));
     ck_assert_int_eq(faultd_forwarded(x.f, "POST", "/cmd$"), fwd);
-    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), 7);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "resume=true"), resumes + 2); /* the first attempt stalled */
     sbx_command_free(k);
     /* a write streamed from a file is replayed whole on the repeat */
     faultd_clear(x.f);

@@ -259,7 +259,7 @@ START_TEST(test_update)
 
     /* every key, in the protocol's names */
     st = sbx__proto_v2.update_named(&r, NULL, "my-sbx",
-                                    "{\"persistent\":false,\"vcpus\":2,\"ports\":[3000],\"tags\":null,"
+                                    "{\"persistent\":false,\"vcpus\":2,\"ports\":[3000],\"tags\":{},"
                                     "\"snapshot_expiration_ms\":0,\"network_policy\":{\"mode\":\"custom\","
                                     "\"allowedDomains\":[\"a.com\"]}}",
                                     &u, &err);
@@ -267,7 +267,7 @@ START_TEST(test_update)
     ck_assert_str_eq(r.method, "PATCH");
     ck_assert_str_eq(r.path, "/v2/sandboxes/my-sbx");
     want = json_loads("{\"persistent\":false,\"resources\":{\"vcpus\":2,\"memory\":4096},\"ports\":[3000],"
-                      "\"tags\":null,\"snapshotExpiration\":0,\"networkPolicy\":{\"allow\":[\"a.com\"]}}",
+                      "\"tags\":{},\"snapshotExpiration\":0,\"networkPolicy\":{\"allow\":[\"a.com\"]}}",
                       0, NULL);
     {
         json_t *got = json_loads(r.body, 0, NULL);
@@ -301,6 +301,11 @@ START_TEST(test_update)
             {"{\"network_policy\":{\"allowedDomains\":[]}}", "mode", SBX_E_PARSE},
             {"{\"persistent\":true,\"persistent\":false}", "not a JSON object", SBX_E_PARSE},
             {"{\"region\":\"x\"}", "unknown key 'region'", SBX_E_INVALID_ARG},
+            {"{\"tags\":null}", "tags", SBX_E_INVALID_ARG},
+            {"{\"tags\":{\"a\":\"1\",\"b\":\"1\",\"c\":\"1\",\"d\":\"1\",\"e\":\"1\",\"f\":\"1\"}}", "at most 5",
+             SBX_E_INVALID_ARG},
+            {"{\"ports\":[3000,3000]}", "repeats port 3000", SBX_E_INVALID_ARG},
+            {"{\"snapshot_expiration_ms\":null}", "snapshot_expiration_ms", SBX_E_INVALID_ARG},
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             sbx__err_clear(&err);

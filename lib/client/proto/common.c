@@ -251,8 +251,7 @@ sbx_status sbx__pr_need_num(json_t *o, const char *what, const char *key, int64_
 sbx_status sbx__pr_fill_sandbox(json_t *s, const char *what, json_t *routes, struct sbx__sandbox_info *out, sbx__err *err)
 {
     int64_t v = 0; /* sbx__pr_need_num() sets it; gcc -O3 does not see that */
-    json_t *np = json_object_get(s, "networkPolicy"), *e;
-    size_t i;
+    json_t *np = json_object_get(s, "networkPolicy");
     sbx_status st;
 
     out->persistent = -1;
@@ -281,6 +280,13 @@ sbx_status sbx__pr_fill_sandbox(json_t *s, const char *what, json_t *routes, str
         if (!out->network_policy_json)
             return sbx__err_nomem(err);
     }
+    return sbx__pr_fill_routes(routes, out, err);
+}
+
+sbx_status sbx__pr_fill_routes(json_t *routes, struct sbx__sandbox_info *out, sbx__err *err)
+{
+    size_t i;
+    json_t *e;
     json_array_foreach(routes, i, e) {
         int64_t port = 0;
         const char *url = json_string_value(json_object_get(e, "url"));

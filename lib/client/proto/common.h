@@ -37,6 +37,8 @@ sbx_status sbx__pr_fill_sandbox(json_t *s, const char *what, json_t *routes, str
                                 sbx__err *err);
 /* A snapshot object; source_key names its source's id ("sourceSandboxId",
  * "sourceSessionId"). */
+/* A "routes" array (when one is there) into out's routes. */
+sbx_status sbx__pr_fill_routes(json_t *routes, struct sbx__sandbox_info *out, sbx__err *err);
 sbx_status sbx__pr_fill_snapshot(json_t *o, const char *source_key, struct sbx__snapshot_info *sn, sbx__err *err);
 
 #endif /* SBX_PROTO_COMMON_H */

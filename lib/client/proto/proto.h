@@ -146,8 +146,10 @@ struct sbx__proto {
      * with {"sandbox", "routes"?}: parse_named. */
     sbx_status (*update_named)(struct sbx__api_req *r, const char *project, const char *name, const char *settings,
                                struct sbx__update_info *u, sbx__err *err);
-    /* The answer of update_named: *persistent 1, 0, or -1 when not said. */
-    sbx_status (*parse_named)(const char *body, size_t len, int *persistent, sbx__err *err);
+    /* The answer of update_named: out->persistent (1, 0, -1 when not said)
+     * and out->routes, *has_routes telling whether they came. */
+    sbx_status (*parse_named)(const char *body, size_t len, struct sbx__sandbox_info *out, bool *has_routes,
+                              sbx__err *err);
     /* 2.x only: url, a request about session old_id, sent to new_id
      * instead (automatic resume repeats it there); *out is the caller's.
      * SBX_E_INVALID_ARG when url is not about old_id, SBX_E_NOMEM. */

@@ -333,9 +333,14 @@ static sbx_status update_body(json_t *in, json_t *out, struct sbx__update_info *
             if (!json_is_array(v) || json_array_size(v) > SBX__MAX_PORTS)
                 return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: ports must be a list of at most %d ports",
                                     SBX__MAX_PORTS);
-            json_array_foreach(v, i, p)
+            json_array_foreach(v, i, p) {
                 if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 65535)
                     return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: ports[%zu] must be from 1 to 65535", i);
+                for (size_t k2 = 0; k2 < i; k2++)
+                    if (json_integer_value(json_array_get(v, k2)) == json_integer_value(p))
+                        return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: ports[%zu] repeats port %lld", i,
+                                            (long long)json_integer_value(p));
+            }
             set = json_incref(v);
         } else if (strcmp(k, "network_policy") == 0) {
             sbx_status st;
@@ -348,16 +353,17 @@ static sbx_status update_body(json_t *in, json_t *out, struct sbx__update_info *
             set = policy_v2(u->policy_json);
             key = "networkPolicy";
         } else if (strcmp(k, "snapshot_expiration_ms") == 0) {
-            if (!json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
+            if (!json_is_integer(v) || json_integer_value(v) < 0)
                 return sbx__err_set(err, SBX_E_INVALID_ARG,
-                                    "settings: snapshot_expiration_ms must be milliseconds (0: never) or null");
+                                    "settings: snapshot_expiration_ms must be milliseconds (0: never)");
             set = json_incref(v);
             key = "snapshotExpiration";
         } else if (strcmp(k, "tags") == 0) {
             const char *t;
             json_t *tv;
-            if (!json_is_null(v) && !json_is_object(v))
-                return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: tags must be an object of strings, or null");
+            if (!json_is_object(v) || json_object_size(v) > 5)
+                return sbx__err_set(err, SBX_E_INVALID_ARG,
+                                    "settings: tags must be an object of at most 5 strings ({} removes them)");
             json_object_foreach(v, t, tv)
                 if (!json_is_string(tv))
                     return sbx__err_set(err, SBX_E_INVALID_ARG, "settings: tags.%s must be a string", t);
@@ -396,12 +402,15 @@ static sbx_status v2_update_named(struct sbx__api_req *r, const char *project, c
         if ((st = sbx__pr_make(r, "PATCH", named_path(project, name, false), body, true)) != SBX_OK)
             sbx__err_nomem(err);
     }
-    if (st != SBX_OK) {
-        free(u->policy_json); /* jansson's */
+    if (st != SBX_OK && u->policy_json) {
+        /* jansson's; injection rules hold credentials */
+        sbx__wipe(u->policy_json, strlen(u->policy_json));
+        free(u->policy_json);
         u->policy_json = NULL;
     } else if (u->policy_json) {
-        /* handed to the caller, who frees with sbx__free */
+        /* handed to the caller, who frees it with sbx__free_secret */
         char *copy = sbx__strdup(u->policy_json);
+        sbx__wipe(u->policy_json, strlen(u->policy_json));
         free(u->policy_json);
         if (!(u->policy_json = copy)) {
             sbx__api_req_free(r);
@@ -415,17 +424,22 @@ static sbx_status v2_update_named(struct sbx__api_req *r, const char *project, c
 
 /* ---- answers ---- */
 
-static sbx_status v2_parse_named(const char *body, size_t len, int *persistent, sbx__err *err)
+static sbx_status v2_parse_named(const char *body, size_t len, struct sbx__sandbox_info *out, bool *has_routes,
+                                 sbx__err *err)
 {
-    json_t *j = sbx__pr_load(body, len, err), *sb, *p;
+    json_t *j = sbx__pr_load(body, len, err), *sb, *p, *routes;
+    sbx_status st;
     if (!j)
         return err->code;
     sb = json_object_get(j, "sandbox");
     p = json_object_get(sb, "persistent");
-    bool ok = json_is_object(sb);
-    *persistent = json_is_boolean(p) ? json_is_true(p) : -1;
+    routes = json_object_get(j, "routes");
+    out->persistent = json_is_boolean(p) ? json_is_true(p) : -1;
+    *has_routes = json_is_array(routes);
+    st = json_is_object(sb) ? sbx__pr_fill_routes(routes, out, err)
+                            : sbx__err_set(err, SBX_E_PROTOCOL, "sandbox: missing or not an object");
     json_decref(j);
-    return ok ? SBX_OK : sbx__err_set(err, SBX_E_PROTOCOL, "sandbox: missing or not an object");
+    return st;
 }
 
 static sbx_status v2_parse_sandbox(const char *body, size_t len, struct sbx__sandbox_info *out, sbx__err *err)
@@ -437,6 +451,9 @@ static sbx_status v2_parse_sandbox(const char *body, size_t len, struct sbx__san
     st = sbx__pr_fill_sandbox(json_object_get(j, "session"), "session", json_object_get(j, "routes"), out, err);
     if (st == SBX_OK)
         st = sbx__pr_opt_str(json_object_get(j, "sandbox"), "name", &out->name, err);
+    /* The name goes into later paths (resume, update, delete). */
+    if (st == SBX_OK && out->name && (!*out->name || strcmp(out->name, ".") == 0 || strcmp(out->name, "..") == 0))
+        st = sbx__err_set(err, SBX_E_PROTOCOL, "sandbox.name: '%s' is not a name", out->name);
     if (st == SBX_OK && json_is_boolean(json_object_get(json_object_get(j, "sandbox"), "persistent")))
         out->persistent = json_is_true(json_object_get(json_object_get(j, "sandbox"), "persistent"));
     if (st == SBX_OK && !(out->json = sbx__strndup(body, len)))
