@@ -1705,6 +1705,11 @@ sbx_status sbx__engine_process(sbx__engine *e)
     return SBX_OK;
 }
 
+bool sbx__engine_in_process(const sbx__engine *e)
+{
+    return e->in_process;
+}
+
 int64_t sbx__engine_timeout(const sbx__engine *e)
 {
     int64_t due = atomic_load(&e->next_due), now;

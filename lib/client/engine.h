@@ -98,6 +98,9 @@ void sbx__engine_notify(sbx__engine *e);
 /* Called first by each process round of the owner, before it looks at any
  * flag a notifier sets: a notify after this is seen by the next wait. */
 void sbx__engine_take_poke(sbx__engine *e);
+/* Whether the calling thread is inside sbx__engine_process (a callback of
+ * the library's own): driving the engine from there would re-enter it. */
+bool sbx__engine_in_process(const sbx__engine *e);
 /* Requests not done yet. */
 unsigned sbx__engine_pending(const sbx__engine *e);
 

@@ -66,7 +66,7 @@ void sbx_sandbox_free(sbx_sandbox *s)
 {
     if (!s)
         return;
-    if (s->resume_op && !sbx__core_in_callback(s->core)) {
+    if (s->resume_op && !sbx__core_in_callback(s->core) && !sbx__engine_in_process(s->core->engine)) {
         /* An automatic resume is the handle's own op, which no caller
          * drives: cancelled with the others, then run to its end here, so
          * that nothing is left pending that nobody will free. */

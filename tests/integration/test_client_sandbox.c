@@ -596,6 +596,48 @@ out:
 }
 END_TEST
 
+/* Handles freed while an automatic resume is under way: the sandbox's free
+ * runs the resume to its end (nothing is left pending, which the ASan run's
+ * leak check would report), and a command waiting on it ends cancelled. */
+START_TEST(test_client_sandbox_auto_resume_freed)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    sbx_client *c = it_client(d);
+    sbx_sandbox *s = sbx_sandbox_new(c);
+    struct resume_log log = {0};
+    sbx_command *k;
+    sbx_op *op;
+    char name[40];
+
+    if (!it_v2()) {
+        sbx_sandbox_free(s);
+        goto out;
+    }
+    ok_c(sbx_client_set_log_cb(c, SBX_LOG_INFO, resume_log_cb, &log), c);
+    snprintf(name, sizeof name, "fr-%s", rand_hex(8));
+    ok_s(sbx_sandbox_set_name(s, name), s);
+    ok_s(sbx_sandbox_set_persistent(s, 1), s);
+    ok_s(sbx_sandbox_create(s), s);
+    ok_s(sbx_sandbox_stop(s), s);
+    k = it_sh_cmd(s, "true", NULL);
+    ok_cmd(sbx_command_run_start(k, &op), k);
+    for (int i = 0; i < 1000 && log.resuming == 0; i++)
+        sbx_client_run(c, 5);
+    ck_assert_int_eq(log.resuming, 1);
+    sbx_sandbox_free(s); /* the command keeps its reference */
+    {
+        /* cancelled with the resume, unless its answer was already in */
+        sbx_status st = sbx_op_wait(op, 30000);
+        ck_assert_msg(st == SBX_E_CANCELLED || st == SBX_OK, "%s", sbx_op_last_error(op));
+    }
+    sbx_op_free(op);
+    sbx_command_free(k);
+out:
+    sbx_client_free(c);
+    sbxd_stop(d);
+}
+END_TEST
+
 /* sbx_sandbox_update: a named sandbox's settings, and the running
  * session's lifetime and policy with them, as the SDK's update(). */
 START_TEST(test_client_sandbox_update)
@@ -812,6 +854,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_sandbox_named_resume);
     tcase_add_test(tc, test_client_sandbox_auto_resume);
     tcase_add_test(tc, test_client_sandbox_update);
+    tcase_add_test(tc, test_client_sandbox_auto_resume_freed);
     tcase_add_test(tc, test_client_command_timeout_ends_it);
     suite_add_tcase(s, tc);
     return s;

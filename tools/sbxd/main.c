@@ -813,8 +813,12 @@ int main(int argc, char **argv)
             break;
     } while (sig == SIGHUP);
     sbxd_log(LOG_INFO, "signal %d: stopping every sandbox", sig);
-    stop_everything();
+    stop_everything(); /* ends the streams the requests in flight follow */
     http_stop();
+    /* Those requests may have started sessions meanwhile (a create or a
+     * resume that was booting one): with every worker gone, none can
+     * start another. */
+    stop_everything();
     io_stop();
     launcher_stop();
     limits_shutdown();
