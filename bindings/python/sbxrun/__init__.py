@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: MIT
+"""libsbxrun for Python: run untrusted commands in sandboxes (sbxd, or Vercel
+Sandbox) through the C library, loaded with ctypes.
+
+    import sbxrun
+    with sbxrun.Client("unix:/run/sbxd.sock", token="...") as c:
+        with c.create_sandbox() as s:
+            print(s.run(["echo", "hi"]).stdout)
+"""
+from . import _lib
+from .client import Client, Command, CommandFailed, CompletedCommand, Sandbox
+from .errors import *  # noqa: F401,F403 (the exception classes)
+from .errors import SbxError
+
+__all__ = ["Client", "Sandbox", "Command", "CompletedCommand", "CommandFailed", "SbxError", "library_version",
+           "__version__"]
+
+#: This package's version: the library's it was made with.
+__version__ = "1.0.0"
+
+
+def library_version() -> str:
+    """The version of the libsbxrun loaded."""
+    return _lib.version()

@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: MIT
+"""The C library, loaded with ctypes, and the prototypes of what the package calls.
+
+Where the library is found, in order: the path in ``SBXRUN_LIBRARY``; a build
+tree this package sits in (``<repo>/build/lib``); the system's search path
+(``libsbxrun.so.1``, as installed). Every call made here releases the GIL
+(ctypes.CDLL does), so other Python threads run while one waits.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+
+SONAME = "libsbxrun.so.1"
+#: The library's major version this package speaks (its ABI: doc/abi.md).
+ABI_MAJOR = 1
+
+
+def _candidates() -> list[str]:
+    env = os.environ.get("SBXRUN_LIBRARY")
+    if env:
+        return [env]
+    here = Path(__file__).resolve().parent
+    out = []
+    for build in ("build", "build-release"):
+        p = here.parent.parent.parent / build / "lib" / SONAME
+        if p.exists():
+            out.append(str(p))
+    out.append(SONAME)
+    return out
+
+
+def _load() -> ctypes.CDLL:
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+    raise ImportError(
+        "sbxrun: cannot load libsbxrun: " + "; ".join(errors)
+        + " (install the library, or set SBXRUN_LIBRARY to its path)"
+    )
+
+
+lib = _load()
+
+#: STATUS codes the package names itself (the rest come from sbx_status_name).
+OK = 0
+E_AGAIN = 22
+STDOUT = 1
+STDERR = 2
+
+# Callbacks: int (*)(sbx_stream, const uint8_t *, size_t, void *) and
+# int (*)(const uint8_t *, size_t, void *).
+OUTPUT_CB = ctypes.CFUNCTYPE(c_int, c_int, POINTER(c_uint8), c_size_t, c_void_p)
+DATA_CB = ctypes.CFUNCTYPE(c_int, POINTER(c_uint8), c_size_t, c_void_p)
+
+_PROTOS = {
+    # common
+    "sbx_version": (c_char_p, []),
+    "sbx_version_num": (c_uint32, []),
+    "sbx_strerror": (c_char_p, [c_int]),
+    "sbx_status_name": (c_char_p, [c_int]),
+    "sbx_free": (None, [c_void_p]),
+    # client
+    "sbx_client_new": (c_void_p, []),
+    "sbx_client_free": (None, [c_void_p]),
+    "sbx_client_last_error": (c_char_p, [c_void_p]),
+    "sbx_client_set_endpoint": (c_int, [c_void_p, c_char_p]),
+    "sbx_client_set_credentials": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p]),
+    "sbx_client_set_option": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "sbx_client_endpoint": (c_char_p, [c_void_p]),
+    "sbx_client_get_fd": (c_int, [c_void_p, POINTER(c_int)]),
+    "sbx_client_get_timeout": (c_int, [c_void_p, POINTER(c_int64)]),
+    "sbx_client_process": (c_int, [c_void_p, POINTER(c_size_t)]),
+    "sbx_client_list_sandboxes_from": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, POINTER(c_void_p)]),
+    # ops
+    "sbx_op_done": (c_int, [c_void_p]),
+    "sbx_op_status": (c_int, [c_void_p]),
+    "sbx_op_last_error": (c_char_p, [c_void_p]),
+    "sbx_op_error_code": (c_char_p, [c_void_p]),
+    "sbx_op_http_status": (c_int, [c_void_p]),
+    "sbx_op_cancel": (c_int, [c_void_p]),
+    "sbx_op_wait": (c_int, [c_void_p, c_int64]),
+    "sbx_op_free": (None, [c_void_p]),
+    # sandbox
+    "sbx_sandbox_new": (c_void_p, [c_void_p]),
+    "sbx_sandbox_free": (None, [c_void_p]),
+    "sbx_sandbox_last_error": (c_char_p, [c_void_p]),
+    "sbx_sandbox_set_option": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "sbx_sandbox_set_name": (c_int, [c_void_p, c_char_p]),
+    "sbx_sandbox_set_persistent": (c_int, [c_void_p, c_int]),
+    "sbx_sandbox_set_env": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "sbx_sandbox_set_network_policy_json": (c_int, [c_void_p, c_char_p]),
+    "sbx_sandbox_create_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_fetch_start": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_fetch_named_start": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_resume_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_delete_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_update_start": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_refresh_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_stop_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_extend_timeout_start": (c_int, [c_void_p, c_int64, POINTER(c_void_p)]),
+    "sbx_sandbox_mkdir_start": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_write_file_start": (c_int, [c_void_p, c_char_p, POINTER(c_uint8), c_size_t, c_uint32,
+                                             POINTER(c_void_p)]),
+    "sbx_sandbox_read_stream_start": (c_int, [c_void_p, c_char_p, DATA_CB, c_void_p, POINTER(c_void_p)]),
+    "sbx_sandbox_upload_start": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_download_start": (c_int, [c_void_p, c_char_p, c_char_p, POINTER(c_void_p)]),
+    "sbx_sandbox_id": (c_char_p, [c_void_p]),
+    "sbx_sandbox_status": (c_char_p, [c_void_p]),
+    "sbx_sandbox_name": (c_char_p, [c_void_p]),
+    "sbx_sandbox_persistent": (c_int, [c_void_p]),
+    "sbx_sandbox_runtime": (c_char_p, [c_void_p]),
+    "sbx_sandbox_timeout_ms": (c_int64, [c_void_p]),
+    "sbx_sandbox_json": (c_char_p, [c_void_p]),
+    # command
+    "sbx_command_new": (c_void_p, [c_void_p]),
+    "sbx_command_free": (None, [c_void_p]),
+    "sbx_command_last_error": (c_char_p, [c_void_p]),
+    "sbx_command_set_argv": (c_int, [c_void_p, c_size_t, POINTER(c_char_p)]),
+    "sbx_command_set_cwd": (c_int, [c_void_p, c_char_p]),
+    "sbx_command_set_env": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "sbx_command_set_sudo": (c_int, [c_void_p, c_int]),
+    "sbx_command_set_timeout_ms": (c_int, [c_void_p, c_int64]),
+    "sbx_command_set_output_limit": (c_int, [c_void_p, c_size_t]),
+    "sbx_command_run_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_command_read_output": (c_int, [c_void_p, c_int, POINTER(c_uint8), c_size_t, POINTER(c_size_t)]),
+    "sbx_command_id": (c_char_p, [c_void_p]),
+    "sbx_command_exit_code": (c_int, [c_void_p]),
+    "sbx_command_output_bytes": (c_uint64, [c_void_p, c_int]),
+}
+
+for _name, (_res, _args) in _PROTOS.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def text(p: bytes | None) -> str | None:
+    """A C string from the library as str (None stays None)."""
+    return None if p is None else p.decode("utf-8", "replace")
+
+
+def arg(s: str | None) -> bytes | None:
+    """A str for the library (UTF-8; None stays NULL). A NUL inside is refused."""
+    if s is None:
+        return None
+    if not isinstance(s, str):
+        raise TypeError(f"expected str, got {type(s).__name__}")
+    if "\0" in s:
+        raise ValueError("a string for libsbxrun must not contain NUL")
+    return s.encode("utf-8")
+
+
+def version() -> str:
+    return text(lib.sbx_version()) or ""
+
+
+if lib.sbx_version_num() >> 16 != ABI_MAJOR:
+    raise ImportError(
+        f"sbxrun: this package speaks libsbxrun {ABI_MAJOR}.x; the library loaded is {version()}"
+    )

@@ -1,0 +1,453 @@
+# SPDX-License-Identifier: MIT
+"""Client, Sandbox and Command: the sandbox API of libsbxrun.
+
+Every call that talks to the server runs as one of the library's operations,
+waited for in slices of 100 ms so that Ctrl-C (KeyboardInterrupt) is noticed
+promptly: the operation is then cancelled and waited for before the
+interrupt goes on. Handles are freed by ``close()``, by a ``with`` block, or
+when the object is collected; the library keeps what they share alive until
+the last one goes, so they may be closed in any order.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from ctypes import POINTER, byref, c_char_p, c_size_t, c_uint8, c_void_p
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from . import _lib
+from .errors import check, error_for
+
+_L = _lib.lib
+_SLICE_MS = 100
+
+
+def _abandon(op: int) -> None:
+    """Cancel an operation (harmless when it has ended), wait for its end, free it."""
+    _L.sbx_op_cancel(op)
+    while _L.sbx_op_wait(op, _SLICE_MS) == _lib.E_AGAIN:
+        pass
+    _L.sbx_op_free(op)
+
+
+def _wait(op: int) -> None:
+    """Wait for an operation, free it, raise for its failure. Ctrl-C
+    cancels it (and waits for its end) before the KeyboardInterrupt goes on."""
+    try:
+        while _L.sbx_op_wait(op, _SLICE_MS) == _lib.E_AGAIN:
+            pass
+    except BaseException:
+        _abandon(op)
+        raise
+    st = _L.sbx_op_status(op)
+    err = None
+    if st != _lib.OK:
+        err = error_for(st, _lib.text(_L.sbx_op_last_error(op)), _lib.text(_L.sbx_op_error_code(op)),
+                        _L.sbx_op_http_status(op))
+    _L.sbx_op_free(op)
+    if err is not None:
+        raise err
+
+
+class _Handle:
+    """A libsbxrun handle, freed once."""
+
+    _free: Callable[[int], None]
+    _last_error: Callable[[int], bytes | None]
+
+    def __init__(self, h: int | None):
+        if not h:
+            raise MemoryError("libsbxrun: out of memory")
+        self._h: int | None = h
+
+    @property
+    def _handle(self) -> int:
+        if self._h is None:
+            raise ValueError(f"{type(self).__name__} is closed")
+        return self._h
+
+    def _check(self, status: int) -> None:
+        check(status, self._last_error(self._handle))
+
+    def _start(self, start: Callable[..., int], *args: Any) -> None:
+        """Start an operation with start(handle, *args, &op) and wait for it."""
+        op = c_void_p()
+        self._check(start(self._handle, *args, byref(op)))
+        _wait(op.value)
+
+    def close(self) -> None:
+        """Free the handle (what the server holds is not touched)."""
+        h, self._h = self._h, None
+        if h:
+            self._free(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class Client(_Handle):
+    """A connection to a sandbox service: sbxd or Vercel.
+
+    Args:
+        endpoint: the service's URL ("http://127.0.0.1:8080", "unix:/path");
+            None for the default (doc/client.md: SBXRUN_ENDPOINT, or Vercel).
+        token, team, project: explicit credentials; None to find them in the
+            environment when the first request is made.
+        options: client options by name (``{"protocol": "v1"}``).
+    """
+
+    _free = _L.sbx_client_free
+    _last_error = _L.sbx_client_last_error
+
+    def __init__(self, endpoint: str | None = None, *, token: str | None = None, team: str | None = None,
+                 project: str | None = None, options: Mapping[str, str] | None = None):
+        super().__init__(_L.sbx_client_new())
+        try:
+            if endpoint is not None:
+                self._check(_L.sbx_client_set_endpoint(self._handle, _lib.arg(endpoint)))
+            if token is not None:
+                self._check(_L.sbx_client_set_credentials(self._handle, _lib.arg(token), _lib.arg(team),
+                                                          _lib.arg(project)))
+            for k, v in (options or {}).items():
+                self.set_option(k, v)
+        except BaseException:
+            self.close()
+            raise
+
+    def set_option(self, key: str, value: str) -> None:
+        """Set a client option by name (doc/client.md lists them)."""
+        self._check(_L.sbx_client_set_option(self._handle, _lib.arg(key), _lib.arg(str(value))))
+
+    @property
+    def endpoint(self) -> str | None:
+        return _lib.text(_L.sbx_client_endpoint(self._handle))
+
+    def sandbox(self, **config: Any) -> "Sandbox":
+        """A new, not yet created sandbox handle (see :class:`Sandbox`)."""
+        return Sandbox(self, **config)
+
+    def create_sandbox(self, **config: Any) -> "Sandbox":
+        """Create a sandbox (keyword arguments as :class:`Sandbox` takes) and return it."""
+        s = Sandbox(self, **config)
+        try:
+            s.create()
+        except BaseException:
+            s.close()
+            raise
+        return s
+
+    def list_sandboxes(self, project: str | None = None, limit: int = 0, cursor: str | None = None) -> dict:
+        """One page of the project's sandboxes, as the server answered it."""
+        out = c_void_p()
+        self._check(_L.sbx_client_list_sandboxes_from(self._handle, _lib.arg(project), limit, _lib.arg(cursor),
+                                                      byref(out)))
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+        finally:
+            _L.sbx_free(out.value)
+
+
+@dataclass(frozen=True)
+class CompletedCommand:
+    """A command that ran to its end: its exit code and output (redacted
+    as the client's redactor says)."""
+
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    id: str | None
+
+    def check(self) -> "CompletedCommand":
+        """Raise :class:`CommandFailed` unless it exited 0."""
+        if self.exit_code != 0:
+            raise CommandFailed(self)
+        return self
+
+
+class CommandFailed(Exception):
+    """A command exited with a status other than 0 (see ``.result``)."""
+
+    def __init__(self, result: CompletedCommand):
+        self.result = result
+        super().__init__(f"{' '.join(result.argv)!r} exited {result.exit_code}")
+
+
+class Sandbox(_Handle):
+    """A sandbox: configure, then :meth:`create`, or attach with :meth:`fetch`
+    / :meth:`fetch_named`.
+
+    Keyword configuration (before create): ``name``, ``persistent``,
+    ``runtime``, ``timeout_ms``, ``vcpus``, ``ports`` (a list), ``env`` (a
+    mapping), ``network_policy`` (a dict or JSON text), ``source_git``,
+    ``source_tarball``, ``source_snapshot``; and ``options``, sandbox options
+    by name (``{"auto_resume": "never"}``).
+    """
+
+    _free = _L.sbx_sandbox_free
+    _last_error = _L.sbx_sandbox_last_error
+
+    def __init__(self, client: Client, *, name: str | None = None, persistent: bool | None = None,
+                 runtime: str | None = None, timeout_ms: int | None = None, vcpus: int | None = None,
+                 ports: Sequence[int] = (), env: Mapping[str, str] | None = None,
+                 network_policy: Mapping[str, Any] | str | None = None, source_git: str | None = None,
+                 source_tarball: str | None = None, source_snapshot: str | None = None,
+                 options: Mapping[str, str] | None = None):
+        super().__init__(_L.sbx_sandbox_new(client._handle))
+        self.client = client
+        try:
+            if name is not None:
+                self._check(_L.sbx_sandbox_set_name(self._handle, _lib.arg(name)))
+            if persistent is not None:
+                self._check(_L.sbx_sandbox_set_persistent(self._handle, 1 if persistent else 0))
+            for key, value in (("runtime", runtime), ("timeout_ms", timeout_ms), ("vcpus", vcpus),
+                               ("source.git", source_git), ("source.tarball", source_tarball),
+                               ("source.snapshot", source_snapshot)):
+                if value is not None:
+                    self.set_option(key, str(value))
+            for p in ports:
+                self.set_option("port", str(p))
+            for k, v in (env or {}).items():
+                self._check(_L.sbx_sandbox_set_env(self._handle, _lib.arg(k), _lib.arg(v)))
+            if network_policy is not None:
+                text = network_policy if isinstance(network_policy, str) else json.dumps(network_policy)
+                self._check(_L.sbx_sandbox_set_network_policy_json(self._handle, _lib.arg(text)))
+            for k, v in (options or {}).items():
+                self.set_option(k, v)
+        except BaseException:
+            self.close()
+            raise
+
+    def set_option(self, key: str, value: str) -> None:
+        """Set a sandbox option by name (sbx_sandbox_set_option(3))."""
+        self._check(_L.sbx_sandbox_set_option(self._handle, _lib.arg(key), _lib.arg(str(value))))
+
+    # ---- lifecycle ----
+
+    def create(self) -> "Sandbox":
+        """Create the sandbox as configured; returns self."""
+        self._start(_L.sbx_sandbox_create_start)
+        return self
+
+    def fetch(self, sandbox_id: str) -> "Sandbox":
+        """Point the handle at an existing sandbox (v2: a session) by id."""
+        self._start(_L.sbx_sandbox_fetch_start, _lib.arg(sandbox_id))
+        return self
+
+    def fetch_named(self, name: str) -> "Sandbox":
+        """Point the handle at a named sandbox (v2) without starting a session."""
+        self._start(_L.sbx_sandbox_fetch_named_start, _lib.arg(name))
+        return self
+
+    def resume(self) -> None:
+        """Make sure the named sandbox has a running session (v2)."""
+        self._start(_L.sbx_sandbox_resume_start)
+
+    def refresh(self) -> None:
+        """Read the sandbox's state again."""
+        self._start(_L.sbx_sandbox_refresh_start)
+
+    def stop(self) -> None:
+        """Stop the sandbox (v2: its current session)."""
+        self._start(_L.sbx_sandbox_stop_start)
+
+    def delete(self) -> None:
+        """Delete a named sandbox (v2)."""
+        self._start(_L.sbx_sandbox_delete_start)
+
+    def update(self, **settings: Any) -> None:
+        """Change a named sandbox's settings (v2): persistent, timeout_ms,
+        vcpus, ports, network_policy, snapshot_expiration_ms, tags."""
+        self._start(_L.sbx_sandbox_update_start, _lib.arg(json.dumps(settings)))
+
+    def extend_timeout(self, ms: int) -> None:
+        """Add ms milliseconds to the sandbox's lifetime."""
+        self._start(_L.sbx_sandbox_extend_timeout_start, ms)
+
+    # ---- files ----
+
+    def mkdir(self, path: str) -> None:
+        self._start(_L.sbx_sandbox_mkdir_start, _lib.arg(path))
+
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Write data to path in the sandbox (parents made as needed)."""
+        buf = (c_uint8 * len(data)).from_buffer_copy(data) if data else None
+        self._start(_L.sbx_sandbox_write_file_start, _lib.arg(path), buf, len(data), mode)
+
+    def read_file(self, path: str) -> bytes:
+        """The whole file (streamed; memory is the caller's to mind)."""
+        chunks: list[bytes] = []
+        for chunk in self.read_stream(path):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def read_stream(self, path: str) -> Iterator[bytes]:
+        """The file's bytes as they arrive."""
+        chunks: list[bytes] = []
+        failure: list[BaseException] = []
+
+        def on_data(data, n, user):
+            try:
+                chunks.append(ctypes.string_at(data, n))
+                return 0
+            except BaseException as e:  # never let an exception cross into C
+                failure.append(e)
+                return 1
+
+        # cb lives in this frame as long as the library may call it: until
+        # the op is freed below.
+        cb = _lib.DATA_CB(on_data)
+        op = c_void_p()
+        self._check(_L.sbx_sandbox_read_stream_start(self._handle, _lib.arg(path), cb, None, byref(op)))
+        try:
+            while True:
+                st = _L.sbx_op_wait(op.value, _SLICE_MS)
+                while chunks:
+                    yield chunks.pop(0)
+                if st != _lib.E_AGAIN:
+                    break
+        except BaseException:  # stopped early (GeneratorExit), Ctrl-C
+            _abandon(op.value)
+            raise
+        if failure:
+            _L.sbx_op_free(op.value)
+            raise failure[0]
+        _wait(op.value)
+
+    def upload(self, local: str | os.PathLike, path: str) -> None:
+        """Copy a local file or directory into the sandbox."""
+        self._start(_L.sbx_sandbox_upload_start, _lib.arg(os.fspath(local)), _lib.arg(path))
+
+    def download(self, path: str, local: str | os.PathLike) -> None:
+        """Copy a file out of the sandbox (written whole, or not at all)."""
+        self._start(_L.sbx_sandbox_download_start, _lib.arg(path), _lib.arg(os.fspath(local)))
+
+    # ---- commands ----
+
+    def command(self, argv: Sequence[str], **kw: Any) -> "Command":
+        """A command handle (not started): see :class:`Command`."""
+        return Command(self, argv, **kw)
+
+    def run(self, argv: Sequence[str], *, check: bool = False, **kw: Any) -> CompletedCommand:
+        """Run argv to its end and return its exit code and output; with
+        check=True a non-zero exit raises :class:`CommandFailed`."""
+        with Command(self, argv, **kw) as cmd:
+            out: list[bytes] = []
+            err: list[bytes] = []
+            for stream, chunk in cmd.output():
+                (out if stream == _lib.STDOUT else err).append(chunk)
+            result = CompletedCommand(tuple(argv), cmd.exit_code, b"".join(out), b"".join(err), cmd.id)
+        return result.check() if check else result
+
+    # ---- what the server says ----
+
+    @property
+    def id(self) -> str | None:
+        return _lib.text(_L.sbx_sandbox_id(self._handle))
+
+    @property
+    def status(self) -> str | None:
+        return _lib.text(_L.sbx_sandbox_status(self._handle))
+
+    @property
+    def name(self) -> str | None:
+        return _lib.text(_L.sbx_sandbox_name(self._handle))
+
+    @property
+    def persistent(self) -> bool | None:
+        v = _L.sbx_sandbox_persistent(self._handle)
+        return None if v < 0 else bool(v)
+
+    @property
+    def runtime(self) -> str | None:
+        return _lib.text(_L.sbx_sandbox_runtime(self._handle))
+
+    @property
+    def timeout_ms(self) -> int | None:
+        v = _L.sbx_sandbox_timeout_ms(self._handle)
+        return None if v < 0 else v
+
+    @property
+    def json(self) -> dict | None:
+        """The server's last answer about the sandbox."""
+        t = _lib.text(_L.sbx_sandbox_json(self._handle))
+        return None if t is None else json.loads(t)
+
+
+class Command(_Handle):
+    """A command in a sandbox. ``output()`` starts it and yields
+    ``(stream, bytes)`` as the output arrives (stream 1 stdout, 2 stderr);
+    ``exit_code`` is known once it has ended.
+
+    Keyword arguments: ``cwd``, ``env`` (a mapping), ``sudo``,
+    ``timeout_ms`` (the client kills it when it passes).
+    """
+
+    _free = _L.sbx_command_free
+    _last_error = _L.sbx_command_last_error
+
+    def __init__(self, sandbox: Sandbox, argv: Sequence[str], *, cwd: str | None = None,
+                 env: Mapping[str, str] | None = None, sudo: bool = False, timeout_ms: int | None = None):
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv: a sequence of strings (the program first), not one string")
+        super().__init__(_L.sbx_command_new(sandbox._handle))
+        self.sandbox = sandbox
+        self.argv = tuple(argv)
+        try:
+            arr = (c_char_p * len(self.argv))(*[_lib.arg(a) for a in self.argv])
+            self._check(_L.sbx_command_set_argv(self._handle, len(self.argv), arr))
+            if cwd is not None:
+                self._check(_L.sbx_command_set_cwd(self._handle, _lib.arg(cwd)))
+            for k, v in (env or {}).items():
+                self._check(_L.sbx_command_set_env(self._handle, _lib.arg(k), _lib.arg(v)))
+            if sudo:
+                self._check(_L.sbx_command_set_sudo(self._handle, 1))
+            if timeout_ms is not None:
+                self._check(_L.sbx_command_set_timeout_ms(self._handle, timeout_ms))
+        except BaseException:
+            self.close()
+            raise
+
+    def _drain(self, buf, n) -> Iterator[tuple[int, bytes]]:
+        for stream in (_lib.STDOUT, _lib.STDERR):
+            while _L.sbx_command_read_output(self._handle, stream, buf, len(buf), byref(n)) == _lib.OK:
+                yield stream, bytes(buf[: n.value])
+
+    def output(self) -> Iterator[tuple[int, bytes]]:
+        """Start the command and yield its output as it arrives, to its end.
+        Stopping early (or Ctrl-C) cancels the wait; the command keeps
+        running in the sandbox."""
+        op = c_void_p()
+        self._check(_L.sbx_command_run_start(self._handle, byref(op)))
+        buf = (c_uint8 * 65536)()
+        n = c_size_t()
+        try:
+            while True:
+                st = _L.sbx_op_wait(op.value, _SLICE_MS)
+                yield from self._drain(buf, n)
+                if st != _lib.E_AGAIN:
+                    break
+        except BaseException:  # stopped early (GeneratorExit), Ctrl-C
+            _abandon(op.value)
+            raise
+        _wait(op.value)
+
+    @property
+    def id(self) -> str | None:
+        return _lib.text(_L.sbx_command_id(self._handle))
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code, or -1 while unknown."""
+        return _L.sbx_command_exit_code(self._handle)
