@@ -56,6 +56,7 @@ class _Handle:
 
     _free: Callable[[int], None]
     _last_error: Callable[[int], bytes | None]
+    _set_option_fn: Callable[[int, bytes | None, bytes | None], int]
 
     def __init__(self, h: int | None):
         if not h:
@@ -70,6 +71,21 @@ class _Handle:
 
     def _check(self, status: int) -> None:
         check(status, self._last_error(self._handle))
+
+    def set_option(self, key: str, value: str) -> None:
+        """Set an option by name (the C library's *_set_option)."""
+        self._check(self._set_option_fn(self._handle, _lib.arg(key), _lib.arg(str(value))))
+
+    def _configure(self, steps: Callable[[], None], options: Mapping[str, str] | None) -> None:
+        """Run a constructor's set-up, then options by name; on failure the
+        handle is freed before the exception goes on."""
+        try:
+            steps()
+            for k, v in (options or {}).items():
+                self.set_option(k, v)
+        except BaseException:
+            self.close()
+            raise
 
     def _start(self, start: Callable[..., int], *args: Any) -> None:
         """Start an operation with start(handle, *args, &op) and wait for it."""
@@ -109,25 +125,20 @@ class Client(_Handle):
 
     _free = _L.sbx_client_free
     _last_error = _L.sbx_client_last_error
+    _set_option_fn = _L.sbx_client_set_option
 
     def __init__(self, endpoint: str | None = None, *, token: str | None = None, team: str | None = None,
                  project: str | None = None, options: Mapping[str, str] | None = None):
         super().__init__(_L.sbx_client_new())
-        try:
+
+        def steps() -> None:
             if endpoint is not None:
                 self._check(_L.sbx_client_set_endpoint(self._handle, _lib.arg(endpoint)))
             if token is not None:
                 self._check(_L.sbx_client_set_credentials(self._handle, _lib.arg(token), _lib.arg(team),
                                                           _lib.arg(project)))
-            for k, v in (options or {}).items():
-                self.set_option(k, v)
-        except BaseException:
-            self.close()
-            raise
 
-    def set_option(self, key: str, value: str) -> None:
-        """Set a client option by name (doc/client.md lists them)."""
-        self._check(_L.sbx_client_set_option(self._handle, _lib.arg(key), _lib.arg(str(value))))
+        self._configure(steps, options)
 
     @property
     def endpoint(self) -> str | None:
@@ -197,6 +208,7 @@ class Sandbox(_Handle):
 
     _free = _L.sbx_sandbox_free
     _last_error = _L.sbx_sandbox_last_error
+    _set_option_fn = _L.sbx_sandbox_set_option
 
     def __init__(self, client: Client, *, name: str | None = None, persistent: bool | None = None,
                  runtime: str | None = None, timeout_ms: int | None = None, vcpus: int | None = None,
@@ -206,7 +218,8 @@ class Sandbox(_Handle):
                  options: Mapping[str, str] | None = None):
         super().__init__(_L.sbx_sandbox_new(client._handle))
         self.client = client
-        try:
+
+        def steps() -> None:
             if name is not None:
                 self._check(_L.sbx_sandbox_set_name(self._handle, _lib.arg(name)))
             if persistent is not None:
@@ -223,15 +236,8 @@ class Sandbox(_Handle):
             if network_policy is not None:
                 text = network_policy if isinstance(network_policy, str) else json.dumps(network_policy)
                 self._check(_L.sbx_sandbox_set_network_policy_json(self._handle, _lib.arg(text)))
-            for k, v in (options or {}).items():
-                self.set_option(k, v)
-        except BaseException:
-            self.close()
-            raise
 
-    def set_option(self, key: str, value: str) -> None:
-        """Set a sandbox option by name (sbx_sandbox_set_option(3))."""
-        self._check(_L.sbx_sandbox_set_option(self._handle, _lib.arg(key), _lib.arg(str(value))))
+        self._configure(steps, options)
 
     # ---- lifecycle ----
 
@@ -404,7 +410,8 @@ class Command(_Handle):
         super().__init__(_L.sbx_command_new(sandbox._handle))
         self.sandbox = sandbox
         self.argv = tuple(argv)
-        try:
+
+        def steps() -> None:
             arr = (c_char_p * len(self.argv))(*[_lib.arg(a) for a in self.argv])
             self._check(_L.sbx_command_set_argv(self._handle, len(self.argv), arr))
             if cwd is not None:
@@ -415,9 +422,8 @@ class Command(_Handle):
                 self._check(_L.sbx_command_set_sudo(self._handle, 1))
             if timeout_ms is not None:
                 self._check(_L.sbx_command_set_timeout_ms(self._handle, timeout_ms))
-        except BaseException:
-            self.close()
-            raise
+
+        self._configure(steps, None)
 
     def _drain(self, buf, n) -> Iterator[tuple[int, bytes]]:
         for stream in (_lib.STDOUT, _lib.STDERR):
