@@ -11,9 +11,10 @@ from . import _lib
 from .client import Client, Command, CommandFailed, CompletedCommand, Sandbox
 from .errors import *  # noqa: F401,F403 (the exception classes)
 from .errors import SbxError
+from .jobs import Job, Run, Transcript
 
-__all__ = ["Client", "Sandbox", "Command", "CompletedCommand", "CommandFailed", "SbxError", "library_version",
-           "__version__"]
+__all__ = ["Client", "Sandbox", "Command", "CompletedCommand", "CommandFailed", "Run", "Job", "Transcript",
+           "SbxError", "library_version", "__version__"]
 
 #: This package's version: the library's it was made with.
 __version__ = "1.0.0"

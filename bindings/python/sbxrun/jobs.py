@@ -1,0 +1,256 @@
+# SPDX-License-Identifier: MIT
+"""Runs, jobs and transcripts: the safe path (doc/job.md).
+
+A :class:`Run` is the jobs of one piece of work in one sandbox (one it
+creates, or one given), in the library's order (clone, apply, install,
+migrate, lint, typecheck, test, build), each under its type's command
+policy and network preset, its output redacted, recorded in a
+:class:`Transcript` when one is given.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from ctypes import byref, c_char_p, c_size_t, c_uint8, c_void_p
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from . import _lib
+from .client import _Handle, _wait
+from .errors import IntegrityError, check, error_for
+
+if TYPE_CHECKING:
+    from .client import Client, Sandbox
+
+_L = _lib.lib
+
+
+def _json_out(fn: Callable[..., int], handle: int, last_error: Callable[[int], bytes | None], *args: Any) -> Any:
+    """Call fn(handle, *args, &char*) and parse the JSON it hands out (freed)."""
+    out = c_void_p()
+    check(fn(handle, *args, byref(out)), last_error(handle))
+    try:
+        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+    finally:
+        _L.sbx_free(out.value)
+
+
+def _verdict_name(v: int) -> str:
+    return _lib.text(_L.sbx_job_verdict_name(v)) or str(v)
+
+
+class Job:
+    """A job of a run (freed with it): set it up before the run executes,
+    read its outcome after."""
+
+    def __init__(self, run: "Run", handle: int):
+        self._run = run  # keeps the run (and so this job) alive
+        self._h = handle
+
+    def _check(self, status: int) -> None:
+        check(status, _L.sbx_job_last_error(self._h))
+
+    def set_input(self, key: str, value: str | None) -> None:
+        """Set (None: remove) an input of the job's type (doc/job.md)."""
+        self._check(_L.sbx_job_set_input(self._h, _lib.arg(key), _lib.arg(value)))
+
+    def set_argv(self, argv: Sequence[str]) -> None:
+        """The program to run, for the types that take one."""
+        arr = (c_char_p * len(argv))(*[_lib.arg(a) for a in argv])
+        self._check(_L.sbx_job_set_argv(self._h, len(argv), arr))
+
+    def set_timeout_ms(self, ms: int) -> None:
+        self._check(_L.sbx_job_set_timeout_ms(self._h, ms))
+
+    def set_env(self, name: str, value: str | None) -> None:
+        """An environment variable the job's commands see (its value is a secret: redacted)."""
+        self._check(_L.sbx_job_set_env(self._h, _lib.arg(name), _lib.arg(value)))
+
+    def add_secret(self, value: bytes | str) -> None:
+        """A value to redact from everything the job reports."""
+        data = value.encode() if isinstance(value, str) else bytes(value)
+        buf = (c_uint8 * len(data)).from_buffer_copy(data) if data else None
+        self._check(_L.sbx_job_add_secret(self._h, buf, len(data)))
+
+    def add_artifact(self, path: str) -> None:
+        self._check(_L.sbx_job_add_artifact(self._h, _lib.arg(path)))
+
+    def set_option(self, key: str, value: str) -> None:
+        self._check(_L.sbx_job_set_option(self._h, _lib.arg(key), _lib.arg(str(value))))
+
+    @property
+    def verdict(self) -> str:
+        """"passed", "failed", "timed-out", "denied", "cancelled", "error" or "unavailable"."""
+        return _verdict_name(_L.sbx_job_verdict(self._h))
+
+    @property
+    def exit_code(self) -> int:
+        return _L.sbx_job_exit_code(self._h)
+
+    @property
+    def retryable(self) -> bool:
+        return bool(_L.sbx_job_retryable(self._h))
+
+    @property
+    def result(self) -> dict:
+        """The job's result (schema sbxrun.job.result/1; redacted)."""
+        return _json_out(_L.sbx_job_result_to_json, self._h, _L.sbx_job_last_error)
+
+
+class Run(_Handle):
+    """The jobs of one piece of work in one sandbox.
+
+    Args:
+        client: the client to run on.
+        sandbox: a sandbox to run in (created or fetched; not stopped at
+            the end); None: the run creates one and stops it.
+        wall_ms, output_bytes, max_jobs: the budget (0: none).
+        transcript: a :class:`Transcript` that records the run.
+        options: run options by name ("runtime", "vcpus",
+            "sandbox_timeout_ms", "keep_going").
+    """
+
+    _free = _L.sbx_run_free
+    _last_error = _L.sbx_run_last_error
+    _set_option_fn = _L.sbx_run_set_option
+
+    def __init__(self, client: "Client", *, sandbox: "Sandbox | None" = None, wall_ms: int = 0,
+                 output_bytes: int = 0, max_jobs: int = 0, transcript: "Transcript | None" = None,
+                 options: Mapping[str, str] | None = None):
+        super().__init__(_L.sbx_run_new(client._handle))
+        self.client = client
+        self.sandbox = sandbox  # must outlive the run
+        self.transcript = transcript
+
+        def steps() -> None:
+            if sandbox is not None:
+                self._check(_L.sbx_run_set_sandbox(self._handle, sandbox._handle))
+            if wall_ms or output_bytes or max_jobs:
+                self._check(_L.sbx_run_set_budget(self._handle, wall_ms, output_bytes, max_jobs))
+            if transcript is not None:
+                self._check(_L.sbx_run_set_transcript(self._handle, transcript._handle))
+
+        self._configure(steps, options)
+
+    def add_job(self, job_type: str, *, inputs: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+                timeout_ms: int | None = None, env: Mapping[str, str] | None = None,
+                secrets: Sequence[bytes | str] = (), artifacts: Sequence[str] = (),
+                options: Mapping[str, str] | None = None) -> Job:
+        """Add a job of this type (repo.clone, repo.applyPatch, deps.install,
+        verify.lint, verify.typecheck, verify.test, verify.build,
+        db.migrate) with its inputs; returns it."""
+        h = _L.sbx_run_add_job(self._handle, _lib.arg(job_type))
+        if not h:
+            # NULL, and the run's message says why: an unknown type, no
+            # memory, or a run that has started
+            msg = _lib.text(_L.sbx_run_last_error(self._handle)) or ""
+            code = 3 if "memory" in msg else 2 if "started" in msg else 1
+            raise error_for(code, msg)
+        job = Job(self, h)
+        for k, v in (inputs or {}).items():
+            job.set_input(k, v)
+        if argv is not None:
+            job.set_argv(argv)
+        if timeout_ms is not None:
+            job.set_timeout_ms(timeout_ms)
+        for k, v in (env or {}).items():
+            job.set_env(k, v)
+        for s in secrets:
+            job.add_secret(s)
+        for a in artifacts:
+            job.add_artifact(a)
+        for k, v in (options or {}).items():
+            job.set_option(k, v)
+        return job
+
+    def add_upload(self, local: str | os.PathLike, sandbox_path: str = "/vercel/sandbox") -> None:
+        """Send a local file or directory into the sandbox before the first job."""
+        self._check(_L.sbx_run_add_upload(self._handle, _lib.arg(os.fspath(local)), _lib.arg(sandbox_path)))
+
+    def execute(self) -> dict:
+        """Carry the run out (blocking; Ctrl-C cancels it and stops the
+        sandbox it made) and return its result (sbxrun.run.result/1). A
+        run whose jobs ran and failed is not an error: see ``verdict``."""
+        self._start(_L.sbx_run_execute_start)
+        return self.result
+
+    @property
+    def verdict(self) -> str:
+        return _verdict_name(_L.sbx_run_verdict(self._handle))
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs in run order."""
+        return [Job(self, _L.sbx_run_job(self._handle, i)) for i in range(_L.sbx_run_job_count(self._handle))]
+
+    @property
+    def result(self) -> dict:
+        return _json_out(_L.sbx_run_result_to_json, self._handle, _L.sbx_run_last_error)
+
+
+class Transcript(_Handle):
+    """A tamper-evident record of a job or run (doc/transcript.md).
+
+    ``Transcript(path)`` records into a file as the run goes;
+    ``Transcript.load(path)`` reads one back, and :meth:`verify` checks
+    its hash chain.
+    """
+
+    _free = _L.sbx_transcript_free
+    _last_error = _L.sbx_transcript_last_error
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        super().__init__(_L.sbx_transcript_new())
+
+        def steps() -> None:
+            if path is not None:
+                self._check(_L.sbx_transcript_set_file(self._handle, _lib.arg(os.fspath(path))))
+
+        self._configure(steps, None)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Transcript":
+        """Read a transcript file (a torn last line, as a crash leaves, is tolerated)."""
+        t = cls()
+        try:
+            t._check(_L.sbx_transcript_load_file(t._handle, _lib.arg(os.fspath(path))))
+        except BaseException:
+            t.close()
+            raise
+        return t
+
+    def verify(self) -> None:
+        """Check the hash chain: :class:`IntegrityError` when it does not
+        hold, its ``broken_entry`` the index (0-based) of the first entry
+        that does not match."""
+        broken = c_size_t(0)
+        st = _L.sbx_transcript_verify(self._handle, byref(broken))
+        try:
+            self._check(st)
+        except IntegrityError as e:
+            e.broken_entry = broken.value
+            raise
+
+    @property
+    def step_count(self) -> int:
+        return _L.sbx_transcript_step_count(self._handle)
+
+    @property
+    def complete(self) -> bool:
+        return bool(_L.sbx_transcript_complete(self._handle))
+
+    @property
+    def head_hash(self) -> str | None:
+        return _lib.text(_L.sbx_transcript_head_hash(self._handle))
+
+    @property
+    def job(self) -> dict:
+        """The header entry: its "job" holds the job (or run) type, inputs and policies."""
+        return _json_out(_L.sbx_transcript_job_to_json, self._handle, _L.sbx_transcript_last_error)
+
+    def step(self, n: int) -> dict:
+        """Step n (1-based) as recorded."""
+        return _json_out(_L.sbx_transcript_step_to_json, self._handle, _L.sbx_transcript_last_error, n)
+
+    def save(self, path: str | os.PathLike) -> None:
+        self._check(_L.sbx_transcript_save_file(self._handle, _lib.arg(os.fspath(path))))
