@@ -93,6 +93,13 @@ class _Handle:
         self._check(start(self._handle, *args, byref(op)))
         _wait(op.value)
 
+    async def _astart(self, client: "Client", start: Callable[..., int], *args: Any) -> None:
+        """The same, awaited on the running event loop (sbxrun.aio)."""
+        from . import aio
+        op = c_void_p()
+        self._check(start(self._handle, *args, byref(op)))
+        await aio.wait(client, op.value)
+
     def close(self) -> None:
         """Free the handle (what the server holds is not touched)."""
         h, self._h = self._h, None
@@ -143,6 +150,16 @@ class Client(_Handle):
     @property
     def endpoint(self) -> str | None:
         return _lib.text(_L.sbx_client_endpoint(self._handle))
+
+    def close(self) -> None:
+        d = getattr(self, "_aio", None)
+        if d is not None:
+            self._aio = None
+            try:
+                d.close()
+            except Exception:  # its loop is closed: nothing watches the fd
+                pass
+        super().close()
 
     def sandbox(self, **config: Any) -> "Sandbox":
         """A new, not yet created sandbox handle (see :class:`Sandbox`)."""
@@ -245,6 +262,15 @@ class Sandbox(_Handle):
         """Create the sandbox as configured; returns self."""
         self._start(_L.sbx_sandbox_create_start)
         return self
+
+    async def create_async(self) -> "Sandbox":
+        """:meth:`create`, awaited on the running event loop."""
+        await self._astart(self.client, _L.sbx_sandbox_create_start)
+        return self
+
+    async def stop_async(self) -> None:
+        """:meth:`stop`, awaited."""
+        await self._astart(self.client, _L.sbx_sandbox_stop_start)
 
     def fetch(self, sandbox_id: str) -> "Sandbox":
         """Point the handle at an existing sandbox (v2: a session) by id."""
@@ -356,6 +382,16 @@ class Sandbox(_Handle):
             result = CompletedCommand(tuple(argv), cmd.exit_code, b"".join(out), b"".join(err), cmd.id)
         return result.check() if check else result
 
+    async def run_async(self, argv: Sequence[str], *, check: bool = False, **kw: Any) -> CompletedCommand:
+        """:meth:`run`, awaited: other tasks go on while the command runs."""
+        with Command(self, argv, **kw) as cmd:
+            out: list[bytes] = []
+            err: list[bytes] = []
+            async for stream, chunk in cmd.output_async():
+                (out if stream == _lib.STDOUT else err).append(chunk)
+            result = CompletedCommand(tuple(argv), cmd.exit_code, b"".join(out), b"".join(err), cmd.id)
+        return result.check() if check else result
+
     # ---- what the server says ----
 
     @property
@@ -448,6 +484,44 @@ class Command(_Handle):
             _abandon(op.value)
             raise
         _wait(op.value)
+
+    async def output_async(self):
+        """:meth:`output` as an async iterator on the running event loop:
+        ``async for stream, chunk in cmd.output_async()``."""
+        import asyncio
+
+        from . import aio
+        d = aio.driver(self.sandbox.client)
+        op = c_void_p()
+        self._check(_L.sbx_command_run_start(self._handle, byref(op)))
+        buf = (c_uint8 * 65536)()
+        n = c_size_t()
+        fut = d.watch(op.value)
+        woken = asyncio.Event()
+        d.wakers.add(woken)
+        try:
+            while True:
+                for item in self._drain(buf, n):
+                    yield item
+                if fut.done():
+                    break
+                woken.clear()
+                await woken.wait()  # every round of the driver sets it, the last one too
+            for item in self._drain(buf, n):
+                yield item
+        except BaseException:  # the task was cancelled, or the caller stopped iterating
+            d.wakers.discard(woken)
+            if not fut.done():
+                d.abandon(op.value)
+            else:
+                _L.sbx_op_free(op.value)
+            raise
+        d.wakers.discard(woken)
+        st = _L.sbx_op_status(op.value)
+        msg = _lib.text(_L.sbx_op_last_error(op.value))
+        _L.sbx_op_free(op.value)
+        if st != _lib.OK:
+            raise error_for(st, msg)
 
     @property
     def id(self) -> str | None:

@@ -174,6 +174,12 @@ class Run(_Handle):
         self._start(_L.sbx_run_execute_start)
         return self.result
 
+    async def execute_async(self) -> dict:
+        """:meth:`execute`, awaited on the running event loop (cancelling
+        the task cancels the run and stops the sandbox it made)."""
+        await self._astart(self.client, _L.sbx_run_execute_start)
+        return self.result
+
     @property
     def verdict(self) -> str:
         return _verdict_name(_L.sbx_run_verdict(self._handle))

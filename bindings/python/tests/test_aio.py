@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+"""asyncio: operations awaited on an event loop driven by the client's fd."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+import sbxrun
+
+
+def test_two_commands_at_once_on_one_loop(client):
+    # One waits for a file the other makes: it ends only if both run together.
+    async def main():
+        s = await client.sandbox(timeout_ms=120000).create_async()
+        try:
+            waiter = s.run_async(["sh", "-c", "while ! test -e /tmp/flag; do sleep 0.05; done; echo seen"])
+            maker = s.run_async(["sh", "-c", "sleep 0.3; touch /tmp/flag; echo made"])
+            a, b = await asyncio.wait_for(asyncio.gather(waiter, maker), 60)
+            assert (a.stdout, b.stdout) == (b"seen\n", b"made\n")
+            await s.stop_async()
+        finally:
+            s.close()
+    asyncio.run(main())
+
+
+def test_the_loop_keeps_ticking_while_a_command_runs(sandbox):
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        t = asyncio.create_task(ticker())
+        chunks = []
+        async for stream, chunk in sandbox.command(["sh", "-c", "echo a; sleep 1; echo b"]).output_async():
+            chunks.append((stream, chunk))
+        t.cancel()
+        assert chunks == [(1, b"a\n"), (1, b"b\n")]
+        assert ticks >= 10, f"the loop was blocked: {ticks} ticks in a 1 s command"
+    asyncio.run(main())
+
+
+def test_cancelling_the_task_cancels_the_operation(sandbox):
+    async def main():
+        task = asyncio.create_task(sandbox.run_async(["sleep", "30"]))
+        await asyncio.sleep(0.5)
+        t0 = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - t0 < 5
+        # the client goes on, on this loop and on the next
+        assert (await sandbox.run_async(["echo", "again"])).stdout == b"again\n"
+    asyncio.run(main())
+    assert sandbox.run(["echo", "sync"]).stdout == b"sync\n"
+    asyncio.run(_echo(sandbox))
+
+
+async def _echo(sandbox):
+    assert (await sandbox.run_async(["echo", "new loop"])).stdout == b"new loop\n"
+
+
+def test_a_run_awaited(client):
+    async def main():
+        with sbxrun.Run(client) as run:
+            run.add_job("verify.test", argv=["node", "--version"])
+            result = await run.execute_async()
+            assert result["status"] == "passed", result
+    asyncio.run(main())
