@@ -12,8 +12,10 @@ from .client import Client, Command, CommandFailed, CompletedCommand, Sandbox
 from .errors import *  # noqa: F401,F403 (the exception classes)
 from .errors import SbxError
 from .jobs import Job, Run, Transcript
+from .safety import Decision, NetworkPolicy, Policy, RedactStream, Redactor
 
 __all__ = ["Client", "Sandbox", "Command", "CompletedCommand", "CommandFailed", "Run", "Job", "Transcript",
+           "Policy", "Decision", "Redactor", "RedactStream", "NetworkPolicy",
            "SbxError", "library_version", "__version__"]
 
 #: This package's version: the library's it was made with.

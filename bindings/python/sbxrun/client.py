@@ -51,6 +51,14 @@ def _wait(op: int) -> None:
         raise err
 
 
+_live = 0  # handles made and not yet freed (live_handles())
+
+
+def live_handles() -> int:
+    """How many handles this package holds now: a leak check for tests."""
+    return _live
+
+
 class _Handle:
     """A libsbxrun handle, freed once."""
 
@@ -59,9 +67,11 @@ class _Handle:
     _set_option_fn: Callable[[int, bytes | None, bytes | None], int]
 
     def __init__(self, h: int | None):
+        global _live
         if not h:
             raise MemoryError("libsbxrun: out of memory")
         self._h: int | None = h
+        _live += 1
 
     @property
     def _handle(self) -> int:
@@ -102,9 +112,11 @@ class _Handle:
 
     def close(self) -> None:
         """Free the handle (what the server holds is not touched)."""
-        h, self._h = self._h, None
+        global _live
+        h, self._h = getattr(self, "_h", None), None
         if h:
             self._free(h)
+            _live -= 1
 
     def __enter__(self):
         return self
@@ -160,6 +172,17 @@ class Client(_Handle):
             except Exception:  # its loop is closed: nothing watches the fd
                 pass
         super().close()
+
+    def set_policy(self, policy: Any, job_type: str | None = None) -> None:
+        """Check every plain command against a :class:`~sbxrun.Policy` (a copy
+        is taken; None removes the check)."""
+        self._check(_L.sbx_client_set_policy(self._handle, policy._handle if policy is not None else None,
+                                             _lib.arg(job_type)))
+
+    def set_redactor(self, redactor: Any) -> None:
+        """Redact the output of commands started from now on (the rules are
+        copied; None stops redacting)."""
+        self._check(_L.sbx_client_set_redactor(self._handle, redactor._handle if redactor is not None else None))
 
     def sandbox(self, **config: Any) -> "Sandbox":
         """A new, not yet created sandbox handle (see :class:`Sandbox`)."""
