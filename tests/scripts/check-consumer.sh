@@ -44,4 +44,16 @@ ldd "$dest/consumer-static" | grep -q libsbxrun && { echo "FAIL: static consumer
 out=$("$dest/consumer-static") || { echo "FAIL: consumer (static) exited $?: $out"; exit 1; }
 echo "static: $out"
 case "$out" in *"$want"*) ;; *) echo "FAIL: consumer printed '$out', expected version $want"; exit 1 ;; esac
-echo "OK: installed, found by pkg-config, consumer built and ran (shared and static)"
+
+# Python: the package meson installed, from site-packages under the prefix,
+# loading the installed library through the system's search (here
+# LD_LIBRARY_PATH standing in for ldconfig).
+init=$(find "$dest" -path '*/sbxrun/__init__.py' | head -n1)
+[ -n "$init" ] || { echo "FAIL: the Python package sbxrun was not installed"; exit 1; }
+[ -f "$(dirname "$init")/py.typed" ] || { echo "FAIL: sbxrun/py.typed was not installed"; exit 1; }
+out=$(cd / && env -u SBXRUN_LIBRARY PYTHONPATH="$(dirname "$(dirname "$init")")" LD_LIBRARY_PATH="$libdir" \
+  python3 -c 'import sbxrun; print(sbxrun.__file__, sbxrun.library_version())') ||
+  { echo "FAIL: the installed sbxrun package did not import: $out"; exit 1; }
+echo "python: $out"
+case "$out" in "$dest"*" $want") ;; *) echo "FAIL: python printed '$out', expected the installed package and $want"; exit 1 ;; esac
+echo "OK: installed, found by pkg-config, consumer built and ran (shared and static), the Python package imported"
