@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Types of the sbxrun package (index.js).
+import { Readable } from 'node:stream';
+
+export const version: string;
+export function libraryVersion(): string;
+export function className(statusName: string): string;
+
+/** A libsbxrun call failed. */
+export class SbxError extends Error {
+  /** The sbx_status code. */
+  status: number;
+  /** Its name, such as "SBX_E_NOT_FOUND". */
+  code: string;
+  /** The server's error.code, when an answer carried one. */
+  errorCode: string | null;
+  /** The HTTP status of the answer that failed it (0: none). */
+  httpStatus: number;
+}
+export class InvalidArgError extends SbxError {}
+export class MisuseError extends SbxError {}
+export class NomemError extends SbxError {}
+export class UnknownOptionError extends SbxError {}
+export class NotFoundError extends SbxError {}
+export class IoError extends SbxError {}
+export class ParseError extends SbxError {}
+export class AuthError extends SbxError {}
+export class TransportError extends SbxError {}
+export class ProtocolError extends SbxError {}
+export class HttpError extends SbxError {}
+export class TimeoutError extends SbxError {}
+export class CancelledError extends SbxError {}
+export class BudgetExceededError extends SbxError {}
+export class PolicyDeniedError extends SbxError {}
+export class UnsupportedError extends SbxError {}
+export class ConflictError extends SbxError {}
+export class RateLimitedError extends SbxError {}
+export class IntegrityError extends SbxError { brokenEntry?: number; }
+export class PatchError extends SbxError {}
+export class InternalError extends SbxError {}
+export class AgainError extends SbxError {}
+
+interface Disposable {
+  close(): void;
+  [Symbol.asyncDispose]?(): Promise<void>;
+}
+
+export interface ClientOptions {
+  /** "http://host:port", "unix:/path"; omitted: SBXRUN_ENDPOINT, or Vercel. */
+  endpoint?: string;
+  token?: string;
+  team?: string;
+  project?: string;
+  /** Client options by name (doc/client.md): { protocol: 'v1' }. */
+  options?: Record<string, string | number>;
+}
+
+export class Client implements Disposable {
+  constructor(opts?: ClientOptions);
+  setOption(key: string, value: string | number): void;
+  sandbox(config?: SandboxConfig): Sandbox;
+  createSandbox(config?: SandboxConfig): Promise<Sandbox>;
+  listSandboxes(opts?: { project?: string; limit?: number; cursor?: string }): any;
+  close(): void;
+}
+
+export interface SandboxConfig {
+  name?: string;
+  persistent?: boolean;
+  runtime?: string;
+  timeoutMs?: number;
+  vcpus?: number;
+  ports?: number[];
+  env?: Record<string, string>;
+  networkPolicy?: object | string;
+  /** Sandbox options by name: { auto_resume: 'never' }. */
+  options?: Record<string, string | number>;
+}
+
+export interface CommandOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  sudo?: boolean;
+  timeoutMs?: number;
+}
+
+export interface CompletedCommand {
+  exitCode: number;
+  stdout: Buffer;
+  stderr: Buffer;
+  id: string | null;
+}
+
+export class Sandbox implements Disposable {
+  create(): Promise<Sandbox>;
+  fetch(id: string): Promise<Sandbox>;
+  fetchNamed(name: string): Promise<Sandbox>;
+  resume(): Promise<void>;
+  stop(): Promise<void>;
+  delete(): Promise<void>;
+  update(settings: Record<string, unknown>): Promise<void>;
+  mkdir(path: string): Promise<void>;
+  writeFile(path: string, data: Buffer | string, mode?: number): Promise<void>;
+  readFile(path: string): Promise<Buffer>;
+  upload(local: string, path: string): Promise<void>;
+  download(path: string, local: string): Promise<void>;
+  spawn(argv: string[], opts?: CommandOptions): Command;
+  run(argv: string[], opts?: CommandOptions): Promise<CompletedCommand>;
+  setOption(key: string, value: string | number): void;
+  readonly id: string | null;
+  readonly status: string | null;
+  readonly name: string | null;
+  readonly persistent: boolean | null;
+  readonly json: any;
+  close(): void;
+}
+
+export class Command implements Disposable {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** The exit code, once the command has ended. */
+  readonly exited: Promise<number>;
+  readonly id: string | null;
+  /** -1 while unknown. */
+  readonly exitCode: number;
+  cancel(): void;
+  close(): void;
+}
+
+export type Verdict = 'passed' | 'failed' | 'timed-out' | 'denied' | 'cancelled' | 'error' | 'unavailable';
+
+export class Job {
+  setInput(key: string, value: string | null): void;
+  setArgv(argv: string[]): void;
+  readonly verdict: Verdict;
+  readonly exitCode: number;
+  readonly result: any;
+}
+
+export interface JobOptions {
+  inputs?: Record<string, string>;
+  argv?: string[];
+  timeoutMs?: number;
+  env?: Record<string, string>;
+  secrets?: (string | Buffer)[];
+}
+
+export class Run implements Disposable {
+  constructor(client: Client, opts?: {
+    sandbox?: Sandbox; wallMs?: number; outputBytes?: number; maxJobs?: number;
+    transcript?: Transcript; options?: Record<string, string | number>;
+  });
+  addJob(type: string, opts?: JobOptions): Job;
+  addUpload(local: string, sandboxPath?: string): void;
+  execute(): Promise<any>;
+  readonly verdict: Verdict;
+  readonly jobs: Job[];
+  readonly result: any;
+  close(): void;
+}
+
+export class Transcript implements Disposable {
+  constructor(file?: string);
+  static load(file: string): Transcript;
+  verify(): void;
+  readonly stepCount: number;
+  readonly complete: boolean;
+  readonly headHash: string;
+  close(): void;
+}

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: MIT
+//
+// libsbxrun for Node.js, through koffi. The threading model is the library's
+// "single fd" one: a libuv worker blocks in sbx_client_wait() (koffi's
+// .async call), and when it returns the JavaScript thread alone calls
+// sbx_client_process(), which finishes operations; so the event loop never
+// blocks, and every library call but the wait runs on the JavaScript thread.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const { Readable } = require('node:stream');
+const koffi = require('koffi');
+
+const SONAME = 'libsbxrun.so.1';
+const ABI_MAJOR = 1;
+
+function candidates() {
+  if (process.env.SBXRUN_LIBRARY) return [process.env.SBXRUN_LIBRARY];
+  const out = [];
+  for (const b of ['build', 'build-release']) {
+    const p = path.join(__dirname, '..', '..', b, 'lib', SONAME);
+    if (fs.existsSync(p)) out.push(p);
+  }
+  out.push(SONAME);
+  return out;
+}
+
+function load() {
+  const errors = [];
+  for (const p of candidates()) {
+    try {
+      return koffi.load(p);
+    } catch (e) {
+      errors.push(`${p}: ${e.message}`);
+    }
+  }
+  throw new Error(`sbxrun: cannot load libsbxrun: ${errors.join('; ')} (install it, or set SBXRUN_LIBRARY)`);
+}
+
+const lib = load();
+for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript'])
+  koffi.opaque(t);
+
+const C = {};
+for (const proto of [
+  'const char *sbx_version(void)',
+  'uint32_t sbx_version_num(void)',
+  'const char *sbx_status_name(int code)',
+  'const char *sbx_strerror(int code)',
+  'void sbx_free(void *p)',
+  'sbx_client *sbx_client_new(void)',
+  'void sbx_client_free(sbx_client *c)',
+  'const char *sbx_client_last_error(sbx_client *c)',
+  'int sbx_client_set_endpoint(sbx_client *c, const char *e)',
+  'int sbx_client_set_credentials(sbx_client *c, const char *token, const char *team, const char *project)',
+  'int sbx_client_set_option(sbx_client *c, const char *k, const char *v)',
+  'int sbx_client_process(sbx_client *c, _Out_ size_t *running)',
+  'int sbx_client_wait(sbx_client *c, int64_t ms)',
+  'int sbx_client_wakeup(sbx_client *c)',
+  'int sbx_client_list_sandboxes_from(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ void **json)',
+  'int sbx_op_done(sbx_op *op)',
+  'int sbx_op_status(sbx_op *op)',
+  'const char *sbx_op_last_error(sbx_op *op)',
+  'const char *sbx_op_error_code(sbx_op *op)',
+  'int sbx_op_http_status(sbx_op *op)',
+  'int sbx_op_cancel(sbx_op *op)',
+  'void sbx_op_free(sbx_op *op)',
+  'sbx_sandbox *sbx_sandbox_new(sbx_client *c)',
+  'void sbx_sandbox_free(sbx_sandbox *s)',
+  'const char *sbx_sandbox_last_error(sbx_sandbox *s)',
+  'int sbx_sandbox_set_option(sbx_sandbox *s, const char *k, const char *v)',
+  'int sbx_sandbox_set_name(sbx_sandbox *s, const char *name)',
+  'int sbx_sandbox_set_persistent(sbx_sandbox *s, int p)',
+  'int sbx_sandbox_set_env(sbx_sandbox *s, const char *k, const char *v)',
+  'int sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)',
+  'int sbx_sandbox_create_start(sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, _Out_ sbx_op **op)',
+  'int sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, _Out_ sbx_op **op)',
+  'int sbx_sandbox_resume_start(sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_sandbox_stop_start(sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_sandbox_delete_start(sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_sandbox_update_start(sbx_sandbox *s, const char *json, _Out_ sbx_op **op)',
+  'int sbx_sandbox_mkdir_start(sbx_sandbox *s, const char *path, _Out_ sbx_op **op)',
+  'int sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const uint8_t *data, size_t len, uint32_t mode, _Out_ sbx_op **op)',
+  'int sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const char *path, _Out_ sbx_op **op)',
+  'int sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const char *local, _Out_ sbx_op **op)',
+  'const char *sbx_sandbox_id(sbx_sandbox *s)',
+  'const char *sbx_sandbox_status(sbx_sandbox *s)',
+  'const char *sbx_sandbox_name(sbx_sandbox *s)',
+  'int sbx_sandbox_persistent(sbx_sandbox *s)',
+  'const char *sbx_sandbox_json(sbx_sandbox *s)',
+  'sbx_command *sbx_command_new(sbx_sandbox *s)',
+  'void sbx_command_free(sbx_command *c)',
+  'const char *sbx_command_last_error(sbx_command *c)',
+  'int sbx_command_set_argv(sbx_command *c, size_t argc, const char **argv)',
+  'int sbx_command_set_cwd(sbx_command *c, const char *cwd)',
+  'int sbx_command_set_env(sbx_command *c, const char *k, const char *v)',
+  'int sbx_command_set_sudo(sbx_command *c, int sudo)',
+  'int sbx_command_set_timeout_ms(sbx_command *c, int64_t ms)',
+  'int sbx_command_run_start(sbx_command *c, _Out_ sbx_op **op)',
+  'int sbx_command_read_output(sbx_command *c, int stream, uint8_t *buf, size_t cap, _Out_ size_t *n)',
+  'const char *sbx_command_id(sbx_command *c)',
+  'int sbx_command_exit_code(sbx_command *c)',
+  'sbx_run *sbx_run_new(sbx_client *c)',
+  'void sbx_run_free(sbx_run *r)',
+  'const char *sbx_run_last_error(sbx_run *r)',
+  'sbx_job *sbx_run_add_job(sbx_run *r, const char *type)',
+  'int sbx_run_set_sandbox(sbx_run *r, sbx_sandbox *s)',
+  'int sbx_run_add_upload(sbx_run *r, const char *local, const char *path)',
+  'int sbx_run_set_budget(sbx_run *r, int64_t wall_ms, uint64_t bytes, size_t jobs)',
+  'int sbx_run_set_transcript(sbx_run *r, sbx_transcript *t)',
+  'int sbx_run_set_option(sbx_run *r, const char *k, const char *v)',
+  'int sbx_run_execute_start(sbx_run *r, _Out_ sbx_op **op)',
+  'int sbx_run_verdict(sbx_run *r)',
+  'size_t sbx_run_job_count(sbx_run *r)',
+  'sbx_job *sbx_run_job(sbx_run *r, size_t i)',
+  'int sbx_run_result_to_json(sbx_run *r, _Out_ void **json)',
+  'const char *sbx_job_last_error(sbx_job *j)',
+  'int sbx_job_set_input(sbx_job *j, const char *k, const char *v)',
+  'int sbx_job_set_argv(sbx_job *j, size_t argc, const char **argv)',
+  'int sbx_job_set_timeout_ms(sbx_job *j, int64_t ms)',
+  'int sbx_job_set_env(sbx_job *j, const char *k, const char *v)',
+  'int sbx_job_add_secret(sbx_job *j, const uint8_t *v, size_t len)',
+  'int sbx_job_verdict(sbx_job *j)',
+  'const char *sbx_job_verdict_name(int v)',
+  'int sbx_job_exit_code(sbx_job *j)',
+  'int sbx_job_result_to_json(sbx_job *j, _Out_ void **json)',
+  'sbx_transcript *sbx_transcript_new(void)',
+  'void sbx_transcript_free(sbx_transcript *t)',
+  'const char *sbx_transcript_last_error(sbx_transcript *t)',
+  'int sbx_transcript_set_file(sbx_transcript *t, const char *path)',
+  'int sbx_transcript_load_file(sbx_transcript *t, const char *path)',
+  'int sbx_transcript_verify(sbx_transcript *t, _Out_ size_t *broken)',
+  'size_t sbx_transcript_step_count(sbx_transcript *t)',
+  'int sbx_transcript_complete(sbx_transcript *t)',
+  'const char *sbx_transcript_head_hash(sbx_transcript *t)',
+]) {
+  const f = lib.func(proto);
+  C[f.info.name] = f;
+}
+
+if (C.sbx_version_num() >>> 16 !== ABI_MAJOR)
+  throw new Error(`sbxrun: this package speaks libsbxrun ${ABI_MAJOR}.x; the library loaded is ${C.sbx_version()}`);
+
+const OK = 0;
+const E_AGAIN = 22;
+const STDOUT = 1;
+const STDERR = 2;
+
+// ---- errors ------------------------------------------------------------------
+
+/** A libsbxrun call failed: `status` (the code), `code` ("SBX_E_NOT_FOUND"),
+ * the library's message; `httpStatus` and `errorCode` for a server's answer. */
+class SbxError extends Error {
+  constructor(status, message, errorCode = null, httpStatus = 0) {
+    const code = C.sbx_status_name(status) || `SBX_E_${status}`;
+    super(`${message || C.sbx_strerror(status)} (${code})`);
+    this.name = this.constructor.name;
+    this.status = status;
+    this.code = code;
+    this.errorCode = errorCode;
+    this.httpStatus = httpStatus;
+  }
+}
+
+/** SBX_E_NOT_FOUND -> NotFoundError, one class per status the library names. */
+function className(statusName) {
+  return statusName.replace(/^SBX_E_/, '').toLowerCase().split('_')
+    .map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error';
+}
+
+const errorClasses = {};
+for (let code = 1; code < 128; code++) {
+  const name = C.sbx_status_name(code);
+  if (!name) continue;
+  const cls = { [className(name)]: class extends SbxError {} }[className(name)];
+  errorClasses[cls.name] = cls;
+}
+
+function errorFor(status, message, errorCode, httpStatus) {
+  const name = C.sbx_status_name(status);
+  const Cls = (name && errorClasses[className(name)]) || SbxError;
+  return new Cls(status, message, errorCode, httpStatus);
+}
+
+function check(status, lastError) {
+  if (status !== OK) throw errorFor(status, lastError);
+}
+
+function takeJson(ptr) {
+  try {
+    return JSON.parse(koffi.decode(ptr, 'char', -1));
+  } finally {
+    C.sbx_free(ptr);
+  }
+}
+
+// ---- the driver --------------------------------------------------------------
+
+/** Drives one client: one sbx_client_wait() at a time on a libuv worker, and
+ * sbx_client_process() on the JavaScript thread when it returns. */
+class Driver {
+  constructor(client) {
+    this.client = client;
+    this.ops = new Map();   // op -> {resolve} (or null: abandoned, freed when done)
+    this.pollers = new Set();
+    this.waiting = false;
+    this.onIdle = null;     // the client waits for this to free itself
+  }
+
+  track(op) {
+    return new Promise((resolve) => {
+      this.ops.set(op, resolve);
+      this.kick();
+    });
+  }
+
+  abandon(op) {
+    C.sbx_op_cancel(op);
+    this.ops.set(op, null);
+    this.kick();
+  }
+
+  kick() {
+    if (this.waiting) C.sbx_client_wakeup(this.client.h);
+    else setImmediate(() => this.round());
+  }
+
+  round() {
+    if (this.waiting || !this.client.h) return;
+    C.sbx_client_process(this.client.h, [0]);
+    for (const [op, resolve] of this.ops) {
+      if (!C.sbx_op_done(op)) continue;
+      this.ops.delete(op);
+      if (resolve) resolve();
+      else C.sbx_op_free(op);
+    }
+    for (const p of this.pollers) p();
+    if (this.ops.size === 0 && this.pollers.size === 0) {
+      if (this.onIdle) this.onIdle();
+      return;
+    }
+    this.waiting = true;
+    C.sbx_client_wait.async(this.client.h, 1000, () => {
+      this.waiting = false;
+      if (this.client.closing && this.ops.size === 0) {
+        if (this.onIdle) this.onIdle();
+        return;
+      }
+      this.round();
+    });
+  }
+}
+
+async function awaitOp(client, op) {
+  await client.driver.track(op);
+  const st = C.sbx_op_status(op);
+  let err = null;
+  if (st !== OK)
+    err = errorFor(st, C.sbx_op_last_error(op), C.sbx_op_error_code(op), C.sbx_op_http_status(op));
+  C.sbx_op_free(op);
+  if (err) throw err;
+}
+
+// ---- handles -------------------------------------------------------------------
+
+class Handle {
+  constructor(h, free, lastError) {
+    if (!h) throw new Error('libsbxrun: out of memory');
+    this.h = h;
+    this._free = free;
+    this._lastError = lastError;
+  }
+
+  get handle() {
+    if (!this.h) throw new Error(`${this.constructor.name} is closed`);
+    return this.h;
+  }
+
+  check(status) {
+    check(status, this._lastError(this.handle));
+  }
+
+  close() {
+    const h = this.h;
+    this.h = null;
+    if (h) this._free(h);
+  }
+}
+if (Symbol.dispose) Handle.prototype[Symbol.dispose] = function () { this.close(); };
+if (Symbol.asyncDispose) Handle.prototype[Symbol.asyncDispose] = async function () { this.close(); };
+
+/** A connection to sbxd or Vercel Sandbox. */
+class Client extends Handle {
+  constructor({ endpoint, token, team, project, options } = {}) {
+    super(C.sbx_client_new(), C.sbx_client_free, C.sbx_client_last_error);
+    this.driver = new Driver(this);
+    try {
+      if (endpoint != null) this.check(C.sbx_client_set_endpoint(this.handle, endpoint));
+      if (token != null) this.check(C.sbx_client_set_credentials(this.handle, token, team ?? null, project ?? null));
+      for (const [k, v] of Object.entries(options || {})) this.setOption(k, v);
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  setOption(key, value) {
+    this.check(C.sbx_client_set_option(this.handle, key, String(value)));
+  }
+
+  /** Start an operation with start(handle, ...args, out) and await it. */
+  async _op(handle, start, lastError, ...args) {
+    const out = [null];
+    check(start(handle, ...args, out), lastError(handle));
+    await awaitOp(this, out[0]);
+  }
+
+  sandbox(config = {}) {
+    return new Sandbox(this, config);
+  }
+
+  async createSandbox(config = {}) {
+    const s = new Sandbox(this, config);
+    try {
+      await s.create();
+    } catch (e) {
+      s.close();
+      throw e;
+    }
+    return s;
+  }
+
+  listSandboxes({ project = null, limit = 0, cursor = null } = {}) {
+    const out = [null];
+    this.check(C.sbx_client_list_sandboxes_from(this.handle, project, limit, cursor, out));
+    return takeJson(out[0]);
+  }
+
+  /** Free the client once nothing it drives is in flight (a wait on a worker
+   * must end first). Pending operations are cancelled. */
+  close() {
+    if (!this.h || this.closing) return;
+    this.closing = true;
+    const free = () => Handle.prototype.close.call(this);
+    if (!this.driver.waiting) return free();
+    this.driver.onIdle = free;
+    for (const op of this.driver.ops.keys()) C.sbx_op_cancel(op);
+    C.sbx_client_wakeup(this.h);
+  }
+}
+
+/** A sandbox: configure, then create() or fetch()/fetchNamed(). */
+class Sandbox extends Handle {
+  constructor(client, { name, persistent, runtime, timeoutMs, vcpus, ports = [], env = {}, networkPolicy, options = {} } = {}) {
+    super(C.sbx_sandbox_new(client.handle), C.sbx_sandbox_free, C.sbx_sandbox_last_error);
+    this.client = client;
+    try {
+      if (name != null) this.check(C.sbx_sandbox_set_name(this.handle, name));
+      if (persistent != null) this.check(C.sbx_sandbox_set_persistent(this.handle, persistent ? 1 : 0));
+      if (runtime != null) this.setOption('runtime', runtime);
+      if (timeoutMs != null) this.setOption('timeout_ms', timeoutMs);
+      if (vcpus != null) this.setOption('vcpus', vcpus);
+      for (const p of ports) this.setOption('port', p);
+      for (const [k, v] of Object.entries(env)) this.check(C.sbx_sandbox_set_env(this.handle, k, v));
+      if (networkPolicy != null) {
+        const text = typeof networkPolicy === 'string' ? networkPolicy : JSON.stringify(networkPolicy);
+        this.check(C.sbx_sandbox_set_network_policy_json(this.handle, text));
+      }
+      for (const [k, v] of Object.entries(options)) this.setOption(k, v);
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  setOption(key, value) {
+    this.check(C.sbx_sandbox_set_option(this.handle, key, String(value)));
+  }
+
+  _op(start, ...args) {
+    return this.client._op(this.handle, start, C.sbx_sandbox_last_error, ...args);
+  }
+
+  async create() { await this._op(C.sbx_sandbox_create_start); return this; }
+  async fetch(id) { await this._op(C.sbx_sandbox_fetch_start, id); return this; }
+  async fetchNamed(name) { await this._op(C.sbx_sandbox_fetch_named_start, name); return this; }
+  resume() { return this._op(C.sbx_sandbox_resume_start); }
+  stop() { return this._op(C.sbx_sandbox_stop_start); }
+  delete() { return this._op(C.sbx_sandbox_delete_start); }
+  update(settings) { return this._op(C.sbx_sandbox_update_start, JSON.stringify(settings)); }
+  mkdir(p) { return this._op(C.sbx_sandbox_mkdir_start, p); }
+
+  writeFile(p, data, mode = 0o644) {
+    const buf = Buffer.isBuffer(data) ? data : Buffer.from(String(data));
+    return this._op(C.sbx_sandbox_write_file_start, p, buf, buf.length, mode);
+  }
+
+  upload(local, p) { return this._op(C.sbx_sandbox_upload_start, local, p); }
+  download(p, local) { return this._op(C.sbx_sandbox_download_start, p, local); }
+
+  /** Read a file through a temporary download (written whole, or not at all). */
+  async readFile(p) {
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'sbxrun-'));
+    try {
+      await this.download(p, path.join(dir, 'f'));
+      return fs.readFileSync(path.join(dir, 'f'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Start argv: a Command with stdout and stderr as Readable streams of
+   * Buffers and exited, a Promise of the exit code. */
+  spawn(argv, opts = {}) {
+    const cmd = new Command(this, argv, opts);
+    cmd.start();
+    return cmd;
+  }
+
+  /** Run argv to its end: {exitCode, stdout, stderr, id}. */
+  async run(argv, opts = {}) {
+    const cmd = this.spawn(argv, opts);
+    const chunks = { stdout: [], stderr: [] };
+    cmd.stdout.on('data', (b) => chunks.stdout.push(b));
+    cmd.stderr.on('data', (b) => chunks.stderr.push(b));
+    try {
+      const exitCode = await cmd.exited;
+      await Promise.all([finished(cmd.stdout), finished(cmd.stderr)]);
+      return { exitCode, stdout: Buffer.concat(chunks.stdout), stderr: Buffer.concat(chunks.stderr), id: cmd.id };
+    } finally {
+      cmd.close();
+    }
+  }
+
+  get id() { return C.sbx_sandbox_id(this.handle); }
+  get status() { return C.sbx_sandbox_status(this.handle); }
+  get name() { return C.sbx_sandbox_name(this.handle); }
+  get persistent() { const v = C.sbx_sandbox_persistent(this.handle); return v < 0 ? null : v === 1; }
+  get json() { const t = C.sbx_sandbox_json(this.handle); return t == null ? null : JSON.parse(t); }
+}
+
+function finished(stream) {
+  return new Promise((resolve) => (stream.readableEnded ? resolve() : stream.on('end', resolve)));
+}
+
+/** A command in a sandbox, started by Sandbox.spawn(). */
+class Command extends Handle {
+  constructor(sandbox, argv, { cwd, env = {}, sudo = false, timeoutMs } = {}) {
+    if (!Array.isArray(argv) || argv.length === 0) throw new TypeError('argv: an array of strings, the program first');
+    super(C.sbx_command_new(sandbox.handle), C.sbx_command_free, C.sbx_command_last_error);
+    this.sandbox = sandbox;
+    this.argv = argv.slice();
+    try {
+      this.check(C.sbx_command_set_argv(this.handle, argv.length, argv.map(String)));
+      if (cwd != null) this.check(C.sbx_command_set_cwd(this.handle, cwd));
+      for (const [k, v] of Object.entries(env)) this.check(C.sbx_command_set_env(this.handle, k, v));
+      if (sudo) this.check(C.sbx_command_set_sudo(this.handle, 1));
+      if (timeoutMs != null) this.check(C.sbx_command_set_timeout_ms(this.handle, timeoutMs));
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+    this.stdout = new Readable({ read() {} });
+    this.stderr = new Readable({ read() {} });
+  }
+
+  start() {
+    const client = this.sandbox.client;
+    const out = [null];
+    this.check(C.sbx_command_run_start(this.handle, out));
+    const op = out[0];
+    const buf = Buffer.alloc(65536);
+    const drain = () => {
+      if (!this.h) return;
+      for (const [stream, r] of [[STDOUT, this.stdout], [STDERR, this.stderr]]) {
+        const n = [0];
+        while (C.sbx_command_read_output(this.h, stream, buf, buf.length, n) === OK)
+          r.push(Buffer.from(buf.subarray(0, n[0])));
+      }
+    };
+    client.driver.pollers.add(drain);
+    this._op = op;
+    this.exited = client.driver.track(op).then(() => {
+      client.driver.pollers.delete(drain);
+      this._op = null;
+      drain();
+      this.stdout.push(null);
+      this.stderr.push(null);
+      const st = C.sbx_op_status(op);
+      const err = st === OK ? null : errorFor(st, C.sbx_op_last_error(op), C.sbx_op_error_code(op),
+                                              C.sbx_op_http_status(op));
+      C.sbx_op_free(op);
+      if (err) throw err;
+      return C.sbx_command_exit_code(this.h);
+    });
+    this.exited.catch(() => {}); // the caller awaits it, or not
+  }
+
+  /** Stop following it (the command keeps running in the sandbox). */
+  cancel() {
+    if (this._op) C.sbx_op_cancel(this._op), this.sandbox.client.driver.kick();
+  }
+
+  get id() { return this.h ? C.sbx_command_id(this.h) : null; }
+  get exitCode() { return C.sbx_command_exit_code(this.handle); }
+}
+
+// ---- runs, jobs, transcripts ---------------------------------------------------
+
+const verdictName = (v) => C.sbx_job_verdict_name(v) || String(v);
+
+class Job {
+  constructor(run, h) { this.run = run; this.h = h; }
+  check(st) { check(st, C.sbx_job_last_error(this.h)); }
+  setInput(k, v) { this.check(C.sbx_job_set_input(this.h, k, v)); }
+  setArgv(argv) { this.check(C.sbx_job_set_argv(this.h, argv.length, argv.map(String))); }
+  get verdict() { return verdictName(C.sbx_job_verdict(this.h)); }
+  get exitCode() { return C.sbx_job_exit_code(this.h); }
+  get result() {
+    const out = [null];
+    this.check(C.sbx_job_result_to_json(this.h, out));
+    return takeJson(out[0]);
+  }
+}
+
+/** The jobs of one piece of work in one sandbox (doc/job.md). */
+class Run extends Handle {
+  constructor(client, { sandbox, wallMs = 0, outputBytes = 0, maxJobs = 0, transcript, options = {} } = {}) {
+    super(C.sbx_run_new(client.handle), C.sbx_run_free, C.sbx_run_last_error);
+    this.client = client;
+    this.sandbox = sandbox;
+    this.transcript = transcript;
+    try {
+      if (sandbox) this.check(C.sbx_run_set_sandbox(this.handle, sandbox.handle));
+      if (wallMs || outputBytes || maxJobs) this.check(C.sbx_run_set_budget(this.handle, wallMs, outputBytes, maxJobs));
+      if (transcript) this.check(C.sbx_run_set_transcript(this.handle, transcript.handle));
+      for (const [k, v] of Object.entries(options)) this.check(C.sbx_run_set_option(this.handle, k, String(v)));
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  addJob(type, { inputs = {}, argv, timeoutMs, env = {}, secrets = [] } = {}) {
+    const h = C.sbx_run_add_job(this.handle, type);
+    if (!h) {
+      const msg = C.sbx_run_last_error(this.handle);
+      throw errorFor(/memory/.test(msg) ? 3 : /started/.test(msg) ? 2 : 1, msg);
+    }
+    const job = new Job(this, h);
+    for (const [k, v] of Object.entries(inputs)) job.setInput(k, v);
+    if (argv) job.setArgv(argv);
+    if (timeoutMs != null) job.check(C.sbx_job_set_timeout_ms(h, timeoutMs));
+    for (const [k, v] of Object.entries(env)) job.check(C.sbx_job_set_env(h, k, v));
+    for (const s of secrets) {
+      const b = Buffer.from(s);
+      job.check(C.sbx_job_add_secret(h, b, b.length));
+    }
+    return job;
+  }
+
+  addUpload(local, sandboxPath = '/vercel/sandbox') {
+    this.check(C.sbx_run_add_upload(this.handle, local, sandboxPath));
+  }
+
+  /** Carry the run out; resolves to its result (sbxrun.run.result/1). */
+  async execute() {
+    await this.client._op(this.handle, C.sbx_run_execute_start, C.sbx_run_last_error);
+    return this.result;
+  }
+
+  get verdict() { return verdictName(C.sbx_run_verdict(this.handle)); }
+  get jobs() {
+    const n = Number(C.sbx_run_job_count(this.handle));
+    return Array.from({ length: n }, (_, i) => new Job(this, C.sbx_run_job(this.handle, i)));
+  }
+  get result() {
+    const out = [null];
+    this.check(C.sbx_run_result_to_json(this.handle, out));
+    return takeJson(out[0]);
+  }
+}
+
+/** A tamper-evident record (doc/transcript.md). */
+class Transcript extends Handle {
+  constructor(file) {
+    super(C.sbx_transcript_new(), C.sbx_transcript_free, C.sbx_transcript_last_error);
+    try {
+      if (file != null) this.check(C.sbx_transcript_set_file(this.handle, file));
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  static load(file) {
+    const t = new Transcript();
+    try {
+      t.check(C.sbx_transcript_load_file(t.handle, file));
+    } catch (e) {
+      t.close();
+      throw e;
+    }
+    return t;
+  }
+
+  /** Check the hash chain: throws IntegrityError (brokenEntry: 0-based) when it does not hold. */
+  verify() {
+    const broken = [0];
+    const st = C.sbx_transcript_verify(this.handle, broken);
+    if (st !== OK) {
+      const e = errorFor(st, C.sbx_transcript_last_error(this.handle));
+      e.brokenEntry = Number(broken[0]);
+      throw e;
+    }
+  }
+
+  get stepCount() { return Number(C.sbx_transcript_step_count(this.handle)); }
+  get complete() { return C.sbx_transcript_complete(this.handle) === 1; }
+  get headHash() { return C.sbx_transcript_head_hash(this.handle); }
+}
+
+module.exports = {
+  version: require('./package.json').version,
+  libraryVersion: () => C.sbx_version(),
+  Client, Sandbox, Command, Run, Job, Transcript,
+  SbxError, ...errorClasses,
+  className,
+  _C: C,
+};

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const sbxrun = require('..');
+const { startSbxd } = require('../testlib/sbxd');
+
+const DEMO = path.join(__dirname, '..', '..', '..', 'examples', 'demo-project');
+let sbxd;
+let client;
+
+test.before(async () => {
+  sbxd = await startSbxd();
+  client = new sbxrun.Client({ endpoint: sbxd.endpoint, token: sbxd.token });
+});
+
+test.after(async () => {
+  client.close();
+  await sbxd.stop();
+});
+
+test('versions agree, one error class per status', () => {
+  assert.equal(sbxrun.libraryVersion(), sbxrun.version);
+  let seen = 0;
+  for (let code = 1; code < 128; code++) {
+    const name = sbxrun._C.sbx_status_name(code);
+    if (!name) continue;
+    seen++;
+    const Cls = sbxrun[sbxrun.className(name)];
+    assert.ok(Cls && Cls.prototype instanceof sbxrun.SbxError, name);
+  }
+  assert.ok(seen >= 22);
+  assert.throws(() => new sbxrun.Client({ options: { 'no.such.option': '1' } }),
+                (e) => e instanceof sbxrun.UnknownOptionError && /no\.such\.option/.test(e.message) &&
+                  e.code === 'SBX_E_UNKNOWN_OPTION');
+  assert.throws(() => client.sandbox({ vcpus: 1000 }), sbxrun.InvalidArgError);
+});
+
+test('a sandbox, a command streamed, files', async () => {
+  const s = await client.createSandbox({ timeoutMs: 120000 });
+  try {
+    const r = await s.run(['sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.deepEqual([r.exitCode, r.stdout.toString(), r.stderr.toString()], [3, 'out\n', 'err\n']);
+    const data = Buffer.from(Array.from({ length: 70000 }, (_, i) => i % 256));
+    await s.writeFile('bin.dat', data, 0o600);
+    assert.deepEqual(await s.readFile('/vercel/sandbox/bin.dat'), data);
+    await assert.rejects(s.readFile('/vercel/sandbox/missing'),
+                         (e) => e instanceof sbxrun.NotFoundError && e.httpStatus === 404);
+    // output as it arrives: the first line before the command ends
+    const cmd = s.spawn(['sh', '-c', 'echo first; sleep 1; echo second']);
+    const first = await new Promise((resolve) => cmd.stdout.once('data', resolve));
+    assert.equal(first.toString(), 'first\n');
+    assert.equal(cmd.exitCode, -1, 'the first line came only with the end');
+    assert.equal(await cmd.exited, 0);
+    cmd.close();
+    await s.stop();
+  } finally {
+    s.close();
+  }
+});
+
+test('the event loop keeps ticking while a command runs', async () => {
+  const s = await client.createSandbox({ timeoutMs: 120000 });
+  try {
+    let ticks = 0;
+    const timer = setInterval(() => { ticks++; }, 50);
+    const r = await s.run(['sleep', '1']);
+    clearInterval(timer);
+    assert.equal(r.exitCode, 0);
+    assert.ok(ticks >= 10, `the loop was blocked: ${ticks} ticks in a 1 s command`);
+    // two commands at once: one waits for the file the other makes
+    const [a, b] = await Promise.all([
+      s.run(['sh', '-c', 'while ! test -e /tmp/flag; do sleep 0.05; done; echo seen']),
+      s.run(['sh', '-c', 'sleep 0.3; touch /tmp/flag; echo made']),
+    ]);
+    assert.deepEqual([a.stdout.toString(), b.stdout.toString()], ['seen\n', 'made\n']);
+    await s.stop();
+  } finally {
+    s.close();
+  }
+});
+
+test('verify the demo project; its transcript verified, then tampered with', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-node-t-'));
+  const file = path.join(dir, 'run.jsonl');
+  const tr = new sbxrun.Transcript(file);
+  const run = new sbxrun.Run(client, { transcript: tr, wallMs: 300000 });
+  try {
+    run.addUpload(DEMO, '/vercel/sandbox');
+    run.addJob('verify.test', { inputs: { script: 'test' } });
+    run.addJob('verify.lint', { inputs: { script: 'lint' } });
+    const result = await run.execute();
+    assert.equal(run.verdict, 'passed', JSON.stringify(result));
+    assert.deepEqual(run.jobs.map((j) => j.result.jobType), ['verify.lint', 'verify.test']);
+  } finally {
+    run.close();
+    tr.close();
+  }
+  const t = sbxrun.Transcript.load(file);
+  t.verify();
+  assert.ok(t.complete && t.stepCount >= 2 && t.headHash.length === 64);
+  t.close();
+  const bytes = fs.readFileSync(file);
+  const at = bytes.indexOf('"verify.test"');
+  bytes[at + 1] = 'V'.charCodeAt(0);
+  fs.writeFileSync(file, bytes);
+  const t2 = sbxrun.Transcript.load(file);
+  assert.throws(() => t2.verify(), (e) => e instanceof sbxrun.IntegrityError && e.brokenEntry >= 0);
+  t2.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a named persistent sandbox resumes by itself; asyncDispose', async () => {
+  const name = `node-${process.pid}`;
+  {
+    const s = await client.createSandbox({ name, persistent: true });
+    const first = s.id;
+    await s.writeFile('kept.txt', 'kept\n');
+    await s.stop();
+    assert.equal((await s.run(['cat', 'kept.txt'])).stdout.toString(), 'kept\n');
+    assert.notEqual(s.id, first);
+    await s.update({ persistent: false });
+    assert.equal(s.persistent, false);
+    await s.delete();
+    if (Symbol.asyncDispose) await s[Symbol.asyncDispose]();
+    else s.close();
+    assert.throws(() => s.id, /closed/);
+  }
+});
