@@ -235,6 +235,15 @@ def arg(s: str | None) -> bytes | None:
     return s.encode("utf-8")
 
 
+def take_json(ptr: int | None):
+    """Parse a JSON text the library handed out (char *) and free it."""
+    import json
+    try:
+        return json.loads(ctypes.string_at(ptr).decode("utf-8"))
+    finally:
+        lib.sbx_free(ptr)
+
+
 def version() -> str:
     return text(lib.sbx_version()) or ""
 

@@ -16,7 +16,7 @@ from ctypes import byref, c_int, c_int64, c_size_t
 from typing import Any
 
 from . import _lib
-from .errors import check, error_for
+from .errors import check
 
 _L = _lib.lib
 
@@ -96,11 +96,5 @@ async def wait(client: Any, op: int) -> None:
     except asyncio.CancelledError:
         d.abandon(op)
         raise
-    st = _L.sbx_op_status(op)
-    err = None
-    if st != _lib.OK:
-        err = error_for(st, _lib.text(_L.sbx_op_last_error(op)), _lib.text(_L.sbx_op_error_code(op)),
-                        _L.sbx_op_http_status(op))
-    _L.sbx_op_free(op)
-    if err is not None:
-        raise err
+    from .client import finish_op
+    finish_op(op)

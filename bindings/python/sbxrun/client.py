@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from ctypes import POINTER, byref, c_char_p, c_size_t, c_uint8, c_void_p
+from ctypes import byref, c_char_p, c_size_t, c_uint8, c_void_p
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -41,6 +41,11 @@ def _wait(op: int) -> None:
     except BaseException:
         _abandon(op)
         raise
+    finish_op(op)
+
+
+def finish_op(op: int) -> None:
+    """Free an operation that has ended; raise for its failure."""
     st = _L.sbx_op_status(op)
     err = None
     if st != _lib.OK:
@@ -203,10 +208,7 @@ class Client(_Handle):
         out = c_void_p()
         self._check(_L.sbx_client_list_sandboxes_from(self._handle, _lib.arg(project), limit, _lib.arg(cursor),
                                                       byref(out)))
-        try:
-            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
-        finally:
-            _L.sbx_free(out.value)
+        return _lib.take_json(out.value)
 
 
 @dataclass(frozen=True)
@@ -540,11 +542,7 @@ class Command(_Handle):
                 _L.sbx_op_free(op.value)
             raise
         d.wakers.discard(woken)
-        st = _L.sbx_op_status(op.value)
-        msg = _lib.text(_L.sbx_op_last_error(op.value))
-        _L.sbx_op_free(op.value)
-        if st != _lib.OK:
-            raise error_for(st, msg)
+        finish_op(op.value)
 
     @property
     def id(self) -> str | None:

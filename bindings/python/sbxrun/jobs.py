@@ -9,14 +9,12 @@ policy and network preset, its output redacted, recorded in a
 """
 from __future__ import annotations
 
-import ctypes
-import json
 import os
 from ctypes import byref, c_char_p, c_size_t, c_uint8, c_void_p
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import _lib
-from .client import _Handle, _wait
+from .client import _Handle
 from .errors import IntegrityError, check, error_for
 
 if TYPE_CHECKING:
@@ -29,10 +27,7 @@ def _json_out(fn: Callable[..., int], handle: int, last_error: Callable[[int], b
     """Call fn(handle, *args, &char*) and parse the JSON it hands out (freed)."""
     out = c_void_p()
     check(fn(handle, *args, byref(out)), last_error(handle))
-    try:
-        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
-    finally:
-        _L.sbx_free(out.value)
+    return _lib.take_json(out.value)
 
 
 def _verdict_name(v: int) -> str:

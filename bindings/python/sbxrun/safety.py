@@ -13,7 +13,6 @@ from typing import Any, Mapping, Sequence
 
 from . import _lib
 from .client import _Handle
-from .errors import check
 
 _L = _lib.lib
 
@@ -25,10 +24,7 @@ def _bytes_arg(data: bytes | bytearray | memoryview | str):
 
 
 def _take_json(out: c_void_p) -> Any:
-    try:
-        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
-    finally:
-        _L.sbx_free(out.value)
+    return _lib.take_json(out.value)
 
 
 @dataclass(frozen=True)
