@@ -58,6 +58,10 @@ export interface ClientOptions {
 export class Client implements Disposable {
   constructor(opts?: ClientOptions);
   setOption(key: string, value: string | number): void;
+  /** Check every plain command against a Policy (copied; null removes it). */
+  setPolicy(policy: Policy | null, jobType?: string | null): void;
+  /** Redact the output of commands started from now on (null stops it). */
+  setRedactor(redactor: Redactor | null): void;
   sandbox(config?: SandboxConfig): Sandbox;
   createSandbox(config?: SandboxConfig): Promise<Sandbox>;
   listSandboxes(opts?: { project?: string; limit?: number; cursor?: string }): any;
@@ -168,3 +172,41 @@ export class Transcript implements Disposable {
   readonly headHash: string;
   close(): void;
 }
+
+export interface Decision {
+  allowed: boolean;
+  /** A stable name: "allow", "program_not_allowed", "package_exec"... */
+  reason: string;
+  message: string;
+}
+
+export class Policy implements Disposable {
+  constructor(json?: string | object);
+  allowProgram(program: string, jobType?: string | null): void;
+  denyProgram(program: string, jobType?: string | null): void;
+  allowPackage(spec: string, jobType?: string | null): void;
+  checkArgv(argv: string[], opts?: { jobType?: string | null; cwd?: string | null }): Decision;
+  close(): void;
+}
+
+export class Redactor implements Disposable {
+  constructor(secrets?: (string | Buffer)[], opts?: { shapes?: boolean });
+  addSecret(value: string | Buffer): void;
+  redact(data: string | Buffer): Buffer;
+  close(): void;
+}
+
+export class NetworkPolicy implements Disposable {
+  constructor(mode?: 'allow-all' | 'deny-all' | 'custom');
+  static preset(jobType: string, inputs?: Record<string, string>): NetworkPolicy;
+  mode: 'allow-all' | 'deny-all' | 'custom';
+  allowDomain(domain: string): void;
+  allowCidr(cidr: string): void;
+  denyCidr(cidr: string): void;
+  injectHeader(domain: string, name: string, value: string): void;
+  toJSON(): object;
+  close(): void;
+}
+
+/** How many handles the package holds now (a leak check for tests). */
+export function liveHandles(): number;

@@ -39,7 +39,8 @@ function load() {
 }
 
 const lib = load();
-for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript'])
+for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript',
+                 'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy'])
   koffi.opaque(t);
 
 const C = {};
@@ -135,6 +136,35 @@ for (const proto of [
   'size_t sbx_transcript_step_count(sbx_transcript *t)',
   'int sbx_transcript_complete(sbx_transcript *t)',
   'const char *sbx_transcript_head_hash(sbx_transcript *t)',
+  'int sbx_client_set_policy(sbx_client *c, sbx_policy *p, const char *job_type)',
+  'int sbx_client_set_redactor(sbx_client *c, sbx_redactor *r)',
+  'sbx_policy *sbx_policy_new(void)',
+  'void sbx_policy_free(sbx_policy *p)',
+  'const char *sbx_policy_last_error(sbx_policy *p)',
+  'int sbx_policy_allow_program(sbx_policy *p, const char *job_type, const char *program)',
+  'int sbx_policy_deny_program(sbx_policy *p, const char *job_type, const char *program)',
+  'int sbx_policy_allow_package(sbx_policy *p, const char *job_type, const char *spec)',
+  'int sbx_policy_load_json(sbx_policy *p, const char *json)',
+  'int sbx_policy_check(sbx_policy *p, const char *job_type, size_t argc, const char **argv, const char *cwd, _Out_ int *reason, _Out_ uint8_t *msg, size_t cap)',
+  'const char *sbx_policy_reason_name(int reason)',
+  'sbx_redactor *sbx_redactor_new(void)',
+  'void sbx_redactor_free(sbx_redactor *r)',
+  'const char *sbx_redactor_last_error(sbx_redactor *r)',
+  'int sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *v, size_t len)',
+  'int sbx_redactor_set_shapes(sbx_redactor *r, int on)',
+  'int sbx_redactor_redact(sbx_redactor *r, const uint8_t *data, size_t len, _Out_ void **out, _Out_ size_t *out_len)',
+  'sbx_netpolicy *sbx_netpolicy_new(void)',
+  'void sbx_netpolicy_free(sbx_netpolicy *n)',
+  'const char *sbx_netpolicy_last_error(sbx_netpolicy *n)',
+  'int sbx_netpolicy_set_mode(sbx_netpolicy *n, int mode)',
+  'int sbx_netpolicy_mode(sbx_netpolicy *n)',
+  'int sbx_netpolicy_allow_domain(sbx_netpolicy *n, const char *d)',
+  'int sbx_netpolicy_allow_cidr(sbx_netpolicy *n, const char *c)',
+  'int sbx_netpolicy_deny_cidr(sbx_netpolicy *n, const char *c)',
+  'int sbx_netpolicy_inject_header(sbx_netpolicy *n, const char *d, const char *name, const char *value)',
+  'int sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, size_t n_in, const char **keys, const char **values)',
+  'int sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)',
+  'int sbx_netpolicy_to_json(sbx_netpolicy *n, _Out_ void **json)',
 ]) {
   const f = lib.func(proto);
   C[f.info.name] = f;
@@ -265,12 +295,16 @@ async function awaitOp(client, op) {
 
 // ---- handles -------------------------------------------------------------------
 
+let live = 0; // handles made and not yet freed (liveHandles())
+
 class Handle {
   constructor(h, free, lastError) {
     if (!h) throw new Error('libsbxrun: out of memory');
     this.h = h;
     this._free = free;
     this._lastError = lastError;
+    live++;
+    registry.register(this, { h, free }, this);
   }
 
   get handle() {
@@ -285,9 +319,19 @@ class Handle {
   close() {
     const h = this.h;
     this.h = null;
-    if (h) this._free(h);
+    if (h) {
+      registry.unregister(this);
+      this._free(h);
+      live--;
+    }
   }
 }
+
+// A handle the program dropped without close() is freed when collected.
+const registry = new FinalizationRegistry(({ h, free }) => {
+  free(h);
+  live--;
+});
 if (Symbol.dispose) Handle.prototype[Symbol.dispose] = function () { this.close(); };
 if (Symbol.asyncDispose) Handle.prototype[Symbol.asyncDispose] = async function () { this.close(); };
 
@@ -308,6 +352,16 @@ class Client extends Handle {
 
   setOption(key, value) {
     this.check(C.sbx_client_set_option(this.handle, key, String(value)));
+  }
+
+  /** Check every plain command against a Policy (copied; null removes it). */
+  setPolicy(policy, jobType = null) {
+    this.check(C.sbx_client_set_policy(this.handle, policy ? policy.handle : null, jobType));
+  }
+
+  /** Redact the output of commands started from now on (null stops it). */
+  setRedactor(redactor) {
+    this.check(C.sbx_client_set_redactor(this.handle, redactor ? redactor.handle : null));
   }
 
   /** Start an operation with start(handle, ...args, out) and await it. */
@@ -622,10 +676,121 @@ class Transcript extends Handle {
   get headHash() { return C.sbx_transcript_head_hash(this.handle); }
 }
 
+// ---- safety ---------------------------------------------------------------------
+
+/** The default-deny command policy (doc/policy.md). check() decides, never throws for a denial. */
+class Policy extends Handle {
+  constructor(json) {
+    super(C.sbx_policy_new(), C.sbx_policy_free, C.sbx_policy_last_error);
+    try {
+      if (json != null) this.check(C.sbx_policy_load_json(this.handle, typeof json === 'string' ? json : JSON.stringify(json)));
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  allowProgram(program, jobType = null) { this.check(C.sbx_policy_allow_program(this.handle, jobType, program)); }
+  denyProgram(program, jobType = null) { this.check(C.sbx_policy_deny_program(this.handle, jobType, program)); }
+  allowPackage(spec, jobType = null) { this.check(C.sbx_policy_allow_package(this.handle, jobType, spec)); }
+
+  /** {allowed, reason, message} for argv (in cwd, under jobType's rules). */
+  checkArgv(argv, { jobType = null, cwd = null } = {}) {
+    const reason = [0];
+    const msg = Buffer.alloc(1024);
+    const st = C.sbx_policy_check(this.handle, jobType, argv.length, argv.map(String), cwd, reason, msg, msg.length);
+    if (st !== OK && st !== 15) this.check(st); // 15: SBX_E_POLICY_DENIED
+    const end = msg.indexOf(0);
+    return { allowed: st === OK, reason: C.sbx_policy_reason_name(reason[0]),
+             message: msg.subarray(0, end < 0 ? msg.length : end).toString() };
+  }
+}
+
+/** Secrets and credential shapes to replace in output (doc/redact.md). */
+class Redactor extends Handle {
+  constructor(secrets = [], { shapes = true } = {}) {
+    super(C.sbx_redactor_new(), C.sbx_redactor_free, C.sbx_redactor_last_error);
+    try {
+      for (const s of secrets) this.addSecret(s);
+      if (!shapes) this.check(C.sbx_redactor_set_shapes(this.handle, 0));
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  addSecret(value) {
+    const b = Buffer.from(value);
+    this.check(C.sbx_redactor_add_secret(this.handle, b, b.length));
+  }
+
+  redact(data) {
+    const b = Buffer.isBuffer(data) ? data : Buffer.from(String(data));
+    const out = [null];
+    const len = [0];
+    this.check(C.sbx_redactor_redact(this.handle, b, b.length, out, len));
+    try {
+      return Buffer.from(koffi.decode(out[0], 'uint8_t', Number(len[0])));
+    } finally {
+      C.sbx_free(out[0]);
+    }
+  }
+}
+
+const MODES = { 'allow-all': 0, 'deny-all': 1, custom: 2 };
+
+/** Where a sandbox may connect (doc/netpolicy.md). */
+class NetworkPolicy extends Handle {
+  constructor(mode) {
+    super(C.sbx_netpolicy_new(), C.sbx_netpolicy_free, C.sbx_netpolicy_last_error);
+    try {
+      if (mode != null) this.mode = mode;
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  static preset(jobType, inputs = {}) {
+    const n = new NetworkPolicy();
+    const keys = Object.keys(inputs);
+    try {
+      n.check(C.sbx_netpolicy_load_preset(n.handle, jobType, keys.length, keys, keys.map((k) => String(inputs[k]))));
+    } catch (e) {
+      n.close();
+      throw e;
+    }
+    return n;
+  }
+
+  get mode() {
+    const v = C.sbx_netpolicy_mode(this.handle);
+    return Object.keys(MODES).find((k) => MODES[k] === v) ?? String(v);
+  }
+
+  set mode(mode) {
+    if (!(mode in MODES)) throw new RangeError(`mode: one of ${Object.keys(MODES).join(', ')}, not ${mode}`);
+    this.check(C.sbx_netpolicy_set_mode(this.handle, MODES[mode]));
+  }
+
+  allowDomain(d) { this.check(C.sbx_netpolicy_allow_domain(this.handle, d)); }
+  allowCidr(c) { this.check(C.sbx_netpolicy_allow_cidr(this.handle, c)); }
+  denyCidr(c) { this.check(C.sbx_netpolicy_deny_cidr(this.handle, c)); }
+  injectHeader(domain, name, value) { this.check(C.sbx_netpolicy_inject_header(this.handle, domain, name, value)); }
+
+  /** The API form a sandbox takes (networkPolicy: ...). */
+  toJSON() {
+    const out = [null];
+    this.check(C.sbx_netpolicy_to_json(this.handle, out));
+    return takeJson(out[0]);
+  }
+}
+
 module.exports = {
   version: require('./package.json').version,
   libraryVersion: () => C.sbx_version(),
-  Client, Sandbox, Command, Run, Job, Transcript,
+  Client, Sandbox, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy,
+  liveHandles: () => live,
   SbxError, ...errorClasses,
   className,
   _C: C,

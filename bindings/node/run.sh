@@ -16,4 +16,4 @@ if [ ! -e node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
     sleep $((i * 10))
   done
 fi
-exec node --test --test-reporter=tap test/
+exec node --expose-gc --test --test-reporter=tap test/

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const sbxrun = require('..');
+const { startSbxd } = require('../testlib/sbxd');
+
+let sbxd;
+let client;
+
+test.before(async () => {
+  sbxd = await startSbxd();
+  client = new sbxrun.Client({ endpoint: sbxd.endpoint, token: sbxd.token });
+});
+
+test.after(async () => {
+  client.close();
+  await sbxd.stop();
+});
+
+test('policy decisions; a client policy refuses before sending', async () => {
+  const p = new sbxrun.Policy();
+  assert.deepEqual(p.checkArgv(['npx', 'left-pad']).reason, 'package_exec');
+  assert.equal(p.checkArgv(['git', 'status']).allowed, true);
+  assert.equal(p.checkArgv(['cat', '/etc/shadow']).reason, 'path_outside');
+  assert.throws(() => p.checkArgv(['git'], { jobType: 'verify.everything' }), sbxrun.InvalidArgError);
+  assert.throws(() => new sbxrun.Policy('{not json'), sbxrun.ParseError);
+  const s = await client.createSandbox({ timeoutMs: 120000 });
+  try {
+    client.setPolicy(p);
+    await assert.rejects(s.run(['npx', 'cowsay']), sbxrun.PolicyDeniedError);
+    client.setPolicy(null);
+    // redaction of a command's output
+    const r = new sbxrun.Redactor(['hunter2hunter2']);
+    assert.equal(r.redact('pw=hunter2hunter2').toString(), 'pw=[REDACTED:secret]');
+    assert.throws(() => r.addSecret('short'), sbxrun.InvalidArgError);
+    client.setRedactor(r);
+    assert.equal((await s.run(['sh', '-c', 'echo token=hunter2hunter2'])).stdout.toString(),
+                 'token=[REDACTED:secret]\n');
+    client.setRedactor(null);
+    r.close();
+    await s.stop();
+  } finally {
+    s.close();
+    p.close();
+  }
+  const n = sbxrun.NetworkPolicy.preset('repo.clone', { url: 'https://github.com/a/b.git' });
+  assert.deepEqual(n.toJSON(), { mode: 'custom', allowedDomains: ['github.com'] });
+  assert.throws(() => { n.mode = 'open'; }, RangeError);
+  n.close();
+});
+
+test('cancelling a command stops following it; the client goes on', async () => {
+  const s = await client.createSandbox({ timeoutMs: 120000 });
+  try {
+    const cmd = s.spawn(['sleep', '30']);
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    cmd.cancel();
+    await assert.rejects(cmd.exited, sbxrun.CancelledError);
+    assert.ok(Date.now() - t0 < 5000);
+    cmd.close();
+    assert.equal((await s.run(['echo', 'after'])).stdout.toString(), 'after\n');
+    await s.stop();
+  } finally {
+    s.close();
+  }
+});
+
+async function collect() {
+  for (let i = 0; i < 5; i++) {
+    global.gc();
+    await new Promise((r) => setTimeout(r, 20)); // finalizers run between turns
+  }
+}
+
+test('no handle leaked: 10,000 made and dropped', async () => {
+  await collect(); // what earlier tests dropped goes first
+  const base = sbxrun.liveHandles();
+  for (let i = 0; i < 10000; i++) {
+    const s = client.sandbox();
+    const p = new sbxrun.Policy();
+    if (i % 2) { s.close(); p.close(); } // the rest are left to the collector
+  }
+  for (let i = 0; i < 4 && sbxrun.liveHandles() !== base; i++)
+    await collect();
+  assert.equal(sbxrun.liveHandles(), base);
+});
