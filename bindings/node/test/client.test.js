@@ -7,21 +7,10 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const sbxrun = require('..');
-const { startSbxd } = require('../testlib/sbxd');
+const { withClient } = require('../testlib/sbxd');
 
 const DEMO = path.join(__dirname, '..', '..', '..', 'examples', 'demo-project');
-let sbxd;
-let client;
-
-test.before(async () => {
-  sbxd = await startSbxd();
-  client = new sbxrun.Client({ endpoint: sbxd.endpoint, token: sbxd.token });
-});
-
-test.after(async () => {
-  client.close();
-  await sbxd.stop();
-});
+const ctx = withClient(test);
 
 test('versions agree, one error class per status', () => {
   assert.equal(sbxrun.libraryVersion(), sbxrun.version);
@@ -37,11 +26,11 @@ test('versions agree, one error class per status', () => {
   assert.throws(() => new sbxrun.Client({ options: { 'no.such.option': '1' } }),
                 (e) => e instanceof sbxrun.UnknownOptionError && /no\.such\.option/.test(e.message) &&
                   e.code === 'SBX_E_UNKNOWN_OPTION');
-  assert.throws(() => client.sandbox({ vcpus: 1000 }), sbxrun.InvalidArgError);
+  assert.throws(() => ctx.client.sandbox({ vcpus: 1000 }), sbxrun.InvalidArgError);
 });
 
 test('a sandbox, a command streamed, files', async () => {
-  const s = await client.createSandbox({ timeoutMs: 120000 });
+  const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {
     const r = await s.run(['sh', '-c', 'echo out; echo err >&2; exit 3']);
     assert.deepEqual([r.exitCode, r.stdout.toString(), r.stderr.toString()], [3, 'out\n', 'err\n']);
@@ -64,7 +53,7 @@ test('a sandbox, a command streamed, files', async () => {
 });
 
 test('the event loop keeps ticking while a command runs', async () => {
-  const s = await client.createSandbox({ timeoutMs: 120000 });
+  const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {
     let ticks = 0;
     const timer = setInterval(() => { ticks++; }, 50);
@@ -88,7 +77,7 @@ test('verify the demo project; its transcript verified, then tampered with', asy
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-node-t-'));
   const file = path.join(dir, 'run.jsonl');
   const tr = new sbxrun.Transcript(file);
-  const run = new sbxrun.Run(client, { transcript: tr, wallMs: 300000 });
+  const run = new sbxrun.Run(ctx.client, { transcript: tr, wallMs: 300000 });
   try {
     run.addUpload(DEMO, '/vercel/sandbox');
     run.addJob('verify.test', { inputs: { script: 'test' } });
@@ -117,7 +106,7 @@ test('verify the demo project; its transcript verified, then tampered with', asy
 test('a named persistent sandbox resumes by itself; asyncDispose', async () => {
   const name = `node-${process.pid}`;
   {
-    const s = await client.createSandbox({ name, persistent: true });
+    const s = await ctx.client.createSandbox({ name, persistent: true });
     const first = s.id;
     await s.writeFile('kept.txt', 'kept\n');
     await s.stop();

@@ -4,20 +4,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const sbxrun = require('..');
-const { startSbxd } = require('../testlib/sbxd');
+const { withClient } = require('../testlib/sbxd');
 
-let sbxd;
-let client;
-
-test.before(async () => {
-  sbxd = await startSbxd();
-  client = new sbxrun.Client({ endpoint: sbxd.endpoint, token: sbxd.token });
-});
-
-test.after(async () => {
-  client.close();
-  await sbxd.stop();
-});
+const ctx = withClient(test);
 
 test('policy decisions; a client policy refuses before sending', async () => {
   const p = new sbxrun.Policy();
@@ -26,19 +15,19 @@ test('policy decisions; a client policy refuses before sending', async () => {
   assert.equal(p.checkArgv(['cat', '/etc/shadow']).reason, 'path_outside');
   assert.throws(() => p.checkArgv(['git'], { jobType: 'verify.everything' }), sbxrun.InvalidArgError);
   assert.throws(() => new sbxrun.Policy('{not json'), sbxrun.ParseError);
-  const s = await client.createSandbox({ timeoutMs: 120000 });
+  const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {
-    client.setPolicy(p);
+    ctx.client.setPolicy(p);
     await assert.rejects(s.run(['npx', 'cowsay']), sbxrun.PolicyDeniedError);
-    client.setPolicy(null);
+    ctx.client.setPolicy(null);
     // redaction of a command's output
     const r = new sbxrun.Redactor(['hunter2hunter2']);
     assert.equal(r.redact('pw=hunter2hunter2').toString(), 'pw=[REDACTED:secret]');
     assert.throws(() => r.addSecret('short'), sbxrun.InvalidArgError);
-    client.setRedactor(r);
+    ctx.client.setRedactor(r);
     assert.equal((await s.run(['sh', '-c', 'echo token=hunter2hunter2'])).stdout.toString(),
                  'token=[REDACTED:secret]\n');
-    client.setRedactor(null);
+    ctx.client.setRedactor(null);
     r.close();
     await s.stop();
   } finally {
@@ -52,7 +41,7 @@ test('policy decisions; a client policy refuses before sending', async () => {
 });
 
 test('cancelling a command stops following it; the client goes on', async () => {
-  const s = await client.createSandbox({ timeoutMs: 120000 });
+  const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {
     const cmd = s.spawn(['sleep', '30']);
     await new Promise((r) => setTimeout(r, 300));
@@ -79,7 +68,7 @@ test('no handle leaked: 10,000 made and dropped', async () => {
   await collect(); // what earlier tests dropped goes first
   const base = sbxrun.liveHandles();
   for (let i = 0; i < 10000; i++) {
-    const s = client.sandbox();
+    const s = ctx.client.sandbox();
     const p = new sbxrun.Policy();
     if (i % 2) { s.close(); p.close(); } // the rest are left to the collector
   }

@@ -42,4 +42,20 @@ async function startSbxd() {
   };
 }
 
-module.exports = { startSbxd };
+/** An sbxd and a client on it for a test file: before() starts them,
+ * after() stops them; ctx.client and ctx.sbxd in between. */
+function withClient(test) {
+  const ctx = {};
+  test.before(async () => {
+    const sbxrun = require('..');
+    ctx.sbxd = await startSbxd();
+    ctx.client = new sbxrun.Client({ endpoint: ctx.sbxd.endpoint, token: ctx.sbxd.token });
+  });
+  test.after(async () => {
+    ctx.client.close();
+    await ctx.sbxd.stop();
+  });
+  return ctx;
+}
+
+module.exports = { startSbxd, withClient };
