@@ -25,39 +25,9 @@ if ! command -v npm >/dev/null; then
   exit 1
 fi
 
-attempts=${SBX_NPM_ATTEMPTS:-3}
-# One attempt normally takes well under a minute; a stalled one is cut off so
-# that the worst case stays inside CI's budget.
-per_attempt=${SBX_NPM_ATTEMPT_SECONDS:-240}
-# npm's own retries cover refused and reset connections; the loop covers the
-# rest (idle timeouts, truncated bodies). No install scripts: none of the
-# pinned packages needs one.
-args=(ci --no-audit --no-fund --ignore-scripts
-      --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=20000
-      --fetch-timeout=120000)
-for ((i = 1; i <= attempts; i++)); do
-  if out=$(timeout --kill-after=10 "$per_attempt" npm "${args[@]}" 2>&1); then
-    printf '%s\n' "$out"
-    exit 0
-  fi
-  printf '%s\n' "$out"
-  [ -n "$out" ] || echo "install.sh: npm ci gave no output within ${per_attempt}s"
-  if grep -qiE 'SELF_SIGNED_CERT_IN_CHAIN|self-signed certificate|UNABLE_TO_GET_ISSUER_CERT|unable to get local issuer' <<<"$out" &&
-     [[ " ${args[*]} " != *" --strict-ssl=false "* ]]; then
-    # An intercepting proxy whose CA this machine does not trust (a bare
-    # Debian root behind the host's egress proxy). The bytes installed are
-    # still the pinned ones: npm ci checks each against package-lock.json.
-    echo "install.sh: the npm registry's TLS certificate is not trusted here; retrying without" \
-         "TLS verification (every package is still verified against package-lock.json's sha512)"
-    args+=(--strict-ssl=false)
-    ((i--)) || true
-    continue
-  fi
-  if ((i < attempts)); then
-    pause=$((i * 10))
-    echo "install.sh: npm ci failed (attempt $i of $attempts); retrying in ${pause}s"
-    sleep "$pause"
-  fi
-done
-echo "install.sh: npm ci failed $attempts times; the compatibility suite needs the npm registry once"
-exit 1
+# npm ci with retries (scripts/npm-ci.sh: stalls, flaky paths, an
+# intercepting proxy's certificate).
+if ! bash ../../scripts/npm-ci.sh; then
+  echo "install.sh: the compatibility suite needs the npm registry once"
+  exit 1
+fi
