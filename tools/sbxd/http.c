@@ -21,6 +21,7 @@
 #include <openssl/crypto.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,8 @@
 
 static struct MHD_Daemon *daemon_;
 static int listen_fd = -1;
+/* Set when sbxd stops: new connections are refused (accept_policy). */
+static atomic_bool refusing;
 static char *unix_path;
 
 static enum MHD_Result queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
@@ -971,6 +974,19 @@ unsigned http_default_max_conns(void)
     return n > 1000000 ? 1000000 : (unsigned)n;
 }
 
+/* MHD asks for each new connection. Shutting down, none is taken: that is
+ * how sbxd stops new work, rather than MHD_quiesce_daemon(), which on an
+ * epoll daemon with its own threads races MHD's event loop for the listen
+ * socket's removal from the epoll set and aborts the process when it loses
+ * (ENOENT, an unguarded MHD_PANIC in libmicrohttpd). */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)cls;
+    (void)addr;
+    (void)len;
+    return atomic_load(&refusing) ? MHD_NO : MHD_YES;
+}
+
 int http_start(void)
 {
     char err[512];
@@ -984,7 +1000,7 @@ int http_start(void)
      * a client past the limit gets a 503 instead. */
     hard = g.cfg.max_conns + g.cfg.max_unauth + 64;
     daemon_ = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, accept_policy, NULL,
         handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, notify_conn, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)g.cfg.read_timeout_s, MHD_OPTION_THREAD_POOL_SIZE,
@@ -1004,10 +1020,10 @@ int http_start(void)
 void http_stop(void)
 {
     if (daemon_) {
-        /* No new work; parked requests and streams answered (closed), and
-         * the workers finished: MHD must not stop with a connection
-         * suspended or a worker still holding one. */
-        MHD_quiesce_daemon(daemon_);
+        /* No new work (new connections refused); parked requests and
+         * streams answered (closed), and the workers finished: MHD must not
+         * stop with a connection suspended or a worker still holding one. */
+        atomic_store(&refusing, true);
         pthread_mutex_lock(&wq_lock);
         wq_stop = true;
         pthread_cond_broadcast(&wq_cond);
@@ -1020,7 +1036,9 @@ void http_stop(void)
         }
         pthread_mutex_unlock(&wq_lock);
         wake_all_gone();
+        /* It closes the listen socket it was given (not quiesced). */
         MHD_stop_daemon(daemon_);
+        listen_fd = -1;
     }
     daemon_ = NULL;
     if (listen_fd >= 0)
