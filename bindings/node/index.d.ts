@@ -64,7 +64,12 @@ export class Client implements Disposable {
   setRedactor(redactor: Redactor | null): void;
   sandbox(config?: SandboxConfig): Sandbox;
   createSandbox(config?: SandboxConfig): Promise<Sandbox>;
-  listSandboxes(opts?: { project?: string; limit?: number; cursor?: string }): any;
+  /** One page of the project's sandboxes as the server sent it ({sandboxes, pagination}). */
+  listSandboxes(opts?: { project?: string; limit?: number; cursor?: string }): Promise<any>;
+  /** One page of the project's snapshots ({snapshots, pagination}). */
+  listSnapshots(opts?: { project?: string; limit?: number; cursor?: string }): Promise<any>;
+  /** An existing snapshot, read from the server. */
+  snapshot(id: string): Promise<Snapshot>;
   close(): void;
 }
 
@@ -77,6 +82,10 @@ export interface SandboxConfig {
   ports?: number[];
   env?: Record<string, string>;
   networkPolicy?: object | string;
+  sourceGit?: string;
+  sourceTarball?: string;
+  /** Start from a snapshot's filesystem (Snapshot.id). */
+  sourceSnapshot?: string;
   /** Sandbox options by name: { auto_resume: 'never' }. */
   options?: Record<string, string | number>;
 }
@@ -103,9 +112,15 @@ export class Sandbox implements Disposable {
   stop(): Promise<void>;
   delete(): Promise<void>;
   update(settings: Record<string, unknown>): Promise<void>;
+  refresh(): Promise<void>;
+  extendTimeout(ms: number): Promise<void>;
+  /** Snapshot the filesystem (this stops the sandbox); 0: never expires, -1: the server's default. */
+  snapshot(expirationMs?: number): Promise<Snapshot>;
   mkdir(path: string): Promise<void>;
   writeFile(path: string, data: Buffer | string, mode?: number): Promise<void>;
   readFile(path: string): Promise<Buffer>;
+  /** The file's bytes as they arrive; destroying the stream cancels the read. */
+  readStream(path: string): Readable;
   upload(local: string, path: string): Promise<void>;
   download(path: string, local: string): Promise<void>;
   spawn(argv: string[], opts?: CommandOptions): Command;
@@ -115,11 +130,38 @@ export class Sandbox implements Disposable {
   readonly status: string | null;
   readonly name: string | null;
   readonly persistent: boolean | null;
+  readonly runtime: string | null;
+  readonly timeoutMs: number | null;
+  readonly json: any;
+  close(): void;
+}
+
+export class Snapshot implements Disposable {
+  /** Delete it on the server (it then reads as status "deleted"). */
+  delete(): Promise<void>;
+  readonly id: string | null;
+  /** "created", "deleted" or "failed". */
+  readonly status: string | null;
+  readonly sourceSandboxId: string | null;
+  readonly sizeBytes: number | null;
+  /** ms since the epoch; null when it never expires. */
+  readonly expiresAt: number | null;
   readonly json: any;
   close(): void;
 }
 
 export class Command implements Disposable {
+  constructor(sandbox: Sandbox, argv: string[], opts?: CommandOptions);
+  /** A handle on a command already started in the sandbox, by id. */
+  static attach(sandbox: Sandbox, id: string, opts?: { timeoutMs?: number }): Promise<Command>;
+  /** Start it without following it; resolves to its id (it outlives the handle). */
+  startDetached(): Promise<string>;
+  /** Follow a started or attached command: stdout, stderr and exited from its beginning. */
+  follow(): this;
+  /** Its exit code, without reading its output. */
+  wait(): Promise<number>;
+  /** Send a signal (default 15, SIGTERM) to its process group. */
+  kill(signal?: number): Promise<void>;
   readonly stdout: Readable;
   readonly stderr: Readable;
   /** The exit code, once the command has ended. */
@@ -133,20 +175,39 @@ export class Command implements Disposable {
 
 export type Verdict = 'passed' | 'failed' | 'timed-out' | 'denied' | 'cancelled' | 'error' | 'unavailable';
 
-export class Job {
-  setInput(key: string, value: string | null): void;
-  setArgv(argv: string[]): void;
-  readonly verdict: Verdict;
-  readonly exitCode: number;
-  readonly result: any;
-}
-
 export interface JobOptions {
   inputs?: Record<string, string>;
   argv?: string[];
   timeoutMs?: number;
   env?: Record<string, string>;
+  /** Values to redact, 8 to 4096 bytes each. */
   secrets?: (string | Buffer)[];
+  artifacts?: string[];
+  /** Job options by name (doc/job.md). */
+  options?: Record<string, string | number>;
+}
+
+export interface OwnJobOptions extends JobOptions {
+  /** The JSON job description (doc/job.md); type may then be null. */
+  json?: object | string;
+  /** A command policy of its own (copied). */
+  policy?: Policy;
+  /** Records the job; the caller ends it with Transcript.finish(). */
+  transcript?: Transcript;
+}
+
+/** A job: of its own (new Job(client, type, opts), then run(sandbox)), or a Run's (Run.addJob). */
+export class Job implements Disposable {
+  constructor(client: Client, type: string | null, opts?: OwnJobOptions);
+  setInput(key: string, value: string | null): void;
+  setArgv(argv: string[]): void;
+  /** Run a job of its own; resolves to its result (a failed job resolves: see verdict). */
+  run(sandbox: Sandbox, opts?: { onOutput?: (stream: 1 | 2, chunk: Buffer) => void }): Promise<any>;
+  readonly verdict: Verdict;
+  readonly exitCode: number;
+  readonly retryable: boolean;
+  readonly result: any;
+  close(): void;
 }
 
 export class Run implements Disposable {
@@ -170,6 +231,13 @@ export class Transcript implements Disposable {
   readonly stepCount: number;
   readonly complete: boolean;
   readonly headHash: string;
+  /** The header entry. */
+  readonly job: any;
+  /** Step n (1-based) as recorded. */
+  step(n: number): any;
+  save(file: string): void;
+  /** End it with a verdict (or the Job or Run whose verdict it is). */
+  finish(verdict: Verdict | Job | Run): void;
   close(): void;
 }
 

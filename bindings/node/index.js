@@ -40,8 +40,12 @@ function load() {
 
 const lib = load();
 for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript',
-                 'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy'])
+                 'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy', 'sbx_snapshot'])
   koffi.opaque(t);
+// The library's callbacks, called on the JavaScript thread (it alone runs
+// sbx_client_process); registered for the life of one operation.
+const OutputCb = koffi.proto('int sbx_output_cb(int stream, const void *data, size_t len, void *user)');
+const DataCb = koffi.proto('int sbx_data_cb(const void *data, size_t len, void *user)');
 
 const C = {};
 for (const proto of [
@@ -59,7 +63,9 @@ for (const proto of [
   'int sbx_client_process(sbx_client *c, _Out_ size_t *running)',
   'int sbx_client_wait(sbx_client *c, int64_t ms)',
   'int sbx_client_wakeup(sbx_client *c)',
-  'int sbx_client_list_sandboxes_from(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ void **json)',
+  'int sbx_client_list_sandboxes_from_start(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ sbx_op **op)',
+  'int sbx_client_list_snapshots_from_start(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ sbx_op **op)',
+  'const char *sbx_op_result_json(sbx_op *op)',
   'int sbx_op_done(sbx_op *op)',
   'int sbx_op_status(sbx_op *op)',
   'const char *sbx_op_last_error(sbx_op *op)',
@@ -91,6 +97,23 @@ for (const proto of [
   'const char *sbx_sandbox_name(sbx_sandbox *s)',
   'int sbx_sandbox_persistent(sbx_sandbox *s)',
   'const char *sbx_sandbox_json(sbx_sandbox *s)',
+  'const char *sbx_sandbox_runtime(sbx_sandbox *s)',
+  'int64_t sbx_sandbox_timeout_ms(sbx_sandbox *s)',
+  'int sbx_sandbox_refresh_start(sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, _Out_ sbx_op **op)',
+  'int sbx_sandbox_read_stream_start(sbx_sandbox *s, const char *path, sbx_data_cb *cb, void *user, _Out_ sbx_op **op)',
+  'int sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx_snapshot *sn, _Out_ sbx_op **op)',
+  'sbx_snapshot *sbx_snapshot_new(sbx_client *c)',
+  'void sbx_snapshot_free(sbx_snapshot *sn)',
+  'const char *sbx_snapshot_last_error(sbx_snapshot *sn)',
+  'int sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, _Out_ sbx_op **op)',
+  'int sbx_snapshot_delete_start(sbx_snapshot *sn, _Out_ sbx_op **op)',
+  'const char *sbx_snapshot_id(sbx_snapshot *sn)',
+  'const char *sbx_snapshot_status(sbx_snapshot *sn)',
+  'const char *sbx_snapshot_source_sandbox_id(sbx_snapshot *sn)',
+  'int64_t sbx_snapshot_size_bytes(sbx_snapshot *sn)',
+  'int64_t sbx_snapshot_expires_at(sbx_snapshot *sn)',
+  'const char *sbx_snapshot_json(sbx_snapshot *sn)',
   'sbx_command *sbx_command_new(sbx_sandbox *s)',
   'void sbx_command_free(sbx_command *c)',
   'const char *sbx_command_last_error(sbx_command *c)',
@@ -100,6 +123,11 @@ for (const proto of [
   'int sbx_command_set_sudo(sbx_command *c, int sudo)',
   'int sbx_command_set_timeout_ms(sbx_command *c, int64_t ms)',
   'int sbx_command_run_start(sbx_command *c, _Out_ sbx_op **op)',
+  'int sbx_command_set_detached(sbx_command *c, int detached)',
+  'int sbx_command_attach_start(sbx_command *c, const char *id, _Out_ sbx_op **op)',
+  'int sbx_command_fetch_start(sbx_command *c, const char *id, _Out_ sbx_op **op)',
+  'int sbx_command_wait_exit_start(sbx_command *c, _Out_ sbx_op **op)',
+  'int sbx_command_kill_start(sbx_command *c, int signal, _Out_ sbx_op **op)',
   'int sbx_command_read_output(sbx_command *c, int stream, uint8_t *buf, size_t cap, _Out_ size_t *n)',
   'const char *sbx_command_id(sbx_command *c)',
   'int sbx_command_exit_code(sbx_command *c)',
@@ -117,7 +145,18 @@ for (const proto of [
   'size_t sbx_run_job_count(sbx_run *r)',
   'sbx_job *sbx_run_job(sbx_run *r, size_t i)',
   'int sbx_run_result_to_json(sbx_run *r, _Out_ void **json)',
+  'sbx_job *sbx_job_new(sbx_client *c)',
+  'void sbx_job_free(sbx_job *j)',
   'const char *sbx_job_last_error(sbx_job *j)',
+  'int sbx_job_set_type(sbx_job *j, const char *type)',
+  'int sbx_job_load_json(sbx_job *j, const char *json)',
+  'int sbx_job_set_policy(sbx_job *j, sbx_policy *p)',
+  'int sbx_job_set_transcript(sbx_job *j, sbx_transcript *t)',
+  'int sbx_job_set_output_cb(sbx_job *j, sbx_output_cb *cb, void *user)',
+  'int sbx_job_run_start(sbx_job *j, sbx_sandbox *s, _Out_ sbx_op **op)',
+  'int sbx_job_add_artifact(sbx_job *j, const char *path)',
+  'int sbx_job_set_option(sbx_job *j, const char *k, const char *v)',
+  'int sbx_job_retryable(sbx_job *j)',
   'int sbx_job_set_input(sbx_job *j, const char *k, const char *v)',
   'int sbx_job_set_argv(sbx_job *j, size_t argc, const char **argv)',
   'int sbx_job_set_timeout_ms(sbx_job *j, int64_t ms)',
@@ -136,6 +175,10 @@ for (const proto of [
   'size_t sbx_transcript_step_count(sbx_transcript *t)',
   'int sbx_transcript_complete(sbx_transcript *t)',
   'const char *sbx_transcript_head_hash(sbx_transcript *t)',
+  'int sbx_transcript_finish(sbx_transcript *t, int verdict)',
+  'int sbx_transcript_job_to_json(sbx_transcript *t, _Out_ void **json)',
+  'int sbx_transcript_step_to_json(sbx_transcript *t, size_t n, _Out_ void **json)',
+  'int sbx_transcript_save_file(sbx_transcript *t, const char *path)',
   'int sbx_client_set_policy(sbx_client *c, sbx_policy *p, const char *job_type)',
   'int sbx_client_set_redactor(sbx_client *c, sbx_redactor *r)',
   'sbx_policy *sbx_policy_new(void)',
@@ -283,15 +326,34 @@ class Driver {
   }
 }
 
+/** Await an operation, free it, throw for its failure; resolves to its JSON
+ * result (parsed) where it has one, else null. */
 async function awaitOp(client, op) {
   await client.driver.track(op);
   const st = C.sbx_op_status(op);
   let err = null;
+  let result = null;
   if (st !== OK)
     err = errorFor(st, C.sbx_op_last_error(op), C.sbx_op_error_code(op), C.sbx_op_http_status(op));
+  else
+    result = C.sbx_op_result_json(op);
   C.sbx_op_free(op);
   if (err) throw err;
+  return result == null ? null : JSON.parse(result);
 }
+
+/** Run fn with a registered C callback for the duration of the promise it returns. */
+async function withCallback(js, type, fn) {
+  const cb = koffi.register(js, koffi.pointer(type));
+  try {
+    return await fn(cb);
+  } finally {
+    koffi.unregister(cb);
+  }
+}
+
+/** A copy of len bytes at a C pointer (the library reuses its buffer). */
+const copyOut = (data, len) => Buffer.from(new Uint8Array(koffi.view(data, Number(len))));
 
 // ---- handles -------------------------------------------------------------------
 
@@ -368,7 +430,7 @@ class Client extends Handle {
   async _op(handle, start, lastError, ...args) {
     const out = [null];
     check(start(handle, ...args, out), lastError(handle));
-    await awaitOp(this, out[0]);
+    return awaitOp(this, out[0]);
   }
 
   sandbox(config = {}) {
@@ -386,10 +448,27 @@ class Client extends Handle {
     return s;
   }
 
+  /** One page of the project's sandboxes as the server sent it
+   * ({sandboxes, pagination}); pass pagination.next as cursor for the next. */
   listSandboxes({ project = null, limit = 0, cursor = null } = {}) {
-    const out = [null];
-    this.check(C.sbx_client_list_sandboxes_from(this.handle, project, limit, cursor, out));
-    return takeJson(out[0]);
+    return this._op(this.handle, C.sbx_client_list_sandboxes_from_start, C.sbx_client_last_error, project, limit, cursor);
+  }
+
+  /** One page of the project's snapshots ({snapshots, pagination}). */
+  listSnapshots({ project = null, limit = 0, cursor = null } = {}) {
+    return this._op(this.handle, C.sbx_client_list_snapshots_from_start, C.sbx_client_last_error, project, limit, cursor);
+  }
+
+  /** An existing snapshot, read from the server. */
+  async snapshot(id) {
+    const sn = new Snapshot(this);
+    try {
+      await sn._op(C.sbx_snapshot_fetch_start, id);
+    } catch (e) {
+      sn.close();
+      throw e;
+    }
+    return sn;
   }
 
   /** Free the client once nothing it drives is in flight (a wait on a worker
@@ -407,7 +486,8 @@ class Client extends Handle {
 
 /** A sandbox: configure, then create() or fetch()/fetchNamed(). */
 class Sandbox extends Handle {
-  constructor(client, { name, persistent, runtime, timeoutMs, vcpus, ports = [], env = {}, networkPolicy, options = {} } = {}) {
+  constructor(client, { name, persistent, runtime, timeoutMs, vcpus, ports = [], env = {}, networkPolicy, sourceGit,
+                        sourceTarball, sourceSnapshot, options = {} } = {}) {
     super(C.sbx_sandbox_new(client.handle), C.sbx_sandbox_free, C.sbx_sandbox_last_error);
     this.client = client;
     try {
@@ -416,6 +496,9 @@ class Sandbox extends Handle {
       if (runtime != null) this.setOption('runtime', runtime);
       if (timeoutMs != null) this.setOption('timeout_ms', timeoutMs);
       if (vcpus != null) this.setOption('vcpus', vcpus);
+      if (sourceGit != null) this.setOption('source.git', sourceGit);
+      if (sourceTarball != null) this.setOption('source.tarball', sourceTarball);
+      if (sourceSnapshot != null) this.setOption('source.snapshot', sourceSnapshot);
       for (const p of ports) this.setOption('port', p);
       for (const [k, v] of Object.entries(env)) this.check(C.sbx_sandbox_set_env(this.handle, k, v));
       if (networkPolicy != null) {
@@ -444,6 +527,20 @@ class Sandbox extends Handle {
   stop() { return this._op(C.sbx_sandbox_stop_start); }
   delete() { return this._op(C.sbx_sandbox_delete_start); }
   update(settings) { return this._op(C.sbx_sandbox_update_start, JSON.stringify(settings)); }
+  refresh() { return this._op(C.sbx_sandbox_refresh_start); }
+  extendTimeout(ms) { return this._op(C.sbx_sandbox_extend_timeout_start, ms); }
+
+  /** Snapshot the filesystem (this stops the sandbox); expirationMs: 0 never, -1 the server's default. */
+  async snapshot(expirationMs = -1) {
+    const sn = new Snapshot(this.client);
+    try {
+      await this._op(C.sbx_sandbox_snapshot_start, expirationMs, sn.handle);
+    } catch (e) {
+      sn.close();
+      throw e;
+    }
+    return sn;
+  }
   mkdir(p) { return this._op(C.sbx_sandbox_mkdir_start, p); }
 
   writeFile(p, data, mode = 0o644) {
@@ -454,15 +551,32 @@ class Sandbox extends Handle {
   upload(local, p) { return this._op(C.sbx_sandbox_upload_start, local, p); }
   download(p, local) { return this._op(C.sbx_sandbox_download_start, p, local); }
 
-  /** Read a file through a temporary download (written whole, or not at all). */
+  /** A file's bytes as a Readable stream of Buffers, as they arrive;
+   * destroying the stream cancels the read. */
+  readStream(p) {
+    const client = this.client;
+    let op = null;
+    const stream = new Readable({
+      read() {},
+      destroy(err, done) {
+        if (op) C.sbx_op_cancel(op), client.driver.kick();
+        done(err);
+      },
+    });
+    const out = [null];
+    withCallback((data, len) => (stream.push(copyOut(data, len)), 0), DataCb, (cb) => {
+      this.check(C.sbx_sandbox_read_stream_start(this.handle, p, cb, null, out));
+      op = out[0];
+      return awaitOp(client, op).finally(() => { op = null; });
+    }).then(() => stream.push(null), (e) => stream.destroy(e));
+    return stream;
+  }
+
+  /** A whole file (streamed; memory is the caller's to mind). */
   async readFile(p) {
-    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'sbxrun-'));
-    try {
-      await this.download(p, path.join(dir, 'f'));
-      return fs.readFileSync(path.join(dir, 'f'));
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    const chunks = [];
+    for await (const b of this.readStream(p)) chunks.push(b);
+    return Buffer.concat(chunks);
   }
 
   /** Start argv: a Command with stdout and stderr as Readable streams of
@@ -492,7 +606,33 @@ class Sandbox extends Handle {
   get status() { return C.sbx_sandbox_status(this.handle); }
   get name() { return C.sbx_sandbox_name(this.handle); }
   get persistent() { const v = C.sbx_sandbox_persistent(this.handle); return v < 0 ? null : v === 1; }
+  get runtime() { return C.sbx_sandbox_runtime(this.handle); }
+  get timeoutMs() { const v = Number(C.sbx_sandbox_timeout_ms(this.handle)); return v < 0 ? null : v; }
   get json() { const t = C.sbx_sandbox_json(this.handle); return t == null ? null : JSON.parse(t); }
+}
+
+/** A snapshot of a sandbox's filesystem: Sandbox.snapshot() makes one,
+ * Client.snapshot(id) reads one; a sandbox starts from it with sourceSnapshot. */
+class Snapshot extends Handle {
+  constructor(client) {
+    super(C.sbx_snapshot_new(client.handle), C.sbx_snapshot_free, C.sbx_snapshot_last_error);
+    this.client = client;
+  }
+
+  _op(start, ...args) {
+    return this.client._op(this.handle, start, C.sbx_snapshot_last_error, ...args);
+  }
+
+  /** Delete it on the server (it then reads as status "deleted"). */
+  delete() { return this._op(C.sbx_snapshot_delete_start); }
+
+  get id() { return C.sbx_snapshot_id(this.handle); }
+  get status() { return C.sbx_snapshot_status(this.handle); }
+  get sourceSandboxId() { return C.sbx_snapshot_source_sandbox_id(this.handle); }
+  get sizeBytes() { const v = Number(C.sbx_snapshot_size_bytes(this.handle)); return v < 0 ? null : v; }
+  /** ms since the epoch; null when it never expires (or is not known). */
+  get expiresAt() { const v = Number(C.sbx_snapshot_expires_at(this.handle)); return v <= 0 ? null : v; }
+  get json() { const t = C.sbx_snapshot_json(this.handle); return t == null ? null : JSON.parse(t); }
 }
 
 function finished(stream) {
@@ -502,12 +642,13 @@ function finished(stream) {
 /** A command in a sandbox, started by Sandbox.spawn(). */
 class Command extends Handle {
   constructor(sandbox, argv, { cwd, env = {}, sudo = false, timeoutMs } = {}) {
-    if (!Array.isArray(argv) || argv.length === 0) throw new TypeError('argv: an array of strings, the program first');
+    if (argv !== null && (!Array.isArray(argv) || argv.length === 0))
+      throw new TypeError('argv: an array of strings, the program first');
     super(C.sbx_command_new(sandbox.handle), C.sbx_command_free, C.sbx_command_last_error);
     this.sandbox = sandbox;
-    this.argv = argv.slice();
+    this.argv = argv ? argv.slice() : [];
     try {
-      this.check(C.sbx_command_set_argv(this.handle, argv.length, argv.map(String)));
+      if (argv) this.check(C.sbx_command_set_argv(this.handle, argv.length, argv.map(String)));
       if (cwd != null) this.check(C.sbx_command_set_cwd(this.handle, cwd));
       for (const [k, v] of Object.entries(env)) this.check(C.sbx_command_set_env(this.handle, k, v));
       if (sudo) this.check(C.sbx_command_set_sudo(this.handle, 1));
@@ -520,10 +661,49 @@ class Command extends Handle {
     this.stderr = new Readable({ read() {} });
   }
 
+  /** A handle on a command already started in the sandbox (by id): follow()
+   * streams its output from the beginning, wait() its exit, kill() signals it. */
+  static async attach(sandbox, id, { timeoutMs } = {}) {
+    const cmd = new Command(sandbox, null, { timeoutMs });
+    try {
+      await cmd._call(C.sbx_command_fetch_start, id);
+    } catch (e) {
+      cmd.close();
+      throw e;
+    }
+    return cmd;
+  }
+
+  _call(start, ...args) {
+    return this.sandbox.client._op(this.handle, start, C.sbx_command_last_error, ...args);
+  }
+
+  /** Start it without following it (detached); resolves to its id. It keeps
+   * running after the handle is closed. */
+  async startDetached() {
+    this.check(C.sbx_command_set_detached(this.handle, 1));
+    await this._call(C.sbx_command_run_start);
+    return this.id;
+  }
+
+  /** Wait for its exit without reading its output; resolves to the exit code. */
+  async wait() {
+    await this._call(C.sbx_command_wait_exit_start);
+    return this.exitCode;
+  }
+
+  /** Send a signal (Linux number; default 15, SIGTERM) to its process group. */
+  kill(signal = 15) { return this._call(C.sbx_command_kill_start, signal); }
+
+  /** Follow a started or attached command: stdout, stderr and exited as start() gives them. */
+  follow() { this.start(); return this; }
+
   start() {
     const client = this.sandbox.client;
     const out = [null];
-    this.check(C.sbx_command_run_start(this.handle, out));
+    const cid = this.h ? C.sbx_command_id(this.h) : null;
+    if (cid == null) this.check(C.sbx_command_run_start(this.handle, out));
+    else this.check(C.sbx_command_attach_start(this.handle, cid, out));
     const op = out[0];
     const buf = Buffer.alloc(65536);
     const drain = () => {
@@ -565,16 +745,93 @@ class Command extends Handle {
 
 const verdictName = (v) => C.sbx_job_verdict_name(v) || String(v);
 
-class Job {
-  constructor(run, h) { this.run = run; this.h = h; }
-  check(st) { check(st, C.sbx_job_last_error(this.h)); }
-  setInput(k, v) { this.check(C.sbx_job_set_input(this.h, k, v)); }
-  setArgv(argv) { this.check(C.sbx_job_set_argv(this.h, argv.length, argv.map(String))); }
-  get verdict() { return verdictName(C.sbx_job_verdict(this.h)); }
-  get exitCode() { return C.sbx_job_exit_code(this.h); }
+/** One job: made by Run.addJob() (freed with its run), or of its own with
+ * new Job(client, type, opts) and run with job.run(sandbox). */
+class Job extends Handle {
+  constructor(client, type, { json, policy, transcript, ...setup } = {}) {
+    super(C.sbx_job_new(client.handle), C.sbx_job_free, C.sbx_job_last_error);
+    this.client = client;
+    this.transcript = transcript; // must outlive the job
+    try {
+      if (json != null) this.check(C.sbx_job_load_json(this.handle, typeof json === 'string' ? json : JSON.stringify(json)));
+      if (type != null) this.check(C.sbx_job_set_type(this.handle, type));
+      if (policy) this.check(C.sbx_job_set_policy(this.handle, policy.handle));
+      if (transcript) this.check(C.sbx_job_set_transcript(this.handle, transcript.handle));
+      this._setup(setup);
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  /** A job its run owns: not counted, not freed here. */
+  static _ofRun(run, h) {
+    const job = Object.create(Job.prototype);
+    Object.assign(job, { h, _free: null, _lastError: C.sbx_job_last_error, _run: run, client: run.client });
+    return job;
+  }
+
+  close() {
+    if (this._free) super.close();
+    else this.h = null;
+  }
+
+  _setup({ inputs = {}, argv, timeoutMs, env = {}, secrets = [], artifacts = [], options = {} }) {
+    for (const [k, v] of Object.entries(inputs)) this.setInput(k, v);
+    if (argv) this.setArgv(argv);
+    if (timeoutMs != null) this.check(C.sbx_job_set_timeout_ms(this.handle, timeoutMs));
+    for (const [k, v] of Object.entries(env)) this.check(C.sbx_job_set_env(this.handle, k, v));
+    for (const sec of secrets) {
+      const b = Buffer.from(sec);
+      this.check(C.sbx_job_add_secret(this.handle, b, b.length));
+    }
+    for (const a of artifacts) this.check(C.sbx_job_add_artifact(this.handle, a));
+    for (const [k, v] of Object.entries(options)) this.check(C.sbx_job_set_option(this.handle, k, String(v)));
+  }
+
+  setInput(k, v) { this.check(C.sbx_job_set_input(this.handle, k, v)); }
+  setArgv(argv) {
+    if (!Array.isArray(argv)) throw new TypeError('argv: an array of strings, the program first');
+    this.check(C.sbx_job_set_argv(this.handle, argv.length, argv.map(String)));
+  }
+
+  /** Run a job of its own in a created sandbox; resolves to its result
+   * (sbxrun.job.result/1). onOutput(stream, buffer) gets the output as it
+   * comes, redacted (1 stdout, 2 stderr); an exception it throws cancels the
+   * job and rejects the promise with it. A job that ran and failed resolves:
+   * see verdict. */
+  async run(sandbox, { onOutput } = {}) {
+    let failure = null;
+    const js = (stream, data, len) => {
+      try {
+        onOutput(stream, copyOut(data, len));
+        return 0;
+      } catch (e) {
+        failure = failure || e;
+        return 1;
+      }
+    };
+    const go = async (cb) => {
+      this.check(C.sbx_job_set_output_cb(this.handle, cb, null));
+      try {
+        await this.client._op(this.handle, C.sbx_job_run_start, C.sbx_job_last_error, sandbox.handle);
+      } catch (e) {
+        if (!failure) throw e;
+      } finally {
+        C.sbx_job_set_output_cb(this.handle, null, null);
+      }
+    };
+    await (onOutput ? withCallback(js, OutputCb, go) : go(null));
+    if (failure) throw failure;
+    return this.result;
+  }
+
+  get verdict() { return verdictName(C.sbx_job_verdict(this.handle)); }
+  get exitCode() { return C.sbx_job_exit_code(this.handle); }
+  get retryable() { return C.sbx_job_retryable(this.handle) === 1; }
   get result() {
     const out = [null];
-    this.check(C.sbx_job_result_to_json(this.h, out));
+    this.check(C.sbx_job_result_to_json(this.handle, out));
     return takeJson(out[0]);
   }
 }
@@ -597,21 +854,14 @@ class Run extends Handle {
     }
   }
 
-  addJob(type, { inputs = {}, argv, timeoutMs, env = {}, secrets = [] } = {}) {
+  addJob(type, setup = {}) {
     const h = C.sbx_run_add_job(this.handle, type);
     if (!h) {
       const msg = C.sbx_run_last_error(this.handle);
       throw errorFor(/memory/.test(msg) ? 3 : /started/.test(msg) ? 2 : 1, msg);
     }
-    const job = new Job(this, h);
-    for (const [k, v] of Object.entries(inputs)) job.setInput(k, v);
-    if (argv) job.setArgv(argv);
-    if (timeoutMs != null) job.check(C.sbx_job_set_timeout_ms(h, timeoutMs));
-    for (const [k, v] of Object.entries(env)) job.check(C.sbx_job_set_env(h, k, v));
-    for (const s of secrets) {
-      const b = Buffer.from(s);
-      job.check(C.sbx_job_add_secret(h, b, b.length));
-    }
+    const job = Job._ofRun(this, h);
+    job._setup(setup);
     return job;
   }
 
@@ -628,7 +878,7 @@ class Run extends Handle {
   get verdict() { return verdictName(C.sbx_run_verdict(this.handle)); }
   get jobs() {
     const n = Number(C.sbx_run_job_count(this.handle));
-    return Array.from({ length: n }, (_, i) => new Job(this, C.sbx_run_job(this.handle, i)));
+    return Array.from({ length: n }, (_, i) => Job._ofRun(this, C.sbx_run_job(this.handle, i)));
   }
   get result() {
     const out = [null];
@@ -674,6 +924,33 @@ class Transcript extends Handle {
   get stepCount() { return Number(C.sbx_transcript_step_count(this.handle)); }
   get complete() { return C.sbx_transcript_complete(this.handle) === 1; }
   get headHash() { return C.sbx_transcript_head_hash(this.handle); }
+
+  /** The header entry: its job holds the job (or run) type, inputs and policies. */
+  get job() {
+    const out = [null];
+    this.check(C.sbx_transcript_job_to_json(this.handle, out));
+    return takeJson(out[0]);
+  }
+
+  /** Step n (1-based) as recorded. */
+  step(n) {
+    const out = [null];
+    this.check(C.sbx_transcript_step_to_json(this.handle, n, out));
+    return takeJson(out[0]);
+  }
+
+  save(file) { this.check(C.sbx_transcript_save_file(this.handle, file)); }
+
+  /** End it with a verdict (a name, or the Job or Run whose verdict it is):
+   * the file is then replaced atomically with the complete transcript. A
+   * Run ends its own; a job of its own leaves it to the caller. */
+  finish(verdict) {
+    const name = typeof verdict === 'string' ? verdict : verdict.verdict;
+    for (let v = 0; v < 16; v++) {
+      if (C.sbx_job_verdict_name(v) === name) return this.check(C.sbx_transcript_finish(this.handle, v));
+    }
+    throw new TypeError(`verdict: ${JSON.stringify(name)} is not one (passed, failed, timed-out, denied, cancelled, error, unavailable)`);
+  }
 }
 
 // ---- safety ---------------------------------------------------------------------
@@ -789,7 +1066,7 @@ class NetworkPolicy extends Handle {
 module.exports = {
   version: require('./package.json').version,
   libraryVersion: () => C.sbx_version(),
-  Client, Sandbox, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy,
+  Client, Sandbox, Snapshot, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy,
   liveHandles: () => live,
   SbxError, ...errorClasses,
   className,

@@ -116,11 +116,13 @@ SBX_API sbx_status sbx_job_set_timeout_ms(sbx_job *job, int64_t ms);
 /**
  * Give the job's commands one environment variable (the request's
  * "envKeys"): nothing else of the caller's environment is forwarded. The
- * value is registered as a secret (redacted from all output when 4 bytes
- * or longer), wiped on free, and never appears in a result or transcript
- * (the name does). NULL value removes it.
+ * value is registered as a secret (redacted from all output when 8 bytes
+ * or longer: shorter values would redact ordinary text), wiped on free,
+ * and never appears in a result or transcript (the name does). NULL value
+ * removes it.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (name not [A-Za-z_][A-Za-z0-9_]*),
+ * @return SBX_OK, SBX_E_INVALID_ARG (name not [A-Za-z_][A-Za-z0-9_]*, a
+ *         value longer than 4096 bytes, which could not be redacted),
  *         SBX_E_NOMEM, SBX_E_MISUSE.
  * @since 1.0
  */
@@ -128,9 +130,10 @@ SBX_API sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *v
 
 /**
  * One more value to redact from the job's output (a value the commands
- * may print that is not in their environment). At least 4 bytes, no NUL.
+ * may print that is not in their environment). 8 to 4096 bytes (what
+ * sbx_redactor_add_secret() takes), no NUL.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (shorter, a NUL), SBX_E_NOMEM,
+ * @return SBX_OK, SBX_E_INVALID_ARG (shorter, longer, a NUL), SBX_E_NOMEM,
  *         SBX_E_MISUSE.
  * @since 1.0
  */

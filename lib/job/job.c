@@ -273,6 +273,11 @@ sbx_status sbx_job_set_env(sbx_job *job, const char *name, const char *value)
     SBX__ARG(job, name && env_name_ok(name) && strlen(name) <= 255,
              "environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most 255 bytes");
     SBX__ARG(job, !value || sbx__utf8_valid(value, strlen(value)), "the value of %s is not valid UTF-8", name);
+    /* Every value long enough to be a secret is redacted: one too long
+     * for the redactor would not be, so it is refused. */
+    SBX__ARG(job, !value || strlen(value) <= SBX__SECRET_MAX,
+             "the value of %s is refused: %zu bytes, more than the %d a secret may have", name, strlen(value),
+             SBX__SECRET_MAX);
     return sbx__env_set(&job->env, name, value, &job->err);
 }
 
@@ -281,7 +286,9 @@ sbx_status sbx_job_add_secret(sbx_job *job, const uint8_t *value, size_t len)
     char *s;
     JOB_ENTER(job);
     SBX__ARG(job, value && len, "the secret is empty");
-    SBX__ARG(job, len >= 4, "a secret of fewer than 4 bytes would redact common text everywhere");
+    SBX__ARG(job, len >= SBX__SECRET_MIN && len <= SBX__SECRET_MAX,
+             "a secret of %zu bytes is refused: %d to %d bytes (shorter ones would redact ordinary text)", len,
+             SBX__SECRET_MIN, SBX__SECRET_MAX);
     /* Kept as text (and so in no result): a NUL would cut it short. */
     SBX__ARG(job, !memchr(value, '\0', len), "the secret contains a NUL byte");
     if (!(s = sbx__malloc(len + 1)))

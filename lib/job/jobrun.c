@@ -29,7 +29,6 @@
  * its hard deadline ends it. */
 #define BACKSTOP_MS 10000
 #define CAPTURE_MAX (256u << 10)
-#define SECRET_MIN 4
 
 enum phase { PH_NETPOLICY, PH_UPLOAD, PH_STEPS, PH_ARTIFACTS, PH_DONE };
 
@@ -199,16 +198,26 @@ static sbx_status make_rules(struct jrun *jr)
         return sbx__err_nomem(&job->err);
     for (size_t i = 0; i < job->env.n && st != SBX_E_NOMEM; i++) {
         const char *v = strchr(job->env.v[i], '=') + 1;
-        if (strlen(v) >= SECRET_MIN)
+        if (strlen(v) >= SBX__SECRET_MIN) /* the setter refused longer than the maximum */
             st = sbx_redactor_add_secret(r, (const uint8_t *)v, strlen(v));
     }
-    for (size_t i = 0; i < job->secrets.n && st != SBX_E_NOMEM; i++)
+    /* The setters took only what the redactor takes: any refusal here is
+     * a secret that would go unredacted, so the job does not run. */
+    for (size_t i = 0; i < job->secrets.n && st == SBX_OK; i++)
         st = sbx_redactor_add_secret(r, (const uint8_t *)job->secrets.v[i], strlen(job->secrets.v[i]));
-    if (tok && st != SBX_E_NOMEM)
+    if (tok && st == SBX_OK)
         st = sbx_redactor_add_secret(r, (const uint8_t *)tok, strlen(tok));
     if (st == SBX_E_NOMEM) {
         sbx_redactor_free(r);
         return sbx__err_nomem(&job->err);
+    }
+    if (st != SBX_OK) {
+        sbx__err_set(&job->err, st, "%s cannot be redacted: %s",
+                     tok && (strlen(tok) < SBX__SECRET_MIN || strlen(tok) > SBX__SECRET_MAX) ? "the token input"
+                                                                                          : "a secret of the job",
+                     sbx_redactor_last_error(r));
+        sbx_redactor_free(r);
+        return st;
     }
     jr->rules = sbx__redactor_rules(r);
     job->rules = sbx__redactor_rules(r); /* the result's text too */

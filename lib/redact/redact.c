@@ -14,8 +14,8 @@
 #include "redact/redact_int.h"
 #include "util/str.h"
 
-#define VALUE_MIN 8
-#define VALUE_MAX 4096
+#define VALUE_MIN SBX__SECRET_MIN
+#define VALUE_MAX SBX__SECRET_MAX
 #define KIND_SECRET 0
 #define NO_SHAPE (-1)
 #define RECHECK_MIN 512

@@ -5,6 +5,12 @@
 #ifndef SBX_REDACT_INT_H
 #define SBX_REDACT_INT_H
 
+/* The lengths of a registered secret (sbx_redactor_add_secret()): shorter
+ * ones would redact ordinary text; the job layer refuses what the
+ * redactor would, so no secret is ever accepted and then not redacted. */
+#define SBX__SECRET_MIN 8
+#define SBX__SECRET_MAX 4096
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

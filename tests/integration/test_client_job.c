@@ -629,6 +629,16 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
     expect_st(sbx_job_add_secret(j, (const uint8_t *)"ab", 2), SBX_E_INVALID_ARG, sbx_job_last_error, j);
     sbx_job_free(j);
 
+    /* A token too short to redact would go out unredacted in the
+     * clone's output: the job refuses to run with it. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.clone"), j);
+    ok_j(sbx_job_set_input(j, "url", "https://git.test/demo.git"), j);
+    ok_j(sbx_job_set_input(j, "token", "tok-1"), j);
+    expect_st(sbx_job_run(j, e.s), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+    ck_assert_msg(strstr(sbx_job_last_error(j), "the token input cannot be redacted"), "%s", sbx_job_last_error(j));
+    sbx_job_free(j);
+
     f = faultd_start(e.d);
     c = proxied(e.d, f);
     run = sbx_run_new(c);

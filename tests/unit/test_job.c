@@ -229,9 +229,19 @@ START_TEST(test_job_timeout_env_secret)
     expect(j, sbx_job_set_env(j, "NPM", "x"), SBX_OK, NULL);
     ck_assert_uint_eq(j->env.n, 4);
 
-    expect(j, sbx_job_add_secret(j, (const uint8_t *)"s3cr3t", 6), SBX_OK, NULL);
-    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0b", 3), SBX_E_INVALID_ARG, "fewer than 4 bytes");
-    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0bc", 4), SBX_E_INVALID_ARG, "NUL byte");
+    expect(j, sbx_job_add_secret(j, (const uint8_t *)"s3cr3t-1", 8), SBX_OK, NULL);
+    /* What the redactor refuses is refused here: never accepted and then not redacted. */
+    expect(j, sbx_job_add_secret(j, (const uint8_t *)"s3cr3t7", 7), SBX_E_INVALID_ARG, "8 to 4096 bytes");
+    {
+        static char big[4098];
+        memset(big, 'k', 4097);
+        expect(j, sbx_job_add_secret(j, (const uint8_t *)big, 4097), SBX_E_INVALID_ARG, "4097 bytes");
+        expect(j, sbx_job_set_env(j, "BIG", big), SBX_E_INVALID_ARG, "4097 bytes");
+        big[4096] = '\0';
+        expect(j, sbx_job_set_env(j, "BIG", big), SBX_OK, NULL);
+        expect(j, sbx_job_set_env(j, "BIG", NULL), SBX_OK, NULL);
+    }
+    expect(j, sbx_job_add_secret(j, (const uint8_t *)"a\0bcdefgh", 9), SBX_E_INVALID_ARG, "NUL byte");
     sbx_job_free(j);
     sbx_client_free(c);
 }

@@ -87,8 +87,9 @@ def driver(client: Any) -> _Driver:
     return d
 
 
-async def wait(client: Any, op: int) -> None:
-    """Await an operation, free it, raise for its failure."""
+async def wait(client: Any, op: int) -> str | None:
+    """Await an operation, free it, raise for its failure; returns its JSON
+    result (text) where it has one."""
     d = driver(client)
     fut = d.watch(op)
     try:
@@ -97,4 +98,4 @@ async def wait(client: Any, op: int) -> None:
         d.abandon(op)
         raise
     from .client import finish_op
-    finish_op(op)
+    return finish_op(op)

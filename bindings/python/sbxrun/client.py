@@ -32,28 +32,34 @@ def _abandon(op: int) -> None:
     _L.sbx_op_free(op)
 
 
-def _wait(op: int) -> None:
-    """Wait for an operation, free it, raise for its failure. Ctrl-C
-    cancels it (and waits for its end) before the KeyboardInterrupt goes on."""
+def _wait(op: int) -> str | None:
+    """Wait for an operation, free it, raise for its failure; returns its
+    JSON result (text) where it has one. Ctrl-C cancels it (and waits for
+    its end) before the KeyboardInterrupt goes on."""
     try:
         while _L.sbx_op_wait(op, _SLICE_MS) == _lib.E_AGAIN:
             pass
     except BaseException:
         _abandon(op)
         raise
-    finish_op(op)
+    return finish_op(op)
 
 
-def finish_op(op: int) -> None:
-    """Free an operation that has ended; raise for its failure."""
+def finish_op(op: int) -> str | None:
+    """Free an operation that has ended; raise for its failure, else
+    return its JSON result (text) where it has one."""
     st = _L.sbx_op_status(op)
     err = None
+    result = None
     if st != _lib.OK:
         err = error_for(st, _lib.text(_L.sbx_op_last_error(op)), _lib.text(_L.sbx_op_error_code(op)),
                         _L.sbx_op_http_status(op))
+    else:
+        result = _lib.text(_L.sbx_op_result_json(op))
     _L.sbx_op_free(op)
     if err is not None:
         raise err
+    return result
 
 
 _live = 0  # handles made and not yet freed (live_handles())
@@ -102,18 +108,19 @@ class _Handle:
             self.close()
             raise
 
-    def _start(self, start: Callable[..., int], *args: Any) -> None:
-        """Start an operation with start(handle, *args, &op) and wait for it."""
+    def _start(self, start: Callable[..., int], *args: Any) -> str | None:
+        """Start an operation with start(handle, *args, &op) and wait for
+        it; returns its JSON result (text) where it has one."""
         op = c_void_p()
         self._check(start(self._handle, *args, byref(op)))
-        _wait(op.value)
+        return _wait(op.value)
 
-    async def _astart(self, client: "Client", start: Callable[..., int], *args: Any) -> None:
+    async def _astart(self, client: "Client", start: Callable[..., int], *args: Any) -> str | None:
         """The same, awaited on the running event loop (sbxrun.aio)."""
         from . import aio
         op = c_void_p()
         self._check(start(self._handle, *args, byref(op)))
-        await aio.wait(client, op.value)
+        return await aio.wait(client, op.value)
 
     def close(self) -> None:
         """Free the handle (what the server holds is not touched)."""
@@ -204,11 +211,27 @@ class Client(_Handle):
         return s
 
     def list_sandboxes(self, project: str | None = None, limit: int = 0, cursor: str | None = None) -> dict:
-        """One page of the project's sandboxes, as the server answered it."""
-        out = c_void_p()
-        self._check(_L.sbx_client_list_sandboxes_from(self._handle, _lib.arg(project), limit, _lib.arg(cursor),
-                                                      byref(out)))
-        return _lib.take_json(out.value)
+        """One page of the project's sandboxes, as the server answered it
+        ({"sandboxes": [...], "pagination": ...}); pass the page's
+        ``pagination["next"]`` as cursor for the next one."""
+        return json.loads(self._start(_L.sbx_client_list_sandboxes_from_start, _lib.arg(project), limit,
+                                      _lib.arg(cursor)) or "null")
+
+    def list_snapshots(self, project: str | None = None, limit: int = 0, cursor: str | None = None) -> dict:
+        """One page of the project's snapshots ({"snapshots": [...],
+        "pagination": ...}), as :meth:`list_sandboxes`."""
+        return json.loads(self._start(_L.sbx_client_list_snapshots_from_start, _lib.arg(project), limit,
+                                      _lib.arg(cursor)) or "null")
+
+    def snapshot(self, snapshot_id: str) -> "Snapshot":
+        """An existing snapshot, read from the server."""
+        sn = Snapshot(self)
+        try:
+            sn._start(_L.sbx_snapshot_fetch_start, _lib.arg(snapshot_id))
+        except BaseException:
+            sn.close()
+            raise
+        return sn
 
 
 @dataclass(frozen=True)
@@ -331,6 +354,19 @@ class Sandbox(_Handle):
     def extend_timeout(self, ms: int) -> None:
         """Add ms milliseconds to the sandbox's lifetime."""
         self._start(_L.sbx_sandbox_extend_timeout_start, ms)
+
+    def snapshot(self, expiration_ms: int = -1) -> "Snapshot":
+        """Snapshot the sandbox's filesystem (this stops the sandbox) and
+        return the snapshot; expiration_ms its lifetime (0: none, -1: the
+        server's default). Start a sandbox from it with
+        ``source_snapshot=snap.id``."""
+        sn = Snapshot(self.client)
+        try:
+            self._start(_L.sbx_sandbox_snapshot_start, expiration_ms, sn._handle)
+        except BaseException:
+            sn.close()
+            raise
+        return sn
 
     # ---- files ----
 
@@ -464,17 +500,18 @@ class Command(_Handle):
     _free = _L.sbx_command_free
     _last_error = _L.sbx_command_last_error
 
-    def __init__(self, sandbox: Sandbox, argv: Sequence[str], *, cwd: str | None = None,
+    def __init__(self, sandbox: Sandbox, argv: Sequence[str] | None, *, cwd: str | None = None,
                  env: Mapping[str, str] | None = None, sudo: bool = False, timeout_ms: int | None = None):
         if isinstance(argv, (str, bytes)):
             raise TypeError("argv: a sequence of strings (the program first), not one string")
         super().__init__(_L.sbx_command_new(sandbox._handle))
         self.sandbox = sandbox
-        self.argv = tuple(argv)
+        self.argv = tuple(argv or ())
 
         def steps() -> None:
-            arr = (c_char_p * len(self.argv))(*[_lib.arg(a) for a in self.argv])
-            self._check(_L.sbx_command_set_argv(self._handle, len(self.argv), arr))
+            if argv is not None:
+                arr = (c_char_p * len(self.argv))(*[_lib.arg(a) for a in self.argv])
+                self._check(_L.sbx_command_set_argv(self._handle, len(self.argv), arr))
             if cwd is not None:
                 self._check(_L.sbx_command_set_cwd(self._handle, _lib.arg(cwd)))
             for k, v in (env or {}).items():
@@ -486,17 +523,57 @@ class Command(_Handle):
 
         self._configure(steps, None)
 
+    @classmethod
+    def attach(cls, sandbox: Sandbox, command_id: str, *, timeout_ms: int | None = None) -> "Command":
+        """A handle on a command already started in the sandbox (by id):
+        :meth:`output` then follows it from the beginning of its output,
+        :meth:`wait` waits for its exit, :meth:`kill` signals it."""
+        cmd = cls(sandbox, None, timeout_ms=timeout_ms)
+        try:
+            cmd._start(_L.sbx_command_fetch_start, _lib.arg(command_id))
+        except BaseException:
+            cmd.close()
+            raise
+        return cmd
+
+    def start(self) -> str:
+        """Start the command without following it (detached) and return
+        its id; it keeps running after this handle is closed. Follow it
+        with :meth:`output`, :meth:`wait`, or :meth:`attach` from anywhere."""
+        self._check(_L.sbx_command_set_detached(self._handle, 1))
+        self._start(_L.sbx_command_run_start)
+        return self.id or ""
+
+    def wait(self) -> int:
+        """Wait for a started command to exit, without reading its output;
+        returns its exit code (the handle's timeout_ms bounds the wait)."""
+        self._start(_L.sbx_command_wait_exit_start)
+        return self.exit_code
+
+    def kill(self, signal: int = 15) -> None:
+        """Send a signal (default SIGTERM) to the command's process group."""
+        self._start(_L.sbx_command_kill_start, signal)
+
     def _drain(self, buf, n) -> Iterator[tuple[int, bytes]]:
         for stream in (_lib.STDOUT, _lib.STDERR):
             while _L.sbx_command_read_output(self._handle, stream, buf, len(buf), byref(n)) == _lib.OK:
                 yield stream, bytes(buf[: n.value])
 
+    def _follow(self, op: c_void_p) -> None:
+        """Start following: the command's start, or (once it has an id) its output."""
+        cid = self.id
+        if cid is None:
+            self._check(_L.sbx_command_run_start(self._handle, byref(op)))
+        else:
+            self._check(_L.sbx_command_attach_start(self._handle, _lib.arg(cid), byref(op)))
+
     def output(self) -> Iterator[tuple[int, bytes]]:
-        """Start the command and yield its output as it arrives, to its end.
-        Stopping early (or Ctrl-C) cancels the wait; the command keeps
-        running in the sandbox."""
+        """Start the command (or follow it, when started or attached) and
+        yield its output as it arrives, to its end. Stopping early (or
+        Ctrl-C) cancels the wait; the command keeps running in the sandbox
+        (:meth:`kill` stops it)."""
         op = c_void_p()
-        self._check(_L.sbx_command_run_start(self._handle, byref(op)))
+        self._follow(op)
         buf = (c_uint8 * 65536)()
         n = c_size_t()
         try:
@@ -518,7 +595,7 @@ class Command(_Handle):
         from . import aio
         d = aio.driver(self.sandbox.client)
         op = c_void_p()
-        self._check(_L.sbx_command_run_start(self._handle, byref(op)))
+        self._follow(op)
         buf = (c_uint8 * 65536)()
         n = c_size_t()
         fut = d.watch(op.value)
@@ -552,3 +629,50 @@ class Command(_Handle):
     def exit_code(self) -> int:
         """The exit code, or -1 while unknown."""
         return _L.sbx_command_exit_code(self._handle)
+
+
+class Snapshot(_Handle):
+    """A snapshot of a sandbox's filesystem: made by :meth:`Sandbox.snapshot`,
+    read by :meth:`Client.snapshot`; new sandboxes start from it with
+    ``source_snapshot=snapshot.id``."""
+
+    _free = _L.sbx_snapshot_free
+    _last_error = _L.sbx_snapshot_last_error
+
+    def __init__(self, client: Client):
+        super().__init__(_L.sbx_snapshot_new(client._handle))
+        self.client = client
+
+    def delete(self) -> None:
+        """Delete the snapshot on the server."""
+        self._start(_L.sbx_snapshot_delete_start)
+
+    @property
+    def id(self) -> str | None:
+        return _lib.text(_L.sbx_snapshot_id(self._handle))
+
+    @property
+    def status(self) -> str | None:
+        """"created", "deleted" or "failed" (as the server says)."""
+        return _lib.text(_L.sbx_snapshot_status(self._handle))
+
+    @property
+    def source_sandbox_id(self) -> str | None:
+        return _lib.text(_L.sbx_snapshot_source_sandbox_id(self._handle))
+
+    @property
+    def size_bytes(self) -> int | None:
+        v = _L.sbx_snapshot_size_bytes(self._handle)
+        return None if v < 0 else v
+
+    @property
+    def expires_at(self) -> int | None:
+        """When it expires (ms since the epoch), None when it does not."""
+        v = _L.sbx_snapshot_expires_at(self._handle)
+        return None if v <= 0 else v
+
+    @property
+    def json(self) -> dict | None:
+        """The server's last answer about the snapshot."""
+        t = _lib.text(_L.sbx_snapshot_json(self._handle))
+        return None if t is None else json.loads(t)

@@ -9,13 +9,15 @@ policy and network preset, its output redacted, recorded in a
 """
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 from ctypes import byref, c_char_p, c_size_t, c_uint8, c_void_p
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import _lib
 from .client import _Handle
-from .errors import IntegrityError, check, error_for
+from .errors import IntegrityError, SbxError, check, error_for
 
 if TYPE_CHECKING:
     from .client import Client, Sandbox
@@ -34,62 +36,178 @@ def _verdict_name(v: int) -> str:
     return _lib.text(_L.sbx_job_verdict_name(v)) or str(v)
 
 
-class Job:
-    """A job of a run (freed with it): set it up before the run executes,
-    read its outcome after."""
+class Job(_Handle):
+    """One job: a type (repo.clone, repo.applyPatch, deps.install,
+    verify.lint, verify.typecheck, verify.test, verify.build, db.migrate),
+    its inputs, and after it has run, its verdict and result.
 
-    def __init__(self, run: "Run", handle: int):
-        self._run = run  # keeps the run (and so this job) alive
-        self._h = handle
+    ``Job(client, "verify.test", inputs=..., ...)`` makes a job of its own,
+    run with :meth:`run` in a sandbox you created; a :class:`Run` makes its
+    jobs with :meth:`Run.add_job` (freed with the run). Keyword set-up:
+    ``inputs``, ``argv``, ``timeout_ms``, ``env``, ``secrets``,
+    ``artifacts``, ``options``; for a job of its own also ``policy`` (a
+    :class:`~sbxrun.Policy`, copied), ``transcript`` (a :class:`Transcript`
+    that records it) and ``json_text`` (a job description, doc/job.md).
+    """
 
-    def _check(self, status: int) -> None:
-        check(status, _L.sbx_job_last_error(self._h))
+    _free = _L.sbx_job_free
+    _last_error = _L.sbx_job_last_error
+    _set_option_fn = _L.sbx_job_set_option
+
+    def __init__(self, client: "Client", job_type: str | None = None, *, json_text: str | Mapping[str, Any] | None = None,
+                 inputs: Mapping[str, str] | None = None, argv: Sequence[str] | None = None,
+                 timeout_ms: int | None = None, env: Mapping[str, str] | None = None,
+                 secrets: Sequence[bytes | str] = (), artifacts: Sequence[str] = (), policy: Any = None,
+                 transcript: "Transcript | None" = None, options: Mapping[str, str] | None = None):
+        super().__init__(_L.sbx_job_new(client._handle))
+        self._owned = True
+        self.client = client
+        self.transcript = transcript  # must outlive the job
+
+        def steps() -> None:
+            if json_text is not None:
+                text = json_text if isinstance(json_text, str) else json.dumps(json_text)
+                self._check(_L.sbx_job_load_json(self._handle, _lib.arg(text)))
+            if job_type is not None:
+                self._check(_L.sbx_job_set_type(self._handle, _lib.arg(job_type)))
+            if policy is not None:
+                self._check(_L.sbx_job_set_policy(self._handle, policy._handle))
+            if transcript is not None:
+                self._check(_L.sbx_job_set_transcript(self._handle, transcript._handle))
+            self._setup(inputs, argv, timeout_ms, env, secrets, artifacts)
+
+        self._configure(steps, options)
+
+    @classmethod
+    def _of_run(cls, run: "Run", handle: int) -> "Job":
+        """A job the run owns (not counted, not freed here)."""
+        job = cls.__new__(cls)
+        job._h = handle
+        job._owned = False
+        job._run = run  # keeps the run (and so this job) alive
+        job.client = run.client
+        job.transcript = None
+        return job
+
+    def close(self) -> None:
+        """Free a job of its own; a run's job is freed with its run."""
+        if getattr(self, "_owned", False):
+            super().close()
+        else:
+            self._h = None
+
+    def _setup(self, inputs: Mapping[str, str] | None, argv: Sequence[str] | None, timeout_ms: int | None,
+               env: Mapping[str, str] | None, secrets: Sequence[bytes | str], artifacts: Sequence[str]) -> None:
+        for k, v in (inputs or {}).items():
+            self.set_input(k, v)
+        if argv is not None:
+            self.set_argv(argv)
+        if timeout_ms is not None:
+            self.set_timeout_ms(timeout_ms)
+        for k, v in (env or {}).items():
+            self.set_env(k, v)
+        for s in secrets:
+            self.add_secret(s)
+        for a in artifacts:
+            self.add_artifact(a)
 
     def set_input(self, key: str, value: str | None) -> None:
         """Set (None: remove) an input of the job's type (doc/job.md)."""
-        self._check(_L.sbx_job_set_input(self._h, _lib.arg(key), _lib.arg(value)))
+        self._check(_L.sbx_job_set_input(self._handle, _lib.arg(key), _lib.arg(value)))
 
     def set_argv(self, argv: Sequence[str]) -> None:
         """The program to run, for the types that take one."""
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv: a sequence of strings (the program first), not one string")
         arr = (c_char_p * len(argv))(*[_lib.arg(a) for a in argv])
-        self._check(_L.sbx_job_set_argv(self._h, len(argv), arr))
+        self._check(_L.sbx_job_set_argv(self._handle, len(argv), arr))
 
     def set_timeout_ms(self, ms: int) -> None:
-        self._check(_L.sbx_job_set_timeout_ms(self._h, ms))
+        self._check(_L.sbx_job_set_timeout_ms(self._handle, ms))
 
     def set_env(self, name: str, value: str | None) -> None:
         """An environment variable the job's commands see (its value is a secret: redacted)."""
-        self._check(_L.sbx_job_set_env(self._h, _lib.arg(name), _lib.arg(value)))
+        self._check(_L.sbx_job_set_env(self._handle, _lib.arg(name), _lib.arg(value)))
 
     def add_secret(self, value: bytes | str) -> None:
         """A value to redact from everything the job reports."""
         data = value.encode() if isinstance(value, str) else bytes(value)
         buf = (c_uint8 * len(data)).from_buffer_copy(data) if data else None
-        self._check(_L.sbx_job_add_secret(self._h, buf, len(data)))
+        self._check(_L.sbx_job_add_secret(self._handle, buf, len(data)))
 
     def add_artifact(self, path: str) -> None:
-        self._check(_L.sbx_job_add_artifact(self._h, _lib.arg(path)))
+        self._check(_L.sbx_job_add_artifact(self._handle, _lib.arg(path)))
 
-    def set_option(self, key: str, value: str) -> None:
-        self._check(_L.sbx_job_set_option(self._h, _lib.arg(key), _lib.arg(str(value))))
+    def _output_cb(self, on_output: Callable[[int, bytes], Any] | None, failure: list[BaseException]):
+        """The C callback for on_output (NULL when there is none); an
+        exception it raises cancels the job and is raised after."""
+        if on_output is None:
+            return _lib.OUTPUT_CB()  # NULL: no callback
+
+        def cb(stream, data, n, user):
+            try:
+                on_output(stream, ctypes.string_at(data, n))
+                return 0
+            except BaseException as e:  # never let an exception cross into C
+                failure.append(e)
+                return 1
+
+        return _lib.OUTPUT_CB(cb)
+
+    def run(self, sandbox: "Sandbox", *, on_output: Callable[[int, bytes], Any] | None = None) -> dict:
+        """Run the job in a created sandbox (blocking; Ctrl-C cancels it)
+        and return its result (sbxrun.job.result/1). ``on_output(stream,
+        chunk)`` receives its output as it comes, redacted (stream 1
+        stdout, 2 stderr). A job that ran and failed is not an error: see
+        ``verdict``."""
+        failure: list[BaseException] = []
+        cb = self._output_cb(on_output, failure)
+        self._check(_L.sbx_job_set_output_cb(self._handle, cb, None))
+        try:
+            self._start(_L.sbx_job_run_start, sandbox._handle)
+        except SbxError:
+            if not failure:
+                raise  # else the callback's own exception goes on, below
+        finally:
+            _L.sbx_job_set_output_cb(self._handle, _lib.OUTPUT_CB(), None)  # cb is about to go
+        if failure:
+            raise failure[0]
+        return self.result
+
+    async def run_async(self, sandbox: "Sandbox", *, on_output: Callable[[int, bytes], Any] | None = None) -> dict:
+        """:meth:`run`, awaited on the running event loop (cancelling the
+        task cancels the job)."""
+        failure: list[BaseException] = []
+        cb = self._output_cb(on_output, failure)
+        self._check(_L.sbx_job_set_output_cb(self._handle, cb, None))
+        try:
+            await self._astart(sandbox.client, _L.sbx_job_run_start, sandbox._handle)
+        except SbxError:
+            if not failure:
+                raise  # else the callback's own exception goes on, below
+        finally:
+            _L.sbx_job_set_output_cb(self._handle, _lib.OUTPUT_CB(), None)
+        if failure:
+            raise failure[0]
+        return self.result
 
     @property
     def verdict(self) -> str:
         """"passed", "failed", "timed-out", "denied", "cancelled", "error" or "unavailable"."""
-        return _verdict_name(_L.sbx_job_verdict(self._h))
+        return _verdict_name(_L.sbx_job_verdict(self._handle))
 
     @property
     def exit_code(self) -> int:
-        return _L.sbx_job_exit_code(self._h)
+        return _L.sbx_job_exit_code(self._handle)
 
     @property
     def retryable(self) -> bool:
-        return bool(_L.sbx_job_retryable(self._h))
+        return bool(_L.sbx_job_retryable(self._handle))
 
     @property
     def result(self) -> dict:
         """The job's result (schema sbxrun.job.result/1; redacted)."""
-        return _json_out(_L.sbx_job_result_to_json, self._h, _L.sbx_job_last_error)
+        return _json_out(_L.sbx_job_result_to_json, self._handle, _L.sbx_job_last_error)
 
 
 class Run(_Handle):
@@ -141,19 +259,8 @@ class Run(_Handle):
             msg = _lib.text(_L.sbx_run_last_error(self._handle)) or ""
             code = 3 if "memory" in msg else 2 if "started" in msg else 1
             raise error_for(code, msg)
-        job = Job(self, h)
-        for k, v in (inputs or {}).items():
-            job.set_input(k, v)
-        if argv is not None:
-            job.set_argv(argv)
-        if timeout_ms is not None:
-            job.set_timeout_ms(timeout_ms)
-        for k, v in (env or {}).items():
-            job.set_env(k, v)
-        for s in secrets:
-            job.add_secret(s)
-        for a in artifacts:
-            job.add_artifact(a)
+        job = Job._of_run(self, h)
+        job._setup(inputs, argv, timeout_ms, env, secrets, artifacts)
         for k, v in (options or {}).items():
             job.set_option(k, v)
         return job
@@ -182,7 +289,7 @@ class Run(_Handle):
     @property
     def jobs(self) -> list[Job]:
         """The jobs in run order."""
-        return [Job(self, _L.sbx_run_job(self._handle, i)) for i in range(_L.sbx_run_job_count(self._handle))]
+        return [Job._of_run(self, _L.sbx_run_job(self._handle, i)) for i in range(_L.sbx_run_job_count(self._handle))]
 
     @property
     def result(self) -> dict:
@@ -252,6 +359,19 @@ class Transcript(_Handle):
     def step(self, n: int) -> dict:
         """Step n (1-based) as recorded."""
         return _json_out(_L.sbx_transcript_step_to_json, self._handle, _L.sbx_transcript_last_error, n)
+
+    def finish(self, verdict: "str | Job | Run") -> None:
+        """End the transcript with a verdict ("passed", ..., or the job or
+        run whose verdict it is): the file is then replaced atomically with
+        the complete transcript. A :class:`Run` ends its own; a job of its
+        own leaves it to the caller, who may record several jobs in one."""
+        name = verdict if isinstance(verdict, str) else verdict.verdict
+        for v in range(16):
+            if _lib.text(_L.sbx_job_verdict_name(v)) == name:
+                self._check(_L.sbx_transcript_finish(self._handle, v))
+                return
+        raise ValueError(f"verdict: {name!r} is not one (passed, failed, timed-out, denied, cancelled, error, "
+                         "unavailable)")
 
     def save(self, path: str | os.PathLike) -> None:
         self._check(_L.sbx_transcript_save_file(self._handle, _lib.arg(os.fspath(path))))

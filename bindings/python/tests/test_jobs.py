@@ -75,3 +75,52 @@ def test_jobs_refused_before_anything_is_sent(client):
         with pytest.raises(sbxrun.InvalidArgError) as ei:
             run.execute()
         assert "repo.clone" in str(ei.value)
+
+
+def test_a_job_of_its_own_with_streamed_output_and_transcript(client, tmp_path):
+    path = tmp_path / "job.jsonl"
+    chunks: list[tuple[int, bytes]] = []
+    with client.create_sandbox() as s:
+        s.write_file("t.js", b"console.log('one'); console.error('two tok-12345'); console.log('three')\n")
+        with sbxrun.Transcript(path) as tr, \
+                sbxrun.Job(client, "verify.test", argv=["node", "t.js"], secrets=["tok-12345"], transcript=tr) as job:
+            result = job.run(s, on_output=lambda stream, chunk: chunks.append((stream, chunk)))
+            assert job.verdict == "passed" and job.exit_code == 0
+            assert result["jobType"] == "verify.test" and result["status"] == "passed"
+            tr.finish(job)
+        out = b"".join(c for st, c in chunks if st == 1)
+        err = b"".join(c for st, c in chunks if st == 2)
+        assert out == b"one\nthree\n"
+        assert b"two" in err and b"tok-12345" not in err and b"[REDACTED" in err
+
+        # an exception in the callback cancels the job and surfaces as itself
+        def boom(stream, chunk):
+            raise RuntimeError("stop here")
+        with sbxrun.Job(client, "verify.test", argv=["node", "t.js"]) as job:
+            with pytest.raises(RuntimeError, match="stop here"):
+                job.run(s, on_output=boom)
+            assert job.verdict == "cancelled"
+
+        # a job from its JSON description, denied by a policy of its own
+        pol = sbxrun.Policy({"version": 1, "extends": "none", "allow": {"programs": ["node"]}})
+        with pol, sbxrun.Job(client, json_text={"jobType": "verify.test", "command": ["python3", "-c", "1"]},
+                             policy=pol) as job:
+            result = job.run(s)
+            assert job.verdict == "denied", result
+        s.stop()
+    t = sbxrun.Transcript.load(path)
+    t.verify()
+    assert t.complete and t.job["job"]["type"] == "verify.test"
+    t.close()
+
+
+def test_a_job_of_its_own_refuses_bad_set_up(client):
+    from sbxrun.client import live_handles
+    before = live_handles()
+    with pytest.raises(sbxrun.InvalidArgError, match="verify.everything"):
+        sbxrun.Job(client, "verify.everything")
+    with pytest.raises(sbxrun.ParseError):
+        sbxrun.Job(client, json_text="{not json")
+    with pytest.raises(TypeError):
+        sbxrun.Job(client, "verify.test", argv="node t.js")
+    assert live_handles() == before  # each refused job was freed

@@ -69,9 +69,12 @@ def test_no_handle_leaked(client):
         s = client.sandbox()
         k = s.command(["true"])
         p = sbxrun.Policy()
+        j = sbxrun.Job(client, "verify.test")
+        sn = sbxrun.Snapshot(client)
         if i % 2:
             k.close()  # some closed by hand, the rest by the collector
             s.close()
-        del s, k, p
+            j.close()
+        del s, k, p, j, sn
     gc.collect()
     assert client_mod.live_handles() == base
