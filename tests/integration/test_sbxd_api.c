@@ -123,6 +123,149 @@ static char *jdup(json_t *o, const char *a, const char *b)
     return strdup(s);
 }
 
+/* ---- runtimes ------------------------------------------------------------------------------ */
+
+/* What the sandbox really runs, named as Vercel names runtimes: "node" + the
+ * major version `node --version` prints in it, "python" + the major.minor
+ * `python3 --version` prints. NULL when the sandbox has no such program.
+ * malloc'd. */
+static char *runtime_in_sandbox(struct sbxd *d, const char *sid, const char *prog)
+{
+    struct cmd_result *c = sbxd_run(d, sid, jpack("{s:s,s:[s]}", "command", prog, "args", "--version"));
+    char name[32] = "";
+    int major = -1, minor = -1;
+
+    if (c->exit_code == 127) { /* not there: sbxd's "not found" */
+        cmd_result_free(c);
+        return NULL;
+    }
+    ck_assert_msg(c->exit_code == 0, "%s --version exited %d: %s%s", prog, c->exit_code, c->out, c->err);
+    if (strcmp(prog, "node") == 0) {
+        ck_assert_msg(sscanf(c->out, "v%d.", &major) == 1 && major > 0, "node --version: %s", c->out);
+        snprintf(name, sizeof name, "node%d", major);
+    } else {
+        /* stdout since Python 3.4, stderr before */
+        const char *v = strncmp(c->out, "Python ", 7) == 0 ? c->out : c->err;
+        ck_assert_msg(sscanf(v, "Python %d.%d", &major, &minor) == 2, "python3 --version: %s|%s", c->out, c->err);
+        snprintf(name, sizeof name, "python%d.%d", major, minor);
+    }
+    cmd_result_free(c);
+    return strdup(name);
+}
+
+/* The sbxd log so far (malloc'd). */
+static char *log_text(struct sbxd *d)
+{
+    FILE *f = fopen(d->log, "r");
+    struct membuf b = {0};
+    char buf[4096];
+    size_t n;
+    ck_assert_msg(f != NULL, "cannot read %s", d->log);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        membuf_add(&b, buf, n);
+    fclose(f);
+    membuf_add(&b, "", 0);
+    return b.p ? b.p : strdup("");
+}
+
+/* A create names the runtime the sandbox really runs (the host's node or
+ * python3, whatever was asked for), keeps what was asked in
+ * requestedRuntime, and sbxd warns in its log when they differ. */
+START_TEST(test_sbxd_api_runtime_is_what_runs)
+{
+    static const struct {
+        const char *ask;    /* NULL: none, the default */
+        const char *prog;
+    } cases[] = {{"node22", "node"}, {"python3.13", "python3"}, {NULL, "node"}, {"node24", "node"},
+                 {"node26", "node"}};
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *real_node = NULL, *first = NULL, *first_runtime = NULL;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *ask = cases[i].ask;
+        struct http_resp *r = sbx_create_resp(d, ask ? jpack("{s:s}", "runtime", ask) : NULL);
+        json_t *s = json_object_get(r->json, "sandbox");
+        char *sid = jdup(s, "id", NULL), *answered = jdup(s, "runtime", NULL);
+        char *real = runtime_in_sandbox(d, sid, cases[i].prog), *log;
+        char warn[160];
+
+        check_sandbox_shape(s);
+        /* the answer is what runs; a missing program leaves the name asked for */
+        ck_assert_msg(strcmp(answered, real ? real : ask ? ask : "node24") == 0,
+                      "asked %s: answered runtime %s, the sandbox runs %s", ask ? ask : "(default)", answered,
+                      real ? real : "nothing");
+        if (ask)
+            ck_assert_str_eq(jstr(s, "requestedRuntime", NULL), ask);
+        else
+            ck_assert_msg(!json_object_get(s, "requestedRuntime"), "requestedRuntime without a request: %s",
+                          dump(s));
+        http_resp_free(r);
+        /* GET says the same */
+        s = sbx_get_sandbox(d, sid);
+        ck_assert_str_eq(jstr(s, "runtime", NULL), answered);
+        if (ask)
+            ck_assert_str_eq(jstr(s, "requestedRuntime", NULL), ask);
+        json_decref(s);
+        /* a warning when it differs from what was asked */
+        snprintf(warn, sizeof warn, "sandbox %s: runtime %s requested, %s provided", sid, ask ? ask : "", answered);
+        log = log_text(d);
+        if (ask && real && strcmp(ask, real) != 0)
+            ck_assert_msg(contains(log, warn) && contains(log, "sbxd warn: sandbox"),
+                          "no warning '%s' in the log", warn);
+        else
+            ck_assert_msg(!contains(log, warn), "a warning without a difference: '%s'", warn);
+        if (!ask && real)
+            real_node = strdup(real);
+        if (i == 0) {
+            first = strdup(sid);
+            first_runtime = strdup(answered);
+        }
+        free(log);
+        free(real);
+        free(answered);
+        free(sid);
+    }
+
+    /* The names sbxd answers are accepted back as they are. */
+    if (real_node) {
+        struct http_resp *r = sbx_create_resp(d, jpack("{s:s}", "runtime", real_node));
+        json_t *s = json_object_get(r->json, "sandbox");
+        ck_assert_str_eq(jstr(s, "runtime", NULL), real_node);
+        ck_assert_str_eq(jstr(s, "requestedRuntime", NULL), real_node);
+        http_resp_free(r);
+    }
+    /* Other names are refused as before. */
+    {
+        static const char *const bad[] = {"ruby3.3", "bun1", "", "node", "python"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            struct http_resp *r = http_post(d, jpack("{s:s}", "runtime", bad[i]), "/v1/sandboxes");
+            expect_error(r, 400, "bad_request");
+            ck_assert_msg(contains(r->body, "runtime"), "%s", r->body);
+            http_resp_free(r);
+        }
+        if (!real_node || strcmp(real_node, "node18") != 0) {
+            struct http_resp *r = http_post(d, jpack("{s:s}", "runtime", "node18"), "/v1/sandboxes");
+            expect_error(r, 400, "bad_request");
+            http_resp_free(r);
+        }
+    }
+    /* Both are kept in the record, across a restart. */
+    sbxd_terminate(d);
+    sbxd_restart(d);
+    {
+        json_t *s = sbx_get_sandbox(d, first);
+        ck_assert_str_eq(jstr(s, "status", NULL), "stopped");
+        ck_assert_str_eq(jstr(s, "runtime", NULL), first_runtime);
+        ck_assert_str_eq(jstr(s, "requestedRuntime", NULL), cases[0].ask);
+        json_decref(s);
+    }
+    free(first_runtime);
+    free(first);
+    free(real_node);
+    sbxd_stop(d);
+}
+END_TEST
+
 /* ---- sandboxes ---------------------------------------------------------------------------- */
 
 START_TEST(test_sbxd_api_create_response_shape)
@@ -148,7 +291,13 @@ START_TEST(test_sbxd_api_create_response_shape)
     ck_assert_int_eq(json_integer_value(json_object_get(s, "timeout")), 60000);
     ck_assert_int_eq(json_integer_value(json_object_get(s, "vcpus")), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(s, "memory")), 2048);
-    ck_assert_str_eq(jstr(s, "runtime", NULL), "python3.13");
+    /* the runtime it really has (runtime_is_what_runs), and what was asked */
+    ck_assert_str_eq(jstr(s, "requestedRuntime", NULL), "python3.13");
+    {
+        char *real = runtime_in_sandbox(d, sid, "python3");
+        ck_assert_str_eq(jstr(s, "runtime", NULL), (real ? real : "python3.13"));
+        free(real);
+    }
     ck_assert_str_eq(jstr(s, "networkPolicy", "mode"), "allow-all");
     ck_assert_int_ge(json_integer_value(json_object_get(s, "createdAt")),
                      json_integer_value(json_object_get(s, "requestedAt")));
@@ -192,7 +341,14 @@ START_TEST(test_sbxd_api_create_defaults)
 
     check_sandbox_shape(s);
     ck_assert_int_eq(json_integer_value(json_object_get(s, "timeout")), 300000);
-    ck_assert_str_eq(jstr(s, "runtime", NULL), "node24");
+    /* the default (node24) names the node sandboxes really have */
+    {
+        char *sid = jdup(s, "id", NULL), *real = runtime_in_sandbox(d, sid, "node");
+        ck_assert_str_eq(jstr(s, "runtime", NULL), (real ? real : "node24"));
+        ck_assert_msg(!json_object_get(s, "requestedRuntime"), "requestedRuntime: %s", dump(s));
+        free(real);
+        free(sid);
+    }
     ck_assert_int_eq(json_integer_value(json_object_get(s, "memory")),
                      2048 * json_integer_value(json_object_get(s, "vcpus")));
     ck_assert_msg(!np || strcmp(jstr(np, "mode", NULL), "allow-all") == 0, "default policy %s", dump(np));
@@ -1279,7 +1435,13 @@ START_TEST(test_sbxd_api_snapshot_restore)
     s = json_object_get(r->json, "sandbox");
     check_sandbox_shape(s);
     ck_assert_str_eq(jstr(s, "sourceSnapshotId", NULL), snap);
-    ck_assert_str_eq(jstr(s, "runtime", NULL), "python3.13");
+    /* the source's runtime: the python3 it really had */
+    {
+        json_t *from = sbx_get_sandbox(d, src);
+        ck_assert_str_eq(jstr(s, "runtime", NULL), jstr(from, "runtime", NULL));
+        ck_assert(strncmp(jstr(s, "runtime", NULL), "python3.", 8) == 0);
+        json_decref(from);
+    }
     dst = jdup(s, "id", NULL);
     http_resp_free(r);
     expect_out(d, dst, "/vercel/sandbox/app/main.sh; stat -c %a /vercel/sandbox/app/main.sh; "
@@ -1570,6 +1732,7 @@ Suite *sbx_test_suite(void)
 
     tcase_add_test(sandboxes, test_sbxd_api_create_response_shape);
     tcase_add_test(sandboxes, test_sbxd_api_create_defaults);
+    tcase_add_test(sandboxes, test_sbxd_api_runtime_is_what_runs);
     tcase_add_test(sandboxes, test_sbxd_api_get_sandbox);
     tcase_add_test(sandboxes, test_sbxd_api_list_project_and_pagination);
     suite_add_tcase(s, sandboxes);

@@ -110,10 +110,13 @@ START_TEST(test_v2_create_get_names)
     r = http_get(d, "/v2/sandboxes/nosuch?projectId=p1");
     expect_error(r, 404, "not_found");
     http_resp_free(r);
-    /* /v2 with a runtime creates the same way */
+    /* /v2 with a runtime creates the same way (what "runtime" then says:
+     * test_v2_runtime_is_what_runs) */
     r = http_post(d, jpack("{s:s,s:s,s:s}", "projectId", "p1", "name", "rt", "runtime", "node22"), "/v2/sandboxes");
     expect_status(r, 200);
-    ck_assert_str_eq(str_at(r->json, "session", "runtime"), "node22");
+    ck_assert_str_eq(str_at(r->json, "session", "requestedRuntime"), "node22");
+    ck_assert_str_eq(str_at(r->json, "sandbox", "requestedRuntime"), "node22");
+    ck_assert_str_eq(str_at(r->json, "sandbox", "runtime"), str_at(r->json, "session", "runtime"));
     http_resp_free(r);
     /* an image other than the managed ones is refused by name */
     r = http_post(d, jpack("{s:s,s:s}", "projectId", "p1", "image", "docker.io/library/alpine:3"), "/v3/sandboxes");
@@ -121,6 +124,111 @@ START_TEST(test_v2_create_get_names)
     ck_assert(contains(r->body, "alpine"));
     http_resp_free(r);
     free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
+/* `PROG --version` in a session, through the 2.x command route, named as
+ * Vercel names runtimes ("node20", "python3.11"); NULL when the session has
+ * no such program. malloc'd. */
+static char *runtime_in_session(struct sbxd *d, const char *sid, const char *prog)
+{
+    json_t *cmd = jpack("{s:s,s:[s],s:{},s:b,s:b,s:b}", "command", prog, "args", "--version", "env", "sudo", 0,
+                        "wait", 1, "logs", 1);
+    struct ndjson *nd = ndjson_request(d, "POST", cmd, "/v2/sandboxes/sessions/%s/cmd", sid);
+    char out[256] = "", name[32] = "";
+    int major = -1, minor = -1;
+    json_int_t code;
+
+    ck_assert_int_eq(nd->status, 200);
+    ck_assert_uint_ge(nd->n, 2);
+    code = json_integer_value(json_object_get(json_object_get(nd->lines[nd->n - 1], "command"), "exitCode"));
+    for (size_t i = 1; i + 1 < nd->n; i++) {
+        const char *data = str_at(nd->lines[i], "data", NULL);
+        if (data)
+            strncat(out, data, sizeof out - strlen(out) - 1);
+    }
+    ndjson_free(nd);
+    if (code == 127)
+        return NULL;
+    ck_assert_msg(code == 0, "%s --version exited %d: %s", prog, (int)code, out);
+    if (strcmp(prog, "node") == 0) {
+        ck_assert_msg(sscanf(out, "v%d.", &major) == 1 && major > 0, "node --version: %s", out);
+        snprintf(name, sizeof name, "node%d", major);
+    } else {
+        ck_assert_msg(sscanf(out, "Python %d.%d", &major, &minor) == 2, "python3 --version: %s", out);
+        snprintf(name, sizeof name, "python%d.%d", major, minor);
+    }
+    return strdup(name);
+}
+
+/* A named sandbox and its sessions name the runtime they really run (the
+ * host's node or python3), whatever was asked, and keep what was asked in
+ * requestedRuntime; so do the sessions it resumes with. */
+START_TEST(test_v2_runtime_is_what_runs)
+{
+    static const struct {
+        const char *ask, *prog, *name;
+    } cases[] = {{"node22", "node", "rt-node"}, {"python3.13", "python3", "rt-python"}};
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct http_resp *r;
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *ask = cases[i].ask;
+        char *sid, *real, *answered;
+
+        r = http_post(d, jpack("{s:s,s:s,s:s,s:b}", "projectId", "p", "name", cases[i].name, "runtime", ask,
+                               "persistent", 0),
+                      "/v2/sandboxes");
+        expect_status(r, 200);
+        sid = strdup(str_at(r->json, "session", "id"));
+        answered = strdup(str_at(r->json, "session", "runtime"));
+        real = runtime_in_session(d, sid, cases[i].prog);
+        /* what runs; the name asked when the program is missing */
+        ck_assert_msg(strcmp(answered, real ? real : ask) == 0, "asked %s: session.runtime %s, it runs %s", ask,
+                      answered, real ? real : "nothing");
+        ck_assert_str_eq(str_at(r->json, "session", "requestedRuntime"), ask);
+        ck_assert_str_eq(str_at(r->json, "sandbox", "runtime"), answered);
+        ck_assert_str_eq(str_at(r->json, "sandbox", "requestedRuntime"), ask);
+        http_resp_free(r);
+        /* get: the same */
+        r = http_get(d, "/v2/sandboxes/%s?projectId=p", cases[i].name);
+        expect_status(r, 200);
+        ck_assert_str_eq(str_at(r->json, "sandbox", "runtime"), answered);
+        ck_assert_str_eq(str_at(r->json, "session", "runtime"), answered);
+        http_resp_free(r);
+        r = http_get(d, "/v2/sandboxes/sessions/%s", sid);
+        expect_status(r, 200);
+        ck_assert_str_eq(str_at(r->json, "session", "runtime"), answered);
+        ck_assert_str_eq(str_at(r->json, "session", "requestedRuntime"), ask);
+        http_resp_free(r);
+        /* the session it resumes with, after a stop, says the same */
+        r = http_post(d, NULL, "/v2/sandboxes/sessions/%s/stop", sid);
+        expect_status(r, 200);
+        http_resp_free(r);
+        r = resume(d, "p", cases[i].name);
+        expect_status(r, 200);
+        ck_assert(json_is_true(json_object_get(r->json, "resumed")));
+        ck_assert_str_ne(str_at(r->json, "session", "id"), sid);
+        ck_assert_str_eq(str_at(r->json, "session", "runtime"), answered);
+        ck_assert_str_eq(str_at(r->json, "session", "requestedRuntime"), ask);
+        http_resp_free(r);
+        free(real);
+        free(answered);
+        free(sid);
+    }
+    /* No runtime (the /v3 image route): the named sandbox has none, as the
+     * SDK expects; its session names the node it runs. */
+    r = create_named(d, jpack("{s:s,s:s}", "projectId", "p", "name", "rt-default"));
+    ck_assert_ptr_null(json_object_get(json_object_get(r->json, "sandbox"), "runtime"));
+    ck_assert_ptr_null(json_object_get(json_object_get(r->json, "session"), "requestedRuntime"));
+    {
+        char *sid = strdup(str_at(r->json, "session", "id")), *real = runtime_in_session(d, sid, "node");
+        ck_assert_str_eq(str_at(r->json, "session", "runtime"), (real ? real : "node24"));
+        free(real);
+        free(sid);
+    }
+    http_resp_free(r);
     sbxd_stop(d);
 }
 END_TEST
@@ -801,6 +909,7 @@ Suite *sbx_test_suite(void)
     Suite *s = suite_create("sbxd_v2");
     TCase *tc = sbx_tcase("v2", 120);
     tcase_add_test(tc, test_v2_create_get_names);
+    tcase_add_test(tc, test_v2_runtime_is_what_runs);
     tcase_add_test(tc, test_v2_inline_logs_and_command_shape);
     tcase_add_test(tc, test_v2_command_timeout);
     tcase_add_test(tc, test_v2_stopped_session_410_then_resume);

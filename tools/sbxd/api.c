@@ -276,7 +276,7 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
     struct snapshot *from = NULL;
     char *err = e->msg;
     int64_t timeout = g.cfg.default_timeout_ms, vcpus = g.cfg.default_vcpus;
-    const char *runtime = NULL, *project = NULL, *src_type = NULL;
+    const char *runtime = NULL, *requested_runtime = NULL, *project = NULL, *src_type = NULL;
     int ports[SBXD_MAX_PORTS], nports = 0, st = 400;
     sbx__strlist env = SBX__STRLIST_INIT;
     int64_t requested_at = now_ms();
@@ -299,10 +299,13 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
         runtime = json_string_value(jv);
         for (int i = 0; runtime && runtimes[i]; i++)
             known |= strcmp(runtime, runtimes[i]) == 0;
+        /* and the names sbxd itself answers ("node20"), so they round-trip */
+        known |= runtime_is_provided_name(runtime);
         if (!known) {
             snprintf(err, sizeof e->msg, "runtime must be one of node24, node22, node26, python3.13");
             goto bad;
         }
+        requested_runtime = runtime;
     }
     if ((jv = json_object_get(body, "timeout")) && !json_is_null(jv)) {
         if (json_get_int64(body, "timeout", &timeout) != 1 || timeout < 1000 ||
@@ -392,7 +395,10 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
         goto oom;
     make_id(s->id, sizeof s->id, "sbx_");
     s->project_id = project ? sbx__strdup(project) : NULL;
-    s->runtime = sbx__strdup(runtime ? runtime : "node24");
+    /* Sandboxes run the host's node and python3, whatever the name asks
+     * for: the answer names what they get (runtime.c). */
+    s->runtime = sbx__strdup(runtime_provided(runtime));
+    s->requested_runtime = requested_runtime ? sbx__strdup(requested_runtime) : NULL;
     s->vcpus = limits_effective_vcpus((int)vcpus);
     s->memory_mb = 2048 * s->vcpus;
     s->timeout_ms = timeout;
@@ -416,7 +422,8 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
         snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
         s->root = path_join(g.cfg.state_dir, rel);
     }
-    if (!s->runtime || !s->root || (from && !s->source_snapshot_id) || (opt && opt->name && !s->name)) {
+    if (!s->runtime || !s->root || (from && !s->source_snapshot_id) || (opt && opt->name && !s->name) ||
+        (requested_runtime && !s->requested_runtime)) {
         pthread_mutex_lock(&g.lock);
         sandbox_unref(s);
         pthread_mutex_unlock(&g.lock);
@@ -479,6 +486,13 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
     sandbox_ref(s); /* the caller's */
     pthread_mutex_unlock(&g.lock);
     io_wake(); /* a new deadline */
+    if (requested_runtime && runtime_missing(requested_runtime))
+        sbxd_log(LOG_WARN, "sandbox %s: runtime %s was asked for, but sandboxes have no %s (they run the "
+                           "host's /usr)", s->id, requested_runtime, runtime_missing(requested_runtime));
+    else if (requested_runtime && strcmp(requested_runtime, s->runtime) != 0)
+        sbxd_log(LOG_WARN, "sandbox %s: runtime %s requested, %s provided (sandboxes run the host's %s: %s)",
+                 s->id, requested_runtime, s->runtime, strncmp(s->runtime, "python", 6) == 0 ? "python3" : "node",
+                 strncmp(s->runtime, "python", 6) == 0 ? g.runtime.python_version : g.runtime.node_version);
     sbxd_log(LOG_INFO, "sandbox %s running (%s, %d vcpus, %s network%s%s; isolation ms: file system %.1f, "
                        "/proc %.1f, network %.1f, seccomp %.1f)",
              s->id, s->runtime, s->vcpus, s->netmode == NET_OPEN ? "open" : "isolated",

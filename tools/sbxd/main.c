@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sbxd: a local server speaking the Vercel Sandbox v1 API, each sandbox a set
- * of Linux namespaces made with bubblewrap. See doc/man/sbxd.8.
+ * sbxd: a local server speaking the Vercel Sandbox API (v2, the current
+ * SDKs', and v1), each sandbox a set of Linux namespaces made with
+ * bubblewrap. See doc/man/sbxd.8.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -30,8 +31,9 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: sbxd [options]\n"
 "\n"
-"A local server for the Vercel Sandbox v1 API: every sandbox is a set of Linux\n"
-"namespaces made with bubblewrap, its workspace at /vercel/sandbox.\n"
+"A local server for the Vercel Sandbox API (v2, the current SDKs', and v1):\n"
+"every sandbox is a set of Linux namespaces made with bubblewrap, its\n"
+"workspace at /vercel/sandbox.\n"
 "\n"
 "  --listen ADDR           127.0.0.1:PORT, [::1]:PORT (PORT 0 picks one) or\n"
 "                          unix:PATH (mode 0600); loopback only [127.0.0.1:0]\n"
@@ -264,7 +266,7 @@ static struct sandbox *self_test_boot(enum netmode mode, char *err, size_t errle
     make_id(s->id, sizeof s->id, "sbx_selftest");
     snprintf(rel, sizeof rel, "sandboxes/%s/root", s->id);
     s->root = path_join(g.cfg.state_dir, rel);
-    s->runtime = sbx__strdup("node24");
+    s->runtime = sbx__strdup(SBXD_DEFAULT_RUNTIME);
     s->policy = netpolicy_allow_all();
     s->netmode = mode;
     s->vcpus = 1;
@@ -327,6 +329,16 @@ static int self_test(char *err, size_t errlen)
     if (g.layers[LAYER_SECCOMP].on && (!out || !strstr(out, "\t2")))
         layer_set(LAYER_SECCOMP, false, "the kernel did not apply the filter (%s)", out ? out : err);
     sbx__free(out);
+    /* The node and python3 every sandbox gets: the host's, whatever a create
+     * asks for. Asked once, of the programs a sandbox command finds. */
+    {
+        char rterr[256] = "out of memory";
+        out = probe_cmd(s, runtime_probe_script, false, rterr, sizeof rterr);
+        if (!out)
+            sbxd_log(LOG_WARN, "the runtime probe failed: %s", rterr);
+        runtime_set_probe(out);
+        sbx__free(out);
+    }
     pthread_mutex_lock(&g.lock);
     sandbox_stop_locked(s, false);
     pthread_mutex_unlock(&g.lock);
@@ -781,6 +793,7 @@ int main(int argc, char **argv)
         printf("sbxd: sandboxes can be created here (bwrap %s, sudo: %s); isolation layers:\n", c->bwrap,
                g.can_sudo ? "yes" : "no");
         layers_print(stdout);
+        runtime_print(stdout);
         fflush(stdout);
         return leave(layers_enforce() < 0 ? 1 : 0);
     }
@@ -788,6 +801,7 @@ int main(int argc, char **argv)
         return leave(1);
     if (setup_token() < 0)
         return leave(1);
+    runtime_log();
     pthread_mutex_lock(&g.lock);
     int nsbx = sandbox_load_all(), nsnap = snapshot_load_all(), npruned = sandbox_prune_records();
     int nnamed = named_load_all();

@@ -114,8 +114,11 @@ json_t *named_json(struct named *n)
     json_copy_key(o, n->config, "timeout");
     if (!json_object_get(o, "timeout"))
         json_object_set_new(o, "timeout", json_integer(g.cfg.default_timeout_ms));
-    if (runtime)
-        json_object_set_new(o, "runtime", json_string(runtime));
+    if (runtime) {
+        /* what its sessions really run (runtime.c), and what was asked for */
+        json_object_set_new(o, "runtime", json_string(runtime_provided(runtime)));
+        json_object_set_new(o, "requestedRuntime", json_string(runtime));
+    }
     if (pol) {
         /* the legacy form with "mode", header names only */
         char err[256];

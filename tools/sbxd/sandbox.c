@@ -110,6 +110,7 @@ static void sandbox_free(struct sandbox *s)
     sbx__free(s->project_id);
     sbx__free(s->name);
     sbx__free(s->runtime);
+    sbx__free(s->requested_runtime);
     sbx__free(s->source_snapshot_id);
     netpolicy_free(s->policy);
     sbx__strlist_wipe(&s->env);
@@ -1079,7 +1080,10 @@ json_t *sandbox_json(struct sandbox *s)
     json_object_set_new(o, "memory", json_integer(s->memory_mb));
     json_object_set_new(o, "vcpus", json_integer(s->vcpus));
     json_object_set_new(o, "region", json_string(SBXD_REGION));
+    /* what the sandbox really runs (runtime.c); what was asked for beside it */
     json_object_set_new(o, "runtime", json_string(s->runtime));
+    if (s->requested_runtime)
+        json_object_set_new(o, "requestedRuntime", json_string(s->requested_runtime));
     json_object_set_new(o, "timeout", json_integer(s->timeout_ms));
     json_object_set_new(o, "status", json_string(sandbox_status_name(s->status)));
     json_object_set_new(o, "requestedAt", json_integer(s->requested_at));
@@ -1166,7 +1170,10 @@ static struct sandbox *sandbox_from_meta(const char *id, json_t *meta)
     if (!s || !json_is_object(j))
         goto fail;
     snprintf(s->id, sizeof s->id, "%s", id);
-    s->runtime = sbx__strdup(json_string_value(json_object_get(j, "runtime")) ?: "node24");
+    s->runtime = sbx__strdup(json_string_value(json_object_get(j, "runtime")) ?: SBXD_DEFAULT_RUNTIME);
+    if (json_string_value(json_object_get(j, "requestedRuntime")) &&
+        !(s->requested_runtime = sbx__strdup(json_string_value(json_object_get(j, "requestedRuntime")))))
+        goto fail;
     if (json_string_value(json_object_get(j, "projectId")))
         s->project_id = sbx__strdup(json_string_value(json_object_get(j, "projectId")));
     if (json_string_value(json_object_get(j, "sourceSnapshotId")))

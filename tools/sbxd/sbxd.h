@@ -35,6 +35,8 @@
 #endif
 #define SBXD_REGION "local"
 #define SBXD_CWD "/vercel/sandbox"
+/* The runtime a create without one asks for (the SDK's default). */
+#define SBXD_DEFAULT_RUNTIME "node24"
 #define SBXD_HOME "/home/vercel-sandbox"
 #define SBXD_USER "vercel-sandbox"
 #define SBXD_MAX_PORTS 4
@@ -162,7 +164,8 @@ struct sandbox {
     int refs;
     char id[40];
     char *project_id;
-    char *runtime;
+    char *runtime;            /* the runtime provided (runtime.c), as Vercel names it */
+    char *requested_runtime;  /* what the create body asked for, NULL when it named none */
     int vcpus;
     int memory_mb;
     int64_t timeout_ms;
@@ -265,6 +268,15 @@ struct named {
     struct named *next;
 };
 
+/* The node and python3 sandboxes get (runtime.c), found once at start. */
+struct runtime_info {
+    bool probed;                 /* the probe ran (else nothing is known) */
+    char node[16];               /* "node20"; "" when sandboxes have no node */
+    char python[24];             /* "python3.11"; "" when they have no python3 */
+    char node_version[64];       /* what `node --version` printed, "" when absent */
+    char python_version[64];     /* what `python3 --version` printed */
+};
+
 struct sbxd {
     struct sbxd_config cfg;
     char *token;
@@ -289,6 +301,7 @@ struct sbxd {
     void *filter;                /* the seccomp program (struct sock_filter[]) */
     size_t filter_len;           /* its size in bytes */
     bool can_inject;             /* the egress CA is set up: injection rules work */
+    struct runtime_info runtime; /* set before the first request, read-only after */
 };
 
 extern struct sbxd g;
@@ -533,6 +546,22 @@ void egress_shutdown(void);
 struct route *route_start(struct sandbox *s, int port, char *err, size_t errlen);
 const char *route_url(struct route *r);
 void route_stop(struct route *r);
+
+/* runtime.c: the runtime sandboxes really have (they run the host's /usr). */
+extern const char runtime_probe_script[];  /* `sh -c` it in a sandbox: its output */
+void runtime_set_probe(const char *out);   /* ...goes here (NULL: the probe failed) */
+/* The runtime a sandbox asked for `requested` (NULL: the default) gets, as
+ * Vercel names it: "node" + the major version of the sandboxes' node for
+ * node*, "python" + major.minor of their python3 for python*; `requested`
+ * itself when that program is missing (or was never probed). */
+const char *runtime_provided(const char *requested);
+/* Whether name is one of the runtimes runtime_provided answers ("node20"). */
+bool runtime_is_provided_name(const char *name);
+/* "node" or "python3" when the program requested's family needs is missing
+ * from sandboxes, else NULL. */
+const char *runtime_missing(const char *requested);
+void runtime_log(void);
+void runtime_print(FILE *out);
 
 /* http.c */
 int http_start(void);

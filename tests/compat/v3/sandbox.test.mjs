@@ -92,7 +92,9 @@ it('Sandbox.create: with a runtime goes to POST /v2/sandboxes; name, persistent,
 
     assert.equal(sandbox.name, name);
     assert.equal(sandbox.persistent, true);
-    assert.equal(sandbox.runtime, 'node24');
+    // sbxd answers the runtime it provides: the host's node, whatever was asked
+    const nodeVersion = await (await sandbox.runCommand('node', ['--version'])).stdout();
+    assert.equal(sandbox.runtime, `node${nodeVersion.match(/^v(\d+)/)[1]}`);
     assert.equal(sandbox.timeout, 60_000);
     const session = sandbox.currentSession();
     assert.equal(session.timeout, 60_000);
