@@ -168,6 +168,10 @@ SBX_API sbx_status sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_t
  * Replace n with a policy in the protocol's JSON form (as sent to the API),
  * validating every field. On failure n is unchanged.
  *
+ * The 2.x/3.x SDKs' shape, {"allow": [domains] | {domain: [rules]},
+ * "subnets": {"allow": [...], "deny": [...]}} with no "mode", is read as
+ * the custom policy it stands for (transform headers become injection
+ * rules; forwardURL and response rules are refused by name). Otherwise
  * "mode" is required (an object without it is not taken as allow-all);
  * lists are allowed only in custom mode; unknown fields, duplicate keys and
  * NUL bytes are refused; each entry is checked as by the setters, and the

@@ -128,10 +128,15 @@ SBX_API sbx_status sbx_sandbox_set_env(sbx_sandbox *s, const char *name, const c
 
 /**
  * The network policy, as the protocol's JSON object: {"mode":"allow-all"},
- * {"mode":"deny-all"} or {"mode":"custom", "allowedDomains": [...], ...}.
+ * {"mode":"deny-all"} or {"mode":"custom", "allowedDomains": [...], ...};
+ * or in the shape the 2.x/3.x SDKs take, {"allow": [domains] | {domain:
+ * [{"transform": [{"headers": {...}}]}]}, "subnets": {"allow": [...],
+ * "deny": [...]}}, which is kept as the API form it stands for.
  * NULL restores the server's default (allow-all).
  *
- * @return SBX_OK, SBX_E_PARSE (not a JSON object with a mode), SBX_E_MISUSE,
+ * @return SBX_OK, SBX_E_PARSE (not a JSON object with a mode),
+ *         SBX_E_INVALID_ARG (the SDK's shape with what cannot be
+ *         represented: forwardURL and response rules, named), SBX_E_MISUSE,
  *         SBX_E_NOMEM.
  * @since 1.0
  */

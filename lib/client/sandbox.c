@@ -278,11 +278,22 @@ sbx_status sbx_sandbox_set_env(sbx_sandbox *s, const char *name, const char *val
 sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)
 {
     SBX__ENTER(s, sbx__core_in_callback(s->core));
+    char *api = NULL;
+    sbx_status st;
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (json && s->core->proto->check_policy(json, &s->err) != SBX_OK)
+    /* The SDKs' own shape is kept as the API form it stands for. */
+    if (json && (st = sbx__api_policy_from_sdk(json, &api, &s->err)) != SBX_OK)
+        return st;
+    if (api)
+        json = api;
+    if (json && s->core->proto->check_policy(json, &s->err) != SBX_OK) {
+        sbx__free_secret(api);
         return s->err.code;
-    return replace_str(&s->err, &s->policy_json, json, false);
+    }
+    st = replace_str(&s->err, &s->policy_json, json, false);
+    sbx__free_secret(api);
+    return st;
 }
 
 static void clear_source(sbx_sandbox *s)
@@ -861,14 +872,22 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
+    char *api = NULL;
+    sbx_status st;
     if (!json)
         return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "network policy: JSON must not be NULL");
-    if (s->core->proto->check_policy(json, &s->err) != SBX_OK)
+    if ((st = sbx__api_policy_from_sdk(json, &api, &s->err)) != SBX_OK)
+        return st;
+    if (api)
+        json = api;
+    if (s->core->proto->check_policy(json, &s->err) != SBX_OK || need_sandbox(s) != SBX_OK) {
+        sbx__free_secret(api);
         return s->err.code;
-    if (need_sandbox(s) != SBX_OK)
-        return SBX_E_MISUSE;
-    return sandbox_call(s, "update network policy", s->core->proto->update_network_policy(&req, s->info.id, json), &req,
-                        SC_IDEMPOTENT | SC_RESUME, NULL, op);
+    }
+    st = sandbox_call(s, "update network policy", s->core->proto->update_network_policy(&req, s->info.id, json), &req,
+                      SC_IDEMPOTENT | SC_RESUME, NULL, op);
+    sbx__free_secret(api);
+    return st;
 }
 
 sbx_status sbx_sandbox_update_network_policy(sbx_sandbox *s, const char *json)

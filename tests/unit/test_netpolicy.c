@@ -968,6 +968,34 @@ START_TEST(test_netpolicy_load_json_protocol_example)
 }
 END_TEST
 
+/* The shape the 2.x/3.x SDKs send ({"allow", "subnets"}) is read as the
+ * API form it stands for. */
+START_TEST(test_netpolicy_load_json_sdk_shape)
+{
+    sbx_netpolicy *n = np_new();
+    expect_load("{\"allow\":[\"google.com\",\"ai-gateway.vercel.sh\"]}",
+                "{\"mode\":\"custom\",\"allowedDomains\":[\"google.com\",\"ai-gateway.vercel.sh\"]}");
+    expect_load("{\"allow\":[\"github.com\"],\"subnets\":{\"allow\":[\"10.0.0.0/8\"],\"deny\":[\"10.1.0.0/16\"]}}",
+                "{\"mode\":\"custom\",\"allowedDomains\":[\"github.com\"],\"allowedCIDRs\":[\"10.0.0.0/8\"],"
+                "\"deniedCIDRs\":[\"10.1.0.0/16\"]}");
+    expect_load("{\"allow\":{\"api.example.com\":[{\"transform\":[{\"headers\":{\"x-api-key\":\"k\"}}]}]}}",
+                "{\"mode\":\"custom\",\"allowedDomains\":[\"api.example.com\"],\"injectionRules\":"
+                "[{\"domain\":\"api.example.com\",\"headers\":{\"x-api-key\":\"k\"}}]}");
+    /* Refused by name: what it cannot represent, and what is not a policy. */
+    ck_assert_int_eq(sbx_netpolicy_load_json(n, "{\"allow\":{\"x.com\":[{\"forwardURL\":\"https://p\"}]}}"),
+                     SBX_E_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(sbx_netpolicy_last_error(n), "forwardURL"));
+    ck_assert_int_eq(sbx_netpolicy_load_json(n, "{\"allow\":[\"x.com\"],\"deny\":[]}"), SBX_E_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(sbx_netpolicy_last_error(n), "networkPolicy.deny"));
+    ck_assert_int_eq(sbx_netpolicy_load_json(n, "{\"allow\":[\"*.com\"]}"), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_netpolicy_load_json(n, "{\"allow\":[1]}"), SBX_E_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(sbx_netpolicy_last_error(n), "allow[0]"));
+    /* A policy that failed left the previous one. */
+    ck_assert_int_eq(sbx_netpolicy_mode(n), SBX_NETPOLICY_DENY_ALL);
+    sbx_netpolicy_free(n);
+}
+END_TEST
+
 START_TEST(test_netpolicy_load_json_round_trip)
 {
     sbx_netpolicy *a = np_new(), *b = np_new();
@@ -1267,6 +1295,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_netpolicy_preset_replaces_previous_policy);
     SBX_TEST_ADD(tc, test_netpolicy_load_json_modes);
     SBX_TEST_ADD(tc, test_netpolicy_load_json_protocol_example);
+    SBX_TEST_ADD(tc, test_netpolicy_load_json_sdk_shape);
     SBX_TEST_ADD(tc, test_netpolicy_load_json_round_trip);
     SBX_TEST_ADD(tc, test_netpolicy_load_json_field_errors);
     SBX_TEST_ADD(tc, test_netpolicy_load_json_header_values_never_shown);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "client/proto/common.h"
+#include "policy/netpolicy_sdk.h"
 #include "util/str.h"
 
 char *sbx__pr_dump(json_t *o)
@@ -131,6 +132,26 @@ char *sbx__pr_path_body(const char *path)
 char *sbx__pr_int_body(const char *key, int64_t value)
 {
     return sbx__pr_dump(json_pack("{s:I}", key, (json_int_t)value));
+}
+
+sbx_status sbx__api_policy_from_sdk(const char *json, char **api, sbx__err *err)
+{
+    json_t *j = json_loads(json, JSON_REJECT_DUPLICATES, NULL), *out = NULL;
+    char why[512];
+    *api = NULL;
+    if (!j || !sbx__netpolicy_is_sdk(j)) {
+        json_decref(j);
+        return SBX_OK; /* the API form (or not JSON: the check says so) */
+    }
+    if (sbx__netpolicy_from_sdk(j, &out, why, sizeof why) < 0) {
+        json_decref(j);
+        return strcmp(why, "out of memory") == 0 ? sbx__err_nomem(err)
+                                                 : sbx__err_set(err, SBX_E_INVALID_ARG, "network policy: %s", why);
+    }
+    json_decref(j);
+    /* a secret (header values) may be in it */
+    *api = sbx__pr_dump(out);
+    return *api ? SBX_OK : sbx__err_nomem(err);
 }
 
 sbx_status sbx__api_check_policy(const char *json, sbx__err *err)

@@ -168,6 +168,10 @@ sbx_status sbx__api_add_team(sbx__buf *url, const char *team);
 
 /* A network policy given by a caller: a JSON object with a string "mode". */
 sbx_status sbx__api_check_policy(const char *json, sbx__err *err);
+/* A policy in the SDKs' request shape ({"allow", "subnets"}) in the API
+ * form, in *api (sbx__free_secret it); *api NULL when json is not in that
+ * shape. SBX_E_INVALID_ARG naming what cannot be read, SBX_E_NOMEM. */
+sbx_status sbx__api_policy_from_sdk(const char *json, char **api, sbx__err *err);
 
 /* Answers both versions share. Each checks the required fields and types. */
 sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__command_info *out,

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The network policy in the request shape of the 2.x/3.x SDKs, turned into
+ * the API form ("mode", "allowedDomains", ...): shared by the library's
+ * sbx_netpolicy_load_json() and sbxd, which both take either. */
+#ifndef SBX_NETPOLICY_SDK_H
+#define SBX_NETPOLICY_SDK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* Whether j is in the SDK's shape: an object with "allow" or "subnets"
+ * and no "mode". */
+bool sbx__netpolicy_is_sdk(const json_t *j);
+
+/* j (the SDK's shape) in the API form, a new reference in *out: 0, or -1
+ * with err saying what is wrong (out of memory included). */
+int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen);
+
+#endif /* SBX_NETPOLICY_SDK_H */
