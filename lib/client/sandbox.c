@@ -24,6 +24,9 @@
 #include "util/str.h"
 #include "client/tarball.h"
 
+/* A download hands its file to write-back every this many bytes. */
+#define WRITEBACK_EVERY (8u << 20)
+
 #define DEFAULT_CWD "/vercel/sandbox"
 #define READ_MAX_DEFAULT (64u << 20)
 #define TAR_KEEP_MAX (8u << 20) /* a tar body up to this size is kept in memory */
@@ -1390,6 +1393,7 @@ struct read_state {
     void *cb_user;
     int fd;
     char *tmp, *final;
+    uint64_t written, flushed; /* SINK_FILE: bytes written, and handed to write-back */
     bool too_big, cb_stopped, nomem;
     int io_errno;
     struct sbx__resume_wait rw; /* sent again on a new session (resume.h) */
@@ -1463,6 +1467,14 @@ static int read_data(sbx__req *r, const char *data, size_t len, void *user)
             }
             data += w;
             len -= (size_t)w;
+            rs->written += (uint64_t)w;
+        }
+        /* Start writing back as it comes (without waiting for it), so
+         * that the fsync before the rename has little left to do. */
+        if (rs->written - rs->flushed >= WRITEBACK_EVERY) {
+            (void)sync_file_range(rs->fd, (off_t)rs->flushed, (off_t)(rs->written - rs->flushed),
+                                  SYNC_FILE_RANGE_WRITE);
+            rs->flushed = rs->written;
         }
         return SBX__DATA_OK;
     }
@@ -1489,11 +1501,16 @@ static void read_done(sbx__req *r, void *user)
     else if ((st = sbx__op_check_response(op, r, "read file")) == SBX_E_NOT_FOUND)
         sbx__err_set(&op->err, st, "read file: no such file (or not a regular file) in the sandbox");
     if (st == SBX_OK && rs->sink == SINK_FILE) {
-        int fd = rs->fd;
+        int fd = rs->fd, e = 0;
         rs->fd = -1;
-        if (fsync(fd) != 0 || close(fd) != 0) {
-            st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(errno));
-            close(fd);
+        /* closed once whatever happens: a second close could hit a
+         * descriptor another thread has just been given */
+        if (fsync(fd) != 0)
+            e = errno;
+        if (close(fd) != 0 && !e)
+            e = errno;
+        if (e) {
+            st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(e));
         } else if (rename(rs->tmp, rs->final) != 0) {
             st = sbx__err_set(&op->err, SBX_E_IO, "download: cannot move it to %s: %s", rs->final,
                               strerror(errno));

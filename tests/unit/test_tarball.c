@@ -802,6 +802,68 @@ START_TEST(test_tarball_big_file_not_kept)
 }
 END_TEST
 
+/* The level follows the data: random bytes are stored (the body is their
+ * size plus the framing), text is compressed, also when it follows random
+ * bytes in the next file; the body is the same bytes however it is read
+ * and after a rewind. */
+START_TEST(test_tarball_level_follows_the_data)
+{
+    enum { RND = 10u << 20, TXT = 3u << 20 };
+    size_t n = 0;
+    unsigned char *text = malloc(TXT), *rnd = malloc(RND);
+    char *dir = make_tmpdir(), *p;
+    static const size_t sizes[] = {65536, 1000003};
+    sbx__tar *t = sbx__tar_new(), *r = sbx__tar_new();
+    sbx__err err = {0};
+    struct bytes body, rbody;
+    struct listing l;
+
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(rnd);
+    /* text: numbered lines, which deflate shrinks several times */
+    while (n < TXT) {
+        char line[64];
+        int k = snprintf(line, sizeof line, "line %zu: the quick brown fox\n", n);
+        size_t m = TXT - n < (size_t)k ? TXT - n : (size_t)k;
+        memcpy(text + n, line, m);
+        n += m;
+    }
+    fill_random(rnd, RND, 11);
+    make_dir(dir, "mixed");
+    write_file(dir, "mixed/1.txt", text, TXT, 0644);
+    write_file(dir, "mixed/2.bin", rnd, RND, 0644);
+    write_file(dir, "mixed/3.txt", text, TXT, 0644);
+    p = path_join(dir, "mixed");
+    ck_assert_int_eq(sbx__tar_add_path(t, p, "mixed", &err), SBX_OK);
+    prepare_and_read(t, 0, sizes, SBX__ARRAY_LEN(sizes), &body);
+    list_body(&body, &l);
+    expect_entry(&l, "mixed/1.txt", 0644, text, TXT);
+    expect_entry(&l, "mixed/2.bin", 0644, rnd, RND);
+    expect_entry(&l, "mixed/3.txt", 0644, text, TXT);
+    /* The random file costs about its size (stored, and one unit in 32
+     * tried at level 1); each text file less than a fifth of its own. */
+    ck_assert_msg(body.n < RND + RND / 50 + 2 * (TXT / 5), "body %zu bytes for %zu random and %zu text", body.n,
+                  (size_t)RND, (size_t)(2 * TXT));
+    listing_free(&l);
+    /* Random alone: stored, so hardly larger than the bytes. */
+    free(p);
+    p = path_join(dir, "mixed/2.bin");
+    ck_assert_int_eq(sbx__tar_add_path(r, p, "random.bin", &err), SBX_OK);
+    prepare_and_read(r, 0, sizes, 1, &rbody);
+    ck_assert_msg(rbody.n < (size_t)RND + RND / 100, "random: body %zu bytes for %zu", rbody.n, (size_t)RND);
+    bytes_free(&body);
+    bytes_free(&rbody);
+    sbx__tar_free(t);
+    sbx__tar_free(r);
+    sbx__err_free(&err);
+    free(p);
+    free(text);
+    free(rnd);
+    rm_rf(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(test_tarball_prepare_twice_same_size)
 {
     sbx__tar *t = sbx__tar_new();
@@ -1203,6 +1265,7 @@ Suite *sbx_test_suite(void)
     suite_add_tcase(s, tree);
 
     SBX_TEST_ADD(size, test_tarball_big_file_not_kept);
+    SBX_TEST_ADD(size, test_tarball_level_follows_the_data);
     SBX_TEST_ADD(size, test_tarball_prepare_twice_same_size);
     SBX_TEST_ADD(size, test_tarball_rewind_identical_kept);
     SBX_TEST_ADD(size, test_tarball_rewind_identical_streamed);
