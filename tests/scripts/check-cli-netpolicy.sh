@@ -58,14 +58,19 @@ EOF
 }
 
 # err CODE TEXT SECRET -- ARGS: exit CODE, nothing on stdout, one stderr line
-# "sbxrun netpolicy: ..." holding TEXT and not SECRET (if not "").
+# "sbxrun netpolicy: ..." holding TEXT and not SECRET (if not ""), then, for
+# a usage error (2), the pointer to the help.
 err() {
   local code=$1 text=$2 secret=$3; shift 4
   run "$@"
   if [ $rc -ne "$code" ]; then bad "$* exited $rc, expected $code: $(cat "$err")"; return; fi
   if [ -s "$out" ]; then bad "$* wrote to stdout: $(cat "$out")"; return; fi
-  if [ "$(wc -l <"$err")" -ne 1 ]; then bad "$* wrote $(wc -l <"$err") lines to stderr: $(cat "$err")"; return; fi
-  case "$(cat "$err")" in
+  if [ "$code" -eq 2 ]; then
+    if [ "$(wc -l <"$err")" -ne 2 ] || [ "$(tail -n 1 "$err")" != "(see 'sbxrun netpolicy --help')" ]; then
+      bad "$* wrote $(wc -l <"$err") lines to stderr, not the message and the help pointer: $(cat "$err")"; return
+    fi
+  elif [ "$(wc -l <"$err")" -ne 1 ]; then bad "$* wrote $(wc -l <"$err") lines to stderr: $(cat "$err")"; return; fi
+  case "$(head -n 1 "$err")" in
     "sbxrun netpolicy: "*"$text"*) ;;
     *) bad "$* said '$(cat "$err")', expected 'sbxrun netpolicy: ...$text...'"; return ;;
   esac
@@ -92,7 +97,7 @@ err 2 "show needs a JOBTYPE" "" -- show
 err 2 "show takes one JOBTYPE" "S3CRET" -- show db.migrate url=postgres://u:S3CRET@db.example.com/app
 err 2 "unknown option '--bogus'" "S3CRET" -- show verify.test --bogus=S3CRET
 err 2 "unknown option '-x'" "S3CRET" -- show -xS3CRET verify.test
-err 2 "--input needs a value" "" -- show verify.test --input
+err 2 "option '--input' needs a value" "" -- show verify.test --input
 err 2 "--input wants KEY=VALUE (this one has no '=')" "S3CRET" -- show db.migrate --input postgres://u:S3CRET@h
 err 2 "empty KEY" "" -- show db.migrate --input =db.example.com
 

@@ -235,7 +235,7 @@ expect 2 "" "needs a patch FILE" check --repo "$repo"
 expect 2 "" "needs --repo" check "$tmp/good.diff"
 expect 2 "" "unknown option '--frobnicate'" check --frobnicate --repo "$repo" "$tmp/good.diff"
 expect 2 "" "unknown option '-x'" check -x --repo "$repo" "$tmp/good.diff"
-expect 2 "" "--base needs a value" check --repo "$repo" "$tmp/good.diff" --base
+expect 2 "" "option '--base' needs a value" check --repo "$repo" "$tmp/good.diff" --base
 expect 2 "" "one patch FILE" check --repo "$repo" "$tmp/good.diff" "$tmp/stale.diff"
 expect 2 "" "$tmp/nope" check --repo "$tmp/nope" "$tmp/good.diff"
 expect 2 "" "no-such-rev" check --repo "$repo" --base no-such-rev "$tmp/good.diff"

@@ -26,8 +26,8 @@ expect 0 "" "" check -- git status
 expect 0 "" "" check -- ls -la
 expect 3 "" "denied: program_path: " check -- /usr/bin/git status
 expect 3 "" "denied: program_not_allowed: " check -- python3 -c 1
-expect 3 "" "denied: empty_argv: " check --
-expect 3 "" "denied: empty_argv: " check
+expect 2 "" "no PROGRAM to check" check --
+expect 2 "" "no PROGRAM to check" check
 expect 3 "" "denied: path_outside: " check -- cat ../../etc/passwd
 expect 3 "" '"../../etc/passwd"' check -- cat ../../etc/passwd
 expect 3 "" "denied: config: " check -- git -c core.pager=sh log
@@ -104,8 +104,10 @@ expect 2 "" "alow: unknown key" check --policy "$tmp/bad.json" -- ls
 expect 2 "" "cannot open the policy file" check --policy "$tmp/missing.json" -- ls
 expect 2 "" "unknown job type" check --job verify.nope -- ls
 expect 2 "" "(known: repo.clone, repo.applyPatch, deps.install, verify.lint, verify.typecheck, verify.test, verify.build, db.migrate)" check --job install -- ls
-expect 2 "" "unknown or incomplete option" check --frobnicate -- ls
-expect 2 "" "unknown or incomplete option" check --policy
+expect 2 "" "unknown option '--frobnicate'" check --frobnicate -- ls
+expect 2 "" "did you mean '--policy'" check --polcy x -- ls
+expect 2 "" "option '--policy' needs a value" check --policy
+expect 0 "usage: sbxrun policy check" "" check -h
 expect 2 "" "unknown subcommand 'lint'" lint -- ls
 expect 2 "" "usage: sbxrun policy check"
 expect 0 "usage: sbxrun policy check" "" --help

@@ -100,11 +100,21 @@ err=$("$sbxrun" transcript verify "$tmp/not" 2>&1); rc=$?
 err=$("$sbxrun" transcript show "$tmp/missing" 2>&1); rc=$?
 [ $rc = 1 ] && case "$err" in *"$tmp/missing"*) true ;; *) false ;; esac && ok "a missing file is named" ||
   bad "missing: rc=$rc $err"
-for a in "" "show" "frob $t" "verify $t $t" "verify --json $t" "show --expect x $t" "show --step 0 $t" "show --allow-incomplete $t"; do
+for a in "" "show" "frob $t" "verify $t $t" "verify --step 1 $t" "show --expect x $t" "show --step 0 $t" "show --allow-incomplete $t"; do
   "$sbxrun" transcript $a >/dev/null 2>&1; rc=$?
   [ $rc = 2 ] && ok "usage error: '$a'" || bad "usage '$a': rc=$rc"
 done
 "$sbxrun" transcript --help | grep -q "usage: sbxrun transcript show" && ok "--help" || bad "--help"
+"$sbxrun" transcript verify -h | grep -q "usage: sbxrun transcript show" && ok "verify -h" || bad "verify -h"
+# verify --json: one envelope, valid and complete, or the broken entry beside the error
+out=$("$sbxrun" transcript verify --json "$t"); rc=$?
+[ $rc = 0 ] && printf '%s' "$out" | python3 -c 'import json,sys; e=json.load(sys.stdin); r=e["result"]
+assert e["ok"] and r["valid"] and r["complete"] and r["steps"] >= 1 and len(r["headHash"]) == 64' &&
+  ok "verify --json" || bad "verify --json: rc=$rc $out"
+out=$("$sbxrun" --json transcript verify "$tmp/not" 2>/dev/null); rc=$?
+[ $rc = 1 ] && printf '%s' "$out" | python3 -c 'import json,sys; e=json.load(sys.stdin)
+assert not e["ok"] and e["exitCode"] == 1 and e["error"]["status"]' &&
+  ok "--json before the command, on a failure" || bad "global --json: rc=$rc $out"
 "$sbxrun" exec --help | grep -q -- "--transcript FILE" && ok "exec --help names --transcript" ||
   bad "exec --help"
 exit $fail

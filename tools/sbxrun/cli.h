@@ -53,6 +53,10 @@ int cli_add_env_secrets(sbx_redactor *r);
  * printed on stdout, one object, nothing else. result is consumed. */
 void cli_json_result(const char *cmd, int exit_code, json_t *result);
 void cli_json_error(const char *cmd, int exit_code, const char *what, sbx_status st, const char *message);
+/* Work cut short: what there is of the result (consumed) and the error,
+ * in one object: {"sbxrun", "ok": false, "exitCode", "result", "error"}. */
+void cli_json_partial(const char *cmd, int exit_code, json_t *result, const char *what, sbx_status st,
+                      const char *message);
 
 /* JSON text (NUL-terminated, or len bytes) as a value for a result: parsed,
  * else the text as a string; NULL text is null. */
@@ -86,5 +90,53 @@ bool cli_interrupted(void);
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
  * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct option;
+
+/* Command-line conventions (args.c). */
+
+/* A duration: "300" or "300s" (a bare number is seconds, as timeout(1)),
+ * "250ms", "5m", "1.5h". 0 and *ms set, or the usage error printed and
+ * SBXRUN_EXIT_USAGE: not a duration, below min_ms, or a bare number over a
+ * day (milliseconds written the old way: the message gives the fix). */
+int cli_duration(const char *cmd, const char *opt, const char *v, int64_t min_ms, int64_t *ms);
+/* The same without printing: 0, or -1 with why. */
+int cli_parse_duration(const char *v, int64_t min_ms, int64_t *ms, char *why, size_t whylen);
+
+/* The one of words (n of them; NULLs skipped) that word is most likely a
+ * typo of, or NULL when none is close or two are as close. */
+const char *cli_suggest(const char *word, const char *const *words, size_t n);
+
+/* For getopt_long's '?' (with opterr = 0): the usage error for the option
+ * at argv[optind - 1], saying whether it is unknown (with a "did you
+ * mean"), ambiguous, missing its value or given one it does not take.
+ * Returns SBXRUN_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int argc, char **argv, const struct option *longopts);
+
+/* --network-policy VALUE as JSON for the library: "allow-all", "deny-all",
+ * or JSON (the API form, or the SDKs' {"allow": [...]}, which the library
+ * reads too). Anything else: the usage error, with a suggestion, and NULL. */
+const char *cli_network_policy(const char *cmd, const char *v);
+
+/* A warning on stderr when sandbox s runs another runtime than asked
+ * (NULL: nothing asked): sbxd provides the host's. */
+void cli_runtime_warning(const char *cmd, const char *asked, const sbx_sandbox *s);
+
+/* A command with subcommands (sandbox, snapshot, transcript): its help
+ * for -h/--help (exit 0) or no subcommand (on stderr, exit 2), the usage
+ * error naming the known ones (with a "did you mean") for an unknown one,
+ * or -1 when argv[1] is one of subs. */
+int cli_subcommand(const char *cmd, int argc, char **argv, const char *usage, const char *const *subs, size_t n);
+
+/* An integer option >= min: 0 and *out, or the usage error. */
+int cli_number(const char *cmd, const char *opt, const char *v, long long min, long long *out);
+
+/* For tables: a string member, or "-"; a time (ms since the epoch) as
+ * "YYYY-MM-DD HH:MM:SSZ", or "-" when not positive. */
+const char *cli_json_str(json_t *o, const char *key);
+void cli_time_text(char *buf, size_t n, int64_t ms);
+
+/* Whether --json is on (given to the subcommand, or before it). */
+bool cli_json_enabled(void);
 
 #endif /* SBXRUN_CLI_H */

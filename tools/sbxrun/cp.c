@@ -1,11 +1,42 @@
 /* SPDX-License-Identifier: MIT */
-/* sbxrun cp: copy files into a sandbox (a file or a tree) and out of it (a file). */
+/*
+ * sbxrun cp: copy files and directories into a sandbox and out of it.
+ *
+ * In: sbx_sandbox_upload() (a file, a directory, or standard input).
+ * Out: the file is streamed (sbx_sandbox_read_stream) into a temporary file
+ * beside its target, synced and renamed into place when complete, as
+ * sbx_sandbox_download() does, or to standard output. The protocol reads
+ * only regular files, so a path that is not one is tried as a directory:
+ * `tar` in the sandbox packs it into a temporary file there (zstd -1 when
+ * the sandbox has zstd), which is streamed out and unpacked as it arrives
+ * into a temporary directory beside the target, renamed into place when
+ * complete; the sandbox's temporary file is removed either way.
+ *
+ * Progress (bytes, rate, elapsed) is drawn on stderr by a thread while the
+ * copy runs, only when stderr is a terminal (and not with --json, nor when
+ * the file goes to a terminal on stdout). The library has no progress call:
+ * a download counts the bytes as they arrive; an upload counts the bytes
+ * this process has read (rchar in /proc/self/io), which during an upload
+ * are the files' (read once to size the body, once more while it is sent).
+ */
+#include <archive.h>
+#include <archive_entry.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "remote.h"
@@ -13,17 +44,26 @@
 static const char usage_text[] =
     "usage: sbxrun cp [options] LOCAL SANDBOX:PATH\n"
     "       sbxrun cp [options] SANDBOX:PATH LOCAL\n"
+    "       sbxrun cp [options] SANDBOX:PATH -\n"
     "\n"
     "Copy a local file, or a directory and everything below it, into a sandbox\n"
-    "(streamed as a gzip tar; relative PATHs are under /vercel/sandbox), or copy a\n"
-    "file out of a sandbox (written beside LOCAL and renamed into place, so a\n"
-    "failed copy leaves nothing). SANDBOX is a sandbox id. When LOCAL is an\n"
-    "existing directory, the file keeps its name inside it.\n"
+    "(streamed as a gzip tar; relative PATHs are under /vercel/sandbox); LOCAL -\n"
+    "is standard input, read to its end first (up to 64 MiB). Copy a file or a\n"
+    "directory out of a sandbox: written beside LOCAL and renamed into place\n"
+    "when complete, so a failed copy leaves nothing; - writes a file to standard\n"
+    "output. When LOCAL is an existing directory, the copy keeps its name inside\n"
+    "it; a directory is never merged into one that exists. A directory comes out\n"
+    "as a tar made in the sandbox (by its tar, in its /tmp, removed after), with\n"
+    "its files and directories (modes as the umask allows); links and devices\n"
+    "are left out and counted on stderr. SANDBOX is a sandbox id.\n"
+    "\n"
+    "On a terminal, progress (bytes, rate, elapsed time) is shown on stderr.\n"
     "\n" REMOTE_OPTS_HELP
     "\n"
-    "Exit status: 0 copied; 1 the server refused (a file that is not there);\n"
+    "Exit status: 0 copied; 1 the server refused (a path that is not there);\n"
     "2 usage; 125 no such sandbox, a local file that cannot be read or written,\n"
-    "or the endpoint could not be reached or did not answer in time.\n";
+    "or the endpoint could not be reached or did not answer in time; 130\n"
+    "interrupted (SIGINT, SIGTERM), nothing left behind.\n";
 
 /* "sbx_abc:/path" -> id and path; NULL when arg is a local path. */
 static char *split_remote(const char *arg, const char **path)
@@ -40,18 +80,699 @@ static char *split_remote(const char *arg, const char **path)
     return id;
 }
 
+/* ---- progress --------------------------------------------------------------------------- */
+
+#define DRAW_MS 200
+
+struct progress {
+    bool on;                 /* drawn: stderr is a terminal */
+    _Atomic(const char *) verb; /* what is happening: "reading", "sending", ... */
+    _Atomic(const char *) after; /* what happens once total is reached, or NULL */
+    _Atomic uint64_t done;   /* bytes so far (not used when from_rchar) */
+    uint64_t total;          /* 0: not known */
+    _Atomic bool from_rchar; /* done = rchar - rchar_base */
+    _Atomic uint64_t rchar_base;
+    int64_t t0;
+    _Atomic int64_t phase_t0; /* the rate is the phase's */
+    atomic_bool stop;
+    pthread_t thread;
+    bool running, drawn;
+};
+
+/* Bytes this process has read through read(2) and the like (all threads). */
+static uint64_t rchar(void)
+{
+    char buf[512];
+    unsigned long long v = 0;
+    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (strncmp(buf, "rchar: ", 7) != 0 || sscanf(buf + 7, "%llu", &v) != 1)
+        return 0;
+    return v;
+}
+
+static void human(char *out, size_t cap, double bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+}
+
+static void elapsed(char *out, size_t cap, int64_t ms)
+{
+    long long s = (long long)(ms / 1000);
+    if (s >= 3600)
+        snprintf(out, cap, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+    else
+        snprintf(out, cap, "%lld:%02lld", s / 60, s % 60);
+}
+
+static uint64_t progress_done(struct progress *p)
+{
+    uint64_t d;
+    if (atomic_load(&p->from_rchar)) {
+        uint64_t now = rchar(), base = atomic_load(&p->rchar_base);
+        d = now > base ? now - base : 0;
+    } else {
+        d = atomic_load(&p->done);
+    }
+    return p->total && d > p->total ? p->total : d;
+}
+
+/* "sbxrun cp: sending 120.5 MiB of 190.7 MiB (63%)  45.2 MiB/s  0:03" */
+static void draw(struct progress *p)
+{
+    char got[32], of[32], rate[32], t[32], line[200];
+    uint64_t d = progress_done(p);
+    int64_t now = cli_mono_ms(), ms = now - atomic_load(&p->phase_t0);
+    const char *after = atomic_load(&p->after);
+    human(got, sizeof got, (double)d);
+    human(of, sizeof of, (double)p->total);
+    human(rate, sizeof rate, ms > 0 ? (double)d * 1000.0 / (double)ms : 0);
+    elapsed(t, sizeof t, now - p->t0);
+    if (!d && !p->total)
+        snprintf(line, sizeof line, "sbxrun cp: %s  %s", atomic_load(&p->verb), t);
+    else if (p->total && d >= p->total && after)
+        snprintf(line, sizeof line, "sbxrun cp: %s %s; %s  %s", atomic_load(&p->verb), of, after, t);
+    else if (p->total)
+        snprintf(line, sizeof line, "sbxrun cp: %s %s of %s (%d%%)  %s/s  %s", atomic_load(&p->verb), got, of,
+                 (int)((double)d * 100.0 / (double)p->total), rate, t);
+    else
+        snprintf(line, sizeof line, "sbxrun cp: %s %s  %s/s  %s", atomic_load(&p->verb), got, rate, t);
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    p->drawn = true;
+}
+
+static void *progress_thread(void *arg)
+{
+    struct progress *p = arg;
+    struct timespec slice = {0, 50 * 1000000L};
+    int64_t next = cli_mono_ms() + DRAW_MS;
+    while (!atomic_load(&p->stop)) {
+        nanosleep(&slice, NULL);
+        if (cli_mono_ms() >= next && !atomic_load(&p->stop)) {
+            draw(p);
+            next += DRAW_MS;
+        }
+    }
+    return NULL;
+}
+
+static void progress_start(struct progress *p, bool on, const char *verb, uint64_t total)
+{
+    memset(p, 0, sizeof *p);
+    p->on = on;
+    atomic_store(&p->verb, verb);
+    p->total = total;
+    p->t0 = cli_mono_ms();
+    atomic_store(&p->phase_t0, p->t0);
+    if (on) {
+        /* SIGINT and SIGTERM stay the main thread's (cli_cancel_on_signal):
+         * the drawing thread is made with them blocked. */
+        sigset_t block, old;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigaddset(&block, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &block, &old);
+        p->running = pthread_create(&p->thread, NULL, progress_thread, p) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+}
+
+/* A new phase: verb (after: what is said once total is reached), and
+ * (for an upload) counting reads from now on. */
+static void progress_phase(struct progress *p, const char *verb, const char *after, bool from_rchar)
+{
+    atomic_store(&p->rchar_base, from_rchar && p->on ? rchar() : 0);
+    atomic_store(&p->from_rchar, from_rchar);
+    atomic_store(&p->after, after);
+    atomic_store(&p->phase_t0, cli_mono_ms());
+    atomic_store(&p->verb, verb);
+}
+
+/* Stop drawing and take the line away; with ok, say what was copied. */
+static void progress_end(struct progress *p, bool ok, const char *what, uint64_t bytes)
+{
+    if (p->running) {
+        atomic_store(&p->stop, true);
+        pthread_join(p->thread, NULL);
+        p->running = false;
+    }
+    if (!p->on)
+        return;
+    if (p->drawn)
+        fputs("\r\033[K", stderr);
+    if (ok) {
+        char b[32], rate[32];
+        int64_t ms = cli_mono_ms() - p->t0;
+        human(b, sizeof b, (double)bytes);
+        human(rate, sizeof rate, ms > 0 ? (double)bytes * 1000.0 / (double)ms : 0);
+        fprintf(stderr, "sbxrun cp: %s %s in %.1f s (%s/s)\n", what, b, (double)ms / 1000.0, rate);
+    }
+    fflush(stderr);
+}
+
+/* The bytes an upload of local reads (regular files, and links to them),
+ * for the progress; 0 when not known (a pipe). */
+static uint64_t tree_bytes_sum;
+
+static int add_size(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    struct stat tb;
+    (void)ftw;
+    if (flag == FTW_F && S_ISREG(sb->st_mode))
+        tree_bytes_sum += (uint64_t)sb->st_size;
+    else if (flag == FTW_SL && stat(p, &tb) == 0 && S_ISREG(tb.st_mode))
+        tree_bytes_sum += (uint64_t)tb.st_size;
+    return 0;
+}
+
+static uint64_t local_bytes(const char *local)
+{
+    struct stat sb;
+    if (stat(local, &sb) != 0)
+        return 0;
+    if (S_ISREG(sb.st_mode))
+        return (uint64_t)sb.st_size;
+    if (!S_ISDIR(sb.st_mode))
+        return 0;
+    tree_bytes_sum = 0;
+    nftw(local, add_size, 32, FTW_PHYS);
+    return tree_bytes_sum;
+}
+
+/* ---- driving an operation ------------------------------------------------------------- */
+
+/* Wait for op, Ctrl-C cancelling it. Its status; the message in err. */
+static sbx_status finish_op(sbx_op *op, char *err, size_t errlen)
+{
+    sbx_status st;
+    cli_cancel_on_signal(op);
+    st = sbx_op_wait(op, -1);
+    cli_cancel_on_signal(NULL);
+    if (st != SBX_OK)
+        snprintf(err, errlen, "%s", sbx_op_last_error(op));
+    return st;
+}
+
+/* One pass of the client: wait for something (at most 100 ms), handle it. */
+static bool pump(sbx_client *c)
+{
+    int64_t ms = -1;
+    sbx_client_get_timeout(c, &ms);
+    if (ms < 0 || ms > 100)
+        ms = 100;
+    sbx_client_wait(c, ms);
+    return sbx_client_process(c, NULL) == SBX_OK;
+}
+
+/* ---- out: a file ---------------------------------------------------------------------- */
+
+struct file_sink {
+    int fd;
+    int err;                 /* errno of a failed write */
+    struct progress *pg;
+    bool regular;            /* a file of ours: written back as it comes */
+    uint64_t written, flushed;
+};
+
+/* Start writing back every WRITEBACK bytes as they come, so that the
+ * fsync at the end has little left to wait for (the network and the disk
+ * work together instead of one after the other). */
+#define WRITEBACK (8u << 20)
+
+static int sink_file(const uint8_t *data, size_t len, void *user)
+{
+    struct file_sink *f = user;
+    while (len) {
+        ssize_t w = write(f->fd, data, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            f->err = w < 0 ? errno : EIO;
+            return 1;
+        }
+        data += w;
+        len -= (size_t)w;
+        f->written += (uint64_t)w;
+        atomic_fetch_add(&f->pg->done, (uint64_t)w);
+    }
+    if (f->regular && f->written - f->flushed >= WRITEBACK) {
+        (void)sync_file_range(f->fd, (off_t)f->flushed, (off_t)(f->written - f->flushed), SYNC_FILE_RANGE_WRITE);
+        f->flushed = f->written;
+    }
+    return 0;
+}
+
+/* Stream path to local ("-": stdout). SBX_E_NOT_FOUND when the sandbox has
+ * no such regular file (nothing is left behind). */
+static sbx_status get_file(sbx_sandbox *s, const char *path, const char *local, struct progress *pg, char *err,
+                           size_t errlen)
+{
+    struct file_sink f = {.fd = -1, .pg = pg};
+    char *tmp = NULL;
+    sbx_op *op = NULL;
+    sbx_status st;
+    bool to_stdout = strcmp(local, "-") == 0;
+
+    if (to_stdout) {
+        f.fd = STDOUT_FILENO;
+    } else {
+        mode_t um = umask(0);
+        umask(um);
+        if (asprintf(&tmp, "%s.sbxrun-XXXXXX", local) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return SBX_E_NOMEM;
+        }
+        f.fd = mkostemp(tmp, O_CLOEXEC);
+        if (f.fd < 0) {
+            snprintf(err, errlen, "cannot create a file beside %s: %s", local, strerror(errno));
+            free(tmp);
+            return SBX_E_IO;
+        }
+        /* mkostemp makes it 0600; a copy gets the usual mode. */
+        (void)fchmod(f.fd, 0666 & ~um);
+        f.regular = true;
+    }
+    st = sbx_sandbox_read_stream_start(s, path, sink_file, &f, &op);
+    if (st != SBX_OK)
+        snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
+    else
+        st = finish_op(op, err, errlen);
+    if (f.err) {
+        snprintf(err, errlen, "%s: %s", to_stdout ? "standard output" : tmp, strerror(f.err));
+        st = SBX_E_IO;
+    }
+    if (!to_stdout) {
+        /* On disk before it takes the name: a crash leaves the old file or
+         * the whole new one. */
+        int synced = st == SBX_OK ? fsync(f.fd) : 0, e = errno;
+        if (close(f.fd) != 0 && synced == 0) {
+            synced = -1;
+            e = errno;
+        }
+        if (st == SBX_OK && synced != 0) {
+            snprintf(err, errlen, "%s: %s", tmp, strerror(e));
+            st = SBX_E_IO;
+        } else if (st == SBX_OK && rename(tmp, local) != 0) {
+            snprintf(err, errlen, "cannot move the copy to %s: %s", local, strerror(errno));
+            st = SBX_E_IO;
+        }
+        if (st != SBX_OK)
+            unlink(tmp);
+        free(tmp);
+    } else if (st == SBX_OK && fflush(stdout) != 0) {
+        snprintf(err, errlen, "standard output: %s", strerror(errno));
+        st = SBX_E_IO;
+    }
+    sbx_op_free(op);
+    return st;
+}
+
+/* ---- out: a directory ----------------------------------------------------------------- */
+
+/* Pack $1 (a directory, relative to the sandbox's working directory) into
+ * the new file $2 (named by sbxrun, so that it can remove it whatever
+ * happens). Exit 3: not a directory; 4: $2 exists; 5: tar failed. The file
+ * is packed whole before it is sent, so the compressor must be fast: zstd
+ * -1 (~160 MB/s on text, ~1 GB/s on random bytes) when the sandbox has it,
+ * else none (gzip -1 takes 30 MB/s on random bytes: slower than most
+ * links). sh has no pipefail: tar's failure is marked in a file beside. */
+static const char pack_script[] =
+    "cd -- \"$1\" 2>/dev/null || exit 3\n"
+    "(set -C; : >\"$2\") || exit 4\n"
+    "if command -v zstd >/dev/null 2>&1; then\n"
+    "  { tar -cf - . || : >\"$2.failed\"; } | zstd -1 -q -f -o \"$2\" || exit 5\n"
+    "  if [ -e \"$2.failed\" ]; then exit 5; fi\n"
+    "else\n"
+    "  tar -cf \"$2\" . || exit 5\n"
+    "fi\n";
+
+/* Run sh -c script with up to two arguments in the sandbox: its exit code,
+ * or -1 when it did not run to its end (err says why; on Ctrl-C it is
+ * killed). The end of its stderr in err. */
+static int run_sh(sbx_sandbox *s, const char *script, const char *arg1, const char *arg2, char *err, size_t errlen)
+{
+    const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2};
+    sbx_command *k = sbx_command_new(s);
+    sbx_op *op = NULL;
+    size_t n = 0, got;
+    int code = -1;
+    if (!k) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (sbx_command_set_argv(k, arg2 ? 6 : arg1 ? 5 : 4, argv) != SBX_OK || sbx_command_run_start(k, &op) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_command_last_error(k));
+        sbx_command_free(k);
+        return -1;
+    }
+    if (finish_op(op, err, errlen) != SBX_OK) {
+        /* Ctrl-C: the program goes too, not only the wait for it. */
+        if (cli_interrupted() && sbx_command_id(k) && sbx_command_exit_code(k) < 0)
+            sbx_command_kill(k, 9);
+        sbx_op_free(op);
+        sbx_command_free(k);
+        return -1;
+    }
+    sbx_op_free(op);
+    code = sbx_command_exit_code(k);
+    while (n < errlen - 1 &&
+           sbx_command_read_output(k, SBX_STREAM_STDERR, (uint8_t *)err + n, errlen - 1 - n, &got) == SBX_OK)
+        n += got;
+    err[n] = '\0';
+    while (n && (err[n - 1] == '\n' || err[n - 1] == '\r'))
+        err[--n] = '\0';
+    sbx_command_free(k);
+    return code;
+}
+
+/* The bytes of a read handed to libarchive as they arrive: its read
+ * callback drives the client until some are there. */
+struct pull {
+    sbx_client *c;
+    sbx_op *op;
+    unsigned char *buf, *lent; /* arriving; held by libarchive since its last read */
+    size_t len, cap, lent_cap;
+    bool nomem, ended;       /* ended: the archive is read, the rest is dropped */
+    struct progress *pg;
+};
+
+static int pull_data(const uint8_t *data, size_t len, void *user)
+{
+    struct pull *p = user;
+    atomic_fetch_add(&p->pg->done, (uint64_t)len);
+    if (p->ended)
+        return 0;
+    if (p->len + len > p->cap) {
+        size_t cap = p->cap ? p->cap : 65536;
+        unsigned char *b;
+        while (cap < p->len + len)
+            cap *= 2;
+        if (!(b = realloc(p->buf, cap))) {
+            p->nomem = true;
+            return 1;
+        }
+        p->buf = b;
+        p->cap = cap;
+    }
+    memcpy(p->buf + p->len, data, len);
+    p->len += len;
+    return 0;
+}
+
+static la_ssize_t pull_read(struct archive *a, void *user, const void **out)
+{
+    struct pull *p = user;
+    unsigned char *b;
+    size_t n;
+    while (p->len == 0 && !sbx_op_done(p->op))
+        if (!pump(p->c)) {
+            archive_set_error(a, EIO, "%s", sbx_client_last_error(p->c));
+            return -1;
+        }
+    if (p->len == 0) {
+        if (sbx_op_status(p->op) != SBX_OK) {
+            archive_set_error(a, EIO, "%s", p->nomem ? "out of memory" : sbx_op_last_error(p->op));
+            return -1;
+        }
+        return 0;
+    }
+    /* Swap the buffers: libarchive reads this one until it asks again. */
+    b = p->lent;
+    p->lent = p->buf;
+    *out = p->lent;
+    n = p->len;
+    p->buf = b;
+    p->len = 0;
+    {
+        size_t c = p->lent_cap;
+        p->lent_cap = p->cap;
+        p->cap = c;
+    }
+    return (la_ssize_t)n;
+}
+
+/* A tar entry's name made relative and clean ("./a/./b" -> "a/b"; "" for
+ * the root); NULL when it is absolute or climbs out with "..". */
+static char *clean_name(const char *name)
+{
+    char *out = malloc(strlen(name) + 1);
+    size_t n = 0;
+    if (!out || name[0] == '/') {
+        free(out);
+        return NULL;
+    }
+    for (const char *p = name; *p;) {
+        size_t k = strcspn(p, "/");
+        if (k == 2 && p[0] == '.' && p[1] == '.') {
+            free(out);
+            return NULL;
+        }
+        if (k && !(k == 1 && p[0] == '.')) {
+            if (n)
+                out[n++] = '/';
+            memcpy(out + n, p, k);
+            n += k;
+        }
+        p += k;
+        while (*p == '/')
+            p++;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* Unpack the stream of op into root (an empty directory, canonical path):
+ * regular files and directories only, the others counted in *skipped. */
+static int unpack(struct pull *p, const char *root, size_t *files, size_t *skipped, char *err, size_t errlen)
+{
+    struct archive *a = archive_read_new(), *d = archive_write_disk_new();
+    struct archive_entry *e;
+    int r, rc = -1;
+
+    if (!a || !d) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    archive_read_support_filter_zstd(a);
+    archive_read_support_filter_gzip(a);
+    archive_read_support_format_tar(a);
+    /* No owner, no times, no ACLs; modes under the umask; never through a
+     * link (the root is canonical, and no link is made). */
+    archive_write_disk_set_options(d, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+    if (archive_read_open(a, p, NULL, pull_read, NULL) != ARCHIVE_OK) {
+        snprintf(err, errlen, "reading the directory's tar: %s", archive_error_string(a));
+        goto out;
+    }
+    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+        mode_t type = archive_entry_filetype(e);
+        const char *name = archive_entry_pathname(e);
+        char *clean, *full;
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        bool wrote;
+
+        if (archive_entry_hardlink(e) || (type != AE_IFREG && type != AE_IFDIR)) {
+            (*skipped)++;
+            continue;
+        }
+        if (!name || !(clean = clean_name(name))) {
+            snprintf(err, errlen, "the sandbox's tar has an entry outside the directory: %s", name ? name : "?");
+            goto out;
+        }
+        if (!*clean) { /* the directory itself: root */
+            free(clean);
+            continue;
+        }
+        if (asprintf(&full, "%s/%s", root, clean) < 0) {
+            free(clean);
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        archive_entry_copy_pathname(e, full);
+        /* Permission bits only; a directory stays writable, for what goes in it. */
+        archive_entry_set_perm(e, (archive_entry_perm(e) & 0777) | (type == AE_IFDIR ? 0700 : 0));
+        if (archive_write_header(d, e) != ARCHIVE_OK) {
+            snprintf(err, errlen, "%s: %s", clean, archive_error_string(d));
+            free(clean);
+            free(full);
+            goto out;
+        }
+        wrote = true;
+        while (wrote && (r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+            wrote = archive_write_data_block(d, buf, size, off) == ARCHIVE_OK;
+        if (!wrote || r != ARCHIVE_EOF || archive_write_finish_entry(d) != ARCHIVE_OK) {
+            /* the local side (d) or the stream (a: its reading, or the op) */
+            snprintf(err, errlen, "%s: %s", clean,
+                     !wrote || r == ARCHIVE_EOF ? archive_error_string(d) : archive_error_string(a));
+            free(clean);
+            free(full);
+            goto out;
+        }
+        if (type == AE_IFREG)
+            (*files)++;
+        free(clean);
+        free(full);
+    }
+    if (r != ARCHIVE_EOF) {
+        snprintf(err, errlen, "reading the directory's tar: %s", archive_error_string(a));
+        goto out;
+    }
+    rc = 0;
+out:
+    p->ended = true;
+    if (a)
+        archive_read_free(a);
+    if (d)
+        archive_write_free(d);
+    return rc;
+}
+
+/* Copy directory path of the sandbox to local (which must not exist). */
+static sbx_status get_dir(sbx_client *c, sbx_sandbox *s, const char *path, const char *local, struct progress *pg,
+                          size_t *files, size_t *skipped, char *err, size_t errlen)
+{
+    char remote_tmp[64], why[1024] = "", *tmp = NULL, *root = NULL;
+    struct pull p = {0};
+    sbx_status st = SBX_OK;
+    unsigned char rnd[8] = {0};
+    int code;
+
+    /* A name of its own in the sandbox's /tmp. */
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        uint64_t x = (uint64_t)cli_mono_ms() ^ ((uint64_t)getpid() << 32);
+        memcpy(rnd, &x, sizeof rnd);
+    }
+    snprintf(remote_tmp, sizeof remote_tmp, "/tmp/sbxrun-cp.%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    progress_phase(pg, "packing it in the sandbox", NULL, false);
+    code = run_sh(s, pack_script, path, remote_tmp, why, sizeof why);
+    if (code == 3)
+        return SBX_E_NOT_FOUND; /* neither a file nor a directory: the caller says so */
+    if (code < 0 && !cli_interrupted()) {
+        snprintf(err, errlen, "%s could not be checked for a directory: %s", path, why);
+        st = SBX_E_NOT_FOUND;
+        goto out;
+    }
+    if (code != 0) {
+        if (code < 0)
+            snprintf(err, errlen, "interrupted while packing %s in the sandbox", path);
+        else
+            snprintf(err, errlen, "packing %s in the sandbox failed (exit %d)%s%s", path, code, *why ? ": " : "",
+                     why);
+        st = code < 0 ? SBX_E_CANCELLED : SBX_E_IO;
+        goto out;
+    }
+    if (asprintf(&tmp, "%s.sbxrun-XXXXXX", local) < 0 || !mkdtemp(tmp) || !(root = realpath(tmp, NULL))) {
+        snprintf(err, errlen, "cannot create a directory beside %s: %s", local, strerror(errno));
+        st = SBX_E_IO;
+        goto out;
+    }
+    progress_phase(pg, "receiving", NULL, false);
+    p.c = c;
+    p.pg = pg;
+    if (sbx_sandbox_read_stream_start(s, remote_tmp, pull_data, &p, &p.op) != SBX_OK) {
+        snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
+        st = SBX_E_IO;
+        goto out;
+    }
+    cli_cancel_on_signal(p.op);
+    if (unpack(&p, root, files, skipped, err, errlen) < 0) {
+        st = sbx_op_done(p.op) && sbx_op_status(p.op) != SBX_OK ? sbx_op_status(p.op) : SBX_E_IO;
+        if (st != SBX_E_IO)
+            snprintf(err, errlen, "%s", p.nomem ? "out of memory" : sbx_op_last_error(p.op));
+        sbx_op_cancel(p.op);
+    } else if ((st = sbx_op_wait(p.op, -1)) != SBX_OK) { /* the end, after the tar's own */
+        snprintf(err, errlen, "%s", sbx_op_last_error(p.op));
+    }
+    cli_cancel_on_signal(NULL);
+    if (st == SBX_OK) {
+        mode_t um = umask(0);
+        int fd, moved;
+        umask(um);
+        (void)chmod(root, 0777 & ~um);
+        /* On disk before it takes the name (one syncfs, not an fsync a file). */
+        if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+            (void)syncfs(fd);
+            close(fd);
+        }
+        /* Never over a directory made meanwhile. */
+        moved = renameat2(AT_FDCWD, root, AT_FDCWD, local, RENAME_NOREPLACE);
+        if (moved != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
+            if (access(local, F_OK) == 0)
+                errno = EEXIST;
+            else
+                moved = rename(root, local);
+        }
+        if (moved != 0) {
+            snprintf(err, errlen, "cannot move the copy to %s: %s", local, strerror(errno));
+            st = SBX_E_IO;
+        }
+    }
+out:
+    if (st != SBX_OK && tmp)
+        cli_rm_tree(tmp);
+    /* The packed file in the sandbox goes, whatever happened here. */
+    run_sh(s, "rm -f -- \"$1\" \"$1.failed\"", remote_tmp, NULL, why, sizeof why);
+    sbx_op_free(p.op);
+    free(p.buf);
+    free(p.lent);
+    free(root);
+    free(tmp);
+    return st;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+/* The last component of a sandbox path ("" when there is none: "/", "."). */
+static const char *base_name(const char *path, char *buf, size_t cap)
+{
+    size_t n = strlen(path);
+    const char *b;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    snprintf(buf, cap, "%.*s", (int)n, path);
+    b = strrchr(buf, '/');
+    b = b ? b + 1 : buf;
+    return strcmp(b, ".") == 0 || strcmp(b, "..") == 0 ? "" : b;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int cmd_cp(int argc, char **argv)
 {
     static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, REMOTE_LONGOPTS, {NULL, 0, NULL, 0}};
-    struct remote_opts o = {0};
+    struct remote_opts o = remote_defaults;
     struct remote r;
-    const char *src_path = NULL, *dst_path = NULL;
-    char *src_id, *dst_id, *id, err[1024], *local_dst = NULL;
+    struct progress pg = {0};
+    const char *src_path = NULL, *dst_path = NULL, *local, *type = "file";
+    char *src_id, *dst_id, *id, err[2400] = "", *local_dst = NULL, namebuf[PATH_MAX];
     int c, rc = SBXRUN_EXIT_FAIL;
     sbx_sandbox *s = NULL;
     sbx_status st;
+    size_t files = 0, skipped = 0;
+    bool show;
 
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (remote_opt(&o, c, optarg))
             continue;
@@ -59,27 +780,31 @@ int cmd_cp(int argc, char **argv)
             fputs(usage_text, stdout);
             return SBXRUN_EXIT_OK;
         }
-        fputs(usage_text, stderr);
-        cli_json_scan(argc, argv);
-        return SBXRUN_EXIT_USAGE;
+        return cli_bad_option("cp", argc, argv, longopts);
     }
-    if (argc - optind != 2) {
-        fputs(usage_text, stderr);
-        return SBXRUN_EXIT_USAGE;
-    }
+    if (argc - optind < 2)
+        return cli_usage_error("cp", "missing %s: sbxrun cp SRC DEST (one of them SANDBOX:PATH)",
+                               argc == optind ? "the source and the destination" : "the destination");
+    if (argc - optind > 2)
+        return cli_usage_error("cp", "one source and one destination, not %d arguments ('%s' is one too many)",
+                               argc - optind, argv[optind + 2]);
     src_id = split_remote(argv[optind], &src_path);
     dst_id = split_remote(argv[optind + 1], &dst_path);
     if (!src_id == !dst_id) {
-        cli_usage_error("cp", "exactly one of the two must be SANDBOX:PATH");
         free(src_id);
         free(dst_id);
-        return SBXRUN_EXIT_USAGE;
+        return cli_usage_error("cp", "exactly one of the two must be SANDBOX:PATH");
     }
     id = src_id ? src_id : dst_id;
     if (!*(src_id ? src_path : dst_path)) {
         cli_usage_error("cp", "%s: the path in the sandbox is empty", id);
         free(id);
         return SBXRUN_EXIT_USAGE;
+    }
+    local = argv[optind + (src_id ? 1 : 0)];
+    if (src_id && strcmp(local, "-") == 0 && o.json) {
+        free(id);
+        return cli_usage_error("cp", "--json and '-' would both write to standard output");
     }
     if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
         rc = fail_msg(o.json, "cp", remote_open_exit(st), "connect", st, err);
@@ -93,33 +818,92 @@ int cmd_cp(int argc, char **argv)
                       s ? st : SBX_E_NOMEM, s ? sbx_sandbox_last_error(s) : "out of memory");
         goto out;
     }
+    /* Progress on a terminal, unless it would mix with the data there. */
+    show = isatty(STDERR_FILENO) && !o.json && !(src_id && strcmp(local, "-") == 0 && isatty(STDOUT_FILENO));
+
     if (dst_id) {
-        st = sbx_sandbox_upload(s, argv[optind], dst_path);
+        /* In: the library reads the files twice (sizing, then sending). */
+        sbx_op *op = NULL;
+        const char *from = strcmp(local, "-") == 0 ? "/dev/stdin" : local;
+        uint64_t total = strcmp(local, "-") == 0 ? 0 : local_bytes(local);
+        type = is_dir(from) ? "directory" : "file";
+        progress_start(&pg, show, "reading", total);
+        progress_phase(&pg, "reading", NULL, true);
+        st = sbx_sandbox_upload_start(s, from, dst_path, &op);
+        if (st == SBX_OK) {
+            progress_phase(&pg, "sending", "the sandbox is writing it", true);
+            st = finish_op(op, err, sizeof err);
+        } else {
+            snprintf(err, sizeof err, "%s", sbx_sandbox_last_error(s));
+        }
+        sbx_op_free(op);
+        progress_end(&pg, st == SBX_OK, "sent", total);
     } else {
-        /* Into an existing directory: keep the file's name. */
-        struct stat sb;
-        const char *local = argv[optind + 1];
-        if (stat(local, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            const char *base = strrchr(src_path, '/');
-            base = base ? base + 1 : src_path;
-            if (!*base) {
-                rc = cli_usage_error("cp", "%s: name a file, not a directory", src_path);
+        /* Out: a file, or else a directory. */
+        const char *base = base_name(src_path, namebuf, sizeof namebuf);
+        bool to_stdout = strcmp(local, "-") == 0, into_dir = !to_stdout && is_dir(local);
+        if (into_dir && *base) {
+            if (asprintf(&local_dst, "%s/%s", local, base) < 0) {
+                rc = fail_msg(o.json, "cp", SBXRUN_EXIT_CANNOT_RUN, "cp", SBX_E_NOMEM, "out of memory");
                 goto out;
             }
-            local_dst = malloc(strlen(local) + strlen(base) + 2);
-            sprintf(local_dst, "%s/%s", local, base);
             local = local_dst;
         }
-        st = sbx_sandbox_download(s, src_path, local);
+        progress_start(&pg, show, "receiving", 0);
+        st = SBX_E_NOT_FOUND;
+        if (!into_dir || *base)
+            st = get_file(s, src_path, local, &pg, err, sizeof err);
+        if (st == SBX_E_NOT_FOUND) {
+            /* Not a regular file: perhaps a directory. */
+            char first[1024];
+            snprintf(first, sizeof first, "%.1000s", *err ? err : "read file: no such file in the sandbox");
+            if (to_stdout || (into_dir && !*base) || is_dir(local) || access(local, F_OK) == 0) {
+                /* Decided after asking: is it a directory at all? */
+                char why[256];
+                int code = run_sh(s, "test -d \"$1\"", src_path, NULL, why, sizeof why);
+                if (code == 0) {
+                    st = to_stdout ? SBX_E_INVALID_ARG : SBX_E_CONFLICT;
+                    if (to_stdout)
+                        snprintf(err, sizeof err, "%s is a directory: '-' takes a file (give a local directory to "
+                                                  "copy it to)", src_path);
+                    else if (into_dir && !*base)
+                        snprintf(err, sizeof err, "%s exists: name the new directory to copy %s to", local, src_path);
+                    else
+                        snprintf(err, sizeof err, "%s exists: a directory is copied to a new name, never merged "
+                                                  "into or over what is there", local);
+                } else {
+                    snprintf(err, sizeof err, "%s", first);
+                }
+            } else {
+                char why[1024] = "";
+                type = "directory";
+                st = get_dir(r.client, s, src_path, local, &pg, &files, &skipped, why, sizeof why);
+                if (st == SBX_E_NOT_FOUND) {
+                    type = "file";
+                    snprintf(err, sizeof err, "%s%s%s", first, *why ? "; and " : "", why);
+                } else {
+                    snprintf(err, sizeof err, "%s", why);
+                }
+            }
+        }
+        progress_end(&pg, st == SBX_OK, "received", atomic_load(&pg.done));
+        if (st == SBX_OK && skipped)
+            fprintf(stderr, "sbxrun cp: left out %zu entr%s that %s not a regular file or a directory (links, "
+                            "devices)\n", skipped, skipped == 1 ? "y" : "ies", skipped == 1 ? "is" : "are");
     }
     if (st != SBX_OK) {
-        rc = fail_msg(o.json, "cp", remote_exit(st), "cp", st, sbx_sandbox_last_error(s));
+        rc = cli_interrupted() && st == SBX_E_CANCELLED ? SBXRUN_EXIT_INTERRUPTED : remote_exit(st);
+        rc = fail_msg(o.json, "cp", rc, "cp", st, err[0] ? err : sbx_strerror(st));
         goto out;
     }
     if (o.json) {
-        json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "sandboxId", sbx_sandbox_id(s), "direction",
-                              dst_id ? "in" : "out", "from", argv[optind], "to",
+        json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "sandboxId", sbx_sandbox_id(s), "direction",
+                              dst_id ? "in" : "out", "type", type, "from", argv[optind], "to",
                               local_dst ? local_dst : argv[optind + 1]);
+        if (j && !dst_id && strcmp(type, "directory") == 0) {
+            json_object_set_new(j, "files", json_integer((json_int_t)files));
+            json_object_set_new(j, "skipped", json_integer((json_int_t)skipped));
+        }
         cli_json_result("cp", SBXRUN_EXIT_OK, j);
     }
     rc = SBXRUN_EXIT_OK;

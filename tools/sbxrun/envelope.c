@@ -44,6 +44,16 @@ void cli_json_error(const char *cmd, int exit_code, const char *what, sbx_status
                    message && *message ? message : (name ? sbx_strerror(st) : "")));
 }
 
+void cli_json_partial(const char *cmd, int exit_code, json_t *result, const char *what, sbx_status st,
+                      const char *message)
+{
+    const char *name = sbx_status_name(st);
+    emit(cmd, exit_code,
+         json_pack("{s:s,s:b,s:i,s:o,s:{s:s,s:s,s:s}}", "sbxrun", cmd, "ok", 0, "exitCode", exit_code, "result",
+                   result, "error", "status", name ? name : "SBX_E_INTERNAL", "what", what ? what : cmd, "message",
+                   message && *message ? message : (name ? sbx_strerror(st) : "")));
+}
+
 json_t *cli_json_parse(const char *text)
 {
     return text ? cli_json_parsen(text, strlen(text)) : json_null();
@@ -58,6 +68,11 @@ json_t *cli_json_parsen(const char *text, size_t len)
 void cli_json_mode(void)
 {
     json_mode = true;
+}
+
+bool cli_json_enabled(void)
+{
+    return json_mode;
 }
 
 void cli_json_scan(int argc, char **argv)

@@ -9,7 +9,9 @@
  * or longer.
  */
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,7 @@
 
 static const char usage_text[] =
     "usage: sbxrun exec [--sandbox ID] [--cwd DIR] [--env NAME=VALUE]... [--sudo]\n"
-    "                   [--timeout MS] [options] -- PROGRAM [ARGS...]\n"
+    "                   [--timeout D] [--detach] [options] -- PROGRAM [ARGS...]\n"
     "\n"
     "Run PROGRAM (no shell) in a sandbox: its stdout and stderr are streamed to\n"
     "sbxrun's as they arrive, and sbxrun exits with its exit code (128+N when a\n"
@@ -46,13 +48,18 @@ static const char usage_text[] =
     "  --cwd DIR           working directory [/vercel/sandbox]\n"
     "  --env NAME=VALUE    environment variable (repeatable)\n"
     "  --sudo              run as root of the sandbox\n"
-    "  --timeout MS        kill the program (SIGKILL) after MS milliseconds\n"
-    "                      and exit 124\n"
-    "  --lease MS          a new sandbox's timeout, extended while the program\n"
+    "  --timeout D         kill the program (SIGKILL) after D (300 or 300s, 5m,\n"
+    "                      1h, 500ms; a bare number is seconds) and exit 124\n"
+    "  --detach            start PROGRAM in the --sandbox and print its command\n"
+    "                      id; it keeps running (follow it with the API, or stop\n"
+    "                      the sandbox)\n"
+    "  --no-stdin          do not refuse a standard input that holds data\n"
+    "  --lease D           a new sandbox's timeout, extended while the program\n"
     "                      runs: if sbxrun is killed, the sandbox stops at most\n"
-    "                      MS milliseconds later [180000]\n"
+    "                      D later [3m]\n"
     "  --runtime NAME      the runtime of a new sandbox [node24]\n"
-    "  --network-policy P  allow-all, deny-all or JSON, for a new sandbox\n"
+    "  --network-policy P  allow-all, deny-all, or JSON (the API's {\"mode\": ...}\n"
+    "                      or the SDK's {\"allow\": [DOMAIN...]}), for a new sandbox\n"
     "  --policy FILE       check PROGRAM ARGS against this command policy\n"
     "                      (doc/policy.md) instead of the default one\n"
     "  --allow PROGRAM     also allow this program (repeatable); `--allow sh`\n"
@@ -72,17 +79,37 @@ static const char usage_text[] =
     "The output is redacted as by `sbxrun redact` (credential shapes, the values\n"
     "of secret-looking variables of sbxrun and of --env, --secret values).\n"
     "\n"
+    "Commands run without a terminal and without standard input (the protocol\n"
+    "has none): when sbxrun's standard input holds data (a pipe or a file with\n"
+    "bytes ready) it refuses to run, rather than drop them; copy input in with\n"
+    "`sbxrun cp`, or give --no-stdin. Ctrl-C (or SIGTERM) kills the program in\n"
+    "the sandbox and exits 130.\n"
+    "\n"
     "With --json nothing is streamed: sbxrun's JSON envelope (sbxrun(1), JSON\n"
     "OUTPUT) is printed at the end, its result sandboxId, commandId, exitCode,\n"
-    "stdout, stderr (their last MiB), the byte counts and durationMs (and error,\n"
-    "when the transcript failed). Exit status: the program's; 124 when --timeout\n"
-    "ended it; 125 when sbxrun could not run it or could not write its\n"
-    "transcript (the reason on stderr).\n";
+    "stdout, stderr (their last MiB), the byte counts and durationMs; when the\n"
+    "program was cut short (timeout, Ctrl-C, a lost connection) the result holds\n"
+    "what it printed so far, exitCode null, beside the error object. Exit\n"
+    "status: the program's; 124 when --timeout ended it; 130 on Ctrl-C; 2 usage;\n"
+    "3 denied by the policy; 125 when sbxrun could not run it or could not\n"
+    "write its transcript (the reason on stderr).\n";
 
 enum {
     O_SANDBOX = 1, O_CWD, O_ENV, O_SUDO, O_TIMEOUT, O_RUNTIME, O_NETPOLICY, O_POLICY, O_ALLOW, O_NO_POLICY,
-    O_SECRET, O_NO_REDACT, O_TRANSCRIPT, O_LEASE, O_HELP
+    O_SECRET, O_NO_REDACT, O_TRANSCRIPT, O_LEASE, O_DETACH, O_NO_STDIN, O_HELP
 };
+
+/* Bytes are waiting on standard input: a pipe or file with data ready now
+ * (a zero-timeout poll, then the count; an open, empty pipe, as CI jobs
+ * leave, is not refused, nor /dev/null or a terminal). */
+static bool stdin_has_data(void)
+{
+    struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+    int n = 0;
+    if (isatty(STDIN_FILENO) || poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+        return false;
+    return ioctl(STDIN_FILENO, FIONREAD, &n) == 0 && n > 0;
+}
 
 #define MAX_ALLOW 64
 
@@ -309,6 +336,21 @@ static json_t *tail_json(struct tail *t)
  * third of the lease, so it always has about a lease left. A failed
  * extension is said once; the next one makes up for it (unless the
  * server refused: past the maximum, the sandbox ends at its timeout). */
+/* --json's result: what the program printed (the last MiB of each
+ * stream), its ids, and its exit code (null when it did not end). */
+static json_t *run_result(struct sink *sink, sbx_sandbox *s, sbx_command *k, const struct timespec *t0)
+{
+    struct timespec t1;
+    int code = sbx_command_exit_code(k);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return json_pack("{s:s?,s:s?,s:o,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
+                     sbx_command_id(k), "exitCode", code >= 0 ? json_integer(code) : json_null(), "stdout",
+                     tail_json(&sink->tails[0]), "stderr", tail_json(&sink->tails[1]), "stdoutBytes",
+                     (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT), "stderrBytes",
+                     (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR), "durationMs",
+                     (json_int_t)((t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000));
+}
+
 static sbx_status drive_leased(sbx_client *c, sbx_sandbox *s, sbx_op *op, int64_t lease_ms)
 {
     int64_t every = lease_ms / 3, last = cli_mono_ms(), next = last + every, from = 0;
@@ -363,22 +405,23 @@ int cmd_exec(int argc, char **argv)
         {"policy", required_argument, NULL, O_POLICY},   {"allow", required_argument, NULL, O_ALLOW},
         {"no-policy", no_argument, NULL, O_NO_POLICY},   {"secret", required_argument, NULL, O_SECRET},
         {"no-redact", no_argument, NULL, O_NO_REDACT},   {"transcript", required_argument, NULL, O_TRANSCRIPT},
-        {"lease", required_argument, NULL, O_LEASE},     REMOTE_LONGOPTS,
+        {"lease", required_argument, NULL, O_LEASE},     {"detach", no_argument, NULL, O_DETACH},
+        {"no-stdin", no_argument, NULL, O_NO_STDIN},     REMOTE_LONGOPTS,
         {NULL, 0, NULL, 0}};
-    struct remote_opts o = {0};
+    struct remote_opts o = remote_defaults;
     struct remote r;
     const char *sandbox_id = NULL, *cwd = NULL, *runtime = NULL, *policy = NULL, *cmd_policy = NULL;
     const char *transcript = NULL;
     const char *envs[256], *allow[MAX_ALLOW], *secrets[MAX_ALLOW];
     int nenv = 0, nallow = 0, nsecrets = 0, sudo = 0, c, rc = EXIT_EXEC_FAILED;
-    bool no_policy = false, no_redact = false;
+    bool no_policy = false, no_redact = false, detach = false, no_stdin = false;
     sbx_redactor *red = NULL;
     sbx_policy *cmdpol = NULL;
     struct sink sink = {NULL, 0, "", false, {{NULL, 0}, {NULL, 0}}};
     sbx_step_outcome how = SBX_STEP_TRANSPORT_ERROR;
     sbx_verdict verdict = SBX_VERDICT_ERROR;
     char detail[1024] = "";
-    long long timeout = 0, lease = 0;
+    int64_t timeout = 0, lease = 0;
     char err[1024];
     sbx_sandbox *s = NULL;
     sbx_command *k = NULL;
@@ -393,7 +436,8 @@ int cmd_exec(int argc, char **argv)
 
     optind = 1;
     /* "+": stop at the first non-option, so PROGRAM's options are its own. */
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         if (remote_opt(&o, c, optarg))
             continue;
         switch (c) {
@@ -405,20 +449,16 @@ int cmd_exec(int argc, char **argv)
             envs[nenv++] = optarg;
             break;
         case O_SUDO: sudo = 1; break;
-        case O_TIMEOUT: {
-            char *end;
-            timeout = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || timeout <= 0)
-                return cli_usage_error("exec", "--timeout wants milliseconds > 0, not '%s'", optarg);
+        case O_TIMEOUT:
+            if (cli_duration("exec", "--timeout", optarg, 1, &timeout))
+                return SBXRUN_EXIT_USAGE;
             break;
-        }
-        case O_LEASE: {
-            char *end;
-            lease = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || lease < LEASE_MIN_MS)
-                return cli_usage_error("exec", "--lease wants milliseconds >= %d, not '%s'", LEASE_MIN_MS, optarg);
+        case O_LEASE:
+            if (cli_duration("exec", "--lease", optarg, LEASE_MIN_MS, &lease))
+                return SBXRUN_EXIT_USAGE;
             break;
-        }
+        case O_DETACH: detach = true; break;
+        case O_NO_STDIN: no_stdin = true; break;
         case O_RUNTIME: runtime = optarg; break;
         case O_POLICY: cmd_policy = optarg; break;
         case O_NO_REDACT: no_redact = true; break;
@@ -435,18 +475,27 @@ int cmd_exec(int argc, char **argv)
             allow[nallow++] = optarg;
             break;
         case O_NETPOLICY:
-            policy = strcmp(optarg, "allow-all") == 0   ? "{\"mode\":\"allow-all\"}"
-                     : strcmp(optarg, "deny-all") == 0 ? "{\"mode\":\"deny-all\"}"
-                                                       : optarg;
+            if (!(policy = cli_network_policy("exec", optarg)))
+                return SBXRUN_EXIT_USAGE;
             break;
+        case 'h':
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: fputs(usage_text, stderr); cli_json_scan(argc, argv); return SBXRUN_EXIT_USAGE;
+        default: return cli_bad_option("exec", argc, argv, longopts);
         }
     }
     if (optind >= argc)
         return cli_usage_error("exec", "no PROGRAM (usage: sbxrun exec [options] -- PROGRAM [ARGS...])");
     if (sandbox_id && (runtime || policy || lease))
         return cli_usage_error("exec", "--runtime, --network-policy and --lease are for a new sandbox, not --sandbox");
+    if (detach && !sandbox_id)
+        return cli_usage_error("exec", "--detach needs --sandbox ID (a sandbox made for one command is stopped "
+                                       "when sbxrun exits)");
+    if (detach && (timeout || transcript))
+        return cli_usage_error("exec", "--detach does not go with --timeout or --transcript (sbxrun does not "
+                                       "follow a detached command)");
+    if (!no_stdin && stdin_has_data())
+        return cli_usage_error("exec", "standard input holds data, but commands run without standard input (the "
+                                       "protocol has none): copy it in with 'sbxrun cp', or give --no-stdin");
     if (!lease)
         lease = LEASE_DEFAULT_MS;
     if (no_policy && (cmd_policy || nallow))
@@ -518,6 +567,8 @@ int cmd_exec(int argc, char **argv)
         how = SBX_STEP_SKIPPED;
         goto out;
     }
+    if (own_sandbox)
+        cli_runtime_warning("exec", runtime, s);
     if (sink.tr && own_sandbox)
         tr_failed(&sink, sbx_transcript_set_sandbox_id(sink.tr, sbx_sandbox_id(s)));
     k = sbx_command_new(s);
@@ -538,6 +589,23 @@ int cmd_exec(int argc, char **argv)
             goto out;
         }
     }
+    if (detach) {
+        /* Started and left running: its id is the result. */
+        if ((st = sbx_command_set_detached(k, 1)) != SBX_OK || (st = sbx_command_run(k)) != SBX_OK) {
+            failed = "exec";
+            failed_st = st;
+            snprintf(detail, sizeof detail, "%s", sbx_command_last_error(k));
+            fail_msg(false, "exec", rc, failed, st, detail);
+            goto out;
+        }
+        if (o.json)
+            result = json_pack("{s:s,s:s,s:b}", "sandboxId", sbx_sandbox_id(s), "commandId", sbx_command_id(k),
+                               "detached", 1);
+        else
+            printf("%s\n", sbx_command_id(k));
+        rc = SBXRUN_EXIT_OK;
+        goto out;
+    }
     /* Output is printed as it comes, or with --json kept (its tail) for
      * the object at the end; the transcript gets all of it either way. */
     sink.json = o.json;
@@ -555,14 +623,32 @@ int cmd_exec(int argc, char **argv)
     } else {
         snprintf(err, sizeof err, "%s", sbx_command_last_error(k));
     }
-    if (st == SBX_E_CANCELLED && cli_interrupted() && sbx_command_id(k))
-        sbx_command_kill(k, 9);
+    {
+        /* Ctrl-C: the program goes too, not only sbxrun's wait for it. */
+        bool interrupted = st == SBX_E_CANCELLED && cli_interrupted();
+        sbx_status kst = SBX_OK;
+        if (interrupted && sbx_command_id(k) && sbx_command_exit_code(k) < 0) {
+            sbx_client_set_option(r.client, "timeout_ms", "10000"); /* bounded: the user asked to stop */
+            kst = sbx_command_kill(k, 9);
+        }
+        if (interrupted) {
+            if (!sbx_command_id(k))
+                snprintf(err, sizeof err, "interrupted before the command started");
+            else if (kst == SBX_OK)
+                snprintf(err, sizeof err, "interrupted: the command was killed in the sandbox");
+            else
+                snprintf(err, sizeof err, "interrupted, but the command could not be killed: %s",
+                         sbx_command_last_error(k));
+        }
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (sink.tr && sbx_command_id(k))
         tr_failed(&sink, sbx_transcript_step_set_command_id(sink.tr, sink.step, sbx_command_id(k)));
     if (st != SBX_OK && !(st == SBX_E_CONFLICT && sbx_command_exit_code(k) >= 0)) {
-        /* Past its --timeout: as timeout(1). */
-        rc = st == SBX_E_TIMEOUT && timeout ? SBXRUN_EXIT_TIMED_OUT : EXIT_EXEC_FAILED;
+        /* Past its --timeout: as timeout(1); Ctrl-C: 128 + SIGINT, as a shell. */
+        rc = st == SBX_E_TIMEOUT && timeout                 ? SBXRUN_EXIT_TIMED_OUT
+             : st == SBX_E_CANCELLED && cli_interrupted() ? SBXRUN_EXIT_INTERRUPTED
+                                                          : EXIT_EXEC_FAILED;
         failed = "exec";
         failed_st = st;
         fail_msg(false, "exec", rc, failed, st, err);
@@ -571,6 +657,9 @@ int cmd_exec(int argc, char **argv)
         verdict = st == SBX_E_TIMEOUT     ? SBX_VERDICT_TIMED_OUT
                   : st == SBX_E_CANCELLED ? SBX_VERDICT_CANCELLED
                                           : SBX_VERDICT_ERROR;
+        /* --json: what it printed before it was cut short, beside the error */
+        if (o.json && sbx_command_id(k))
+            result = run_result(&sink, s, k, &t0);
         goto out;
     }
     how = st == SBX_E_CONFLICT ? SBX_STEP_KILLED : SBX_STEP_EXITED;
@@ -578,16 +667,8 @@ int cmd_exec(int argc, char **argv)
     rc = sbx_command_exit_code(k);
     if (rc < 0 || rc > 255)
         rc = EXIT_EXEC_FAILED;
-    if (o.json) {
-        json_t *jout = tail_json(&sink.tails[0]), *jerr = tail_json(&sink.tails[1]);
-        result = json_pack("{s:s,s:s?,s:i,s:o,s:o,s:I,s:I,s:I}", "sandboxId", sbx_sandbox_id(s), "commandId",
-                              sbx_command_id(k), "exitCode", sbx_command_exit_code(k), "stdout",
-                              jout, "stderr", jerr,
-                              "stdoutBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDOUT),
-                              "stderrBytes", (json_int_t)sbx_command_output_bytes(k, SBX_STREAM_STDERR),
-                              "durationMs",
-                              (json_int_t)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-    }
+    if (o.json)
+        result = run_result(&sink, s, k, &t0);
     goto out;
 oom:
     failed = "exec";
@@ -601,15 +682,19 @@ out:
                              detail[0] ? detail : NULL, verdict)) {
             rc = EXIT_EXEC_FAILED;
             /* The result stands, with the failure beside it: one JSON object. */
-            if (result)
-                json_object_set_new(result, "error",
-                                    json_pack("{s:s,s:s,s:s}", "status", "SBX_E_IO", "what", "transcript", "message",
-                                              sink.tr_err));
+            if (!failed) {
+                failed = "transcript";
+                failed_st = SBX_E_IO;
+                snprintf(detail, sizeof detail, "%s", sink.tr_err);
+            }
         }
     }
-    /* --json: the run's result (its exit code the program's), or why there
-     * is none; other failures are said by cli_json_end(). */
-    if (result)
+    /* --json: the run's result (its exit code the program's), what there
+     * is of it beside why it failed, or why there is none; other failures
+     * are said by cli_json_end(). */
+    if (result && failed)
+        cli_json_partial("exec", rc, result, failed, failed_st, detail);
+    else if (result)
         cli_json_result("exec", rc, result);
     else if (o.json && failed)
         cli_json_error("exec", rc, failed, failed_st, detail);

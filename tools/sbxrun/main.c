@@ -18,7 +18,8 @@ static int cmd_help(int argc, char **argv);
 static const struct sbxrun_cmd commands[] = {
     {"verify", "check, patch and verify a project in a sandbox (the main job)", cmd_verify},
     {"exec", "run a program in a sandbox, streaming its output", cmd_exec},
-    {"sandbox", "create, list, inspect, stop or snapshot sandboxes", cmd_sandbox},
+    {"sandbox", "create, list, inspect, extend, stop or snapshot sandboxes", cmd_sandbox},
+    {"snapshot", "list, inspect or delete snapshots", cmd_snapshot},
     {"cp", "copy files into or out of a sandbox", cmd_cp},
     {"policy", "check a command against the command policy", cmd_policy},
     {"netpolicy", "show the network-policy preset of a job type", cmd_netpolicy},
@@ -31,10 +32,13 @@ static const struct sbxrun_cmd commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: sbxrun [--version] [--help] <command> [<args>]\n\ncommands:\n");
+    fprintf(out, "usage: sbxrun [--version] [--help] [GLOBAL OPTIONS] <command> [<args>]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'sbxrun <command> --help' for a command's options.\n");
+    fprintf(out, "\nglobal options, before the command (the commands that talk to sandboxes also\n"
+                 "take them after it, and theirs win; --json applies to every command):\n"
+                 "  --endpoint URL, --token-file FILE, --request-timeout D, --protocol V, --json\n"
+                 "\nRun 'sbxrun <command> --help' (or -h) for a command's options.\n");
 }
 
 static const struct sbxrun_cmd *find_cmd(const char *name)
@@ -67,12 +71,22 @@ static int cmd_version(int argc, char **argv)
 
 static int cmd_help(int argc, char **argv)
 {
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: sbxrun help [COMMAND]\n\nShow the commands, or a command's help (as 'sbxrun COMMAND "
+               "--help').\n");
+        return SBXRUN_EXIT_OK;
+    }
     if (argc > 1) {
         const struct sbxrun_cmd *c = find_cmd(argv[1]);
         char help[] = "--help";
         char *sub[] = {argv[1], help, NULL};
         if (!c) {
-            fprintf(stderr, "sbxrun help: unknown command '%s'\n", argv[1]);
+            const char *names[sizeof commands / sizeof commands[0]], *s;
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                names[i] = commands[i].name;
+            s = cli_suggest(argv[1], names, sizeof names / sizeof names[0]);
+            fprintf(stderr, "sbxrun help: unknown command '%s'%s%s%s\n", argv[1], s ? " (did you mean '" : "",
+                    s ? s : "", s ? "'?)" : "");
             return SBXRUN_EXIT_USAGE;
         }
         return c->run(2, sub);
@@ -127,26 +141,89 @@ bool cli_interrupted(void)
     return interrupted != 0;
 }
 
+/* The common options before the command (sbxrun --endpoint X sandbox
+ * list): into remote_defaults, which every subcommand starts from. Returns
+ * the index of the command word, or -1 after a usage error. */
+static int global_options(int argc, char **argv)
+{
+    static const char *const with_value[] = {"endpoint", "token-file", "request-timeout", "protocol"};
+    int i = 1;
+    while (i < argc && strncmp(argv[i], "--", 2) == 0 && argv[i][2]) {
+        const char *a = argv[i] + 2, *eq = strchr(a, '='), *val = NULL;
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        int k = -1;
+        if (n == 4 && strncmp(a, "json", 4) == 0 && !eq) {
+            remote_defaults.json = true;
+            cli_json_mode();
+            i++;
+            continue;
+        }
+        if ((n == 4 && strncmp(a, "help", 4) == 0) || (n == 7 && strncmp(a, "version", 7) == 0))
+            return i; /* main handles them */
+        for (int j = 0; j < 4; j++)
+            if (strlen(with_value[j]) == n && strncmp(a, with_value[j], n) == 0)
+                k = j;
+        if (k < 0) {
+            char name[64];
+            const char *s;
+            snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), a);
+            s = cli_suggest(name, with_value, 4);
+            fprintf(stderr, "sbxrun: unknown global option '--%s'%s%s%s\n(global options: --endpoint, --token-file, "
+                            "--request-timeout, --protocol, --json; a command's own options go after it)\n",
+                    name, s ? " (did you mean '--" : "", s ? s : "", s ? "'?)" : "");
+            return -1;
+        }
+        if (eq) {
+            val = eq + 1;
+            i++;
+        } else if (i + 1 < argc) {
+            val = argv[i + 1];
+            i += 2;
+        } else {
+            fprintf(stderr, "sbxrun: option '--%s' needs a value\n", with_value[k]);
+            return -1;
+        }
+        switch (k) {
+        case 0: remote_defaults.endpoint = val; break;
+        case 1: remote_defaults.token_file = val; break;
+        case 2: remote_defaults.request_timeout = val; break;
+        default: remote_defaults.protocol = val; break;
+        }
+    }
+    return i;
+}
+
 int main(int argc, char **argv)
 {
     const struct sbxrun_cmd *c;
+    int at;
 
     if (argc < 2) {
         usage(stderr);
         return SBXRUN_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if ((at = global_options(argc, argv)) < 0)
+        return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
+    if (at >= argc) {
+        fprintf(stderr, "sbxrun: no command after the global options\n(run 'sbxrun help' for the commands)\n");
+        return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
+    }
+    if (strcmp(argv[at], "--help") == 0 || strcmp(argv[at], "-h") == 0) {
         usage(stdout);
         return SBXRUN_EXIT_OK;
     }
-    if (strcmp(argv[1], "--version") == 0)
-        return cmd_version(1, argv + 1);
-    c = find_cmd(argv[1]);
+    if (strcmp(argv[at], "--version") == 0)
+        return cmd_version(1, argv + at);
+    c = find_cmd(argv[at]);
     if (!c) {
-        fprintf(stderr, "sbxrun: unknown command '%s'\n", argv[1]);
-        usage(stderr);
-        return SBXRUN_EXIT_USAGE;
+        const char *names[sizeof commands / sizeof commands[0]], *s;
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            names[i] = commands[i].name;
+        s = cli_suggest(argv[at], names, sizeof names / sizeof names[0]);
+        fprintf(stderr, "sbxrun: unknown command '%s'%s%s%s\n(run 'sbxrun help' for the commands)\n", argv[at],
+                s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+        return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
     }
     /* With --json, one object on stdout whatever happened (cli.h). */
-    return cli_json_end(c->name, c->run(argc - 1, argv + 1));
+    return cli_json_end(c->name, c->run(argc - at, argv + at));
 }

@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: sbxrun netpolicy show JOBTYPE [--input KEY=VALUE]... [--compact]\n"
+    "usage: sbxrun netpolicy show JOBTYPE [--input KEY=VALUE]... [--compact] [--json]\n"
     "\n"
     "Print the network policy that the preset of a job type gives, as the\n"
     "protocol's networkPolicy JSON, after the checks the library makes.\n"
@@ -31,18 +31,19 @@ static const char usage_text[] =
     "options:\n"
     "  --input KEY=VALUE   an input of the preset (repeatable)\n"
     "  --compact           the JSON on one line instead of indented\n"
-    "  --help              show this help\n"
+    "  --json              sbxrun's JSON envelope (sbxrun(1), JSON OUTPUT), the\n"
+    "                      policy its result\n"
+    "  --help, -h          show this help\n"
     "\n"
     "Exit status: 0 printed; 2 bad usage, unknown job type, or a missing or bad\n"
     "input; 125 out of memory, or the policy could not be written. Passwords in\n"
     "URLs are never printed.\n";
 
-enum { O_INPUT = 1, O_COMPACT, O_HELP };
+enum { O_INPUT = 1, O_COMPACT, O_JSON, O_HELP };
 
 static int usage_error(const char *msg)
 {
-    fprintf(stderr, "sbxrun netpolicy: %s\n", msg);
-    return SBXRUN_EXIT_USAGE;
+    return cli_usage_error("netpolicy", "%s", msg);
 }
 
 /* "KEY=VALUE" into a copied key and a value pointing into arg. The argument
@@ -62,8 +63,9 @@ static int split_input(const char *arg, char **key, const char **value)
     return SBXRUN_EXIT_OK;
 }
 
-/* Print the policy's JSON, indented unless compact, ending in a newline. */
-static int print_policy(const sbx_netpolicy *n, bool compact)
+/* Print the policy's JSON, indented unless compact, ending in a newline;
+ * with json, as the envelope's result. */
+static int print_policy(const sbx_netpolicy *n, bool compact, bool json)
 {
     char *text = NULL, *pretty = NULL;
     json_t *j;
@@ -73,7 +75,10 @@ static int print_policy(const sbx_netpolicy *n, bool compact)
         fprintf(stderr, "sbxrun netpolicy: out of memory\n");
         return SBXRUN_EXIT_CANNOT_RUN;
     }
-    if (compact) {
+    if (json) {
+        cli_json_result("netpolicy", SBXRUN_EXIT_OK, cli_json_parse(text));
+        rc = SBXRUN_EXIT_OK;
+    } else if (compact) {
         rc = printf("%s\n", text) < 0 ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_OK;
     } else if ((j = json_loads(text, 0, NULL)) != NULL) {
         pretty = json_dumps(j, JSON_INDENT(2));
@@ -88,7 +93,7 @@ static int print_policy(const sbx_netpolicy *n, bool compact)
     return rc;
 }
 
-static int show(const char *job, char **keys, const char **values, size_t n, bool compact)
+static int show(const char *job, char **keys, const char **values, size_t n, bool compact, bool json)
 {
     sbx_netpolicy *np = sbx_netpolicy_new();
     sbx_status st;
@@ -100,30 +105,14 @@ static int show(const char *job, char **keys, const char **values, size_t n, boo
     }
     st = sbx_netpolicy_load_preset(np, job, n, (const char *const *)keys, values);
     if (st != SBX_OK) {
-        fprintf(stderr, "sbxrun netpolicy: %s\n", sbx_netpolicy_last_error(np));
-        rc = st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;
+        rc = st == SBX_E_INVALID_ARG ? cli_usage_error("netpolicy", "%s", sbx_netpolicy_last_error(np))
+                                     : cli_fail("netpolicy", SBXRUN_EXIT_CANNOT_RUN, st, "%s",
+                                                sbx_netpolicy_last_error(np));
     } else {
-        rc = print_policy(np, compact);
+        rc = print_policy(np, compact, json);
     }
     sbx_netpolicy_free(np);
     return rc;
-}
-
-/* An option getopt_long did not take: named without any "=value" part. */
-static int bad_option(char **argv, int c)
-{
-    const char *arg = argv[optind - 1];
-    char msg[160];
-    if (c == ':') {
-        snprintf(msg, sizeof msg, "%.40s needs a value (see --help)", arg);
-        return usage_error(msg);
-    }
-    if (optopt > 0x20 && optopt < 0x7f) { /* a short option: argv may not have moved on */
-        snprintf(msg, sizeof msg, "unknown option '-%c' (see --help)", optopt);
-        return usage_error(msg);
-    }
-    snprintf(msg, sizeof msg, "unknown option '%.*s' (see --help)", (int)strcspn(arg, "="), arg);
-    return usage_error(msg);
 }
 
 /* Named only when it cannot be a misplaced secret (short, no '@', '=' or ':'). */
@@ -142,12 +131,13 @@ int cmd_netpolicy(int argc, char **argv)
 {
     static const struct option longopts[] = {{"input", required_argument, NULL, O_INPUT},
                                              {"compact", no_argument, NULL, O_COMPACT},
+                                             {"json", no_argument, NULL, O_JSON},
                                              {"help", no_argument, NULL, O_HELP},
                                              {NULL, 0, NULL, 0}};
     char **keys = calloc((size_t)argc + 1, sizeof *keys);
     const char **values = calloc((size_t)argc + 1, sizeof *values);
     size_t n = 0;
-    bool compact = false;
+    bool compact = false, json = cli_json_enabled();
     int c, rc = SBXRUN_EXIT_OK;
 
     if (!keys || !values) {
@@ -158,17 +148,20 @@ int cmd_netpolicy(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
-    while (rc == SBXRUN_EXIT_OK && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        if (c == O_HELP) {
+    while (rc == SBXRUN_EXIT_OK && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == O_HELP || c == 'h') {
             fputs(usage_text, stdout);
             rc = -1;
         } else if (c == O_COMPACT) {
             compact = true;
+        } else if (c == O_JSON) {
+            json = true;
+            cli_json_mode();
         } else if (c == O_INPUT) {
             if ((rc = split_input(optarg, &keys[n], &values[n])) == SBXRUN_EXIT_OK)
                 n++;
         } else {
-            rc = bad_option(argv, c);
+            rc = cli_bad_option("netpolicy", argc, argv, longopts);
         }
     }
     if (rc == SBXRUN_EXIT_OK) {
@@ -184,7 +177,7 @@ int cmd_netpolicy(int argc, char **argv)
             /* Not quoted: a forgotten --input may carry a password. */
             rc = usage_error("show takes one JOBTYPE; give inputs as --input KEY=VALUE");
         } else {
-            rc = show(argv[optind + 1], keys, values, n, compact);
+            rc = show(argv[optind + 1], keys, values, n, compact, json);
         }
     }
     for (size_t i = 0; i < n; i++)

@@ -250,7 +250,7 @@ static int check(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *repo = NULL, *base = NULL;
-    bool json = false;
+    bool json = cli_json_enabled();
     int o;
 
     opterr = 0;
@@ -261,12 +261,7 @@ static int check(int argc, char **argv)
         case O_BASE: base = optarg; break;
         case O_JSON: json = true; cli_json_mode(); break;
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        case ':': cli_json_scan(argc, argv); return cli_usage_error("patch", "%s needs a value", argv[optind - 1]);
-        default:
-            cli_json_scan(argc, argv);
-            if (optopt > 0x20 && optopt < 0x7f)
-                return cli_usage_error("patch", "unknown option '-%c'", optopt);
-            return cli_usage_error("patch", "unknown option '%.*s'", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+        default: return cli_bad_option("patch", argc, argv, opts);
         }
     }
     if (!repo)

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "                 (sbxrun(1), JSON OUTPUT), the decision its result\n"
     "\n"
     "Exit status: 0 allowed, 3 denied (one line on stderr: denied: REASON:\n"
-    "MESSAGE), 2 usage errors (including a policy file that does not load),\n"
+    "MESSAGE), 2 usage errors (no PROGRAM, a policy file that does not load),\n"
     "125 out of memory.\n";
 
 enum { O_POLICY = 1, O_CWD, O_JOB, O_JSON, O_HELP };
@@ -48,7 +48,7 @@ static int check(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     const char *file = NULL, *cwd = NULL, *job = NULL;
-    bool json = false;
+    bool json = cli_json_enabled();
     int o, rc;
     sbx_policy *p;
     sbx_policy_reason reason;
@@ -58,18 +58,20 @@ static int check(int argc, char **argv)
     opterr = 0;
     optind = 1;
     /* '+': options end at the program, so its own options are left alone. */
-    while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (o) {
         case O_POLICY: file = optarg; break;
         case O_CWD: cwd = optarg; break;
         case O_JOB: job = optarg; break;
         case O_JSON: json = true; cli_json_mode(); break;
+        case 'h':
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default:
-            cli_json_scan(argc, argv);
-            return cli_usage_error("policy", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_bad_option("policy", argc, argv, opts);
         }
     }
+    if (optind >= argc)
+        return cli_usage_error("policy", "check: no PROGRAM to check (sbxrun policy check [options] -- PROGRAM "
+                                         "[ARGS...])");
     if (!(p = sbx_policy_new()))
         return cli_fail("policy", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
     if (file && sbx_policy_load_file(p, file) != SBX_OK) {
@@ -97,6 +99,7 @@ int cmd_policy(int argc, char **argv)
         return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
     }
     if (strcmp(argv[1], "check") != 0)
-        return cli_usage_error("policy", "unknown subcommand '%s' (expected 'check')", argv[1]);
+        return cli_usage_error("policy", "unknown subcommand '%s' (expected 'check'%s)", argv[1],
+                               argv[1][0] == '-' ? ", then the options" : "");
     return check(argc - 1, argv + 1);
 }

@@ -17,7 +17,7 @@ extern char **environ;
 
 static const char usage_text[] =
     "usage: sbxrun redact [--secret VALUE]... [--secret-env NAME]... [--chunk-size N]\n"
-    "                     [--stats] [--no-env] [--no-shapes]\n"
+    "                     [--stats] [--no-env] [--no-shapes] [--json]\n"
     "\n"
     "Copy standard input to standard output with secrets replaced by\n"
     "[REDACTED:KIND]: credential shapes (tokens of GitHub, GitLab, Slack, Stripe,\n"
@@ -31,12 +31,15 @@ static const char usage_text[] =
     "  --stats            print the counts per kind to stderr (JSON) at the end\n"
     "  --no-env           do not redact the values of secret-looking variables\n"
     "  --no-shapes        redact the given values only\n"
+    "  --json             print sbxrun's JSON envelope (sbxrun(1), JSON OUTPUT)\n"
+    "                     instead: its result the redacted text (\"text\", or\n"
+    "                     \"base64\" when it is not UTF-8) and the counts per kind\n"
     "\n"
     "By default the values (8 bytes or more) of this process's environment\n"
     "variables whose names contain TOKEN, SECRET, PASSWORD, CREDENTIAL or AUTH,\n"
     "or end in _KEY, are redacted too.\n";
 
-enum { O_SECRET = 1, O_SECRET_ENV, O_CHUNK, O_STATS, O_NO_ENV, O_NO_SHAPES, O_HELP };
+enum { O_SECRET = 1, O_SECRET_ENV, O_CHUNK, O_STATS, O_NO_ENV, O_NO_SHAPES, O_JSON, O_HELP };
 
 bool cli_secret_name(const char *name, size_t n)
 {
@@ -73,7 +76,7 @@ int cli_add_env_secrets(sbx_redactor *r)
     return 0;
 }
 
-static int copy(sbx_redact_stream *s, size_t chunk)
+static int copy(sbx_redact_stream *s, size_t chunk, FILE *to)
 {
     char *buf = malloc(chunk);
     const uint8_t *out;
@@ -105,7 +108,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
             free(buf);
             return SBXRUN_EXIT_CANNOT_RUN;
         }
-        if (n && fwrite(out, 1, n, stdout) != n)
+        if (n && fwrite(out, 1, n, to) != n)
             break;
         if (got < chunk)
             break;
@@ -115,7 +118,7 @@ static int copy(sbx_redact_stream *s, size_t chunk)
         fprintf(stderr, "sbxrun redact: out of memory\n");
         return SBXRUN_EXIT_CANNOT_RUN;
     }
-    if ((n && fwrite(out, 1, n, stdout) != n) || fflush(stdout) != 0) {
+    if ((n && fwrite(out, 1, n, to) != n) || fflush(to) != 0) {
         fprintf(stderr, "sbxrun redact: writing standard output: %s\n", strerror(errno));
         return SBXRUN_EXIT_CANNOT_RUN;
     }
@@ -124,8 +127,29 @@ static int copy(sbx_redact_stream *s, size_t chunk)
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "sbxrun redact: %s%s\n(see 'sbxrun redact --help')\n", msg, arg ? arg : "");
-    return SBXRUN_EXIT_USAGE;
+    return cli_usage_error("redact", "%s%s", msg, arg ? arg : "");
+}
+
+/* {"base64": ...} of n bytes (NULL: out of memory). */
+static json_t *base64_result(const char *p, size_t n)
+{
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *b = malloc((n + 2) / 3 * 4 + 1), *q = b;
+    json_t *j;
+    if (!b)
+        return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)(unsigned char)p[i] << 16 | (i + 1 < n ? (unsigned)(unsigned char)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? (unsigned char)p[i + 2] : 0);
+        *q++ = al[v >> 18 & 63];
+        *q++ = al[v >> 12 & 63];
+        *q++ = i + 1 < n ? al[v >> 6 & 63] : '=';
+        *q++ = i + 2 < n ? al[v & 63] : '=';
+    }
+    *q = '\0';
+    j = json_pack("{s:s}", "base64", b);
+    free(b);
+    return j;
 }
 
 int cmd_redact(int argc, char **argv)
@@ -134,14 +158,18 @@ int cmd_redact(int argc, char **argv)
         {"secret", required_argument, NULL, O_SECRET}, {"secret-env", required_argument, NULL, O_SECRET_ENV},
         {"chunk-size", required_argument, NULL, O_CHUNK}, {"stats", no_argument, NULL, O_STATS},
         {"no-env", no_argument, NULL, O_NO_ENV},       {"no-shapes", no_argument, NULL, O_NO_SHAPES},
+        {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0},
     };
     sbx_redactor *r = sbx_redactor_new();
     sbx_redact_stream *s = NULL;
-    bool stats = false, env = true;
+    bool stats = false, env = true, json = cli_json_enabled();
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *to = stdout;
     size_t chunk = 65536;
     int o, rc = SBXRUN_EXIT_USAGE;
-    char *end, *json;
+    char *end, *counts = NULL;
 
     if (!r) {
         fprintf(stderr, "sbxrun redact: out of memory\n");
@@ -149,7 +177,7 @@ int cmd_redact(int argc, char **argv)
     }
     opterr = 0;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
         case O_SECRET:
             if (sbx_redactor_add_secret(r, (const uint8_t *)optarg, strlen(optarg)) != SBX_OK) {
@@ -174,8 +202,10 @@ int cmd_redact(int argc, char **argv)
         case O_STATS: stats = true; break;
         case O_NO_ENV: env = false; break;
         case O_NO_SHAPES: sbx_redactor_set_shapes(r, 0); break;
+        case O_JSON: json = true; cli_json_mode(); break;
+        case 'h':
         case O_HELP: fputs(usage_text, stdout); rc = SBXRUN_EXIT_OK; goto out;
-        default: rc = usage_error("unknown or incomplete option ", argv[optind - 1]); goto out;
+        default: rc = cli_bad_option("redact", argc, argv, opts); goto out;
         }
     }
     if (optind < argc) {
@@ -189,12 +219,36 @@ int cmd_redact(int argc, char **argv)
         rc = SBXRUN_EXIT_CANNOT_RUN;
         goto out;
     }
-    rc = copy(s, chunk);
-    if (stats && sbx_redact_stream_counts_to_json(s, &json) == SBX_OK) {
-        fprintf(stderr, "%s\n", json);
-        sbx_free(json);
+    /* --json: the text is the result, so it is gathered first */
+    if (json && !(to = open_memstream(&text, &text_len))) {
+        rc = cli_fail("redact", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    rc = copy(s, chunk, to);
+    if (json) {
+        if (fclose(to) != 0 && rc == SBXRUN_EXIT_OK)
+            rc = cli_fail("redact", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
+        to = stdout;
+    }
+    if (rc == SBXRUN_EXIT_OK && (stats || json) && sbx_redact_stream_counts_to_json(s, &counts) != SBX_OK) {
+        rc = cli_fail("redact", SBXRUN_EXIT_CANNOT_RUN, SBX_E_NOMEM, "out of memory");
+    } else if (rc == SBXRUN_EXIT_OK && json) {
+        json_t *t = json_stringn(text, text_len), *res;
+        /* not UTF-8 (or holding a NUL): the bytes in base64 */
+        res = t && !memchr(text, '\0', text_len) ? json_pack("{s:o}", "text", t) : NULL;
+        if (!res) {
+            json_decref(t);
+            res = base64_result(text, text_len);
+        }
+        if (res)
+            json_object_set_new(res, "counts", cli_json_parse(counts));
+        cli_json_result("redact", SBXRUN_EXIT_OK, res);
+    } else if (rc == SBXRUN_EXIT_OK && stats) {
+        fprintf(stderr, "%s\n", counts);
     }
 out:
+    sbx_free(counts);
+    free(text);
     sbx_redact_stream_free(s);
     sbx_redactor_free(r);
     return rc;

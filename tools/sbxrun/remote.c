@@ -28,6 +28,8 @@
 
 #include "remote.h"
 
+struct remote_opts remote_defaults;
+
 static char *read_token_file(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
@@ -261,10 +263,18 @@ sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow
             return SBX_E_INVALID_ARG;
         }
     }
-    if (sbx_client_set_option(r->client, "timeout_ms",
-                              o->request_timeout ? o->request_timeout : REMOTE_REQUEST_TIMEOUT_MS) != SBX_OK) {
-        snprintf(err, errlen, "--request-timeout %s: milliseconds, 0 for none", o->request_timeout);
-        return SBX_E_INVALID_ARG;
+    {
+        int64_t ms = REMOTE_REQUEST_TIMEOUT_MS;
+        char why[300], buf[32];
+        if (o->request_timeout && cli_parse_duration(o->request_timeout, 0, &ms, why, sizeof why) < 0) {
+            snprintf(err, errlen, "--request-timeout %s (0 for none)", why);
+            return SBX_E_INVALID_ARG;
+        }
+        snprintf(buf, sizeof buf, "%lld", (long long)ms);
+        if (sbx_client_set_option(r->client, "timeout_ms", buf) != SBX_OK) {
+            snprintf(err, errlen, "--request-timeout %s: %s", o->request_timeout, sbx_client_last_error(r->client));
+            return SBX_E_INVALID_ARG;
+        }
     }
     if ((st = sbx_client_resolve_credentials(r->client)) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_client_last_error(r->client));

@@ -22,7 +22,11 @@ struct remote_opts {
 
 /* Each short request's deadline unless --request-timeout says otherwise: a
  * server that stopped answering is reported, not waited for. */
-#define REMOTE_REQUEST_TIMEOUT_MS "60000"
+#define REMOTE_REQUEST_TIMEOUT_MS 60000
+
+/* The common options given before the subcommand (sbxrun --endpoint X
+ * sandbox list): each subcommand starts from these, its own override. */
+extern struct remote_opts remote_defaults;
 
 struct remote {
     sbx_client *client;
@@ -45,8 +49,9 @@ void remote_close(struct remote *r);
     "                      [SBXRUN_ENDPOINT; else Vercel if VERCEL_OIDC_TOKEN or VERCEL_TOKEN\n" \
     "                      is set; else the local sbxd]\n"                                     \
     "  --token-file FILE   the endpoint's token [SBXRUN_TOKEN]\n"                              \
-    "  --request-timeout MS  deadline of each request to the endpoint, 0 for none [60000;\n"  \
-    "                      none for a create that clones or downloads its source]\n"          \
+    "  --request-timeout D deadline of each request to the endpoint (300, 30s, 500ms,\n" \
+    "                      5m; 0 for none) [60s; none for a create that clones or\n"    \
+    "                      downloads its source]\n"                                     \
     "  --protocol V        v2 (named sandboxes and sessions) or v1 (the 1.x SDKs' API)\n"    \
     "                      [SBXRUN_PROTOCOL; else v2]\n"                                     \
     "  --json              one JSON object on stdout (sbxrun(1), JSON OUTPUT)\n"
@@ -83,6 +88,7 @@ int remote_exit(sbx_status st);
 int remote_fetch_exit(sbx_status st);
 
 int cmd_sandbox(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* sbxrun sandbox create|list|get|stop|snapshot|resume. */
+/* sbxrun sandbox create|list|get|stop|extend|snapshot|resume|delete. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "remote.h"
@@ -14,21 +15,26 @@ static const char usage_text[] =
     "       sbxrun sandbox list [--limit N] [--since MS] [--until MS] [--cursor C] [--project ID]\n"
     "       sbxrun sandbox get ID\n"
     "       sbxrun sandbox stop ID\n"
-    "       sbxrun sandbox snapshot ID [--expiration MS]\n"
+    "       sbxrun sandbox extend ID DURATION\n"
+    "       sbxrun sandbox snapshot ID [--expiration D]\n"
     "       sbxrun sandbox resume NAME\n"
     "       sbxrun sandbox delete NAME\n"
     "\n"
-    "Create, list, inspect, stop, snapshot, resume and delete sandboxes. Named\n"
+    "Create, list, inspect, stop, extend, snapshot, resume and delete sandboxes\n"
+    "(extend: add DURATION, as 300 or 300s, 10m, 1h, to its timeout; the\n"
+    "snapshots themselves: sbxrun snapshot). Named\n"
     "sandboxes (--name, --persistent, resume, delete, --cursor) are the v2\n"
     "protocol's (the default).\n"
     "\n"
     "create options:\n"
     "  --runtime NAME      node24 (default), node22, node26, python3.13\n"
-    "  --timeout MS        lifetime [the server's default]\n"
+    "  --timeout D         lifetime: 300 or 300s, 10m, 1h, 500ms [the server's\n"
+    "                      default]\n"
     "  --vcpus N           virtual CPUs (2048 MB of memory each)\n"
     "  --port PORT         publish a port (up to 4 times)\n"
     "  --env NAME=VALUE    environment of every command (repeatable)\n"
-    "  --network-policy P  allow-all, deny-all, or the protocol's JSON object\n"
+    "  --network-policy P  allow-all, deny-all, or JSON (the API's {\"mode\": ...} or\n"
+    "                      the SDK's {\"allow\": [DOMAIN...]})\n"
     "  --git URL           clone a repository into /vercel/sandbox\n"
     "  --revision REV      its branch, tag or commit; --depth N: shallow clone\n"
     "  --git-username U    with the password from $SBXRUN_GIT_PASSWORD\n"
@@ -40,11 +46,14 @@ static const char usage_text[] =
     "  --limit N           sandboxes per page; --until MS: the page's pagination.next\n"
     "                      (v1); --cursor C: the page's pagination.next (v2)\n"
     "snapshot options:\n"
-    "  --expiration MS     lifetime of the snapshot, 0 = never [the server's default]\n"
+    "  --expiration D      lifetime of the snapshot (7d is 168h), 0 = never [the\n"
+    "                      server's default]\n"
     "common options:\n" REMOTE_OPTS_HELP
     "\n"
-    "create prints the new sandbox's id (v2: its session's), snapshot the snapshot's\n"
-    "id, resume the id of the session it is running now, delete the name; with --json\n"
+    "create prints the new sandbox's id (v2: its session's), and a warning on\n"
+    "stderr when the server provides another runtime than --runtime asked for;\n"
+    "snapshot the snapshot's id, resume the id of the session it is running now,\n"
+    "extend the new timeout, delete the name; with --json\n"
     "every subcommand prints sbxrun's JSON envelope, the server's JSON its result.\n"
     "Exit status: 0 done; 1 the server refused; 2 usage; 125 no such sandbox, or\n"
     "the endpoint could not be reached or did not answer in time.\n";
@@ -53,25 +62,38 @@ static const char usage_text[] =
 enum { O_RUNTIME = 1, O_TIMEOUT, O_VCPUS, O_PORT, O_ENV, O_POLICY, O_GIT, O_REV, O_DEPTH, O_GITUSER, O_TARBALL,
        O_SNAPSHOT, O_NAME, O_PERSISTENT, O_LIMIT, O_SINCE, O_UNTIL, O_PROJECT, O_CURSOR, O_EXPIRATION, O_HELP };
 
-static int parse_num(const char *opt, const char *v, long long min, long long *out)
+/* Wait for op; on a terminal (stderr), "LABEL... 3.2s" kept up to date,
+ * then erased; nothing when stderr is not one. Ctrl-C cancels. The op's
+ * status, its message in why. */
+static sbx_status wait_shown(sbx_op *op, const char *label, bool json, char *why, size_t whylen)
 {
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || x < min) {
-        return cli_fail("sandbox", -1, SBX_E_INVALID_ARG, "%s wants a number >= %lld, not '%s'", opt, min, v);
-    }
-    *out = x;
-    return 0;
+    bool tty = isatty(STDERR_FILENO) && !json;
+    int64_t t0 = cli_mono_ms();
+    sbx_status st;
+    cli_cancel_on_signal(op);
+    while ((st = sbx_op_wait(op, 100)) == SBX_E_AGAIN)
+        if (tty)
+            fprintf(stderr, "\r\033[Ksbxrun sandbox: %s... %.1fs", label, (double)(cli_mono_ms() - t0) / 1000);
+    cli_cancel_on_signal(NULL);
+    if (tty)
+        fputs("\r\033[K", stderr);
+    st = sbx_op_status(op);
+    if (st != SBX_OK)
+        snprintf(why, whylen, "%s", sbx_op_last_error(op));
+    return st;
 }
 
-/* "allow-all" / "deny-all" or JSON. */
-static const char *policy_json(const char *p)
+/* 130 for an operation Ctrl-C cancelled, else remote_exit(). */
+static int interrupted_or(sbx_status st)
 {
-    if (strcmp(p, "allow-all") == 0)
-        return "{\"mode\":\"allow-all\"}";
-    if (strcmp(p, "deny-all") == 0)
-        return "{\"mode\":\"deny-all\"}";
-    return p;
+    return st == SBX_E_CANCELLED && cli_interrupted() ? SBXRUN_EXIT_INTERRUPTED : remote_exit(st);
+}
+
+void cli_runtime_warning(const char *cmd, const char *asked, const sbx_sandbox *s)
+{
+    const char *got = sbx_sandbox_runtime(s);
+    if (asked && got && strcmp(asked, got) != 0)
+        fprintf(stderr, "sbxrun %s: warning: asked for runtime %s, the server provides %s\n", cmd, asked, got);
 }
 
 static void print_sandbox(const sbx_sandbox *s, bool json)
@@ -93,18 +115,9 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
 
 static void print_when(json_t *e)
 {
-    time_t t = (time_t)(json_integer_value(json_object_get(e, "createdAt")) / 1000);
     char when[32];
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
+    cli_time_text(when, sizeof when, json_integer_value(json_object_get(e, "createdAt")));
     printf("%s\n", when);
-}
-
-static const char *str_or(json_t *e, const char *key)
-{
-    const char *v = json_string_value(json_object_get(e, key));
-    return v ? v : "-";
 }
 
 static int do_list(struct remote *r, const struct remote_opts *o, long long limit, long long since,
@@ -132,7 +145,7 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
         /* v2: named sandboxes and their current sessions */
         printf("%-28s %-12s %-28s %s\n", "NAME", "STATUS", "SESSION", "CREATED");
         json_array_foreach(arr, i, e) {
-            printf("%-28s %-12s %-28s ", str_or(e, "name"), str_or(e, "status"), str_or(e, "currentSessionId"));
+            printf("%-28s %-12s %-28s ", cli_json_str(e, "name"), cli_json_str(e, "status"), cli_json_str(e, "currentSessionId"));
             print_when(e);
         }
         e = json_object_get(json_object_get(j, "pagination"), "next");
@@ -141,7 +154,7 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     } else {
         printf("%-28s %-12s %-11s %s\n", "ID", "STATUS", "RUNTIME", "CREATED");
         json_array_foreach(arr, i, e) {
-            printf("%-28s %-12s %-11s ", str_or(e, "id"), str_or(e, "status"), str_or(e, "runtime"));
+            printf("%-28s %-12s %-11s ", cli_json_str(e, "id"), cli_json_str(e, "status"), cli_json_str(e, "runtime"));
             print_when(e);
         }
         e = json_object_get(json_object_get(j, "pagination"), "next");
@@ -167,11 +180,13 @@ int cmd_sandbox(int argc, char **argv)
         {"cursor", required_argument, NULL, O_CURSOR},
         {"expiration", required_argument, NULL, O_EXPIRATION}, {"help", no_argument, NULL, O_HELP},
         REMOTE_LONGOPTS,                                   {NULL, 0, NULL, 0}};
-    struct remote_opts o = {0};
+    struct remote_opts o = remote_defaults;
     struct remote r;
     const char *sub, *id = NULL, *project = NULL, *git = NULL, *rev = NULL, *git_user = NULL, *name = NULL;
-    const char *cursor = NULL;
+    const char *cursor = NULL, *runtime = NULL;
     bool persistent = false;
+    char timeout_ms[32];
+    int64_t ms;
     const char *create_opts[64][2];
     int ncreate = 0, c, rc = SBXRUN_EXIT_FAIL;
     long long limit = 0, since = -1, until = -1, expiration = -1, depth = 0;
@@ -179,29 +194,26 @@ int cmd_sandbox(int argc, char **argv)
     sbx_sandbox *s = NULL;
     sbx_status st;
 
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    {
+        static const char *const subs[] = {"create", "list", "get", "stop", "extend", "snapshot", "resume", "delete"};
+        if ((rc = cli_subcommand("sandbox", argc, argv, usage_text, subs, sizeof subs / sizeof subs[0])) >= 0)
+            return rc;
+        rc = SBXRUN_EXIT_FAIL;
     }
     sub = argv[1];
-    if (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "get") && strcmp(sub, "stop") &&
-        strcmp(sub, "snapshot") && strcmp(sub, "resume") && strcmp(sub, "delete")) {
-        return cli_usage_error("sandbox", "unknown subcommand '%s'", sub);
-    }
     optind = 1;
+    opterr = 0;
     argc--;
     argv++;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (remote_opt(&o, c, optarg))
             continue;
-        if (c == O_HELP) {
+        if (c == O_HELP || c == 'h') {
             fputs(usage_text, stdout);
             return SBXRUN_EXIT_OK;
         }
-        if (c == '?') {
-            cli_json_scan(argc, argv);
-            return SBXRUN_EXIT_USAGE;
-        }
+        if (c == '?')
+            return cli_bad_option("sandbox", argc, argv, longopts);
         /* Options of another subcommand are an error, not ignored. */
         if ((c <= O_PERSISTENT && strcmp(sub, "create") != 0) ||
             (c >= O_LIMIT && c <= O_CURSOR && strcmp(sub, "list") != 0) ||
@@ -214,19 +226,19 @@ int cmd_sandbox(int argc, char **argv)
         case O_REV: rev = optarg; break;
         case O_GITUSER: git_user = optarg; break;
         case O_DEPTH:
-            if (parse_num("--depth", optarg, 1, &depth))
+            if (cli_number("sandbox", "--depth", optarg, 1, &depth))
                 return SBXRUN_EXIT_USAGE;
             break;
         case O_LIMIT:
-            if (parse_num("--limit", optarg, 1, &limit))
+            if (cli_number("sandbox", "--limit", optarg, 1, &limit))
                 return SBXRUN_EXIT_USAGE;
             break;
         case O_SINCE:
-            if (parse_num("--since", optarg, 0, &since))
+            if (cli_number("sandbox", "--since", optarg, 0, &since))
                 return SBXRUN_EXIT_USAGE;
             break;
         case O_UNTIL:
-            if (parse_num("--until", optarg, 0, &until))
+            if (cli_number("sandbox", "--until", optarg, 0, &until))
                 return SBXRUN_EXIT_USAGE;
             break;
         case O_PROJECT: project = optarg; break;
@@ -234,8 +246,9 @@ int cmd_sandbox(int argc, char **argv)
         case O_NAME: name = optarg; break;
         case O_PERSISTENT: persistent = true; break;
         case O_EXPIRATION:
-            if (parse_num("--expiration", optarg, 0, &expiration))
+            if (cli_duration("sandbox", "--expiration", optarg, 0, &ms))
                 return SBXRUN_EXIT_USAGE;
+            expiration = ms;
             break;
         default: {
             static const char *keys[] = {NULL, "runtime", "timeout_ms", "vcpus", "port", "env.", "network_policy"};
@@ -247,14 +260,34 @@ int cmd_sandbox(int argc, char **argv)
                 create_opts[ncreate][0] = "source.snapshot";
             else
                 create_opts[ncreate][0] = keys[c];
-            create_opts[ncreate++][1] = c == O_POLICY ? policy_json(optarg) : optarg;
+            create_opts[ncreate][1] = optarg;
+            if (c == O_POLICY && !(create_opts[ncreate][1] = cli_network_policy("sandbox", optarg)))
+                return SBXRUN_EXIT_USAGE;
+            if (c == O_TIMEOUT) {
+                if (cli_duration("sandbox", "--timeout", optarg, 1, &ms))
+                    return SBXRUN_EXIT_USAGE;
+                snprintf(timeout_ms, sizeof timeout_ms, "%lld", (long long)ms);
+                create_opts[ncreate][1] = timeout_ms;
+            }
+            if (c == O_RUNTIME)
+                runtime = optarg;
+            ncreate++;
         }
         }
     }
-    if (strcmp(sub, "create") && strcmp(sub, "list")) {
+    if (strcmp(sub, "extend") == 0) {
+        if (optind + 2 != argc)
+            return cli_usage_error("sandbox", "extend: expected a sandbox ID and a DURATION (sbxrun sandbox extend ID "
+                                   "10m), %s", optind == argc ? "got neither" : optind + 1 == argc ? "the DURATION is missing"
+                                                                                                : "got more");
+        id = argv[optind];
+        if (cli_duration("sandbox", "extend", argv[optind + 1], 1, &ms))
+            return SBXRUN_EXIT_USAGE;
+    } else if (strcmp(sub, "create") && strcmp(sub, "list")) {
         if (optind != argc - 1)
-            return cli_usage_error("sandbox", "%s: expected one sandbox %s", sub,
-                                   strcmp(sub, "resume") && strcmp(sub, "delete") ? "ID" : "NAME");
+            return cli_usage_error("sandbox", "%s: expected one sandbox %s%s", sub,
+                                   strcmp(sub, "resume") && strcmp(sub, "delete") ? "ID" : "NAME",
+                                   optind == argc ? ", and got none" : ", and got more");
         id = argv[optind];
     } else if (optind != argc) {
         return cli_usage_error("sandbox", "%s: unexpected argument '%s'", sub,
@@ -323,11 +356,18 @@ int cmd_sandbox(int argc, char **argv)
             if (slow && !o.request_timeout)
                 sbx_client_set_option(r.client, "timeout_ms", "0");
         }
-        st = sbx_sandbox_create(s);
+        {
+            sbx_op *op = NULL;
+            err[0] = '\0';
+            if ((st = sbx_sandbox_create_start(s, &op)) == SBX_OK)
+                st = wait_shown(op, "creating the sandbox", o.json, err, sizeof err);
+            sbx_op_free(op);
+        }
         if (st != SBX_OK) {
-            rc = fail_msg(o.json, "sandbox", remote_exit(st), "create", st, sbx_sandbox_last_error(s));
+            rc = fail_msg(o.json, "sandbox", interrupted_or(st), "create", st, err[0] ? err : sbx_sandbox_last_error(s));
             goto out;
         }
+        cli_runtime_warning("sandbox", runtime, s);
         if (o.json)
             cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         else
@@ -361,6 +401,16 @@ int cmd_sandbox(int argc, char **argv)
     if (strcmp(sub, "get") == 0) {
         print_sandbox(s, o.json);
         rc = SBXRUN_EXIT_OK;
+    } else if (strcmp(sub, "extend") == 0) {
+        if ((st = sbx_sandbox_extend_timeout(s, ms)) != SBX_OK) {
+            rc = fail_msg(o.json, "sandbox", remote_exit(st), "extend", st, sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if (o.json)
+            cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
+        else
+            printf("%s timeout %lld ms\n", sbx_sandbox_id(s), (long long)sbx_sandbox_timeout_ms(s));
+        rc = SBXRUN_EXIT_OK;
     } else if (strcmp(sub, "stop") == 0) {
         if ((st = sbx_sandbox_stop(s)) != SBX_OK) {
             rc = fail_msg(o.json, "sandbox", remote_exit(st), "stop", st, sbx_sandbox_last_error(s));
@@ -373,11 +423,16 @@ int cmd_sandbox(int argc, char **argv)
         rc = SBXRUN_EXIT_OK;
     } else {
         sbx_snapshot *sn = sbx_snapshot_new(r.client);
-        if (!sn || (st = sbx_sandbox_snapshot(s, expiration, sn)) != SBX_OK) {
+        sbx_op *op = NULL;
+        err[0] = '\0';
+        if (sn && (st = sbx_sandbox_snapshot_start(s, expiration, sn, &op)) == SBX_OK)
+            st = wait_shown(op, "snapshotting", o.json, err, sizeof err);
+        sbx_op_free(op);
+        if (!sn || st != SBX_OK) {
             if (!sn)
                 st = SBX_E_NOMEM;
-            rc = fail_msg(o.json, "sandbox", remote_exit(st), "snapshot", st,
-                          sn ? sbx_sandbox_last_error(s) : "out of memory");
+            rc = fail_msg(o.json, "sandbox", interrupted_or(st), "snapshot", st,
+                          !sn ? "out of memory" : err[0] ? err : sbx_sandbox_last_error(s));
             sbx_snapshot_free(sn);
             goto out;
         }

@@ -12,7 +12,7 @@
 
 static const char usage_text[] =
     "usage: sbxrun transcript show FILE [--json] [--step N]\n"
-    "       sbxrun transcript verify FILE [--expect HASH] [--allow-incomplete]\n"
+    "       sbxrun transcript verify FILE [--expect HASH] [--allow-incomplete] [--json]\n"
     "\n"
     "show    print a job transcript for people: the job, then one block per step\n"
     "        (command, duration, exit code or why there is none, output tails,\n"
@@ -24,7 +24,10 @@ static const char usage_text[] =
     "        5 when the chain holds but has no end entry (the job was killed or\n"
     "        its writer failed); --allow-incomplete accepts that (exit 0).\n"
     "        --expect HASH also wants the last entry's hash to be HASH (kept from\n"
-    "        when it was written), so that entries cut from the end are seen too.\n";
+    "        when it was written), so that entries cut from the end are seen too.\n"
+    "        --json: sbxrun's envelope, its result file, valid, complete, steps\n"
+    "        and headHash (valid false and brokenEntry, beside the error, when\n"
+    "        the chain is broken).\n";
 
 /* The transcript at path, or NULL after saying why; *rc is then the exit
  * status: 125 out of memory, else 1. */
@@ -221,24 +224,36 @@ static int show(const char *path, bool as_json, long step)
     return rc;
 }
 
-static int verify(const char *path, const char *expect, bool allow_incomplete)
+static int verify(const char *path, const char *expect, bool allow_incomplete, bool json)
 {
     int rc = SBXRUN_EXIT_OK;
     sbx_transcript *t = open_transcript("transcript verify", path, &rc);
     size_t broken = 0;
+    sbx_status st;
     if (!t)
         return rc;
-    if (sbx_transcript_verify(t, &broken) != SBX_OK) {
-        fprintf(stderr, "sbxrun transcript verify: %s: %s\n", path, sbx_transcript_last_error(t));
-        rc = SBXRUN_EXIT_FAIL;
+    if ((st = sbx_transcript_verify(t, &broken)) != SBX_OK) {
+        rc = cli_fail("transcript", SBXRUN_EXIT_FAIL, st, "verify: %s: %s", path, sbx_transcript_last_error(t));
+        if (json)
+            cli_json_partial("transcript", rc, json_pack("{s:s,s:b,s:I}", "file", path, "valid", 0, "brokenEntry",
+                                                         (json_int_t)broken),
+                             "verify", st, sbx_transcript_last_error(t));
     } else if (expect && strcmp(expect, sbx_transcript_head_hash(t)) != 0) {
         fprintf(stderr, "sbxrun transcript verify: %s: the last entry's hash is %s, not %s (entries were cut "
                         "from the end, or it is another transcript)\n",
                 path, sbx_transcript_head_hash(t), expect);
         rc = SBXRUN_EXIT_FAIL;
     } else {
-        printf("%s: the chain holds: %zu steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
-               sbx_transcript_complete(t) ? ", complete" : ", incomplete (no end entry)", sbx_transcript_head_hash(t));
+        if (json)
+            cli_json_result("transcript",
+                            !sbx_transcript_complete(t) && !allow_incomplete ? SBXRUN_EXIT_INCOMPLETE : SBXRUN_EXIT_OK,
+                            json_pack("{s:s,s:b,s:b,s:I,s:s}", "file", path, "valid", 1, "complete",
+                                      sbx_transcript_complete(t), "steps", (json_int_t)sbx_transcript_step_count(t),
+                                      "headHash", sbx_transcript_head_hash(t)));
+        else
+            printf("%s: the chain holds: %zu steps%s; last hash %s\n", path, sbx_transcript_step_count(t),
+                   sbx_transcript_complete(t) ? ", complete" : ", incomplete (no end entry)",
+                   sbx_transcript_head_hash(t));
         /* An intact record of a job that never ended is not a record of the
          * job: a caller checking only the exit status must not take it for one. */
         if (!sbx_transcript_complete(t) && !allow_incomplete) {
@@ -261,18 +276,18 @@ int cmd_transcript(int argc, char **argv)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *sub, *path = NULL, *expect = NULL;
-    bool as_json = false, allow_incomplete = false;
+    bool as_json = cli_json_enabled(), allow_incomplete = false;
     long step = 0;
     int c;
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    {
+        static const char *const subs[] = {"show", "verify"};
+        if ((c = cli_subcommand("transcript", argc, argv, usage_text, subs, 2)) >= 0)
+            return c;
     }
     sub = argv[1];
-    if (strcmp(sub, "show") != 0 && strcmp(sub, "verify") != 0)
-        return cli_usage_error("transcript", "unknown subcommand '%s' (show or verify)", sub);
     optind = 1;
-    while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc - 1, argv + 1, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'j': as_json = true; cli_json_mode(); break;
         case 's': {
@@ -285,16 +300,17 @@ int cmd_transcript(int argc, char **argv)
         case 'e': expect = optarg; break;
         case 'i': allow_incomplete = true; break;
         case 'h': fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: fputs(usage_text, stderr); cli_json_scan(argc - 1, argv + 1); return SBXRUN_EXIT_USAGE;
+        default: return cli_bad_option("transcript", argc - 1, argv + 1, longopts);
         }
     }
     if (argc - 1 - optind != 1)
-        return cli_usage_error("transcript", "%s: one FILE expected", sub);
+        return cli_usage_error("transcript", "%s: one FILE expected, %s", sub,
+                               argc - 1 - optind == 0 ? "and none was given" : "and more were given");
     path = argv[1 + optind];
     if (strcmp(sub, "verify") == 0) {
-        if (as_json || step)
-            return cli_usage_error("transcript verify", "--json and --step are options of show");
-        return verify(path, expect, allow_incomplete);
+        if (step)
+            return cli_usage_error("transcript verify", "--step is an option of show");
+        return verify(path, expect, allow_incomplete, as_json);
     }
     if (expect || allow_incomplete)
         return cli_usage_error("transcript show", "--expect and --allow-incomplete are options of verify");

@@ -59,7 +59,7 @@ static const char usage_text[] =
     "                      passed)\n"
     "  --lint CMD, --typecheck CMD, --test CMD, --build CMD\n"
     "                      the command of that step\n"
-    "  --timeout DURATION  the whole run's budget: 90s, 10m, 1h, or ms [30m]\n"
+    "  --timeout DURATION  the whole run's budget: 90 or 90s, 10m, 1h, 1500ms [30m]\n"
     "  --keep-going        run every check even after one fails\n"
     "  --transcript FILE   record the run in a transcript (doc/transcript.md)\n"
     "  --verbose           show every step's output as it comes\n"
@@ -92,24 +92,6 @@ struct view {
     bool line_open;           /* a status line is on screen, unterminated */
     const char *const *names; /* per job, for messages */
 };
-
-/* "90s", "10m", "1h", "1500ms", or seconds; -1 when not one. */
-static int64_t parse_duration(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0)
-        return -1;
-    if (!*end || !strcmp(end, "s"))
-        return (int64_t)(v * 1000);
-    if (!strcmp(end, "ms"))
-        return (int64_t)v;
-    if (!strcmp(end, "m"))
-        return (int64_t)(v * 60000);
-    if (!strcmp(end, "h"))
-        return (int64_t)(v * 3600000);
-    return -1;
-}
 
 static void clear_line(struct view *v)
 {
@@ -378,7 +360,7 @@ int cmd_verify(int argc, char **argv)
         {"runtime", required_argument, NULL, O_RUNTIME},   {"registry", required_argument, NULL, O_REGISTRY},
         {"env", required_argument, NULL, O_ENV},           REMOTE_LONGOPTS,
         {NULL, 0, NULL, 0}};
-    struct remote_opts o = {0};
+    struct remote_opts o = remote_defaults;
     struct remote r = {0};
     struct steps st = {0};
     struct workspace w = {0};
@@ -397,7 +379,8 @@ int cmd_verify(int argc, char **argv)
     int c, rc = SBXRUN_EXIT_CANNOT_RUN;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (remote_opt(&o, c, optarg))
             continue;
         switch (c) {
@@ -425,14 +408,14 @@ int cmd_verify(int argc, char **argv)
             envs[nenv++] = optarg;
             break;
         case O_TIMEOUT:
-            if ((timeout = parse_duration(optarg)) <= 0)
-                return cli_usage_error("verify", "--timeout wants a duration (90s, 10m, 1h, 1500ms), not '%s'",
-                                       optarg);
+            if (cli_duration("verify", "--timeout", optarg, 1, &timeout))
+                return SBXRUN_EXIT_USAGE;
             break;
         case O_TRANSCRIPT: transcript = optarg; break;
         case O_VERBOSE: v.verbose = true; break;
+        case 'h':
         case O_HELP: fputs(usage_text, stdout); return SBXRUN_EXIT_OK;
-        default: fputs(usage_text, stderr); return SBXRUN_EXIT_USAGE;
+        default: return cli_bad_option("verify", argc, argv, longopts);
         }
     }
     if (optind < argc)
@@ -567,6 +550,8 @@ report:
     }
     if (op)
         sbx_op_free(op);
+    if (run && sbx_run_sandbox(run))
+        cli_runtime_warning("verify", runtime, sbx_run_sandbox(run));
     sbx_run_free(run);
     sbx_transcript_free(t);
     ws_free(&w);
