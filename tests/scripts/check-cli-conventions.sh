@@ -177,6 +177,17 @@ expect 125 "" "" "snapshot get of an unknown id: no snapshot (125)" -- snapshot 
 expect 2 "" "did you mean 'list'?" "snapshot lst" -- snapshot lst
 expect 2 "" "is for 'snapshot list'" "snapshot get --limit" -- snapshot get "$snap" --limit 3
 
+# A named sandbox (v2) by its name, wherever an id is taken; a stopped one
+# is resumed for exec and cp.
+"$sbxrun" sandbox create --name conv-named --persistent >/dev/null 2>"$dir/err" </dev/null ||
+  not_ok "create a named sandbox" "$(cat "$dir/err")"
+expect 0 "hello" "" "exec --sandbox NAME" -- exec --sandbox conv-named --allow sh -- sh -c 'echo hello > f.txt; cat f.txt'
+expect 0 "name:      conv-named" "" "sandbox get NAME" -- sandbox get conv-named
+expect 0 "stopped" "" "sandbox stop NAME" -- sandbox stop conv-named
+expect 0 "hello" "" "cp out of a stopped named sandbox resumes it" -- cp conv-named:f.txt -
+expect 125 "" "no sandbox has the id or the name nope-nope" "an unknown id or name: no sandbox (125)" -- exec --sandbox nope-nope --allow true -- true
+"$sbxrun" sandbox delete conv-named >/dev/null 2>&1
+
 # Every command's --json output against the envelope's schema (doc/schemas/cli-envelope-1.json):
 # results, errors (usage ones too) and the cut-short form.
 schema="$(dirname "$0")/../../doc/schemas/cli-envelope-1.json"

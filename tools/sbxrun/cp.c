@@ -55,7 +55,8 @@ static const char usage_text[] =
     "it; a directory is never merged into one that exists. A directory comes out\n"
     "as a tar made in the sandbox (by its tar, in its /tmp, removed after), with\n"
     "its files and directories (modes as the umask allows); links and devices\n"
-    "are left out and counted on stderr. SANDBOX is a sandbox id.\n"
+    "are left out and counted on stderr. SANDBOX is a sandbox id, or the name\n"
+    "of a named sandbox (started when it is stopped).\n"
     "\n"
     "On a terminal, progress (bytes, rate, elapsed time) is shown on stderr.\n"
     "\n" REMOTE_OPTS_HELP
@@ -813,9 +814,9 @@ int cmd_cp(int argc, char **argv)
         return rc;
     }
     s = sbx_sandbox_new(r.client);
-    if (!s || (st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
+    if (!s || (st = remote_fetch(s, id, true, err, sizeof err)) != SBX_OK) {
         rc = fail_msg(o.json, "cp", s ? remote_fetch_exit(st) : SBXRUN_EXIT_CANNOT_RUN, "find the sandbox",
-                      s ? st : SBX_E_NOMEM, s ? sbx_sandbox_last_error(s) : "out of memory");
+                      s ? st : SBX_E_NOMEM, s ? err : "out of memory");
         goto out;
     }
     /* Progress on a terminal, unless it would mix with the data there. */

@@ -44,7 +44,8 @@ static const char usage_text[] =
     "stopped after it; its timeout is a short lease that sbxrun extends while\n"
     "PROGRAM runs, so a killed sbxrun leaves nothing running for long.\n"
     "\n"
-    "  --sandbox ID        run in this existing sandbox\n"
+    "  --sandbox ID        run in this existing sandbox: its id, or the name of a\n"
+    "                      named sandbox (started when it is stopped)\n"
     "  --cwd DIR           working directory [/vercel/sandbox]\n"
     "  --env NAME=VALUE    environment variable (repeatable)\n"
     "  --sudo              run as root of the sandbox\n"
@@ -89,7 +90,8 @@ static const char usage_text[] =
     "OUTPUT) is printed at the end, its result sandboxId, commandId, exitCode,\n"
     "stdout, stderr (their last MiB), the byte counts and durationMs; when the\n"
     "program was cut short (timeout, Ctrl-C, a lost connection) the result holds\n"
-    "what it printed so far, exitCode null, beside the error object. Exit\n"
+    "what it printed so far, exitCode null (137 once its kill was seen), beside\n"
+    "the error object. Exit\n"
     "status: the program's; 124 when --timeout ended it; 130 on Ctrl-C; 2 usage;\n"
     "3 denied by the policy; 125 when sbxrun could not run it or could not\n"
     "write its transcript (the reason on stderr).\n";
@@ -556,14 +558,16 @@ int cmd_exec(int argc, char **argv)
             goto out;
         }
         st = sbx_sandbox_create(s);
+        if (st != SBX_OK)
+            snprintf(err, sizeof err, "%s", sbx_sandbox_last_error(s));
     } else {
-        st = sbx_sandbox_fetch(s, sandbox_id);
+        st = remote_fetch(s, sandbox_id, true, err, sizeof err);
     }
     if (st != SBX_OK) {
         failed = own_sandbox ? "create a sandbox" : "find the sandbox";
         failed_st = st;
-        fail_msg(false, "exec", rc, failed, st, sbx_sandbox_last_error(s));
-        snprintf(detail, sizeof detail, "%s", sbx_sandbox_last_error(s));
+        fail_msg(false, "exec", rc, failed, st, err);
+        snprintf(detail, sizeof detail, "%s", err);
         how = SBX_STEP_SKIPPED;
         goto out;
     }

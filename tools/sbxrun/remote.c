@@ -303,6 +303,29 @@ void remote_close(struct remote *r)
     memset(r, 0, sizeof *r);
 }
 
+sbx_status remote_fetch(sbx_sandbox *s, const char *ref, bool resume, char *err, size_t errlen)
+{
+    sbx_status st = sbx_sandbox_fetch(s, ref), named;
+    if (st == SBX_OK || st != SBX_E_NOT_FOUND) {
+        if (st != SBX_OK)
+            snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
+        return st;
+    }
+    /* Not a sandbox (v2: session) id: a named sandbox's (v2), whose
+     * current session is the one meant, started when asked for. */
+    snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
+    named = sbx_sandbox_fetch_named(s, ref);
+    if (named == SBX_OK && resume)
+        named = sbx_sandbox_resume(s);
+    if (named == SBX_OK)
+        return SBX_OK;
+    if (named == SBX_E_NOT_FOUND)
+        snprintf(err, errlen, "no sandbox has the id or the name %s", ref);
+    else if (named != SBX_E_UNSUPPORTED) /* v1: names do not exist, the id's error stands */
+        snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
+    return named == SBX_E_UNSUPPORTED ? st : named;
+}
+
 /* ---- output helpers ------------------------------------------------------------------------- */
 
 int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_status st, const char *msg)

@@ -85,6 +85,11 @@ int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_st
  * found, a conflict, a bad value). remote_fetch_exit: the same, but a
  * sandbox that is not there is 125 (no sandbox to work with). */
 int remote_exit(sbx_status st);
+
+/* Point s at the sandbox ref names: an id (v2: a session's), else (v2) a
+ * named sandbox, resumed first when resume is true (commands and files
+ * need a running session). SBX_OK, or why not in err. */
+sbx_status remote_fetch(sbx_sandbox *s, const char *ref, bool resume, char *err, size_t errlen);
 int remote_fetch_exit(sbx_status st);
 
 int cmd_sandbox(int argc, char **argv);

@@ -50,6 +50,7 @@ static const char usage_text[] =
     "                      server's default]\n"
     "common options:\n" REMOTE_OPTS_HELP
     "\n"
+    "get, stop, extend and snapshot take an ID or a named sandbox's NAME.\n"
     "create prints the new sandbox's id (v2: its session's), and a warning on\n"
     "stderr when the server provides another runtime than --runtime asked for;\n"
     "snapshot the snapshot's id, resume the id of the session it is running now,\n"
@@ -394,8 +395,8 @@ int cmd_sandbox(int argc, char **argv)
         rc = SBXRUN_EXIT_OK;
         goto out;
     }
-    if ((st = sbx_sandbox_fetch(s, id)) != SBX_OK) {
-        rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st, sbx_sandbox_last_error(s));
+    if ((st = remote_fetch(s, id, false, err, sizeof err)) != SBX_OK) {
+        rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st, err);
         goto out;
     }
     if (strcmp(sub, "get") == 0) {
