@@ -39,7 +39,7 @@ static void sandbox_destroy(struct sbx__target *t)
     sbx__err_free(&s->err);
     sbx__free(s->runtime);
     sbx__free(s->name);
-    sbx__free(s->policy_json);
+    sbx__free_secret(s->policy_json); /* injection rules hold credentials */
     sbx__strlist_wipe(&s->env);
     sbx__free(s->src_url);
     sbx__free(s->src_rev);
@@ -294,7 +294,7 @@ sbx_status sbx_sandbox_set_network_policy_json(sbx_sandbox *s, const char *json)
         sbx__free_secret(api);
         return s->err.code;
     }
-    st = replace_str(&s->err, &s->policy_json, json, false);
+    st = replace_str(&s->err, &s->policy_json, json, true);
     sbx__free_secret(api);
     return st;
 }

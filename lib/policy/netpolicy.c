@@ -1317,42 +1317,12 @@ static sbx_status parse_error(sbx__err *e, const json_error_t *je)
 
 /* Overwrite jansson's copies of the header values before the tree is freed
  * (its allocator does not wipe); the caller's text is the caller's to wipe. */
-static void wipe_headers(json_t *h)
-{
-    const char *k;
-    json_t *v;
-    if (!json_is_object(h))
-        return;
-    json_object_foreach(h, k, v)
-        if (json_is_string(v)) /* jansson's own buffer, about to be freed */
-            sbx__wipe((void *)(uintptr_t)json_string_value(v), json_string_length(v));
-}
-
-/* The header values of a policy text, in the API form (injectionRules) or
- * the SDKs' (allow: {domain: [{transform: [{headers}]}]}). */
-static void wipe_header_values(json_t *root)
-{
-    json_t *rules = json_object_get(root, "injectionRules"), *allow = json_object_get(root, "allow"), *r, *dr, *t;
-    const char *dom;
-    size_t i, j, k;
-    if (json_is_array(rules))
-        json_array_foreach(rules, i, r)
-            wipe_headers(json_object_get(r, "headers"));
-    if (json_is_object(allow))
-        json_object_foreach(allow, dom, dr)
-            if (json_is_array(dr))
-                json_array_foreach(dr, j, r)
-                    if (json_is_array(json_object_get(r, "transform")))
-                        json_array_foreach(json_object_get(r, "transform"), k, t)
-                            wipe_headers(json_object_get(t, "headers"));
-}
-
 sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
 {
     struct body b = {SBX_NETPOLICY_DENY_ALL, SBX__STRLIST_INIT, SBX__STRLIST_INIT, SBX__STRLIST_INIT, NULL, 0, 0};
     size_t len;
     json_error_t je;
-    json_t *root;
+    json_t *root, *sdk = NULL;
     sbx_status st;
 
     SBX__ENTER(n, false);
@@ -1366,22 +1336,27 @@ sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
         return parse_error(&n->err, &je);
     if (sbx__netpolicy_is_sdk(root)) {
         /* The SDKs' own shape ({"allow": [...], "subnets": {...}}): read
-         * as the API form it stands for. */
+         * as the API form it stands for. Both trees are wiped after the
+         * load (they share the header values; one may hold values the
+         * other dropped, a header set twice). */
         json_t *api = NULL;
         char why[512];
         if (sbx__netpolicy_from_sdk(root, &api, why, sizeof why) < 0) {
-            wipe_header_values(root);
+            sbx__netpolicy_wipe(root);
             json_decref(root);
             return strcmp(why, "out of memory") == 0 ? sbx__err_nomem(&n->err)
                                                      : sbx__err_set(&n->err, SBX_E_INVALID_ARG, "%s", why);
         }
-        /* the header values now belong to api too: wiped with it below */
-        json_decref(root);
+        sdk = root;
         root = api;
     }
     st = load_body(&b, &n->err, root);
-    wipe_header_values(root);
+    sbx__netpolicy_wipe(root);
     json_decref(root);
+    if (sdk) {
+        sbx__netpolicy_wipe(sdk);
+        json_decref(sdk);
+    }
     if (st != SBX_OK) {
         body_clear(&b);
         return st;

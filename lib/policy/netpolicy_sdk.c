@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The SDK's network-policy request shape in the API form (netpolicy_sdk.h). */
+#include "util/internal.h"
+
 #include "policy/netpolicy_sdk.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "util/str.h"
 
 __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -12,6 +17,34 @@ __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errl
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+static void wipe_headers(json_t *h)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(h))
+        return;
+    json_object_foreach(h, k, v)
+        if (json_is_string(v)) /* jansson's own buffer, about to be freed */
+            sbx__wipe((void *)(uintptr_t)json_string_value(v), json_string_length(v));
+}
+
+void sbx__netpolicy_wipe(json_t *root)
+{
+    json_t *rules = json_object_get(root, "injectionRules"), *allow = json_object_get(root, "allow"), *r, *dr, *t;
+    const char *dom;
+    size_t i, j, k;
+    if (json_is_array(rules))
+        json_array_foreach(rules, i, r)
+            wipe_headers(json_object_get(r, "headers"));
+    if (json_is_object(allow))
+        json_object_foreach(allow, dom, dr)
+            if (json_is_array(dr))
+                json_array_foreach(dr, j, r)
+                    if (json_is_array(json_object_get(r, "transform")))
+                        json_array_foreach(json_object_get(r, "transform"), k, t)
+                            wipe_headers(json_object_get(t, "headers"));
 }
 
 bool sbx__netpolicy_is_sdk(const json_t *j)
@@ -52,13 +85,16 @@ int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
                 set_err(err, errlen, "networkPolicy.allow[%zu] must be a domain string", i);
                 goto fail;
             }
-            json_array_append(domains, v);
+            if (json_array_append(domains, v) < 0)
+                goto oom;
         }
     } else if (json_is_object(allow)) {
         json_object_foreach(allow, key, v) {
             size_t i;
             json_t *rule;
-            json_array_append_new(domains, json_string(key));
+            /* every failure counts: a policy missing a part is another policy */
+            if (json_array_append_new(domains, json_string(key)) < 0)
+                goto oom;
             if (!json_is_array(v)) {
                 set_err(err, errlen, "networkPolicy.allow[\"%s\"] must be a list of rules", key);
                 goto fail;
@@ -96,15 +132,20 @@ int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
                                              "{\"headers\": {name: value}}", key, i, k);
                         goto fail;
                     }
-                    if (h)
-                        json_object_update(hdrs, h);
+                    if (h && json_object_update(hdrs, h) < 0) {
+                        json_decref(hdrs);
+                        goto oom;
+                    }
                 }
                 ir = json_pack("{s:s,s:o}", "domain", key, "headers", hdrs);
                 if (!ir)
                     goto oom;
-                if (m)
-                    json_object_set(ir, "match", m);
-                json_array_append_new(inj, ir);
+                if (m && json_object_set(ir, "match", m) < 0) {
+                    json_decref(ir);
+                    goto oom;
+                }
+                if (json_array_append_new(inj, ir) < 0)
+                    goto oom; /* it took ir, even though it failed */
             }
         }
     }
@@ -114,14 +155,12 @@ int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
             set_err(err, errlen, "%s", "networkPolicy.subnets must be {\"allow\": [CIDR...], \"deny\": [CIDR...]}");
             goto fail;
         }
-        if (a)
-            json_object_set(o, "allowedCIDRs", a);
-        if (d)
-            json_object_set(o, "deniedCIDRs", d);
+        if ((a && json_object_set(o, "allowedCIDRs", a) < 0) || (d && json_object_set(o, "deniedCIDRs", d) < 0))
+            goto oom;
     }
-    json_object_set(o, "allowedDomains", domains);
-    if (json_array_size(inj))
-        json_object_set(o, "injectionRules", inj);
+    if (json_object_set(o, "allowedDomains", domains) < 0 ||
+        (json_array_size(inj) && json_object_set(o, "injectionRules", inj) < 0))
+        goto oom;
     json_decref(domains);
     json_decref(inj);
     *out = o;

@@ -18,4 +18,8 @@ bool sbx__netpolicy_is_sdk(const json_t *j);
  * with err saying what is wrong (out of memory included). */
 int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen);
 
+/* Wipe the header values (secrets) of a policy tree in either shape,
+ * before it is freed. */
+void sbx__netpolicy_wipe(json_t *root);
+
 #endif /* SBX_NETPOLICY_SDK_H */

@@ -54,6 +54,10 @@ expect 2 "" "write 300000ms" "... and the fix is given" -- exec --timeout 300000
 expect 2 "" "is not a duration" "not a duration" -- exec --timeout 5min -- true
 expect 2 "" "did you mean 'deny-all'?" "--network-policy deny suggests deny-all" -- exec --network-policy deny -- true
 expect 2 "" "unknown global option '--endpont' (did you mean '--endpoint'?)" "a typo of a global option" -- --endpont x sandbox list
+expect 2 "" "unknown option '-x'" "an unknown short option inside a cluster is the one named" -- exec --sudo -xh -- ls
+expect 2 "" "'0x10' is not a duration" "hex is not a duration" -- exec --timeout 0x10 -- true
+expect 2 "" "'1e3' is not a duration" "an exponent is not a duration" -- exec --timeout 1e3 -- true
+expect 2 "" "option '--json' takes no value" "--json=1 before the command" -- --json=1 sandbox list
 expect 2 "" "no PROGRAM to check" "policy check with no program: usage (2)" -- policy check
 expect 2 "" "known: repo.clone" "policy check --job lists the job types" -- policy check --job test -- ls
 
@@ -187,6 +191,22 @@ expect 0 "stopped" "" "sandbox stop NAME" -- sandbox stop conv-named
 expect 0 "hello" "" "cp out of a stopped named sandbox resumes it" -- cp conv-named:f.txt -
 expect 125 "" "no sandbox has the id or the name nope-nope" "an unknown id or name: no sandbox (125)" -- exec --sandbox nope-nope --allow true -- true
 "$sbxrun" sandbox delete conv-named >/dev/null 2>&1
+
+# cp of a directory named "-" (cd -- - is $OLDPWD in sh) copies that one;
+# one whose tar prints megabytes of complaints does not hang on them.
+"$sbxrun" exec --sandbox "$id" --allow sh -- sh -c 'mkdir -p ./-/in && echo dash > ./-/in/f.txt' </dev/null >/dev/null 2>&1
+expect 0 "" "" "cp SANDBOX:- (a directory named -)" -- cp "$id:-" "$dir/dash"
+[ "$(cat "$dir/dash/in/f.txt" 2>/dev/null)" = dash ] && [ "$(find "$dir/dash" -type f | wc -l)" = 1 ] &&
+  ok "... and only that directory" || not_ok "cp of '-'" "$(find "$dir/dash" | head)"
+"$sbxrun" exec --sandbox "$id" --allow sh -- sh -c 'mkdir noread && cd noread && i=0; while [ $i -lt 30000 ]; do : > "unreadable-file-with-a-long-name-$i"; i=$((i+1)); done; chmod 000 *' </dev/null >/dev/null 2>&1
+t0=$(date +%s)
+timeout 120 "$sbxrun" cp "$id:noread" "$dir/noread" >/dev/null 2>"$dir/err" </dev/null; rc=$?
+t1=$(date +%s)
+[ $rc != 124 ] && [ $rc != 0 ] && [ ! -e "$dir/noread" ] && [ -z "$(ls -d "$dir"/noread.sbxrun-* 2>/dev/null)" ] &&
+  ok "a pack that prints >1 MiB of errors fails ($rc, $((t1 - t0)) s) instead of hanging, nothing left" ||
+  not_ok "noisy pack" "rc=$rc after $((t1 - t0)) s" "$(tail -c 600 "$dir/err")"
+"$sbxrun" exec --sandbox "$id" --allow sh -- sh -c 'chmod -R 700 noread; rm -rf noread; ls /tmp | grep -c sbxrun-cp' </dev/null >"$dir/left" 2>/dev/null
+[ "$(cat "$dir/left")" = 0 ] && ok "no packed file left in the sandbox's /tmp" || not_ok "sandbox /tmp" "$(cat "$dir/left")"
 
 # Every command's --json output against the envelope's schema (doc/schemas/cli-envelope-1.json):
 # results, errors (usage ones too) and the cut-short form.

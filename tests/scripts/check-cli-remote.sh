@@ -234,21 +234,25 @@ grep -q "exists: a directory is copied to a new name" "$dir/err" && ok "and says
 expect 0 "" "no temporary file left in the sandbox" -- exec --sandbox "$id" --no-policy -- sh -c '! ls /tmp/sbxrun-cp.* 2>/dev/null'
 ls -a "$dir" "$dir/outdir" | grep -q "\.sbxrun-" && not_ok "a temporary file left beside the targets" "$(ls -a "$dir" "$dir/outdir")" ||
   ok "nothing left beside the targets"
-# A sandbox whose tar climbs out of the directory: refused, nothing written.
+# A sandbox whose tar climbs out of the directory: refused, nothing written
+# (also not the tree deeper than PATH_MAX it sent first), and its name shown
+# with its escape sequence defused.
 id3=$("$sbxrun" sandbox create --env PATH=/vercel/sandbox/bin:/usr/bin:/bin 2>"$dir/err")
 mkdir -p "$dir/evil/bin" "$dir/evil/out"
 printf '%s\n' '#!/bin/sh' 'exec python3 -c "
 import io, sys, tarfile
-t = tarfile.open(fileobj=sys.stdout.buffer, mode=\"w|\")
-for name in (\"./ok.txt\", \"../escaped.txt\"):
+t = tarfile.open(fileobj=sys.stdout.buffer, mode=\"w|\", format=tarfile.PAX_FORMAT)
+deep = \"/\".join([\"d\" * 200] * 30)
+for name in (\"./ok.txt\", deep + \"/f.txt\", \"\\x1b[31m/../escaped.txt\"):
     i = tarfile.TarInfo(name); i.size = 2
     t.addfile(i, io.BytesIO(b\"x\\n\"))
 t.close()"' >"$dir/evil/bin/tar"
 "$sbxrun" cp "$dir/evil/bin" "$id3:bin" 2>>"$dir/err" && "$sbxrun" exec --sandbox "$id3" --no-policy -- chmod 755 bin/tar 2>>"$dir/err"
 expect 125 "" "a tar entry outside the directory is refused" -- cp "$id3:bin" "$dir/evil/out/bin"
-if grep -q "has an entry outside the directory: ../escaped.txt" "$dir/err" && [ -z "$(ls -A "$dir/evil/out")" ] &&
-   ! [ -e "$dir/evil/escaped.txt" ]; then ok "nothing written, inside or out"
-else not_ok "the escaping tar" "$(cat "$dir/err")" "$(ls -laR "$dir/evil")"; fi
+if grep -qF 'has an entry outside the directory: \x1b[31m/../escaped.txt' "$dir/err" && ! grep -q $'\x1b' "$dir/err" &&
+   [ -z "$(ls -A "$dir/evil/out")" ] && ! [ -e "$dir/evil/escaped.txt" ]; then
+  ok "nothing written, inside or out, the deep tree removed too; the name's escape defused"
+else not_ok "the escaping tar" "$(cat -v "$dir/err")" "$(ls -la "$dir/evil/out")"; fi
 "$sbxrun" sandbox stop "$id3" >/dev/null 2>&1
 # Progress: on a terminal only (script(1) gives it one), never when piped.
 head -c 3000000 /dev/urandom >"$dir/big.bin"

@@ -18,7 +18,9 @@ int cli_parse_duration(const char *v, int64_t min_ms, int64_t *ms, char *why, si
 {
     char *end;
     double x, scale = 1000;
-    if (!v || !*v || !((*v >= '0' && *v <= '9') || *v == '.'))
+    /* digits with at most one '.': strtod alone would take 0x10 and 1e3 */
+    if (!v || !*v || strspn(v, "0123456789.") == 0 || strchr(strchr(v, '.') ? strchr(v, '.') + 1 : "", '.') ||
+        strspn(v, "0123456789.") != strcspn(v, "msh"))
         goto bad;
     x = strtod(v, &end);
     if (end == v || !isfinite(x))
@@ -115,11 +117,17 @@ int cli_bad_option(const char *cmd, int argc, char **argv, const struct option *
     const char *names[128];
     size_t nn = 0;
     cli_json_scan(argc, argv);
-    if (strncmp(arg, "--", 2) != 0) {
-        if (optopt && optopt != '?')
+    /* A short option's letter, in the cluster getopt is in (optind has not
+     * moved past it when more letters follow) or the one it just left. */
+    if (optopt > 0x20 && optopt < 0x7f) {
+        const char *cur = optind < argc ? argv[optind] : "";
+        bool in_cur = cur[0] == '-' && cur[1] && cur[1] != '-' && strchr(cur + 1, optopt);
+        bool in_arg = arg[0] == '-' && arg[1] && arg[1] != '-' && strchr(arg + 1, optopt);
+        if (in_cur || in_arg)
             return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-        return cli_usage_error(cmd, "unknown option '%s'", arg);
     }
+    if (strncmp(arg, "--", 2) != 0)
+        return cli_usage_error(cmd, "unknown option '%s'", arg);
     n = strcspn(arg + 2, "=");
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name - 1 ? n : sizeof name - 1), arg + 2);
     for (const struct option *o = longopts; o && o->name; o++) {
@@ -214,4 +222,19 @@ void cli_time_text(char *buf, size_t n, int64_t ms)
     }
     gmtime_r(&t, &tm);
     strftime(buf, n, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+void cli_printable(char *out, size_t cap, const char *text, size_t len)
+{
+    size_t n = 0;
+    if (!cap)
+        return;
+    for (size_t i = 0; i < len && n + 5 < cap; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+        else
+            out[n++] = (char)c;
+    }
+    out[n] = '\0';
 }

@@ -86,6 +86,10 @@ void cli_rm_tree(const char *dir);
  * one came is cli_interrupted(). */
 void cli_cancel_on_signal(sbx_op *op);
 bool cli_interrupted(void);
+/* From now on SIGINT and SIGTERM only set cli_interrupted() (and cancel
+ * the op given to cli_cancel_on_signal(), if any), also between ops: for
+ * commands that must clean up, or not finish, after an interruption. */
+void cli_trap_signals(void);
 
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
  * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */
@@ -135,6 +139,10 @@ int cli_number(const char *cmd, const char *opt, const char *v, long long min, l
  * "YYYY-MM-DD HH:MM:SSZ", or "-" when not positive. */
 const char *cli_json_str(json_t *o, const char *key);
 void cli_time_text(char *buf, size_t n, int64_t ms);
+
+/* text (len bytes, from a sandbox or a server) for a terminal: control
+ * bytes (escape sequences, carriage returns) as \xNN, cut to fit cap. */
+void cli_printable(char *out, size_t cap, const char *text, size_t len);
 
 /* Whether --json is on (given to the subcommand, or before it). */
 bool cli_json_enabled(void);

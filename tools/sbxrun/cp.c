@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -387,6 +388,9 @@ static sbx_status get_file(sbx_sandbox *s, const char *path, const char *local, 
         if (st == SBX_OK && synced != 0) {
             snprintf(err, errlen, "%s: %s", tmp, strerror(e));
             st = SBX_E_IO;
+        } else if (st == SBX_OK && cli_interrupted()) { /* during the sync */
+            snprintf(err, errlen, "interrupted: nothing was copied");
+            st = SBX_E_CANCELLED;
         } else if (st == SBX_OK && rename(tmp, local) != 0) {
             snprintf(err, errlen, "cannot move the copy to %s: %s", local, strerror(errno));
             st = SBX_E_IO;
@@ -412,7 +416,8 @@ static sbx_status get_file(sbx_sandbox *s, const char *path, const char *local, 
  * else none (gzip -1 takes 30 MB/s on random bytes: slower than most
  * links). sh has no pipefail: tar's failure is marked in a file beside. */
 static const char pack_script[] =
-    "cd -- \"$1\" 2>/dev/null || exit 3\n"
+    "case $1 in /*) d=$1 ;; *) d=./$1 ;; esac\n" /* "cd -- -" would be $OLDPWD */
+    "cd -- \"$d\" 2>/dev/null || exit 3\n"
     "(set -C; : >\"$2\") || exit 4\n"
     "if command -v zstd >/dev/null 2>&1; then\n"
     "  { tar -cf - . || : >\"$2.failed\"; } | zstd -1 -q -f -o \"$2\" || exit 5\n"
@@ -421,26 +426,58 @@ static const char pack_script[] =
     "  tar -cf \"$2\" . || exit 5\n"
     "fi\n";
 
+/* The last bytes of a command's stderr; its stdout dropped. Kept by a
+ * callback, so that a command that prints a lot (tar's complaints about
+ * thousands of unreadable files) never fills the library's buffer. */
+struct tail {
+    char buf[1024];
+    size_t len;
+};
+
+static int keep_tail(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    struct tail *t = user;
+    if (stream != SBX_STREAM_STDERR)
+        return 0;
+    if (len >= sizeof t->buf) {
+        data += len - sizeof t->buf;
+        len = sizeof t->buf;
+    }
+    if (t->len + len > sizeof t->buf) {
+        size_t drop = t->len + len - sizeof t->buf;
+        memmove(t->buf, t->buf + drop, t->len - drop);
+        t->len -= drop;
+    }
+    memcpy(t->buf + t->len, data, len);
+    t->len += len;
+    return 0;
+}
+
 /* Run sh -c script with up to two arguments in the sandbox: its exit code,
  * or -1 when it did not run to its end (err says why; on Ctrl-C it is
- * killed). The end of its stderr in err. */
-static int run_sh(sbx_sandbox *s, const char *script, const char *arg1, const char *arg2, char *err, size_t errlen)
+ * killed, unless cancellable is false: a clean-up runs to its end). The
+ * end of its stderr in err, control bytes escaped. */
+static int run_sh(sbx_sandbox *s, const char *script, const char *arg1, const char *arg2, bool cancellable, char *err,
+                  size_t errlen)
 {
     const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2};
     sbx_command *k = sbx_command_new(s);
     sbx_op *op = NULL;
-    size_t n = 0, got;
+    struct tail t = {{0}, 0};
     int code = -1;
     if (!k) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (sbx_command_set_argv(k, arg2 ? 6 : arg1 ? 5 : 4, argv) != SBX_OK || sbx_command_run_start(k, &op) != SBX_OK) {
+    if (sbx_command_set_argv(k, arg2 ? 6 : arg1 ? 5 : 4, argv) != SBX_OK ||
+        sbx_command_set_output_cb(k, keep_tail, &t) != SBX_OK || sbx_command_run_start(k, &op) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_command_last_error(k));
         sbx_command_free(k);
         return -1;
     }
-    if (finish_op(op, err, errlen) != SBX_OK) {
+    if (cancellable ? finish_op(op, err, errlen) != SBX_OK : sbx_op_wait(op, -1) != SBX_OK) {
+        if (!cancellable)
+            snprintf(err, errlen, "%s", sbx_op_last_error(op));
         /* Ctrl-C: the program goes too, not only the wait for it. */
         if (cli_interrupted() && sbx_command_id(k) && sbx_command_exit_code(k) < 0)
             sbx_command_kill(k, 9);
@@ -450,12 +487,9 @@ static int run_sh(sbx_sandbox *s, const char *script, const char *arg1, const ch
     }
     sbx_op_free(op);
     code = sbx_command_exit_code(k);
-    while (n < errlen - 1 &&
-           sbx_command_read_output(k, SBX_STREAM_STDERR, (uint8_t *)err + n, errlen - 1 - n, &got) == SBX_OK)
-        n += got;
-    err[n] = '\0';
-    while (n && (err[n - 1] == '\n' || err[n - 1] == '\r'))
-        err[--n] = '\0';
+    while (t.len && (t.buf[t.len - 1] == '\n' || t.buf[t.len - 1] == '\r'))
+        t.len--;
+    cli_printable(err, errlen, t.buf, t.len);
     sbx_command_free(k);
     return code;
 }
@@ -556,12 +590,37 @@ static char *clean_name(const char *name)
     return out;
 }
 
+/* A sandbox decides how much a directory copy writes here (zstd makes
+ * gigabytes of a few kilobytes): the copy stops before the file system of
+ * the target has less than DISK_RESERVE_PCT percent, or 1 GiB, left. */
+#define DISK_CHECK_EVERY (64u << 20)
+#define DISK_RESERVE_PCT 5
+
+static bool room_left(const char *root, char *err, size_t errlen)
+{
+    struct statvfs v;
+    uint64_t avail, total, reserve;
+    if (statvfs(root, &v) != 0)
+        return true; /* no figure to go by: the writes themselves fail when it is full */
+    avail = (uint64_t)v.f_bavail * v.f_frsize;
+    total = (uint64_t)v.f_blocks * v.f_frsize;
+    reserve = total / 100 * DISK_RESERVE_PCT;
+    if (reserve < (1ull << 30))
+        reserve = 1ull << 30;
+    if (avail >= reserve)
+        return true;
+    snprintf(err, errlen, "stopped: the copy would leave less than %llu MiB free on the disk of %s",
+             (unsigned long long)(reserve >> 20), root);
+    return false;
+}
+
 /* Unpack the stream of op into root (an empty directory, canonical path):
  * regular files and directories only, the others counted in *skipped. */
 static int unpack(struct pull *p, const char *root, size_t *files, size_t *skipped, char *err, size_t errlen)
 {
     struct archive *a = archive_read_new(), *d = archive_write_disk_new();
     struct archive_entry *e;
+    uint64_t unpacked = 0, checked = 0;
     int r, rc = -1;
 
     if (!a || !d) {
@@ -592,7 +651,9 @@ static int unpack(struct pull *p, const char *root, size_t *files, size_t *skipp
             continue;
         }
         if (!name || !(clean = clean_name(name))) {
-            snprintf(err, errlen, "the sandbox's tar has an entry outside the directory: %s", name ? name : "?");
+            char shown[256];
+            cli_printable(shown, sizeof shown, name ? name : "?", name ? strlen(name) : 1);
+            snprintf(err, errlen, "the sandbox's tar has an entry outside the directory: %s", shown);
             goto out;
         }
         if (!*clean) { /* the directory itself: root */
@@ -608,17 +669,30 @@ static int unpack(struct pull *p, const char *root, size_t *files, size_t *skipp
         /* Permission bits only; a directory stays writable, for what goes in it. */
         archive_entry_set_perm(e, (archive_entry_perm(e) & 0777) | (type == AE_IFDIR ? 0700 : 0));
         if (archive_write_header(d, e) != ARCHIVE_OK) {
-            snprintf(err, errlen, "%s: %s", clean, archive_error_string(d));
+            char shown[256];
+            cli_printable(shown, sizeof shown, clean, strlen(clean));
+            snprintf(err, errlen, "%s: %s", shown, archive_error_string(d));
             free(clean);
             free(full);
             goto out;
         }
         wrote = true;
-        while (wrote && (r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+        while (wrote && (r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
             wrote = archive_write_data_block(d, buf, size, off) == ARCHIVE_OK;
+            if (wrote && (unpacked += size) - checked >= DISK_CHECK_EVERY) {
+                checked = unpacked;
+                if (!room_left(root, err, errlen)) {
+                    free(clean);
+                    free(full);
+                    goto out;
+                }
+            }
+        }
         if (!wrote || r != ARCHIVE_EOF || archive_write_finish_entry(d) != ARCHIVE_OK) {
             /* the local side (d) or the stream (a: its reading, or the op) */
-            snprintf(err, errlen, "%s: %s", clean,
+            char shown[256];
+            cli_printable(shown, sizeof shown, clean, strlen(clean));
+            snprintf(err, errlen, "%s: %s", shown,
                      !wrote || r == ARCHIVE_EOF ? archive_error_string(d) : archive_error_string(a));
             free(clean);
             free(full);
@@ -661,7 +735,7 @@ static sbx_status get_dir(sbx_client *c, sbx_sandbox *s, const char *path, const
     snprintf(remote_tmp, sizeof remote_tmp, "/tmp/sbxrun-cp.%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
              rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     progress_phase(pg, "packing it in the sandbox", NULL, false);
-    code = run_sh(s, pack_script, path, remote_tmp, why, sizeof why);
+    code = run_sh(s, pack_script, path, remote_tmp, true, why, sizeof why);
     if (code == 3)
         return SBX_E_NOT_FOUND; /* neither a file nor a directory: the caller says so */
     if (code < 0 && !cli_interrupted()) {
@@ -701,6 +775,10 @@ static sbx_status get_dir(sbx_client *c, sbx_sandbox *s, const char *path, const
         snprintf(err, errlen, "%s", sbx_op_last_error(p.op));
     }
     cli_cancel_on_signal(NULL);
+    if (st == SBX_OK && cli_interrupted()) {
+        snprintf(err, errlen, "interrupted: nothing was copied");
+        st = SBX_E_CANCELLED;
+    }
     if (st == SBX_OK) {
         mode_t um = umask(0);
         int fd, moved;
@@ -711,7 +789,12 @@ static sbx_status get_dir(sbx_client *c, sbx_sandbox *s, const char *path, const
             (void)syncfs(fd);
             close(fd);
         }
-        /* Never over a directory made meanwhile. */
+        /* Never over a directory made meanwhile; not after a Ctrl-C in the sync. */
+        if (cli_interrupted()) {
+            snprintf(err, errlen, "interrupted: nothing was copied");
+            st = SBX_E_CANCELLED;
+            goto out;
+        }
         moved = renameat2(AT_FDCWD, root, AT_FDCWD, local, RENAME_NOREPLACE);
         if (moved != 0 && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
             if (access(local, F_OK) == 0)
@@ -728,7 +811,7 @@ out:
     if (st != SBX_OK && tmp)
         cli_rm_tree(tmp);
     /* The packed file in the sandbox goes, whatever happened here. */
-    run_sh(s, "rm -f -- \"$1\" \"$1.failed\"", remote_tmp, NULL, why, sizeof why);
+    run_sh(s, "rm -f -- \"$1\" \"$1.failed\"", remote_tmp, NULL, false, why, sizeof why);
     sbx_op_free(p.op);
     free(p.buf);
     free(p.lent);
@@ -783,6 +866,9 @@ int cmd_cp(int argc, char **argv)
         }
         return cli_bad_option("cp", argc, argv, longopts);
     }
+    /* From here a Ctrl-C is noticed, not fatal: a copy is either whole, in
+     * place, or not there, on both sides. */
+    cli_trap_signals();
     if (argc - optind < 2)
         return cli_usage_error("cp", "missing %s: sbxrun cp SRC DEST (one of them SANDBOX:PATH)",
                                argc == optind ? "the source and the destination" : "the destination");
@@ -861,7 +947,7 @@ int cmd_cp(int argc, char **argv)
             if (to_stdout || (into_dir && !*base) || is_dir(local) || access(local, F_OK) == 0) {
                 /* Decided after asking: is it a directory at all? */
                 char why[256];
-                int code = run_sh(s, "test -d \"$1\"", src_path, NULL, why, sizeof why);
+                int code = run_sh(s, "test -d \"$1\"", src_path, NULL, true, why, sizeof why);
                 if (code == 0) {
                     st = to_stdout ? SBX_E_INVALID_ARG : SBX_E_CONFLICT;
                     if (to_stdout)

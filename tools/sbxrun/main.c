@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sbxrun: the command-line front end of libsbxrun; dispatches to subcommands. */
-#include <ftw.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/stat.h>
@@ -102,18 +103,38 @@ int64_t cli_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+/* Remove name (in dirfd) and, for a directory, everything below it, by
+ * descriptors: no path grows, so a tree deeper than PATH_MAX (as a
+ * sandbox may send) goes too, and no link is followed. nftw() was not
+ * used: glibc's asserts on such trees. Past MAX_DEPTH levels, or out of
+ * descriptors, what is below stays. */
+#define RM_MAX_DEPTH 4096
+
+static void rm_at(int at, const char *name, int depth)
 {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(p);
-    return 0;
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        int fd = depth < RM_MAX_DEPTH ? openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        if (!d && fd >= 0)
+            close(fd);
+        while (d && (e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                rm_at(fd, e->d_name, depth + 1);
+        if (d)
+            closedir(d);
+        unlinkat(at, name, AT_REMOVEDIR);
+    } else {
+        unlinkat(at, name, 0);
+    }
 }
 
 void cli_rm_tree(const char *dir)
 {
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_at(AT_FDCWD, dir, 0);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -129,11 +150,19 @@ static void on_signal(int sig)
         sbx_op_cancel(running_op);
 }
 
+static bool trapping; /* cli_trap_signals(): the handler stays between ops */
+
 void cli_cancel_on_signal(sbx_op *op)
 {
     running_op = op;
-    signal(SIGINT, op ? on_signal : SIG_DFL);
-    signal(SIGTERM, op ? on_signal : SIG_DFL);
+    signal(SIGINT, op || trapping ? on_signal : SIG_DFL);
+    signal(SIGTERM, op || trapping ? on_signal : SIG_DFL);
+}
+
+void cli_trap_signals(void)
+{
+    trapping = true;
+    cli_cancel_on_signal(running_op);
 }
 
 bool cli_interrupted(void)
@@ -152,6 +181,13 @@ static int global_options(int argc, char **argv)
         const char *a = argv[i] + 2, *eq = strchr(a, '='), *val = NULL;
         size_t n = eq ? (size_t)(eq - a) : strlen(a);
         int k = -1;
+        if ((n == 4 && strncmp(a, "json", 4) == 0) || (n == 4 && strncmp(a, "help", 4) == 0) ||
+            (n == 7 && strncmp(a, "version", 7) == 0)) {
+            if (eq) {
+                fprintf(stderr, "sbxrun: option '--%.*s' takes no value\n", (int)n, a);
+                return -1;
+            }
+        }
         if (n == 4 && strncmp(a, "json", 4) == 0 && !eq) {
             remote_defaults.json = true;
             cli_json_mode();

@@ -144,13 +144,25 @@ sbx_status sbx__api_policy_from_sdk(const char *json, char **api, sbx__err *err)
         return SBX_OK; /* the API form (or not JSON: the check says so) */
     }
     if (sbx__netpolicy_from_sdk(j, &out, why, sizeof why) < 0) {
+        sbx__netpolicy_wipe(j);
         json_decref(j);
         return strcmp(why, "out of memory") == 0 ? sbx__err_nomem(err)
                                                  : sbx__err_set(err, SBX_E_INVALID_ARG, "network policy: %s", why);
     }
+    /* The header values are secrets: the text is made, then both trees
+     * (which share them) and jansson's copy of the text are wiped. */
+    {
+        char *text = json_dumps(out, JSON_COMPACT);
+        *api = text ? sbx__strdup(text) : NULL;
+        if (text) {
+            sbx__wipe(text, strlen(text));
+            free(text);
+        }
+    }
+    sbx__netpolicy_wipe(out);
+    sbx__netpolicy_wipe(j);
+    json_decref(out);
     json_decref(j);
-    /* a secret (header values) may be in it */
-    *api = sbx__pr_dump(out);
     return *api ? SBX_OK : sbx__err_nomem(err);
 }
 
