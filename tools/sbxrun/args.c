@@ -238,3 +238,12 @@ void cli_printable(char *out, size_t cap, const char *text, size_t len)
     }
     out[n] = '\0';
 }
+
+void cli_print_next_page(json_t *page)
+{
+    json_t *next = json_object_get(json_object_get(page, "pagination"), "next");
+    if (json_is_string(next))
+        printf("(more: --cursor %s)\n", json_string_value(next));
+    else if (json_is_integer(next))
+        printf("(more: --until %lld)\n", (long long)json_integer_value(next));
+}

@@ -144,6 +144,10 @@ void cli_time_text(char *buf, size_t n, int64_t ms);
  * bytes (escape sequences, carriage returns) as \xNN, cut to fit cap. */
 void cli_printable(char *out, size_t cap, const char *text, size_t len);
 
+/* After a listed page: how to ask for the next one (--cursor in v2,
+ * --until in v1), when there is one. */
+void cli_print_next_page(json_t *page);
+
 /* Whether --json is on (given to the subcommand, or before it). */
 bool cli_json_enabled(void);
 

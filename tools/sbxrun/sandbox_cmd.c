@@ -149,18 +149,14 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
             printf("%-28s %-12s %-28s ", cli_json_str(e, "name"), cli_json_str(e, "status"), cli_json_str(e, "currentSessionId"));
             print_when(e);
         }
-        e = json_object_get(json_object_get(j, "pagination"), "next");
-        if (json_is_string(e))
-            printf("(more: --cursor %s)\n", json_string_value(e));
+        cli_print_next_page(j);
     } else {
         printf("%-28s %-12s %-11s %s\n", "ID", "STATUS", "RUNTIME", "CREATED");
         json_array_foreach(arr, i, e) {
             printf("%-28s %-12s %-11s ", cli_json_str(e, "id"), cli_json_str(e, "status"), cli_json_str(e, "runtime"));
             print_when(e);
         }
-        e = json_object_get(json_object_get(j, "pagination"), "next");
-        if (json_is_integer(e))
-            printf("(more: --until %lld)\n", (long long)json_integer_value(e));
+        cli_print_next_page(j);
     }
     json_decref(j);
     return SBXRUN_EXIT_OK;

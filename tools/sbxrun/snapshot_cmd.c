@@ -84,11 +84,7 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     printf("%-28s %-9s %10s  %-28s %-21s %s\n", "ID", "STATUS", "SIZE", "SOURCE", "CREATED", "EXPIRES");
     json_array_foreach(arr, i, e)
         print_row(e);
-    e = json_object_get(json_object_get(j, "pagination"), "next");
-    if (json_is_string(e))
-        printf("(more: --cursor %s)\n", json_string_value(e));
-    else if (json_is_integer(e))
-        printf("(more: --until %lld)\n", (long long)json_integer_value(e));
+    cli_print_next_page(j);
     json_decref(j);
     return SBXRUN_EXIT_OK;
 }
