@@ -195,7 +195,7 @@ START_TEST(test_sbxd_auth_wrong_types_400)
         "{\"ports\":[\"8080\"]}",
         "{\"ports\":[1,2,3,4,5]}",
         "{\"ports\":[8080,8080]}",
-        "{\"runtime\":\"node18\"}",
+        "{\"runtime\":\"node1\"}", /* not a runtime, whatever node the host has */
         "{\"runtime\":24}",
         "{\"resources\":{\"vcpus\":0}}",
         "{\"resources\":{\"vcpus\":\"2\"}}",

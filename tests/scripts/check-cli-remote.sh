@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup EXIT
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
 # expect WANT_RC WANT_STDOUT_SUBSTRING DESCRIPTION -- ARGS...
 expect() {
   local want=$1 text=$2 what=$3; shift 4
@@ -234,25 +234,35 @@ grep -q "exists: a directory is copied to a new name" "$dir/err" && ok "and says
 expect 0 "" "no temporary file left in the sandbox" -- exec --sandbox "$id" --no-policy -- sh -c '! ls /tmp/sbxrun-cp.* 2>/dev/null'
 ls -a "$dir" "$dir/outdir" | grep -q "\.sbxrun-" && not_ok "a temporary file left beside the targets" "$(ls -a "$dir" "$dir/outdir")" ||
   ok "nothing left beside the targets"
-# A sandbox whose tar climbs out of the directory: refused, nothing written
-# (also not the tree deeper than PATH_MAX it sent first), and its name shown
-# with its escape sequence defused.
+# A sandbox whose tar climbs out of the directory: refused, nothing written,
+# its name shown with its escape sequence defused. Then one that sends a tree
+# deeper than PATH_MAX first: whatever stops it, nothing is left behind.
 id3=$("$sbxrun" sandbox create --env PATH=/vercel/sandbox/bin:/usr/bin:/bin 2>"$dir/err")
 mkdir -p "$dir/evil/bin" "$dir/evil/out"
-printf '%s\n' '#!/bin/sh' 'exec python3 -c "
+evil_tar() { # NAMES...: bin/tar that writes those entries (python literals)
+  printf '%s\n' '#!/bin/sh' "exec python3 -c \"
 import io, sys, tarfile
-t = tarfile.open(fileobj=sys.stdout.buffer, mode=\"w|\", format=tarfile.PAX_FORMAT)
-deep = \"/\".join([\"d\" * 200] * 30)
-for name in (\"./ok.txt\", deep + \"/f.txt\", \"\\x1b[31m/../escaped.txt\"):
+t = tarfile.open(fileobj=sys.stdout.buffer, mode='w|', format=tarfile.PAX_FORMAT)
+deep = '/'.join(['d' * 200] * 30)
+for name in ($*):
     i = tarfile.TarInfo(name); i.size = 2
-    t.addfile(i, io.BytesIO(b\"x\\n\"))
-t.close()"' >"$dir/evil/bin/tar"
-"$sbxrun" cp "$dir/evil/bin" "$id3:bin" 2>>"$dir/err" && "$sbxrun" exec --sandbox "$id3" --no-policy -- chmod 755 bin/tar 2>>"$dir/err"
+    t.addfile(i, io.BytesIO(b'x\\\\n'))
+t.close()\"" >"$dir/evil/bin/tar"
+  "$sbxrun" cp "$dir/evil/bin" "$id3:bin" 2>>"$dir/err" &&
+    "$sbxrun" exec --sandbox "$id3" --no-policy -- chmod 755 bin/tar 2>>"$dir/err"
+}
+evil_tar "'./ok.txt', '\\x1b[31m/../escaped.txt'"
+: >"$dir/err"
 expect 125 "" "a tar entry outside the directory is refused" -- cp "$id3:bin" "$dir/evil/out/bin"
 if grep -qF 'has an entry outside the directory: \x1b[31m/../escaped.txt' "$dir/err" && ! grep -q $'\x1b' "$dir/err" &&
    [ -z "$(ls -A "$dir/evil/out")" ] && ! [ -e "$dir/evil/escaped.txt" ]; then
-  ok "nothing written, inside or out, the deep tree removed too; the name's escape defused"
-else not_ok "the escaping tar" "$(cat -v "$dir/err")" "$(ls -la "$dir/evil/out")"; fi
+  ok "nothing written, inside or out; the name's escape sequence defused"
+else not_ok "the escaping tar" "$(cat -v "$dir/err")" "$(ls -A "$dir/evil/out")"; fi
+evil_tar "'./ok.txt', deep + '/f.txt', '../escaped.txt'"
+"$sbxrun" cp "$id3:bin" "$dir/evil/out/bin" >/dev/null 2>"$dir/err"; rc=$?
+if [ $rc -ne 0 ] && [ -z "$(ls -A "$dir/evil/out")" ] && ! [ -e "$dir/evil/escaped.txt" ]; then
+  ok "a tree deeper than PATH_MAX, then an escape: refused ($rc), nothing left"
+else not_ok "the deep tar" "rc=$rc" "$(cat -v "$dir/err")" "$(ls -A "$dir/evil/out")"; fi
 "$sbxrun" sandbox stop "$id3" >/dev/null 2>&1
 # Progress: on a terminal only (script(1) gives it one), never when piped.
 head -c 3000000 /dev/urandom >"$dir/big.bin"
