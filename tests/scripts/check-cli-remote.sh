@@ -17,7 +17,11 @@ cleanup() {
 trap cleanup EXIT
 
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
+# not_ok DESCRIPTION DETAIL...: the details also on stderr, which meson shows for a failed test.
+not_ok() {
+  n=$((n + 1)); fail=1; echo "not ok $n - $1"; echo "not ok $n - $1" >&2; shift
+  printf '%s\n' "$@" | sed 's/^/#   /'; printf '%s\n' "$@" | cat -v >&2
+}
 # expect WANT_RC WANT_STDOUT_SUBSTRING DESCRIPTION -- ARGS...
 expect() {
   local want=$1 text=$2 what=$3; shift 4
@@ -239,15 +243,17 @@ ls -a "$dir" "$dir/outdir" | grep -q "\.sbxrun-" && not_ok "a temporary file lef
 # deeper than PATH_MAX first: whatever stops it, nothing is left behind.
 id3=$("$sbxrun" sandbox create --env PATH=/vercel/sandbox/bin:/usr/bin:/bin 2>"$dir/err")
 mkdir -p "$dir/evil/bin" "$dir/evil/out"
-evil_tar() { # NAMES...: bin/tar that writes those entries (python literals)
+evil_tar() { # NAMES...: bin/tar that writes those entries (python literals), to -f's file or stdout
   printf '%s\n' '#!/bin/sh' "exec python3 -c \"
 import io, sys, tarfile
-t = tarfile.open(fileobj=sys.stdout.buffer, mode='w|', format=tarfile.PAX_FORMAT)
+a = sys.argv[1:]
+out = open(a[1], 'wb') if len(a) > 1 and a[0] == '-cf' and a[1] != '-' else sys.stdout.buffer
+t = tarfile.open(fileobj=out, mode='w|', format=tarfile.PAX_FORMAT)
 deep = '/'.join(['d' * 200] * 30)
 for name in ($*):
     i = tarfile.TarInfo(name); i.size = 2
     t.addfile(i, io.BytesIO(b'x\\\\n'))
-t.close()\"" >"$dir/evil/bin/tar"
+t.close()\" \"\$@\"" >"$dir/evil/bin/tar"
   "$sbxrun" cp "$dir/evil/bin" "$id3:bin" 2>>"$dir/err" &&
     "$sbxrun" exec --sandbox "$id3" --no-policy -- chmod 755 bin/tar 2>>"$dir/err"
 }
@@ -257,7 +263,7 @@ expect 125 "" "a tar entry outside the directory is refused" -- cp "$id3:bin" "$
 if grep -qF 'has an entry outside the directory: \x1b[31m/../escaped.txt' "$dir/err" && ! grep -q $'\x1b' "$dir/err" &&
    [ -z "$(ls -A "$dir/evil/out")" ] && ! [ -e "$dir/evil/escaped.txt" ]; then
   ok "nothing written, inside or out; the name's escape sequence defused"
-else not_ok "the escaping tar" "$(cat -v "$dir/err")" "$(ls -A "$dir/evil/out")"; fi
+else not_ok "the escaping tar" "$(cat -v "$dir/err")" "out: $(ls -A "$dir/evil/out")" "tar: $(head -c 600 "$dir/evil/bin/tar")"; fi
 evil_tar "'./ok.txt', deep + '/f.txt', '../escaped.txt'"
 "$sbxrun" cp "$id3:bin" "$dir/evil/out/bin" >/dev/null 2>"$dir/err"; rc=$?
 if [ $rc -ne 0 ] && [ -z "$(ls -A "$dir/evil/out")" ] && ! [ -e "$dir/evil/escaped.txt" ]; then
