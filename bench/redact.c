@@ -9,7 +9,7 @@
  * extended regex per rule (the shapes and the 20 values), each applied
  * over the whole buffer in turn. Best of RUNS.
  *
- * usage: bench-redact [--only clean|dense|near] [--path pair|vbmi] [--mb N]
+ * usage: bench-redact [--only clean|dense|near] [--path pair|vbmi|avx2] [--mb N]
  *   --only  one input, ours alone (no peer): for a profiler, or for
  *           `valgrind --tool=callgrind`, whose instruction counts do not
  *           depend on what else the machine is doing
@@ -154,8 +154,9 @@ static double naive(regex_t *res, size_t nres, const char *buf, size_t len)
     return (double)len / best / 1e6;
 }
 
-static const char *const path_names[] = {"", "pair filter alone", "three-byte (AVX-512 VBMI)"};
-static const char *const path_keys[] = {"", "pair", "vbmi"};
+static const char *const path_names[] = {"", "pair filter alone", "three-byte (AVX-512 VBMI)",
+                                         "triggers + pieces (AVX2)"};
+static const char *const path_keys[] = {"", "pair", "vbmi", "avx2"};
 
 /* A redactor with the default shapes and the 20 values, built for path pf. */
 static sbx_redactor *make(int pf)
@@ -204,17 +205,17 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[a], "--path") == 0 && a + 1 < argc) {
             a++;
-            for (int k = SBX__PF_NONE; k <= SBX__PF_TRI; k++)
+            for (int k = SBX__PF_NONE; k <= SBX__PF_AVX2; k++)
                 if (strcmp(argv[a], path_keys[k]) == 0)
                     path = k;
             if (path == SBX__PF_AUTO) {
-                fprintf(stderr, "bench-redact: --path pair|vbmi\n");
+                fprintf(stderr, "bench-redact: --path pair|vbmi|avx2\n");
                 return 2;
             }
         } else if (strcmp(argv[a], "--mb") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
             size = (size_t)atoi(argv[++a]) << 20;
         } else {
-            fprintf(stderr, "usage: bench-redact [--only clean|dense|near] [--path pair|vbmi] [--mb N]\n");
+            fprintf(stderr, "usage: bench-redact [--only clean|dense|near] [--path pair|vbmi|avx2] [--mb N]\n");
             return 2;
         }
     }
@@ -252,7 +253,7 @@ int main(int argc, char **argv)
         sbx_redactor *dflt = make(SBX__PF_AUTO);
         int used = sbx__redact_prefilter(dflt);
         sbx_redactor_free(dflt);
-        for (int pf = SBX__PF_NONE; pf <= SBX__PF_TRI; pf++) {
+        for (int pf = SBX__PF_NONE; pf <= SBX__PF_AVX2; pf++) {
             /* The three inputs take turns, run after run, so that the
              * machine's slow and fast moments (a shared VM varies by 1.5x
              * from one second to the next) fall on all of them alike; the

@@ -754,11 +754,68 @@ static sbx_status index_tri(struct rules *r)
 atomic_int sbx__prefilter;
 
 /* The prefilter, when this CPU has it and it pays. */
+/* The four bytes at p as a little-endian word. */
+static uint32_t word4(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The AVX2 prefilter: the shapes' triggers by their first three bytes;
+ * the literals by their first seven, raw (a four-byte piece at every
+ * fourth position) or with an escape byte among them. */
+static sbx_status index_avx2(struct rules *r)
+{
+    sbx__tri_alt *alts;
+    uint32_t *grams;
+    size_t n = 0, nwraps = 0;
+    bool wrap_any = false;
+    sbx_status st = SBX_OK;
+    for (size_t i = 0; i < r->nlits; i++)
+        if (r->lits[i].len < 7)
+            return SBX_OK; /* cannot happen (VALUE_MIN): the pair filter alone */
+    alts = sbx__calloc(r->ncands * TRI_ALTS, sizeof *alts);
+    grams = sbx__calloc(10 * r->nlits + 1, sizeof *grams);
+    if (!alts || !grams) {
+        st = SBX_E_NOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < r->ncands; i++)
+        if (!r->cands[i].dec)
+            n += tri_alts(&r->cands[i], alts + n);
+    for (size_t i = 0; i < r->nlits; i++)
+        for (size_t j = 0; j < 4; j++)
+            grams[4 * i + j] = word4((const unsigned char *)r->lits[i].s + j);
+    /* a wrapped form's pieces after a line break at offsets 1 to 6 */
+    for (size_t i = 0; i < r->nlits; i++) {
+        if (!(r->lits[i].dec & DEC_SKIP_NL))
+            continue;
+        if (r->lits[i].len < 10) {
+            wrap_any = true;
+            continue;
+        }
+        for (size_t j = 1; j <= 6; j++)
+            grams[4 * r->nlits + nwraps++] = word4((const unsigned char *)r->lits[i].s + j);
+    }
+    st = sbx__tri_build_avx2(alts, n, r->intro, grams, 4 * r->nlits, grams + 4 * r->nlits, nwraps, wrap_any, &r->tri);
+done:
+    if (grams)
+        sbx__wipe(grams, (10 * r->nlits + 1) * sizeof *grams); /* pieces of secret values */
+    sbx__free(grams);
+    sbx__free(alts);
+    return st;
+}
+
 static sbx_status index_pre(struct rules *r)
 {
-    if (!r->ncands || atomic_load(&sbx__prefilter) == SBX__PF_NONE)
+    int pf = atomic_load(&sbx__prefilter);
+    sbx_status st;
+    if (!r->ncands || pf == SBX__PF_NONE)
         return SBX_OK;
-    return index_tri(r);
+    if (pf != SBX__PF_AVX2 && (st = index_tri(r)) != SBX_OK)
+        return st;
+    if (r->tri || pf == SBX__PF_TRI)
+        return SBX_OK;
+    return index_avx2(r);
 }
 
 /* Candidates, the pair index and the pair filter. */
@@ -1037,7 +1094,7 @@ sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
 
 int sbx__redact_prefilter(const sbx_redactor *r)
 {
-    return r && r->rules->tri ? SBX__PF_TRI : SBX__PF_NONE;
+    return r ? sbx__tri_kind(r->rules->tri) : SBX__PF_NONE;
 }
 
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)

@@ -112,7 +112,7 @@ typedef struct sbx__tri sbx__tri;
 /* The bytes sbx__tri_block reads: 64 positions and the two after the last;
  * given SBX__TRI_NEED or more (the needed bytes of a token starting at any
  * of the 64), it also applies the shapes' quick rejects. */
-#define SBX__TRI_SPAN 66
+#define SBX__TRI_SPAN 70
 #define SBX__TRI_NEED 128
 /* Whether this CPU runs the prefilter (x86-64 with AVX-512 VBMI). */
 bool sbx__tri_supported(void);
@@ -120,6 +120,18 @@ bool sbx__tri_supported(void);
  * CPU lacks it or it would pass most positions. */
 sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out);
 void sbx__tri_free(sbx__tri *t);
+/* Whether this CPU runs the AVX2 prefilter (x86-64 with AVX2). */
+bool sbx__tri_avx2_supported(void);
+/* The AVX2 prefilter in *out (NULL where the CPU lacks AVX2): alts are
+ * the shapes' alternatives; intro the bytes an escape or a line break in
+ * a literal can start with; gram the four-byte pieces of every literal at
+ * its offsets 0 to 3 (each literal seven bytes or more), as little-endian
+ * words; wrap those of every form a line break may split (base64) at its
+ * offsets 1 to 6, or wrap_any when a form is too short for them. */
+sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *intro, const uint32_t *gram,
+                               size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out);
+/* Which prefilter t is: SBX__PF_TRI, SBX__PF_AVX2 (SBX__PF_NONE for NULL). */
+int sbx__tri_kind(const sbx__tri *t);
 /* Bit k: something may start at p[k] (p[0 .. avail) readable, avail at
  * least SBX__TRI_SPAN). */
 uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail);
@@ -128,7 +140,7 @@ uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail)
  * SBX__PF_AUTO the best this CPU has, SBX__PF_NONE the pair filter alone,
  * SBX__PF_TRI the three-byte prefilter in front of it (none where the CPU
  * lacks it). */
-enum { SBX__PF_AUTO = 0, SBX__PF_NONE, SBX__PF_TRI };
+enum { SBX__PF_AUTO = 0, SBX__PF_NONE, SBX__PF_TRI, SBX__PF_AVX2 };
 extern atomic_int sbx__prefilter;
 
 /* ---- for other modules (the transcript) ---- */

@@ -21,7 +21,26 @@
  * near miss (`ghp_short`) then never leaves the block, which is what keeps
  * input dense with near misses within 3x of clean text.
  *
- * Building with -DSBX_NO_SIMD leaves the prefilter out (as on other CPUs).
+ * Where the CPU has AVX2 but not VBMI, a second prefilter splits the work
+ * by what it looks for (sbx__tri_build_avx2):
+ * - the shapes' triggers, by their first three bytes in 8 buckets of
+ *   nibble tables (Teddy: `vpshufb` on the low and the high nibble);
+ * - the registered values and their forms, raw: a literal of seven bytes
+ *   or more holds, in its first seven, the four bytes at some position
+ *   that is a multiple of four; those four bytes, at each of its offsets
+ *   0 to 3, are hashed into a 65,536-bit set, tested at every fourth
+ *   position with one gather for eight of them;
+ * - a literal whose first seven bytes hold an escape (`%`, `\`, ESC, `+`,
+ *   a quote): the seven positions up to an escape byte;
+ * - a base64 form wrapped by a line break in its first seven bytes: the
+ *   four bytes after a line break, at each of the form's offsets 1 to 6,
+ *   hashed into a set of their own; only a break they follow marks the
+ *   positions before it (not every line end of a log).
+ * Nibble tables alone could not keep the random-looking values apart (the
+ * pieces can), and marking the bytes before every line break was the cost
+ * that sank an eight-byte shift-or.
+ *
+ * Building with -DSBX_NO_SIMD leaves the prefilters out (as on other CPUs).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -36,7 +55,26 @@
 
 #define NB 4 /* bytes of buckets per table entry: 32 buckets */
 
+/* The AVX2 filter (no VBMI): see sbx__tri_build_avx2. */
+struct avx2 {
+    /* the shapes' triggers, Teddy style: for each of the first three
+     * positions, the buckets a low and a high nibble allow (16 entries,
+     * repeated for both 128-bit lanes) */
+    uint8_t lo[3][32], hi[3][32];
+    /* the escape bytes: ilo[l] has bit h when byte h << 4 | l is one
+     * (h < 8), ibit[h] is 1 << h (0 for h >= 8) */
+    uint8_t ilo[32], ibit[32];
+    uint32_t grams[2048]; /* 65,536 bits: the literals' four-byte pieces, hashed */
+    /* base64 forms wrapped in their first seven bytes: the four bytes
+     * after the line break, at each offset the break can follow */
+    uint32_t wraps[2048];
+    bool wrap_any; /* a form too short for that: every line break may be one */
+    bool esc[256]; /* every byte an escape or a line break can start with */
+};
+
 struct sbx__tri {
+    int kind; /* SBX__PF_TRI or SBX__PF_AVX2 */
+    struct avx2 *x;
     /* position 0: all 256 bytes; positions 1 and 2: ASCII (a byte of 128
      * or more passes there for every bucket) */
     uint8_t t0[NB][256];
@@ -206,6 +244,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
             return SBX_E_NOMEM;
         t = (sbx__tri *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
         t->mem = mem;
+        t->kind = SBX__PF_TRI;
     }
     for (unsigned k = 0; k < NBUCKETS; k++) {
         uint8_t bit = (uint8_t)(1u << (k & 7));
@@ -233,9 +272,125 @@ void sbx__tri_free(sbx__tri *t)
         sbx__free(t->mem);
 }
 
+bool sbx__tri_avx2_supported(void)
+{
 #ifdef TRI_X86
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t sbx__tri_block(const sbx__tri *t,
-                                                                                 const unsigned char *p, size_t avail)
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
+/* The nibbles of the bytes in set: which low ones, which high ones. */
+static void nibble_masks(const uint64_t *set, uint16_t *lo, uint16_t *hi)
+{
+    *lo = *hi = 0;
+    for (unsigned b = 0; b < 256; b++)
+        if (has(set, b)) {
+            *lo |= (uint16_t)(1u << (b & 15));
+            *hi |= (uint16_t)(1u << (b >> 4));
+        }
+}
+
+/* The weight of the bytes a nibble product lets through. */
+static double nibble_weight(uint16_t lo, uint16_t hi, const double *w)
+{
+    double sum = 0;
+    for (unsigned h = 0; h < 16; h++)
+        for (unsigned l = 0; hi >> h & 1 && l < 16; l++)
+            if (lo >> l & 1)
+                sum += w[h << 4 | l];
+    return sum;
+}
+
+sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *intro, const uint32_t *gram,
+                               size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out)
+{
+    enum { NBUCKETS = 8 };
+    uint16_t lo[NBUCKETS][3], hi[NBUCKETS][3];
+    double w[256];
+    size_t *order = NULL;
+    sbx__tri *t;
+    struct avx2 *x;
+    void *mem;
+    *out = NULL;
+    if (!sbx__tri_avx2_supported())
+        return SBX_OK;
+    for (unsigned b = 0; b < 256; b++)
+        w[b] = byte_weight(b);
+    memset(lo, 0, sizeof lo);
+    memset(hi, 0, sizeof hi);
+    if (n && !(order = widest_first(alts, n)))
+        return SBX_E_NOMEM;
+    /* Each trigger into the bucket whose nibble products grow least. */
+    for (size_t o = 0; o < n; o++) {
+        const sbx__tri_alt *a = &alts[order[o]];
+        uint16_t al[3], ah[3];
+        double best = 0;
+        unsigned bk = 0;
+        for (unsigned j = 0; j < 3; j++)
+            nibble_masks(a->b[j], &al[j], &ah[j]);
+        for (unsigned k = 0; k < NBUCKETS; k++) {
+            double before = 1, after = 1;
+            for (unsigned j = 0; j < 3; j++) {
+                before *= nibble_weight(lo[k][j], hi[k][j], w);
+                after *= nibble_weight(lo[k][j] | al[j], hi[k][j] | ah[j], w);
+            }
+            if (k == 0 || after - before < best) {
+                best = after - before;
+                bk = k;
+            }
+        }
+        for (unsigned j = 0; j < 3; j++) {
+            lo[bk][j] |= al[j];
+            hi[bk][j] |= ah[j];
+        }
+    }
+    sbx__free(order);
+    if (!(mem = sbx__calloc(1, sizeof *t + sizeof *x + 127)))
+        return SBX_E_NOMEM;
+    /* both at 64-byte boundaries, for the aligned loads of the tables */
+    t = (sbx__tri *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    x = (struct avx2 *)(((uintptr_t)(t + 1) + 63) & ~(uintptr_t)63);
+    t->mem = mem;
+    t->kind = SBX__PF_AVX2;
+    t->x = x;
+    for (unsigned k = 0; k < NBUCKETS; k++)
+        for (unsigned j = 0; j < 3; j++)
+            for (unsigned nb = 0; nb < 16; nb++) {
+                if (lo[k][j] >> nb & 1)
+                    x->lo[j][nb] = x->lo[j][nb + 16] = (uint8_t)(x->lo[j][nb] | 1u << k);
+                if (hi[k][j] >> nb & 1)
+                    x->hi[j][nb] = x->hi[j][nb + 16] = (uint8_t)(x->hi[j][nb] | 1u << k);
+            }
+    for (unsigned b = 0; b < 256; b++)
+        x->esc[b] = intro[b];
+    for (unsigned b = 0; b < 256; b++)
+        if (intro[b] && b != '\n' && b != '\r') { /* line breaks: wraps */
+            if (b >= 128) { /* not an escape byte any decoding has: give up rather than miss one */
+                sbx__free(mem);
+                return SBX_OK;
+            }
+            x->ilo[b & 15] = x->ilo[(b & 15) + 16] = (uint8_t)(x->ilo[b & 15] | 1u << (b >> 4));
+        }
+    for (unsigned h = 0; h < 8; h++)
+        x->ibit[h] = x->ibit[h + 16] = (uint8_t)(1u << h);
+    for (size_t i = 0; i < ngrams; i++) {
+        uint32_t hsh = (gram[i] * 0x9E3779B1u) >> 16;
+        x->grams[hsh >> 5] |= (uint32_t)1 << (hsh & 31);
+    }
+    for (size_t i = 0; i < nwraps; i++) {
+        uint32_t hsh = (wrap[i] * 0x9E3779B1u) >> 16;
+        x->wraps[hsh >> 5] |= (uint32_t)1 << (hsh & 31);
+    }
+    x->wrap_any = wrap_any;
+    *out = t;
+    return SBX_OK;
+}
+
+#ifdef TRI_X86
+static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbmi(const sbx__tri *t,
+                                                                                   const unsigned char *p, size_t avail)
 {
     __m512i v0 = _mm512_loadu_si512((const void *)p), v1 = _mm512_loadu_si512((const void *)(p + 1)),
             v2 = _mm512_loadu_si512((const void *)(p + 2)), ones = _mm512_set1_epi8(-1),
@@ -292,13 +447,122 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t sbx__tri_block(c
     }
     return pass;
 }
+
+/* The positions of 32 bytes whose byte is in the set of tables lo, hi
+ * (nibble form: a byte passes when lo[its low nibble] and hi[its high
+ * nibble] share a bit). */
+static inline __attribute__((target("avx2"), always_inline)) __m256i nibbles(__m256i v, const uint8_t *lo,
+                                                                             const uint8_t *hi)
+{
+    __m256i f = _mm256_set1_epi8(0x0f);
+    __m256i l = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)lo), _mm256_and_si256(v, f));
+    __m256i h = _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)hi), _mm256_and_si256(_mm256_srli_epi16(v, 4), f));
+    return _mm256_and_si256(l, h);
+}
+
+/* Bit k: byte k of v is not 0. */
+static inline __attribute__((target("avx2"), always_inline)) uint64_t nonzero(__m256i v)
+{
+    return (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_setzero_si256()));
+}
+
+/* Bit k: the hash of the four bytes at 4k (the eight words of v) is in
+ * the literals' set, as four bits from 4k. */
+static inline __attribute__((target("avx2"), always_inline)) uint64_t grams(const struct avx2 *x, __m256i v)
+{
+    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)0x9E3779B1u)), 16);
+    __m256i w = _mm256_i32gather_epi32((const int *)x->grams, _mm256_srli_epi32(h, 5), 4);
+    __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_and_si256(h, _mm256_set1_epi32(31))), _mm256_set1_epi32(1));
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(bit, _mm256_set1_epi32(1)));
+}
+
+static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, const unsigned char *p, size_t avail)
+{
+    const struct avx2 *x = t->x;
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)p), b0 = _mm256_loadu_si256((const __m256i *)(p + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(p + 38));
+    uint64_t shapes, g, e;
+    unsigned __int128 in, sm;
+    uint32_t w;
+    /* the triggers: one bucket allows the bytes at k, k + 1 and k + 2 */
+    {
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(p + 1)), a2 = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 33)), b2 = _mm256_loadu_si256((const __m256i *)(p + 34));
+        __m256i ta = _mm256_and_si256(_mm256_and_si256(nibbles(a0, x->lo[0], x->hi[0]), nibbles(a1, x->lo[1], x->hi[1])),
+                                      nibbles(a2, x->lo[2], x->hi[2]));
+        __m256i tb = _mm256_and_si256(_mm256_and_si256(nibbles(b0, x->lo[0], x->hi[0]), nibbles(b1, x->lo[1], x->hi[1])),
+                                      nibbles(b2, x->lo[2], x->hi[2]));
+        shapes = nonzero(ta) | nonzero(tb) << 32;
+    }
+    /* the literals as they are: the four bytes at every fourth position
+     * (one lands in any literal's first seven bytes), for the four
+     * positions that may start one there */
+    memcpy(&w, p + 64, 4);
+    w = (w * 0x9E3779B1u) >> 16;
+    sm = (unsigned __int128)(grams(x, a0) | grams(x, b0) << 32) |
+         (unsigned __int128)((x->grams[w >> 5] >> (w & 31)) & 1 ? 0xf : 0) << 64;
+    g = (uint64_t)(sm >> 3);
+    /* a literal with an escape in its first seven bytes: every position
+     * up to six bytes before an escape byte */
+    in = (unsigned __int128)(nonzero(nibbles(a0, x->ilo, x->ibit)) | nonzero(nibbles(b0, x->ilo, x->ibit)) << 32) |
+         (unsigned __int128)nonzero(nibbles(c, x->ilo, x->ibit)) << 38;
+    /* a base64 form wrapped there: a line break whose next four bytes
+     * are a piece of one (after its first one to six characters) */
+    {
+        __m256i nl = _mm256_set1_epi8('\n');
+        unsigned __int128 br = (unsigned __int128)((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a0, nl)) |
+                                                   (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b0, nl)) << 32) |
+                               (unsigned __int128)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c, nl)) << 38;
+        if (x->wrap_any) {
+            in |= br;
+        } else {
+            for (uint64_t lo = (uint64_t)br, hi = (uint64_t)(br >> 64); lo | hi;) {
+                unsigned k = lo ? (unsigned)__builtin_ctzll(lo) : 64 + (unsigned)__builtin_ctzll(hi);
+                uint32_t v;
+                if (lo)
+                    lo &= lo - 1;
+                else
+                    hi &= hi - 1;
+                if (k + 5 > avail) {
+                    in |= (unsigned __int128)1 << k;
+                    continue;
+                }
+                if (x->esc[p[k + 1]] || x->esc[p[k + 2]] || x->esc[p[k + 3]] || x->esc[p[k + 4]]) {
+                    in |= (unsigned __int128)1 << k; /* escaped after the break, or broken again */
+                    continue;
+                }
+                memcpy(&v, p + k + 1, 4);
+                v = (v * 0x9E3779B1u) >> 16;
+                if ((x->wraps[v >> 5] >> (v & 31)) & 1) /* \r\n: the break starts a byte earlier */
+                    in |= (unsigned __int128)(k && p[k - 1] == '\r' ? 3 : 1) << (k && p[k - 1] == '\r' ? k - 1 : k);
+            }
+        }
+    }
+    in |= in >> 1;
+    in |= in >> 2;
+    in |= in >> 3;
+    e = (uint64_t)in;
+    return shapes | g | e;
+}
+
+uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail)
+{
+    if (t->kind == SBX__PF_AVX2)
+        return block_avx2(t, p, avail);
+    return block_vbmi(t, p, avail);
+}
 #else
 uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail)
 {
     (void)t;
     (void)p;
     (void)avail;
-    return ~(uint64_t)0; /* never called: sbx__tri_build gives no filter here */
+    return ~(uint64_t)0; /* never called: the builders give no filter here */
 }
 
 #endif
+
+int sbx__tri_kind(const sbx__tri *t)
+{
+    return t ? t->kind : SBX__PF_NONE;
+}

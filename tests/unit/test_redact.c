@@ -628,29 +628,36 @@ static sbx_redactor *pf_redactor(int pf, bool shapes, const char *const *vals, s
     return r;
 }
 
-/* Text redacted by a redactor with the three-byte prefilter and by one
- * without: the same output at a few chunkings. */
-static void pf_compare(bool shapes, const char *const *vals, size_t nvals, const char *text, size_t len)
+/* Text redacted by a redactor behind prefilter pf (the three-byte one or
+ * the AVX2 one) and by one with the pair filter alone: the same output at
+ * a few chunkings. */
+static void pf_compare_with(int pf, bool supported, bool shapes, const char *const *vals, size_t nvals, const char *text,
+                            size_t len)
 {
-    sbx_redactor *none = pf_redactor(SBX__PF_NONE, shapes, vals, nvals),
-                 *r = pf_redactor(SBX__PF_TRI, shapes, vals, nvals);
+    sbx_redactor *none = pf_redactor(SBX__PF_NONE, shapes, vals, nvals), *r = pf_redactor(pf, shapes, vals, nvals);
     ck_assert_int_eq(sbx__redact_prefilter(none), SBX__PF_NONE);
-    ck_assert_int_eq(sbx__redact_prefilter(r), sbx__tri_supported() ? SBX__PF_TRI : SBX__PF_NONE);
-    if (!sbx__tri_supported() && len > 16384)
+    ck_assert_int_eq(sbx__redact_prefilter(r), supported ? pf : SBX__PF_NONE);
+    if (!supported && len > 16384)
         len = 16384; /* both run the scalar scan here (valgrind too): a smaller check */
     for (size_t chunk = len; chunk >= 100; chunk = chunk / 7) {
         char *with = chunked(r, text, len, chunk), *without = chunked(none, text, len, chunk);
         size_t n = 0;
         while (with[n] && with[n] == without[n])
             n++;
-        ck_assert_msg(with[n] == without[n], "chunks of %zu: differ at output byte %zu: \"%.40s\" vs \"%.40s\"", chunk, n,
-                      with + (n > 20 ? n - 20 : 0), without + (n > 20 ? n - 20 : 0));
+        ck_assert_msg(with[n] == without[n], "prefilter %d, chunks of %zu: differ at output byte %zu: \"%.40s\" vs \"%.40s\"",
+                      pf, chunk, n, with + (n > 20 ? n - 20 : 0), without + (n > 20 ? n - 20 : 0));
         ck_assert_ptr_nonnull(strstr(with, "[REDACTED:secret]"));
         free(with);
         free(without);
     }
     sbx_redactor_free(r);
     sbx_redactor_free(none);
+}
+
+static void pf_compare(bool shapes, const char *const *vals, size_t nvals, const char *text, size_t len)
+{
+    pf_compare_with(SBX__PF_TRI, sbx__tri_supported(), shapes, vals, nvals, text, len);
+    pf_compare_with(SBX__PF_AVX2, sbx__tri_avx2_supported(), shapes, vals, nvals, text, len);
 }
 
 /* Where the CPU runs the three-byte prefilter, a stream with it and one
@@ -680,6 +687,56 @@ START_TEST(test_redact_prefilter_one_value)
     }
 }
 END_TEST
+/* A value with a line break, an escape or a colour code at each of its
+ * first characters, at each alignment to the prefilters' 64-byte blocks
+ * (the AVX2 one samples four bytes at every fourth position and looks up
+ * to six bytes back from an escape or a wrapped line): the same output as
+ * the pair filter alone, and the value redacted. */
+START_TEST(test_redact_prefilter_alignments)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
+    const char *vals[] = {"Kx9mQ2vLp8RtW4zN"}, *in = "Kx9mQ2vLp8RtW4zN!?"; /* 18 bytes: 24 characters */
+    char form[64], piece[96], text[512];
+    size_t flen = 0;
+    for (size_t k = 0; k < 18; k += 3) {
+        uint32_t w = (uint32_t)(unsigned char)in[k] << 16 | (uint32_t)(unsigned char)in[k + 1] << 8 |
+                     (unsigned char)in[k + 2];
+        for (int q = 3; q >= 0; q--)
+            form[flen++] = b64[(w >> (6 * q)) & 63];
+    }
+    for (int kind = 0; kind < 7; kind++)
+        for (size_t at = 0; at < 9; at++) {
+            size_t n = 0;
+            if (kind < 4) { /* the base64 form, broken after at + 1 characters */
+                n = (size_t)sprintf(piece, "%.*s%s%.*s", (int)(at + 1), form, breaks[kind], (int)(flen - at - 1),
+                                    form + at + 1);
+            } else {
+                const char *v = vals[0];
+                n = (size_t)sprintf(piece, "%.*s", (int)at, v);
+                if (kind == 4)
+                    n += (size_t)sprintf(piece + n, "%%%02X", (unsigned char)v[at]);
+                else if (kind == 5)
+                    n += (size_t)sprintf(piece + n, "\\u%04x", (unsigned char)v[at]);
+                else
+                    n += (size_t)sprintf(piece + n, "%s%c", at ? "\x1b[31m" : "", v[at]);
+                n += (size_t)sprintf(piece + n, "%s", v + at + 1);
+            }
+            for (size_t pad = 0; pad < 72; pad++) {
+                size_t len = 0;
+                for (size_t k = 0; k < pad; k++)
+                    text[len++] = k % 9 == 8 ? ' ' : "logline"[k % 7];
+                memcpy(text + len, piece, n);
+                len += n;
+                for (size_t k = 0; k < 100; k++)
+                    text[len++] = k % 5 == 4 ? ' ' : 'z';
+                text[len] = '\0';
+                pf_compare(false, vals, 1, text, len);
+            }
+        }
+}
+END_TEST
+
 /* ---- the property: any chunking gives the same output and leaks nothing ---- */
 
 static const char *const values[] = {"s3cr3t-v4lue-0001", "another/secret:value", "aaaaaaaaab", "pass word 99!"};
@@ -979,6 +1036,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_corpus);
     tcase_add_test(tc, test_redact_holds_back_little);
     tcase_add_test(tc, test_redact_counts);
+    tcase_add_test(tc, test_redact_prefilter_alignments);
     tcase_add_test(tc, test_redact_stream_keeps_its_rules);
     tcase_add_loop_test(tc, test_redact_any_chunking_same_output, 0, 4);
     tcase_add_test(tc, test_redact_shared_between_threads);
