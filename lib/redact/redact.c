@@ -765,7 +765,7 @@ static uint32_t word4(const unsigned char *p)
  * fourth position) or with an escape byte among them. */
 static sbx_status index_avx2(struct rules *r)
 {
-    sbx__tri_alt *alts;
+    sbx__trig_sets *alts;
     uint32_t *grams;
     size_t n = 0, nwraps = 0;
     bool wrap_any = false;
@@ -773,15 +773,30 @@ static sbx_status index_avx2(struct rules *r)
     for (size_t i = 0; i < r->nlits; i++)
         if (r->lits[i].len < 7)
             return SBX_OK; /* cannot happen (VALUE_MIN): the pair filter alone */
-    alts = sbx__calloc(r->ncands * TRI_ALTS, sizeof *alts);
+    alts = sbx__calloc(r->ncands + 1, sizeof *alts);
     grams = sbx__calloc(10 * r->nlits + 1, sizeof *grams);
     if (!alts || !grams) {
         st = SBX_E_NOMEM;
         goto done;
     }
-    for (size_t i = 0; i < r->ncands; i++)
-        if (!r->cands[i].dec)
-            n += tri_alts(&r->cands[i], alts + n);
+    for (size_t i = 0; i < r->ncands; i++) {
+        const struct cand *c = &r->cands[i];
+        if (c->dec)
+            continue;
+        for (size_t j = 0; j < SBX__AVX2_BYTES; j++) {
+            unsigned char t = j < c->tlen ? (unsigned char)c->trig[j] : 0;
+            if (j >= c->tlen) {
+                memset(alts[n].b[j], 0xff, sizeof alts[n].b[j]);
+                continue;
+            }
+            set_bit(alts[n].b[j], t);
+            if (c->icase) {
+                set_bit(alts[n].b[j], lower(t));
+                set_bit(alts[n].b[j], upper(t));
+            }
+        }
+        n++;
+    }
     for (size_t i = 0; i < r->nlits; i++)
         for (size_t j = 0; j < 4; j++)
             grams[4 * i + j] = word4((const unsigned char *)r->lits[i].s + j);

@@ -122,13 +122,20 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out);
 void sbx__tri_free(sbx__tri *t);
 /* Whether this CPU runs the AVX2 prefilter (x86-64 with AVX2). */
 bool sbx__tri_avx2_supported(void);
+/* The bytes the AVX2 prefilter checks of a trigger, and the sets of
+ * bytes each of them can be (either case of an icase letter; every byte
+ * past a short trigger's end). */
+#define SBX__AVX2_BYTES 4
+typedef struct sbx__trig_sets {
+    uint64_t b[SBX__AVX2_BYTES][4];
+} sbx__trig_sets;
 /* The AVX2 prefilter in *out (NULL where the CPU lacks AVX2): alts are
- * the shapes' alternatives; intro the bytes an escape or a line break in
+ * the shapes' triggers; intro the bytes an escape or a line break in
  * a literal can start with; gram the four-byte pieces of every literal at
  * its offsets 0 to 3 (each literal seven bytes or more), as little-endian
  * words; wrap those of every form a line break may split (base64) at its
  * offsets 1 to 6, or wrap_any when a form is too short for them. */
-sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *intro, const uint32_t *gram,
+sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool *intro, const uint32_t *gram,
                                size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out);
 /* Which prefilter t is: SBX__PF_TRI, SBX__PF_AVX2 (SBX__PF_NONE for NULL). */
 int sbx__tri_kind(const sbx__tri *t);

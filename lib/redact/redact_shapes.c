@@ -807,7 +807,10 @@ static bool known_scheme(const char *w, size_t n)
         "scram-sha-256", "googlelogin", "privatetoken", "concealed", "gnap", "sso", "otp",
     };
     for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
-        size_t m = strlen(schemes[k]), j = 0;
+        size_t m, j = 0;
+        if (!n || (w[0] | 0x20) != schemes[k][0])
+            continue;
+        m = strlen(schemes[k]);
         while (j < n && j < m && (w[j] | 0x20) == schemes[k][j])
             j++;
         if (j == n && j == m)
@@ -926,8 +929,15 @@ static int auth_end(const char *buf, size_t len, size_t i, bool more, int endq)
  * or to the value's end: *ended). An escaped character is part of it. */
 static int auth_word(const char *buf, size_t len, size_t *i, bool more, int endq, bool eq, bool *ended)
 {
+    /* Bytes that can end a word or the value, or start an escape; the
+     * others are passed over in a run (most of a credential). */
+    static const bool stop[256] = {[' '] = true, ['\t'] = true, ['\\'] = true, ['\n'] = true,
+                                   ['\r'] = true, [0x1b] = true, ['='] = true};
     for (;;) {
-        int e = auth_end(buf, len, *i, more, endq);
+        int e;
+        while (*i < len && !stop[(unsigned char)buf[*i]] && (unsigned char)buf[*i] != endq)
+            (*i)++;
+        e = auth_end(buf, len, *i, more, endq);
         if (e < 0)
             return -1;
         *ended = e == 1;
@@ -1137,6 +1147,16 @@ static int cli_word(const char *buf, size_t len, size_t i, bool more, size_t *we
     q = c == '"' || c == '\'' ? c : 0;
     *ws = q ? i + 1 : i;
     for (size_t j = *ws;; j++) {
+        /* the bytes that cannot end the word, in a run */
+        static const bool bare[256] = {['\n'] = true, ['\r'] = true, [' '] = true, ['\t'] = true,
+                                       [';'] = true, ['|'] = true, ['&'] = true, [0x1b] = true};
+        if (q) {
+            while (j < len && buf[j] != q && buf[j] != '\n')
+                j++;
+        } else {
+            while (j < len && !bare[(unsigned char)buf[j]])
+                j++;
+        }
         c = peek(buf, len, j, more);
         if (c == BYTE_NEED)
             return BYTE_NEED;
@@ -1624,8 +1644,13 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
     /* A token of a known kind is that kind's, as it would be alone. */
     for (k = 0; k < sbx__nshapes; k++) {
         const sbx__shape *sh = &sbx__shapes[k];
-        size_t tl = strlen(sh->trigger), a, b;
+        size_t tl, a, b;
         shape_result r;
+        unsigned char f = i > v ? (unsigned char)buf[v] : 0;
+        /* the first byte first (icase triggers are written in lower case) */
+        if (!f || (sh->icase && f >= 'A' && f <= 'Z' ? f | 0x20 : f) != (unsigned char)sh->trigger[0])
+            continue;
+        tl = strlen(sh->trigger);
         if (sh->match == match_assign || sh->match == match_auth || sh->match == match_url || i - v < tl ||
             (sh->icase ? strncasecmp(buf + v, sh->trigger, tl) : memcmp(buf + v, sh->trigger, tl)) != 0)
             continue;

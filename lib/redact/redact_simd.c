@@ -55,12 +55,14 @@
 
 #define NB 4 /* bytes of buckets per table entry: 32 buckets */
 
-/* The AVX2 filter (no VBMI): see sbx__tri_build_avx2. */
+/* The AVX2 filter (no VBMI): see sbx__tri_build_avx2. Its trigger
+ * buckets: AVX2_SETS tables of 8. */
+#define AVX2_SETS 2
 struct avx2 {
     /* the shapes' triggers, Teddy style: for each of the first three
      * positions, the buckets a low and a high nibble allow (16 entries,
      * repeated for both 128-bit lanes) */
-    uint8_t lo[3][32], hi[3][32];
+    uint8_t lo[AVX2_SETS][SBX__AVX2_BYTES][32], hi[AVX2_SETS][SBX__AVX2_BYTES][32];
     /* the escape bytes: ilo[l] has bit h when byte h << 4 | l is one
      * (h < 8), ibit[h] is 1 << h (0 for h >= 8) */
     uint8_t ilo[32], ibit[32];
@@ -292,24 +294,60 @@ static void nibble_masks(const uint64_t *set, uint16_t *lo, uint16_t *hi)
         }
 }
 
+/* Weights of nibble products, by rows: rows[h][0][m] is the weight of
+ * the bytes h << 4 | l for the low nibbles l in the byte mask m (l < 8),
+ * rows[h][1][m] for l >= 8, so that a product costs two loads a row. */
+typedef double nibble_rows[16][2][256];
+
+static void nibble_rows_fill(nibble_rows *rows, const double *w)
+{
+    for (unsigned h = 0; h < 16; h++)
+        for (unsigned half = 0; half < 2; half++)
+            for (unsigned m = 0; m < 256; m++) {
+                double sum = 0;
+                for (unsigned l = 0; l < 8; l++)
+                    if (m >> l & 1)
+                        sum += w[h << 4 | (8 * half + l)];
+                (*rows)[h][half][m] = sum;
+            }
+}
+
 /* The weight of the bytes a nibble product lets through. */
-static double nibble_weight(uint16_t lo, uint16_t hi, const double *w)
+static double nibble_weight(uint16_t lo, uint16_t hi, const nibble_rows *rows)
 {
     double sum = 0;
     for (unsigned h = 0; h < 16; h++)
-        for (unsigned l = 0; hi >> h & 1 && l < 16; l++)
-            if (lo >> l & 1)
-                sum += w[h << 4 | l];
+        if (hi >> h & 1)
+            sum += (*rows)[h][0][lo & 0xff] + (*rows)[h][1][lo >> 8];
     return sum;
 }
 
-sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *intro, const uint32_t *gram,
+/* The triggers' indices, widest sets first (the narrow fill in around them). */
+struct width_ctx {
+    const sbx__trig_sets *t;
+};
+
+static int by_width(const void *a, const void *b, void *arg)
+{
+    const sbx__trig_sets *t = ((const struct width_ctx *)arg)->t;
+    size_t wa = 0, wb = 0;
+    for (unsigned j = 0; j < SBX__AVX2_BYTES; j++)
+        for (unsigned k = 0; k < 4; k++) {
+            wa += (size_t)__builtin_popcountll(t[*(const size_t *)a].b[j][k]);
+            wb += (size_t)__builtin_popcountll(t[*(const size_t *)b].b[j][k]);
+        }
+    return wa < wb ? 1 : wa > wb ? -1 : (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool *intro, const uint32_t *gram,
                                size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out)
 {
-    enum { NBUCKETS = 8 };
-    uint16_t lo[NBUCKETS][3], hi[NBUCKETS][3];
-    double w[256];
+    enum { NBUCKETS = 8 * AVX2_SETS, NJ = SBX__AVX2_BYTES };
+    uint16_t lo[NBUCKETS][NJ], hi[NBUCKETS][NJ];
+    double w[256], cur[NBUCKETS][NJ];
     size_t *order = NULL;
+    nibble_rows *rows = NULL;
+    struct width_ctx ctx = {alts};
     sbx__tri *t;
     struct avx2 *x;
     void *mem;
@@ -320,33 +358,44 @@ sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *i
         w[b] = byte_weight(b);
     memset(lo, 0, sizeof lo);
     memset(hi, 0, sizeof hi);
-    if (n && !(order = widest_first(alts, n)))
-        return SBX_E_NOMEM;
+    memset(cur, 0, sizeof cur);
+    if (n) {
+        if (!(order = sbx__calloc(n, sizeof *order)) || !(rows = sbx__malloc(sizeof *rows))) {
+            sbx__free(order);
+            return SBX_E_NOMEM;
+        }
+        nibble_rows_fill(rows, w);
+        for (size_t i = 0; i < n; i++)
+            order[i] = i;
+        qsort_r(order, n, sizeof *order, by_width, &ctx);
+    }
     /* Each trigger into the bucket whose nibble products grow least. */
     for (size_t o = 0; o < n; o++) {
-        const sbx__tri_alt *a = &alts[order[o]];
-        uint16_t al[3], ah[3];
+        const sbx__trig_sets *a = &alts[order[o]];
+        uint16_t al[NJ], ah[NJ];
         double best = 0;
         unsigned bk = 0;
-        for (unsigned j = 0; j < 3; j++)
+        for (unsigned j = 0; j < NJ; j++)
             nibble_masks(a->b[j], &al[j], &ah[j]);
         for (unsigned k = 0; k < NBUCKETS; k++) {
             double before = 1, after = 1;
-            for (unsigned j = 0; j < 3; j++) {
-                before *= nibble_weight(lo[k][j], hi[k][j], w);
-                after *= nibble_weight(lo[k][j] | al[j], hi[k][j] | ah[j], w);
+            for (unsigned j = 0; j < NJ; j++) {
+                before *= cur[k][j];
+                after *= nibble_weight(lo[k][j] | al[j], hi[k][j] | ah[j], rows);
             }
             if (k == 0 || after - before < best) {
                 best = after - before;
                 bk = k;
             }
         }
-        for (unsigned j = 0; j < 3; j++) {
+        for (unsigned j = 0; j < NJ; j++) {
             lo[bk][j] |= al[j];
             hi[bk][j] |= ah[j];
+            cur[bk][j] = nibble_weight(lo[bk][j], hi[bk][j], rows);
         }
     }
     sbx__free(order);
+    sbx__free(rows);
     if (!(mem = sbx__calloc(1, sizeof *t + sizeof *x + 127)))
         return SBX_E_NOMEM;
     /* both at 64-byte boundaries, for the aligned loads of the tables */
@@ -356,12 +405,12 @@ sbx_status sbx__tri_build_avx2(const sbx__tri_alt *alts, size_t n, const bool *i
     t->kind = SBX__PF_AVX2;
     t->x = x;
     for (unsigned k = 0; k < NBUCKETS; k++)
-        for (unsigned j = 0; j < 3; j++)
+        for (unsigned j = 0; j < NJ; j++)
             for (unsigned nb = 0; nb < 16; nb++) {
                 if (lo[k][j] >> nb & 1)
-                    x->lo[j][nb] = x->lo[j][nb + 16] = (uint8_t)(x->lo[j][nb] | 1u << k);
+                    x->lo[k / 8][j][nb] = x->lo[k / 8][j][nb + 16] = (uint8_t)(x->lo[k / 8][j][nb] | 1u << (k % 8));
                 if (hi[k][j] >> nb & 1)
-                    x->hi[j][nb] = x->hi[j][nb + 16] = (uint8_t)(x->hi[j][nb] | 1u << k);
+                    x->hi[k / 8][j][nb] = x->hi[k / 8][j][nb + 16] = (uint8_t)(x->hi[k / 8][j][nb] | 1u << (k % 8));
             }
     for (unsigned b = 0; b < 256; b++)
         x->esc[b] = intro[b];
@@ -484,24 +533,36 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
     uint64_t shapes, g, e;
     unsigned __int128 in, sm;
     uint32_t w;
-    /* the triggers: one bucket allows the bytes at k, k + 1 and k + 2 */
-    {
-        __m256i a1 = _mm256_loadu_si256((const __m256i *)(p + 1)), a2 = _mm256_loadu_si256((const __m256i *)(p + 2));
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 33)), b2 = _mm256_loadu_si256((const __m256i *)(p + 34));
-        __m256i ta = _mm256_and_si256(_mm256_and_si256(nibbles(a0, x->lo[0], x->hi[0]), nibbles(a1, x->lo[1], x->hi[1])),
-                                      nibbles(a2, x->lo[2], x->hi[2]));
-        __m256i tb = _mm256_and_si256(_mm256_and_si256(nibbles(b0, x->lo[0], x->hi[0]), nibbles(b1, x->lo[1], x->hi[1])),
-                                      nibbles(b2, x->lo[2], x->hi[2]));
-        shapes = nonzero(ta) | nonzero(tb) << 32;
-    }
     /* the literals as they are: the four bytes at every fourth position
      * (one lands in any literal's first seven bytes), for the four
-     * positions that may start one there */
+     * positions that may start one there (first: the lookups take
+     * longest, and the rest does not wait for them) */
     memcpy(&w, p + 64, 4);
     w = (w * 0x9E3779B1u) >> 16;
     sm = (unsigned __int128)(grams(x, a0) | grams(x, b0) << 32) |
          (unsigned __int128)((x->grams[w >> 5] >> (w & 31)) & 1 ? 0xf : 0) << 64;
     g = (uint64_t)(sm >> 3);
+    /* the triggers: one bucket allows the bytes at k to k + 3 */
+    {
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(p + 1)), a2 = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i a3 = _mm256_loadu_si256((const __m256i *)(p + 3)), b3 = _mm256_loadu_si256((const __m256i *)(p + 35));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 33)), b2 = _mm256_loadu_si256((const __m256i *)(p + 34));
+        __m256i ta = _mm256_setzero_si256(), tb = _mm256_setzero_si256();
+        for (unsigned q = 0; q < AVX2_SETS; q++) {
+            const uint8_t(*lo)[32] = x->lo[q], (*hi)[32] = x->hi[q];
+            __m256i u = _mm256_and_si256(nibbles(a0, lo[0], hi[0]), nibbles(a1, lo[1], hi[1]));
+            __m256i v = _mm256_and_si256(nibbles(b0, lo[0], hi[0]), nibbles(b1, lo[1], hi[1]));
+            u = _mm256_and_si256(u, nibbles(a2, lo[2], hi[2]));
+            v = _mm256_and_si256(v, nibbles(b2, lo[2], hi[2]));
+            if (SBX__AVX2_BYTES > 3) {
+                u = _mm256_and_si256(u, nibbles(a3, lo[3], hi[3]));
+                v = _mm256_and_si256(v, nibbles(b3, lo[3], hi[3]));
+            }
+            ta = _mm256_or_si256(ta, u);
+            tb = _mm256_or_si256(tb, v);
+        }
+        shapes = nonzero(ta) | nonzero(tb) << 32;
+    }
     /* a literal with an escape in its first seven bytes: every position
      * up to six bytes before an escape byte */
     in = (unsigned __int128)(nonzero(nibbles(a0, x->ilo, x->ibit)) | nonzero(nibbles(b0, x->ilo, x->ibit)) << 32) |
