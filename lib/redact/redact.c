@@ -54,6 +54,7 @@ struct cand {
     bool plain;   /* a literal with no byte an escape or a line break can start with */
     const char *ext; /* a prefix literal's extension (struct lit) */
     size_t ext_len;
+    bool ext_plain;  /* no byte of ext starts an escape: equal bytes are its own */
 };
 
 /* A candidate under one of the pairs of bytes its text can start with
@@ -309,7 +310,7 @@ static size_t public_part(const char *v, size_t n)
     bool shaped = false;
     for (size_t i = 0; i < sbx__nshapes; i++) {
         const sbx__shape *sh = &sbx__shapes[i];
-        size_t tl = strlen(sh->trigger);
+        size_t tl = sh->tlen;
         for (size_t at = 0; at + tl <= n; at++) {
             size_t a = 0, b = 0, len = n - at < sh->window ? n - at : sh->window;
             enum sbx__shape_result res;
@@ -843,10 +844,14 @@ static sbx_status index_cands(struct rules *r, bool shapes)
     for (size_t i = 0; i < r->nlits; i++) {
         struct cand *c = &r->cands[r->ncands++];
         *c = (struct cand){r->lits[i].s, r->lits[i].len, false, NO_SHAPE, KIND_SECRET, r->lits[i].dec, true,
-                           r->lits[i].ext, r->lits[i].ext_len};
+                           r->lits[i].ext, r->lits[i].ext_len, false};
         for (size_t k = 0; k < c->tlen; k++)
             if (strchr("%+\\\n\r", c->trig[k]))
                 c->plain = false;
+        c->ext_plain = true;
+        for (size_t k = 0; k < c->ext_len; k++)
+            if (dec_intro((unsigned char)c->ext[k], c->dec))
+                c->ext_plain = false;
         if (c->dec & DEC_SHELL)
             c->plain = false;
     }
@@ -856,8 +861,8 @@ static sbx_status index_cands(struct rules *r, bool shapes)
             if (strcmp(r->kinds[k], sbx__shapes[i].kind) == 0)
                 kind = (unsigned)k;
         r->cands[r->ncands++] =
-            (struct cand){sbx__shapes[i].trigger, strlen(sbx__shapes[i].trigger), sbx__shapes[i].icase, (int)i, kind, 0, false,
-                          NULL, 0};
+            (struct cand){sbx__shapes[i].trigger, sbx__shapes[i].tlen, sbx__shapes[i].icase, (int)i, kind, 0, false,
+                          NULL, 0, false};
     }
     /* The pair filters. */
     for (size_t i = 0; i < r->ncands; i++) {
@@ -1536,6 +1541,20 @@ static enum at_result extend_prefix(const struct cand *c, const unsigned char *p
         unsigned char o[4];
         size_t olen, elen;
         int d;
+        if (c->ext_plain) {
+            /* equal bytes in a run, eight at a time: none starts an escape */
+            while (v + WORD <= c->ext_len && t + WORD <= avail) {
+                uint64_t x, y;
+                memcpy(&x, p + t, WORD);
+                memcpy(&y, val + v, WORD);
+                if (x != y)
+                    break;
+                t += WORD;
+                v += WORD;
+            }
+            if (v == c->ext_len)
+                break;
+        }
         if (t >= avail) {
             if (more)
                 return AT_WAIT;

@@ -63,6 +63,7 @@ typedef struct sbx__token {
 typedef struct sbx__shape {
     const char *kind;    /* short lowercase label: "github", "aws", "jwt"... */
     const char *trigger; /* literal that starts a candidate */
+    size_t tlen;         /* its length */
     bool icase;
     size_t window;       /* the most bytes match() ever needs, trigger included */
     enum sbx__shape_result (*match)(const char *buf, size_t len, int prev, bool more, size_t *start, size_t *end);

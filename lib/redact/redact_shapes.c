@@ -75,6 +75,9 @@ static bool is_alpha(int c) { return in(c, K_ALPHA); }
 static bool is_alnum(int c) { return in(c, K_ALNUM); }
 static bool is_blank(int c) { return c == ' ' || c == '\t'; }
 
+/* An ASCII letter in lower case, any other byte as it is. */
+static unsigned char fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c | 0x20) : c; }
+
 static int peek(const char *buf, size_t len, size_t i, bool more)
 {
     if (i < len)
@@ -1547,7 +1550,10 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
     bool spaced = false, sure;
 
     for (k = 0; k < sizeof assign_keys / sizeof assign_keys[0]; k++) {
-        size_t n = strlen(assign_keys[k].name);
+        size_t n;
+        if (fold((unsigned char)buf[0]) != (unsigned char)assign_keys[k].name[0])
+            continue; /* the names are written in lower case */
+        n = strlen(assign_keys[k].name);
         if (len >= n && strncasecmp(buf, assign_keys[k].name, n) == 0) {
             i = n;
             flags = assign_keys[k].flags;
@@ -1644,13 +1650,12 @@ static shape_result match_assign(const char *buf, size_t len, int prev, bool mor
     /* A token of a known kind is that kind's, as it would be alone. */
     for (k = 0; k < sbx__nshapes; k++) {
         const sbx__shape *sh = &sbx__shapes[k];
-        size_t tl, a, b;
+        size_t tl = sh->tlen, a, b;
         shape_result r;
         unsigned char f = i > v ? (unsigned char)buf[v] : 0;
         /* the first byte first (icase triggers are written in lower case) */
-        if (!f || (sh->icase && f >= 'A' && f <= 'Z' ? f | 0x20 : f) != (unsigned char)sh->trigger[0])
+        if (!f || (sh->icase ? fold(f) : f) != (unsigned char)sh->trigger[0])
             continue;
-        tl = strlen(sh->trigger);
         if (sh->match == match_assign || sh->match == match_auth || sh->match == match_url || i - v < tl ||
             (sh->icase ? strncasecmp(buf + v, sh->trigger, tl) : memcmp(buf + v, sh->trigger, tl)) != 0)
             continue;
@@ -1677,17 +1682,20 @@ enum sbx__shape_result sbx__shape_match(const sbx__shape *sh, const char *buf, s
 /* A token row: the trigger, then min..max bytes of body (runs of run on
  * neither side); its window and quick reject follow from those. */
 #define TOKEN(kind_, trig_, min_, max_, body_, run_)                                                         \
-    {.kind = kind_, .trigger = trig_, .icase = false, .window = sizeof(trig_) - 1 + (max_) + 1, .match = NULL, \
+    {.kind = kind_, .trigger = trig_, .tlen = sizeof(trig_) - 1, .icase = false,                           \
+     .window = sizeof(trig_) - 1 + (max_) + 1, .match = NULL,                                               \
      .cont = SBX__CONT_NONE, .need_from = sizeof(trig_) - 1, .need_n = (min_) < 255 ? (min_) : 255,             \
      .need = body_, .token = {.min = min_, .max = max_, .body = body_, .run = run_}}
 /* Two parts: min1..max1 bytes of body, sep, min..max bytes of body. */
 #define TOKEN2(kind_, trig_, min1_, max1_, sep_, min_, max_, body_, run_)                                   \
-    {.kind = kind_, .trigger = trig_, .icase = false, .window = sizeof(trig_) - 1 + (max1_) + 1 + (max_) + 1,  \
+    {.kind = kind_, .trigger = trig_, .tlen = sizeof(trig_) - 1, .icase = false,                           \
+     .window = sizeof(trig_) - 1 + (max1_) + 1 + (max_) + 1,                                                \
      .match = NULL, .cont = SBX__CONT_NONE, .need_from = sizeof(trig_) - 1, .need_n = min1_, .need = body_,   \
      .token = {.min = min_, .max = max_, .body = body_, .run = run_, .sep = sep_, .min1 = min1_, .max1 = max1_}}
 /* A shape decided by a function. */
 #define SHAPE(kind_, trig_, icase_, window_, match_, cont_, need_from_, need_n_, need_)                      \
-    {.kind = kind_, .trigger = trig_, .icase = icase_, .window = window_, .match = match_, .cont = cont_,     \
+    {.kind = kind_, .trigger = trig_, .tlen = sizeof(trig_) - 1, .icase = icase_, .window = window_,       \
+     .match = match_, .cont = cont_,                                                                        \
      .need_from = need_from_, .need_n = need_n_, .need = need_, .token = {0}}
 
 const sbx__shape sbx__shapes[] = {

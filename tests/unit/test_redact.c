@@ -786,6 +786,7 @@ START_TEST(test_redact_quick_reject_agrees)
     for (size_t i = 0; i < sbx__nshapes; i++) {
         const sbx__shape *sh = &sbx__shapes[i];
         size_t tlen = strlen(sh->trigger);
+        ck_assert_uint_eq(sh->tlen, tlen); /* the table's lengths, as the matchers read them */
         if (!sh->need_n)
             continue;
         char cls[128];
