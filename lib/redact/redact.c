@@ -105,6 +105,7 @@ struct rules {
     sbx__tri *tri;           /* the three-byte prefilter in front, or NULL (redact_simd.c) */
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
     char **markers;          /* "[REDACTED:kind]" for each */
+    size_t *marker_len;      /* and its length */
     size_t nkinds;
 };
 
@@ -154,6 +155,7 @@ static void rules_unref(struct rules *r)
     for (size_t k = 0; r->markers && k < r->nkinds; k++)
         sbx__free(r->markers[k]);
     sbx__free(r->markers);
+    sbx__free(r->marker_len);
     sbx__free(r->kinds);
     sbx__free(r);
 }
@@ -963,13 +965,14 @@ static struct rules *rules_build(const sbx_redactor *rd)
         if (k == r->nkinds)
             r->kinds[r->nkinds++] = sbx__shapes[i].kind;
     }
-    if (!(r->markers = sbx__calloc(r->nkinds, sizeof *r->markers)))
+    if (!(r->markers = sbx__calloc(r->nkinds, sizeof *r->markers)) ||
+        !(r->marker_len = sbx__calloc(r->nkinds, sizeof *r->marker_len)))
         goto fail;
     for (size_t k = 0; k < r->nkinds; k++) {
         size_t n = strlen(r->kinds[k]) + 12;
         if (!(r->markers[k] = sbx__malloc(n)))
             goto fail;
-        snprintf(r->markers[k], n, "[REDACTED:%s]", r->kinds[k]);
+        r->marker_len[k] = (size_t)snprintf(r->markers[k], n, "[REDACTED:%s]", r->kinds[k]);
     }
     for (size_t i = 0; i < rd->nvals; i++)
         if (add_value(r, &cap, rd->vals[i].p, rd->vals[i].n) != SBX_OK)
@@ -1277,11 +1280,11 @@ static int decode_esc(const unsigned char *p, size_t avail, bool more, unsigned 
 static int form_at(const unsigned char *p, size_t avail, bool more, const char *const *forms, size_t nforms)
 {
     for (size_t f = 0; f < nforms; f++) {
-        size_t n = strlen(forms[f]), k = 0;
-        while (k < n && k < avail && p[k] == (unsigned char)forms[f][k])
+        size_t k = 0;
+        while (forms[f][k] && k < avail && p[k] == (unsigned char)forms[f][k])
             k++;
-        if (k == n)
-            return (int)n;
+        if (!forms[f][k])
+            return (int)k;
         if (k == avail && more)
             return -1;
     }
@@ -1696,7 +1699,7 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
 static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
 {
     s->counts[kind]++;
-    return sbx__buf_puts(&s->out, s->r->markers[kind]);
+    return sbx__buf_append(&s->out, s->r->markers[kind], s->r->marker_len[kind]);
 }
 
 /* The input byte k places before p[i] (k = 1..HIST), from p or the
