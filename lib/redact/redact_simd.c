@@ -525,6 +525,27 @@ static inline __attribute__((target("avx2"), always_inline)) uint64_t grams(cons
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(bit, _mm256_set1_epi32(1)));
 }
 
+/* The trigger buckets that allow the bytes at k to k + 3, for the 32
+ * positions k at p: a position at a time, both tables of buckets, so that
+ * few registers are live. */
+static inline __attribute__((target("avx2"), always_inline)) __m256i teddy(const struct avx2 *x, const unsigned char *p)
+{
+    __m256i f = _mm256_set1_epi8(0x0f), r[AVX2_SETS];
+    for (unsigned q = 0; q < AVX2_SETS; q++)
+        r[q] = _mm256_set1_epi8(-1);
+    for (unsigned j = 0; j < SBX__AVX2_BYTES; j++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + j));
+        __m256i lo = _mm256_and_si256(v, f), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), f);
+        for (unsigned q = 0; q < AVX2_SETS; q++)
+            r[q] = _mm256_and_si256(r[q], _mm256_and_si256(
+                                              _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)x->lo[q][j]), lo),
+                                              _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)x->hi[q][j]), hi)));
+    }
+    for (unsigned q = 1; q < AVX2_SETS; q++)
+        r[0] = _mm256_or_si256(r[0], r[q]);
+    return r[0];
+}
+
 static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, const unsigned char *p, size_t avail)
 {
     const struct avx2 *x = t->x;
@@ -543,26 +564,7 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
          (unsigned __int128)((x->grams[w >> 5] >> (w & 31)) & 1 ? 0xf : 0) << 64;
     g = (uint64_t)(sm >> 3);
     /* the triggers: one bucket allows the bytes at k to k + 3 */
-    {
-        __m256i a1 = _mm256_loadu_si256((const __m256i *)(p + 1)), a2 = _mm256_loadu_si256((const __m256i *)(p + 2));
-        __m256i a3 = _mm256_loadu_si256((const __m256i *)(p + 3)), b3 = _mm256_loadu_si256((const __m256i *)(p + 35));
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)(p + 33)), b2 = _mm256_loadu_si256((const __m256i *)(p + 34));
-        __m256i ta = _mm256_setzero_si256(), tb = _mm256_setzero_si256();
-        for (unsigned q = 0; q < AVX2_SETS; q++) {
-            const uint8_t(*lo)[32] = x->lo[q], (*hi)[32] = x->hi[q];
-            __m256i u = _mm256_and_si256(nibbles(a0, lo[0], hi[0]), nibbles(a1, lo[1], hi[1]));
-            __m256i v = _mm256_and_si256(nibbles(b0, lo[0], hi[0]), nibbles(b1, lo[1], hi[1]));
-            u = _mm256_and_si256(u, nibbles(a2, lo[2], hi[2]));
-            v = _mm256_and_si256(v, nibbles(b2, lo[2], hi[2]));
-            if (SBX__AVX2_BYTES > 3) {
-                u = _mm256_and_si256(u, nibbles(a3, lo[3], hi[3]));
-                v = _mm256_and_si256(v, nibbles(b3, lo[3], hi[3]));
-            }
-            ta = _mm256_or_si256(ta, u);
-            tb = _mm256_or_si256(tb, v);
-        }
-        shapes = nonzero(ta) | nonzero(tb) << 32;
-    }
+    shapes = nonzero(teddy(x, p)) | nonzero(teddy(x, p + 32)) << 32;
     /* a literal with an escape in its first seven bytes: every position
      * up to six bytes before an escape byte */
     in = (unsigned __int128)(nonzero(nibbles(a0, x->ilo, x->ibit)) | nonzero(nibbles(b0, x->ilo, x->ibit)) << 32) |
