@@ -798,6 +798,7 @@ static sbx_status index_avx2(struct rules *r)
                 set_bit(alts[n].b[j], upper(t));
             }
         }
+        shape_probe(c, &alts[n].need_from, &alts[n].need_n, &alts[n].need);
         n++;
     }
     for (size_t i = 0; i < r->nlits; i++)

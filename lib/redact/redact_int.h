@@ -129,6 +129,8 @@ bool sbx__tri_avx2_supported(void);
 #define SBX__AVX2_BYTES 4
 typedef struct sbx__trig_sets {
     uint64_t b[SBX__AVX2_BYTES][4];
+    /* the shape's quick reject (need_n 0: none), as in sbx__tri_alt */
+    uint8_t need_from, need_n, need;
 } sbx__trig_sets;
 /* The AVX2 prefilter in *out (NULL where the CPU lacks AVX2): alts are
  * the shapes' triggers; intro the bytes an escape or a line break in

@@ -72,6 +72,12 @@ struct avx2 {
     uint32_t wraps[2048];
     bool wrap_any; /* a form too short for that: every line break may be one */
     bool esc[256]; /* every byte an escape or a line break can start with */
+    /* Buckets whose triggers all have a quick reject: each of them needs
+     * the bytes [from, to) after the position in the class need (what
+     * every member's own reject implies: the overlap of their ranges,
+     * the union of their classes). checked: which buckets (bit 8q + k). */
+    uint16_t checked;
+    uint8_t from[8 * AVX2_SETS], to[8 * AVX2_SETS], need[8 * AVX2_SETS];
 };
 
 struct sbx__tri {
@@ -345,6 +351,8 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
     enum { NBUCKETS = 8 * AVX2_SETS, NJ = SBX__AVX2_BYTES };
     uint16_t lo[NBUCKETS][NJ], hi[NBUCKETS][NJ];
     double w[256], cur[NBUCKETS][NJ];
+    unsigned cfrom[NBUCKETS] = {0}, cto[NBUCKETS] = {0}, members = 0, nocheck = 0;
+    uint8_t cneed[NBUCKETS] = {0};
     size_t *order = NULL;
     nibble_rows *rows = NULL;
     struct width_ctx ctx = {alts};
@@ -393,6 +401,19 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
             hi[bk][j] |= ah[j];
             cur[bk][j] = nibble_weight(lo[bk][j], hi[bk][j], rows);
         }
+        /* the bucket's quick reject: every member needs one */
+        if (!a->need_n) {
+            nocheck |= 1u << bk;
+        } else if (!(members & 1u << bk)) {
+            cfrom[bk] = a->need_from;
+            cto[bk] = (unsigned)a->need_from + a->need_n;
+            cneed[bk] = a->need;
+        } else {
+            cfrom[bk] = cfrom[bk] > a->need_from ? cfrom[bk] : a->need_from;
+            cto[bk] = cto[bk] < (unsigned)a->need_from + a->need_n ? cto[bk] : (unsigned)a->need_from + a->need_n;
+            cneed[bk] |= a->need;
+        }
+        members |= 1u << bk;
     }
     sbx__free(order);
     sbx__free(rows);
@@ -433,6 +454,13 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
         x->wraps[hsh >> 5] |= (uint32_t)1 << (hsh & 31);
     }
     x->wrap_any = wrap_any;
+    for (unsigned k = 0; k < NBUCKETS; k++)
+        if ((members & ~nocheck) >> k & 1 && cfrom[k] < cto[k]) {
+            x->checked |= (uint16_t)(1u << k);
+            x->from[k] = (uint8_t)cfrom[k];
+            x->to[k] = (uint8_t)cto[k];
+            x->need[k] = cneed[k];
+        }
     *out = t;
     return SBX_OK;
 }
@@ -528,9 +556,10 @@ static inline __attribute__((target("avx2"), always_inline)) uint64_t grams(cons
 /* The trigger buckets that allow the bytes at k to k + 3, for the 32
  * positions k at p: a position at a time, both tables of buckets, so that
  * few registers are live. */
-static inline __attribute__((target("avx2"), always_inline)) __m256i teddy(const struct avx2 *x, const unsigned char *p)
+static inline __attribute__((target("avx2"), always_inline)) void teddy(const struct avx2 *x, const unsigned char *p,
+                                                                        __m256i r[AVX2_SETS])
 {
-    __m256i f = _mm256_set1_epi8(0x0f), r[AVX2_SETS];
+    __m256i f = _mm256_set1_epi8(0x0f);
     for (unsigned q = 0; q < AVX2_SETS; q++)
         r[q] = _mm256_set1_epi8(-1);
     for (unsigned j = 0; j < SBX__AVX2_BYTES; j++) {
@@ -541,9 +570,26 @@ static inline __attribute__((target("avx2"), always_inline)) __m256i teddy(const
                                               _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)x->lo[q][j]), lo),
                                               _mm256_shuffle_epi8(_mm256_load_si256((const __m256i *)x->hi[q][j]), hi)));
     }
-    for (unsigned q = 1; q < AVX2_SETS; q++)
-        r[0] = _mm256_or_si256(r[0], r[q]);
-    return r[0];
+}
+
+/* Whether a trigger hit at p[k] whose buckets are b (bit 8q + j) can go
+ * on: some bucket without a quick reject, or one whose needed bytes are
+ * there and in its class (bytes past avail may be anything). */
+static inline bool hit_ok(const struct avx2 *x, const unsigned char *p, size_t k, size_t avail, unsigned b)
+{
+    if (b & ~(unsigned)x->checked)
+        return true;
+    for (; b; b &= b - 1) {
+        unsigned q = (unsigned)__builtin_ctz(b);
+        size_t j = k + x->from[q], end = k + x->to[q];
+        if (end > avail)
+            return true;
+        while (j < end && p[j] < 128 && (sbx__kclass[p[j]] & x->need[q]))
+            j++;
+        if (j == end)
+            return true;
+    }
+    return false;
 }
 
 static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, const unsigned char *p, size_t avail)
@@ -563,8 +609,34 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
     sm = (unsigned __int128)(grams(x, a0) | grams(x, b0) << 32) |
          (unsigned __int128)((x->grams[w >> 5] >> (w & 31)) & 1 ? 0xf : 0) << 64;
     g = (uint64_t)(sm >> 3);
-    /* the triggers: one bucket allows the bytes at k to k + 3 */
-    shapes = nonzero(teddy(x, p)) | nonzero(teddy(x, p + 32)) << 32;
+    /* the triggers: one bucket allows the bytes at k to k + 3; where only
+     * buckets with a quick reject do, their needed bytes decide */
+    {
+        __m256i ra[AVX2_SETS], rb[AVX2_SETS], ua, ub;
+        teddy(x, p, ra);
+        teddy(x, p + 32, rb);
+        ua = ra[0];
+        ub = rb[0];
+        for (unsigned q = 1; q < AVX2_SETS; q++) {
+            ua = _mm256_or_si256(ua, ra[q]);
+            ub = _mm256_or_si256(ub, rb[q]);
+        }
+        shapes = nonzero(ua) | nonzero(ub) << 32;
+        if (shapes && x->checked) {
+            uint8_t bk[AVX2_SETS][64];
+            for (unsigned q = 0; q < AVX2_SETS; q++) {
+                _mm256_storeu_si256((__m256i *)bk[q], ra[q]);
+                _mm256_storeu_si256((__m256i *)(bk[q] + 32), rb[q]);
+            }
+            for (uint64_t m = shapes; m; m &= m - 1) {
+                unsigned k = (unsigned)__builtin_ctzll(m), b = 0;
+                for (unsigned q = 0; q < AVX2_SETS; q++)
+                    b |= (unsigned)bk[q][k] << (8 * q);
+                if (!hit_ok(x, p, k, avail, b))
+                    shapes &= ~((uint64_t)1 << k);
+            }
+        }
+    }
     /* a literal with an escape in its first seven bytes: every position
      * up to six bytes before an escape byte */
     in = (unsigned __int128)(nonzero(nibbles(a0, x->ilo, x->ibit)) | nonzero(nibbles(b0, x->ilo, x->ibit)) << 32) |

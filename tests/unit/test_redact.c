@@ -737,6 +737,49 @@ START_TEST(test_redact_prefilter_alignments)
 }
 END_TEST
 
+/* Every shape case (tokens at their shortest, near misses, prose) at each
+ * alignment to the prefilters' blocks, followed by a space or the end:
+ * the same output behind each prefilter as with the pair filter alone (the
+ * AVX2 one rejects a trigger's near misses inside its block by the bytes
+ * its bucket needs). */
+START_TEST(test_redact_prefilter_shape_alignments)
+{
+    static const int pfs[] = {SBX__PF_TRI, SBX__PF_AVX2};
+    sbx_redactor *none = pf_redactor(SBX__PF_NONE, true, NULL, 0);
+    char text[1024];
+    for (size_t f = 0; f < SBX__ARRAY_LEN(pfs); f++) {
+        sbx_redactor *r = pf_redactor(pfs[f], true, NULL, 0);
+        for (size_t i = 0; i < SBX__ARRAY_LEN(redact_shape_cases); i++) {
+            const char *w = redact_shape_cases[i].text;
+            size_t n = strlen(w);
+            if (n > 600)
+                continue;
+            for (size_t pad = 0; pad < 64; pad++) {
+                size_t len = 0;
+                for (size_t k = 0; k < pad; k++)
+                    text[len++] = k % 6 == 5 ? ' ' : "plain"[k % 5];
+                memcpy(text + len, w, n);
+                len += n;
+                text[len++] = ' ';
+                for (size_t k = 0; k < 80; k++)
+                    text[len++] = k % 6 == 5 ? ' ' : "tail"[k % 4];
+                for (size_t cut = 0; cut < 2; cut++) {
+                    /* with bytes after it, and ending the text */
+                    size_t m = cut ? pad + n : len;
+                    char *with = chunked(r, text, m, m), *without = chunked(none, text, m, m);
+                    ck_assert_msg(strcmp(with, without) == 0, "prefilter %d, case %zu at %zu: \"%s\" vs \"%s\"", pfs[f], i,
+                                  pad, with, without);
+                    free(with);
+                    free(without);
+                }
+            }
+        }
+        sbx_redactor_free(r);
+    }
+    sbx_redactor_free(none);
+}
+END_TEST
+
 /* ---- the property: any chunking gives the same output and leaks nothing ---- */
 
 static const char *const values[] = {"s3cr3t-v4lue-0001", "another/secret:value", "aaaaaaaaab", "pass word 99!"};
@@ -1038,6 +1081,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_holds_back_little);
     tcase_add_test(tc, test_redact_counts);
     tcase_add_test(tc, test_redact_prefilter_alignments);
+    tcase_add_test(tc, test_redact_prefilter_shape_alignments);
     tcase_add_test(tc, test_redact_stream_keeps_its_rules);
     tcase_add_loop_test(tc, test_redact_any_chunking_same_output, 0, 4);
     tcase_add_test(tc, test_redact_shared_between_threads);
