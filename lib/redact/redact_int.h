@@ -147,9 +147,10 @@ int sbx__tri_kind(const sbx__tri *t);
 uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail);
 
 /* Which scan rules built from now on use (for tests and benchmarks):
- * SBX__PF_AUTO the best this CPU has, SBX__PF_NONE the pair filter alone,
- * SBX__PF_TRI the three-byte prefilter in front of it (none where the CPU
- * lacks it). */
+ * SBX__PF_AUTO the best this CPU has (the three-byte prefilter, else the
+ * AVX2 one), SBX__PF_NONE the pair filter alone, SBX__PF_TRI the
+ * three-byte prefilter in front of it, SBX__PF_AVX2 the AVX2 one (none
+ * where the CPU lacks it). */
 enum { SBX__PF_AUTO = 0, SBX__PF_NONE, SBX__PF_TRI, SBX__PF_AVX2 };
 extern atomic_int sbx__prefilter;
 
@@ -169,7 +170,8 @@ void sbx__redact_rules_unref(sbx__redact_rules *rules);
 void sbx__redact_rules_ref(sbx__redact_rules *rules);
 /* A stream on these rules (NULL: out of memory). */
 sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules);
-/* Which prefilter r's rules scan behind: SBX__PF_NONE or SBX__PF_TRI. */
+/* Which prefilter r's rules scan behind: SBX__PF_NONE, SBX__PF_TRI or
+ * SBX__PF_AVX2. */
 int sbx__redact_prefilter(const sbx_redactor *r);
 /* A stream's counts, by kind: how many kinds there are, and each. */
 size_t sbx__redact_stream_nkinds(const sbx_redact_stream *s);

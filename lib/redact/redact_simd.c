@@ -2,8 +2,9 @@
 /*
  * The redactor's three-byte prefilter: which of 64 positions could start
  * a candidate, from the byte there and the two after it, in a handful of
- * AVX-512 VBMI instructions (a table lookup of 64 bytes at once). Where
- * the CPU lacks VBMI the redactor keeps its scalar pair filter alone.
+ * AVX-512 VBMI instructions (a table lookup of 64 bytes at once); where
+ * the CPU lacks VBMI but has AVX2, the AVX2 prefilter below; elsewhere the
+ * scalar pair filter alone.
  *
  * Each candidate is described by a few alternatives, a set of bytes for
  * each of its first three positions (a literal raw, or beginning with an
@@ -329,20 +330,28 @@ static double nibble_weight(uint16_t lo, uint16_t hi, const nibble_rows *rows)
 }
 
 /* The triggers' indices, widest sets first (the narrow fill in around them). */
-struct width_ctx {
-    const sbx__trig_sets *t;
-};
-
-static int by_width(const void *a, const void *b, void *arg)
+/* How many bytes a trigger's sets allow, all positions together. */
+static size_t trig_width(const sbx__trig_sets *t)
 {
-    const sbx__trig_sets *t = ((const struct width_ctx *)arg)->t;
-    size_t wa = 0, wb = 0;
+    size_t w = 0;
     for (unsigned j = 0; j < SBX__AVX2_BYTES; j++)
-        for (unsigned k = 0; k < 4; k++) {
-            wa += (size_t)__builtin_popcountll(t[*(const size_t *)a].b[j][k]);
-            wb += (size_t)__builtin_popcountll(t[*(const size_t *)b].b[j][k]);
+        for (unsigned k = 0; k < 4; k++)
+            w += (size_t)__builtin_popcountll(t->b[j][k]);
+    return w;
+}
+
+/* The triggers' indices in order, widest sets first (the narrow fill in
+ * around them), by insertion: a hundred or so, once per rule set. */
+static void widest_triggers(const sbx__trig_sets *alts, size_t n, size_t *order)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t w = trig_width(&alts[i]), k = i;
+        while (k > 0 && trig_width(&alts[order[k - 1]]) < w) {
+            order[k] = order[k - 1];
+            k--;
         }
-    return wa < wb ? 1 : wa > wb ? -1 : (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+        order[k] = i;
+    }
 }
 
 sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool *intro, const uint32_t *gram,
@@ -355,7 +364,6 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
     uint8_t cneed[NBUCKETS] = {0};
     size_t *order = NULL;
     nibble_rows *rows = NULL;
-    struct width_ctx ctx = {alts};
     sbx__tri *t;
     struct avx2 *x;
     void *mem;
@@ -373,9 +381,7 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
             return SBX_E_NOMEM;
         }
         nibble_rows_fill(rows, w);
-        for (size_t i = 0; i < n; i++)
-            order[i] = i;
-        qsort_r(order, n, sizeof *order, by_width, &ctx);
+        widest_triggers(alts, n, order);
     }
     /* Each trigger into the bucket whose nibble products grow least. */
     for (size_t o = 0; o < n; o++) {
