@@ -490,6 +490,11 @@ static void finish_exited(struct cmd_run *run)
     if (run->server_error)
         run_finish(run, SBX_E_CONFLICT, "the command's output ended with an error: %s (exit code %d)",
                    run->server_error, run->cmd->info.exit_code);
+    else if (run->deadline && run->cmd->info.exit_code == 137 && sbx__mono_ms() >= run->deadline)
+        /* The server enforces the timeout too (SIGKILL, so 137): its kill
+         * may come in before this side's timer has fired. A timeout. */
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline and was killed (SIGKILL)",
+                   (long long)run->cmd->timeout_ms);
     else
         run_finish(run, SBX_OK, NULL);
 }
