@@ -95,7 +95,7 @@ struct rules {
                               * starts so, 0 if none (the hot loop's table: a
                               * load and a test per byte) */
     uint16_t group[65536];   /* the pair's g, for a pair in pair8[] (65,536 fit) */
-    uint64_t quad[1024];     /* bit quad_hash(first 4 bytes) of each literal */
+    uint64_t quad[1024];     /* bit sbx__piece_hash of each literal's first 4 bytes */
     bool intro[256];         /* bytes an escape or a line break may start with */
     /* Runs of one byte c (dashes of a separator line): a position where a
      * run of c of length k begins can start a candidate only if bit k
@@ -443,12 +443,6 @@ static inline bool bit_set(const uint64_t *set, unsigned x)
     return (set[x >> 6] >> (x & 63)) & 1;
 }
 
-/* A 16-bit hash of the 4 bytes at p, for the literals' second filter. */
-static inline unsigned quad_hash(const unsigned char *p)
-{
-    uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    return (unsigned)((w * 0x9E3779B1u) >> 16);
-}
 
 /* The bytes a candidate's text can start with, and for each the bytes that
  * can follow it (a 256-bit set), for the index and the pair filter. */
@@ -757,12 +751,6 @@ static sbx_status index_tri(struct rules *r)
 atomic_int sbx__prefilter;
 
 /* The prefilter, when this CPU has it and it pays. */
-/* The four bytes at p as a little-endian word. */
-static uint32_t word4(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* The AVX2 prefilter: the shapes' triggers by their first three bytes;
  * the literals by their first seven, raw (a four-byte piece at every
  * fourth position) or with an escape byte among them. */
@@ -803,7 +791,7 @@ static sbx_status index_avx2(struct rules *r)
     }
     for (size_t i = 0; i < r->nlits; i++)
         for (size_t j = 0; j < 4; j++)
-            grams[4 * i + j] = word4((const unsigned char *)r->lits[i].s + j);
+            grams[4 * i + j] = sbx__piece((const unsigned char *)r->lits[i].s + j);
     /* a wrapped form's pieces after a line break at offsets 1 to 6 */
     for (size_t i = 0; i < r->nlits; i++) {
         if (!(r->lits[i].dec & DEC_SKIP_NL))
@@ -813,9 +801,19 @@ static sbx_status index_avx2(struct rules *r)
             continue;
         }
         for (size_t j = 1; j <= 6; j++)
-            grams[4 * r->nlits + nwraps++] = word4((const unsigned char *)r->lits[i].s + j);
+            grams[4 * r->nlits + nwraps++] = sbx__piece((const unsigned char *)r->lits[i].s + j);
     }
-    st = sbx__tri_build_avx2(alts, n, r->intro, grams, 4 * r->nlits, grams + 4 * r->nlits, nwraps, wrap_any, &r->tri);
+    {
+        sbx__avx2_input in = {.alts = alts,
+                              .n = n,
+                              .intro = r->intro,
+                              .gram = grams,
+                              .ngrams = 4 * r->nlits,
+                              .wrap = grams + 4 * r->nlits,
+                              .nwraps = nwraps,
+                              .wrap_any = wrap_any};
+        st = sbx__tri_build_avx2(&in, &r->tri);
+    }
 done:
     if (grams)
         sbx__wipe(grams, (10 * r->nlits + 1) * sizeof *grams); /* pieces of secret values */
@@ -920,7 +918,7 @@ static sbx_status index_cands(struct rules *r, bool shapes)
      * four bytes can begin an escape or a line break, those four bytes are
      * the literal's own. */
     for (size_t i = 0; i < r->nlits; i++) {
-        unsigned x = quad_hash((const unsigned char *)r->lits[i].s);
+        unsigned x = sbx__piece_hash(sbx__piece((const unsigned char *)r->lits[i].s));
         r->quad[x >> 6] |= (uint64_t)1 << (x & 63);
     }
     for (size_t i = 0; i < r->nlits; i++)
@@ -946,7 +944,7 @@ static inline bool worth_at(const struct rules *r, const unsigned char *p, size_
         return true;
     if (r->intro[p[i]] || r->intro[p[i + 1]] || r->intro[p[i + 2]] || r->intro[p[i + 3]])
         return true;
-    return bit_set(r->quad, quad_hash(p + i));
+    return bit_set(r->quad, sbx__piece_hash(sbx__piece(p + i)));
 }
 
 static struct rules *rules_build(const sbx_redactor *rd)

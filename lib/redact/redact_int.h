@@ -132,14 +132,36 @@ typedef struct sbx__trig_sets {
     /* the shape's quick reject (need_n 0: none), as in sbx__tri_alt */
     uint8_t need_from, need_n, need;
 } sbx__trig_sets;
-/* The AVX2 prefilter in *out (NULL where the CPU lacks AVX2): alts are
- * the shapes' triggers; intro the bytes an escape or a line break in
- * a literal can start with; gram the four-byte pieces of every literal at
- * its offsets 0 to 3 (each literal seven bytes or more), as little-endian
- * words; wrap those of every form a line break may split (base64) at its
- * offsets 1 to 6, or wrap_any when a form is too short for them. */
-sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool *intro, const uint32_t *gram,
-                               size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out);
+/* The literals' four-byte pieces, as both filters see them: the bytes at p
+ * as a little-endian word, and its 16-bit hash (multiplicative, so that the
+ * AVX2 filter hashes eight at once with the same constant). */
+#define SBX__PIECE_MUL 0x9E3779B1u
+static inline uint32_t sbx__piece(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint32_t sbx__piece_hash(uint32_t w)
+{
+    return (w * SBX__PIECE_MUL) >> 16;
+}
+/* What the AVX2 prefilter looks for: alts, the shapes' triggers (n of
+ * them); intro, the bytes an escape or a line break in a literal can start
+ * with (256 entries); gram, the pieces (sbx__piece) of every literal at its
+ * offsets 0 to 3 (each literal seven bytes or more); wrap, those of every
+ * form a line break may split (base64) at its offsets 1 to 6, or wrap_any
+ * when a form is too short for them. */
+typedef struct sbx__avx2_input {
+    const sbx__trig_sets *alts;
+    size_t n;
+    const bool *intro;
+    const uint32_t *gram;
+    size_t ngrams;
+    const uint32_t *wrap;
+    size_t nwraps;
+    bool wrap_any;
+} sbx__avx2_input;
+/* The AVX2 prefilter for in, in *out (NULL where the CPU lacks AVX2). */
+sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out);
 /* Which prefilter t is: SBX__PF_TRI, SBX__PF_AVX2 (SBX__PF_NONE for NULL). */
 int sbx__tri_kind(const sbx__tri *t);
 /* Bit k: something may start at p[k] (p[0 .. avail) readable, avail at

@@ -81,6 +81,16 @@ struct avx2 {
     uint8_t from[8 * AVX2_SETS], to[8 * AVX2_SETS], need[8 * AVX2_SETS];
 };
 
+/* The piece sets: bit h of 65,536. */
+static inline void bits_add(uint32_t *set, uint32_t h)
+{
+    set[h >> 5] |= (uint32_t)1 << (h & 31);
+}
+static inline bool bits_has(const uint32_t *set, uint32_t h)
+{
+    return (set[h >> 5] >> (h & 31)) & 1;
+}
+
 struct sbx__tri {
     int kind; /* SBX__PF_TRI or SBX__PF_AVX2 */
     struct avx2 *x;
@@ -354,9 +364,11 @@ static void widest_triggers(const sbx__trig_sets *alts, size_t n, size_t *order)
     }
 }
 
-sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool *intro, const uint32_t *gram,
-                               size_t ngrams, const uint32_t *wrap, size_t nwraps, bool wrap_any, sbx__tri **out)
+sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out)
 {
+    const sbx__trig_sets *alts = in->alts;
+    const bool *intro = in->intro;
+    size_t n = in->n;
     enum { NBUCKETS = 8 * AVX2_SETS, NJ = SBX__AVX2_BYTES };
     uint16_t lo[NBUCKETS][NJ], hi[NBUCKETS][NJ];
     double w[256], cur[NBUCKETS][NJ];
@@ -451,15 +463,11 @@ sbx_status sbx__tri_build_avx2(const sbx__trig_sets *alts, size_t n, const bool 
         }
     for (unsigned h = 0; h < 8; h++)
         x->ibit[h] = x->ibit[h + 16] = (uint8_t)(1u << h);
-    for (size_t i = 0; i < ngrams; i++) {
-        uint32_t hsh = (gram[i] * 0x9E3779B1u) >> 16;
-        x->grams[hsh >> 5] |= (uint32_t)1 << (hsh & 31);
-    }
-    for (size_t i = 0; i < nwraps; i++) {
-        uint32_t hsh = (wrap[i] * 0x9E3779B1u) >> 16;
-        x->wraps[hsh >> 5] |= (uint32_t)1 << (hsh & 31);
-    }
-    x->wrap_any = wrap_any;
+    for (size_t i = 0; i < in->ngrams; i++)
+        bits_add(x->grams, sbx__piece_hash(in->gram[i]));
+    for (size_t i = 0; i < in->nwraps; i++)
+        bits_add(x->wraps, sbx__piece_hash(in->wrap[i]));
+    x->wrap_any = in->wrap_any;
     for (unsigned k = 0; k < NBUCKETS; k++)
         if ((members & ~nocheck) >> k & 1 && cfrom[k] < cto[k]) {
             x->checked |= (uint16_t)(1u << k);
@@ -553,7 +561,7 @@ static inline __attribute__((target("avx2"), always_inline)) uint64_t nonzero(__
  * the literals' set, as four bits from 4k. */
 static inline __attribute__((target("avx2"), always_inline)) uint64_t grams(const struct avx2 *x, __m256i v)
 {
-    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)0x9E3779B1u)), 16);
+    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)SBX__PIECE_MUL)), 16);
     __m256i w = _mm256_i32gather_epi32((const int *)x->grams, _mm256_srli_epi32(h, 5), 4);
     __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_and_si256(h, _mm256_set1_epi32(31))), _mm256_set1_epi32(1));
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(bit, _mm256_set1_epi32(1)));
@@ -610,10 +618,9 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
      * (one lands in any literal's first seven bytes), for the four
      * positions that may start one there (first: the lookups take
      * longest, and the rest does not wait for them) */
-    memcpy(&w, p + 64, 4);
-    w = (w * 0x9E3779B1u) >> 16;
+    w = sbx__piece_hash(sbx__piece(p + 64));
     sm = (unsigned __int128)(grams(x, a0) | grams(x, b0) << 32) |
-         (unsigned __int128)((x->grams[w >> 5] >> (w & 31)) & 1 ? 0xf : 0) << 64;
+         (unsigned __int128)(bits_has(x->grams, w) ? 0xf : 0) << 64;
     g = (uint64_t)(sm >> 3);
     /* the triggers: one bucket allows the bytes at k to k + 3; where only
      * buckets with a quick reject do, their needed bytes decide */
@@ -659,7 +666,6 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
         } else {
             for (uint64_t lo = (uint64_t)br, hi = (uint64_t)(br >> 64); lo | hi;) {
                 unsigned k = lo ? (unsigned)__builtin_ctzll(lo) : 64 + (unsigned)__builtin_ctzll(hi);
-                uint32_t v;
                 if (lo)
                     lo &= lo - 1;
                 else
@@ -672,9 +678,7 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
                     in |= (unsigned __int128)1 << k; /* escaped after the break, or broken again */
                     continue;
                 }
-                memcpy(&v, p + k + 1, 4);
-                v = (v * 0x9E3779B1u) >> 16;
-                if ((x->wraps[v >> 5] >> (v & 31)) & 1) /* \r\n: the break starts a byte earlier */
+                if (bits_has(x->wraps, sbx__piece_hash(sbx__piece(p + k + 1)))) /* \r\n: the break starts a byte earlier */
                     in |= (unsigned __int128)(k && p[k - 1] == '\r' ? 3 : 1) << (k && p[k - 1] == '\r' ? k - 1 : k);
             }
         }

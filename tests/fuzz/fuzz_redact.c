@@ -98,7 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * behind it; texts of 70 bytes and more go through a prefilter in one
      * piece). The mode holds while the value is added: adding rebuilds
      * the rules. */
-    for (int pf = SBX__PF_NONE; pf <= SBX__PF_AVX2; pf += SBX__PF_AVX2 - SBX__PF_NONE) {
+    static const int modes[] = {SBX__PF_NONE, SBX__PF_AVX2};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        int pf = modes[m];
         sbx_redactor *other;
         char *got;
         atomic_store(&sbx__prefilter, pf);
