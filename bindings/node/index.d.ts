@@ -97,6 +97,11 @@ export interface CommandOptions {
   timeoutMs?: number;
 }
 
+export interface TransferOptions {
+  /** Called about ten times a second and once at the end with the bytes moved and the total (null while not known); an exception it throws cancels the transfer and rejects the promise with it. */
+  onProgress?: (done: number, total: number | null) => void;
+}
+
 export interface CompletedCommand {
   exitCode: number;
   stdout: Buffer;
@@ -121,8 +126,10 @@ export class Sandbox implements Disposable {
   readFile(path: string): Promise<Buffer>;
   /** The file's bytes as they arrive; destroying the stream cancels the read. */
   readStream(path: string): Readable;
-  upload(local: string, path: string): Promise<void>;
-  download(path: string, local: string): Promise<void>;
+  /** Copy a local file or directory in; onProgress gets the bytes of the body (the files as a gzip tar) sent, and its size. */
+  upload(local: string, path: string, opts?: TransferOptions): Promise<void>;
+  /** Copy a file out (written whole, or not at all); onProgress gets the bytes received, and the file's size. */
+  download(path: string, local: string, opts?: TransferOptions): Promise<void>;
   spawn(argv: string[], opts?: CommandOptions): Command;
   run(argv: string[], opts?: CommandOptions): Promise<CompletedCommand>;
   setOption(key: string, value: string | number): void;

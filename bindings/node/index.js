@@ -71,6 +71,7 @@ for (const proto of [
   'const char *sbx_op_last_error(sbx_op *op)',
   'const char *sbx_op_error_code(sbx_op *op)',
   'int sbx_op_http_status(sbx_op *op)',
+  'int sbx_op_get_progress(sbx_op *op, _Out_ uint64_t *sent, _Out_ int64_t *sendTotal, _Out_ uint64_t *received, _Out_ int64_t *receiveTotal)',
   'int sbx_op_cancel(sbx_op *op)',
   'void sbx_op_free(sbx_op *op)',
   'sbx_sandbox *sbx_sandbox_new(sbx_client *c)',
@@ -327,9 +328,11 @@ class Driver {
 }
 
 /** Await an operation, free it, throw for its failure; resolves to its JSON
- * result (parsed) where it has one, else null. */
-async function awaitOp(client, op) {
+ * result (parsed) where it has one, else null. atEnd(op), if given, runs
+ * once it has ended, before it is freed. */
+async function awaitOp(client, op, atEnd = null) {
   await client.driver.track(op);
+  if (atEnd) atEnd(op);
   const st = C.sbx_op_status(op);
   let err = null;
   let result = null;
@@ -548,8 +551,48 @@ class Sandbox extends Handle {
     return this._op(C.sbx_sandbox_write_file_start, p, buf, buf.length, mode);
   }
 
-  upload(local, p) { return this._op(C.sbx_sandbox_upload_start, local, p); }
-  download(p, local) { return this._op(C.sbx_sandbox_download_start, p, local); }
+  upload(local, p, opts = {}) {
+    return this._transfer(C.sbx_sandbox_upload_start, false, opts.onProgress, local, p);
+  }
+
+  download(p, local, opts = {}) {
+    return this._transfer(C.sbx_sandbox_download_start, true, opts.onProgress, p, local);
+  }
+
+  /** An upload or a download; onProgress(done, total) about ten times a
+   * second and once at the end: the body's bytes sent (the files as a gzip
+   * tar) or received, and its size (null while not known). An exception
+   * it throws cancels the transfer and rejects the promise with it. */
+  async _transfer(start, receiving, onProgress, ...args) {
+    if (onProgress == null) return this._op(start, ...args);
+    if (typeof onProgress !== 'function') throw new TypeError('onProgress must be a function');
+    const out = [null];
+    this.check(start(this.handle, ...args, out));
+    const op = out[0];
+    let thrown = null;
+    const report = (o) => {
+      if (thrown) return;
+      const v = [0, 0, 0, 0].map(() => [0]);
+      C.sbx_op_get_progress(o, v[0], v[1], v[2], v[3]);
+      const [done, total] = receiving ? [v[2][0], v[3][0]] : [v[0][0], v[1][0]];
+      try {
+        onProgress(Number(done), Number(total) < 0 ? null : Number(total));
+      } catch (e) {
+        thrown = { e };
+        C.sbx_op_cancel(o);
+        this.client.driver.kick();
+      }
+    };
+    const timer = setInterval(() => report(op), 100);
+    try {
+      await awaitOp(this.client, op, (o) => { if (C.sbx_op_status(o) === OK) report(o); });
+    } catch (e) {
+      if (!thrown) throw e;
+    } finally {
+      clearInterval(timer);
+    }
+    if (thrown) throw thrown.e;
+  }
 
   /** A file's bytes as a Readable stream of Buffers, as they arrive;
    * destroying the stream cancels the read. */

@@ -319,6 +319,35 @@ SBX_API const char *sbx_op_error_code(const sbx_op *op);
 SBX_API int sbx_op_http_status(const sbx_op *op);
 
 /**
+ * How far the operation's transfer has come: the bytes of its request body
+ * sent and of its response body received so far, and the total of each.
+ *
+ * The transfers of files are what this is for: sbx_sandbox_upload_start()
+ * and sbx_sandbox_write_file_start() send a body, the read, stream and
+ * download calls receive one. Other operations report their JSON bodies
+ * where they are one request, or 0 and -1. A retried
+ * request starts again from 0. The received bytes are the body as the
+ * caller gets it (after any content decoding); its total is the
+ * Content-Length of a successful answer that is not content-encoded.
+ * The counts are read atomically: unlike the rest of the sbx_op calls, this
+ * one may be made from any thread while another drives the client, as long
+ * as op is not freed meanwhile (to draw a progress bar beside a blocking
+ * sbx_op_wait(), say).
+ *
+ * @param op             the operation.
+ * @param sent           if not NULL: request body bytes sent.
+ * @param send_total     if not NULL: the request body's size (0: none), or
+ *                       -1 before the request starts.
+ * @param received       if not NULL: response body bytes received.
+ * @param receive_total  if not NULL: the response body's size, or -1 while
+ *                       it is not known (no answer yet, chunked, encoded).
+ * @return SBX_OK, or SBX_E_INVALID_ARG for a NULL op.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_op_get_progress(const sbx_op *op, uint64_t *sent, int64_t *send_total, uint64_t *received,
+                                       int64_t *receive_total);
+
+/**
  * The operation's JSON result where it has one (the page of a list, the
  * object of a get), else NULL. Owned by the op.
  *

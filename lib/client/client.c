@@ -199,6 +199,10 @@ sbx_op *sbx__op_new(struct sbx__core *c, struct sbx__target *t, const struct sbx
     op->ops = ops;
     op->state = state;
     atomic_init(&op->cancel, false);
+    atomic_init(&op->prog.sent, 0);
+    atomic_init(&op->prog.received, 0);
+    atomic_init(&op->prog.send_total, -1);
+    atomic_init(&op->prog.receive_total, -1);
     op->next = c->ops;
     if (c->ops)
         c->ops->prev = op;
@@ -519,6 +523,7 @@ sbx_status sbx__simple_submit(struct sbx__core *c, struct sbx__target *t, struct
         return sbx__err_nomem(err);
     }
     sbx__req_on_done(s->req, simple_done, op);
+    sbx__req_set_progress(s->req, &op->prog);
     if (s->resume_sbx && sbx__resume_arm(&s->rw, s->resume_sbx, op, &s->req, simple_fail) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(err);
@@ -887,6 +892,22 @@ const char *sbx_op_last_error(const sbx_op *op)
     if (!op)
         return SBX__NULL_HANDLE_TEXT;
     return op->done && op->status != SBX_OK ? sbx__err_msg(&op->err) : "";
+}
+
+sbx_status sbx_op_get_progress(const sbx_op *op, uint64_t *sent, int64_t *send_total, uint64_t *received,
+                               int64_t *receive_total)
+{
+    if (!op)
+        return SBX_E_INVALID_ARG; /* no handle to keep a message in */
+    if (sent)
+        *sent = atomic_load(&op->prog.sent);
+    if (send_total)
+        *send_total = atomic_load(&op->prog.send_total);
+    if (received)
+        *received = atomic_load(&op->prog.received);
+    if (receive_total)
+        *receive_total = atomic_load(&op->prog.receive_total);
+    return SBX_OK;
 }
 
 int sbx_op_http_status(const sbx_op *op)

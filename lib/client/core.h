@@ -102,6 +102,7 @@ struct sbx_op {
      * instead of the done queue. */
     void (*parent_cb)(struct sbx_op *op, void *arg);
     void *parent_arg;
+    struct sbx__progress prog;             /* its data request's transfer (sbx_op_get_progress) */
 };
 
 /* ---- core ---- */

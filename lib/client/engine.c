@@ -85,6 +85,7 @@ struct sbx__req {
     void *read_user;
     uint64_t body_size;           /* of a streamed body */
     curl_off_t ul_seen;           /* upload progress last seen (xferinfo_cb) */
+    struct sbx__progress *prog;   /* where the transfer is reported, or NULL */
     size_t body_off;              /* read_cb's position in body_in */
     bool idempotent, follow, counted;
     bool orphan;                  /* released by its owner while reading: the engine frees it */
@@ -819,8 +820,14 @@ static size_t header_cb(char *line, size_t size, size_t n, void *user)
     if (line[0] == '\r' || line[0] == '\n') {
         /* The empty line: the head is whole (an interim 1xx's does not
          * count; the real one follows). */
-        if (r->head.status >= 200)
+        if (r->head.status >= 200) {
             r->head.done = true;
+            /* the body's length as the caller gets it: not for an
+             * encoded body (counted decoded), nor an error's */
+            if (r->prog && r->head.status < 300)
+                atomic_store(&r->prog->receive_total,
+                             r->head.clen >= 0 && !r->head.encoded ? (int64_t)r->head.clen : (int64_t)-1);
+        }
         return len;
     }
     note_framing(r, line, len);
@@ -872,6 +879,8 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
             r->e->early = r;
         }
         r->streamed += len;
+        if (r->prog)
+            atomic_fetch_add(&r->prog->received, (uint64_t)len);
         return len;
     }
     /* Buffered bodies, and error bodies of streams (kept small). */
@@ -885,6 +894,8 @@ static size_t write_cb(char *data, size_t size, size_t n, void *user)
             r->too_large = true; /* ... with BUDGET_EXCEEDED */
         return 0;
     }
+    if (r->prog && !r->data_fn)
+        atomic_fetch_add(&r->prog->received, (uint64_t)len);
     return len;
 }
 
@@ -912,6 +923,8 @@ static int xferinfo_cb(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
     if (ulnow != r->ul_seen) {
         r->ul_seen = ulnow;
         r->last_io = sbx__mono_ms();
+        if (r->prog && ulnow > 0)
+            atomic_store(&r->prog->sent, (uint64_t)ulnow);
     }
     return 0;
 }
@@ -1015,6 +1028,12 @@ static sbx_status attach_easy(sbx__req *r)
     r->resent = false;
     r->body_off = 0;
     r->ul_seen = 0;
+    if (r->prog) { /* each attempt from the start */
+        atomic_store(&r->prog->sent, 0);
+        atomic_store(&r->prog->received, 0);
+        atomic_store(&r->prog->send_total, (int64_t)(r->read_fn ? r->body_size : r->body_in.len));
+        atomic_store(&r->prog->receive_total, -1);
+    }
     memset(&r->head, 0, sizeof r->head);
     r->head.clen = -1;
     r->last_io = r->t_attempt = now;
@@ -1754,6 +1773,11 @@ sbx_status sbx__engine_wait(sbx__engine *e, int64_t timeout_ms)
 
 /* ---- requests ------------------------------------------------------------------------ */
 
+void sbx__req_set_progress(sbx__req *r, struct sbx__progress *p)
+{
+    r->prog = p;
+}
+
 sbx__req *sbx__req_new(sbx__engine *e, const char *method, const char *url)
 {
     sbx__req *r = sbx__calloc(1, sizeof *r);
@@ -1933,6 +1957,7 @@ sbx_status sbx__req_again(const sbx__req *r, const char *url, sbx__req **out)
     if (sbx__req_set_project(n, r->project) != SBX_OK)
         goto fail;
     n->idempotent = r->idempotent;
+    n->prog = r->prog;
     n->follow = r->follow;
     n->idle_none = r->idle_none;
     n->idle_ms = r->idle_ms;

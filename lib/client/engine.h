@@ -6,6 +6,7 @@
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,6 +178,16 @@ sbx_status sbx__req_set_project(sbx__req *r, const char *project);
 /* Stream a 2xx response body to fn instead of buffering it. */
 void sbx__req_set_stream(sbx__req *r, sbx__data_fn fn, void *user);
 void sbx__req_on_done(sbx__req *r, sbx__done_fn fn, void *user);
+/* How far a transfer has come, for sbx_op_get_progress(): written by the
+ * driving thread, read from any. Each attempt starts again from 0 (a
+ * retried body is sent again); a total is -1 while it is not known. */
+struct sbx__progress {
+    _Atomic uint64_t sent, received;
+    _Atomic int64_t send_total, receive_total;
+};
+/* Report r's transfer in p (which outlives r; NULL: nowhere). Copies made
+ * by sbx__req_again report there too. */
+void sbx__req_set_progress(sbx__req *r, struct sbx__progress *p);
 /* A copy of a request that is done (or not submitted yet), to be sent to url instead (a 2.x
  * operation repeated on a new session): method, headers other than the
  * secret ones (the caller adds current credentials), body (a streamed one

@@ -1559,6 +1559,7 @@ static sbx_status read_start(sbx_sandbox *s, const char *path, struct read_state
     sbx__api_req_free(&req);
     sbx__req_set_stream(rs->req, read_data, op);
     sbx__req_on_done(rs->req, read_done, op);
+    sbx__req_set_progress(rs->req, &op->prog);
     if (sbx__resume_arm(&rs->rw, s, op, &rs->req, read_fail) != SBX_OK || sbx__req_submit(rs->req) != SBX_OK) {
         sbx__op_destroy(op);
         return sbx__err_nomem(&s->err);

@@ -2,6 +2,8 @@
 /* client_files: mkdir, write, upload, read, read_stream, download, against sbxd. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +234,108 @@ START_TEST(test_client_files_large_round_trip)
 }
 END_TEST
 
+/* sbx_op_get_progress() sampled from a second thread while the first
+ * blocks in sbx_op_wait(), as a progress bar beside a blocking wait does. */
+struct sampler {
+    sbx_op *op;
+    atomic_bool stop;
+    pthread_t th;
+    size_t samples, partial_sent, partial_received;
+    bool backwards, bad_total;
+    uint64_t last_sent, last_received;
+};
+
+static void *sample_main(void *arg)
+{
+    struct sampler *sm = arg;
+    while (!atomic_load(&sm->stop)) {
+        uint64_t sent, received;
+        int64_t stot, rtot;
+        ck_assert_int_eq(sbx_op_get_progress(sm->op, &sent, &stot, &received, &rtot), SBX_OK);
+        sm->samples++;
+        sm->backwards |= sent < sm->last_sent || received < sm->last_received;
+        sm->bad_total |= (stot >= 0 && sent > (uint64_t)stot) || (rtot >= 0 && received > (uint64_t)rtot);
+        if (stot > 0 && sent > 0 && sent < (uint64_t)stot)
+            sm->partial_sent++;
+        if (rtot > 0 && received > 0 && received < (uint64_t)rtot)
+            sm->partial_received++;
+        sm->last_sent = sent;
+        sm->last_received = received;
+        usleep(200);
+    }
+    return NULL;
+}
+
+static void sample_start(struct sampler *sm, sbx_op *op)
+{
+    memset(sm, 0, sizeof *sm);
+    sm->op = op;
+    atomic_init(&sm->stop, false);
+    ck_assert_int_eq(pthread_create(&sm->th, NULL, sample_main, sm), 0);
+}
+
+static void sample_stop(struct sampler *sm)
+{
+    atomic_store(&sm->stop, true);
+    pthread_join(sm->th, NULL);
+    ck_assert_msg(!sm->backwards, "progress went backwards");
+    ck_assert_msg(!sm->bad_total, "progress passed its total");
+}
+
+START_TEST(test_client_files_progress)
+{
+    struct env e = setup();
+    size_t n = 24u << 20;
+    unsigned char *want = noise(n, 7);
+    char path[400], back[400];
+    uint64_t sent, received;
+    int64_t stot, rtot;
+    struct sampler sm;
+    sbx_op *op;
+
+    ck_assert_int_eq(sbx_op_get_progress(NULL, &sent, &stot, &received, &rtot), SBX_E_INVALID_ARG);
+    snprintf(path, sizeof path, "%s/big.bin", e.local);
+    write_host(path, want, n, 0644);
+
+    /* Up: the gzip tar is a little more than the file (stored: noise). */
+    ok_s(sbx_sandbox_upload_start(e.s, path, "big.bin", &op), e.s);
+    ck_assert_int_eq(sbx_op_get_progress(op, &sent, &stot, &received, &rtot), SBX_OK);
+    ck_assert_msg(sent == 0 && stot == -1 && received == 0 && rtot == -1, "before it starts: %llu/%lld %llu/%lld",
+                  (unsigned long long)sent, (long long)stot, (unsigned long long)received, (long long)rtot);
+    sample_start(&sm, op);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+    sample_stop(&sm);
+    ck_assert_int_eq(sbx_op_get_progress(op, &sent, &stot, NULL, NULL), SBX_OK);
+    ck_assert_msg(stot > (int64_t)n && stot < (int64_t)(n + n / 50), "the body: %lld bytes for %zu", (long long)stot, n);
+    ck_assert_int_eq(sent, (uint64_t)stot);
+    ck_assert_msg(sm.partial_sent > 0, "no sample saw the body part sent (%zu samples)", sm.samples);
+    sbx_op_free(op);
+
+    /* Down, to a file: the file's bytes, of its Content-Length. */
+    snprintf(back, sizeof back, "%s/back.bin", e.local);
+    ok_s(sbx_sandbox_download_start(e.s, "big.bin", back, &op), e.s);
+    sample_start(&sm, op);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+    sample_stop(&sm);
+    ck_assert_int_eq(sbx_op_get_progress(op, &sent, &stot, &received, &rtot), SBX_OK);
+    ck_assert_msg(stot >= 0 && stot < 1024 && sent == (uint64_t)stot, "the request: %llu of %lld",
+                  (unsigned long long)sent, (long long)stot); /* none, or the path in JSON */
+    ck_assert_int_eq(received, n);
+    ck_assert_int_eq(rtot, (int64_t)n);
+    ck_assert_msg(sm.partial_received > 0, "no sample saw the file part received (%zu samples)", sm.samples);
+    sbx_op_free(op);
+
+    /* A file that is not there: an error answer has no total. */
+    ok_s(sbx_sandbox_download_start(e.s, "missing.bin", back, &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_NOT_FOUND);
+    ck_assert_int_eq(sbx_op_get_progress(op, NULL, NULL, NULL, &rtot), SBX_OK);
+    ck_assert_int_eq(rtot, -1);
+    sbx_op_free(op);
+    free(want);
+    teardown(&e);
+}
+END_TEST
+
 START_TEST(test_client_files_stream_stop_and_download_failures)
 {
     struct env e = setup();
@@ -357,6 +461,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_files_mkdir);
     tcase_add_test(tc, test_client_files_write_and_read);
     tcase_add_test(tc, test_client_files_large_round_trip);
+    tcase_add_test(tc, test_client_files_progress);
     tcase_add_test(tc, test_client_files_stream_stop_and_download_failures);
     tcase_add_test(tc, test_client_files_upload_tree);
     tcase_add_test(tc, test_client_files_too_large_for_server);

@@ -14,10 +14,12 @@
  *
  * Progress (bytes, rate, elapsed) is drawn on stderr by a thread while the
  * copy runs, only when stderr is a terminal (and not with --json, nor when
- * the file goes to a terminal on stdout). The library has no progress call:
- * a download counts the bytes as they arrive; an upload counts the bytes
- * this process has read (rchar in /proc/self/io), which during an upload
- * are the files' (read once to size the body, once more while it is sent).
+ * the file goes to a terminal on stdout). A download counts the bytes as
+ * they arrive. An upload is sized before it is sent (the library generates
+ * the gzip tar once to learn its length, inside sbx_sandbox_upload_start):
+ * that pass is counted by the bytes this process has read (rchar in
+ * /proc/self/io), the sending by sbx_op_get_progress() (the body's bytes
+ * sent, shown as the same fraction of the files' bytes).
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -94,6 +96,10 @@ struct progress {
     uint64_t total;          /* 0: not known */
     _Atomic bool from_rchar; /* done = rchar - rchar_base */
     _Atomic uint64_t rchar_base;
+    /* An upload being sent: done = total * its body's fraction sent. The
+     * lock keeps the op from being freed while the drawing thread asks. */
+    pthread_mutex_t lock;
+    sbx_op *op;
     int64_t t0;
     _Atomic int64_t phase_t0; /* the rate is the phase's */
     atomic_bool stop;
@@ -140,10 +146,27 @@ static void elapsed(char *out, size_t cap, int64_t ms)
         snprintf(out, cap, "%lld:%02lld", s / 60, s % 60);
 }
 
+/* The bytes of an upload op has sent, as the same fraction of the files'
+ * (the body is their gzip tar); false when no op is being sent. */
+static bool op_done(struct progress *p, uint64_t *d)
+{
+    uint64_t sent = 0;
+    int64_t of = -1;
+    bool watching;
+    pthread_mutex_lock(&p->lock);
+    if ((watching = p->op != NULL))
+        sbx_op_get_progress(p->op, &sent, &of, NULL, NULL);
+    pthread_mutex_unlock(&p->lock);
+    *d = of <= 0 ? 0 : p->total ? (uint64_t)((double)p->total * (double)sent / (double)of) : sent;
+    return watching;
+}
+
 static uint64_t progress_done(struct progress *p)
 {
     uint64_t d;
-    if (atomic_load(&p->from_rchar)) {
+    if (op_done(p, &d)) {
+        /* d is the op's */
+    } else if (atomic_load(&p->from_rchar)) {
         uint64_t now = rchar(), base = atomic_load(&p->rchar_base);
         d = now > base ? now - base : 0;
     } else {
@@ -195,6 +218,7 @@ static void *progress_thread(void *arg)
 static void progress_start(struct progress *p, bool on, const char *verb, uint64_t total)
 {
     memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
     p->on = on;
     atomic_store(&p->verb, verb);
     p->total = total;
@@ -224,6 +248,15 @@ static void progress_phase(struct progress *p, const char *verb, const char *aft
     atomic_store(&p->verb, verb);
 }
 
+/* Count an upload's sending by op from now on (NULL: no more, before op is
+ * freed). */
+static void progress_watch(struct progress *p, sbx_op *op)
+{
+    pthread_mutex_lock(&p->lock);
+    p->op = op;
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* Stop drawing and take the line away; with ok, say what was copied. */
 static void progress_end(struct progress *p, bool ok, const char *what, uint64_t bytes)
 {
@@ -232,6 +265,7 @@ static void progress_end(struct progress *p, bool ok, const char *what, uint64_t
         pthread_join(p->thread, NULL);
         p->running = false;
     }
+    pthread_mutex_destroy(&p->lock);
     if (!p->on)
         return;
     if (p->drawn)
@@ -918,8 +952,10 @@ int cmd_cp(int argc, char **argv)
         progress_phase(&pg, "reading", NULL, true);
         st = sbx_sandbox_upload_start(s, from, dst_path, &op);
         if (st == SBX_OK) {
-            progress_phase(&pg, "sending", "the sandbox is writing it", true);
+            progress_phase(&pg, "sending", "the sandbox is writing it", false);
+            progress_watch(&pg, op);
             st = finish_op(op, err, sizeof err);
+            progress_watch(&pg, NULL);
         } else {
             snprintf(err, sizeof err, "%s", sbx_sandbox_last_error(s));
         }

@@ -52,6 +52,36 @@ test('a sandbox, a command streamed, files', async () => {
   }
 });
 
+test('upload and download report their progress', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-progress-'));
+  const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
+  try {
+    const size = 16 << 20;
+    const src = path.join(dir, 'big.bin');
+    fs.writeFileSync(src, require('node:crypto').randomBytes(size));
+    const up = [];
+    await s.upload(src, 'big.bin', { onProgress: (done, total) => up.push([done, total]) });
+    const [done, total] = up[up.length - 1];
+    // the body is the file as a gzip tar: a little more than the file
+    assert.ok(total > size && total < size + size / 50 && done === total, `${done} of ${total}`);
+    for (let i = 1; i < up.length; i++) assert.ok(up[i][0] >= up[i - 1][0]);
+    const down = [];
+    await s.download('big.bin', path.join(dir, 'back.bin'), { onProgress: (d, t) => down.push([d, t]) });
+    assert.deepEqual(down[down.length - 1], [size, size]);
+    assert.ok(fs.readFileSync(path.join(dir, 'back.bin')).equals(fs.readFileSync(src)));
+    // an exception from the callback rejects the transfer with it
+    const stop = new Error('stop');
+    await assert.rejects(s.download('big.bin', path.join(dir, 'maybe.bin'), { onProgress: () => { throw stop; } }),
+                         (e) => e === stop);
+    assert.ok(fs.readdirSync(dir).every((n) => ['big.bin', 'back.bin', 'maybe.bin'].includes(n)));
+    await assert.rejects(s.upload(src, 'x', { onProgress: 3 }), TypeError);
+    await s.stop();
+  } finally {
+    s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('the event loop keeps ticking while a command runs', async () => {
   const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {

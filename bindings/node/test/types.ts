@@ -17,6 +17,9 @@ async function main(): Promise<void> {
   await again.kill(9);
   const id: string = await new sbxrun.Command(s, ['true']).startDetached();
   for await (const chunk of s.readStream('/vercel/sandbox/f')) (chunk as Buffer).length;
+  await s.upload('dist', 'dist', { onProgress: (done: number, total: number | null) => done / (total ?? 1) });
+  await s.download('dist/app.js', 'app.js', { onProgress: (done, total) => total === null || done <= total });
+  await s.download('dist/app.js', 'app.js');
 
   const tr = new sbxrun.Transcript('job.jsonl');
   const job = new sbxrun.Job(c, 'verify.test', { inputs: { script: 'test' }, secrets: ['12345678'], transcript: tr });

@@ -84,6 +84,8 @@ _PROTOS = {
     "sbx_op_last_error": (c_char_p, [c_void_p]),
     "sbx_op_error_code": (c_char_p, [c_void_p]),
     "sbx_op_http_status": (c_int, [c_void_p]),
+    "sbx_op_get_progress": (c_int, [c_void_p, POINTER(c_uint64), POINTER(c_int64), POINTER(c_uint64),
+                                    POINTER(c_int64)]),
     "sbx_op_cancel": (c_int, [c_void_p]),
     "sbx_op_wait": (c_int, [c_void_p, c_int64]),
     "sbx_op_free": (None, [c_void_p]),

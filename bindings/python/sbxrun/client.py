@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from ctypes import byref, c_char_p, c_size_t, c_uint8, c_void_p
+from ctypes import byref, c_char_p, c_int64, c_size_t, c_uint8, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -32,13 +32,31 @@ def _abandon(op: int) -> None:
     _L.sbx_op_free(op)
 
 
-def _wait(op: int) -> str | None:
+#: A transfer's progress callback: ``progress(done, total)``, the bytes
+#: moved so far and the total (None while it is not known).
+Progress = Callable[[int, "int | None"], None]
+
+
+def _report(op: int, progress: Progress, receiving: bool) -> None:
+    """Tell progress how far op's body has gone out (or come in)."""
+    sent, stot, received, rtot = c_uint64(), c_int64(), c_uint64(), c_int64()
+    _L.sbx_op_get_progress(op, byref(sent), byref(stot), byref(received), byref(rtot))
+    done, total = (received.value, rtot.value) if receiving else (sent.value, stot.value)
+    progress(done, total if total >= 0 else None)
+
+
+def _wait(op: int, progress: Progress | None = None, receiving: bool = False) -> str | None:
     """Wait for an operation, free it, raise for its failure; returns its
-    JSON result (text) where it has one. Ctrl-C cancels it (and waits for
-    its end) before the KeyboardInterrupt goes on."""
+    JSON result (text) where it has one. With progress, report its transfer
+    every slice and once at its end. Ctrl-C cancels it (and waits for its
+    end) before the KeyboardInterrupt goes on; so does an exception raised
+    by progress."""
     try:
         while _L.sbx_op_wait(op, _SLICE_MS) == _lib.E_AGAIN:
-            pass
+            if progress is not None:
+                _report(op, progress, receiving)
+        if progress is not None and _L.sbx_op_status(op) == _lib.OK:
+            _report(op, progress, receiving)
     except BaseException:
         _abandon(op)
         raise
@@ -108,12 +126,14 @@ class _Handle:
             self.close()
             raise
 
-    def _start(self, start: Callable[..., int], *args: Any) -> str | None:
+    def _start(self, start: Callable[..., int], *args: Any, progress: Progress | None = None,
+               receiving: bool = False) -> str | None:
         """Start an operation with start(handle, *args, &op) and wait for
-        it; returns its JSON result (text) where it has one."""
+        it (reporting its transfer to progress); returns its JSON result
+        (text) where it has one."""
         op = c_void_p()
         self._check(start(self._handle, *args, byref(op)))
-        return _wait(op.value)
+        return _wait(op.value, progress, receiving)
 
     async def _astart(self, client: "Client", start: Callable[..., int], *args: Any) -> str | None:
         """The same, awaited on the running event loop (sbxrun.aio)."""
@@ -418,13 +438,21 @@ class Sandbox(_Handle):
             raise failure[0]
         _wait(op.value)
 
-    def upload(self, local: str | os.PathLike, path: str) -> None:
-        """Copy a local file or directory into the sandbox."""
-        self._start(_L.sbx_sandbox_upload_start, _lib.arg(os.fspath(local)), _lib.arg(path))
+    def upload(self, local: str | os.PathLike, path: str, *, progress: Progress | None = None) -> None:
+        """Copy a local file or directory into the sandbox. progress, if
+        given, is called about ten times a second and at the end with the
+        bytes of the upload's body (the files as a gzip tar) sent and its
+        size."""
+        self._start(_L.sbx_sandbox_upload_start, _lib.arg(os.fspath(local)), _lib.arg(path), progress=progress)
 
-    def download(self, path: str, local: str | os.PathLike) -> None:
-        """Copy a file out of the sandbox (written whole, or not at all)."""
-        self._start(_L.sbx_sandbox_download_start, _lib.arg(path), _lib.arg(os.fspath(local)))
+    def download(self, path: str, local: str | os.PathLike, *, progress: Progress | None = None) -> None:
+        """Copy a file out of the sandbox (written whole, or not at all).
+        progress, if given, is called about ten times a second and at the
+        end with the bytes received and the file's size (None while not
+        known). An exception progress raises cancels a transfer still under
+        way and goes on to the caller."""
+        self._start(_L.sbx_sandbox_download_start, _lib.arg(path), _lib.arg(os.fspath(local)), progress=progress,
+                    receiving=True)
 
     # ---- commands ----
 

@@ -66,6 +66,35 @@ def test_sandbox_command_and_files(sandbox):
     assert sandbox.run(["test", "-d", "d"]).exit_code == 0
 
 
+def test_upload_and_download_report_progress(sandbox, tmp_path):
+    size = 16 << 20
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(size))
+    up: list[tuple[int, int | None]] = []
+    sandbox.upload(src, "big.bin", progress=lambda done, total: up.append((done, total)))
+    # the body is the file as a gzip tar: a little more than the file
+    done, total = up[-1]
+    assert total is not None and size < total < size + size // 50 and done == total
+    assert all(a[0] <= b[0] for a, b in zip(up, up[1:]))
+    down: list[tuple[int, int | None]] = []
+    out = tmp_path / "back.bin"
+    sandbox.download("big.bin", out, progress=lambda done, total: down.append((done, total)))
+    assert down[-1] == (size, size)
+    assert out.read_bytes() == src.read_bytes()
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        raise Stop()
+
+    # a callback that raises cancels a transfer still under way (its last
+    # call comes after the end): the exception goes on, no temporary is left
+    with pytest.raises(Stop):
+        sandbox.download("big.bin", tmp_path / "maybe.bin", progress=stop)
+    assert {p.name for p in tmp_path.iterdir()} <= {"back.bin", "big.bin", "maybe.bin"}
+
+
 def test_output_streams_as_it_arrives(sandbox):
     cmd = sandbox.command(["sh", "-c", "echo first; sleep 2; echo second"])
     t0 = time.monotonic()
