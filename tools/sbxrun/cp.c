@@ -3,9 +3,9 @@
  * sbxrun cp: copy files and directories into a sandbox and out of it.
  *
  * In: sbx_sandbox_upload() (a file, a directory, or standard input).
- * Out: the file is streamed (sbx_sandbox_read_stream) into a temporary file
- * beside its target, synced and renamed into place when complete, as
- * sbx_sandbox_download() does, or to standard output. The protocol reads
+ * Out: a file is sbx_sandbox_download() (a temporary file beside its
+ * target, synced and renamed into place when complete), or streamed to
+ * standard output (sbx_sandbox_read_stream). The protocol reads
  * only regular files, so a path that is not one is tried as a directory:
  * `tar` in the sandbox packs it into a temporary file there (zstd -1 when
  * the sandbox has zstd), which is streamed out and unpacked as it arrives
@@ -14,7 +14,8 @@
  *
  * Progress (bytes, rate, elapsed) is drawn on stderr by a thread while the
  * copy runs, only when stderr is a terminal (and not with --json, nor when
- * the file goes to a terminal on stdout). A download counts the bytes as
+ * the file goes to a terminal on stdout). A download is counted by
+ * sbx_op_get_progress() (of the file's length), a stream by the bytes as
  * they arrive. An upload is sized before it is sent (the library generates
  * the gzip tar once to learn its length, inside sbx_sandbox_upload_start):
  * that pass is counted by the bytes this process has read (rchar in
@@ -96,10 +97,12 @@ struct progress {
     uint64_t total;          /* 0: not known */
     _Atomic bool from_rchar; /* done = rchar - rchar_base */
     _Atomic uint64_t rchar_base;
-    /* An upload being sent: done = total * its body's fraction sent. The
+    /* A transfer's op: an upload's done is total * its body's fraction
+     * sent; a download's, the bytes received (of its Content-Length). The
      * lock keeps the op from being freed while the drawing thread asks. */
     pthread_mutex_t lock;
     sbx_op *op;
+    bool receiving;
     int64_t t0;
     _Atomic int64_t phase_t0; /* the rate is the phase's */
     atomic_bool stop;
@@ -146,53 +149,63 @@ static void elapsed(char *out, size_t cap, int64_t ms)
         snprintf(out, cap, "%lld:%02lld", s / 60, s % 60);
 }
 
-/* The bytes of an upload op has sent, as the same fraction of the files'
- * (the body is their gzip tar); false when no op is being sent. */
-static bool op_done(struct progress *p, uint64_t *d)
+/* How far the watched op has come, and of how much (0: not known); false
+ * when no op is watched. */
+static bool op_done(struct progress *p, uint64_t *d, uint64_t *total)
 {
-    uint64_t sent = 0;
-    int64_t of = -1;
-    bool watching;
+    uint64_t sent = 0, received = 0;
+    int64_t of = -1, rof = -1;
+    bool watching, receiving;
     pthread_mutex_lock(&p->lock);
     if ((watching = p->op != NULL))
-        sbx_op_get_progress(p->op, &sent, &of, NULL, NULL);
+        sbx_op_get_progress(p->op, &sent, &of, &received, &rof);
+    receiving = p->receiving;
     pthread_mutex_unlock(&p->lock);
-    *d = of <= 0 ? 0 : p->total ? (uint64_t)((double)p->total * (double)sent / (double)of) : sent;
+    if (receiving) {
+        *d = received;
+        *total = rof > 0 ? (uint64_t)rof : 0;
+    } else {
+        /* the body is the files' gzip tar: the same fraction of them */
+        *d = of <= 0 ? 0 : p->total ? (uint64_t)((double)p->total * (double)sent / (double)of) : sent;
+        *total = p->total;
+    }
     return watching;
 }
 
-static uint64_t progress_done(struct progress *p)
+/* Bytes so far, and the total (0: not known). */
+static uint64_t progress_done(struct progress *p, uint64_t *total)
 {
     uint64_t d;
-    if (op_done(p, &d)) {
-        /* d is the op's */
-    } else if (atomic_load(&p->from_rchar)) {
+    if (op_done(p, &d, total))
+        return *total && d > *total ? *total : d;
+    *total = p->total;
+    if (atomic_load(&p->from_rchar)) {
         uint64_t now = rchar(), base = atomic_load(&p->rchar_base);
         d = now > base ? now - base : 0;
     } else {
         d = atomic_load(&p->done);
     }
-    return p->total && d > p->total ? p->total : d;
+    return *total && d > *total ? *total : d;
 }
 
 /* "sbxrun cp: sending 120.5 MiB of 190.7 MiB (63%)  45.2 MiB/s  0:03" */
 static void draw(struct progress *p)
 {
     char got[32], of[32], rate[32], t[32], line[200];
-    uint64_t d = progress_done(p);
+    uint64_t total, d = progress_done(p, &total);
     int64_t now = cli_mono_ms(), ms = now - atomic_load(&p->phase_t0);
     const char *after = atomic_load(&p->after);
     human(got, sizeof got, (double)d);
-    human(of, sizeof of, (double)p->total);
+    human(of, sizeof of, (double)total);
     human(rate, sizeof rate, ms > 0 ? (double)d * 1000.0 / (double)ms : 0);
     elapsed(t, sizeof t, now - p->t0);
-    if (!d && !p->total)
+    if (!d && !total)
         snprintf(line, sizeof line, "sbxrun cp: %s  %s", atomic_load(&p->verb), t);
-    else if (p->total && d >= p->total && after)
+    else if (total && d >= total && after)
         snprintf(line, sizeof line, "sbxrun cp: %s %s; %s  %s", atomic_load(&p->verb), of, after, t);
-    else if (p->total)
+    else if (total)
         snprintf(line, sizeof line, "sbxrun cp: %s %s of %s (%d%%)  %s/s  %s", atomic_load(&p->verb), got, of,
-                 (int)((double)d * 100.0 / (double)p->total), rate, t);
+                 (int)((double)d * 100.0 / (double)total), rate, t);
     else
         snprintf(line, sizeof line, "sbxrun cp: %s %s  %s/s  %s", atomic_load(&p->verb), got, rate, t);
     fprintf(stderr, "\r\033[K%s", line);
@@ -248,12 +261,18 @@ static void progress_phase(struct progress *p, const char *verb, const char *aft
     atomic_store(&p->verb, verb);
 }
 
-/* Count an upload's sending by op from now on (NULL: no more, before op is
- * freed). */
-static void progress_watch(struct progress *p, sbx_op *op)
+/* Count by op from now on: its body sent, or received (NULL: no more,
+ * before op is freed; a download's bytes stay counted). */
+static void progress_watch(struct progress *p, sbx_op *op, bool receiving)
 {
     pthread_mutex_lock(&p->lock);
+    if (!op && p->op && p->receiving) {
+        uint64_t received = 0;
+        sbx_op_get_progress(p->op, NULL, NULL, &received, NULL);
+        atomic_store(&p->done, received);
+    }
     p->op = op;
+    p->receiving = receiving;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -336,107 +355,59 @@ static bool pump(sbx_client *c)
 
 /* ---- out: a file ---------------------------------------------------------------------- */
 
-struct file_sink {
-    int fd;
+struct out_sink {
     int err;                 /* errno of a failed write */
     struct progress *pg;
-    bool regular;            /* a file of ours: written back as it comes */
-    uint64_t written, flushed;
 };
 
-/* Start writing back every WRITEBACK bytes as they come, so that the
- * fsync at the end has little left to wait for (the network and the disk
- * work together instead of one after the other). */
-#define WRITEBACK (8u << 20)
-
-static int sink_file(const uint8_t *data, size_t len, void *user)
+static int sink_stdout(const uint8_t *data, size_t len, void *user)
 {
-    struct file_sink *f = user;
+    struct out_sink *o = user;
     while (len) {
-        ssize_t w = write(f->fd, data, len);
+        ssize_t w = write(STDOUT_FILENO, data, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            f->err = w < 0 ? errno : EIO;
+            o->err = w < 0 ? errno : EIO;
             return 1;
         }
         data += w;
         len -= (size_t)w;
-        f->written += (uint64_t)w;
-        atomic_fetch_add(&f->pg->done, (uint64_t)w);
-    }
-    if (f->regular && f->written - f->flushed >= WRITEBACK) {
-        (void)sync_file_range(f->fd, (off_t)f->flushed, (off_t)(f->written - f->flushed), SYNC_FILE_RANGE_WRITE);
-        f->flushed = f->written;
+        atomic_fetch_add(&o->pg->done, (uint64_t)w);
     }
     return 0;
 }
 
-/* Stream path to local ("-": stdout). SBX_E_NOT_FOUND when the sandbox has
- * no such regular file (nothing is left behind). */
+/* Copy path to local ("-": stdout). A file is the library's download (a
+ * temporary file beside local, synced and renamed into place when whole).
+ * SBX_E_NOT_FOUND when the sandbox has no such regular file (nothing is
+ * left behind). */
 static sbx_status get_file(sbx_sandbox *s, const char *path, const char *local, struct progress *pg, char *err,
                            size_t errlen)
 {
-    struct file_sink f = {.fd = -1, .pg = pg};
-    char *tmp = NULL;
+    struct out_sink o = {.pg = pg};
     sbx_op *op = NULL;
     sbx_status st;
     bool to_stdout = strcmp(local, "-") == 0;
 
-    if (to_stdout) {
-        f.fd = STDOUT_FILENO;
-    } else {
-        mode_t um = umask(0);
-        umask(um);
-        if (asprintf(&tmp, "%s.sbxrun-XXXXXX", local) < 0) {
-            snprintf(err, errlen, "out of memory");
-            return SBX_E_NOMEM;
-        }
-        f.fd = mkostemp(tmp, O_CLOEXEC);
-        if (f.fd < 0) {
-            snprintf(err, errlen, "cannot create a file beside %s: %s", local, strerror(errno));
-            free(tmp);
-            return SBX_E_IO;
-        }
-        /* mkostemp makes it 0600; a copy gets the usual mode. */
-        (void)fchmod(f.fd, 0666 & ~um);
-        f.regular = true;
-    }
-    st = sbx_sandbox_read_stream_start(s, path, sink_file, &f, &op);
-    if (st != SBX_OK)
+    st = to_stdout ? sbx_sandbox_read_stream_start(s, path, sink_stdout, &o, &op)
+                   : sbx_sandbox_download_start(s, path, local, &op);
+    if (st != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_sandbox_last_error(s));
-    else
-        st = finish_op(op, err, errlen);
-    if (f.err) {
-        snprintf(err, errlen, "%s: %s", to_stdout ? "standard output" : tmp, strerror(f.err));
-        st = SBX_E_IO;
+        return st;
     }
-    if (!to_stdout) {
-        /* On disk before it takes the name: a crash leaves the old file or
-         * the whole new one. */
-        int synced = st == SBX_OK ? fsync(f.fd) : 0, e = errno;
-        if (close(f.fd) != 0 && synced == 0) {
-            synced = -1;
-            e = errno;
-        }
-        if (st == SBX_OK && synced != 0) {
-            snprintf(err, errlen, "%s: %s", tmp, strerror(e));
-            st = SBX_E_IO;
-        } else if (st == SBX_OK && cli_interrupted()) { /* during the sync */
-            snprintf(err, errlen, "interrupted: nothing was copied");
-            st = SBX_E_CANCELLED;
-        } else if (st == SBX_OK && rename(tmp, local) != 0) {
-            snprintf(err, errlen, "cannot move the copy to %s: %s", local, strerror(errno));
-            st = SBX_E_IO;
-        }
-        if (st != SBX_OK)
-            unlink(tmp);
-        free(tmp);
-    } else if (st == SBX_OK && fflush(stdout) != 0) {
+    if (!to_stdout)
+        progress_watch(pg, op, true);
+    st = finish_op(op, err, errlen);
+    progress_watch(pg, NULL, false);
+    sbx_op_free(op);
+    if (o.err) {
+        snprintf(err, errlen, "standard output: %s", strerror(o.err));
+        st = SBX_E_IO;
+    } else if (st == SBX_OK && to_stdout && fflush(stdout) != 0) {
         snprintf(err, errlen, "standard output: %s", strerror(errno));
         st = SBX_E_IO;
     }
-    sbx_op_free(op);
     return st;
 }
 
@@ -953,9 +924,9 @@ int cmd_cp(int argc, char **argv)
         st = sbx_sandbox_upload_start(s, from, dst_path, &op);
         if (st == SBX_OK) {
             progress_phase(&pg, "sending", "the sandbox is writing it", false);
-            progress_watch(&pg, op);
+            progress_watch(&pg, op, false);
             st = finish_op(op, err, sizeof err);
-            progress_watch(&pg, NULL);
+            progress_watch(&pg, NULL, false);
         } else {
             snprintf(err, sizeof err, "%s", sbx_sandbox_last_error(s));
         }
