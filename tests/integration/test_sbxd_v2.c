@@ -233,6 +233,55 @@ START_TEST(test_v2_runtime_is_what_runs)
 }
 END_TEST
 
+/* A named sandbox keeps the runtime it asked for. One asked by the name sbxd
+ * answered ("node20") must still resume after the host's Node has changed
+ * (its record then names a runtime no longer provided): on the node it has
+ * now, not with a 400. */
+START_TEST(test_v2_runtime_kept_across_a_host_upgrade)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct http_resp *r;
+    char *sid, *now;
+
+    r = http_post(d, jpack("{s:s,s:s,s:s,s:b}", "projectId", "p", "name", "rt-ask", "runtime", "node22", "persistent",
+                           0),
+                  "/v2/sandboxes");
+    expect_status(r, 200);
+    now = strdup(str_at(r->json, "session", "runtime")); /* the name this host answers */
+    http_resp_free(r);
+    r = http_post(d, jpack("{s:s,s:s,s:s,s:b}", "projectId", "p", "name", "rt-old", "runtime", now, "persistent", 0),
+                  "/v2/sandboxes");
+    expect_status(r, 200);
+    sid = strdup(str_at(r->json, "session", "id"));
+    http_resp_free(r);
+    r = http_post(d, NULL, "/v2/sandboxes/sessions/%s/stop", sid);
+    expect_status(r, 200);
+    http_resp_free(r);
+    sbxd_terminate(d);
+    /* the host had node 19 when it was made */
+    ck_assert_int_eq(host_sh("f=$(grep -l '\"rt-old\"' '%s'/named/*.json) && "
+                             "sed -i 's/\"runtime\":\"%s\"/\"runtime\":\"node19\"/' \"$f\" && "
+                             "grep -q '\"runtime\":\"node19\"' \"$f\"", d->state, now),
+                     0);
+    sbxd_restart(d);
+    r = resume(d, "p", "rt-old");
+    expect_status(r, 200);
+    ck_assert(json_is_true(json_object_get(r->json, "resumed")));
+    ck_assert_str_eq(str_at(r->json, "session", "runtime"), now);
+    ck_assert_str_eq(str_at(r->json, "session", "requestedRuntime"), "node19");
+    http_resp_free(r);
+    ck_assert_msg(host_sh("grep -q 'its runtime node19 is no longer provided; it resumes on %s' '%s'", now, d->log) == 0,
+                  "the log does not say the runtime changed");
+    /* a create still takes only the names it knows */
+    r = http_post(d, jpack("{s:s,s:s,s:s}", "projectId", "p", "name", "rt-new", "runtime", "node19"), "/v2/sandboxes");
+    expect_error(r, 400, "bad_request");
+    http_resp_free(r);
+    free(now);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 START_TEST(test_v2_inline_logs_and_command_shape)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -910,6 +959,7 @@ Suite *sbx_test_suite(void)
     TCase *tc = sbx_tcase("v2", 120);
     tcase_add_test(tc, test_v2_create_get_names);
     tcase_add_test(tc, test_v2_runtime_is_what_runs);
+    tcase_add_test(tc, test_v2_runtime_kept_across_a_host_upgrade);
     tcase_add_test(tc, test_v2_inline_logs_and_command_shape);
     tcase_add_test(tc, test_v2_command_timeout);
     tcase_add_test(tc, test_v2_stopped_session_410_then_resume);

@@ -301,6 +301,12 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
             known |= strcmp(runtime, runtimes[i]) == 0;
         /* and the names sbxd itself answers ("node20"), so they round-trip */
         known |= runtime_is_provided_name(runtime);
+        /* one it answered before an upgrade, kept by a named sandbox */
+        if (!known && runtime && opt && opt->stored && runtime_family_name(runtime)) {
+            known = true;
+            sbxd_log(LOG_WARN, "sandbox %s: its runtime %s is no longer provided; it resumes on %s", opt->name,
+                     runtime, runtime_provided(runtime));
+        }
         if (!known) {
             snprintf(err, sizeof e->msg, "runtime must be one of node24, node22, node26, python3.13");
             goto bad;

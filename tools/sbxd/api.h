@@ -34,6 +34,10 @@ struct session_opts {
     const char *name;     /* the owner's name */
     bool persistent;
     int64_t snap_ttl_ms;  /* its automatic snapshots' expiration, -1: sbxd's default */
+    /* The body is a named sandbox's stored config, resumed: a runtime name
+     * sbxd no longer answers (a "node20" from before the host's Node was
+     * upgraded) is taken as its family's, not refused. */
+    bool stored;
 };
 
 /* A new session from a create body (v1 form: projectId, runtime, ports,

@@ -447,7 +447,7 @@ static enum MHD_Result create_named(struct http_req *r, bool v3)
     pthread_mutex_unlock(&g.lock);
 
     {
-        struct session_opts o = {n->name, n->persistent, snap_ttl(n)};
+        struct session_opts o = {n->name, n->persistent, snap_ttl(n), false};
         int rc = session_create(sbody, &o, &s, &e);
         pthread_mutex_lock(&g.lock);
         n->resuming = false;
@@ -549,7 +549,7 @@ static int resume(struct named *n, struct sandbox **out, bool *resumed, struct a
     named_ref(n);
     pthread_mutex_unlock(&g.lock);
     {
-        struct session_opts o = {n->name, n->persistent, snap_ttl(n)};
+        struct session_opts o = {n->name, n->persistent, snap_ttl(n), true};
         rc = session_create(body, &o, &s, e);
     }
     json_decref(body);

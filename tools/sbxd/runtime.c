@@ -112,6 +112,19 @@ bool runtime_is_provided_name(const char *name)
                     (g.runtime.python[0] && strcmp(name, g.runtime.python) == 0));
 }
 
+/* digits: 1 to 3 decimal digits and nothing after */
+static bool all_digits(const char *p)
+{
+    size_t n = strspn(p, "0123456789");
+    return n >= 1 && n <= 3 && p[n] == '\0';
+}
+
+bool runtime_family_name(const char *name)
+{
+    return name && ((strncmp(name, "node", 4) == 0 && all_digits(name + 4)) ||
+                    (strncmp(name, "python3.", 8) == 0 && all_digits(name + 8)));
+}
+
 const char *runtime_missing(const char *requested)
 {
     const char *name = requested ? requested : SBXD_DEFAULT_RUNTIME;

@@ -557,6 +557,9 @@ void runtime_set_probe(const char *out);   /* ...goes here (NULL: the probe fail
 const char *runtime_provided(const char *requested);
 /* Whether name is one of the runtimes runtime_provided answers ("node20"). */
 bool runtime_is_provided_name(const char *name);
+/* Whether name has the form of a name sbxd answers ("node20",
+ * "python3.11"), whatever this host provides now. */
+bool runtime_family_name(const char *name);
 /* "node" or "python3" when the program requested's family needs is missing
  * from sandboxes, else NULL. */
 const char *runtime_missing(const char *requested);
