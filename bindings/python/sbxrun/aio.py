@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from ctypes import byref, c_int, c_int64, c_size_t
-from typing import Any
+from typing import Any, Callable
 
 from . import _lib
 from .errors import check
@@ -87,15 +87,29 @@ def driver(client: Any) -> _Driver:
     return d
 
 
-async def wait(client: Any, op: int) -> str | None:
+async def wait(client: Any, op: int, every: Callable[[bool], None] | None = None) -> str | None:
     """Await an operation, free it, raise for its failure; returns its JSON
-    result (text) where it has one."""
+    result (text) where it has one. every, if given, is called about ten
+    times a second while it runs (False) and once when it has succeeded
+    (True); an exception it raises cancels the operation and goes on."""
     d = driver(client)
     fut = d.watch(op)
     try:
-        await fut
-    except asyncio.CancelledError:
-        d.abandon(op)
+        if every is None:
+            await fut
+        else:
+            while not fut.done():
+                await asyncio.wait({fut}, timeout=0.1)
+                if not fut.done():
+                    every(False)
+            await fut
+            if _L.sbx_op_status(op) == _lib.OK:
+                every(True)
+    except BaseException:
+        if fut.done():
+            _L.sbx_op_free(op)  # it has ended: the driver let it go
+        else:
+            d.abandon(op)
         raise
     from .client import finish_op
     return finish_op(op)

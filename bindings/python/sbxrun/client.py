@@ -135,12 +135,17 @@ class _Handle:
         self._check(start(self._handle, *args, byref(op)))
         return _wait(op.value, progress, receiving)
 
-    async def _astart(self, client: "Client", start: Callable[..., int], *args: Any) -> str | None:
+    async def _astart(self, client: "Client", start: Callable[..., int], *args: Any,
+                      progress: Progress | None = None, receiving: bool = False) -> str | None:
         """The same, awaited on the running event loop (sbxrun.aio)."""
         from . import aio
         op = c_void_p()
         self._check(start(self._handle, *args, byref(op)))
-        return await aio.wait(client, op.value)
+        every = None
+        if progress is not None:
+            def every(_end: bool, o: int = op.value) -> None:
+                _report(o, progress, receiving)
+        return await aio.wait(client, op.value, every)
 
     def close(self) -> None:
         """Free the handle (what the server holds is not touched)."""
@@ -453,6 +458,16 @@ class Sandbox(_Handle):
         way and goes on to the caller."""
         self._start(_L.sbx_sandbox_download_start, _lib.arg(path), _lib.arg(os.fspath(local)), progress=progress,
                     receiving=True)
+
+    async def upload_async(self, local: str | os.PathLike, path: str, *, progress: Progress | None = None) -> None:
+        """:meth:`upload`, awaited on the running event loop."""
+        await self._astart(self.client, _L.sbx_sandbox_upload_start, _lib.arg(os.fspath(local)), _lib.arg(path),
+                           progress=progress)
+
+    async def download_async(self, path: str, local: str | os.PathLike, *, progress: Progress | None = None) -> None:
+        """:meth:`download`, awaited on the running event loop."""
+        await self._astart(self.client, _L.sbx_sandbox_download_start, _lib.arg(path), _lib.arg(os.fspath(local)),
+                           progress=progress, receiving=True)
 
     # ---- commands ----
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -72,3 +73,30 @@ def test_a_run_awaited(client):
             result = await run.execute_async()
             assert result["status"] == "passed", result
     asyncio.run(main())
+
+
+def test_upload_and_download_awaited_with_progress(sandbox, tmp_path):
+    size = 8 << 20
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(size))
+
+    async def main():
+        up, down = [], []
+        await sandbox.upload_async(src, "big.bin", progress=lambda d, t: up.append((d, t)))
+        await sandbox.download_async("big.bin", tmp_path / "back.bin", progress=lambda d, t: down.append((d, t)))
+        return up, down
+    up, down = asyncio.run(main())
+    assert up[-1][0] == up[-1][1] and up[-1][1] > size
+    assert down[-1] == (size, size)
+    assert (tmp_path / "back.bin").read_bytes() == src.read_bytes()
+
+    class Stop(Exception):
+        pass
+
+    def stop(d, t):
+        raise Stop()
+
+    async def failing():
+        await sandbox.download_async("big.bin", tmp_path / "maybe.bin", progress=stop)
+    with pytest.raises(Stop):
+        asyncio.run(failing())
