@@ -2073,6 +2073,7 @@ void sbx__req_release(sbx__req *r, int64_t grace_ms)
     r->data_fn = NULL;
     r->done_fn = NULL;
     r->idle_fn = NULL; /* its owner may be gone: no more calls */
+    r->prog = NULL;    /* nor reports into it */
     due = sbx__mono_ms() + grace_ms;
     if (!r->deadline || due < r->deadline) {
         r->deadline = due;
