@@ -443,7 +443,6 @@ static inline bool bit_set(const uint64_t *set, unsigned x)
     return (set[x >> 6] >> (x & 63)) & 1;
 }
 
-
 /* The bytes a candidate's text can start with, and for each the bytes that
  * can follow it (a 256-bit set), for the index and the pair filter. */
 struct starts {
@@ -750,8 +749,7 @@ static sbx_status index_tri(struct rules *r)
 
 atomic_int sbx__prefilter;
 
-/* The prefilter, when this CPU has it and it pays. */
-/* The AVX2 prefilter: the shapes' triggers by their first three bytes;
+/* The AVX2 prefilter: the shapes' triggers by their first four bytes;
  * the literals by their first seven, raw (a four-byte piece at every
  * fourth position) or with an escape byte among them. */
 static sbx_status index_avx2(struct rules *r)

@@ -339,7 +339,6 @@ static double nibble_weight(uint16_t lo, uint16_t hi, const nibble_rows *rows)
     return sum;
 }
 
-/* The triggers' indices, widest sets first (the narrow fill in around them). */
 /* How many bytes a trigger's sets allow, all positions together. */
 static size_t trig_width(const sbx__trig_sets *t)
 {

@@ -87,11 +87,11 @@ def driver(client: Any) -> _Driver:
     return d
 
 
-async def wait(client: Any, op: int, every: Callable[[bool], None] | None = None) -> str | None:
+async def wait(client: Any, op: int, every: Callable[[], None] | None = None) -> str | None:
     """Await an operation, free it, raise for its failure; returns its JSON
     result (text) where it has one. every, if given, is called about ten
-    times a second while it runs (False) and once when it has succeeded
-    (True); an exception it raises cancels the operation and goes on."""
+    times a second while it runs and once when it has succeeded; an
+    exception it raises cancels the operation and goes on."""
     d = driver(client)
     fut = d.watch(op)
     try:
@@ -101,10 +101,10 @@ async def wait(client: Any, op: int, every: Callable[[bool], None] | None = None
             while not fut.done():
                 await asyncio.wait({fut}, timeout=0.1)
                 if not fut.done():
-                    every(False)
+                    every()
             await fut
             if _L.sbx_op_status(op) == _lib.OK:
-                every(True)
+                every()
     except BaseException:
         if fut.done():
             _L.sbx_op_free(op)  # it has ended: the driver let it go

@@ -141,11 +141,9 @@ class _Handle:
         from . import aio
         op = c_void_p()
         self._check(start(self._handle, *args, byref(op)))
-        every = None
-        if progress is not None:
-            def every(_end: bool, o: int = op.value) -> None:
-                _report(o, progress, receiving)
-        return await aio.wait(client, op.value, every)
+        h = op.value
+        every = None if progress is None else (lambda: _report(h, progress, receiving))
+        return await aio.wait(client, h, every)
 
     def close(self) -> None:
         """Free the handle (what the server holds is not touched)."""
