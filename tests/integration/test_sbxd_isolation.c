@@ -95,6 +95,70 @@ START_TEST(test_sbxd_isolation_etc_shadow)
 }
 END_TEST
 
+/* The file API follows links as the sandbox sees them, never on the host:
+ * a link to a host file, to the host's /tmp through /proc/1/root, or to a
+ * host directory neither reads nor writes the host. */
+START_TEST(test_sbxd_isolation_files_api_through_links)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *sid = sbx_create(d, NULL);
+    char secret[300], outdir[300], marker[64], tmp_marker[128], ent[160];
+    struct cmd_result *c;
+    struct http_resp *r;
+    void *t;
+    size_t len;
+    FILE *f;
+
+    snprintf(marker, sizeof marker, "sbxd-link-secret-%ld", (long)getpid());
+    snprintf(secret, sizeof secret, "%s/host-secret.txt", d->dir);
+    snprintf(outdir, sizeof outdir, "%s/host-out", d->dir);
+    ck_assert_int_eq(mkdir(outdir, 0777), 0);
+    ck_assert_ptr_nonnull(f = fopen(secret, "w"));
+    fprintf(f, "%s\n", marker);
+    fclose(f);
+    chmod(secret, 0644);
+    snprintf(tmp_marker, sizeof tmp_marker, "/tmp/%s-written", marker);
+    c = sbx_sh(d, sid, "cd /vercel/sandbox && ln -s '%s' s && ln -s /proc/1/root/tmp evil && ln -s '%s' hostdir && "
+                       "ln -s / root && echo LINKED", secret, outdir);
+    ck_assert_str_eq(c->out, "LINKED\n");
+    cmd_result_free(c);
+    /* reads */
+    {
+        char through_root[400];
+        const char *paths[] = {"/vercel/sandbox/s", through_root, "/proc/1/root/../../..", secret};
+        snprintf(through_root, sizeof through_root, "/vercel/sandbox/root%s", secret);
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            r = sbx_fs_read(d, sid, paths[i], NULL);
+            ck_assert_msg(r->status != 200 && !contains(r->body, marker), "fs/read %s: %ld %s", paths[i], r->status,
+                          r->body);
+            http_resp_free(r);
+        }
+    }
+    /* writes: through the links, with x-cwd / */
+    {
+        const char *names[] = {"vercel/sandbox/hostdir/pwned.txt", NULL};
+        snprintf(ent, sizeof ent, "vercel/sandbox/evil/%s-written", marker);
+        names[1] = ent;
+        for (size_t i = 0; i < 2; i++) {
+            struct tar_ent e = {names[i], "pwned", 5, 0644, 'f', NULL};
+            t = tar_gz(&e, 1, TAR_PAX, &len);
+            r = sbx_fs_write(d, sid, t, len, "/");
+            http_resp_free(r);
+            free(t);
+        }
+    }
+    ck_assert_msg(host_sh("[ -z \"$(ls -A '%s')\" ]", outdir) == 0, "fs/write wrote into a host directory");
+    ck_assert_msg(access(tmp_marker, F_OK) != 0, "fs/write wrote %s on the host", tmp_marker);
+    /* where it did land: the sandbox's own /tmp */
+    c = sbx_sh(d, sid, "cat /tmp/%s-written", marker);
+    ck_assert_str_eq(c->out, "pwned");
+    cmd_result_free(c);
+    unlink(tmp_marker);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 START_TEST(test_sbxd_isolation_host_environment)
 {
     char secret[96], env_entry[128];
@@ -592,6 +656,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_isolation_host_home_marker);
     tcase_add_test(tc, test_sbxd_isolation_etc_shadow);
     tcase_add_test(tc, test_sbxd_isolation_host_environment);
+    tcase_add_test(tc, test_sbxd_isolation_files_api_through_links);
     tcase_add_test(tc, test_sbxd_isolation_no_sandbox_reaches_host);
     tcase_add_test(tc, test_sbxd_isolation_custom_policy_raw_tcp);
     tcase_add_test(tc, test_sbxd_isolation_sandboxes_do_not_see_each_other);
