@@ -322,6 +322,23 @@ SBX_API sbx_status sbx_patch_to_json(sbx_patch *p, char **out);
  */
 SBX_API sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path);
 
+/**
+ * Write the same tree as sbx_patch_save_tree_file() as files under the
+ * directory dir, ready for sbx_sandbox_upload() or sbx_run_add_upload().
+ * dir must not exist, or be an empty directory; its parent must exist.
+ * The files are written into a new directory beside dir and renamed into
+ * place at the end, so dir never holds part of a tree and, on failure,
+ * nothing is left behind. Files are created 0644 (0755 when executable)
+ * and directories 0755, less the umask; dir itself is 0700.
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG, SBX_E_MISUSE (not SBX_PATCH_APPLIES, nor
+ *         a base alone), SBX_E_BUDGET_EXCEEDED (a file over the limit),
+ *         SBX_E_IO (dir has files in it, or cannot be written),
+ *         SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_patch_save_tree_dir(sbx_patch *p, const char *dir);
+
 #ifdef __cplusplus
 }
 #endif

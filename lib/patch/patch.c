@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <git2.h>
 #include <jansson.h>
 #include <limits.h>
@@ -1222,7 +1223,14 @@ fail:
     return git_fail(p, "making the patched tree");
 }
 
-static sbx_status tar_result(sbx_patch *p, sbx__tar *tar)
+/* Call fn on each regular file of the patched tree, in index order (a
+ * directory's files together), each within the per-file limit. The
+ * sandbox's file API writes regular files only: links and submodules of
+ * the base are left out. */
+typedef sbx_status (*result_file_fn)(sbx_patch *p, const char *path, const void *data, size_t len, bool exec,
+                                     void *ctx);
+
+static sbx_status each_result_file(sbx_patch *p, result_file_fn fn, void *ctx)
 {
     git_index *idx = NULL;
     sbx_status st = result_index(p, &idx);
@@ -1234,8 +1242,6 @@ static sbx_status tar_result(sbx_patch *p, sbx__tar *tar)
         const git_index_entry *e = git_index_get_byindex(idx, i);
         git_blob *blob = NULL;
         size_t size;
-        /* The sandbox's file API writes regular files only: links and
-         * submodules of the base are left out. */
         if (!e || (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
             continue;
         if (git_blob_lookup(&blob, p->repo, &e->id) < 0) {
@@ -1247,12 +1253,26 @@ static sbx_status tar_result(sbx_patch *p, sbx__tar *tar)
             st = sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s is %zu bytes, more than the limit of %zu", e->path,
                               size, p->max_file_bytes);
         else
-            st = sbx__tar_add_memory(tar, e->path, git_blob_rawcontent(blob), size,
-                                     e->mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, &p->err);
+            st = fn(p, e->path, git_blob_rawcontent(blob), size, e->mode == GIT_FILEMODE_BLOB_EXECUTABLE, ctx);
         git_blob_free(blob);
     }
     git_index_free(idx);
     return st;
+}
+
+/* Whether the tree can be saved: a patch checked to apply, or a base
+ * with nothing loaded (a workspace with no patch to apply). */
+static sbx_status can_save_tree(sbx_patch *p)
+{
+    if (!(p->verdict == SBX_PATCH_APPLIES && p->ov) &&
+        !(p->base && p->verdict == SBX_PATCH_UNCHECKED && !p->text && !p->nops))
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply (or a base alone) has a tree to save");
+    return SBX_OK;
+}
+
+static sbx_status tar_file(sbx_patch *p, const char *path, const void *data, size_t len, bool exec, void *ctx)
+{
+    return sbx__tar_add_memory(ctx, path, data, len, exec ? 0755 : 0644, &p->err);
 }
 
 static sbx_status write_tar(sbx_patch *p, sbx__tar *tar, int fd, const char *tmp)
@@ -1288,14 +1308,11 @@ sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
 
     SBX__ENTER(p, false);
     SBX__ARG(p, path && *path, "path is NULL or empty");
-    /* With a base and nothing loaded, the base tree itself (a workspace
-     * with no patch to apply). */
-    if (!(p->verdict == SBX_PATCH_APPLIES && p->ov) &&
-        !(p->base && p->verdict == SBX_PATCH_UNCHECKED && !p->text && !p->nops))
-        return sbx__err_set(&p->err, SBX_E_MISUSE, "only a patch checked to apply (or a base alone) has a tree to save");
+    if ((st = can_save_tree(p)) != SBX_OK)
+        return st;
     if (!(tar = sbx__tar_new()))
         return sbx__err_nomem(&p->err);
-    if ((st = tar_result(p, tar)) != SBX_OK) {
+    if ((st = each_result_file(p, tar_file, tar)) != SBX_OK) {
         sbx__tar_free(tar);
         return st;
     }
@@ -1315,6 +1332,115 @@ sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
             unlink(tmp.data);
     }
     sbx__tar_free(tar);
+    sbx__buf_free(&tmp);
+    return st;
+}
+
+/* ---- the patched tree as a directory --------------------------------------------------------------- */
+
+struct dir_writer {
+    int root;          /* the temporary directory being filled */
+    const char *tmp;   /* its path, for messages */
+};
+
+/* Write one file under w->root, making its directories; every component
+ * is opened without following links and none may be "", "." or "..", so
+ * nothing lands outside the directory whatever the path says. */
+static sbx_status dir_file(sbx_patch *p, const char *path, const void *data, size_t len, bool exec, void *ctx)
+{
+    const struct dir_writer *w = ctx;
+    const char *c = path, *slash;
+    char comp[NAME_MAX + 1];
+    int dfd = w->root, fd = -1;
+    sbx_status st = SBX_OK;
+    for (; (slash = strchr(c, '/')) != NULL || *c; c = slash + 1) {
+        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+        int next;
+        if (n == 0 || n > NAME_MAX || (c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))) {
+            st = sbx__err_set(&p->err, SBX_E_INTERNAL, "the tree holds an unsafe path: %s", path);
+            break;
+        }
+        memcpy(comp, c, n);
+        comp[n] = '\0';
+        if (!slash) {
+            fd = openat(dfd, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
+            break;
+        }
+        if (mkdirat(dfd, comp, 0755) != 0 && errno != EEXIST) {
+            st = sbx__err_set(&p->err, SBX_E_IO, "cannot make %s/%.*s: %s", w->tmp, (int)(slash - path), path,
+                              strerror(errno));
+            break;
+        }
+        next = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd != w->root)
+            close(dfd);
+        dfd = next;
+        if (dfd < 0) {
+            st = sbx__err_set(&p->err, SBX_E_IO, "cannot open %s/%.*s: %s", w->tmp, (int)(slash - path), path,
+                              strerror(errno));
+            break;
+        }
+    }
+    if (st == SBX_OK && fd < 0)
+        st = sbx__err_set(&p->err, SBX_E_IO, "cannot create %s/%s: %s", w->tmp, path, strerror(errno));
+    for (size_t off = 0; st == SBX_OK && off < len;) {
+        ssize_t n = write(fd, (const char *)data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            st = sbx__err_set(&p->err, SBX_E_IO, "writing %s/%s: %s", w->tmp, path, strerror(errno));
+        else
+            off += (size_t)n;
+    }
+    if (fd >= 0 && close(fd) != 0 && st == SBX_OK)
+        st = sbx__err_set(&p->err, SBX_E_IO, "closing %s/%s: %s", w->tmp, path, strerror(errno));
+    if (dfd >= 0 && dfd != w->root)
+        close(dfd);
+    return st;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+sbx_status sbx_patch_save_tree_dir(sbx_patch *p, const char *dir)
+{
+    sbx__buf tmp = SBX__BUF_INIT;
+    struct dir_writer w;
+    sbx_status st;
+
+    SBX__ENTER(p, false);
+    SBX__ARG(p, dir && *dir, "dir is NULL or empty");
+    if ((st = can_save_tree(p)) != SBX_OK)
+        return st;
+    if (sbx__buf_printf(&tmp, "%s.tmp.XXXXXX", dir) != SBX_OK)
+        return sbx__err_nomem(&p->err);
+    /* Filled beside dir, then renamed into place: dir never holds part of
+     * a tree, and an existing dir with files in it is never touched. */
+    if (!mkdtemp(tmp.data)) {
+        st = sbx__err_set(&p->err, SBX_E_IO, "cannot create %s: %s", tmp.data, strerror(errno));
+        sbx__buf_free(&tmp);
+        return st;
+    }
+    w.tmp = tmp.data;
+    if ((w.root = open(tmp.data, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        st = sbx__err_set(&p->err, SBX_E_IO, "cannot open %s: %s", tmp.data, strerror(errno));
+    } else {
+        st = each_result_file(p, dir_file, &w);
+        close(w.root);
+    }
+    if (st == SBX_OK && rename(tmp.data, dir) != 0) {
+        int e = errno;
+        st = sbx__err_set(&p->err, SBX_E_IO, "cannot rename %s to %s: %s%s", tmp.data, dir, strerror(e),
+                          e == ENOTEMPTY || e == EEXIST ? " (it must not exist, or be an empty directory)" : "");
+    }
+    if (st != SBX_OK)
+        nftw(tmp.data, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     sbx__buf_free(&tmp);
     return st;
 }

@@ -1605,6 +1605,76 @@ START_TEST(test_patch_save_tree_file)
 }
 END_TEST
 
+/* The directory form holds what `git apply` leaves in a clone, with the
+ * same modes; an existing directory with files in it, a failure half way
+ * and a refused call leave nothing behind. */
+START_TEST(test_patch_save_tree_dir)
+{
+    char repo[64], out[128], diff[128];
+    sbx_patch *p = sbx_patch_new(), *small;
+    make_base_repo(repo);
+    snprintf(out, sizeof out, "%s.tree", repo);
+    snprintf(diff, sizeof diff, "%s.diff", repo);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(NULL, out), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, NULL), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, ""), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_set_base(p, repo, NULL), SBX_OK);
+    ck_assert_int_eq(load(p, multi_diff), SBX_OK);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, out), SBX_E_MISUSE); /* not checked yet */
+    ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, "/nonexistent/dir/tree"), SBX_E_IO);
+    ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(p), "/nonexistent/dir/tree"));
+
+    /* A directory with a file in it is refused and kept as it was. */
+    ck_assert_int_eq(mkdir(out, 0700), 0);
+    t_write_file(out, "mine.txt", "mine\n", 5, 0);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, out), SBX_E_IO);
+    ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(p), "must not exist"));
+    ck_assert_int_eq(t_sh("test \"$(ls -A '%s')\" = mine.txt && ls -d '%s'.tmp.* 2>/dev/null | wc -l | grep -qx 0",
+                          out, out), 0);
+    remove_tree(out);
+
+    /* An empty one is filled; a new one made. Both equal git's result. */
+    ck_assert_int_eq(mkdir(out, 0700), 0);
+    ck_assert_msg(sbx_patch_save_tree_dir(p, out) == SBX_OK, "%s", sbx_patch_last_error(p));
+    ck_assert_str_eq(sbx_patch_last_error(p), "");
+    t_write_file("/", diff + 1, multi_diff, strlen(multi_diff), 0);
+    ck_assert_int_eq(t_sh("cd '%s' && git clone -q . '%s.git-result' && cd '%s.git-result' && git apply '%s' && "
+                          "diff -r --exclude=.git . '%s' && test -x '%s/tools/run.sh' && ! test -x '%s/README' && "
+                          "test ! -e '%s/gone.txt' && ls -d '%s'.tmp.* 2>/dev/null | wc -l | grep -qx 0",
+                          repo, repo, repo, diff, out, out, out, out, out),
+                     0);
+    remove_tree(out);
+    ck_assert_msg(sbx_patch_save_tree_dir(p, out) == SBX_OK, "%s", sbx_patch_last_error(p));
+    ck_assert_int_eq(t_sh("diff -r '%s.git-result/src' '%s/src'", repo, out), 0);
+    /* The repository is as it was. */
+    ck_assert_int_eq(t_sh("cd '%s' && test -z \"$(git status --porcelain)\" && test -f gone.txt", repo), 0);
+    remove_tree(out);
+
+    /* A base alone is its own tree; a file over the limit fails with no
+     * directory and no temporary left. */
+    small = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_limits(small, 0, 0, 100), SBX_OK);
+    ck_assert_int_eq(sbx_patch_set_base(small, repo, NULL), SBX_OK);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(small, out), SBX_E_BUDGET_EXCEEDED);
+    ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(small), "big.txt"));
+    ck_assert_int_eq(t_sh("test ! -e '%s' && ls -d '%s'.tmp.* 2>/dev/null | wc -l | grep -qx 0", out, out), 0);
+    sbx_patch_free(small);
+    small = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base(small, repo, "other"), SBX_OK);
+    ck_assert_msg(sbx_patch_save_tree_dir(small, out) == SBX_OK, "%s", sbx_patch_last_error(small));
+    ck_assert_int_eq(t_sh("grep -q 'b = 5' '%s/src/main.c' && test -f '%s/gone.txt'", out, out), 0);
+    sbx_patch_free(small);
+
+    remove_tree(out);
+    unlink(diff);
+    snprintf(out, sizeof out, "%s.git-result", repo);
+    remove_tree(out);
+    sbx_patch_free(p);
+    remove_tree(repo);
+}
+END_TEST
+
 /* ---- file operations ------------------------------------------------------------------------- */
 
 START_TEST(test_patch_add_file_operations)
@@ -2078,6 +2148,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_json_and_save);
     tcase_add_test(tc, test_patch_json_of_non_utf8_paths);
     tcase_add_test(tc, test_patch_save_tree_file);
+    tcase_add_test(tc, test_patch_save_tree_dir);
     tcase_add_test(tc, test_patch_add_file_operations);
     tcase_add_test(tc, test_patch_add_file_errors);
     tcase_add_test(tc, test_patch_threads_same_result);

@@ -360,59 +360,7 @@ static int take_patches(struct workspace *w, const char *base, const char *const
     return rc;
 }
 
-/* ---- the tree on disk ------------------------------------------------------------------------- */
-
-/* Unpack the tree's archive into w->tree: regular files and directories
- * only, never outside it (sbx_patch made it; this is a second guard). */
-static int unpack(struct workspace *w, const char *tgz, char *err, size_t errlen)
-{
-    struct archive *a = archive_read_new(), *d = archive_write_disk_new();
-    struct archive_entry *e;
-    int r, rc = 0;
-    char cwd[PATH_MAX];
-    if (!a || !d || !getcwd(cwd, sizeof cwd)) {
-        archive_read_free(a);
-        archive_write_free(d);
-        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot unpack the workspace: out of memory");
-    }
-    archive_read_support_filter_gzip(a);
-    archive_read_support_format_tar(a);
-    archive_write_disk_set_options(d, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
-                                          ARCHIVE_EXTRACT_NO_OVERWRITE);
-    if (archive_read_open_filename(a, tgz, 65536) != ARCHIVE_OK || chdir(w->tree) != 0) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot unpack the workspace: %s", archive_error_string(a));
-        goto out;
-    }
-    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        const void *buf;
-        size_t size;
-        la_int64_t off;
-        if (archive_entry_filetype(e) != AE_IFREG && archive_entry_filetype(e) != AE_IFDIR)
-            continue;
-        if (archive_write_header(d, e) != ARCHIVE_OK) {
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "unpacking %s: %s", archive_entry_pathname(e),
-                      archive_error_string(d));
-            break;
-        }
-        while ((r = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
-            if (archive_write_data_block(d, buf, size, off) != ARCHIVE_OK)
-                break;
-        if (archive_write_finish_entry(d) != ARCHIVE_OK || r != ARCHIVE_EOF) {
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "unpacking %s: %s", archive_entry_pathname(e),
-                      archive_error_string(r != ARCHIVE_EOF ? a : d));
-            break;
-        }
-    }
-    if (!rc && r != ARCHIVE_EOF)
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "reading the workspace archive: %s", archive_error_string(a));
-out:
-    if (chdir(cwd) != 0 && !rc)
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot return to %s", cwd);
-    archive_read_free(a);
-    archive_write_free(d);
-    return rc;
-}
+/* ---- the project ----------------------------------------------------------------------------- */
 
 /* Lockfiles, most specific first (as the job layer reads them). */
 static const struct {
@@ -468,15 +416,16 @@ bool ws_has_dependencies(const struct workspace *w)
 int ws_prepare(struct workspace *w, const char *dir, const char *base, const char *repo_url, const char *ref,
                const char *const *patches, size_t npatches, char *err, size_t errlen)
 {
-    char tmpl[] = "/tmp/sbxrun-verify-XXXXXX", tgz[PATH_MAX], *spec = NULL;
+    char tmpl[] = "/tmp/sbxrun-verify-XXXXXX", *spec = NULL;
     sbx_patch *p = NULL;
     int rc;
     memset(w, 0, sizeof *w);
     git_libgit2_init();
     if (!mkdtemp(tmpl) || !(w->tmpdir = strdup(tmpl)))
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot make a temporary directory: %s", strerror(errno));
-    if (asprintf(&w->tree, "%s/tree", w->tmpdir) < 0 || mkdir(w->tree, 0700) != 0) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot make %s/tree: %s", w->tmpdir, strerror(errno));
+    if (asprintf(&w->tree, "%s/tree", w->tmpdir) < 0) {
+        w->tree = NULL;
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
         goto out;
     }
     rc = repo_url ? fetch_repo(w, repo_url, ref, dir, err, errlen) : find_repo(w, dir, err, errlen);
@@ -498,14 +447,11 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", p ? sbx_patch_last_error(p) : "out of memory");
         goto out;
     }
-    snprintf(tgz, sizeof tgz, "%s/tree.tar.gz", w->tmpdir);
-    if (sbx_patch_save_tree_file(p, tgz) != SBX_OK) {
+    if (sbx_patch_save_tree_dir(p, w->tree) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "writing the workspace: %s", sbx_patch_last_error(p));
         goto out;
     }
-    if ((rc = unpack(w, tgz, err, errlen)) == 0)
-        rc = read_project(w, err, errlen);
-    unlink(tgz);
+    rc = read_project(w, err, errlen);
 out:
     sbx_patch_free(p);
     free(spec);
