@@ -12,10 +12,12 @@ from .client import Client, Command, CommandFailed, CompletedCommand, Sandbox, S
 from .errors import *  # noqa: F401,F403 (the exception classes)
 from .errors import SbxError
 from .jobs import Job, Run, Transcript
+from .patch import Patch, PatchFile, verify, verify_async
 from .safety import Decision, NetworkPolicy, Policy, RedactStream, Redactor
 
 __all__ = ["Client", "Sandbox", "Snapshot", "Command", "CompletedCommand", "CommandFailed", "Run", "Job", "Transcript",
-           "Policy", "Decision", "Redactor", "RedactStream", "NetworkPolicy",
+           "Policy", "Decision", "Redactor", "RedactStream", "NetworkPolicy", "Patch", "PatchFile", "verify",
+           "verify_async",
            "SbxError", "library_version", "__version__"]
 
 #: This package's version: the library's it was made with.
