@@ -167,8 +167,66 @@ static sbx_redactor *make(int pf)
     r = sbx_redactor_new();
     for (int i = 0; r && i < 20; i++)
         sbx_redactor_add_secret(r, (const uint8_t *)values[i], 24);
+    if (r)
+        (void)sbx__redact_prefilter(r); /* the rules are built at first use: now, for pf */
     atomic_store(&sbx__prefilter, SBX__PF_AUTO);
     return r;
+}
+
+/* Whether prefilter pf runs on this CPU (a redactor with no values). */
+static bool on_cpu(int pf)
+{
+    sbx_redactor *r;
+    bool yes;
+    atomic_store(&sbx__prefilter, pf);
+    r = sbx_redactor_new();
+    atomic_store(&sbx__prefilter, SBX__PF_AUTO);
+    yes = r && sbx__redact_prefilter(r) == pf;
+    sbx_redactor_free(r);
+    return yes;
+}
+
+/* Registering many values: NVALS added one by one and then used, and
+ * used after each addition (each use after a change builds the rules). */
+#define NVALS 400
+static void registering(uint64_t *seed)
+{
+    static char many[NVALS][25];
+    static const char text[] = "nothing secret here, just a line of a build log\n";
+    for (int i = 0; i < NVALS; i++) {
+        for (int k = 0; k < 24; k++)
+            many[i][k] = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"[bench_rand(seed) % 57];
+        many[i][24] = '\0';
+    }
+    printf("  registering %d values of 24 bytes one by one (ms): %-14s %-14s\n", NVALS, "then one use", "a use after each");
+    for (int pf = SBX__PF_NONE; pf <= SBX__PF_AVX2; pf++) {
+        double ms[2];
+        int got = SBX__PF_NONE;
+        for (int each = 0; each < 2; each++) {
+            sbx_redactor *r;
+            uint8_t *out = NULL;
+            size_t n;
+            double t = bench_now();
+            atomic_store(&sbx__prefilter, pf);
+            r = sbx_redactor_new();
+            for (int i = 0; r && i < NVALS; i++) {
+                sbx_redactor_add_secret(r, (const uint8_t *)many[i], 24);
+                if (each || i + 1 == NVALS) {
+                    sbx_redactor_redact(r, (const uint8_t *)text, sizeof text - 1, &out, &n);
+                    sbx_free(out);
+                }
+            }
+            atomic_store(&sbx__prefilter, SBX__PF_AUTO);
+            ms[each] = (bench_now() - t) * 1e3;
+            got = r ? sbx__redact_prefilter(r) : SBX__PF_NONE;
+            sbx_redactor_free(r);
+        }
+        if (pf != SBX__PF_NONE && !on_cpu(pf))
+            printf("  %-28s %-14s\n", path_names[pf], "(not on this CPU)");
+        else
+            printf("  %-28s %-14.1f %-14.1f%s%s\n", path_names[pf], ms[0], ms[1], got != pf ? "  ends on: " : "",
+                   got != pf ? path_names[got] : "");
+    }
 }
 
 static void cpu_flags(void)
@@ -282,6 +340,7 @@ int main(int argc, char **argv)
     }
     printf("  %-28s %11.1f %11.1f %11.1f\n", "naive peer (regex per rule)", naive_mbs[0], naive_mbs[1], naive_mbs[2]);
     printf("  targets on AVX2 without VBMI (the AVX2 path there): clean >= 1500, dense >= 500, near/clean <= 3x\n");
+    registering(&seed);
     for (int kind = 0; kind < 3; kind++)
         free(in[kind]);
 out:

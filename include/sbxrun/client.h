@@ -571,7 +571,8 @@ SBX_API sbx_status sbx_client_set_policy(sbx_client *c, const sbx_policy *p, con
  * freed afterwards). NULL stops redacting for commands started later.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (c NULL), SBX_E_MISUSE (from inside a
- *         callback).
+ *         callback), SBX_E_NOMEM (building the rules; the redactor set
+ *         before stays).
  * @since 1.0
  */
 SBX_API sbx_status sbx_client_set_redactor(sbx_client *c, const sbx_redactor *r);

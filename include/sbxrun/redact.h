@@ -67,7 +67,9 @@ SBX_API const char *sbx_redactor_last_error(const sbx_redactor *r);
  * URL-safe alphabets, at the three byte alignments, also wrapped across
  * lines). A value with several lines also redacts each line of at least 8
  * bytes (blank lines and PEM armor lines aside). Streams created before the
- * call do not see it.
+ * call do not see it. The rules are built again at the next use (a stream,
+ * a redaction, a transcript or client taking the redactor), so values
+ * added one after another cost one build.
  *
  * @param value  the bytes (copied; wiped on free).
  * @param len    at least 8 (shorter values would redact ordinary text).

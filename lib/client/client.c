@@ -1188,8 +1188,12 @@ sbx_status sbx_client_set_policy(sbx_client *cl, const sbx_policy *p, const char
 
 sbx_status sbx_client_set_redactor(sbx_client *cl, const sbx_redactor *r)
 {
+    sbx__redact_rules *rules = NULL;
     SBX__ENTER(cl, sbx__core_in_callback(cl->core));
+    /* On failure the redactor set before stays: never none in its place. */
+    if (r && !(rules = sbx__redactor_rules(r)))
+        return sbx__err_nomem(&cl->err);
     sbx__redact_rules_unref(cl->core->redact_rules);
-    cl->core->redact_rules = r ? sbx__redactor_rules(r) : NULL;
+    cl->core->redact_rules = rules;
     return SBX_OK;
 }

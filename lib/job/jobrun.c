@@ -221,6 +221,10 @@ static sbx_status make_rules(struct jrun *jr)
     }
     jr->rules = sbx__redactor_rules(r);
     job->rules = sbx__redactor_rules(r); /* the result's text too */
+    if (!jr->rules || !job->rules) {
+        sbx_redactor_free(r);
+        return sbx__err_nomem(&job->err);
+    }
     if (!job->tr && (!(job->own_tr = sbx_transcript_new()) || sbx_transcript_set_redactor(job->own_tr, r) != SBX_OK)) {
         sbx_redactor_free(r);
         return sbx__err_nomem(&job->err);

@@ -4,6 +4,7 @@
  * and streams that hold back only the bytes that could still start a match. */
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,11 +115,20 @@ struct val {
     size_t n;
 };
 
+/* The rules of a redactor's values and switches, built at their first
+ * use after a change: adding n values one by one then costs one build,
+ * not n. Calls on a const redactor may run in parallel, so the cache sits
+ * behind a pointer of its own, under a lock. */
+struct rules_cache {
+    pthread_mutex_t lock;
+    struct rules *rules; /* NULL until built, or after a change */
+};
+
 struct sbx_redactor {
     struct val *vals;
     size_t nvals;
     bool shapes;
-    struct rules *rules;
+    struct rules_cache *cache;
     sbx__err err;
 };
 
@@ -748,6 +758,7 @@ static sbx_status index_tri(struct rules *r)
 }
 
 atomic_int sbx__prefilter;
+atomic_ulong sbx__redact_builds;
 
 /* The AVX2 prefilter: the shapes' triggers by their first four bytes;
  * the literals by their first seven, raw (a four-byte piece at every
@@ -952,6 +963,7 @@ static struct rules *rules_build(const sbx_redactor *rd)
     if (!r)
         return NULL;
     atomic_init(&r->refs, 1);
+    atomic_fetch_add(&sbx__redact_builds, 1);
     if (!(r->kinds = sbx__calloc(sbx__nshapes + 1, sizeof *r->kinds)))
         goto fail;
     r->kinds[r->nkinds++] = "secret";
@@ -988,11 +1000,16 @@ fail:
 sbx_redactor *sbx_redactor_new(void)
 {
     sbx_redactor *r = sbx__calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    r->shapes = true;
-    if (!(r->rules = rules_build(r))) {
+    if (!r || !(r->cache = sbx__calloc(1, sizeof *r->cache))) {
         sbx__free(r);
+        return NULL;
+    }
+    r->shapes = true;
+    pthread_mutex_init(&r->cache->lock, NULL);
+    /* Built now: a new redactor used as it is never fails later for
+     * want of memory. */
+    if (!(r->cache->rules = rules_build(r))) {
+        sbx_redactor_free(r);
         return NULL;
     }
     return r;
@@ -1007,7 +1024,11 @@ void sbx_redactor_free(sbx_redactor *r)
         sbx__free(r->vals[i].p);
     }
     sbx__free(r->vals);
-    rules_unref(r->rules);
+    if (r->cache) {
+        rules_unref(r->cache->rules);
+        pthread_mutex_destroy(&r->cache->lock);
+        sbx__free(r->cache);
+    }
     sbx__err_free(&r->err);
     sbx__free(r);
 }
@@ -1017,16 +1038,27 @@ const char *sbx_redactor_last_error(const sbx_redactor *r)
     return SBX__LAST_ERROR(r);
 }
 
-/* Rebuild the rules after a change; on failure the change is undone by
- * the caller and the old rules stay. */
-static sbx_status rebuild(sbx_redactor *r)
+/* The values or switches changed: the rules are built again at next use. */
+static void rules_stale(sbx_redactor *r)
 {
-    struct rules *nr = rules_build(r);
-    if (!nr)
-        return sbx__err_nomem(&r->err);
-    rules_unref(r->rules);
-    r->rules = nr;
-    return SBX_OK;
+    pthread_mutex_lock(&r->cache->lock);
+    rules_unref(r->cache->rules);
+    r->cache->rules = NULL;
+    pthread_mutex_unlock(&r->cache->lock);
+}
+
+/* The current rules, with a reference for the caller; NULL when they
+ * had to be built and memory ran out (the next call tries again). */
+static struct rules *rules_get(const sbx_redactor *r)
+{
+    struct rules *rules;
+    pthread_mutex_lock(&r->cache->lock);
+    if (!r->cache->rules)
+        r->cache->rules = rules_build(r);
+    if ((rules = r->cache->rules) != NULL)
+        atomic_fetch_add(&rules->refs, 1);
+    pthread_mutex_unlock(&r->cache->lock);
+    return rules;
 }
 
 sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t len)
@@ -1054,12 +1086,7 @@ sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t
     memcpy(copy, value, len);
     r->vals[r->nvals].p = copy;
     r->vals[r->nvals++].n = len;
-    if (rebuild(r) != SBX_OK) {
-        r->nvals--;
-        sbx__wipe(copy, len);
-        sbx__free(copy);
-        return SBX_E_NOMEM;
-    }
+    rules_stale(r);
     return SBX_OK;
 }
 
@@ -1080,13 +1107,10 @@ sbx_status sbx_redactor_add_secret_env(sbx_redactor *r, const char *name)
 
 sbx_status sbx_redactor_set_shapes(sbx_redactor *r, int enabled)
 {
-    bool old;
     SBX__ENTER(r, false);
-    old = r->shapes;
-    r->shapes = enabled != 0;
-    if (rebuild(r) != SBX_OK) {
-        r->shapes = old;
-        return SBX_E_NOMEM;
+    if (r->shapes != (enabled != 0)) {
+        r->shapes = enabled != 0;
+        rules_stale(r);
     }
     return SBX_OK;
 }
@@ -1109,18 +1133,25 @@ sbx_redact_stream *sbx__redact_stream_with(sbx__redact_rules *rules)
 
 sbx_redact_stream *sbx_redact_stream_new(const sbx_redactor *r)
 {
-    return r ? sbx__redact_stream_with(r->rules) : NULL;
+    struct rules *rules = r ? rules_get(r) : NULL;
+    sbx_redact_stream *s = sbx__redact_stream_with(rules);
+    if (rules)
+        rules_unref(rules);
+    return s;
 }
 
 int sbx__redact_prefilter(const sbx_redactor *r)
 {
-    return r ? sbx__tri_kind(r->rules->tri) : SBX__PF_NONE;
+    struct rules *rules = r ? rules_get(r) : NULL;
+    int kind = rules ? sbx__tri_kind(rules->tri) : SBX__PF_NONE;
+    if (rules)
+        rules_unref(rules);
+    return kind;
 }
 
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r)
 {
-    atomic_fetch_add(&r->rules->refs, 1);
-    return r->rules;
+    return rules_get(r);
 }
 
 void sbx__redact_rules_ref(sbx__redact_rules *rules)

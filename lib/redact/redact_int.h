@@ -175,6 +175,9 @@ uint64_t sbx__tri_block(const sbx__tri *t, const unsigned char *p, size_t avail)
  * where the CPU lacks it). */
 enum { SBX__PF_AUTO = 0, SBX__PF_NONE, SBX__PF_TRI, SBX__PF_AVX2 };
 extern atomic_int sbx__prefilter;
+/* How many rule sets have been built, for the tests: values added one by
+ * one are built once, at first use. */
+extern atomic_ulong sbx__redact_builds;
 
 /* ---- for other modules (the transcript) ---- */
 
@@ -185,7 +188,8 @@ extern atomic_int sbx__prefilter;
 /* A redactor's compiled rules, reference counted: a holder keeps them after
  * the redactor is freed. */
 typedef struct rules sbx__redact_rules;
-/* A new reference to r's current rules. */
+/* A new reference to r's current rules, built first if r changed since
+ * they were; NULL when that build ran out of memory. */
 sbx__redact_rules *sbx__redactor_rules(const sbx_redactor *r);
 void sbx__redact_rules_unref(sbx__redact_rules *rules);
 /* Another reference to rules. */

@@ -231,6 +231,10 @@ sbx_transcript *sbx_transcript_new(void)
     }
     t->rules = sbx__redactor_rules(r);
     sbx_redactor_free(r);
+    if (!t->rules) {
+        sbx_transcript_free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -324,11 +328,14 @@ static sbx_status job_open(sbx_transcript *t, const char *what)
 
 sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
 {
+    sbx__redact_rules *rules;
     SBX__ENTER(t, false);
     if (!r)
         return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: the redactor is NULL");
+    if (!(rules = sbx__redactor_rules(r)))
+        return sbx__err_nomem(&t->err);
     sbx__redact_rules_unref(t->rules);
-    t->rules = sbx__redactor_rules(r);
+    t->rules = rules;
     return SBX_OK;
 }
 

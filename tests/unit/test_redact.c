@@ -624,6 +624,7 @@ static sbx_redactor *pf_redactor(int pf, bool shapes, const char *const *vals, s
     ck_assert_int_eq(sbx_redactor_set_shapes(r, shapes), SBX_OK);
     for (size_t i = 0; i < nvals; i++)
         ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)vals[i], strlen(vals[i])), SBX_OK);
+    (void)sbx__redact_prefilter(r); /* the rules are built at first use: now, under pf */
     atomic_store(&sbx__prefilter, SBX__PF_AUTO);
     return r;
 }
@@ -1043,6 +1044,56 @@ START_TEST(test_redact_shared_between_threads)
 }
 END_TEST
 
+/* Values added one by one cost one build of the rules, at first use; a
+ * change after that costs one more, and every use sees every value. */
+START_TEST(test_redact_values_built_once)
+{
+    sbx_redactor *r = sbx_redactor_new();
+    sbx_redact_stream *before;
+    unsigned long builds;
+    char value[32], *out;
+    ck_assert_ptr_nonnull(before = sbx_redact_stream_new(r));
+    builds = atomic_load(&sbx__redact_builds);
+    for (int i = 0; i < 300; i++) {
+        snprintf(value, sizeof value, "v4lue-%04d-xq7Lp2ZrT9", i);
+        ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)value, strlen(value)), SBX_OK);
+    }
+    ck_assert_uint_eq(atomic_load(&sbx__redact_builds), builds);
+    out = whole(r, "a v4lue-0000-xq7Lp2ZrT9 b v4lue-0299-xq7Lp2ZrT9 c");
+    ck_assert_str_eq(out, "a [REDACTED:secret] b [REDACTED:secret] c");
+    sbx_free(out);
+    ck_assert_uint_eq(atomic_load(&sbx__redact_builds), builds + 1);
+    out = whole(r, "again v4lue-0150-xq7Lp2ZrT9");
+    ck_assert_str_eq(out, "again [REDACTED:secret]");
+    sbx_free(out);
+    ck_assert_uint_eq(atomic_load(&sbx__redact_builds), builds + 1);
+    ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"one-more-s3cr3t-val", 19), SBX_OK);
+    ck_assert_int_eq(sbx_redactor_set_shapes(r, 1), SBX_OK); /* no change: no build */
+    out = whole(r, "x one-more-s3cr3t-val v4lue-0001-xq7Lp2ZrT9");
+    ck_assert_str_eq(out, "x [REDACTED:secret] [REDACTED:secret]");
+    sbx_free(out);
+    ck_assert_uint_eq(atomic_load(&sbx__redact_builds), builds + 2);
+    /* A stream made before the values keeps the rules it was made with. */
+    {
+        const char *o;
+        size_t n;
+        char got[64];
+        size_t len = 0;
+        ck_assert_int_eq(t_feed(before, "v4lue-0000-xq7Lp2ZrT9", 21, &o, &n), SBX_OK);
+        memcpy(got, o, n);
+        len = n;
+        ck_assert_int_eq(t_finish(before, &o, &n), SBX_OK);
+        ck_assert_uint_le(len + n, sizeof got);
+        memcpy(got + len, o, n);
+        len += n;
+        ck_assert_uint_eq(len, 21);
+        ck_assert_int_eq(memcmp(got, "v4lue-0000-xq7Lp2ZrT9", 21), 0);
+    }
+    sbx_redact_stream_free(before);
+    sbx_redactor_free(r);
+}
+END_TEST
+
 static sbx_status oom_once(void *ctx)
 {
     sbx_redactor *r = sbx_redactor_new();
@@ -1086,6 +1137,7 @@ Suite *sbx_test_suite(void)
     TCase *tc = tcase_create("redact");
     tcase_set_timeout(tc, 400); /* each test; ASan at -O0 is slow on the corpus */
     tcase_add_test(tc, test_redact_known_value_forms);
+    tcase_add_test(tc, test_redact_values_built_once);
     tcase_add_test(tc, test_redact_multiline_value);
     tcase_add_test(tc, test_redact_value_rules);
     tcase_add_test(tc, test_redact_shapes_table);
