@@ -224,12 +224,27 @@ export class Run implements Disposable {
   });
   addJob(type: string, opts?: JobOptions): Job;
   addUpload(local: string, sandboxPath?: string): void;
-  execute(): Promise<any>;
+  /** Carry the run out; resolves to its result (sbxrun.run.result/1). onProgress is told of each stage; an exception it throws cancels the run and rejects the promise with it. */
+  execute(opts?: { onProgress?: RunProgress }): Promise<any>;
   readonly verdict: Verdict;
   readonly jobs: Job[];
   readonly result: any;
   close(): void;
 }
+
+/** A stage of a run, as Run.execute()'s onProgress is told of it. */
+export type RunEvent = 'sandbox-creating' | 'uploading' | 'job-started' | 'job-ended' | 'job-skipped' | 'stopping';
+
+/** The job a progress event is about: its place in run order, its type, and its verdict once it has ended. */
+export interface RunProgressJob {
+  index: number;
+  type: string;
+  /** Set for 'job-ended', null otherwise. */
+  verdict: Verdict | null;
+}
+
+/** Told of a run's progress on the JavaScript thread; job is null for the events about the sandbox. */
+export type RunProgress = (event: RunEvent, job: RunProgressJob | null) => void;
 
 export class Transcript implements Disposable {
   constructor(file?: string);
@@ -282,6 +297,105 @@ export class NetworkPolicy implements Disposable {
   toJSON(): object;
   close(): void;
 }
+
+/** What is known about a patch: 'applies' and 'safe' (without a base) are the good ones. */
+export type PatchVerdict = 'unchecked' | 'safe' | 'applies' | 'does-not-apply' | 'unsafe' | 'malformed' | 'too-large';
+
+/** The rule an unsafe patch breaks. */
+export type PatchRule = 'absolute' | 'dotdot' | 'git-dir' | 'symlink' | 'gitlink' | 'bad-path';
+
+export type PatchChange = 'added' | 'modified' | 'deleted' | 'renamed' | 'copied';
+
+/** One file a patch touches. Modes are git's (0o100644, 0o100755; 0 for a side that does not exist). */
+export interface PatchFile {
+  /** The path after the patch (the old path for a deletion). */
+  path: string;
+  /** The source of a rename or a copy, null otherwise. */
+  oldPath: string | null;
+  change: PatchChange;
+  oldMode: number;
+  newMode: number;
+  /** Lines added and removed (0 for a binary file). */
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+export interface PatchOptions {
+  /** The unified diff to load (git's format, or `diff -u` output). */
+  diff?: Buffer | Uint8Array | string;
+  /** Or a file holding it (not both). */
+  file?: string;
+  /** A local repository (work tree or bare): the patch is checked against a tree of it. */
+  repo?: string;
+  /** The revision of repo (any form git accepts); default HEAD. */
+  base?: string;
+  /** Limits; 0 keeps the library's defaults (16 MiB, 10,000 files, 8 MiB). */
+  maxBytes?: number;
+  maxFiles?: number;
+  maxFileBytes?: number;
+  /** Threads a check may read the base with (0: by the patch's size; at most 8). */
+  threads?: number;
+}
+
+/**
+ * A unified diff, or file operations, checked on this machine before anything is uploaded: is it safe, does it
+ * apply to the base tree (as `git apply --check` says), what does it do. A patch that is unsafe, malformed, too
+ * large or does not apply is a verdict, not an exception; what stops the check itself (no such repository or
+ * revision: NotFoundError; a file that cannot be read: IoError; misuse) throws.
+ */
+export class Patch implements Disposable {
+  constructor(opts?: PatchOptions);
+  /** One file operation instead of a diff (a base must be set); mode 0o644 or 0o755 (0: 0o644). An unsafe path throws PatchError, one over the limits BudgetExceededError: that operation is refused, the others stay. */
+  addFile(change: 'added' | 'modified' | 'deleted', path: string, data?: Buffer | Uint8Array | string | null, mode?: number): void;
+  /** Check against the base (safety alone without one); returns the verdict. */
+  check(): PatchVerdict;
+  readonly verdict: PatchVerdict;
+  /** The verdict is 'applies' or 'safe'. */
+  readonly ok: boolean;
+  /** The rule an unsafe patch breaks, null otherwise. */
+  readonly rule: PatchRule | null;
+  /** Why the verdict is what it is ('' when the last load, operation or check succeeded). */
+  readonly message: string;
+  readonly files: PatchFile[];
+  /** As `git patch-id --stable` gives it; null before a load, or after one that failed. */
+  readonly patchId: string | null;
+  /** The patch as git's unified diff (built from the file operations once checked); null when there is none. */
+  readonly diff: Buffer | null;
+  /** {verdict, rule, message, patch_id, files, diffstat}, with the library's (snake_case) names. */
+  toJSON(): any;
+  /** Write the base tree with the patch applied as a gzip tar (replaced atomically). */
+  saveTree(path: string): void;
+  /** Write that tree as files under dir (which must not exist, or be empty); on failure nothing is left behind. */
+  saveTreeDir(dir: string): void;
+  close(): void;
+}
+
+export type VerifyScript = 'lint' | 'typecheck' | 'test' | 'build';
+
+export interface VerifyOptions {
+  /** A file holding the diff, or the diff's bytes; omitted: the base tree alone. */
+  patch?: string | Buffer | Uint8Array;
+  /** The revision of the project's repository; default HEAD. */
+  base?: string;
+  /** The package.json scripts to run, those it has (default all four). */
+  scripts?: VerifyScript[];
+  /** deps.install first; default: when package.json declares dependencies. */
+  install?: boolean;
+  /** Records the run (it finishes it). */
+  transcript?: Transcript;
+  /** The run's wall budget in ms (0: none). */
+  wallMs?: number;
+  onProgress?: RunProgress;
+}
+
+/**
+ * Verify project (the top of a git repository) at base with patch applied: the patch is checked here first
+ * (PatchError when it is unsafe or does not apply; nothing is sent), the tree is uploaded into a new sandbox and
+ * deps.install and verify.<script> run as one Run. Resolves to its result (sbxrun.run.result/1): a failing script
+ * is its verdict, not an exception.
+ */
+export function verify(client: Client, project: string, opts?: VerifyOptions): Promise<any>;
 
 /** How many handles the package holds now (a leak check for tests). */
 export function liveHandles(): number;

@@ -8,6 +8,7 @@
 'use strict';
 
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { Readable } = require('node:stream');
 const koffi = require('koffi');
@@ -40,12 +41,13 @@ function load() {
 
 const lib = load();
 for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript',
-                 'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy', 'sbx_snapshot'])
+                 'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy', 'sbx_snapshot', 'sbx_patch'])
   koffi.opaque(t);
 // The library's callbacks, called on the JavaScript thread (it alone runs
 // sbx_client_process); registered for the life of one operation.
 const OutputCb = koffi.proto('int sbx_output_cb(int stream, const void *data, size_t len, void *user)');
 const DataCb = koffi.proto('int sbx_data_cb(const void *data, size_t len, void *user)');
+const RunProgressCb = koffi.proto('void sbx_run_progress_cb(sbx_run *run, int event, size_t index, void *user)');
 
 const C = {};
 for (const proto of [
@@ -142,6 +144,7 @@ for (const proto of [
   'int sbx_run_set_transcript(sbx_run *r, sbx_transcript *t)',
   'int sbx_run_set_option(sbx_run *r, const char *k, const char *v)',
   'int sbx_run_execute_start(sbx_run *r, _Out_ sbx_op **op)',
+  'int sbx_run_set_progress_cb(sbx_run *r, sbx_run_progress_cb *cb, void *user)',
   'int sbx_run_verdict(sbx_run *r)',
   'size_t sbx_run_job_count(sbx_run *r)',
   'sbx_job *sbx_run_job(sbx_run *r, size_t i)',
@@ -209,6 +212,34 @@ for (const proto of [
   'int sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, size_t n_in, const char **keys, const char **values)',
   'int sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)',
   'int sbx_netpolicy_to_json(sbx_netpolicy *n, _Out_ void **json)',
+  'sbx_patch *sbx_patch_new(void)',
+  'void sbx_patch_free(sbx_patch *p)',
+  'const char *sbx_patch_last_error(sbx_patch *p)',
+  'int sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files, size_t max_file_bytes)',
+  'int sbx_patch_set_threads(sbx_patch *p, unsigned int threads)',
+  'int sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)',
+  'int sbx_patch_load_data(sbx_patch *p, const uint8_t *data, size_t len)',
+  'int sbx_patch_load_file(sbx_patch *p, const char *path)',
+  'int sbx_patch_add_file(sbx_patch *p, int change, const char *path, const uint8_t *data, size_t len, uint32_t mode)',
+  'int sbx_patch_check(sbx_patch *p)',
+  'int sbx_patch_result(sbx_patch *p)',
+  'int sbx_patch_broken_rule(sbx_patch *p)',
+  'const char *sbx_patch_verdict_name(int verdict)',
+  'const char *sbx_patch_rule_name(int rule)',
+  'size_t sbx_patch_file_count(sbx_patch *p)',
+  'const char *sbx_patch_file_path(sbx_patch *p, size_t i)',
+  'const char *sbx_patch_file_old_path(sbx_patch *p, size_t i)',
+  'int sbx_patch_file_change(sbx_patch *p, size_t i)',
+  'uint32_t sbx_patch_file_old_mode(sbx_patch *p, size_t i)',
+  'uint32_t sbx_patch_file_new_mode(sbx_patch *p, size_t i)',
+  'size_t sbx_patch_file_additions(sbx_patch *p, size_t i)',
+  'size_t sbx_patch_file_deletions(sbx_patch *p, size_t i)',
+  'int sbx_patch_file_binary(sbx_patch *p, size_t i)',
+  'const char *sbx_patch_id(sbx_patch *p)',
+  'int sbx_patch_save_data(sbx_patch *p, _Out_ void **out, _Out_ size_t *len)',
+  'int sbx_patch_to_json(sbx_patch *p, _Out_ void **json)',
+  'int sbx_patch_save_tree_file(sbx_patch *p, const char *path)',
+  'int sbx_patch_save_tree_dir(sbx_patch *p, const char *dir)',
 ]) {
   const f = lib.func(proto);
   C[f.info.name] = f;
@@ -218,6 +249,10 @@ if (C.sbx_version_num() >>> 16 !== ABI_MAJOR)
   throw new Error(`sbxrun: this package speaks libsbxrun ${ABI_MAJOR}.x; the library loaded is ${C.sbx_version()}`);
 
 const OK = 0;
+const E_MISUSE = 2;
+const E_PARSE = 7;
+const E_BUDGET_EXCEEDED = 14;
+const E_PATCH = 20;
 const E_AGAIN = 22;
 const STDOUT = 1;
 const STDERR = 2;
@@ -788,6 +823,9 @@ class Command extends Handle {
 
 const verdictName = (v) => C.sbx_job_verdict_name(v) || String(v);
 
+// sbx_run_event, by value: what Run.execute()'s onProgress is told.
+const RUN_EVENTS = ['sandbox-creating', 'uploading', 'job-started', 'job-ended', 'job-skipped', 'stopping'];
+
 /** One job: made by Run.addJob() (freed with its run), or of its own with
  * new Job(client, type, opts) and run with job.run(sandbox). */
 class Job extends Handle {
@@ -886,6 +924,9 @@ class Run extends Handle {
     this.client = client;
     this.sandbox = sandbox;
     this.transcript = transcript;
+    // job types by job address: no getter gives a job's type, and its
+    // result is there only at its end (progress callbacks name the type)
+    this._types = new Map();
     try {
       if (sandbox) this.check(C.sbx_run_set_sandbox(this.handle, sandbox.handle));
       if (wallMs || outputBytes || maxJobs) this.check(C.sbx_run_set_budget(this.handle, wallMs, outputBytes, maxJobs));
@@ -905,6 +946,7 @@ class Run extends Handle {
     }
     const job = Job._ofRun(this, h);
     job._setup(setup);
+    this._types.set(koffi.address(h), type);
     return job;
   }
 
@@ -912,10 +954,53 @@ class Run extends Handle {
     this.check(C.sbx_run_add_upload(this.handle, local, sandboxPath));
   }
 
-  /** Carry the run out; resolves to its result (sbxrun.run.result/1). */
-  async execute() {
-    await this.client._op(this.handle, C.sbx_run_execute_start, C.sbx_run_last_error);
+  /** Carry the run out; resolves to its result (sbxrun.run.result/1).
+   * onProgress(event, job) is told of each stage as it comes (RUN_EVENTS;
+   * job {index, type, verdict} for the job events, else null); an exception
+   * it throws cancels the run and rejects the promise with it. */
+  async execute({ onProgress } = {}) {
+    if (onProgress == null) {
+      await this.client._op(this.handle, C.sbx_run_execute_start, C.sbx_run_last_error);
+      return this.result;
+    }
+    if (typeof onProgress !== 'function') throw new TypeError('onProgress must be a function');
+    let op = null;
+    let thrown = null;
+    const js = (r, event, index) => {
+      if (thrown) return;
+      try {
+        onProgress(RUN_EVENTS[event] ?? String(event), event >= 2 && event <= 4 ? this._jobInfo(Number(index), event) : null);
+      } catch (e) {
+        thrown = { e };
+        if (op) C.sbx_op_cancel(op), this.client.driver.kick();
+      }
+    };
+    await withCallback(js, RunProgressCb, async (cb) => {
+      this.check(C.sbx_run_set_progress_cb(this.handle, cb, null));
+      try {
+        const out = [null];
+        this.check(C.sbx_run_execute_start(this.handle, out));
+        op = out[0];
+        if (thrown) C.sbx_op_cancel(op);
+        await awaitOp(this.client, op);
+      } catch (e) {
+        if (!thrown) throw e;
+      } finally {
+        op = null;
+        // the callback is unregistered next: the run must not call it after
+        if (this.h) C.sbx_run_set_progress_cb(this.h, null, null);
+      }
+    });
+    if (thrown) throw thrown.e;
     return this.result;
+  }
+
+  /** What a progress callback is told of job i: plain values, as the job
+   * handle is the run's and dies with it. */
+  _jobInfo(index, event) {
+    const h = C.sbx_run_job(this.handle, index);
+    return { index, type: this._types.get(koffi.address(h)) ?? null,
+             verdict: event === 3 ? verdictName(C.sbx_job_verdict(h)) : null };
   }
 
   get verdict() { return verdictName(C.sbx_run_verdict(this.handle)); }
@@ -1106,10 +1191,214 @@ class NetworkPolicy extends Handle {
   }
 }
 
+// ---- patches ----------------------------------------------------------------------
+
+// The statuses that describe the patch rather than a fault: its verdict says
+// the rest, so they are answers, not exceptions.
+const VERDICT_STATUSES = new Set([E_PARSE, E_BUDGET_EXCEEDED, E_PATCH]);
+// A verdict no later call changes: checking again would only answer
+// SBX_E_MISUSE or SBX_E_PATCH and replace the message that says why.
+const FINAL_VERDICTS = new Set(['does-not-apply', 'unsafe', 'malformed', 'too-large']);
+const CHANGES = ['added', 'modified', 'deleted', 'renamed', 'copied']; // sbx_patch_change 1..5
+
+function patchBytes(data, what) {
+  if (typeof data === 'string') return Buffer.from(data);
+  if (Buffer.isBuffer(data)) return data;
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError(`${what}: a Buffer or a string`);
+}
+
+/** A unified diff, or file operations, checked on this machine before
+ * anything is uploaded (doc/patch.md). A patch that is unsafe, malformed,
+ * too large or does not apply is a verdict, not an exception; what stops
+ * the check itself (no such repository or revision, a file that cannot be
+ * read, misuse) throws. */
+class Patch extends Handle {
+  constructor({ diff, file, repo, base, maxBytes = 0, maxFiles = 0, maxFileBytes = 0, threads = 0 } = {}) {
+    if (diff != null && file != null) throw new TypeError('Patch: give diff or file, not both');
+    if (base != null && repo == null) throw new TypeError('Patch: base names a revision of repo; repo is not given');
+    super(C.sbx_patch_new(), C.sbx_patch_free, C.sbx_patch_last_error);
+    this._message = '';
+    try {
+      if (maxBytes || maxFiles || maxFileBytes)
+        this._must(C.sbx_patch_set_limits(this.handle, maxBytes, maxFiles, maxFileBytes));
+      if (threads) this._must(C.sbx_patch_set_threads(this.handle, threads));
+      if (repo != null) this._must(C.sbx_patch_set_base(this.handle, String(repo), base ?? null));
+      if (diff != null) {
+        const b = patchBytes(diff, 'diff');
+        this._answer(C.sbx_patch_load_data(this.handle, b, b.length));
+      } else if (file != null) {
+        this._answer(C.sbx_patch_load_file(this.handle, String(file)));
+      }
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  // Handle.check(status) is this class's check(): its own name here.
+  _must(status) {
+    check(status, C.sbx_patch_last_error(this.handle));
+  }
+
+  /** Throw unless the status is OK or one a verdict describes; keep the
+   * message (later calls clear the library's). True when OK. */
+  _answer(status) {
+    if (status !== OK && !VERDICT_STATUSES.has(status)) this._must(status);
+    this._message = status === OK ? '' : C.sbx_patch_last_error(this.handle);
+    return status === OK;
+  }
+
+  /** One file operation instead of a diff (a base must be set): 'added' or
+   * 'modified' with the file's whole new content (mode 0o644 or 0o755; 0
+   * means 0o644), or 'deleted'. An unsafe path throws PatchError and one
+   * over the limits BudgetExceededError: that operation is refused (a
+   * caller cannot miss it), the others stay. */
+  addFile(change, path, data = null, mode = 0) {
+    const code = CHANGES.slice(0, 3).indexOf(change) + 1;
+    if (!code) throw new TypeError(`change: 'added', 'modified' or 'deleted', not ${JSON.stringify(change)}`);
+    const b = data == null ? null : patchBytes(data, 'data');
+    this._must(C.sbx_patch_add_file(this.handle, code, String(path), b, b ? b.length : 0, mode));
+  }
+
+  /** Check against the base (safety alone without one); returns the verdict. */
+  check() {
+    if (!FINAL_VERDICTS.has(this.verdict)) this._answer(C.sbx_patch_check(this.handle));
+    return this.verdict;
+  }
+
+  /** 'unchecked', 'safe', 'applies', 'does-not-apply', 'unsafe', 'malformed' or 'too-large'. */
+  get verdict() { return C.sbx_patch_verdict_name(C.sbx_patch_result(this.handle)); }
+  /** Safe and, with a base, applies. */
+  get ok() { const v = this.verdict; return v === 'applies' || v === 'safe'; }
+  /** The rule an unsafe patch breaks ('absolute', 'dotdot', 'git-dir', ...), else null. */
+  get rule() {
+    const r = C.sbx_patch_broken_rule(this.handle);
+    return r ? C.sbx_patch_rule_name(r) : null;
+  }
+  /** Why the verdict is what it is ('' when the last load, operation or check succeeded). */
+  get message() {
+    void this.handle; // a closed handle throws, as for the other getters
+    return this._message;
+  }
+
+  get files() {
+    const h = this.handle;
+    return Array.from({ length: Number(C.sbx_patch_file_count(h)) }, (_, i) => ({
+      path: C.sbx_patch_file_path(h, i),
+      oldPath: C.sbx_patch_file_old_path(h, i),
+      change: CHANGES[C.sbx_patch_file_change(h, i) - 1] ?? 'unknown',
+      oldMode: C.sbx_patch_file_old_mode(h, i),
+      newMode: C.sbx_patch_file_new_mode(h, i),
+      additions: Number(C.sbx_patch_file_additions(h, i)),
+      deletions: Number(C.sbx_patch_file_deletions(h, i)),
+      binary: C.sbx_patch_file_binary(h, i) === 1,
+    }));
+  }
+
+  /** As `git patch-id --stable` gives it; null before a load, and after one that failed. */
+  get patchId() { return C.sbx_patch_id(this.handle) || null; }
+
+  /** The patch as git's unified diff (the one built from file operations
+   * once checked); null when there is none. */
+  get diff() {
+    const out = [null];
+    const len = [0];
+    const st = C.sbx_patch_save_data(this.handle, out, len);
+    if (st === E_MISUSE) return null; // nothing loaded, or operations not built yet
+    this._must(st);
+    try {
+      return Buffer.from(koffi.decode(out[0], 'uint8_t', Number(len[0])));
+    } finally {
+      C.sbx_free(out[0]);
+    }
+  }
+
+  /** {verdict, rule, message, patch_id, files, diffstat}, as doc/patch.md shows it. */
+  toJSON() {
+    const out = [null];
+    this._must(C.sbx_patch_to_json(this.handle, out));
+    return takeJson(out[0]);
+  }
+
+  /** Write the base tree with the patch applied as a gzip tar (replaced atomically). */
+  saveTree(file) { this._must(C.sbx_patch_save_tree_file(this.handle, String(file))); }
+
+  /** Write that tree as files under dir (which must not exist, or be empty),
+   * ready for Run.addUpload(); on failure nothing is left behind. */
+  saveTreeDir(dir) { this._must(C.sbx_patch_save_tree_dir(this.handle, String(dir))); }
+}
+
+const VERIFY_SCRIPTS = ['lint', 'typecheck', 'test', 'build'];
+const DEPENDENCY_KEYS = ['dependencies', 'devDependencies', 'optionalDependencies', 'peerDependencies'];
+
+const orList = (names) => (names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0]);
+
+function readPackage(tree) {
+  const file = path.join(tree, 'package.json');
+  if (!fs.existsSync(file)) return {};
+  let pkg;
+  try {
+    pkg = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new Error(`package.json: not valid JSON: ${e.message}`);
+  }
+  if (pkg === null || typeof pkg !== 'object' || Array.isArray(pkg)) throw new Error('package.json: not a JSON object');
+  return pkg;
+}
+
+/** Verify project (the top of a git repository) at base (default HEAD),
+ * with patch applied (a file path, or the diff as a Buffer): the patch is
+ * checked here first (PatchError when it is unsafe or does not apply, and
+ * nothing is sent), then the tree is uploaded into a new sandbox and
+ * deps.install (when package.json declares dependencies, or install is
+ * true) and verify.<name> for each of scripts package.json has run as one
+ * Run. Resolves to the run's result (sbxrun.run.result/1): a failing
+ * script is its verdict, not an exception. */
+async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, install, transcript, wallMs = 0,
+                                         onProgress } = {}) {
+  if (!Array.isArray(scripts) || scripts.length === 0)
+    throw new TypeError(`scripts: an array of ${VERIFY_SCRIPTS.join(', ')}`);
+  for (const s of scripts) {
+    if (!VERIFY_SCRIPTS.includes(s))
+      throw new TypeError(`scripts: ${JSON.stringify(s)} is not one of ${VERIFY_SCRIPTS.join(', ')}`);
+  }
+  if (patch != null && typeof patch !== 'string' && !(patch instanceof Uint8Array))
+    throw new TypeError('patch: a file path, or the diff as a Buffer');
+  let p = null;
+  let run = null;
+  let tmp = null;
+  try {
+    p = new Patch({ repo: project, base, ...(typeof patch === 'string' ? { file: patch } : { diff: patch }) });
+    if (patch != null) {
+      const verdict = p.check();
+      if (verdict !== 'applies') throw errorFor(E_PATCH, `patch ${verdict}: ${p.message}`);
+    }
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-verify-'));
+    const tree = path.join(tmp, 'tree');
+    p.saveTreeDir(tree);
+    const pkg = readPackage(tree);
+    const defined = pkg.scripts !== null && typeof pkg.scripts === 'object' ? pkg.scripts : {};
+    const wanted = [...new Set(scripts)];
+    const names = wanted.filter((s) => Object.hasOwn(defined, s));
+    if (names.length === 0) throw new Error(`nothing to verify: package.json has no ${orList(wanted)} script`);
+    const deps = DEPENDENCY_KEYS.some((k) => pkg[k] !== null && typeof pkg[k] === 'object' && Object.keys(pkg[k]).length > 0);
+    run = new Run(client, { transcript, wallMs });
+    run.addUpload(tree, '/vercel/sandbox');
+    if (install === true || (install == null && deps)) run.addJob('deps.install');
+    for (const s of names) run.addJob(`verify.${s}`, { inputs: { script: s } });
+    return await run.execute({ onProgress });
+  } finally {
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    if (p) p.close();
+    if (run) run.close();
+  }
+}
+
 module.exports = {
   version: require('./package.json').version,
   libraryVersion: () => C.sbx_version(),
-  Client, Sandbox, Snapshot, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy,
+  Client, Sandbox, Snapshot, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy, Patch, verify,
   liveHandles: () => live,
   SbxError, ...errorClasses,
   className,

@@ -48,7 +48,34 @@ async function main(): Promise<void> {
   } catch (e) {
     if (e instanceof sbxrun.NotFoundError) e.httpStatus.toFixed();
   }
-  [code, exited, id, v, own, j, size, d, red, sbxrun.liveHandles()].length;
+  await run.execute({ onProgress: (event: sbxrun.RunEvent, job) => (job ? `${event} ${job.type} ${job.verdict ?? ''}` : event) });
+
+  const p = new sbxrun.Patch({ diff: Buffer.from('diff --git a/x b/x\n'), repo: '.', base: 'main', maxBytes: 1 << 20 });
+  const pv: sbxrun.PatchVerdict = p.check();
+  const files: sbxrun.PatchFile[] = p.files;
+  const old: string | null = files[0].oldPath;
+  const rule: sbxrun.PatchRule | null = p.rule;
+  const bytes: Buffer | null = p.diff;
+  const pid: string | null = p.patchId;
+  if (!p.ok) p.message.length;
+  p.saveTree('tree.tar.gz');
+  p.saveTreeDir('tree');
+  p.toJSON().diffstat;
+  p.close();
+  const ops = new sbxrun.Patch({ repo: '.' });
+  ops.addFile('added', 'docs/new.md', '# New\n', 0o644);
+  ops.addFile('modified', 'run.sh', Buffer.from('#!/bin/sh\n'), 0o755);
+  ops.addFile('deleted', 'gone.txt');
+  ops.close();
+  const result = await sbxrun.verify(c, '.', { patch: 'change.diff', scripts: ['lint', 'test'], install: false,
+                                              transcript: tr, wallMs: 600000, onProgress: (event) => event.length });
+  await sbxrun.verify(c, '.', { patch: Buffer.from(''), base: 'HEAD~1' });
+  try {
+    await sbxrun.verify(c, '.');
+  } catch (e) {
+    if (e instanceof sbxrun.PatchError) e.code.length;
+  }
+  [code, exited, id, v, own, j, size, d, red, sbxrun.liveHandles(), pv, old, rule, bytes, pid, result].length;
   c.close();
 }
 main();

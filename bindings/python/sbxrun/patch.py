@@ -107,6 +107,7 @@ class Patch(_Handle):
         if diff is not None and file is not None:
             raise ValueError("Patch: give diff or file, not both")
         super().__init__(_L.sbx_patch_new())
+        self._message = ""
 
         def steps() -> None:
             if max_bytes or max_files or max_file_bytes:
@@ -125,9 +126,11 @@ class Patch(_Handle):
         self._configure(steps, None)
 
     def _answer(self, status: int) -> None:
-        """Raise unless the status is OK or one a verdict describes."""
-        if status not in _VERDICT_STATUSES:
+        """Raise unless the status is OK or one a verdict describes; keep
+        the message (the library's is cleared by the next call)."""
+        if status != _lib.OK and status not in _VERDICT_STATUSES:
             self._check(status)
+        self._message = "" if status == _lib.OK else (_lib.text(_L.sbx_patch_last_error(self._handle)) or "")
 
     def add_file(self, change: str, path: str, data: bytes | str | None = None, mode: int = 0) -> None:
         """One file operation instead of a diff (a base must be set):
@@ -169,8 +172,10 @@ class Patch(_Handle):
 
     @property
     def message(self) -> str:
-        """Why the verdict is what it is ("" when the patch is fine)."""
-        return _lib.text(_L.sbx_patch_last_error(self._handle)) or ""
+        """Why the verdict is what it is ("" when the last load or check
+        succeeded)."""
+        self._handle  # a closed patch raises, as for the other properties
+        return self._message
 
     @property
     def files(self) -> list[PatchFile]:

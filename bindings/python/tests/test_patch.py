@@ -136,6 +136,8 @@ def test_does_not_apply_malformed_and_too_large(repo):
     with sbxrun.Patch(stale, repo=repo) as p:
         assert p.check() == "does-not-apply"
         assert "src/a.txt" in p.message
+        assert p.to_dict()["verdict"] == "does-not-apply"
+        assert "src/a.txt" in p.message           # kept across later calls
     with sbxrun.Patch(b"diff --git a/x b/x\n@@ this is not a hunk\n", repo=repo) as p:
         assert p.check() == "malformed" and p.message
     with sbxrun.Patch(GOOD, repo=repo, max_bytes=64) as p:
