@@ -57,29 +57,8 @@ function treeOf(dir) {
   return out;
 }
 
-const GOOD = `diff --git a/src/a.txt b/src/a.txt
-index 0000000..1111111 100644
---- a/src/a.txt
-+++ b/src/a.txt
-@@ -1,3 +1,3 @@
- one
--two
-+TWO
- three
-diff --git a/new.txt b/new.txt
-new file mode 100644
---- /dev/null
-+++ b/new.txt
-@@ -0,0 +1,2 @@
-+fresh
-+file
-diff --git a/gone.txt b/gone.txt
-deleted file mode 100644
---- a/gone.txt
-+++ /dev/null
-@@ -1 +0,0 @@
--bye
-`;
+// A patch of three files (modified, added, deleted), shared with the Python tests.
+const GOOD = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'tests', 'fixtures', 'patch', 'three-files.diff'), 'utf8');
 
 const newFile = (p) => `diff --git a/${p} b/${p}\nnew file mode 100755\n--- /dev/null\n+++ b/${p}\n@@ -0,0 +1 @@\n+#!/bin/sh\n`;
 

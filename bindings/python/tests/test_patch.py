@@ -18,29 +18,8 @@ import sbxrun
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-project"
 
-GOOD = b"""diff --git a/src/a.txt b/src/a.txt
-index 0000000..1111111 100644
---- a/src/a.txt
-+++ b/src/a.txt
-@@ -1,3 +1,3 @@
- one
--two
-+TWO
- three
-diff --git a/new.txt b/new.txt
-new file mode 100644
---- /dev/null
-+++ b/new.txt
-@@ -0,0 +1,2 @@
-+fresh
-+file
-diff --git a/gone.txt b/gone.txt
-deleted file mode 100644
---- a/gone.txt
-+++ /dev/null
-@@ -1 +0,0 @@
--bye
-"""
+# A patch of three files (modified, added, deleted), shared with the Node tests.
+GOOD = (Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "patch" / "three-files.diff").read_bytes()
 
 
 def git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
