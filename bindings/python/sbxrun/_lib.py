@@ -57,6 +57,8 @@ STDERR = 2
 # int (*)(const uint8_t *, size_t, void *).
 OUTPUT_CB = ctypes.CFUNCTYPE(c_int, c_int, POINTER(c_uint8), c_size_t, c_void_p)
 DATA_CB = ctypes.CFUNCTYPE(c_int, POINTER(c_uint8), c_size_t, c_void_p)
+# void (*)(sbx_run *, sbx_run_event, size_t index, void *)
+RUN_PROGRESS_CB = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_size_t, c_void_p)
 
 _PROTOS = {
     # common
@@ -166,6 +168,7 @@ _PROTOS = {
     "sbx_run_set_transcript": (c_int, [c_void_p, c_void_p]),
     "sbx_run_set_option": (c_int, [c_void_p, c_char_p, c_char_p]),
     "sbx_run_execute_start": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "sbx_run_set_progress_cb": (c_int, [c_void_p, RUN_PROGRESS_CB, c_void_p]),
     "sbx_run_verdict": (c_int, [c_void_p]),
     "sbx_run_job_count": (c_size_t, [c_void_p]),
     "sbx_run_job": (c_void_p, [c_void_p, c_size_t]),

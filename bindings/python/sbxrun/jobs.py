@@ -9,6 +9,7 @@ policy and network preset, its output redacted, recorded in a
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -34,6 +35,14 @@ def _json_out(fn: Callable[..., int], handle: int, last_error: Callable[[int], b
 
 def _verdict_name(v: int) -> str:
     return _lib.text(_L.sbx_job_verdict_name(v)) or str(v)
+
+
+#: What ``on_progress`` of :meth:`Run.execute` is told, by sbx_run_event.
+RUN_EVENTS = ("sandbox-creating", "uploading", "job-started", "job-ended", "job-skipped", "stopping")
+
+#: on_progress(event, job): job is {"index", "type", "verdict"} for the job
+#: events (verdict only at "job-ended"), None for the others.
+Progress = Callable[[str, "dict[str, Any] | None"], Any]
 
 
 class Job(_Handle):
@@ -234,6 +243,7 @@ class Run(_Handle):
         self.client = client
         self.sandbox = sandbox  # must outlive the run
         self.transcript = transcript
+        self._types: dict[int, str] = {}  # job handle -> type, for progress reports
 
         def steps() -> None:
             if sandbox is not None:
@@ -259,6 +269,7 @@ class Run(_Handle):
             msg = _lib.text(_L.sbx_run_last_error(self._handle)) or ""
             code = 3 if "memory" in msg else 2 if "started" in msg else 1
             raise error_for(code, msg)
+        self._types[h] = job_type
         job = Job._of_run(self, h)
         job._setup(inputs, argv, timeout_ms, env, secrets, artifacts)
         for k, v in (options or {}).items():
@@ -269,17 +280,63 @@ class Run(_Handle):
         """Send a local file or directory into the sandbox before the first job."""
         self._check(_L.sbx_run_add_upload(self._handle, _lib.arg(os.fspath(local)), _lib.arg(sandbox_path)))
 
-    def execute(self) -> dict:
+    @contextlib.contextmanager
+    def _progress(self, on_progress: Progress | None):
+        """on_progress registered for one execution; yields the start
+        function to run it with. An exception the callback raises cancels
+        the run and is raised in place of the cancellation."""
+        failure: list[BaseException] = []
+        ops: list[int] = []
+
+        def start(h: int, op_ref: Any) -> int:
+            st = _L.sbx_run_execute_start(h, op_ref)
+            if st == _lib.OK:
+                ops.append(op_ref._obj.value)
+            return st
+
+        def cb(run, event, index, user):
+            if failure:
+                return
+            try:
+                job = None
+                if 2 <= event <= 4:
+                    h = _L.sbx_run_job(self._handle, index)
+                    job = {"index": index, "type": self._types.get(h),
+                           "verdict": _verdict_name(_L.sbx_job_verdict(h)) if event == 3 else None}
+                on_progress(RUN_EVENTS[event] if event < len(RUN_EVENTS) else str(event), job)
+            except BaseException as e:  # never let an exception cross into C
+                failure.append(e)
+                for op in ops:
+                    _L.sbx_op_cancel(op)
+
+        c_cb = _lib.RUN_PROGRESS_CB(cb) if on_progress is not None else _lib.RUN_PROGRESS_CB()
+        self._check(_L.sbx_run_set_progress_cb(self._handle, c_cb, None))
+        try:
+            yield start
+        except SbxError:
+            if not failure:
+                raise  # else the callback's own exception goes on, below
+        finally:
+            _L.sbx_run_set_progress_cb(self._handle, _lib.RUN_PROGRESS_CB(), None)  # c_cb is about to go
+        if failure:
+            raise failure[0]
+
+    def execute(self, *, on_progress: Progress | None = None) -> dict:
         """Carry the run out (blocking; Ctrl-C cancels it and stops the
         sandbox it made) and return its result (sbxrun.run.result/1). A
-        run whose jobs ran and failed is not an error: see ``verdict``."""
-        self._start(_L.sbx_run_execute_start)
+        run whose jobs ran and failed is not an error: see ``verdict``.
+        ``on_progress(event, job)`` is told each stage as it comes
+        (:data:`RUN_EVENTS`); an exception it raises cancels the run and
+        is raised here."""
+        with self._progress(on_progress) as start:
+            self._start(start)
         return self.result
 
-    async def execute_async(self) -> dict:
+    async def execute_async(self, *, on_progress: Progress | None = None) -> dict:
         """:meth:`execute`, awaited on the running event loop (cancelling
         the task cancels the run and stops the sandbox it made)."""
-        await self._astart(self.client, _L.sbx_run_execute_start)
+        with self._progress(on_progress) as start:
+            await self._astart(self.client, start)
         return self.result
 
     @property

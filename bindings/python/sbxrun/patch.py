@@ -19,7 +19,7 @@ from .errors import error_for
 
 if TYPE_CHECKING:
     from .client import Client
-    from .jobs import Transcript
+    from .jobs import Progress, Transcript
 
 _L = _lib.lib
 
@@ -283,7 +283,7 @@ def _plan_run(client: "Client", tmp: str, jobs: list[str], transcript: "Transcri
 
 def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes | str | os.PathLike | None = None,
            base: str | None = None, scripts: Sequence[str] = VERIFY_SCRIPTS, install: bool | None = None,
-           transcript: "Transcript | None" = None, wall_ms: int = 0) -> dict:
+           transcript: "Transcript | None" = None, wall_ms: int = 0, on_progress: "Progress | None" = None) -> dict:
     """Verify ``project`` (the top of a git repository) at ``base`` (default
     HEAD) with ``patch`` applied (a path to a diff, or its bytes), as
     ``sbxrun verify`` does: the patch is checked here first (PatchError
@@ -292,11 +292,11 @@ def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes |
     declares dependencies (or ``install=True``), then ``verify.<name>``
     for each of ``scripts`` package.json defines. Returns the run's result
     (sbxrun.run.result/1); a failing script is its verdict, not an
-    exception."""
+    exception. ``on_progress`` is :meth:`Run.execute`'s."""
     tmp, jobs = _prepare(project, patch, base, scripts, install)
     try:
         with _plan_run(client, tmp, jobs, transcript, wall_ms) as run:
-            return run.execute()
+            return run.execute(on_progress=on_progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -304,12 +304,13 @@ def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes |
 async def verify_async(client: "Client", project: str | os.PathLike = ".", *,
                        patch: bytes | str | os.PathLike | None = None, base: str | None = None,
                        scripts: Sequence[str] = VERIFY_SCRIPTS, install: bool | None = None,
-                       transcript: "Transcript | None" = None, wall_ms: int = 0) -> dict:
+                       transcript: "Transcript | None" = None, wall_ms: int = 0,
+                       on_progress: "Progress | None" = None) -> dict:
     """:func:`verify`, awaited on the running event loop (cancelling the
     task cancels the run and stops its sandbox)."""
     tmp, jobs = _prepare(project, patch, base, scripts, install)
     try:
         with _plan_run(client, tmp, jobs, transcript, wall_ms) as run:
-            return await run.execute_async()
+            return await run.execute_async(on_progress=on_progress)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

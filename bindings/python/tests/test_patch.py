@@ -197,12 +197,41 @@ def test_verify_a_project_with_and_without_a_patch(client, demo_repo, tmp_path):
     t.verify()
     t.close()
 
-    # a patch that breaks a test: the verdict, not an exception
+    # a patch that breaks a test: the verdict, not an exception; the
+    # stages reported as they come
+    events: list[tuple[str, object]] = []
     result = sbxrun.verify(client, demo_repo, patch=(DEMO / "patches" / "break-test.patch").read_bytes(),
-                           scripts=["test"])
+                           scripts=["test"], on_progress=lambda ev, job: events.append((ev, job)))
     assert result["status"] == "failed"
     assert [j["jobType"] for j in result["jobs"]] == ["verify.test"]
+    assert events == [("sandbox-creating", None), ("uploading", None),
+                      ("job-started", {"index": 0, "type": "verify.test", "verdict": None}),
+                      ("job-ended", {"index": 0, "type": "verify.test", "verdict": "failed"}),
+                      ("stopping", None)]
     assert verify_dirs() == before
+
+
+def test_an_exception_from_on_progress_cancels_the_run(client, demo_repo):
+    class Stop(Exception):
+        pass
+
+    seen: list[str] = []
+
+    def on_progress(ev, job):
+        seen.append(ev)
+        if ev == "job-started":
+            raise Stop("enough")
+
+    with sbxrun.Run(client) as run:
+        run.add_upload(demo_repo, "/vercel/sandbox")
+        run.add_job("verify.lint", inputs={"script": "lint"})
+        run.add_job("verify.test", inputs={"script": "test"})
+        with pytest.raises(Stop, match="enough"):
+            run.execute(on_progress=on_progress)
+        # nothing more was reported once it raised, and no job ran to its end
+        assert seen == ["sandbox-creating", "uploading", "job-started"]
+        assert run.verdict == "cancelled"
+        assert "passed" not in [j.verdict for j in run.jobs]
 
 
 def test_verify_refuses_before_anything_is_sent(client, demo_repo):
@@ -226,5 +255,8 @@ def test_verify_refuses_before_anything_is_sent(client, demo_repo):
 
 def test_verify_async(client, demo_repo):
     import asyncio
-    result = asyncio.run(sbxrun.verify_async(client, demo_repo, scripts=["lint"]))
+    events: list[str] = []
+    result = asyncio.run(sbxrun.verify_async(client, demo_repo, scripts=["lint"],
+                                             on_progress=lambda ev, job: events.append(ev)))
     assert result["status"] == "passed" and [j["jobType"] for j in result["jobs"]] == ["verify.lint"]
+    assert events == ["sandbox-creating", "uploading", "job-started", "job-ended", "stopping"]
