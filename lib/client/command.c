@@ -684,14 +684,14 @@ static void logs_done(sbx__req *r, void *user)
     req_ok(run, r, "read the command's output");
 }
 
-static void start_logs(struct cmd_run *run)
+/* Open the log stream: SBX_E_NOMEM when it cannot be (the run is left to
+ * its caller to finish: see start_line). */
+static sbx_status open_logs(struct cmd_run *run)
 {
     struct sbx__api_req req;
     sbx__req *r = new_req(run, run->cmd->core->proto->command_logs(&req, session_of(run->cmd), run->cmd->info.id), &req, true);
-    if (!r) {
-        run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
-        return;
-    }
+    if (!r)
+        return SBX_E_NOMEM;
     sbx__ndjson_reset(&run->nd);
     run->seen[0] = run->seen[1] = 0;
     run->paused = false;
@@ -700,7 +700,12 @@ static void start_logs(struct cmd_run *run)
     sbx__req_set_stream(r, logs_data, run);
     sbx__req_on_done(r, logs_done, run);
     run->logs = r;
-    if (sbx__req_submit(r) != SBX_OK)
+    return sbx__req_submit(r) == SBX_OK ? SBX_OK : SBX_E_NOMEM;
+}
+
+static void start_logs(struct cmd_run *run)
+{
+    if (open_logs(run) != SBX_OK)
         run_finish(run, SBX_E_NOMEM, SBX__NOMEM_TEXT);
 }
 
@@ -872,7 +877,14 @@ static int start_line(const char *line, size_t len, void *user)
          * against the limits (it lasts as long as the command). */
         sbx__req_become_follow(run->start, run->deadline);
         watch(run, run->start);
-        start_logs(run);
+        /* Never finish the run from here: inside the start stream's data
+         * or done handler, a finished op can be freed at once (a job's
+         * step) while they still use it. Failing the line stops the
+         * stream; start_done then finishes with this reason. */
+        if (open_logs(run) != SBX_OK) {
+            sbx__err_nomem(&run->op->err);
+            return 1;
+        }
     }
     return 0;
 }

@@ -220,12 +220,12 @@ static sbx_status make_rules(struct jrun *jr)
         return st;
     }
     jr->rules = sbx__redactor_rules(r);
-    job->rules = sbx__redactor_rules(r); /* the result's text too */
-    if (!jr->rules || !job->rules) {
-        sbx_redactor_free(r);
-        return sbx__err_nomem(&job->err);
-    }
-    if (!job->tr && (!(job->own_tr = sbx_transcript_new()) || sbx_transcript_set_redactor(job->own_tr, r) != SBX_OK)) {
+    job->rules = sbx__redactor_rules(r); /* the result's text too (freed with the job) */
+    if (!jr->rules || !job->rules ||
+        (!job->tr && (!(job->own_tr = sbx_transcript_new()) || sbx_transcript_set_redactor(job->own_tr, r) != SBX_OK))) {
+        /* the caller frees jr alone: its reference goes here */
+        sbx__redact_rules_unref(jr->rules);
+        jr->rules = NULL;
         sbx_redactor_free(r);
         return sbx__err_nomem(&job->err);
     }

@@ -50,8 +50,10 @@ static json_t *clean(const sbx_job *job, const char *p)
     json_t *j;
     if (!p)
         return json_null();
-    if (!job->rules || !(rs = sbx__redact_stream_with(job->rules)))
+    if (!job->rules) /* redaction turned off for this job */
         return text(p, strlen(p));
+    if (!(rs = sbx__redact_stream_with(job->rules)))
+        return json_string("[REDACTED]"); /* out of memory: never the text unredacted */
     if (sbx_redact_stream_feed(rs, (const uint8_t *)p, strlen(p), &o, &on) != SBX_OK ||
         sbx__buf_append(&b, o, on) != SBX_OK || sbx_redact_stream_finish(rs, &o, &on) != SBX_OK ||
         sbx__buf_append(&b, o, on) != SBX_OK) {

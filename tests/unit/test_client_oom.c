@@ -455,6 +455,45 @@ out:
     return st;
 }
 
+/* A job with a secret in its environment: its command's output, policy
+ * and network preset, its result redacted. Whatever allocation fails, the
+ * result never holds the secret (the output's last line, and an argument). */
+static sbx_status sc_job_run(void *ctx)
+{
+    const char *argv[] = {"npm", "test", NULL};
+    char secret[64], *json = NULL;
+    sbx_client *c = NULL;
+    sbx_sandbox *s = NULL;
+    sbx_job *job = NULL;
+    sbx_status st, rst;
+    (void)ctx;
+    snprintf(secret, sizeof secret, "line %02d of the output", OUT_LINES - 1);
+    TRY(new_sandbox(&c, &s));
+    if (!(job = sbx_job_new(c))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_job_set_type(job, "verify.test"));
+    argv[2] = secret; /* in the argv too: the result's own copy of it is redacted */
+    TRY(sbx_job_set_argv(job, 3, argv));
+    TRY(sbx_job_set_env(job, "CANNED_SECRET", secret));
+    st = sbx_job_run(job, s);
+    /* The result exists whether the run succeeded or not (it may itself
+     * run out of memory); it never holds the secret. */
+    if ((rst = sbx_job_result_to_json(job, &json)) == SBX_OK)
+        ck_assert_msg(!strstr(json, secret), "the secret is in the result: %s", json);
+    TRY(st);
+    TRY(rst);
+    EXPECT(sbx_job_verdict(job) == SBX_VERDICT_PASSED);
+    ck_assert_msg(strstr(json, "[REDACTED:secret]"), "no redaction in the result: %s", json);
+out:
+    sbx_free(json);
+    sbx_job_free(job);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    return st;
+}
+
 struct collected {
     char text[2][OUT_LINES * 64];
     size_t len[2];
@@ -763,6 +802,12 @@ START_TEST(test_client_oom_command_run)
 }
 END_TEST
 
+START_TEST(test_client_oom_job_run)
+{
+    run_scenario("a job with a secret, redacted", sc_job_run);
+}
+END_TEST
+
 START_TEST(test_client_oom_command_op)
 {
     run_scenario("command op on a host loop", sc_command_op);
@@ -817,6 +862,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_snapshot);
     SBX_TEST_ADD(tc, test_client_oom_command_run);
     SBX_TEST_ADD(tc, test_client_oom_command_op);
+    SBX_TEST_ADD(tc, test_client_oom_job_run);
     SBX_TEST_ADD(tc, test_client_oom_command_detached);
     SBX_TEST_ADD(tc, test_client_oom_files);
     SBX_TEST_ADD(tc, test_client_oom_errors);
