@@ -72,6 +72,7 @@ struct sbx_job {
     sbx__strlist env;         /* NAME=VALUE, secrets */
     sbx__strlist env_keys;    /* names a JSON request requires */
     sbx__strlist secrets;     /* sbx_job_add_secret() */
+    const sbx__strlist *run_secrets; /* a run's: every job's secrets, redacted in each (the run's) */
     sbx__strlist artifact_paths;
     sbx_policy *policy;       /* NULL: the default */
     sbx_transcript *tr;

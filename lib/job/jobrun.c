@@ -51,6 +51,7 @@ struct jrun {
     int64_t deadline, step_t0, t0;
     int next_signal;          /* after SIGTERM: SIGKILL */
     bool timed_out, cancelled, advancing, again, finishing;
+    bool tr_short;            /* the transcript ran out of memory: it misses part of the job */
     bool failed;              /* a step failed: artifacts, then "failed" */
     bool kill_pending;        /* SIGKILL is due once the kill in flight ends */
     sbx_verdict verdict;
@@ -111,13 +112,21 @@ static void end_op(struct jrun *jr)
     sbx__slot_give(job->core, &jr->wait);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
+    if (job->own_tr && sbx_transcript_finish(job->own_tr, jr->verdict) == SBX_E_NOMEM)
+        jr->tr_short = true;
+    /* A record that misses part of the job is not reported as the job's:
+     * the job fails for want of memory instead. */
+    if (jr->tr_short && jr->fail == SBX_OK && jr->verdict != SBX_VERDICT_CANCELLED) {
+        sbx__free(job->message);
+        job->message = sbx__strdup("out of memory: the transcript could not record all of the job");
+        jr->verdict = SBX_VERDICT_ERROR;
+        jr->fail = SBX_E_NOMEM;
+    }
     job->verdict = jr->verdict;
     job->duration_ms = sbx__mono_ms() - jr->t0;
     if (jr->verdict == SBX_VERDICT_TIMED_OUT || jr->verdict == SBX_VERDICT_UNAVAILABLE)
         job->retryable = true;
     job->finished = true;
-    if (job->own_tr)
-        sbx_transcript_finish(job->own_tr, jr->verdict);
     st = jr->verdict == SBX_VERDICT_CANCELLED ? SBX_E_CANCELLED : jr->fail;
     /* jr and the job may be gone once the op is finished: nothing after. */
     if (st != SBX_OK)
@@ -128,6 +137,15 @@ static void end_op(struct jrun *jr)
 
 /* ---- the transcript ----------------------------------------------------------------------- */
 
+/* A transcript call's status: running out of memory leaves the record
+ * short, which fails the job at its end (end_op). Other refusals (a
+ * transcript over its size limit) are the transcript's to record. */
+static void tr_took(struct jrun *jr, sbx_status st)
+{
+    if (st == SBX_E_NOMEM)
+        jr->tr_short = true;
+}
+
 static void tr_header(struct jrun *jr)
 {
     sbx_job *job = jr->job;
@@ -136,33 +154,37 @@ static void tr_header(struct jrun *jr)
         return; /* a run writes the header of its transcript */
     if (sbx_transcript_step_count(t) > 0)
         return;
-    sbx_transcript_set_job_type(t, sbx__job_type_str(job->type));
+    tr_took(jr, sbx_transcript_set_job_type(t, sbx__job_type_str(job->type)));
     for (size_t i = 0; i < job->inputs.n; i++) {
         const char *kv = job->inputs.v[i], *eq = strchr(kv, '=');
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
         if (strcmp(key, "token") != 0)
-            sbx_transcript_set_input(t, key, eq + 1);
+            tr_took(jr, sbx_transcript_set_input(t, key, eq + 1));
     }
-    sbx_transcript_set_endpoint(t, job->core->endpoint);
+    tr_took(jr, sbx_transcript_set_endpoint(t, job->core->endpoint));
     if (sbx_sandbox_id(jr->sbx))
-        sbx_transcript_set_sandbox_id(t, sbx_sandbox_id(jr->sbx));
+        tr_took(jr, sbx_transcript_set_sandbox_id(t, sbx_sandbox_id(jr->sbx)));
 }
 
 static void tr_step_begin(struct jrun *jr, const struct sbx__jstep *s)
 {
     sbx_transcript *t = TR(jr->job);
-    if (!t || sbx_transcript_step_begin(t, s->name, &jr->tr_step) != SBX_OK) {
+    sbx_status st;
+    if (!t)
+        return;
+    if ((st = sbx_transcript_step_begin(t, s->name, &jr->tr_step)) != SBX_OK) {
+        tr_took(jr, st);
         jr->tr_step = SIZE_MAX;
         return;
     }
-    sbx_transcript_step_set_argv(t, jr->tr_step, s->argv.n, (const char *const *)s->argv.v);
-    sbx_transcript_step_set_cwd(t, jr->tr_step, s->cwd);
+    tr_took(jr, sbx_transcript_step_set_argv(t, jr->tr_step, s->argv.n, (const char *const *)s->argv.v));
+    tr_took(jr, sbx_transcript_step_set_cwd(t, jr->tr_step, s->cwd));
     for (size_t i = 0; i < jr->job->env.n; i++) {
         char name[256];
         const char *eq = strchr(jr->job->env.v[i], '=');
         snprintf(name, sizeof name, "%.*s", (int)(eq - jr->job->env.v[i]), jr->job->env.v[i]);
-        sbx_transcript_step_add_env(t, jr->tr_step, name);
+        tr_took(jr, sbx_transcript_step_add_env(t, jr->tr_step, name));
     }
 }
 
@@ -172,9 +194,10 @@ static void tr_step_end(struct jrun *jr, const struct sbx__jstep *s, bool retrya
     if (!t || jr->tr_step == SIZE_MAX)
         return;
     if (s->command_id)
-        sbx_transcript_step_set_command_id(t, jr->tr_step, s->command_id);
-    sbx_transcript_step_end(t, jr->tr_step, s->outcome, s->exit_code >= 0 && s->exit_code <= 255 ? s->exit_code : -1,
-                            retryable, detail);
+        tr_took(jr, sbx_transcript_step_set_command_id(t, jr->tr_step, s->command_id));
+    tr_took(jr, sbx_transcript_step_end(t, jr->tr_step, s->outcome,
+                                        s->exit_code >= 0 && s->exit_code <= 255 ? s->exit_code : -1, retryable,
+                                        detail));
     jr->tr_step = SIZE_MAX;
 }
 
@@ -207,6 +230,9 @@ static sbx_status make_rules(struct jrun *jr)
         st = sbx_redactor_add_secret(r, (const uint8_t *)job->secrets.v[i], strlen(job->secrets.v[i]));
     if (tok && st == SBX_OK)
         st = sbx_redactor_add_secret(r, (const uint8_t *)tok, strlen(tok));
+    /* The other jobs' of the run (each was checked as its own job's). */
+    for (size_t i = 0; job->run_secrets && i < job->run_secrets->n && st == SBX_OK; i++)
+        st = sbx_redactor_add_secret(r, (const uint8_t *)job->run_secrets->v[i], strlen(job->run_secrets->v[i]));
     if (st == SBX_E_NOMEM) {
         sbx_redactor_free(r);
         return sbx__err_nomem(&job->err);
@@ -351,7 +377,7 @@ static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *u
     const struct sbx__jstep *s = &job->steps[job->cur];
     int i = stream == SBX_STREAM_STDERR;
     if (TR(job) && jr->tr_step != SIZE_MAX)
-        sbx_transcript_step_add_output(TR(job), jr->tr_step, stream, data, len);
+        tr_took(jr, sbx_transcript_step_add_output(TR(job), jr->tr_step, stream, data, len));
     if (s->kind != JS_RUN) {
         if (!i && job->capture.len + len <= CAPTURE_MAX)
             (void)sbx__buf_append(&job->capture, data, len);

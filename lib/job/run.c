@@ -16,6 +16,7 @@
 
 #include "client/sandbox_int.h"
 #include "job/job_int.h"
+#include "redact/redact_int.h"
 #include "util/clock.h"
 
 #define SANDBOX_TIMEOUT_DEFAULT_MS 1800000
@@ -39,6 +40,7 @@ struct sbx_run {
     struct rjob *jobs;
     size_t njobs;
     sbx__strlist uploads;     /* local\0sandbox pairs: local, then its path */
+    sbx__strlist secrets;     /* every job's environment values, secrets and token */
     sbx_sandbox *given, *made;
     sbx_transcript *tr;
     sbx_run_progress_cb progress;
@@ -103,6 +105,7 @@ void sbx_run_free(sbx_run *run)
         sbx_job_free(run->jobs[i].job);
     sbx__free(run->jobs);
     sbx__strlist_clear(&run->uploads);
+    sbx__strlist_wipe(&run->secrets);
     sbx_sandbox_free(run->made);
     sbx_transcript_free(run->tr);
     sbx__free(run->runtime);
@@ -476,8 +479,11 @@ static void step_once(sbx_run *run)
             break;
         }
         if (run->cur * 2 >= run->uploads.n) {
-            if (run->tr && sbx_sandbox_id(sandbox(run)))
-                sbx_transcript_set_sandbox_id(run->tr, sbx_sandbox_id(sandbox(run)));
+            if (run->tr && sbx_sandbox_id(sandbox(run)) &&
+                sbx_transcript_set_sandbox_id(run->tr, sbx_sandbox_id(sandbox(run))) == SBX_E_NOMEM) {
+                end_run(run, SBX_VERDICT_ERROR, SBX_E_NOMEM, "out of memory: the transcript could not record the run");
+                break;
+            }
             run->phase = RP_JOBS;
             run->cur = 0;
             run->verdict = SBX_VERDICT_PASSED;
@@ -531,8 +537,14 @@ static void step_once(sbx_run *run)
         sbx_status end = run->verdict == SBX_VERDICT_CANCELLED ? SBX_E_CANCELLED : run->fail;
         run->duration_ms = sbx__mono_ms() - run->t0;
         run->finished = true;
-        if (run->tr)
-            sbx_transcript_finish(run->tr, run->verdict);
+        /* A transcript left unfinished for want of memory fails the run
+         * that would have reported it complete. */
+        if (run->tr && sbx_transcript_finish(run->tr, run->verdict) == SBX_E_NOMEM && end == SBX_OK) {
+            end = SBX_E_NOMEM;
+            run->verdict = SBX_VERDICT_ERROR;
+            sbx__free(run->message);
+            run->message = sbx__strdup("out of memory: the transcript could not record the end of the run");
+        }
         sbx__engine_timer_cancel(run->core->engine, &run->kick);
         sbx__engine_timer_cancel(run->core->engine, &run->budget);
         if (end != SBX_OK)
@@ -598,6 +610,31 @@ static void run_release(sbx_op *op)
 
 static const struct sbx__op_ops run_ops = {run_cancel, run_release};
 
+/* The jobs of a run share one sandbox, and what one job was given can
+ * stay there for the next to print (a token an install wrote into a
+ * config file or a log): each job redacts every job's secrets. */
+static sbx_status share_secrets(sbx_run *run)
+{
+    for (size_t i = 0; i < run->njobs; i++) {
+        sbx_job *job = run->jobs[i].job;
+        const char *tok = sbx__job_input(job, "token");
+        for (size_t k = 0; k < job->env.n; k++) {
+            const char *v = strchr(job->env.v[k], '=') + 1;
+            if (strlen(v) >= SBX__SECRET_MIN && sbx__strlist_push(&run->secrets, v) != SBX_OK)
+                return SBX_E_NOMEM;
+        }
+        for (size_t k = 0; k < job->secrets.n; k++)
+            if (sbx__strlist_push(&run->secrets, job->secrets.v[k]) != SBX_OK)
+                return SBX_E_NOMEM;
+        if (tok && strlen(tok) >= SBX__SECRET_MIN && strlen(tok) <= SBX__SECRET_MAX &&
+            sbx__strlist_push(&run->secrets, tok) != SBX_OK)
+            return SBX_E_NOMEM;
+    }
+    for (size_t i = 0; i < run->njobs; i++)
+        run->jobs[i].job->run_secrets = &run->secrets;
+    return SBX_OK;
+}
+
 sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
 {
     sbx_op *op;
@@ -620,6 +657,8 @@ sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
             return sbx__err_set(&run->err, st, "%s (job %zu): %s", sbx__job_type_str(run->jobs[i].job->type), i,
                                 sbx_job_last_error(run->jobs[i].job));
     }
+    if (share_secrets(run) != SBX_OK)
+        return sbx__err_nomem(&run->err);
     if (run->tr) {
         sbx__buf types = SBX__BUF_INIT;
         for (size_t i = 0; i < run->njobs; i++)
@@ -628,10 +667,14 @@ sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
                 sbx__buf_free(&types);
                 return sbx__err_nomem(&run->err);
             }
-        sbx_transcript_set_job_type(run->tr, "run");
-        sbx_transcript_set_input(run->tr, "jobs", types.data);
-        sbx_transcript_set_endpoint(run->tr, run->core->endpoint);
+        sbx_status st = sbx_transcript_set_job_type(run->tr, "run");
+        if (st == SBX_OK)
+            st = sbx_transcript_set_input(run->tr, "jobs", types.data);
+        if (st == SBX_OK)
+            st = sbx_transcript_set_endpoint(run->tr, run->core->endpoint);
         sbx__buf_free(&types);
+        if (st == SBX_E_NOMEM)
+            return sbx__err_nomem(&run->err);
     }
     if (!(op = sbx__op_new(run->core, NULL, &run_ops, run)))
         return sbx__err_nomem(&run->err);

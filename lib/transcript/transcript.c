@@ -563,6 +563,7 @@ static sbx_status add_entry(sbx_transcript *t, json_t *obj, bool is_end)
 static sbx_status make_header(sbx_transcript *t)
 {
     json_t *h, *job, *lim;
+    sbx_status st;
     if (t->header_made)
         return SBX_OK;
     h = json_object();
@@ -586,8 +587,11 @@ static sbx_status make_header(sbx_transcript *t)
         json_decref(lim);
         return sbx__err_nomem(&t->err);
     }
-    t->header_made = true;
-    return add_entry(t, h, false);
+    /* Made only once it is in: a header that failed is tried again with
+     * the next entry, never skipped (the chain starts with it). */
+    if ((st = add_entry(t, h, false)) == SBX_OK)
+        t->header_made = true;
+    return st;
 }
 
 sbx_status sbx_transcript_set_sandbox_id(sbx_transcript *t, const char *id)

@@ -7,22 +7,29 @@
 
 long sbx_test_oom_loop(sbx_test_oom_fn fn, void *ctx)
 {
+    return sbx_test_oom_loop_every(fn, ctx, 1);
+}
+
+long sbx_test_oom_loop_every(sbx_test_oom_fn fn, void *ctx, long every)
+{
     /* Far above any single operation's allocation count, so hitting it means
      * the loop cannot end, not that the operation is big. */
     const long max_attempts = 200000;
 
-    for (long n = 1; n <= max_attempts; n++) {
+    for (long n = 1; n <= max_attempts; n += every) {
         sbx_status st;
+        long made;
         int hit;
 
         sbx__fault_fail_nth(n);
         st = fn(ctx);
         hit = sbx__fault_triggered();
+        made = sbx__fault_count();
         sbx__fault_fail_nth(0);
         if (!hit) {
             ck_assert_msg(st == SBX_OK, "run without injected failure returned %s",
                           sbx_status_name(st));
-            return n - 1;
+            return made;
         }
         ck_assert_msg(st == SBX_OK || st == SBX_E_NOMEM,
                       "allocation %ld failed and the operation returned %s, not SBX_E_NOMEM", n,

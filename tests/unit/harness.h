@@ -48,6 +48,10 @@ typedef sbx_status (*sbx_test_oom_fn)(void *ctx);
  * allocations the successful run made. */
 long sbx_test_oom_loop(sbx_test_oom_fn fn, void *ctx);
 
+/* The same, failing only the 1st, (1+every)th, (1+2*every)th ...
+ * allocation: a sample, for long operations under valgrind. */
+long sbx_test_oom_loop_every(sbx_test_oom_fn fn, void *ctx, long every);
+
 /* Convenience for building suites: one TCase per file is usually enough. */
 #define SBX_TEST_ADD(tc, fn) tcase_add_test((tc), (fn))
 

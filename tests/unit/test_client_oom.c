@@ -494,6 +494,56 @@ out:
     return st;
 }
 
+/* A run: its own sandbox created, a directory uploaded, two jobs (a secret
+ * in the second's environment), a transcript, the sandbox stopped. */
+static sbx_status sc_run(void *ctx)
+{
+    const char *lint[] = {"npm", "run", "lint"}, *test[] = {"npm", "test"};
+    char secret[64], *json = NULL;
+    sbx_client *c = NULL;
+    sbx_run *run = NULL;
+    sbx_transcript *t = NULL;
+    sbx_job *job;
+    size_t broken = 0;
+    sbx_status st, rst;
+    (void)ctx;
+    snprintf(secret, sizeof secret, "line %02d of the output", OUT_LINES - 1);
+    TRY(new_client(&c));
+    if (!(run = sbx_run_new(c)) || !(t = sbx_transcript_new())) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_run_set_transcript(run, t));
+    TRY(sbx_run_add_upload(run, canned.upload_dir, "/vercel/sandbox"));
+    if (!(job = sbx_run_add_job(run, "verify.test"))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_job_set_argv(job, 2, test));
+    TRY(sbx_job_set_env(job, "CANNED_SECRET", secret));
+    if (!(job = sbx_run_add_job(run, "verify.lint"))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_job_set_argv(job, 3, lint));
+    st = sbx_run_execute(run);
+    if ((rst = sbx_run_result_to_json(run, &json)) == SBX_OK)
+        ck_assert_msg(!strstr(json, secret), "the secret is in the result: %s", json);
+    TRY(st);
+    TRY(rst);
+    EXPECT(sbx_run_verdict(run) == SBX_VERDICT_PASSED);
+    EXPECT(sbx_run_job_count(run) == 2 && sbx_job_verdict(sbx_run_job(run, 1)) == SBX_VERDICT_PASSED);
+    /* Reported complete, so it is: both steps, the end, the chain whole. */
+    TRY(sbx_transcript_verify(t, &broken));
+    EXPECT(sbx_transcript_complete(t) && sbx_transcript_step_count(t) == 2);
+out:
+    sbx_free(json);
+    sbx_transcript_free(t);
+    sbx_run_free(run);
+    sbx_client_free(c);
+    return st;
+}
+
 struct collected {
     char text[2][OUT_LINES * 64];
     size_t len[2];
@@ -753,7 +803,22 @@ static double now_s(void)
 }
 
 /* One scenario: a clean run first (it must succeed), then the loop. */
+/* Every allocation failed in turn; under valgrind, the long scenarios
+ * (jobs and runs: hundreds of allocations, each attempt a whole run) fail
+ * one in seven, as a sample. */
+static void run_scenario_every(const char *name, sbx_test_oom_fn fn, long every);
+
 static void run_scenario(const char *name, sbx_test_oom_fn fn)
+{
+    run_scenario_every(name, fn, 1);
+}
+
+static long long_every(void)
+{
+    return getenv("SBX_TEST_UNDER_VALGRIND") ? 7 : 1;
+}
+
+static void run_scenario_every(const char *name, sbx_test_oom_fn fn, long every)
 {
     double t0;
     unsigned before;
@@ -765,8 +830,8 @@ static void run_scenario(const char *name, sbx_test_oom_fn fn)
     ck_assert_msg(st == SBX_OK, "%s: the run without failures returned %s", name, sbx_status_name(st));
     t0 = now_s();
     before = canned_http_requests(canned.srv);
-    allocs = sbx_test_oom_loop(fn, NULL);
-    fprintf(stderr, "# %s: %ld allocations, each failed in turn: %u requests, %.2f s\n", name, allocs,
+    allocs = sbx_test_oom_loop_every(fn, NULL, every);
+    fprintf(stderr, "# %s: %ld allocations, one in %ld failed in turn: %u requests, %.2f s\n", name, allocs, every,
             canned_http_requests(canned.srv) - before, now_s() - t0);
     ck_assert_int_gt(allocs, 0);
     canned_stop();
@@ -804,7 +869,13 @@ END_TEST
 
 START_TEST(test_client_oom_job_run)
 {
-    run_scenario("a job with a secret, redacted", sc_job_run);
+    run_scenario_every("a job with a secret, redacted", sc_job_run, long_every());
+}
+END_TEST
+
+START_TEST(test_client_oom_run)
+{
+    run_scenario_every("a run: sandbox, upload, two jobs, transcript, stop", sc_run, long_every());
 }
 END_TEST
 
@@ -863,6 +934,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_command_run);
     SBX_TEST_ADD(tc, test_client_oom_command_op);
     SBX_TEST_ADD(tc, test_client_oom_job_run);
+    SBX_TEST_ADD(tc, test_client_oom_run);
     SBX_TEST_ADD(tc, test_client_oom_command_detached);
     SBX_TEST_ADD(tc, test_client_oom_files);
     SBX_TEST_ADD(tc, test_client_oom_errors);

@@ -3,6 +3,7 @@
 its transcript checked and then tampered with."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,24 @@ def test_a_failing_and_a_denied_job(client):
             # refused by the command policy before anything was sent
             assert run.verdict == "denied" and result["status"] == "denied"
             assert "package_exec" in result["message"]
+        s.stop()
+
+
+def test_a_secret_of_one_job_is_redacted_in_every_job_of_the_run(client, tmp_path):
+    # The lint job is given the token and leaves it in the sandbox; the test
+    # job, which was never given it, prints it.
+    token = "npm_tok-5bX2qL9rTz"
+    with client.create_sandbox() as s:
+        s.write_file("keep.js", b"require('fs').writeFileSync('left.txt', process.env.NPM_TOKEN)\n")
+        s.write_file("show.js", b"process.stdout.write('left: ' + require('fs').readFileSync('left.txt'))\n")
+        with sbxrun.Transcript(tmp_path / "run.jsonl") as tr, sbxrun.Run(client, sandbox=s, transcript=tr) as run:
+            run.add_job("verify.lint", argv=["node", "keep.js"], env={"NPM_TOKEN": token})
+            show = run.add_job("verify.test", argv=["node", "show.js"])
+            result = run.execute()
+            assert run.verdict == "passed", result
+            assert show.result["stdoutTail"] == "left: [REDACTED:secret]"
+            assert token not in json.dumps(result)
+        assert token.encode() not in (tmp_path / "run.jsonl").read_bytes()
         s.stop()
 
 
