@@ -1264,7 +1264,7 @@ static void tar_end(sbx_op *op, sbx_status st, void *arg)
      * what really failed. */
     const char *e = sbx__tar_error(arg);
     if (st != SBX_OK && e[0])
-        sbx__err_set(&op->err, SBX_E_IO, "write files: %s", e);
+        sbx__err_set(&op->err, sbx__tar_status(arg), "write files: %s", e);
 }
 
 static sbx_status write_tar(sbx_sandbox *s, sbx__tar *tar, sbx_op **op)

@@ -699,11 +699,7 @@ sbx_status sbx__tar_prepare(sbx__tar *t, size_t mem_limit, uint64_t *size, sbx__
         sbx__buf_clear(&t->out);
     }
     if (t->failed) {
-        sbx_status st = sbx__err_set(err,
-                                     t->no_archive                        ? SBX_E_UNSUPPORTED
-                                     : strstr(t->error, SBX__NOMEM_TEXT) ? SBX_E_NOMEM
-                                                                          : SBX_E_IO,
-                                     "%s", t->error);
+        sbx_status st = sbx__err_set(err, sbx__tar_status(t), "%s", t->error);
         reset(t);
         sbx__buf_free(&t->whole);
         return st;
@@ -718,6 +714,11 @@ sbx_status sbx__tar_prepare(sbx__tar *t, size_t mem_limit, uint64_t *size, sbx__
     t->expected = total;
     *size = total;
     return SBX_OK;
+}
+
+sbx_status sbx__tar_status(const sbx__tar *t)
+{
+    return t->no_archive ? SBX_E_UNSUPPORTED : strstr(t->error, SBX__NOMEM_TEXT) ? SBX_E_NOMEM : SBX_E_IO;
 }
 
 const char *sbx__tar_error(const sbx__tar *t)

@@ -30,6 +30,9 @@ size_t sbx__tar_read(sbx__tar *t, char *buf, size_t n);
 /* Start over (for a retry). 0 or -1. */
 int sbx__tar_rewind(sbx__tar *t);
 const char *sbx__tar_error(const sbx__tar *t);
+/* The status of that failure: SBX_E_NOMEM, SBX_E_UNSUPPORTED (no
+ * libarchive) or SBX_E_IO. */
+sbx_status sbx__tar_status(const sbx__tar *t);
 /* Entries, and symbolic links skipped because they leave the tree. */
 size_t sbx__tar_entries(const sbx__tar *t);
 size_t sbx__tar_skipped(const sbx__tar *t);

@@ -1293,7 +1293,7 @@ static sbx_status write_tar(sbx_patch *p, sbx__tar *tar, int fd, const char *tmp
             off += (size_t)w;
         }
     if (n == SIZE_MAX)
-        return sbx__err_set(&p->err, SBX_E_IO, "making the archive: %s", sbx__tar_error(tar));
+        return sbx__err_set(&p->err, sbx__tar_status(tar), "making the archive: %s", sbx__tar_error(tar));
     if (fsync(fd) != 0)
         return sbx__err_set(&p->err, SBX_E_IO, "syncing %s: %s", tmp, strerror(errno));
     return SBX_OK;

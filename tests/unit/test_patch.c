@@ -2036,6 +2036,41 @@ static sbx_status oom_load_check(void *ctx)
     return st;
 }
 
+/* The patched tree written out: on a failure nothing is left, neither
+ * the directory nor its temporary. */
+static sbx_status oom_save_tree(void *ctx)
+{
+    const char *repo = ctx;
+    char out[128], tgz[140];
+    sbx_patch *p = sbx_patch_new();
+    sbx_status st;
+    if (!p)
+        return SBX_E_NOMEM;
+    snprintf(out, sizeof out, "%s.oom-tree", repo);
+    snprintf(tgz, sizeof tgz, "%s.oom.tar.gz", repo);
+    st = sbx_patch_set_base(p, repo, NULL);
+    if (st == SBX_OK)
+        st = load(p, multi_diff);
+    if (st == SBX_OK)
+        st = sbx_patch_check(p);
+    if (st == SBX_OK) {
+        st = sbx_patch_save_tree_dir(p, out);
+        ck_assert_int_eq(t_sh("ls -d '%s'.tmp.* 2>/dev/null | wc -l | grep -qx 0", out), 0);
+        if (st == SBX_OK)
+            ck_assert_int_eq(t_sh("grep -q 'int b = 3;' '%s/src/main.c' && test -x '%s/tools/run.sh'", out, out), 0);
+        else
+            ck_assert_int_eq(access(out, F_OK), -1);
+        remove_tree(out);
+    }
+    if (st == SBX_OK) {
+        st = sbx_patch_save_tree_file(p, tgz);
+        ck_assert_int_eq(access(tgz, F_OK), st == SBX_OK ? 0 : -1);
+        unlink(tgz);
+    }
+    sbx_patch_free(p);
+    return st;
+}
+
 START_TEST(test_patch_out_of_memory)
 {
     char repo[64];
@@ -2047,6 +2082,7 @@ START_TEST(test_patch_out_of_memory)
     /* Files read and applied ahead on threads: a failure there is one the
      * caller's thread makes good (it applies again itself). */
     ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, &threads), 5);
+    ck_assert_int_gt(sbx_test_oom_loop(oom_save_tree, repo), 5);
     remove_tree(repo);
 }
 END_TEST
