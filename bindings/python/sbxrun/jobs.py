@@ -45,6 +45,23 @@ RUN_EVENTS = ("sandbox-creating", "uploading", "job-started", "job-ended", "job-
 Progress = Callable[[str, "dict[str, Any] | None"], Any]
 
 
+@contextlib.contextmanager
+def _calling_back(h: _Handle, setter: Callable[..., int], c_cb: Any, none: Any, failure: list[BaseException]):
+    """c_cb set on h with setter for one operation, removed after it (it is
+    about to go). An exception the callback raised (put in failure; it
+    cancelled the operation) is raised in place of the cancellation."""
+    h._check(setter(h._handle, c_cb, None))
+    try:
+        yield
+    except SbxError:
+        if not failure:
+            raise
+    finally:
+        setter(h._handle, none, None)
+    if failure:
+        raise failure[0]
+
+
 class Job(_Handle):
     """One job: a type (repo.clone, repo.applyPatch, deps.install,
     verify.lint, verify.typecheck, verify.test, verify.build, db.migrate),
@@ -170,34 +187,18 @@ class Job(_Handle):
         stdout, 2 stderr). A job that ran and failed is not an error: see
         ``verdict``."""
         failure: list[BaseException] = []
-        cb = self._output_cb(on_output, failure)
-        self._check(_L.sbx_job_set_output_cb(self._handle, cb, None))
-        try:
+        with _calling_back(self, _L.sbx_job_set_output_cb, self._output_cb(on_output, failure), _lib.OUTPUT_CB(),
+                           failure):
             self._start(_L.sbx_job_run_start, sandbox._handle)
-        except SbxError:
-            if not failure:
-                raise  # else the callback's own exception goes on, below
-        finally:
-            _L.sbx_job_set_output_cb(self._handle, _lib.OUTPUT_CB(), None)  # cb is about to go
-        if failure:
-            raise failure[0]
         return self.result
 
     async def run_async(self, sandbox: "Sandbox", *, on_output: Callable[[int, bytes], Any] | None = None) -> dict:
         """:meth:`run`, awaited on the running event loop (cancelling the
         task cancels the job)."""
         failure: list[BaseException] = []
-        cb = self._output_cb(on_output, failure)
-        self._check(_L.sbx_job_set_output_cb(self._handle, cb, None))
-        try:
+        with _calling_back(self, _L.sbx_job_set_output_cb, self._output_cb(on_output, failure), _lib.OUTPUT_CB(),
+                           failure):
             await self._astart(sandbox.client, _L.sbx_job_run_start, sandbox._handle)
-        except SbxError:
-            if not failure:
-                raise  # else the callback's own exception goes on, below
-        finally:
-            _L.sbx_job_set_output_cb(self._handle, _lib.OUTPUT_CB(), None)
-        if failure:
-            raise failure[0]
         return self.result
 
     @property
@@ -310,16 +311,8 @@ class Run(_Handle):
                     _L.sbx_op_cancel(op)
 
         c_cb = _lib.RUN_PROGRESS_CB(cb) if on_progress is not None else _lib.RUN_PROGRESS_CB()
-        self._check(_L.sbx_run_set_progress_cb(self._handle, c_cb, None))
-        try:
+        with _calling_back(self, _L.sbx_run_set_progress_cb, c_cb, _lib.RUN_PROGRESS_CB(), failure):
             yield start
-        except SbxError:
-            if not failure:
-                raise  # else the callback's own exception goes on, below
-        finally:
-            _L.sbx_run_set_progress_cb(self._handle, _lib.RUN_PROGRESS_CB(), None)  # c_cb is about to go
-        if failure:
-            raise failure[0]
 
     def execute(self, *, on_progress: Progress | None = None) -> dict:
         """Carry the run out (blocking; Ctrl-C cancels it and stops the
