@@ -18,8 +18,8 @@
  *   renamed, copied; modes), a diffstat, and its patch id (as
  *   `git patch-id --stable` computes it).
  *
- * The tree with the patch applied can be written out as a gzip tar for
- * upload. Sizes are bounded (sbx_patch_set_limits()).
+ * The tree with the patch applied can be written out as a gzip tar or a
+ * directory for upload. Sizes are bounded (sbx_patch_set_limits()).
  */
 #ifndef SBXRUN_PATCH_H
 #define SBXRUN_PATCH_H
