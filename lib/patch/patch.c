@@ -1414,11 +1414,17 @@ sbx_status sbx_patch_save_tree_dir(sbx_patch *p, const char *dir)
     struct dir_writer w;
     sbx_status st;
 
+    size_t n;
+
     SBX__ENTER(p, false);
     SBX__ARG(p, dir && *dir, "dir is NULL or empty");
+    /* "out/" is "out": the temporary goes beside it, not inside. */
+    for (n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+        ;
+    SBX__ARG(p, !(n == 1 && dir[0] == '/'), "dir is the root directory");
     if ((st = can_save_tree(p)) != SBX_OK)
         return st;
-    if (sbx__buf_printf(&tmp, "%s.tmp.XXXXXX", dir) != SBX_OK)
+    if (sbx__buf_printf(&tmp, "%.*s.tmp.XXXXXX", (int)n, dir) != SBX_OK)
         return sbx__err_nomem(&p->err);
     /* Filled beside dir, then renamed into place: dir never holds part of
      * a tree, and an existing dir with files in it is never touched. */

@@ -1645,7 +1645,13 @@ START_TEST(test_patch_save_tree_dir)
                           repo, repo, repo, diff, out, out, out, out, out),
                      0);
     remove_tree(out);
-    ck_assert_msg(sbx_patch_save_tree_dir(p, out) == SBX_OK, "%s", sbx_patch_last_error(p));
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, "/"), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_save_tree_dir(p, "///"), SBX_E_INVALID_ARG);
+    {
+        char slashed[160];
+        snprintf(slashed, sizeof slashed, "%s//", out); /* the same directory */
+        ck_assert_msg(sbx_patch_save_tree_dir(p, slashed) == SBX_OK, "%s", sbx_patch_last_error(p));
+    }
     ck_assert_int_eq(t_sh("diff -r '%s.git-result/src' '%s/src'", repo, out), 0);
     /* The repository is as it was. */
     ck_assert_int_eq(t_sh("cd '%s' && test -z \"$(git status --porcelain)\" && test -f gone.txt", repo), 0);
