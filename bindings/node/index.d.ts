@@ -390,7 +390,8 @@ export interface VerifyOptions {
 }
 
 /**
- * Verify project (the top of a git repository) at base with patch applied: the patch is checked here first
+ * Verify project (a directory of a git repository: its top, or a project below it, whose paths the patch's are
+ * relative to) at base with patch applied: the patch is checked here first
  * (PatchError when it is unsafe or does not apply; nothing is sent), the tree is uploaded into a new sandbox and
  * deps.install and verify.<script> run as one Run. Resolves to its result (sbxrun.run.result/1): a failing script
  * is its verdict, not an exception.

@@ -250,6 +250,7 @@ if (C.sbx_version_num() >>> 16 !== ABI_MAJOR)
 
 const OK = 0;
 const E_MISUSE = 2;
+const E_NOT_FOUND = 5;
 const E_PARSE = 7;
 const E_BUDGET_EXCEEDED = 14;
 const E_PATCH = 20;
@@ -1347,7 +1348,19 @@ function readPackage(tree) {
   return pkg;
 }
 
-/** Verify project (the top of a git repository) at base (default HEAD),
+/** The repository around dir (the directory holding .git) and dir's path
+ * below it ('' at its top). */
+function repoOf(dir) {
+  const real = path.resolve(String(dir));
+  for (let d = real; ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.git'))) return [d, path.relative(d, real)];
+    if (path.dirname(d) === d)
+      throw errorFor(E_NOT_FOUND, `${dir} is not inside a git repository (verify sends the files tracked at a revision)`);
+  }
+}
+
+/** Verify project (a directory of a git repository: its top, or a project
+ * below it, whose paths the patch's are relative to) at base (default HEAD),
  * with patch applied (a file path, or the diff as a Buffer): the patch is
  * checked here first (PatchError when it is unsafe or does not apply, and
  * nothing is sent), then the tree is uploaded into a new sandbox and
@@ -1369,7 +1382,11 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
   let run = null;
   let tmp = null;
   try {
-    p = new Patch({ repo: project, base, ...(typeof patch === 'string' ? { file: patch } : { diff: patch }) });
+    // A project below the repository's top is that directory's tree at the
+    // revision, and the patch's paths are relative to it.
+    const [repo, sub] = repoOf(project);
+    const spec = sub ? `${base ?? 'HEAD'}:${sub}` : base;
+    p = new Patch({ repo, base: spec, ...(typeof patch === 'string' ? { file: patch } : { diff: patch }) });
     if (patch != null) {
       const verdict = p.check();
       if (verdict !== 'applies') throw errorFor(E_PATCH, `patch ${verdict}: ${p.message}`);

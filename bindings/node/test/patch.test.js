@@ -343,6 +343,17 @@ test('verify(): a project with a patch that applies passes; one that breaks the 
   assert.deepEqual(verifyDirs(), before);
 });
 
+test('verify(): a project below the top of its repository; a directory outside any', async () => {
+  const files = { 'README': 'a monorepo\n' };
+  for (const [name, text] of Object.entries(PROJECT)) files[`apps/tiny/${name}`] = text;
+  const mono = makeRepo(path.join(tmp, 'mono'), files);
+  // the patch's paths are the project's own (answer.json, not apps/tiny/answer.json)
+  const result = await sbxrun.verify(ctx.client, path.join(mono, 'apps', 'tiny'), { patch: Buffer.from(BREAK) });
+  assert.equal(result.status, 'failed', JSON.stringify(result));
+  await assert.rejects(sbxrun.verify(ctx.client, path.join(os.tmpdir(), 'nowhere-near-git')),
+                       (e) => e instanceof sbxrun.NotFoundError && /not inside a git repository/.test(e.message));
+});
+
 test('verify(): install when asked, or when package.json has dependencies', async () => {
   const project = makeRepo(path.join(tmp, 'deps'), {
     ...PROJECT,

@@ -225,6 +225,19 @@ def _has_dependencies(package: dict[str, Any]) -> bool:
                                         "peerDependencies"))
 
 
+def _repo_of(project: str | os.PathLike) -> tuple[str, str]:
+    """The repository around project (the directory holding .git) and
+    project's path below it ("" at its top)."""
+    real = d = os.path.realpath(project)
+    while not os.path.lexists(os.path.join(d, ".git")):
+        parent = os.path.dirname(d)
+        if parent == d:
+            raise error_for(5, f"{os.fspath(project)} is not inside a git repository "
+                               "(verify sends the files tracked at a revision)")
+        d = parent
+    return d, os.path.relpath(real, d) if real != d else ""
+
+
 def _prepare(project: str | os.PathLike, patch: bytes | str | os.PathLike | None, base: str | None,
              scripts: Sequence[str], install: bool | None) -> tuple[str, list[str]]:
     """The project's tree at base with the patch applied, in a new
@@ -234,12 +247,16 @@ def _prepare(project: str | os.PathLike, patch: bytes | str | os.PathLike | None
     for s in scripts:
         if s not in VERIFY_SCRIPTS:
             raise ValueError(f"scripts: {s!r} is not one of {', '.join(VERIFY_SCRIPTS)}")
+    # A project below the repository's top is that directory's tree at the
+    # revision, and the patch's paths are relative to it.
+    repo, sub = _repo_of(project)
+    spec = f"{base or 'HEAD'}:{sub}" if sub else base
     if isinstance(patch, (bytes, bytearray)):
-        p = Patch(bytes(patch), repo=project, base=base)
+        p = Patch(bytes(patch), repo=repo, base=spec)
     elif patch is not None:
-        p = Patch(file=patch, repo=project, base=base)
+        p = Patch(file=patch, repo=repo, base=spec)
     else:
-        p = Patch(repo=project, base=base)
+        p = Patch(repo=repo, base=spec)
     tmp = tempfile.mkdtemp(prefix="sbxrun-verify-")
     try:
         with p:
@@ -284,8 +301,9 @@ def _plan_run(client: "Client", tmp: str, jobs: list[str], transcript: "Transcri
 def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes | str | os.PathLike | None = None,
            base: str | None = None, scripts: Sequence[str] = VERIFY_SCRIPTS, install: bool | None = None,
            transcript: "Transcript | None" = None, wall_ms: int = 0, on_progress: "Progress | None" = None) -> dict:
-    """Verify ``project`` (the top of a git repository) at ``base`` (default
-    HEAD) with ``patch`` applied (a path to a diff, or its bytes), as
+    """Verify ``project`` (a directory of a git repository: its top, or a
+    project below it, whose paths the patch's are relative to) at ``base``
+    (default HEAD) with ``patch`` applied (a path to a diff, or its bytes), as
     ``sbxrun verify`` does: the patch is checked here first (PatchError
     when it is unsafe or does not apply, and nothing is sent); the tree is
     uploaded into a new sandbox; ``deps.install`` runs when package.json

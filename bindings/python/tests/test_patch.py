@@ -253,6 +253,21 @@ def test_verify_refuses_before_anything_is_sent(client, demo_repo):
     assert len(client.list_sandboxes(limit=100)["sandboxes"]) == sandboxes
 
 
+def test_verify_a_project_below_the_top_of_its_repository(client, tmp_path):
+    mono = tmp_path / "mono"
+    shutil.copytree(DEMO, mono / "apps" / "demo", ignore=shutil.ignore_patterns("patches"))
+    (mono / "README").write_text("a monorepo\n")
+    git(mono, "init", "-q", "-b", "main")
+    git(mono, "add", "-A")
+    git(mono, "commit", "-q", "-m", "mono")
+    # the patch's paths are the project's own (src/text.js), as in the demo
+    result = sbxrun.verify(client, mono / "apps" / "demo", patch=DEMO / "patches" / "add-feature.patch",
+                           scripts=["test"])
+    assert result["status"] == "passed", result
+    with pytest.raises(sbxrun.NotFoundError, match="not inside a git repository"):
+        sbxrun.verify(client, tmp_path / "nowhere-near-git")
+
+
 def test_verify_async(client, demo_repo):
     import asyncio
     events: list[str] = []
