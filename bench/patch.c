@@ -451,6 +451,59 @@ static void print_phases(const struct set *s, enum way w, double scale, const ch
     printf("\n");
 }
 
+/* (c) The large patch's tree written out for upload, best of rounds:
+ * sbx_patch_save_tree_dir(); the gzip tar and `tar -xzf` (what a caller of
+ * sbx_patch_save_tree_file() does to get files); and git itself (`git
+ * archive | tar -x`, then `git apply` in the copy). */
+static void tree_out(const char *root, const char *repo, const struct patch *pt, int rounds, int nfiles)
+{
+    char out[4300], tgz[4300], diff[4300], cmd[22000];
+    double best[3] = {1e9, 1e9, 1e9};
+    sbx_patch *p = sbx_patch_new();
+    FILE *f;
+    snprintf(out, sizeof out, "%s/tree-out", root);
+    snprintf(tgz, sizeof tgz, "%s/tree.tar.gz", root);
+    snprintf(diff, sizeof diff, "%s/large.diff", root);
+    if (!(f = fopen(diff, "wb")) || fwrite(pt->data, 1, pt->len, f) != pt->len || fclose(f) != 0)
+        die("writing the diff");
+    if (!p || sbx_patch_set_base(p, repo, NULL) != SBX_OK ||
+        sbx_patch_load_data(p, (const uint8_t *)pt->data, pt->len) != SBX_OK || sbx_patch_check(p) != SBX_OK)
+        die("checking the large patch");
+    for (int r = 0; r < rounds; r++) {
+        double t = bench_now();
+        if (sbx_patch_save_tree_dir(p, out) != SBX_OK)
+            die(sbx_patch_last_error(p));
+        t = bench_now() - t;
+        best[0] = t < best[0] ? t : best[0];
+        nftw(out, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+
+        t = bench_now();
+        if (sbx_patch_save_tree_file(p, tgz) != SBX_OK)
+            die(sbx_patch_last_error(p));
+        snprintf(cmd, sizeof cmd, "mkdir '%s' && tar -xzf '%s' -C '%s'", out, tgz, out);
+        if (system(cmd) != 0)
+            die("tar -xzf");
+        t = bench_now() - t;
+        best[1] = t < best[1] ? t : best[1];
+        nftw(out, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        unlink(tgz);
+
+        t = bench_now();
+        snprintf(cmd, sizeof cmd, "mkdir '%s' && git -C '%s' archive HEAD | tar -x -C '%s' && cd '%s' && git apply '%s'",
+                 out, repo, out, out, diff);
+        if (system(cmd) != 0)
+            die("git archive | tar -x && git apply");
+        t = bench_now() - t;
+        best[2] = t < best[2] ? t : best[2];
+        nftw(out, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    printf("(c) the large patch's tree written out (%d files): save_tree_dir %.1f ms, save_tree_file + tar -xzf "
+           "%.1f ms (%.2fx), git archive | tar -x + git apply %.1f ms (%.2fx)\n",
+           nfiles, best[0] * 1e3, best[1] * 1e3, best[1] / best[0], best[2] * 1e3, best[2] / best[0]);
+    unlink(diff);
+    sbx_patch_free(p);
+}
+
 int main(int argc, char **argv)
 {
     int nsmall = 200, nlarge = 3000, rounds = 5, loose = 0, only = 0;
@@ -596,6 +649,7 @@ int main(int argc, char **argv)
         }
         print_phases(&sb, SBX, 1e3, "ms");
         print_phases(&sb, HELD, 1e3, "ms");
+        tree_out(root, large_dir, &large, rounds, nlarge);
     }
     if (!only) {
         double rs = sa.best[GIT] / sa.best[SBX], rl = sb.best[GIT] / sb.best[SBX];

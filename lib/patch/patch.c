@@ -1339,50 +1339,83 @@ sbx_status sbx_patch_save_tree_file(sbx_patch *p, const char *path)
 /* ---- the patched tree as a directory --------------------------------------------------------------- */
 
 struct dir_writer {
-    int root;          /* the temporary directory being filled */
-    const char *tmp;   /* its path, for messages */
+    int root;            /* the temporary directory being filled */
+    const char *tmp;     /* its path, for messages */
+    int dir;             /* the directory of the last file (root, or one below it), open */
+    char last[PATH_MAX]; /* its path below root ("" for root) */
+    size_t last_len;
 };
 
-/* Write one file under w->root, making its directories; every component
- * is opened without following links and none may be "", "." or "..", so
- * nothing lands outside the directory whatever the path says. */
-static sbx_status dir_file(sbx_patch *p, const char *path, const void *data, size_t len, bool exec, void *ctx)
+/* Whether a path component is one to refuse: empty, ".", "..", too long. */
+static bool bad_component(const char *c, size_t n)
 {
-    const struct dir_writer *w = ctx;
-    const char *c = path, *slash;
-    char comp[NAME_MAX + 1];
-    int dfd = w->root, fd = -1;
-    sbx_status st = SBX_OK;
-    for (; (slash = strchr(c, '/')) != NULL || *c; c = slash + 1) {
-        size_t n = slash ? (size_t)(slash - c) : strlen(c);
+    return n == 0 || n > NAME_MAX || (c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')));
+}
+
+/* Open w->dir on the directory path[0, n) below w->root, making what is
+ * missing; every component is opened without following links, so nothing
+ * lands outside the tree whatever the path says. The index is sorted, so
+ * a directory's files come together: the last one stays open. */
+static sbx_status open_dir(sbx_patch *p, struct dir_writer *w, const char *path, size_t n)
+{
+    const char *c = path, *end = path + n;
+    int dfd = w->root;
+    if (w->dir >= 0 && n == w->last_len && memcmp(path, w->last, n) == 0)
+        return SBX_OK;
+    if (w->dir >= 0 && w->dir != w->root)
+        close(w->dir);
+    w->dir = -1;
+    if (n >= sizeof w->last)
+        return sbx__err_set(&p->err, SBX_E_IO, "%.64s...: the path is too long", path);
+    while (c < end) {
+        const char *slash = memchr(c, '/', (size_t)(end - c));
+        size_t k = slash ? (size_t)(slash - c) : (size_t)(end - c);
+        char comp[NAME_MAX + 1];
         int next;
-        if (n == 0 || n > NAME_MAX || (c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))) {
-            st = sbx__err_set(&p->err, SBX_E_INTERNAL, "the tree holds an unsafe path: %s", path);
-            break;
+        if (bad_component(c, k)) {
+            if (dfd != w->root)
+                close(dfd);
+            return sbx__err_set(&p->err, SBX_E_INTERNAL, "the tree holds an unsafe path: %s", path);
         }
-        memcpy(comp, c, n);
-        comp[n] = '\0';
-        if (!slash) {
-            fd = openat(dfd, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644);
-            break;
+        memcpy(comp, c, k);
+        comp[k] = '\0';
+        if (mkdirat(dfd, comp, 0755) != 0 && errno != EEXIST)
+            next = -1;
+        else
+            next = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            int e = errno;
+            if (dfd != w->root)
+                close(dfd);
+            return sbx__err_set(&p->err, SBX_E_IO, "cannot make %s/%.*s: %s", w->tmp, (int)(c + k - path), path,
+                                strerror(e));
         }
-        if (mkdirat(dfd, comp, 0755) != 0 && errno != EEXIST) {
-            st = sbx__err_set(&p->err, SBX_E_IO, "cannot make %s/%.*s: %s", w->tmp, (int)(slash - path), path,
-                              strerror(errno));
-            break;
-        }
-        next = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd != w->root)
             close(dfd);
         dfd = next;
-        if (dfd < 0) {
-            st = sbx__err_set(&p->err, SBX_E_IO, "cannot open %s/%.*s: %s", w->tmp, (int)(slash - path), path,
-                              strerror(errno));
-            break;
-        }
+        c += k + 1;
     }
-    if (st == SBX_OK && fd < 0)
-        st = sbx__err_set(&p->err, SBX_E_IO, "cannot create %s/%s: %s", w->tmp, path, strerror(errno));
+    w->dir = dfd;
+    memcpy(w->last, path, n);
+    w->last_len = n;
+    return SBX_OK;
+}
+
+/* Write one file of the tree under w->root. */
+static sbx_status dir_file(sbx_patch *p, const char *path, const void *data, size_t len, bool exec, void *ctx)
+{
+    struct dir_writer *w = ctx;
+    const char *name = strrchr(path, '/');
+    size_t dlen = name ? (size_t)(name - path) : 0;
+    sbx_status st;
+    int fd;
+    name = name ? name + 1 : path;
+    if (bad_component(name, strlen(name)))
+        return sbx__err_set(&p->err, SBX_E_INTERNAL, "the tree holds an unsafe path: %s", path);
+    if ((st = open_dir(p, w, path, dlen)) != SBX_OK)
+        return st;
+    if ((fd = openat(w->dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, exec ? 0755 : 0644)) < 0)
+        return sbx__err_set(&p->err, SBX_E_IO, "cannot create %s/%s: %s", w->tmp, path, strerror(errno));
     for (size_t off = 0; st == SBX_OK && off < len;) {
         ssize_t n = write(fd, (const char *)data + off, len - off);
         if (n < 0 && errno == EINTR)
@@ -1392,10 +1425,8 @@ static sbx_status dir_file(sbx_patch *p, const char *path, const void *data, siz
         else
             off += (size_t)n;
     }
-    if (fd >= 0 && close(fd) != 0 && st == SBX_OK)
+    if (close(fd) != 0 && st == SBX_OK)
         st = sbx__err_set(&p->err, SBX_E_IO, "closing %s/%s: %s", w->tmp, path, strerror(errno));
-    if (dfd >= 0 && dfd != w->root)
-        close(dfd);
     return st;
 }
 
@@ -1437,7 +1468,11 @@ sbx_status sbx_patch_save_tree_dir(sbx_patch *p, const char *dir)
     if ((w.root = open(tmp.data, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
         st = sbx__err_set(&p->err, SBX_E_IO, "cannot open %s: %s", tmp.data, strerror(errno));
     } else {
+        w.dir = w.root;
+        w.last_len = 0;
         st = each_result_file(p, dir_file, &w);
+        if (w.dir >= 0 && w.dir != w.root)
+            close(w.dir);
         close(w.root);
     }
     if (st == SBX_OK && rename(tmp.data, dir) != 0) {
