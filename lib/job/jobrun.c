@@ -51,7 +51,7 @@ struct jrun {
     int64_t deadline, step_t0, t0;
     int next_signal;          /* after SIGTERM: SIGKILL */
     bool timed_out, cancelled, advancing, again, finishing;
-    bool tr_short;            /* the transcript ran out of memory: it misses part of the job */
+    bool lost;                /* out of memory lost part of the job's record (transcript, an artifact) */
     bool failed;              /* a step failed: artifacts, then "failed" */
     bool kill_pending;        /* SIGKILL is due once the kill in flight ends */
     sbx_verdict verdict;
@@ -113,12 +113,12 @@ static void end_op(struct jrun *jr)
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->timer);
     sbx__engine_timer_cancel(jr->job->core->engine, &jr->kick);
     if (job->own_tr && sbx_transcript_finish(job->own_tr, jr->verdict) == SBX_E_NOMEM)
-        jr->tr_short = true;
-    /* A record that misses part of the job is not reported as the job's:
-     * the job fails for want of memory instead. */
-    if (jr->tr_short && jr->fail == SBX_OK && jr->verdict != SBX_VERDICT_CANCELLED) {
+        jr->lost = true;
+    /* A record that misses part of the job (its transcript, an artifact)
+     * is not reported as the job's: the job fails for want of memory. */
+    if (jr->lost && jr->fail == SBX_OK && jr->verdict != SBX_VERDICT_CANCELLED) {
         sbx__free(job->message);
-        job->message = sbx__strdup("out of memory: the transcript could not record all of the job");
+        job->message = sbx__strdup("out of memory: the job's transcript or artifacts could not be kept whole");
         jr->verdict = SBX_VERDICT_ERROR;
         jr->fail = SBX_E_NOMEM;
     }
@@ -143,7 +143,7 @@ static void end_op(struct jrun *jr)
 static void tr_took(struct jrun *jr, sbx_status st)
 {
     if (st == SBX_E_NOMEM)
-        jr->tr_short = true;
+        jr->lost = true;
 }
 
 static void tr_header(struct jrun *jr)
@@ -602,10 +602,11 @@ static void child_done(sbx_op *op, void *arg)
         size_t on;
         a->read = true;
         a->found = st == SBX_OK || (a->truncated && st == SBX_E_CANCELLED);
-        if (a->found && jr->ars && sbx_redact_stream_finish(jr->ars, &o, &on) == SBX_OK)
-            (void)sbx__buf_append(&a->data, o, on);
-        if (!a->found)
-            a->error = sbx__strdup(sbx_op_last_error(op));
+        if (a->found && jr->ars &&
+            (sbx_redact_stream_finish(jr->ars, &o, &on) != SBX_OK || sbx__buf_append(&a->data, o, on) != SBX_OK))
+            jr->lost = true;
+        if (!a->found && (st == SBX_E_NOMEM || !(a->error = sbx__strdup(sbx_op_last_error(op)))))
+            jr->lost = true;
         sbx_redact_stream_free(jr->ars);
         jr->ars = NULL;
         jr->art++;
@@ -625,11 +626,16 @@ static int artifact_data(const uint8_t *data, size_t len, void *user)
         len = room;
         a->truncated = true;
     }
-    if (jr->ars && sbx_redact_stream_feed(jr->ars, data, len, &o, &on) != SBX_OK)
+    if (jr->ars && sbx_redact_stream_feed(jr->ars, data, len, &o, &on) != SBX_OK) {
+        jr->lost = true; /* the only failure of a stream made and fed bytes: memory */
         return 1;
+    }
     if (!jr->ars)
         on = len;
-    (void)sbx__buf_append(&a->data, o, on);
+    if (sbx__buf_append(&a->data, o, on) != SBX_OK) {
+        jr->lost = true;
+        return 1;
+    }
     return a->truncated; /* enough: stop reading */
 }
 
@@ -857,17 +863,24 @@ static bool patch_refused(struct jrun *jr)
     sbx_job *job = jr->job;
     sbx_patch *p = sbx_patch_new();
     sbx_patch_verdict v;
+    sbx_status st;
     bool bad = true;
     if (!p) {
         conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
         return true;
     }
-    if (sbx_patch_load_data(p, job->patch_data, job->patch_len) != SBX_OK && sbx_patch_result(p) == SBX_PATCH_UNCHECKED) {
-        conclude(jr, SBX_VERDICT_ERROR, SBX_E_PATCH, "the patch: %s", sbx_patch_last_error(p));
+    if ((st = sbx_patch_load_data(p, job->patch_data, job->patch_len)) != SBX_OK &&
+        sbx_patch_result(p) == SBX_PATCH_UNCHECKED) {
+        conclude(jr, SBX_VERDICT_ERROR, st == SBX_E_NOMEM ? sbx__err_nomem(&job->err) : SBX_E_PATCH, "the patch: %s",
+                 sbx_patch_last_error(p));
         sbx_patch_free(p);
         return true;
     }
-    sbx_patch_check(p);
+    if ((st = sbx_patch_check(p)) == SBX_E_NOMEM) {
+        conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
+        sbx_patch_free(p);
+        return true;
+    }
     v = sbx_patch_result(p);
     if (v == SBX_PATCH_UNSAFE)
         conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "the patch is unsafe (%s): %s",

@@ -22,9 +22,10 @@ static inline bool sbx__patch_starts(const char *l, size_t n, const char *prefix
     return n >= k && memcmp(l, prefix, k) == 0;
 }
 /* A header line's path (quoted or up to a tab); strip_prefix drops the
- * first component as `git apply -p1` does; empty for /dev/null. False when
- * a quoted path is broken or memory runs out (out->len says nothing then). */
-bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out);
+ * first component as `git apply -p1` does; empty for /dev/null.
+ * SBX_E_PARSE when a quoted path is broken, SBX_E_NOMEM (out->len says
+ * nothing then). */
+sbx_status sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out);
 /* A hunk header's ("@@ -a,b +c,d") line counts, a missing count being 1;
  * false if malformed. */
 bool sbx__patch_hunk_counts(const char *l, size_t n, long *before, long *after);

@@ -125,6 +125,7 @@ static sbx_status check_mode(const char *v, size_t n, const sbx__buf *file, stru
 static sbx_status check_path(const char *v, size_t n, bool strip, sbx__buf *tmp, struct sbx__patch_finding *f)
 {
     sbx_patch_rule r;
+    sbx_status st;
     size_t raw = 0;
     size_t name;
     while (raw < n && v[raw] != '\t')
@@ -140,8 +141,8 @@ static sbx_status check_path(const char *v, size_t n, bool strip, sbx__buf *tmp,
      * they would patch different files. */
     if (strip && name < raw && v[0] != '"')
         return unreadable(f, "a space after the name", v, raw);
-    if (!sbx__patch_header_path(v, n, strip, tmp))
-        return n && v[0] == '"' ? unreadable(f, "a broken quoted path", v, n) : SBX_E_NOMEM;
+    if ((st = sbx__patch_header_path(v, n, strip, tmp)) != SBX_OK)
+        return st == SBX_E_PARSE ? unreadable(f, "a broken quoted path", v, n) : st;
     if (tmp->len && (r = sbx__patch_path_rule(tmp->data, tmp->len)) != SBX_PATCH_RULE_NONE)
         return found(f, r, tmp->data, tmp->len);
     return SBX_OK;

@@ -7,21 +7,21 @@
 
 #include "patch/patch_int.h"
 
-/* A C-quoted path as git writes it ("a/sp\\303\\251c") into out; false if
- * the quoting is broken. */
-static bool unquote(const char *s, size_t n, sbx__buf *out)
+/* A C-quoted path as git writes it ("a/sp\\303\\251c") into out:
+ * SBX_E_PARSE if the quoting is broken, SBX_E_NOMEM. */
+static sbx_status unquote(const char *s, size_t n, sbx__buf *out)
 {
     for (size_t i = 1; i < n; i++) {
         char c = s[i];
         if (c == '"')
-            return i == n - 1 || s[i + 1] == '\t' || s[i + 1] == ' ';
+            return i == n - 1 || s[i + 1] == '\t' || s[i + 1] == ' ' ? SBX_OK : SBX_E_PARSE;
         if (c != '\\') {
             if (sbx__buf_putc(out, c) != SBX_OK)
-                return false;
+                return SBX_E_NOMEM;
             continue;
         }
         if (++i >= n)
-            return false;
+            return SBX_E_PARSE;
         c = s[i];
         if (c >= '0' && c <= '7') {
             unsigned v = 0;
@@ -33,24 +33,25 @@ static bool unquote(const char *s, size_t n, sbx__buf *out)
             const char *from = "abtnvfr\"\\", *to = "\a\b\t\n\v\f\r\"\\";
             const char *f = strchr(from, c);
             if (!f || !c)
-                return false;
+                return SBX_E_PARSE;
             c = to[f - from];
         }
         if (sbx__buf_putc(out, c) != SBX_OK)
-            return false;
+            return SBX_E_NOMEM;
     }
-    return false;
+    return SBX_E_PARSE;
 }
 
 /* The path of a header line's value: quoted or up to a tab (diff -u adds
  * a timestamp after one); strip_prefix drops the first component, as
  * `git apply -p1` does. Empty for /dev/null. */
-bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out)
+sbx_status sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf *out)
 {
     sbx__buf_clear(out);
     if (n && v[0] == '"') {
-        if (!unquote(v, n, out))
-            return false;
+        sbx_status st = unquote(v, n, out);
+        if (st != SBX_OK)
+            return st;
     } else {
         size_t k = 0;
         while (k < n && v[k] != '\t')
@@ -58,16 +59,16 @@ bool sbx__patch_header_path(const char *v, size_t n, bool strip_prefix, sbx__buf
         while (k && v[k - 1] == ' ' && strip_prefix) /* git adds no trailing space; diff -u may */
             k--;
         if (k == 9 && memcmp(v, "/dev/null", 9) == 0)
-            return true;
+            return SBX_OK;
         if (sbx__buf_append(out, v, k) != SBX_OK)
-            return false;
+            return SBX_E_NOMEM;
     }
     if (strip_prefix && out->len) {
         char *slash = memchr(out->data, '/', out->len);
         if (slash)
             sbx__buf_consume(out, (size_t)(slash - out->data) + 1);
     }
-    return true;
+    return SBX_OK;
 }
 
 
@@ -93,8 +94,11 @@ sbx_status sbx__patch_git_form(const char *t, size_t len, sbx__buf *conv, bool *
         if (!git_header && n >= 4 && memcmp(line, "--- ", 4) == 0 && rest >= 4 && memcmp(next, "+++ ", 4) == 0) {
             const char *nl2 = memchr(next, '\n', rest);
             size_t n2 = nl2 ? (size_t)(nl2 - next) : rest;
-            if (!sbx__patch_header_path(line + 4, n - 4 - (line[n - 1] == '\n'), true, &oldp) ||
-                !sbx__patch_header_path(next + 4, n2 - 4, true, &newp) || (!oldp.len && !newp.len)) {
+            /* A broken quoted path, or two /dev/null: SBX_E_PARSE. */
+            if ((st = sbx__patch_header_path(line + 4, n - 4 - (line[n - 1] == '\n'), true, &oldp)) != SBX_OK ||
+                (st = sbx__patch_header_path(next + 4, n2 - 4, true, &newp)) != SBX_OK)
+                break;
+            if (!oldp.len && !newp.len) {
                 st = SBX_E_PARSE;
                 break;
             }

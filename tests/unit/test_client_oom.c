@@ -494,6 +494,41 @@ out:
     return st;
 }
 
+/* repo.applyPatch (the diff uploaded and applied by git in the sandbox),
+ * then an artifact read back, redacted. */
+static sbx_status sc_job_patch_artifact(void *ctx)
+{
+    static const char diff[] = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n";
+    char *json = NULL;
+    sbx_client *c = NULL;
+    sbx_sandbox *s = NULL;
+    sbx_job *job = NULL;
+    sbx_status st, rst;
+    (void)ctx;
+    TRY(new_sandbox(&c, &s));
+    if (!(job = sbx_job_new(c))) {
+        st = SBX_E_NOMEM;
+        goto out;
+    }
+    TRY(sbx_job_set_type(job, "repo.applyPatch"));
+    TRY(sbx_job_set_input(job, "patch", diff));
+    TRY(sbx_job_add_artifact(job, "report.txt"));
+    TRY(sbx_job_add_secret(job, (const uint8_t *)"line two", 8)); /* in the artifact (FILE_BODY) */
+    st = sbx_job_run(job, s);
+    if ((rst = sbx_job_result_to_json(job, &json)) == SBX_OK)
+        ck_assert_msg(!strstr(json, "line two"), "the secret is in the result: %s", json);
+    TRY(st);
+    TRY(rst);
+    ck_assert_msg(sbx_job_verdict(job) == SBX_VERDICT_PASSED, "%s", json);
+    ck_assert_msg(strstr(json, "\"/vercel/sandbox/report.txt\"") && strstr(json, "[REDACTED:secret]"), "%s", json);
+out:
+    sbx_free(json);
+    sbx_job_free(job);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    return st;
+}
+
 /* A run: its own sandbox created, a directory uploaded, two jobs (a secret
  * in the second's environment), a transcript, the sandbox stopped. */
 static sbx_status sc_run(void *ctx)
@@ -831,8 +866,9 @@ static void run_scenario_every(const char *name, sbx_test_oom_fn fn, long every)
     t0 = now_s();
     before = canned_http_requests(canned.srv);
     allocs = sbx_test_oom_loop_every(fn, NULL, every);
-    fprintf(stderr, "# %s: %ld allocations, one in %ld failed in turn: %u requests, %.2f s\n", name, allocs, every,
-            canned_http_requests(canned.srv) - before, now_s() - t0);
+    fprintf(stderr, "# %s: %ld allocations, %s%ld failed in turn: %u requests, %.2f s\n", name, allocs,
+            every == 1 ? "each of the " : "one in ", every == 1 ? allocs : every, canned_http_requests(canned.srv) - before,
+            now_s() - t0);
     ck_assert_int_gt(allocs, 0);
     canned_stop();
 }
@@ -870,6 +906,12 @@ END_TEST
 START_TEST(test_client_oom_job_run)
 {
     run_scenario_every("a job with a secret, redacted", sc_job_run, long_every());
+}
+END_TEST
+
+START_TEST(test_client_oom_job_patch_artifact)
+{
+    run_scenario_every("repo.applyPatch with an artifact", sc_job_patch_artifact, long_every());
 }
 END_TEST
 
@@ -935,6 +977,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_command_op);
     SBX_TEST_ADD(tc, test_client_oom_job_run);
     SBX_TEST_ADD(tc, test_client_oom_run);
+    SBX_TEST_ADD(tc, test_client_oom_job_patch_artifact);
     SBX_TEST_ADD(tc, test_client_oom_command_detached);
     SBX_TEST_ADD(tc, test_client_oom_files);
     SBX_TEST_ADD(tc, test_client_oom_errors);
