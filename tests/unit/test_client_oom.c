@@ -529,6 +529,41 @@ out:
     return st;
 }
 
+/* deps.install (the lockfile detected in the sandbox, its network preset
+ * set), then repo.clone with a token the network policy carries. */
+static sbx_status sc_jobs_install_clone(void *ctx)
+{
+    const char *types[] = {"deps.install", "repo.clone"};
+    sbx_client *c = NULL;
+    sbx_sandbox *s = NULL;
+    sbx_job *job = NULL;
+    sbx_status st = SBX_OK;
+    (void)ctx;
+    TRY(new_sandbox(&c, &s));
+    for (size_t i = 0; i < 2; i++) {
+        if (!(job = sbx_job_new(c))) {
+            st = SBX_E_NOMEM;
+            goto out;
+        }
+        TRY(sbx_job_set_type(job, types[i]));
+        if (i == 1) {
+            TRY(sbx_job_set_input(job, "url", "https://git.example.com/org/repo.git"));
+            TRY(sbx_job_set_input(job, "token", "ghs_canned-token-0123456789"));
+        } else {
+            TRY(sbx_job_set_input(job, "registry", "https://registry.example.com/"));
+        }
+        TRY(sbx_job_run(job, s));
+        ck_assert_msg(sbx_job_verdict(job) != SBX_VERDICT_DENIED, "%s: %s", types[i], sbx_job_last_error(job));
+        sbx_job_free(job);
+        job = NULL;
+    }
+out:
+    sbx_job_free(job);
+    sbx_sandbox_free(s);
+    sbx_client_free(c);
+    return st;
+}
+
 /* A run: its own sandbox created, a directory uploaded, two jobs (a secret
  * in the second's environment), a transcript, the sandbox stopped. */
 static sbx_status sc_run(void *ctx)
@@ -915,6 +950,12 @@ START_TEST(test_client_oom_job_patch_artifact)
 }
 END_TEST
 
+START_TEST(test_client_oom_jobs_install_clone)
+{
+    run_scenario_every("deps.install, repo.clone with a token", sc_jobs_install_clone, long_every());
+}
+END_TEST
+
 START_TEST(test_client_oom_run)
 {
     run_scenario_every("a run: sandbox, upload, two jobs, transcript, stop", sc_run, long_every());
@@ -978,6 +1019,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_client_oom_job_run);
     SBX_TEST_ADD(tc, test_client_oom_run);
     SBX_TEST_ADD(tc, test_client_oom_job_patch_artifact);
+    SBX_TEST_ADD(tc, test_client_oom_jobs_install_clone);
     SBX_TEST_ADD(tc, test_client_oom_command_detached);
     SBX_TEST_ADD(tc, test_client_oom_files);
     SBX_TEST_ADD(tc, test_client_oom_errors);
