@@ -11,12 +11,14 @@
  * paid for every sandbox. So the child calls only async-signal-safe
  * functions, writes only its own stack, and execs an absolute path.
  *
- * Changing ids uses the raw system calls: glibc's setresuid() would, sharing
- * sbxd's memory, broadcast the change to every thread of sbxd.
+ * The child makes every system call raw: glibc's setresuid() would,
+ * sharing sbxd's memory, broadcast the change to every thread of sbxd, and
+ * its other wrappers (and a sanitiser's interceptors) keep state there.
  */
 #include <errno.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,52 +55,68 @@ void launcher_raise_nofile(void)
         nofile_raised = true;
 }
 
+/* The child's system calls are made raw: it runs on sbxd's memory, so it
+ * touches no libc state (errno aside, which the launcher sets again), and
+ * a sanitiser's interceptors never see it. */
+static int dup_to(int from, int to)
+{
+    return from == to ? to : (int)syscall(SYS_dup3, from, to, 0);
+}
+
+static _Noreturn void leave(int code)
+{
+    for (;;)
+        syscall(SYS_exit_group, code);
+}
+
 static int child(void *arg)
 {
     const struct spawn_req *r = arg;
-    sigset_t none;
+    /* The kernel's sigaction and sigset: all zero is SIG_DFL, no flags, an
+     * empty mask, on every architecture. */
+    static const uint64_t zero_action[4] = {0, 0, 0, 0};
+    const uint64_t no_signals = 0;
     int high[SPAWN_MAX_FDS];
     int null_fd, exec_fd;
 
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, NULL, sizeof no_signals);
     for (int s = 1; s < NSIG; s++)
-        signal(s, SIG_DFL);
-    setpgid(0, 0);
+        syscall(SYS_rt_sigaction, s, zero_action, NULL, sizeof no_signals); /* SIGKILL, SIGSTOP: EINVAL */
+    syscall(SYS_setpgid, 0, 0);
     for (int i = 0; i < r->ncgroups; i++) {
-        int fd = open(r->cgroup_procs[i], O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, "0", 1) != 1)
-            _exit(125);
-        close(fd);
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, r->cgroup_procs[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || syscall(SYS_write, fd, "0", 1) != 1)
+            leave(125);
+        syscall(SYS_close, fd);
     }
     if (nofile_raised)
-        setrlimit(RLIMIT_NOFILE, &nofile_orig);
+        syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &nofile_orig, NULL);
 
     /* Move the kept fds out of the way before placing them at 3, 4, ... */
     for (int i = 0; i < r->nkeep; i++)
-        if ((high[i] = fcntl(r->keep_fds[i], F_DUPFD, 64)) < 0)
-            _exit(125);
-    null_fd = open("/dev/null", O_RDWR);
-    if (null_fd < 0 || dup2(null_fd, 0) < 0)
-        _exit(125);
-    if (dup2(r->stdout_fd >= 0 ? r->stdout_fd : null_fd, 1) < 0 ||
-        dup2(r->stderr_fd >= 0 ? r->stderr_fd : null_fd, 2) < 0)
-        _exit(125);
+        if ((high[i] = (int)syscall(SYS_fcntl, r->keep_fds[i], F_DUPFD, 64)) < 0)
+            leave(125);
+    null_fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR);
+    if (null_fd < 0 || dup_to(null_fd, 0) < 0)
+        leave(125);
+    if (dup_to(r->stdout_fd >= 0 ? r->stdout_fd : null_fd, 1) < 0 ||
+        dup_to(r->stderr_fd >= 0 ? r->stderr_fd : null_fd, 2) < 0)
+        leave(125);
     for (int i = 0; i < r->nkeep; i++)
-        if (dup2(high[i], 3 + i) < 0)
-            _exit(125);
-    close_range((unsigned)(3 + r->nkeep), ~0U, 0);
+        if (dup_to(high[i], 3 + i) < 0)
+            leave(125);
+    syscall(SYS_close_range, (unsigned)(3 + r->nkeep), ~0U, 0);
     /* The program is opened while still privileged, so the sandbox's id
      * needs no search permission on the path to it. */
-    exec_fd = open(r->argv[0], O_PATH | O_CLOEXEC);
+    exec_fd = (int)syscall(SYS_openat, AT_FDCWD, r->argv[0], O_PATH | O_CLOEXEC);
     if (exec_fd < 0)
-        _exit(127);
+        leave(127);
     if (r->set_ids && (syscall(SYS_setgroups, 0, NULL) < 0 ||
                        syscall(SYS_setresgid, r->gid, r->gid, r->gid) < 0 ||
                        syscall(SYS_setresuid, r->uid, r->uid, r->uid) < 0))
-        _exit(125);
+        leave(125);
     syscall(SYS_execveat, exec_fd, "", r->argv, environ, AT_EMPTY_PATH);
-    _exit(127);
+    leave(127);
 }
 
 #define CHILD_STACK (64 * 1024)
