@@ -230,7 +230,8 @@ static sbx_status make_rules(struct jrun *jr)
         st = sbx_redactor_add_secret(r, (const uint8_t *)job->secrets.v[i], strlen(job->secrets.v[i]));
     if (tok && st == SBX_OK)
         st = sbx_redactor_add_secret(r, (const uint8_t *)tok, strlen(tok));
-    /* The other jobs' of the run (each was checked as its own job's). */
+    /* Every job's of the run, this one's again among them (a value added
+     * twice is kept once; each was checked as its own job's). */
     for (size_t i = 0; job->run_secrets && i < job->run_secrets->n && st == SBX_OK; i++)
         st = sbx_redactor_add_secret(r, (const uint8_t *)job->run_secrets->v[i], strlen(job->run_secrets->v[i]));
     if (st == SBX_E_NOMEM) {
