@@ -725,7 +725,7 @@ struct state {
     uint32_t mode;
     const char *data;
     size_t len;
-    git_blob *blob;
+    struct sbx__blob blob;
     git_oid id;               /* the base's blob (when not touched) */
     bool touched;
     char *post;               /* the file's new bytes, when made ahead (owned) */
@@ -734,8 +734,7 @@ struct state {
 
 static void state_clear(struct state *st)
 {
-    git_blob_free(st->blob);
-    st->blob = NULL;
+    sbx__blob_free(&st->blob);
     sbx__free(st->post);
     st->post = NULL;
 }
@@ -764,12 +763,12 @@ static sbx_status file_state(sbx_patch *p, const char *path, size_t slot, struct
     if (git_tree_entry_type(te) == GIT_OBJECT_BLOB &&
         !sbx__prefetch_take(p->pf, slot, &st->id, &st->post, &st->post_len) &&
         !(st->data = sbx__prefetch_get(p->pf, slot, &st->id, &st->len))) {
-        if (git_blob_lookup(&st->blob, p->repo, &st->id) < 0) {
+        if (sbx__blob_read(&st->blob, p->pooled->odb, &st->id) < 0) {
             git_tree_entry_free(te);
             return git_fail(p, "reading the base");
         }
-        st->data = git_blob_rawcontent(st->blob);
-        st->len = (size_t)git_blob_rawsize(st->blob);
+        st->data = st->blob.data;
+        st->len = st->blob.len;
     }
     git_tree_entry_free(te);
     return SBX_OK;
@@ -1240,21 +1239,19 @@ static sbx_status each_result_file(sbx_patch *p, result_file_fn fn, void *ctx)
     n = git_index_entrycount(idx);
     for (size_t i = 0; i < n && st == SBX_OK; i++) {
         const git_index_entry *e = git_index_get_byindex(idx, i);
-        git_blob *blob = NULL;
-        size_t size;
+        struct sbx__blob blob;
         if (!e || (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
             continue;
-        if (git_blob_lookup(&blob, p->repo, &e->id) < 0) {
+        if (sbx__blob_read(&blob, p->pooled->odb, &e->id) < 0) {
             st = sbx__err_set(&p->err, SBX_E_INTERNAL, "reading %s: %s", e->path, git_msg());
             break;
         }
-        size = (size_t)git_blob_rawsize(blob);
-        if (size > p->max_file_bytes)
+        if (blob.len > p->max_file_bytes)
             st = sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "%s is %zu bytes, more than the limit of %zu", e->path,
-                              size, p->max_file_bytes);
+                              blob.len, p->max_file_bytes);
         else
-            st = fn(p, e->path, git_blob_rawcontent(blob), size, e->mode == GIT_FILEMODE_BLOB_EXECUTABLE, ctx);
-        git_blob_free(blob);
+            st = fn(p, e->path, blob.data, blob.len, e->mode == GIT_FILEMODE_BLOB_EXECUTABLE, ctx);
+        sbx__blob_free(&blob);
     }
     git_index_free(idx);
     return st;

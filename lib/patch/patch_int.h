@@ -93,6 +93,7 @@ struct sbx__repo {
     char *key;                      /* its real path */
     struct git_repository *repo;
     struct git_odb_backend *mempack; /* the in-memory object database over it */
+    struct git_odb *odb;             /* its object database (borrowed from repo) */
     unsigned long long dev, ino;     /* of its git directory, to notice it replaced */
     struct sbx__repo *next;
 };
@@ -102,6 +103,26 @@ sbx_status sbx__repo_take(const char *dir, struct sbx__repo **out, char *why, si
 /* Back to the pool, its in-memory objects dropped. Free every object read
  * from it first. NULL is fine. */
 void sbx__repo_give(struct sbx__repo *r);
+
+/* A blob's bytes as git reads them: from the object database's backends,
+ * without hashing them again. libgit2's git_odb_read() and
+ * git_blob_lookup() hash every object they read (with a collision-detecting
+ * SHA-1: a third of the check of a patch of thousands of files); git checks
+ * an object's id when it receives it (index-pack, fsck), not each time it
+ * reads it. 0, or libgit2's error with its message (an object that is not
+ * a blob is one). */
+struct git_odb;
+struct git_odb_object;
+struct git_oid;
+struct sbx__blob {
+    void *data;                    /* read only */
+    size_t len;
+    struct git_odb_backend *from;  /* the backend that allocated data, or */
+    struct git_odb_object *obj;    /* the object read by git_odb_read() */
+};
+int sbx__blob_read(struct sbx__blob *b, struct git_odb *odb, const struct git_oid *id);
+/* Frees what b holds; b may be zeroed or freed already. */
+void sbx__blob_free(struct sbx__blob *b);
 
 /* ---- prefetch.c: the base's blobs, read on several threads ---- */
 

@@ -33,7 +33,7 @@ struct sbx__prefetch {
     size_t n;
     git_oid *ids;
     bool *want;
-    git_odb_object **objs;
+    struct sbx__blob *blobs;
     git_patch **gps;                      /* a slot's hunks to apply, or NULL */
     char **posts;                         /* a slot's applied bytes (then its blob is freed) */
     size_t *post_lens;
@@ -57,14 +57,11 @@ static void *work(void *arg)
         char why[8];
         if (!pf->want[i])
             continue;
-        if (git_odb_read(&pf->objs[i], w->odb, &pf->ids[i]) < 0) {
-            pf->objs[i] = NULL;
+        if (sbx__blob_read(&pf->blobs[i], w->odb, &pf->ids[i]) < 0)
             continue;
-        }
-        if (pf->gps[i] && sbx__apply_text(git_odb_object_data(pf->objs[i]), git_odb_object_size(pf->objs[i]),
-                                          pf->gps[i], &pf->posts[i], &pf->post_lens[i], why, sizeof why) == SBX_OK) {
-            git_odb_object_free(pf->objs[i]);
-            pf->objs[i] = NULL;
+        if (pf->gps[i] && sbx__apply_text(pf->blobs[i].data, pf->blobs[i].len, pf->gps[i], &pf->posts[i],
+                                          &pf->post_lens[i], why, sizeof why) == SBX_OK) {
+            sbx__blob_free(&pf->blobs[i]);
         } else {
             sbx__free(pf->posts[i]);
             pf->posts[i] = NULL;
@@ -100,7 +97,7 @@ struct sbx__prefetch *sbx__prefetch_new(size_t n)
     pf->n = n;
     atomic_init(&pf->next, 0);
     if (!(pf->ids = sbx__calloc(n ? n : 1, sizeof *pf->ids)) || !(pf->want = sbx__calloc(n ? n : 1, sizeof *pf->want)) ||
-        !(pf->objs = sbx__calloc(n ? n : 1, sizeof *pf->objs)) || !(pf->gps = sbx__calloc(n ? n : 1, sizeof *pf->gps)) ||
+        !(pf->blobs = sbx__calloc(n ? n : 1, sizeof *pf->blobs)) || !(pf->gps = sbx__calloc(n ? n : 1, sizeof *pf->gps)) ||
         !(pf->posts = sbx__calloc(n ? n : 1, sizeof *pf->posts)) ||
         !(pf->post_lens = sbx__calloc(n ? n : 1, sizeof *pf->post_lens))) {
         sbx__prefetch_free(pf);
@@ -142,14 +139,10 @@ void sbx__prefetch_run(struct sbx__prefetch *pf, const char *repo_key, git_repos
         bytes += len;
     }
     for (unsigned t = 1; t < threads && t < THREADS_MAX; t++) {
-        git_odb *todb = NULL;
         if (sbx__repo_take(repo_key, &pf->repos[t], why, sizeof why) != SBX_OK)
             break;
-        if (git_repository_odb(&todb, pf->repos[t]->repo) < 0)
-            break;
-        git_odb_free(todb); /* the repository keeps it; borrowed below */
         w[t].pf = pf;
-        w[t].odb = todb;
+        w[t].odb = pf->repos[t]->odb;
         if (pthread_create(&tid[t], NULL, work, &w[t]) != 0)
             break;
         started = t;
@@ -174,11 +167,11 @@ bool sbx__prefetch_take(struct sbx__prefetch *pf, size_t i, const git_oid *id, c
 
 const char *sbx__prefetch_get(const struct sbx__prefetch *pf, size_t i, const git_oid *id, size_t *len)
 {
-    git_odb_object *o = pf && i < pf->n ? pf->objs[i] : NULL;
-    if (!o || !git_oid_equal(git_odb_object_id(o), id))
+    const struct sbx__blob *b = pf && i < pf->n ? &pf->blobs[i] : NULL;
+    if (!b || !(b->from || b->obj) || !git_oid_equal(&pf->ids[i], id))
         return NULL;
-    *len = git_odb_object_size(o);
-    return git_odb_object_data(o);
+    *len = b->len;
+    return b->data;
 }
 
 void sbx__prefetch_free(struct sbx__prefetch *pf)
@@ -186,14 +179,14 @@ void sbx__prefetch_free(struct sbx__prefetch *pf)
     if (!pf)
         return;
     for (size_t i = 0; i < pf->n; i++) {
-        if (pf->objs)
-            git_odb_object_free(pf->objs[i]);
+        if (pf->blobs)
+            sbx__blob_free(&pf->blobs[i]);
         if (pf->posts)
             sbx__free(pf->posts[i]);
     }
     for (unsigned t = 0; t < THREADS_MAX; t++)
         sbx__repo_give(pf->repos[t]);
-    sbx__free(pf->objs);
+    sbx__free(pf->blobs);
     sbx__free(pf->gps);
     sbx__free(pf->posts);
     sbx__free(pf->post_lens);

@@ -1905,6 +1905,112 @@ static sbx_patch_verdict wide_check(const char *repo, const char *rev, const cha
     return v;
 }
 
+/* The output of a shell command that prints one line (an object id). */
+static void sh_line(char *out, size_t cap, const char *cmd)
+{
+    size_t len;
+    int status;
+    char *o = t_sh_out(&len, &status, "%s", cmd);
+    ck_assert_msg(status == 0 && len > 0 && len < cap, "%s: exit %d", cmd, status);
+    memcpy(out, o, len);
+    out[strcspn(out, "\n")] = '\0';
+    free(o);
+}
+
+/* Tree id (in repo dir) with the entry `name` pointing at object `to`
+ * instead, written as a tree object without git's checks (as a hostile
+ * repository could hold it); its id into out (48 bytes). */
+static void tree_with_entry(const char *dir, const char *tree, const char *name, const char *to, char *out)
+{
+    size_t len, at;
+    int status;
+    char path[128], cmd[512];
+    char *raw = t_sh_out(&len, &status, "cd '%s' && git cat-file tree %s", dir, tree);
+    ck_assert_int_eq(status, 0);
+    /* entries: "<mode> <name>\0<20 bytes>" */
+    for (at = 0; at < len;) {
+        const char *sp = memchr(raw + at, ' ', len - at);
+        const char *nul = sp ? memchr(sp, '\0', len - (size_t)(sp - raw)) : NULL;
+        ck_assert_ptr_nonnull(nul);
+        if (strcmp(sp + 1, name) == 0) {
+            uint8_t *id = (uint8_t *)raw + (nul - raw) + 1;
+            for (int k = 0; k < 20; k++) {
+                unsigned v;
+                ck_assert_int_eq(sscanf(to + 2 * k, "%2x", &v), 1);
+                id[k] = (uint8_t)v;
+            }
+            break;
+        }
+        at = (size_t)(nul - raw) + 21;
+    }
+    ck_assert_msg(at < len, "no entry %s in %s", name, tree);
+    snprintf(path, sizeof path, "%s.rawtree", dir);
+    t_write_file("/tmp", path + strlen("/tmp/"), raw, len, 0);
+    free(raw);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git hash-object -t tree --literally -w '%s'", dir, path);
+    sh_line(out, 48, cmd);
+    unlink(path);
+}
+
+/* The base's objects are read without libgit2's hashing of each one, so
+ * what that hashing also caught is caught here: an object the tree names
+ * that is missing, and one that is not a blob where the tree says a file,
+ * fail the check with a message, on one thread and on several, and
+ * nothing is saved. */
+START_TEST(test_patch_broken_base_repository)
+{
+    static const unsigned counts[] = {1, 2, 0};
+    char repo[64], blob[48], d0[48], d1[48], root[48], head[48], commit[48], cmd[512];
+    size_t len;
+    char *diff = make_wide_repo(repo, &len);
+
+    /* "typo": d1/f20.txt (mode 100644) names the tree d0. */
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d0", repo);
+    sh_line(d0, sizeof d0, cmd);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d1", repo);
+    sh_line(d1, sizeof d1, cmd);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse 'HEAD^{tree}'", repo);
+    sh_line(head, sizeof head, cmd);
+    tree_with_entry(repo, d1, "f20.txt", d0, d1);
+    tree_with_entry(repo, head, "d1", d1, root);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git commit-tree %s -p HEAD -m typo", repo, root);
+    sh_line(commit, sizeof commit, cmd);
+    ck_assert_int_eq(t_sh("cd '%s' && git update-ref refs/heads/typo %s", repo, commit), 0);
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        sbx_patch *p = sbx_patch_new();
+        ck_assert_int_eq(sbx_patch_set_threads(p, counts[k]), SBX_OK);
+        ck_assert_int_eq(sbx_patch_set_base(p, repo, "typo"), SBX_OK);
+        ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)diff, len), SBX_OK);
+        ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") &&
+                          strstr(sbx_patch_last_error(p), "not a blob"),
+                      "threads %u: %s", counts[k], sbx_patch_last_error(p));
+        ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+        ck_assert_int_eq(sbx_patch_save_tree_file(p, "/tmp/sbx-patch-broken.tar.gz"), SBX_E_MISUSE);
+        ck_assert_int_eq(access("/tmp/sbx-patch-broken.tar.gz", F_OK), -1);
+        sbx_patch_free(p);
+    }
+
+    /* A blob of the base gone from the object database. */
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d1/f20.txt", repo);
+    sh_line(blob, sizeof blob, cmd);
+    ck_assert_int_eq(t_sh("rm -f '%s/.git/objects/%.2s/%s'", repo, blob, blob + 2), 0);
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        sbx_patch *p = sbx_patch_new();
+        ck_assert_int_eq(sbx_patch_set_threads(p, counts[k]), SBX_OK);
+        ck_assert_int_eq(sbx_patch_set_base(p, repo, "main"), SBX_OK);
+        ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)diff, len), SBX_OK);
+        ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") && strstr(sbx_patch_last_error(p), blob),
+                      "threads %u: %s", counts[k], sbx_patch_last_error(p));
+        ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+        sbx_patch_free(p);
+    }
+    free(diff);
+    remove_tree(repo);
+}
+END_TEST
+
 /* Files read and applied ahead on threads give what one thread gives, and
  * what git gives: the verdict, the message naming the file, the JSON (files,
  * diffstat, patch id), the tree. */
@@ -2194,6 +2300,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_add_file_operations);
     tcase_add_test(tc, test_patch_add_file_errors);
     tcase_add_test(tc, test_patch_threads_same_result);
+    tcase_add_test(tc, test_patch_broken_base_repository);
     tcase_add_test(tc, test_patch_set_threads_arguments);
     tcase_add_test(tc, test_patch_out_of_memory);
     tcase_add_test(tc, test_patch_kept_repository_is_never_stale);
