@@ -419,16 +419,120 @@ static sbx_status scan(sbx_patch *p, const char *t, size_t len)
     return st;
 }
 
+/* The patch id of a large text, made on a thread of its own while libgit2
+ * parses the text (it was a quarter of the load of a 2 MB patch). */
+#define ID_THREAD_BYTES ((size_t)256 << 10)
+
+struct id_job {
+    const char *t;
+    size_t len;
+    char id[GIT_OID_HEXSZ + 1];
+    bool ok, threaded;
+    pthread_t tid;
+};
+
+static void *id_work(void *arg)
+{
+    struct id_job *j = arg;
+    j->ok = sbx__patch_id(j->t, j->len, j->id);
+    return NULL;
+}
+
+/* On a thread when sbx_patch_set_threads() asked for more than one, or by
+ * default for a large text on a machine of several CPUs; else the id is
+ * made in id_finish(). */
+static void id_start(struct id_job *j, const sbx_patch *p, const char *t, size_t len)
+{
+    memset(j, 0, sizeof *j);
+    j->t = t;
+    j->len = len;
+    if (p->threads == 1 || (p->threads == 0 && (len < ID_THREAD_BYTES || sysconf(_SC_NPROCESSORS_ONLN) < 2)))
+        return;
+    j->threaded = pthread_create(&j->tid, NULL, id_work, j) == 0;
+}
+
+/* The id into out; false when memory ran out. */
+static bool id_finish(struct id_job *j, char out[GIT_OID_HEXSZ + 1])
+{
+    if (j->threaded) {
+        pthread_join(j->tid, NULL);
+        j->threaded = false;
+    } else {
+        j->ok = sbx__patch_id(j->t, j->len, j->id);
+    }
+    memcpy(out, j->id, sizeof j->id);
+    return j->ok;
+}
+
+static void id_abandon(struct id_job *j)
+{
+    if (j->threaded)
+        pthread_join(j->tid, NULL);
+    j->threaded = false;
+}
+
+/* The text in the form libgit2 reads (into conv when *converted), checked
+ * against the path rules, parsed and described. */
+static sbx_status parse_text(sbx_patch *p, const char *data, size_t len, sbx__buf *conv, bool *converted)
+{
+    const char *orig = data;
+    size_t orig_len = len;
+    sbx_status st;
+    size_t n;
+
+    if ((st = sbx__patch_git_form(data, len, conv, converted)) != SBX_OK) {
+        if (st == SBX_E_NOMEM)
+            return sbx__err_nomem(&p->err);
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a '---'/'+++' pair without paths");
+    }
+    if (*converted) {
+        data = conv->data ? conv->data : "";
+        len = conv->len;
+    }
+    /* The text as given (a plain diff's own headers: "+++ /etc/x") and as
+     * libgit2 will read it. */
+    if ((st = scan(p, orig, orig_len)) != SBX_OK || (*converted && (st = scan(p, data, len)) != SBX_OK))
+        return st;
+    {
+        sbx__buf fixed = SBX__BUF_INIT;
+        bool changed;
+        int r;
+        sbx__patch_libgit2_form(data, len, NULL, &changed);
+        if (changed && sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
+            sbx__buf_free(&fixed);
+            return sbx__err_nomem(&p->err);
+        }
+        r = changed ? git_diff_from_buffer(&p->diff, fixed.data, fixed.len) : git_diff_from_buffer(&p->diff, data, len);
+        sbx__buf_free(&fixed);
+        if (r < 0) {
+            p->verdict = SBX_PATCH_MALFORMED;
+            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
+        }
+    }
+    if ((n = git_diff_num_deltas(p->diff)) == 0) {
+        p->verdict = SBX_PATCH_MALFORMED;
+        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: no file changes found");
+    }
+    if (n > p->max_files) {
+        p->verdict = SBX_PATCH_TOO_LARGE;
+        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch touches %zu files, more than the limit of %zu",
+                            n, p->max_files);
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((st = check_delta(p, git_diff_get_delta(p->diff, i))) != SBX_OK)
+            return st;
+    return describe(p);
+}
+
 /* Parse text (git's form or plain diff -u), check it, describe it. The
  * text is kept; on failure the handle keeps the verdict and nothing else. */
 static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
 {
     sbx__buf conv = SBX__BUF_INIT;
-    const char *orig = data;
-    size_t orig_len = len;
-    bool converted;
+    struct id_job job;
+    bool converted = false;
     sbx_status st;
-    size_t n;
 
     if (len > p->max_bytes) {
         p->verdict = SBX_PATCH_TOO_LARGE;
@@ -439,64 +543,16 @@ static sbx_status load_text(sbx_patch *p, const char *data, size_t len)
         p->verdict = SBX_PATCH_MALFORMED;
         return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: it contains a NUL byte");
     }
-    if ((st = sbx__patch_git_form(data, len, &conv, &converted)) != SBX_OK) {
-        sbx__buf_free(&conv);
-        if (st == SBX_E_NOMEM)
-            return sbx__err_nomem(&p->err);
-        p->verdict = SBX_PATCH_MALFORMED;
-        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: a '---'/'+++' pair without paths");
-    }
-    if (converted) {
-        data = conv.data ? conv.data : "";
-        len = conv.len;
-    }
-    /* The text as given (a plain diff's own headers: "+++ /etc/x") and as
-     * libgit2 will read it. */
-    if ((st = scan(p, orig, orig_len)) != SBX_OK || (converted && (st = scan(p, data, len)) != SBX_OK)) {
-        sbx__buf_free(&conv);
-        return st;
-    }
-    {
-        sbx__buf fixed = SBX__BUF_INIT;
-        bool changed;
-        int r;
-        sbx__patch_libgit2_form(data, len, NULL, &changed);
-        if (changed && sbx__patch_libgit2_form(data, len, &fixed, &changed) != SBX_OK) {
-            sbx__buf_free(&fixed);
-            sbx__buf_free(&conv);
-            return sbx__err_nomem(&p->err);
-        }
-        r = changed ? git_diff_from_buffer(&p->diff, fixed.data, fixed.len) : git_diff_from_buffer(&p->diff, data, len);
-        sbx__buf_free(&fixed);
-        if (r < 0) {
-            sbx__buf_free(&conv);
-            p->verdict = SBX_PATCH_MALFORMED;
-            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
-        }
-    }
-    if ((n = git_diff_num_deltas(p->diff)) == 0) {
-        sbx__buf_free(&conv);
-        p->verdict = SBX_PATCH_MALFORMED;
-        return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: no file changes found");
-    }
-    if (n > p->max_files) {
-        sbx__buf_free(&conv);
-        p->verdict = SBX_PATCH_TOO_LARGE;
-        return sbx__err_set(&p->err, SBX_E_BUDGET_EXCEEDED, "the patch touches %zu files, more than the limit of %zu",
-                            n, p->max_files);
-    }
-    for (size_t i = 0; i < n; i++)
-        if ((st = check_delta(p, git_diff_get_delta(p->diff, i))) != SBX_OK) {
-            sbx__buf_free(&conv);
-            return st;
-        }
-    if ((st = describe(p)) != SBX_OK) {
-        sbx__buf_free(&conv);
-        return st;
-    }
     /* git patch-id reads the text as given; for plain diff -u, which it does
      * not read, the id is that of the git form. */
-    if (!sbx__patch_id(orig, orig_len, p->id) || (!p->id[0] && converted && !sbx__patch_id(data, len, p->id))) {
+    id_start(&job, p, data, len);
+    if ((st = parse_text(p, data, len, &conv, &converted)) != SBX_OK) {
+        id_abandon(&job);
+        sbx__buf_free(&conv);
+        return st;
+    }
+    if (!id_finish(&job, p->id) ||
+        (!p->id[0] && converted && !sbx__patch_id(conv.data ? conv.data : "", conv.len, p->id))) {
         sbx__buf_free(&conv);
         return sbx__err_nomem(&p->err);
     }
