@@ -119,6 +119,10 @@ SBX_API sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t m
  * online CPU, and one per 128 files at most, so a small patch uses only
  * the caller's; 1 never starts a thread; at most 8. The threads are joined
  * before sbx_patch_check() returns, and the verdict never depends on them.
+ * sbx_patch_load_data() and sbx_patch_load_file() also make the patch id
+ * on a second thread while the text is parsed, when more than one thread
+ * is asked for, or by default for a text of 256 KiB or more on a machine
+ * of several CPUs; that thread is joined before the load returns.
  *
  * @return SBX_OK, SBX_E_INVALID_ARG (more than 8).
  * @since 1.0

@@ -2011,6 +2011,67 @@ START_TEST(test_patch_broken_base_repository)
 }
 END_TEST
 
+/* A hostile base (a repository received from someone else) whose tree holds
+ * a directory named ".git", ".GIT" or "..", which git itself never writes:
+ * the patch checks (it touches other files), but the patched tree is not
+ * written, to a directory or a tarball, and nothing lands beside it. */
+START_TEST(test_patch_hostile_base_tree)
+{
+    static const char *const names[] = {".git", ".GIT", ".."};
+    char repo[64], src[48], head[48], root[48], commit[48], cmd[512], path[128], out[128], tgz[140];
+    make_base_repo(repo);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:src", repo);
+    sh_line(src, sizeof src, cmd);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse 'HEAD^{tree}'", repo);
+    sh_line(head, sizeof head, cmd);
+    for (size_t k = 0; k < SBX__ARRAY_LEN(names); k++) {
+        size_t len;
+        int status;
+        char *raw = t_sh_out(&len, &status, "cd '%s' && git cat-file tree %s", repo, head);
+        FILE *f;
+        sbx_patch *p;
+        ck_assert_int_eq(status, 0);
+        /* The entry first: '.' sorts before every name of the base. */
+        snprintf(path, sizeof path, "%s.rawtree", repo);
+        ck_assert_ptr_nonnull(f = fopen(path, "wb"));
+        fprintf(f, "40000 %s", names[k]);
+        fputc('\0', f);
+        for (int b = 0; b < 20; b++) {
+            unsigned v;
+            ck_assert_int_eq(sscanf(src + 2 * b, "%2x", &v), 1);
+            fputc((int)v, f);
+        }
+        ck_assert_uint_eq(fwrite(raw, 1, len, f), len);
+        ck_assert_int_eq(fclose(f), 0);
+        free(raw);
+        snprintf(cmd, sizeof cmd, "cd '%s' && git hash-object -t tree --literally -w '%s'", repo, path);
+        sh_line(root, sizeof root, cmd);
+        unlink(path);
+        snprintf(cmd, sizeof cmd, "cd '%s' && git commit-tree %s -p HEAD -m hostile", repo, root);
+        sh_line(commit, sizeof commit, cmd);
+        ck_assert_int_eq(t_sh("cd '%s' && git update-ref refs/heads/hostile %s", repo, commit), 0);
+
+        snprintf(out, sizeof out, "%s.out/tree", repo);
+        snprintf(tgz, sizeof tgz, "%s.out/tree.tar.gz", repo);
+        ck_assert_int_eq(t_sh("rm -rf '%s.out' && mkdir '%s.out'", repo, repo), 0);
+        p = sbx_patch_new();
+        ck_assert_int_eq(sbx_patch_set_base(p, repo, "hostile"), SBX_OK);
+        ck_assert_int_eq(load(p, readme_diff), SBX_OK);
+        ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s: %s", names[k], sbx_patch_last_error(p));
+        ck_assert_int_ne(sbx_patch_save_tree_dir(p, out), SBX_OK);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "invalid path"), "%s: %s", names[k], sbx_patch_last_error(p));
+        ck_assert_int_ne(sbx_patch_save_tree_file(p, tgz), SBX_OK);
+        sbx_patch_free(p);
+        /* nothing written: not the tree, its temporary, the tarball, nor
+         * the base's src/ beside them */
+        ck_assert_msg(t_sh("test -z \"$(ls -A '%s.out')\" && ! test -e '%s/main.c'", repo, repo) == 0,
+                      "%s: something was written", names[k]);
+    }
+    t_sh("rm -rf '%s.out'", repo);
+    remove_tree(repo);
+}
+END_TEST
+
 /* Files read and applied ahead on threads give what one thread gives, and
  * what git gives: the verdict, the message naming the file, the JSON (files,
  * diffstat, patch id), the tree. */
@@ -2301,6 +2362,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_add_file_errors);
     tcase_add_test(tc, test_patch_threads_same_result);
     tcase_add_test(tc, test_patch_broken_base_repository);
+    tcase_add_test(tc, test_patch_hostile_base_tree);
     tcase_add_test(tc, test_patch_set_threads_arguments);
     tcase_add_test(tc, test_patch_out_of_memory);
     tcase_add_test(tc, test_patch_kept_repository_is_never_stale);
