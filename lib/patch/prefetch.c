@@ -38,6 +38,7 @@ struct sbx__prefetch {
     char **posts;                         /* a slot's applied bytes (then its blob is freed) */
     size_t *post_lens;
     atomic_size_t next;
+    atomic_size_t held;                   /* bytes of blobs and results held */
     struct sbx__repo *repos[THREADS_MAX]; /* the extra threads' repositories */
 };
 
@@ -45,6 +46,18 @@ struct worker {
     struct sbx__prefetch *pf;
     git_odb *odb;
 };
+
+/* Count len more bytes held, unless that passes BYTES_MAX: what does not
+ * fit is left to the apply, which reads it in turn. */
+static bool hold(struct sbx__prefetch *pf, size_t len)
+{
+    size_t cur = atomic_load(&pf->held);
+    do {
+        if (len > BYTES_MAX - cur)
+            return false;
+    } while (!atomic_compare_exchange_weak(&pf->held, &cur, cur + len));
+    return true;
+}
 
 static void *work(void *arg)
 {
@@ -59,9 +72,18 @@ static void *work(void *arg)
             continue;
         if (sbx__blob_read(&pf->blobs[i], w->odb, &pf->ids[i]) < 0)
             continue;
+        if (!hold(pf, pf->blobs[i].len)) {
+            sbx__blob_free(&pf->blobs[i]);
+            continue;
+        }
         if (pf->gps[i] && sbx__apply_text(pf->blobs[i].data, pf->blobs[i].len, pf->gps[i], &pf->posts[i],
                                           &pf->post_lens[i], why, sizeof why) == SBX_OK) {
+            atomic_fetch_sub(&pf->held, pf->blobs[i].len);
             sbx__blob_free(&pf->blobs[i]);
+            if (!hold(pf, pf->post_lens[i])) {
+                sbx__free(pf->posts[i]);
+                pf->posts[i] = NULL;
+            }
         } else {
             sbx__free(pf->posts[i]);
             pf->posts[i] = NULL;
@@ -96,6 +118,7 @@ struct sbx__prefetch *sbx__prefetch_new(size_t n)
         return NULL;
     pf->n = n;
     atomic_init(&pf->next, 0);
+    atomic_init(&pf->held, 0);
     if (!(pf->ids = sbx__calloc(n ? n : 1, sizeof *pf->ids)) || !(pf->want = sbx__calloc(n ? n : 1, sizeof *pf->want)) ||
         !(pf->blobs = sbx__calloc(n ? n : 1, sizeof *pf->blobs)) || !(pf->gps = sbx__calloc(n ? n : 1, sizeof *pf->gps)) ||
         !(pf->posts = sbx__calloc(n ? n : 1, sizeof *pf->posts)) ||
@@ -118,26 +141,11 @@ void sbx__prefetch_run(struct sbx__prefetch *pf, const char *repo_key, git_repos
     pthread_t tid[THREADS_MAX];
     struct worker w[THREADS_MAX];
     unsigned started = 0;
-    size_t bytes = 0;
     git_odb *odb = NULL;
     char why[256];
 
     if (git_repository_odb(&odb, repo) < 0)
         return; /* nothing read: the apply reads each blob itself */
-    /* Hold no more than BYTES_MAX at once: past it, the apply reads in turn. */
-    for (size_t i = 0; i < pf->n; i++) {
-        size_t len;
-        git_object_t type;
-        if (!pf->want[i])
-            continue;
-        if (git_odb_read_header(&len, &type, odb, &pf->ids[i]) < 0 || type != GIT_OBJECT_BLOB ||
-            len > BYTES_MAX - bytes) {
-            for (size_t k = i; k < pf->n; k++)
-                pf->want[k] = false;
-            break;
-        }
-        bytes += len;
-    }
     for (unsigned t = 1; t < threads && t < THREADS_MAX; t++) {
         if (sbx__repo_take(repo_key, &pf->repos[t], why, sizeof why) != SBX_OK)
             break;
