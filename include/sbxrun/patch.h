@@ -141,6 +141,22 @@ SBX_API sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads);
 SBX_API sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev);
 
 /**
+ * The base to check against is the tree prev leaves: prev's base with prev
+ * applied, for a series of patches each checked against what the ones
+ * before it leave. prev must have been checked against a base and apply
+ * (SBX_PATCH_APPLIES). What is needed of it is copied, so either handle may
+ * be freed first; its repository is only read, as with sbx_patch_set_base().
+ *
+ * @return SBX_OK, SBX_E_INVALID_ARG (prev NULL or p itself), SBX_E_MISUSE
+ *         (prev was not checked against a base or does not apply; p was
+ *         checked against a base already), SBX_E_NOT_FOUND (prev's
+ *         repository or base is gone), SBX_E_INTERNAL (prev's tree cannot be
+ *         made: the message says why), SBX_E_NOMEM.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev);
+
+/**
  * Load a unified diff from memory and check that it is safe. The diff is
  * copied. Git's format (with "diff --git" headers, renames, copies, modes,
  * binary patches) and plain `diff -u` / `diff -ru` output are read.

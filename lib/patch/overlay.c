@@ -126,3 +126,16 @@ const struct sbx__ov_entry *sbx__ov_at(const struct sbx__ov *o, size_t i)
 {
     return o && i < o->n ? &o->e[i] : NULL;
 }
+
+sbx_status sbx__ov_put_all(struct sbx__ov *dst, const struct sbx__ov *src)
+{
+    for (size_t i = 0; i < sbx__ov_count(src); i++) {
+        const struct sbx__ov_entry *e = &src->e[i];
+        char *data = NULL;
+        if (e->data && !(data = sbx__memdup(e->data, e->len)))
+            return SBX_E_NOMEM;
+        if (sbx__ov_put(dst, e->path, e->deleted, e->mode, data, e->len) != SBX_OK)
+            return SBX_E_NOMEM;
+    }
+    return SBX_OK;
+}

@@ -72,6 +72,11 @@ struct sbx_patch {
     struct sbx__ov *ov;       /* the files as the patch leaves them (once it applies) */
     unsigned threads;         /* sbx_patch_set_threads(): 0 as many as worth it */
     struct sbx__prefetch *pf; /* during a check: the base's blobs, read ahead on threads */
+    /* On the tree a series of patches leaves (sbx_patch_set_base_patch()):
+     * the series' first base, in the repository, and every change of the
+     * patches before; base is made from the two. */
+    git_oid root;
+    struct sbx__ov *prior;
     char *message;            /* why the last load or check failed, for the JSON */
     sbx_patch_verdict verdict;
     sbx_patch_rule rule;
@@ -161,6 +166,7 @@ void sbx_patch_free(sbx_patch *p)
     }
     sbx__free(p->ops);
     sbx__ov_free(p->ov);
+    sbx__ov_free(p->prior);
     git_diff_free(p->diff);
     git_tree_free(p->base);
     sbx__repo_give(p->pooled); /* after every object read from it is freed */
@@ -234,6 +240,72 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
     git_object_free(obj);
     git_tree_free(p->base);
     sbx__repo_give(p->pooled);
+    sbx__ov_free(p->prior);
+    p->prior = NULL;
+    p->pooled = r;
+    p->repo = r->repo;
+    p->base = tree;
+    return SBX_OK;
+}
+
+static sbx_status tree_index(sbx_patch *p, git_repository *repo, git_tree *base, const struct sbx__ov *ov,
+                             git_index **out);
+static sbx_status git_fail(sbx_patch *p, const char *what);
+
+/* The tree prev leaves, made in a repository of our own from the pool:
+ * the series' first base (on disk, so any repository of the pool has it)
+ * with the changes of every patch so far; its new blobs and trees go to
+ * that repository's in-memory object database, which lives as long as
+ * this handle holds it. Every later step (the checks against the base,
+ * file operations, binary patches, the result) reads it as any base. */
+sbx_status sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)
+{
+    struct sbx__repo *r = NULL;
+    struct sbx__ov *prior = NULL;
+    git_tree *root = NULL, *tree = NULL;
+    git_index *idx = NULL;
+    const git_oid *root_id;
+    git_oid id;
+    char why[PATH_MAX + 200];
+    sbx_status st;
+
+    SBX__ENTER(p, false);
+    SBX__ARG(p, prev, "prev is NULL");
+    SBX__ARG(p, prev != p, "prev is the patch itself");
+    if (p->ov || p->verdict == SBX_PATCH_APPLIES || p->verdict == SBX_PATCH_DOES_NOT_APPLY)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "the patch was checked against a base already");
+    if (prev->verdict != SBX_PATCH_APPLIES || !prev->ov || !prev->base || !prev->pooled)
+        return sbx__err_set(&p->err, SBX_E_MISUSE, "prev must be checked against a base and apply (it is %s%s)",
+                            sbx_patch_verdict_name(prev->verdict), prev->base ? "" : ", without a base");
+    root_id = prev->prior ? &prev->root : git_tree_id(prev->base);
+    if (!(prior = sbx__ov_new()) || sbx__ov_put_all(prior, prev->prior) != SBX_OK ||
+        sbx__ov_put_all(prior, prev->ov) != SBX_OK) {
+        sbx__ov_free(prior);
+        return sbx__err_nomem(&p->err);
+    }
+    if ((st = sbx__repo_take(prev->pooled->key, &r, why, sizeof why)) != SBX_OK) {
+        sbx__ov_free(prior);
+        return st == SBX_E_NOMEM ? sbx__err_nomem(&p->err) : sbx__err_set(&p->err, st, "%s", why);
+    }
+    if (git_tree_lookup(&root, r->repo, root_id) < 0) {
+        st = sbx__err_set(&p->err, SBX_E_NOT_FOUND, "the base of prev is gone from %s: %s", r->key, git_msg());
+    } else if ((st = tree_index(p, r->repo, root, prior, &idx)) == SBX_OK &&
+               (git_index_write_tree_to(&id, idx, r->repo) < 0 || git_tree_lookup(&tree, r->repo, &id) < 0)) {
+        st = git_fail(p, "making the tree prev leaves");
+    }
+    git_index_free(idx);
+    git_tree_free(root);
+    if (st != SBX_OK) {
+        git_tree_free(tree);
+        sbx__repo_give(r);
+        sbx__ov_free(prior);
+        return st;
+    }
+    git_tree_free(p->base);
+    sbx__repo_give(p->pooled);
+    sbx__ov_free(p->prior);
+    p->root = *root_id;
+    p->prior = prior;
     p->pooled = r;
     p->repo = r->repo;
     p->base = tree;
@@ -1252,13 +1324,16 @@ oom:
 
 /* The base tree with the overlay on it, as an index (blobs written to the
  * in-memory object database). */
-static sbx_status result_index(sbx_patch *p, git_index **out)
+/* The index of base with the overlay's changes, its new blobs written to
+ * repo's in-memory object database. */
+static sbx_status tree_index(sbx_patch *p, git_repository *repo, git_tree *base, const struct sbx__ov *ov,
+                             git_index **out)
 {
     git_index *idx = NULL;
-    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, p->base) < 0)
+    if (git_index_new(&idx) < 0 || git_index_read_tree(idx, base) < 0)
         goto fail;
-    for (size_t i = 0; i < sbx__ov_count(p->ov); i++) {
-        const struct sbx__ov_entry *o = sbx__ov_at(p->ov, i);
+    for (size_t i = 0; i < sbx__ov_count(ov); i++) {
+        const struct sbx__ov_entry *o = sbx__ov_at(ov, i);
         git_index_entry e;
         if (o->deleted) {
             if (git_index_remove_bypath(idx, o->path) < 0)
@@ -1268,7 +1343,7 @@ static sbx_status result_index(sbx_patch *p, git_index **out)
         memset(&e, 0, sizeof e);
         e.path = o->path;
         e.mode = o->mode;
-        if (git_blob_create_from_buffer(&e.id, p->repo, o->data ? o->data : "", o->len) < 0 || git_index_add(idx, &e) < 0)
+        if (git_blob_create_from_buffer(&e.id, repo, o->data ? o->data : "", o->len) < 0 || git_index_add(idx, &e) < 0)
             goto fail;
     }
     *out = idx;
@@ -1276,6 +1351,11 @@ static sbx_status result_index(sbx_patch *p, git_index **out)
 fail:
     git_index_free(idx);
     return git_fail(p, "making the patched tree");
+}
+
+static sbx_status result_index(sbx_patch *p, git_index **out)
+{
+    return tree_index(p, p->repo, p->base, p->ov, out);
 }
 
 /* Call fn on each regular file of the patched tree, in index order (a

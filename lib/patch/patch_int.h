@@ -84,6 +84,8 @@ const struct sbx__ov_entry *sbx__ov_get(const struct sbx__ov *o, const char *pat
 sbx_status sbx__ov_put(struct sbx__ov *o, const char *path, bool deleted, uint32_t mode, char *data, size_t len);
 size_t sbx__ov_count(const struct sbx__ov *o);
 const struct sbx__ov_entry *sbx__ov_at(const struct sbx__ov *o, size_t i);
+/* Put a copy of every entry of src into dst (src's win). */
+sbx_status sbx__ov_put_all(struct sbx__ov *dst, const struct sbx__ov *src);
 
 /* ---- repos.c: repositories kept for the next patch ---- */
 

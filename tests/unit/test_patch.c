@@ -2244,6 +2244,141 @@ static sbx_status oom_save_tree(void *ctx)
     return st;
 }
 
+/* A checked patch of text on prev's tree (NULL: the base at HEAD). */
+static sbx_patch *series_step(const char *repo, const sbx_patch *prev, const char *text, size_t len)
+{
+    sbx_patch *p = sbx_patch_new();
+    sbx_status st = prev ? sbx_patch_set_base_patch(p, prev) : sbx_patch_set_base(p, repo, NULL);
+    ck_assert_msg(st == SBX_OK, "%s: %s", sbx_status_name(st), sbx_patch_last_error(p));
+    ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)text, len), SBX_OK);
+    (void)sbx_patch_check(p);
+    return p;
+}
+
+/* A series: each patch checked against the tree the ones before it leave,
+ * as git applies them in turn (git's tree is made by applying them to a
+ * clone). The second changes what the first added, renamed, changed in
+ * binary, and deleted: it does not apply to the base alone. Either handle
+ * can be freed first, and the last one's tree is the whole series'. */
+START_TEST(test_patch_series)
+{
+    char repo[64], wt[96], tree[96], diff_path[96], index[96];
+    size_t len, len3;
+    int status;
+    char *second, *third;
+    sbx_patch *first, *p, *q;
+    uint8_t *saved = NULL;
+    size_t saved_len = 0;
+    make_base_repo(repo);
+    snprintf(wt, sizeof wt, "%s.wt", repo);
+    snprintf(tree, sizeof tree, "%s.tree", repo);
+    snprintf(diff_path, sizeof diff_path, "%s.diff", repo);
+    snprintf(index, sizeof index, "%s.index", repo);
+    t_write_file("/tmp", diff_path + strlen("/tmp/"), multi_diff, strlen(multi_diff), 0);
+    second = t_sh_out(&len, &status,
+                      "git clone -q '%s' '%s' && cd '%s' && git apply --index '%s' && git commit -q -m first && "
+                      "echo more >> docs/new.md && sed -i 's/FIVE/five again/' new/name.txt && "
+                      "printf 'bin\\000ary\\001' > img.bin && echo back > gone.txt && git add -A && "
+                      "git diff --cached --binary --full-index && git commit -q -m second",
+                      repo, wt, wt, diff_path);
+    ck_assert_int_eq(status, 0);
+    third = t_sh_out(&len3, &status, "cd '%s' && echo last >> docs/new.md && git diff && git commit -q -am third", wt);
+    ck_assert_int_eq(status, 0);
+    t_write_file("/tmp", diff_path + strlen("/tmp/"), second, len, 0);
+    ck_assert_int_eq(t_git_applies(repo, "main", diff_path, index), 0);
+
+    first = series_step(repo, NULL, multi_diff, strlen(multi_diff));
+    ck_assert_int_eq(sbx_patch_result(first), SBX_PATCH_APPLIES);
+    /* alone, on the base, the second does not apply */
+    p = series_step(repo, NULL, second, len);
+    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    sbx_patch_free(p);
+    p = series_step(repo, first, second, len);
+    ck_assert_msg(sbx_patch_result(p) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(p));
+    ck_assert_uint_eq(sbx_patch_file_count(p), 4);
+    sbx_patch_free(first); /* p keeps what it needs */
+    q = series_step(repo, p, third, len3);
+    sbx_patch_free(p);
+    ck_assert_msg(sbx_patch_result(q) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(q));
+    ck_assert_int_eq(sbx_patch_save_tree_dir(q, tree), SBX_OK);
+    ck_assert_msg(t_sh("diff -r --exclude=.git '%s' '%s' >&2", wt, tree) == 0, "not git's tree");
+    /* the diff of q is its own */
+    ck_assert_int_eq(sbx_patch_save_data(q, &saved, &saved_len), SBX_OK);
+    ck_assert_uint_eq(saved_len, len3);
+    sbx_free(saved);
+    sbx_patch_free(q);
+
+    /* File operations on the tree of a patch. */
+    first = series_step(repo, NULL, multi_diff, strlen(multi_diff));
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base_patch(p, first), SBX_OK);
+    ck_assert_int_eq(add(p, SBX_PATCH_MODIFIED, "docs/new.md", "# Newer\n", 0644), SBX_OK);
+    ck_assert_int_eq(add(p, SBX_PATCH_DELETED, "new/name.txt", NULL, 0), SBX_OK);
+    ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s", sbx_patch_last_error(p));
+    sbx_patch_free(p);
+    /* what the first deleted is not there for the second */
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base_patch(p, first), SBX_OK);
+    ck_assert_int_eq(add(p, SBX_PATCH_MODIFIED, "gone.txt", "x\n", 0644), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
+    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    sbx_patch_free(p);
+
+    /* Arguments and states. */
+    p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_base_patch(NULL, first), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_set_base_patch(p, NULL), SBX_E_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(p), "prev is NULL"));
+    ck_assert_int_eq(sbx_patch_set_base_patch(p, p), SBX_E_INVALID_ARG);
+    {
+        sbx_patch *unchecked = sbx_patch_new(), *safe_only = sbx_patch_new(), *stale;
+        ck_assert_int_eq(sbx_patch_set_base_patch(p, unchecked), SBX_E_MISUSE);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "unchecked"), "%s", sbx_patch_last_error(p));
+        ck_assert_int_eq(load(safe_only, readme_diff), SBX_OK);
+        ck_assert_int_eq(sbx_patch_check(safe_only), SBX_OK); /* safe, with no base */
+        ck_assert_int_eq(sbx_patch_set_base_patch(p, safe_only), SBX_E_MISUSE);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "without a base"), "%s", sbx_patch_last_error(p));
+        stale = series_step(repo, NULL, second, len);
+        ck_assert_int_eq(sbx_patch_set_base_patch(p, stale), SBX_E_MISUSE);
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "does-not-apply"), "%s", sbx_patch_last_error(p));
+        sbx_patch_free(unchecked);
+        sbx_patch_free(safe_only);
+        sbx_patch_free(stale);
+    }
+    sbx_patch_free(p);
+    p = series_step(repo, NULL, readme_diff, strlen(readme_diff));
+    ck_assert_int_eq(sbx_patch_set_base_patch(p, first), SBX_E_MISUSE); /* p is checked */
+    sbx_patch_free(p);
+    sbx_patch_free(first);
+    free(second);
+    free(third);
+    t_sh("rm -rf '%s' '%s' '%s' '%s'", wt, tree, diff_path, index);
+    remove_tree(repo);
+}
+END_TEST
+
+static sbx_status oom_series(void *ctx)
+{
+    const char *repo = ctx;
+    sbx_patch *first = sbx_patch_new(), *p = sbx_patch_new();
+    sbx_status st = first && p ? sbx_patch_set_base(first, repo, NULL) : SBX_E_NOMEM;
+    if (st == SBX_OK)
+        st = load(first, multi_diff);
+    if (st == SBX_OK)
+        st = sbx_patch_check(first);
+    if (st == SBX_OK)
+        st = sbx_patch_set_base_patch(p, first);
+    if (st == SBX_OK)
+        st = add(p, SBX_PATCH_MODIFIED, "docs/new.md", "# Newer\n", 0644);
+    if (st == SBX_OK)
+        st = sbx_patch_check(p);
+    if (st == SBX_OK)
+        ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    sbx_patch_free(first);
+    sbx_patch_free(p);
+    return st;
+}
+
 START_TEST(test_patch_out_of_memory)
 {
     char repo[64];
@@ -2256,6 +2391,7 @@ START_TEST(test_patch_out_of_memory)
      * caller's thread makes good (it applies again itself). */
     ck_assert_int_gt(sbx_test_oom_loop(oom_load_check, &threads), 5);
     ck_assert_int_gt(sbx_test_oom_loop(oom_save_tree, repo), 5);
+    ck_assert_int_gt(sbx_test_oom_loop(oom_series, repo), 5);
     remove_tree(repo);
 }
 END_TEST
@@ -2363,6 +2499,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_threads_same_result);
     tcase_add_test(tc, test_patch_broken_base_repository);
     tcase_add_test(tc, test_patch_hostile_base_tree);
+    tcase_add_test(tc, test_patch_series);
     tcase_add_test(tc, test_patch_set_threads_arguments);
     tcase_add_test(tc, test_patch_out_of_memory);
     tcase_add_test(tc, test_patch_kept_repository_is_never_stale);

@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <git2.h>
 
 #include <sbxrun/sbxrun.h>
@@ -210,9 +208,10 @@ static int judge(sbx_patch *p, const char *name, char *err, size_t errlen)
     }
 }
 
-/* A checked patch of text on the base; *out on success. */
-static int check_one(const char *repo, const char *base, const char *name, const char *text, size_t len,
-                     sbx_patch **out, char *err, size_t errlen)
+/* A checked patch of text on the base, or on the tree prev leaves; *out on
+ * success. */
+static int check_one(const char *repo, const char *base, const sbx_patch *prev, const char *name, const char *text,
+                     size_t len, sbx_patch **out, char *err, size_t errlen)
 {
     sbx_patch *p = sbx_patch_new();
     int rc;
@@ -221,7 +220,7 @@ static int check_one(const char *repo, const char *base, const char *name, const
     /* A project's files may be large (fixtures, images): the limit on one
      * file of the tree is raised; a patch keeps its own limits. */
     sbx_patch_set_limits(p, 0, 0, TREE_FILE_MAX);
-    if (sbx_patch_set_base(p, repo, base) != SBX_OK) {
+    if ((prev ? sbx_patch_set_base_patch(p, prev) : sbx_patch_set_base(p, repo, base)) != SBX_OK) {
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "%s", sbx_patch_last_error(p));
         sbx_patch_free(p);
         return rc;
@@ -237,85 +236,6 @@ static int check_one(const char *repo, const char *base, const char *name, const
     return 0;
 }
 
-/* A bare repository of our own, for the trees patches leave: it reads the
- * source repository's objects through git's alternates (nothing is
- * copied, the source is never written). */
-static int make_stack(struct workspace *w, char **stack, char *err, size_t errlen)
-{
-    git_repository *src = NULL, *r = NULL;
-    char path[PATH_MAX], alt[PATH_MAX + 32];
-    FILE *f;
-    int rc = 0;
-    snprintf(path, sizeof path, "%s/stack.git", w->tmpdir);
-    if (git_repository_open(&src, w->root) < 0 || git_repository_init(&r, path, 1) < 0) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "a repository for the patched trees: %s", git_msg());
-    } else {
-        snprintf(alt, sizeof alt, "%s/objects/info/alternates", path);
-        if (!(f = fopen(alt, "w")) || fprintf(f, "%sobjects\n", git_repository_path(src)) < 0 || fclose(f) != 0)
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "writing %s: %s", alt, strerror(errno));
-        else if (!(*stack = strdup(path)))
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
-    }
-    git_repository_free(r);
-    git_repository_free(src);
-    return rc;
-}
-
-/* The tree a checked patch leaves, written into the stack repository: its
- * id into oid (the next patch's base). */
-static int store_tree(sbx_patch *p, const char *stack, const char *tgz, char *oid, char *err, size_t errlen)
-{
-    git_repository *r = NULL;
-    git_index *idx = NULL;
-    struct archive *a = NULL;
-    struct archive_entry *e;
-    char *buf = NULL;
-    git_oid tree;
-    int rc = 0, ar;
-    if (sbx_patch_save_tree_file(p, tgz) != SBX_OK)
-        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", sbx_patch_last_error(p));
-    if (git_repository_open(&r, stack) < 0 || git_index_new(&idx) < 0 || !(a = archive_read_new())) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", git_msg());
-        goto out;
-    }
-    archive_read_support_filter_gzip(a);
-    archive_read_support_format_tar(a);
-    if (archive_read_open_filename(a, tgz, 65536) != ARCHIVE_OK) {
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", archive_error_string(a));
-        goto out;
-    }
-    while (!rc && (ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-        git_index_entry ie;
-        la_int64_t size = archive_entry_size(e);
-        la_ssize_t got;
-        if (archive_entry_filetype(e) != AE_IFREG)
-            continue;
-        if (size < 0 || (size_t)size > TREE_FILE_MAX || !(buf = malloc((size_t)size + 1))) {
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s: too large", archive_entry_pathname(e));
-            break;
-        }
-        got = archive_read_data(a, buf, (size_t)size);
-        memset(&ie, 0, sizeof ie);
-        ie.path = archive_entry_pathname(e);
-        ie.mode = archive_entry_perm(e) & 0111 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
-        if (got != size || git_blob_create_from_buffer(&ie.id, r, buf, (size_t)size) < 0 || git_index_add(idx, &ie) < 0)
-            rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s: %s", ie.path,
-                      got != size ? archive_error_string(a) : git_msg());
-        free(buf);
-        buf = NULL;
-    }
-    if (!rc && git_index_write_tree_to(&tree, idx, r) < 0)
-        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patched tree: %s", git_msg());
-    if (!rc)
-        git_oid_tostr(oid, GIT_OID_HEXSZ + 1, &tree);
-out:
-    archive_read_free(a);
-    git_index_free(idx);
-    git_repository_free(r);
-    unlink(tgz);
-    return rc;
-}
-
 /* The patches in order: each read, checked against the tree the ones
  * before it leave (the base for the first), and kept (its text for a
  * sandbox that applies them itself, its description for the result). *out
@@ -323,13 +243,11 @@ out:
 static int take_patches(struct workspace *w, const char *base, const char *const *paths, size_t n, sbx_patch **out,
                         char *err, size_t errlen)
 {
-    char *stack = NULL, oid[GIT_OID_HEXSZ + 1], tgz[PATH_MAX];
-    const char *repo = w->root, *spec = base;
+    sbx_patch *prev = NULL;
     int rc = 0;
     *out = NULL;
     if (!(w->patches = calloc(n, sizeof *w->patches)) || !(w->patch_info = json_array()))
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
-    snprintf(tgz, sizeof tgz, "%s/step.tar.gz", w->tmpdir);
     for (size_t i = 0; i < n && !rc; i++) {
         sbx_patch *p = NULL;
         size_t len = 0;
@@ -337,26 +255,18 @@ static int take_patches(struct workspace *w, const char *base, const char *const
         if ((rc = read_all(paths[i], &w->patches[i], &len, err, errlen)))
             break;
         w->npatches = i + 1;
-        if ((rc = check_one(repo, spec, paths[i], w->patches[i], len, &p, err, errlen)))
+        if ((rc = check_one(w->root, base, prev, paths[i], w->patches[i], len, &p, err, errlen)))
             break;
         if (sbx_patch_to_json(p, &js) == SBX_OK)
             json_array_append_new(w->patch_info, json_loads(js, 0, NULL));
         sbx_free(js);
-        if (i + 1 == n) {
-            *out = p;
-            break;
-        }
-        /* The next one applies to what this one leaves. */
-        if ((!stack && (rc = make_stack(w, &stack, err, errlen))) ||
-            (rc = store_tree(p, stack, tgz, oid, err, errlen))) {
-            sbx_patch_free(p);
-            break;
-        }
-        sbx_patch_free(p);
-        repo = stack;
-        spec = oid;
+        sbx_patch_free(prev); /* the next one applies to what this one leaves */
+        prev = p;
     }
-    free(stack);
+    if (rc)
+        sbx_patch_free(prev);
+    else
+        *out = prev;
     return rc;
 }
 
