@@ -330,6 +330,8 @@ export interface PatchOptions {
   repo?: string;
   /** The revision of repo (any form git accepts); default HEAD. */
   base?: string;
+  /** Instead of repo and base: a Patch checked before that applies; the tree it leaves is the base (a series). */
+  after?: Patch;
   /** Limits; 0 keeps the library's defaults (16 MiB, 10,000 files, 8 MiB). */
   maxBytes?: number;
   maxFiles?: number;
@@ -374,8 +376,8 @@ export class Patch implements Disposable {
 export type VerifyScript = 'lint' | 'typecheck' | 'test' | 'build';
 
 export interface VerifyOptions {
-  /** A file holding the diff, or the diff's bytes; omitted: the base tree alone. */
-  patch?: string | Buffer | Uint8Array;
+  /** A file holding the diff, or the diff's bytes, or an array of them applied in turn; omitted: the base tree alone. */
+  patch?: string | Buffer | Uint8Array | Array<string | Buffer | Uint8Array>;
   /** The revision of the project's repository; default HEAD. */
   base?: string;
   /** The package.json scripts to run, those it has (default all four). */

@@ -218,6 +218,7 @@ for (const proto of [
   'int sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files, size_t max_file_bytes)',
   'int sbx_patch_set_threads(sbx_patch *p, unsigned int threads)',
   'int sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)',
+  'int sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)',
   'int sbx_patch_load_data(sbx_patch *p, const uint8_t *data, size_t len)',
   'int sbx_patch_load_file(sbx_patch *p, const char *path)',
   'int sbx_patch_add_file(sbx_patch *p, int change, const char *path, const uint8_t *data, size_t len, uint32_t mode)',
@@ -1215,8 +1216,11 @@ function patchBytes(data, what) {
  * the check itself (no such repository or revision, a file that cannot be
  * read, misuse) throws. */
 class Patch extends Handle {
-  constructor({ diff, file, repo, base, maxBytes = 0, maxFiles = 0, maxFileBytes = 0, threads = 0 } = {}) {
+  constructor({ diff, file, repo, base, after, maxBytes = 0, maxFiles = 0, maxFileBytes = 0, threads = 0 } = {}) {
     if (diff != null && file != null) throw new TypeError('Patch: give diff or file, not both');
+    if (after != null && (repo != null || base != null))
+      throw new TypeError('Patch: after is the base; repo and base are not given with it');
+    if (after != null && !(after instanceof Patch)) throw new TypeError('Patch: after is a Patch');
     if (base != null && repo == null) throw new TypeError('Patch: base names a revision of repo; repo is not given');
     super(C.sbx_patch_new(), C.sbx_patch_free, C.sbx_patch_last_error);
     this._message = '';
@@ -1224,7 +1228,8 @@ class Patch extends Handle {
       if (maxBytes || maxFiles || maxFileBytes)
         this._must(C.sbx_patch_set_limits(this.handle, maxBytes, maxFiles, maxFileBytes));
       if (threads) this._must(C.sbx_patch_set_threads(this.handle, threads));
-      if (repo != null) this._must(C.sbx_patch_set_base(this.handle, String(repo), base ?? null));
+      if (after != null) this._must(C.sbx_patch_set_base_patch(this.handle, after.handle));
+      else if (repo != null) this._must(C.sbx_patch_set_base(this.handle, String(repo), base ?? null));
       if (diff != null) {
         const b = patchBytes(diff, 'diff');
         this._answer(C.sbx_patch_load_data(this.handle, b, b.length));
@@ -1361,7 +1366,8 @@ function repoOf(dir) {
 
 /** Verify project (a directory of a git repository: its top, or a project
  * below it, whose paths the patch's are relative to) at base (default HEAD),
- * with patch applied (a file path, or the diff as a Buffer): the patch is
+ * with patch applied (a file path, or the diff as a Buffer; or an array of
+ * them, applied in turn, each on what the ones before it leave): the patch is
  * checked here first (PatchError when it is unsafe or does not apply, and
  * nothing is sent), then the tree is uploaded into a new sandbox and
  * deps.install (when package.json declares dependencies, or install is
@@ -1376,9 +1382,12 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
     if (!VERIFY_SCRIPTS.includes(s))
       throw new TypeError(`scripts: ${JSON.stringify(s)} is not one of ${VERIFY_SCRIPTS.join(', ')}`);
   }
-  if (patch != null && typeof patch !== 'string' && !(patch instanceof Uint8Array))
-    throw new TypeError('patch: a file path, or the diff as a Buffer');
-  let p = null;
+  const series = Array.isArray(patch) ? patch : patch == null ? [] : [patch];
+  for (const one of series) {
+    if (typeof one !== 'string' && !(one instanceof Uint8Array))
+      throw new TypeError('patch: a file path, or the diff as a Buffer (or an array of them)');
+  }
+  const held = [];
   let run = null;
   let tmp = null;
   try {
@@ -1386,14 +1395,19 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
     // revision, and the patch's paths are relative to it.
     const [repo, sub] = repoOf(project);
     const spec = sub ? `${base ?? 'HEAD'}:${sub}` : base;
-    p = new Patch({ repo, base: spec, ...(typeof patch === 'string' ? { file: patch } : { diff: patch }) });
-    if (patch != null) {
+    // Each patch on what the ones before it leave; none: the base itself.
+    series.forEach((one, i) => {
+      const where = held.length ? { after: held[held.length - 1] } : { repo, base: spec };
+      const p = new Patch({ ...where, ...(typeof one === 'string' ? { file: one } : { diff: one }) });
+      held.push(p);
       const verdict = p.check();
-      if (verdict !== 'applies') throw errorFor(E_PATCH, `patch ${verdict}: ${p.message}`);
-    }
+      const which = series.length > 1 ? `patch ${i + 1} of ${series.length}` : 'patch';
+      if (verdict !== 'applies') throw errorFor(E_PATCH, `${which} ${verdict}: ${p.message}`);
+    });
+    if (!held.length) held.push(new Patch({ repo, base: spec }));
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-verify-'));
     const tree = path.join(tmp, 'tree');
-    p.saveTreeDir(tree);
+    held[held.length - 1].saveTreeDir(tree);
     const pkg = readPackage(tree);
     const defined = pkg.scripts !== null && typeof pkg.scripts === 'object' ? pkg.scripts : {};
     const wanted = [...new Set(scripts)];
@@ -1407,7 +1421,7 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
     return await run.execute({ onProgress });
   } finally {
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
-    if (p) p.close();
+    for (const p of held) p.close();
     if (run) run.close();
   }
 }

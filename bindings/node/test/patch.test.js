@@ -261,6 +261,34 @@ test('the tree written out is what git apply leaves in a clone', () => {
   assert.deepEqual(treeOf(path.join(tmp, 'base-tree')), treeOf(repo));
 });
 
+test('a series: each patch on the tree the one before it leaves, as git applies them in turn', () => {
+  const clone = path.join(tmp, 'series-clone');
+  git(tmp, ['clone', '-q', repo, clone]);
+  git(clone, ['apply', '--index'], GOOD);
+  git(clone, ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'first']);
+  fs.appendFileSync(path.join(clone, 'new.txt'), 'more\n');
+  const second = git(clone, ['diff']);
+  assert.ok(second.length > 0);
+
+  const first = new sbxrun.Patch({ diff: GOOD, repo });
+  assert.equal(first.check(), 'applies');
+  const alone = new sbxrun.Patch({ diff: second, repo });
+  assert.equal(alone.check(), 'does-not-apply'); // new.txt is not in the base
+  const p = new sbxrun.Patch({ diff: second, after: first });
+  first.close(); // p keeps what it needs
+  try {
+    assert.equal(p.check(), 'applies', p.message);
+    p.saveTreeDir(path.join(tmp, 'series-tree'));
+    assert.deepEqual(treeOf(path.join(tmp, 'series-tree')), treeOf(clone));
+    assert.throws(() => new sbxrun.Patch({ diff: second, repo, after: p }), /after is the base/);
+    assert.throws(() => new sbxrun.Patch({ diff: second, after: alone }),
+                  (e) => e instanceof sbxrun.MisuseError && /does-not-apply/.test(e.message));
+  } finally {
+    p.close();
+    alone.close();
+  }
+});
+
 // ---- verify() against sbxd ------------------------------------------------------
 
 // A project whose test passes while answer.json says 42; node and npm are in
@@ -390,6 +418,20 @@ test('verify(): an exception in onProgress cancels the run and rejects with itse
   await assert.rejects(sbxrun.verify(ctx.client, project, { onProgress: 'no' }), TypeError);
   // the client goes on
   assert.equal((await sbxrun.verify(ctx.client, project)).status, 'passed');
+});
+
+test('verify(): an array of patches is applied in turn', async () => {
+  const project = makeRepo(path.join(tmp, 'series'), PROJECT);
+  const fix = BREAK.replace('-{"value": 42}\n+{"value": 41}', '-{"value": 41}\n+{"value": 42}');
+  // the second puts back what the first broke: the test passes
+  let result = await sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK), Buffer.from(fix)] });
+  assert.equal(result.status, 'passed', JSON.stringify(result));
+  result = await sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK)] });
+  assert.equal(result.status, 'failed', JSON.stringify(result));
+  await assert.rejects(sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK), Buffer.from(BREAK)] }),
+                       (e) => e instanceof sbxrun.PatchError && /^patch 2 of 2 does-not-apply: .*answer\.json/.test(e.message));
+  await assert.rejects(sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK), 3] }),
+                       (e) => e instanceof TypeError && /or an array of them/.test(e.message));
 });
 
 test('verify(): a patch that does not apply, or is unsafe, is refused before anything is sent', async () => {

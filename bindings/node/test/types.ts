@@ -66,10 +66,13 @@ async function main(): Promise<void> {
   ops.addFile('added', 'docs/new.md', '# New\n', 0o644);
   ops.addFile('modified', 'run.sh', Buffer.from('#!/bin/sh\n'), 0o755);
   ops.addFile('deleted', 'gone.txt');
+  const next = new sbxrun.Patch({ diff: 'diff --git a/y b/y\n', after: ops });
+  next.close();
   ops.close();
   const result = await sbxrun.verify(c, '.', { patch: 'change.diff', scripts: ['lint', 'test'], install: false,
                                               transcript: tr, wallMs: 600000, onProgress: (event) => event.length });
   await sbxrun.verify(c, '.', { patch: Buffer.from(''), base: 'HEAD~1' });
+  await sbxrun.verify(c, '.', { patch: ['a.diff', Buffer.from(''), new Uint8Array(0)] });
   try {
     await sbxrun.verify(c, '.');
   } catch (e) {

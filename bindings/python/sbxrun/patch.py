@@ -4,6 +4,7 @@
 with a patch, through the job layer."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -30,6 +31,7 @@ for _name, _res, _args in (
     ("sbx_patch_set_limits", c_int, [c_void_p, c_size_t, c_size_t, c_size_t]),
     ("sbx_patch_set_threads", c_int, [c_void_p, c_uint]),
     ("sbx_patch_set_base", c_int, [c_void_p, c_char_p, c_char_p]),
+    ("sbx_patch_set_base_patch", c_int, [c_void_p, c_void_p]),
     ("sbx_patch_load_data", c_int, [c_void_p, ctypes.POINTER(c_uint8), c_size_t]),
     ("sbx_patch_load_file", c_int, [c_void_p, c_char_p]),
     ("sbx_patch_add_file", c_int, [c_void_p, c_int, c_char_p, ctypes.POINTER(c_uint8), c_size_t, c_uint32]),
@@ -99,13 +101,20 @@ class Patch(_Handle):
     _last_error = _L.sbx_patch_last_error
 
     def __init__(self, diff: bytes | str | None = None, *, file: str | os.PathLike | None = None,
-                 repo: str | os.PathLike | None = None, base: str | None = None, max_bytes: int = 0,
-                 max_files: int = 0, max_file_bytes: int = 0, threads: int = 0):
+                 repo: str | os.PathLike | None = None, base: str | None = None, after: "Patch | None" = None,
+                 max_bytes: int = 0, max_files: int = 0, max_file_bytes: int = 0, threads: int = 0):
         """``diff`` (bytes or text) or ``file`` (a path) is loaded at once;
         ``repo`` and ``base`` (a revision, default HEAD) set the tree it is
-        checked against. Limits of 0 keep the library's defaults."""
+        checked against, or ``after``, a Patch checked before that applies:
+        then the tree it leaves is the base (a series, as ``git apply``
+        applies several patches in turn). Limits of 0 keep the library's
+        defaults."""
         if diff is not None and file is not None:
             raise ValueError("Patch: give diff or file, not both")
+        if after is not None and (repo is not None or base is not None):
+            raise ValueError("Patch: after is the base; repo and base are not given with it")
+        if after is not None and not isinstance(after, Patch):
+            raise TypeError("Patch: after is a Patch")
         super().__init__(_L.sbx_patch_new())
         self._message = ""
 
@@ -114,7 +123,9 @@ class Patch(_Handle):
                 self._check(_L.sbx_patch_set_limits(self._handle, max_bytes, max_files, max_file_bytes))
             if threads:
                 self._check(_L.sbx_patch_set_threads(self._handle, threads))
-            if repo is not None:
+            if after is not None:
+                self._check(_L.sbx_patch_set_base_patch(self._handle, after._handle))
+            elif repo is not None:
                 self._check(_L.sbx_patch_set_base(self._handle, _lib.arg(os.fspath(repo)), _lib.arg(base)))
             elif base is not None:
                 raise ValueError("Patch: base names a revision of repo; repo is not given")
@@ -238,11 +249,38 @@ def _repo_of(project: str | os.PathLike) -> tuple[str, str]:
     return d, os.path.relpath(real, d) if real != d else ""
 
 
-def _prepare(project: str | os.PathLike, patch: bytes | str | os.PathLike | None, base: str | None,
+@contextlib.contextmanager
+def _checked_series(series: list, repo: str, spec: str | None):
+    """The last Patch of the series checked in turn on the base (a Patch
+    with no diff, the base itself, for none); PatchError names the first
+    that is unsafe or does not apply."""
+    held: list[Patch] = []
+    try:
+        for i, one in enumerate(series):
+            where = {"after": held[-1]} if held else {"repo": repo, "base": spec}
+            if isinstance(one, (bytes, bytearray, memoryview)):
+                p = Patch(bytes(one), **where)
+            elif isinstance(one, (str, os.PathLike)):
+                p = Patch(file=one, **where)
+            else:
+                raise TypeError(f"patch: a path to a diff or its bytes, not {type(one).__name__}")
+            held.append(p)
+            if p.check() != "applies":
+                which = f"patch {i + 1} of {len(series)}" if len(series) > 1 else "patch"
+                raise error_for(20, f"{which} {p.verdict}: {p.message}")
+        if not held:
+            held.append(Patch(repo=repo, base=spec))
+        yield held[-1]
+    finally:
+        for p in held:
+            p.close()
+
+
+def _prepare(project: str | os.PathLike, patch: Any, base: str | None,
              scripts: Sequence[str], install: bool | None) -> tuple[str, list[str]]:
-    """The project's tree at base with the patch applied, in a new
+    """The project's tree at base with the patches applied, in a new
     temporary directory (returned; its ``tree`` is the workspace), and the
-    jobs to run. Raises PatchError when the patch is not safe or does not
+    jobs to run. Raises PatchError when a patch is not safe or does not
     apply."""
     for s in scripts:
         if s not in VERIFY_SCRIPTS:
@@ -251,18 +289,11 @@ def _prepare(project: str | os.PathLike, patch: bytes | str | os.PathLike | None
     # revision, and the patch's paths are relative to it.
     repo, sub = _repo_of(project)
     spec = f"{base or 'HEAD'}:{sub}" if sub else base
-    if isinstance(patch, (bytes, bytearray)):
-        p = Patch(bytes(patch), repo=repo, base=spec)
-    elif patch is not None:
-        p = Patch(file=patch, repo=repo, base=spec)
-    else:
-        p = Patch(repo=repo, base=spec)
+    series = list(patch) if isinstance(patch, (list, tuple)) else [] if patch is None else [patch]
     tmp = tempfile.mkdtemp(prefix="sbxrun-verify-")
     try:
-        with p:
-            if patch is not None and p.check() != "applies":
-                raise error_for(20, f"patch {p.verdict}: {p.message}")
-            p.save_tree_dir(os.path.join(tmp, "tree"))
+        with _checked_series(series, repo, spec) as last:
+            last.save_tree_dir(os.path.join(tmp, "tree"))
         package: dict[str, Any] = {}
         pj = os.path.join(tmp, "tree", "package.json")
         if os.path.exists(pj):
@@ -298,14 +329,16 @@ def _plan_run(client: "Client", tmp: str, jobs: list[str], transcript: "Transcri
     return run
 
 
-def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes | str | os.PathLike | None = None,
+def verify(client: "Client", project: str | os.PathLike = ".", *,
+           patch: bytes | str | os.PathLike | Sequence[bytes | str | os.PathLike] | None = None,
            base: str | None = None, scripts: Sequence[str] = VERIFY_SCRIPTS, install: bool | None = None,
            transcript: "Transcript | None" = None, wall_ms: int = 0, on_progress: "Progress | None" = None) -> dict:
     """Verify ``project`` (a directory of a git repository: its top, or a
     project below it, whose paths the patch's are relative to) at ``base``
-    (default HEAD) with ``patch`` applied (a path to a diff, or its bytes), as
-    ``sbxrun verify`` does: the patch is checked here first (PatchError
-    when it is unsafe or does not apply, and nothing is sent); the tree is
+    (default HEAD) with ``patch`` applied (a path to a diff, or its bytes; or
+    a list of them, applied in turn, each on what the ones before it
+    leave), as ``sbxrun verify`` does: the patches are checked here first
+    (PatchError when one is unsafe or does not apply, and nothing is sent); the tree is
     uploaded into a new sandbox; ``deps.install`` runs when package.json
     declares dependencies (or ``install=True``), then ``verify.<name>``
     for each of ``scripts`` package.json defines. Returns the run's result
@@ -320,7 +353,8 @@ def verify(client: "Client", project: str | os.PathLike = ".", *, patch: bytes |
 
 
 async def verify_async(client: "Client", project: str | os.PathLike = ".", *,
-                       patch: bytes | str | os.PathLike | None = None, base: str | None = None,
+                       patch: bytes | str | os.PathLike | Sequence[bytes | str | os.PathLike] | None = None,
+                       base: str | None = None,
                        scripts: Sequence[str] = VERIFY_SCRIPTS, install: bool | None = None,
                        transcript: "Transcript | None" = None, wall_ms: int = 0,
                        on_progress: "Progress | None" = None) -> dict:

@@ -91,6 +91,45 @@ def test_a_patch_that_applies_says_what_it_does(repo, tmp_path):
     assert git(repo, "status", "--porcelain") == b""
 
 
+def test_a_series_of_patches(repo, tmp_path):
+    # git's result of the two patches in turn, and the second's diff
+    git(tmp_path, "clone", "-q", str(repo), str(tmp_path / "clone"))
+    clone = tmp_path / "clone"
+    git(clone, "apply", "--index", input=GOOD)
+    git(clone, "commit", "-q", "-m", "first")
+    (clone / "new.txt").write_text((clone / "new.txt").read_text() + "more\n")
+    (clone / "src" / "a.txt").write_text("ONE\n" + (clone / "src" / "a.txt").read_text().split("\n", 1)[1])
+    second = git(clone, "diff")
+    assert second
+
+    first = sbxrun.Patch(GOOD, repo=repo)
+    assert first.check() == "applies"
+    with sbxrun.Patch(second, repo=repo) as alone:  # on the base, it does not apply
+        assert alone.check() == "does-not-apply"
+    p = sbxrun.Patch(second, after=first)
+    first.close()  # p keeps what it needs
+    assert p.check() == "applies", p.message
+    assert [f.path for f in p.files] == ["new.txt", "src/a.txt"]
+    p.save_tree_dir(tmp_path / "tree")
+    assert tree_of(tmp_path / "tree") == tree_of(clone)
+
+    # a third on the second's tree: file operations
+    with sbxrun.Patch(after=p) as third:
+        third.add_file("deleted", "new.txt")
+        assert third.check() == "applies"
+    p.close()
+
+    with pytest.raises(ValueError, match="after is the base"):
+        sbxrun.Patch(second, repo=repo, after=p)
+    with sbxrun.Patch(GOOD) as unchecked:
+        with pytest.raises(sbxrun.MisuseError, match="prev must be checked against a base"):
+            sbxrun.Patch(second, after=unchecked)
+    with sbxrun.Patch(second, repo=repo) as stale:
+        stale.check()
+        with pytest.raises(sbxrun.MisuseError, match="does-not-apply"):
+            sbxrun.Patch(second, after=stale)
+
+
 @pytest.mark.parametrize("path,rule", [("../escape", "dotdot"), (".git/hooks/pre-commit", "git-dir"),
                                        ("/etc/passwd", "absolute")])
 def test_unsafe_patches_are_a_verdict_that_names_the_path(repo, path, rule):
@@ -251,6 +290,28 @@ def test_verify_refuses_before_anything_is_sent(client, demo_repo):
     assert verify_dirs() == before
     # nothing reached the server: no sandbox was made
     assert len(client.list_sandboxes(limit=100)["sandboxes"]) == sandboxes
+
+
+def test_verify_a_series_of_patches(client, demo_repo, tmp_path):
+    # the second is made on top of the first, as git leaves it
+    stack = tmp_path / "stack"
+    git(tmp_path, "clone", "-q", str(demo_repo), str(stack))
+    feature = (DEMO / "patches" / "add-feature.patch").read_bytes()
+    git(stack, "apply", "--index", input=feature)
+    git(stack, "commit", "-q", "-m", "feature")
+    text = stack / "src" / "text.js"
+    text.write_text(text.read_text().replace("module.exports = {", "// stacked\nmodule.exports = {", 1))
+    on_top = git(stack, "diff")
+    assert on_top
+    result = sbxrun.verify(client, demo_repo, patch=[DEMO / "patches" / "add-feature.patch", on_top],
+                           scripts=["test"])
+    assert result["status"] == "passed", result
+    with pytest.raises(sbxrun.PatchError, match="^patch does-not-apply"):
+        sbxrun.verify(client, demo_repo, patch=[on_top])
+    with pytest.raises(sbxrun.PatchError, match="patch 2 of 2 does-not-apply"):
+        sbxrun.verify(client, demo_repo, patch=[feature, feature])
+    with pytest.raises(TypeError, match="a path to a diff or its bytes"):
+        sbxrun.verify(client, demo_repo, patch=[feature, 3])
 
 
 def test_verify_a_project_below_the_top_of_its_repository(client, tmp_path):
