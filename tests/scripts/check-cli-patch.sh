@@ -230,13 +230,44 @@ if [ $rc -eq 4 ] && json_check "$tmp/j" malformed "" 4; then echo "ok: --json ma
 else echo "FAIL: --json of a malformed patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
 stdin="$tmp/hunks.diff" expect 0 "\"patch_id\": \"$(git_id "$tmp/hunks.diff")\"" "" check --json --repo "$repo" -
 
+# A series: each patch on the tree the ones before it leave.
+git clone -q "$repo" "$tmp/series" && git -C "$tmp/series" apply --index "$tmp/good.diff" &&
+  git -C "$tmp/series" commit -qm good && printf 'six\n' >>"$tmp/series/src/b.c" &&
+  git -C "$tmp/series" diff >"$tmp/on-top.diff" && [ -s "$tmp/on-top.diff" ] ||
+  { echo "FAIL: could not make a patch on top of good.diff"; exit 1; }
+expect 0 "$tmp/on-top.diff:
+M  src/b.c (+1 -0)" "" check --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff"
+expect 0 "$tmp/good.diff:
+D  del.txt (+0 -1)" "" check --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff"
+expect 4 "" "does-not-apply" check --repo "$repo" "$tmp/on-top.diff"
+expect 4 "" "patch 2 of 2 ($tmp/good.diff): does-not-apply" check --repo "$repo" "$tmp/good.diff" "$tmp/good.diff"
+expect 3 "" "patch 3 of 3 ($tmp/hook.diff): unsafe: git-dir" check --repo "$repo" "$tmp/good.diff" \
+  "$tmp/on-top.diff" "$tmp/hook.diff"
+stdin="$tmp/on-top.diff" expect 0 "M  src/b.c" "" check --repo "$repo" "$tmp/good.diff" -
+"$sbxrun" patch check --json --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff" "$tmp/good.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 4 ] && python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+assert e["exitCode"] == 4 and isinstance(e["result"], list), e
+assert [d["verdict"] for d in e["result"]] == ["applies", "applies", "does-not-apply"], e["result"]
+assert e["result"][1]["files"][0]["path"] == "src/b.c"
+' <"$tmp/j"; then echo "ok: --json of a series: an array, up to the one that does not apply"
+else echo "FAIL: --json of a series (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+"$sbxrun" patch check --json --repo "$repo" "$tmp/good.diff" "$tmp/missing.diff" >"$tmp/j" 2>/dev/null; rc=$?
+if [ $rc -eq 2 ] && python3 -c '
+import json, sys
+e = json.load(sys.stdin)  # one envelope: the error, not the array as well
+assert e["exitCode"] == 2 and "error" in e and "result" not in e, e
+' <"$tmp/j"; then echo "ok: --json of a series with a missing file: one error envelope"
+else echo "FAIL: --json of a series with a missing file (exit $rc): $(cat "$tmp/j")"; fail=1; fi
+
 # Usage and input errors: 2, saying what is wrong.
 expect 2 "" "needs a patch FILE" check --repo "$repo"
 expect 2 "" "needs --repo" check "$tmp/good.diff"
 expect 2 "" "unknown option '--frobnicate'" check --frobnicate --repo "$repo" "$tmp/good.diff"
 expect 2 "" "unknown option '-x'" check -x --repo "$repo" "$tmp/good.diff"
 expect 2 "" "option '--base' needs a value" check --repo "$repo" "$tmp/good.diff" --base
-expect 2 "" "one patch FILE" check --repo "$repo" "$tmp/good.diff" "$tmp/stale.diff"
+expect 2 "" "standard input (-) can be read once, not 2 times" check --repo "$repo" - -
 expect 2 "" "$tmp/nope" check --repo "$tmp/nope" "$tmp/good.diff"
 expect 2 "" "no-such-rev" check --repo "$repo" --base no-such-rev "$tmp/good.diff"
 expect 2 "" "$tmp/missing.diff" check --repo "$repo" "$tmp/missing.diff"

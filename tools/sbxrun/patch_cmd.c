@@ -13,12 +13,14 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: sbxrun patch check --repo DIR [--base REV] [--json] FILE\n"
+    "usage: sbxrun patch check --repo DIR [--base REV] [--json] FILE...\n"
     "\n"
     "Check a unified diff (FILE, or - for standard input) before it is used:\n"
     "refuse it when it is unsafe (an absolute path, a \"..\" component, a path\n"
     "into .git, a symbolic link or a gitlink), else check that it applies to\n"
     "the tree of REV in the repository DIR as `git apply --check` would.\n"
+    "Several FILEs are a series: each is checked on the tree the ones before\n"
+    "it leave, as git apply applies them in turn, up to the first that fails.\n"
     "Nothing is written: not the work tree, not the index. See doc/patch.md.\n"
     "\n"
     "  --repo DIR   the local git repository (a work tree or a bare one)\n"
@@ -29,7 +31,9 @@ static const char usage_text[] =
     "\n"
     "Without --json: one line per file (A added, M modified, D deleted,\n"
     "R renamed, C copied), then the diffstat and the patch id (as\n"
-    "`git patch-id --stable` computes it).\n"
+    "`git patch-id --stable` computes it); with several FILEs, each patch's\n"
+    "lines after a \"FILE:\" line. With --json and several FILEs, the result\n"
+    "is an array of the objects of the patches checked.\n"
     "\n"
     "Exit status: 0 safe and applies; 4 does not apply, or malformed (not a\n"
     "patch that can be read); 3 refused: unsafe, or over a size limit; 2 usage\n"
@@ -166,79 +170,117 @@ static int verdict_exit(sbx_patch_verdict v, sbx_status st)
     }
 }
 
-/* The verdict's object as the result, exit code rc. */
-static int print_json_result(sbx_patch *p, int rc)
+/* Load file (or - for standard input) into p: SBXRUN_EXIT_OK with the
+ * load's status in *st, or the exit code of what stops the check. */
+static int load_patch(sbx_patch *p, const char *file, sbx_status *st)
 {
-    char *text = NULL;
-    if (sbx_patch_to_json(p, &text) != SBX_OK)
-        return out_of_memory();
-    cli_json_result("patch", rc, cli_json_parse(text));
-    sbx_free(text);
-    return rc;
-}
-
-static int check_patch(const char *repo, const char *base, const char *file, bool json)
-{
-    sbx_patch *p = sbx_patch_new();
-    sbx_patch_verdict v;
-    sbx_status st;
-    int rc;
-
-    if (!p)
-        return out_of_memory();
-    st = sbx_patch_set_base(p, repo, base);
-    if (st != SBX_OK) {
-        /* No repository there, or no such revision: the caller's input. */
-        rc = st == SBX_E_NOMEM ? out_of_memory() : cli_usage_error("patch", "%s", sbx_patch_last_error(p));
-        sbx_patch_free(p);
-        return rc;
-    }
     if (strcmp(file, "-") == 0) {
         uint8_t *data = NULL;
         size_t len = 0;
-        if ((rc = read_stdin(&data, &len)) != SBXRUN_EXIT_OK) {
-            sbx_patch_free(p);
+        int rc = read_stdin(&data, &len);
+        if (rc != SBXRUN_EXIT_OK)
             return rc;
-        }
-        st = sbx_patch_load_data(p, data, len);
+        *st = sbx_patch_load_data(p, data, len);
         free(data);
     } else {
-        st = sbx_patch_load_file(p, file);
+        *st = sbx_patch_load_file(p, file);
     }
-    if (st == SBX_E_IO) {
-        rc = cli_usage_error("patch", "%s", sbx_patch_last_error(p));
-        sbx_patch_free(p);
-        return rc;
+    return *st == SBX_E_IO ? cli_usage_error("patch", "%s", sbx_patch_last_error(p)) : SBXRUN_EXIT_OK;
+}
+
+/* The patches in turn, each on the tree the ones before it leave (the
+ * first on rev); the run stops at the first that is not safe or does not
+ * apply. One patch's JSON result is its object; several give an array of
+ * the objects of those checked. */
+static int check_patches(const char *repo, const char *base, char **files, size_t n, bool json)
+{
+    sbx_patch *prev = NULL;
+    json_t *all = NULL;
+    bool failed = false; /* stopped by an error already reported (not a verdict) */
+    int rc = SBXRUN_EXIT_OK;
+
+    if (json && n > 1 && !(all = json_array()))
+        return out_of_memory();
+    for (size_t i = 0; i < n && rc == SBXRUN_EXIT_OK; i++) {
+        sbx_patch *p = sbx_patch_new();
+        sbx_patch_verdict v;
+        sbx_status st;
+        if (!p) {
+            rc = out_of_memory();
+            failed = true;
+            break;
+        }
+        st = prev ? sbx_patch_set_base_patch(p, prev) : sbx_patch_set_base(p, repo, base);
+        if (st != SBX_OK) {
+            /* No repository there, or no such revision: the caller's input. */
+            rc = st == SBX_E_NOMEM ? out_of_memory()
+                 : prev            ? cli_fail("patch", SBXRUN_EXIT_FAIL, st, "%s", sbx_patch_last_error(p))
+                                   : cli_usage_error("patch", "%s", sbx_patch_last_error(p));
+            sbx_patch_free(p);
+            failed = true;
+            break;
+        }
+        if ((rc = load_patch(p, files[i], &st)) != SBXRUN_EXIT_OK) {
+            sbx_patch_free(p);
+            failed = true;
+            break;
+        }
+        if (st == SBX_OK)
+            st = sbx_patch_check(p);
+        v = sbx_patch_result(p);
+        rc = verdict_exit(v, st);
+        if (rc == SBXRUN_EXIT_FAIL && st != SBX_OK) {
+            /* Out of memory, or a fault of the library: no verdict to show. */
+            cli_fail("patch", rc, st, "%s", *sbx_patch_last_error(p) ? sbx_patch_last_error(p) : sbx_strerror(st));
+            sbx_patch_free(p);
+            failed = true;
+            break;
+        }
+        if (json) {
+            char *text = NULL;
+            json_t *obj = NULL;
+            if (sbx_patch_to_json(p, &text) != SBX_OK || !(obj = cli_json_parse(text))) {
+                sbx_free(text);
+                sbx_patch_free(p);
+                rc = out_of_memory();
+                failed = true;
+                break;
+            }
+            sbx_free(text);
+            if (all)
+                json_array_append_new(all, obj);
+            else
+                cli_json_result("patch", rc, obj);
+        } else if (*sbx_patch_id(p)) {
+            size_t adds, dels;
+            if (n > 1) {
+                put_path(files[i]);
+                printf(":\n");
+            }
+            print_files(p, &adds, &dels);
+            print_summary(p, adds, dels);
+        }
+        if (st != SBX_OK) {
+            if (n > 1)
+                fprintf(stderr, "patch %zu of %zu (%s): ", i + 1, n, files[i]);
+            if (v == SBX_PATCH_UNSAFE)
+                fprintf(stderr, "%s: %s: %s\n", sbx_patch_verdict_name(v),
+                        sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+            else
+                fprintf(stderr, "%s: %s\n", sbx_patch_verdict_name(v), sbx_patch_last_error(p));
+        }
+        sbx_patch_free(prev); /* the next one applies to what this one leaves */
+        prev = p;
     }
-    if (st == SBX_OK)
-        st = sbx_patch_check(p);
-    v = sbx_patch_result(p);
-    rc = verdict_exit(v, st);
-    if (rc == SBXRUN_EXIT_FAIL && st != SBX_OK) {
-        /* Out of memory, or a fault of the library: no verdict to show. */
-        cli_fail("patch", rc, st, "%s", *sbx_patch_last_error(p) ? sbx_patch_last_error(p) : sbx_strerror(st));
-        sbx_patch_free(p);
-        return rc;
-    }
-    if (json) {
-        rc = print_json_result(p, rc);
-    } else if (*sbx_patch_id(p)) {
-        size_t adds, dels;
-        print_files(p, &adds, &dels);
-        print_summary(p, adds, dels);
-    }
-    if (st != SBX_OK) {
-        if (v == SBX_PATCH_UNSAFE)
-            fprintf(stderr, "%s: %s: %s\n", sbx_patch_verdict_name(v), sbx_patch_rule_name(sbx_patch_broken_rule(p)),
-                    sbx_patch_last_error(p));
-        else
-            fprintf(stderr, "%s: %s\n", sbx_patch_verdict_name(v), sbx_patch_last_error(p));
-    }
+    sbx_patch_free(prev);
+    if (all && !failed)
+        cli_json_result("patch", rc, all);
+    else
+        json_decref(all);
     if (fflush(stdout) != 0 && rc == SBXRUN_EXIT_OK) {
         fprintf(stderr, "sbxrun patch: cannot write the result\n");
         rc = SBXRUN_EXIT_FAIL;
     }
-    sbx_patch_free(p);
     return rc;
 }
 
@@ -272,9 +314,14 @@ static int check(int argc, char **argv)
         return cli_usage_error("patch", "--base wants a revision, not an empty string");
     if (argc - optind < 1)
         return cli_usage_error("patch", "check needs a patch FILE (or - for standard input)");
-    if (argc - optind > 1)
-        return cli_usage_error("patch", "check takes one patch FILE, not %d", argc - optind);
-    return check_patch(repo, base, argv[optind], json);
+    {
+        int stdins = 0;
+        for (int i = optind; i < argc; i++)
+            stdins += strcmp(argv[i], "-") == 0;
+        if (stdins > 1)
+            return cli_usage_error("patch", "standard input (-) can be read once, not %d times", stdins);
+    }
+    return check_patches(repo, base, argv + optind, (size_t)(argc - optind), json);
 }
 
 int cmd_patch(int argc, char **argv)
