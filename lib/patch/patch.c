@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #define ZLIB_CONST /* next_in is const: the data is libgit2's */
@@ -251,6 +252,7 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
 static sbx_status tree_index(sbx_patch *p, git_repository *repo, git_tree *base, const struct sbx__ov *ov,
                              git_index **out);
 static sbx_status git_fail(sbx_patch *p, const char *what);
+static sbx_status base_names_ok(sbx_patch *p, git_tree *base);
 
 /* The tree prev leaves, made in a repository of our own from the pool:
  * the series' first base (on disk, so any repository of the pool has it)
@@ -777,6 +779,8 @@ static sbx_status build_from_ops(sbx_patch *p)
     git_diff_options dopts;
     sbx_status st;
 
+    if ((st = base_names_ok(p, p->base)) != SBX_OK)
+        return st;
     if (git_diff_options_init(&dopts, GIT_DIFF_OPTIONS_VERSION) < 0 || git_index_new(&idx) < 0 ||
         git_index_read_tree(idx, p->base) < 0)
         goto git_fail;
@@ -1324,12 +1328,58 @@ oom:
 
 /* The base tree with the overlay on it, as an index (blobs written to the
  * in-memory object database). */
+/* A name git never checks out (verify_path with core.protectNTFS, its
+ * default): ".", "..", ".git" in any case, with trailing dots or spaces,
+ * or as the short name "git~1". Only a repository made by hand holds one. */
+static bool refused_name(const char *n)
+{
+    size_t len = strlen(n);
+    while (len > 4 && (n[len - 1] == '.' || n[len - 1] == ' '))
+        len--;
+    return !*n || strchr(n, '/') || strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+           (len == 4 && strncasecmp(n, ".git", 4) == 0) || strcasecmp(n, "git~1") == 0;
+}
+
+struct name_walk {
+    sbx__buf bad; /* root + name of the first refused entry */
+};
+
+static int name_cb(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct name_walk *w = payload;
+    const char *name = git_tree_entry_name(e);
+    if (!refused_name(name))
+        return 0;
+    sbx__patch_show(&w->bad, root, strlen(root), 256);
+    sbx__patch_show(&w->bad, name, strlen(name), 256);
+    return -1;
+}
+
+/* Every name in base one git would check out. (libgit2 1.5 refuses the
+ * others too when it reads the tree into an index, but leaks on the way.) */
+static sbx_status base_names_ok(sbx_patch *p, git_tree *base)
+{
+    struct name_walk w = {SBX__BUF_INIT};
+    int rc = git_tree_walk(base, GIT_TREEWALK_PRE, name_cb, &w);
+    sbx_status st = SBX_OK;
+    if (w.bad.len)
+        st = sbx__err_set(&p->err, SBX_E_INTERNAL, "the base holds an entry git does not check out: '%s'",
+                          w.bad.data);
+    else if (rc < 0)
+        st = git_fail(p, "reading the base");
+    sbx__buf_free(&w.bad);
+    return st;
+}
+
 /* The index of base with the overlay's changes, its new blobs written to
  * repo's in-memory object database. */
 static sbx_status tree_index(sbx_patch *p, git_repository *repo, git_tree *base, const struct sbx__ov *ov,
                              git_index **out)
 {
     git_index *idx = NULL;
+    sbx_status st = base_names_ok(p, base);
+    if (st != SBX_OK)
+        return st;
     if (git_index_new(&idx) < 0 || git_index_read_tree(idx, base) < 0)
         goto fail;
     for (size_t i = 0; i < sbx__ov_count(ov); i++) {

@@ -1913,6 +1913,7 @@ static void sh_line(char *out, size_t cap, const char *cmd)
     char *o = t_sh_out(&len, &status, "%s", cmd);
     ck_assert_msg(status == 0 && len > 0 && len < cap, "%s: exit %d", cmd, status);
     memcpy(out, o, len);
+    out[len] = '\0';
     out[strcspn(out, "\n")] = '\0';
     free(o);
 }
@@ -2017,7 +2018,7 @@ END_TEST
  * written, to a directory or a tarball, and nothing lands beside it. */
 START_TEST(test_patch_hostile_base_tree)
 {
-    static const char *const names[] = {".git", ".GIT", ".."};
+    static const char *const names[] = {".git", ".GIT", "..", ".git. ", "GIT~1"};
     char repo[64], src[48], head[48], root[48], commit[48], cmd[512], path[128], out[128], tgz[140];
     make_base_repo(repo);
     snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:src", repo);
@@ -2059,8 +2060,23 @@ START_TEST(test_patch_hostile_base_tree)
         ck_assert_int_eq(load(p, readme_diff), SBX_OK);
         ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s: %s", names[k], sbx_patch_last_error(p));
         ck_assert_int_ne(sbx_patch_save_tree_dir(p, out), SBX_OK);
-        ck_assert_msg(strstr(sbx_patch_last_error(p), "invalid path"), "%s: %s", names[k], sbx_patch_last_error(p));
+        ck_assert_msg(strstr(sbx_patch_last_error(p), "the base holds an entry git does not check out") &&
+                          strstr(sbx_patch_last_error(p), names[k]),
+                      "%s: %s", names[k], sbx_patch_last_error(p));
         ck_assert_int_ne(sbx_patch_save_tree_file(p, tgz), SBX_OK);
+        {
+            /* nor is a series on it, nor file operations */
+            sbx_patch *q = sbx_patch_new();
+            ck_assert_int_eq(sbx_patch_set_base_patch(q, p), SBX_E_INTERNAL);
+            ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(q), "does not check out"));
+            sbx_patch_free(q);
+            q = sbx_patch_new();
+            ck_assert_int_eq(sbx_patch_set_base(q, repo, "hostile"), SBX_OK);
+            ck_assert_int_eq(add(q, SBX_PATCH_MODIFIED, "README", "hello\nthere\n", 0644), SBX_OK);
+            ck_assert_int_eq(sbx_patch_check(q), SBX_E_INTERNAL);
+            ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(q), "does not check out"));
+            sbx_patch_free(q);
+        }
         sbx_patch_free(p);
         /* nothing written: not the tree, its temporary, the tarball, nor
          * the base's src/ beside them */
