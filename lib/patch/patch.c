@@ -1326,8 +1326,6 @@ oom:
 
 /* ---- the patched tree as a gzip tar ---------------------------------------------------------------- */
 
-/* The base tree with the overlay on it, as an index (blobs written to the
- * in-memory object database). */
 /* A name git never checks out (verify_path with core.protectNTFS, its
  * default): ".", "..", ".git" in any case, with trailing dots or spaces,
  * or as the short name "git~1". Only a repository made by hand holds one. */
@@ -1341,6 +1339,7 @@ static bool refused_name(const char *n)
 }
 
 struct name_walk {
+    bool found, nomem;
     sbx__buf bad; /* root + name of the first refused entry */
 };
 
@@ -1350,8 +1349,9 @@ static int name_cb(const char *root, const git_tree_entry *e, void *payload)
     const char *name = git_tree_entry_name(e);
     if (!refused_name(name))
         return 0;
-    sbx__patch_show(&w->bad, root, strlen(root), 256);
-    sbx__patch_show(&w->bad, name, strlen(name), 256);
+    w->found = true;
+    w->nomem = sbx__patch_show(&w->bad, root, strlen(root), 256) != SBX_OK ||
+               sbx__patch_show(&w->bad, name, strlen(name), 256) != SBX_OK;
     return -1;
 }
 
@@ -1359,12 +1359,14 @@ static int name_cb(const char *root, const git_tree_entry *e, void *payload)
  * others too when it reads the tree into an index, but leaks on the way.) */
 static sbx_status base_names_ok(sbx_patch *p, git_tree *base)
 {
-    struct name_walk w = {SBX__BUF_INIT};
+    struct name_walk w = {false, false, SBX__BUF_INIT};
     int rc = git_tree_walk(base, GIT_TREEWALK_PRE, name_cb, &w);
     sbx_status st = SBX_OK;
-    if (w.bad.len)
+    if (w.nomem)
+        st = sbx__err_nomem(&p->err);
+    else if (w.found)
         st = sbx__err_set(&p->err, SBX_E_INTERNAL, "the base holds an entry git does not check out: '%s'",
-                          w.bad.data);
+                          w.bad.data ? w.bad.data : "");
     else if (rc < 0)
         st = git_fail(p, "reading the base");
     sbx__buf_free(&w.bad);
@@ -1403,6 +1405,7 @@ fail:
     return git_fail(p, "making the patched tree");
 }
 
+/* The base tree with the overlay on it, as an index. */
 static sbx_status result_index(sbx_patch *p, git_index **out)
 {
     return tree_index(p, p->repo, p->base, p->ov, out);
