@@ -1094,7 +1094,10 @@ static void read_ahead(sbx_patch *p)
     for (size_t i = 0; i < n; i++) {
         const git_diff_delta *d = git_diff_get_delta(p->diff, i);
         git_tree_entry *te = NULL;
+        /* What an earlier patch of a series wrote is in this handle's
+         * memory only: not in the other threads' repositories. */
         if (d->status == GIT_DELTA_ADDED || (d->flags & GIT_DIFF_FLAG_BINARY) ||
+            (p->prior && sbx__ov_get(p->prior, d->old_file.path)) ||
             git_tree_entry_bypath(&te, p->base, d->old_file.path) < 0)
             continue;
         if (git_tree_entry_type(te) == GIT_OBJECT_BLOB)

@@ -2373,6 +2373,60 @@ START_TEST(test_patch_series)
 }
 END_TEST
 
+/* A series on threads: the base files of the second patch that the first
+ * changed are in the handle's memory only, not in the repositories the
+ * extra threads read through, so the caller's thread reads those and the
+ * threads the others; the result is git's with any number of threads. */
+START_TEST(test_patch_series_on_threads)
+{
+    static const unsigned counts[] = {1, 2, 0};
+    char repo[64], wt[96], tree[96], diff_path[96];
+    size_t len, len1;
+    int status;
+    char *wide = make_wide_repo(repo, &len), *first_text, *json1 = NULL;
+    snprintf(wt, sizeof wt, "%s.wt", repo);
+    snprintf(tree, sizeof tree, "%s.tree", repo);
+    snprintf(diff_path, sizeof diff_path, "%s.diff", repo);
+    t_write_file("/tmp", diff_path + strlen("/tmp/"), wide, len, 0);
+    /* first: line 20 of d0's files; then the wide patch (line 15 of all) */
+    first_text = t_sh_out(&len1, &status,
+                          "git clone -q '%s' '%s' && cd '%s' && sed -i '20s/$/ early/' d0/f*.txt && git diff && "
+                          "git commit -q -am first && git apply --index '%s' && git commit -q -m wide",
+                          repo, wt, wt, diff_path);
+    ck_assert_int_eq(status, 0);
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
+        sbx_patch *first = sbx_patch_new(), *p = sbx_patch_new();
+        char *json = NULL;
+        ck_assert_int_eq(sbx_patch_set_threads(p, counts[k]), SBX_OK);
+        ck_assert_int_eq(sbx_patch_set_base(first, repo, NULL), SBX_OK);
+        ck_assert_int_eq(sbx_patch_load_data(first, (const uint8_t *)first_text, len1), SBX_OK);
+        ck_assert_msg(sbx_patch_check(first) == SBX_OK, "%s", sbx_patch_last_error(first));
+        ck_assert_uint_eq(sbx_patch_file_count(first), 100);
+        ck_assert_int_eq(sbx_patch_set_base_patch(p, first), SBX_OK);
+        sbx_patch_free(first);
+        ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)wide, len), SBX_OK);
+        ck_assert_msg(sbx_patch_check(p) == SBX_OK, "threads %u: %s", counts[k], sbx_patch_last_error(p));
+        ck_assert_int_eq(t_sh("rm -rf '%s'", tree), 0);
+        ck_assert_int_eq(sbx_patch_save_tree_dir(p, tree), SBX_OK);
+        ck_assert_msg(t_sh("diff -r --exclude=.git '%s' '%s' >&2", wt, tree) == 0, "threads %u: not git's tree",
+                      counts[k]);
+        ck_assert_int_eq(sbx_patch_to_json(p, &json), SBX_OK);
+        if (!json1)
+            json1 = json;
+        else {
+            ck_assert_str_eq(json, json1);
+            sbx_free(json);
+        }
+        sbx_patch_free(p);
+    }
+    sbx_free(json1);
+    free(wide);
+    free(first_text);
+    t_sh("rm -rf '%s' '%s' '%s'", wt, tree, diff_path);
+    remove_tree(repo);
+}
+END_TEST
+
 static sbx_status oom_series(void *ctx)
 {
     const char *repo = ctx;
@@ -2516,6 +2570,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_patch_broken_base_repository);
     tcase_add_test(tc, test_patch_hostile_base_tree);
     tcase_add_test(tc, test_patch_series);
+    tcase_add_test(tc, test_patch_series_on_threads);
     tcase_add_test(tc, test_patch_set_threads_arguments);
     tcase_add_test(tc, test_patch_out_of_memory);
     tcase_add_test(tc, test_patch_kept_repository_is_never_stale);
