@@ -39,9 +39,8 @@ int main(int argc, char **argv)
     }
     /* The jobs run in the library's order (lint before test) in a sandbox
      * the run creates and stops; the project is uploaded first. */
-    lint = sbx_run_add_job(run, "verify.lint");
-    test = sbx_run_add_job(run, "verify.test");
-    if (!lint || !test || sbx_job_set_input(lint, "script", "lint") != SBX_OK ||
+    if (sbx_run_add_job(run, "verify.lint", &lint) != SBX_OK || sbx_run_add_job(run, "verify.test", &test) != SBX_OK ||
+        sbx_job_set_input(lint, "script", "lint") != SBX_OK ||
         sbx_job_set_input(test, "script", "test") != SBX_OK ||
         sbx_run_add_upload(run, argv[1], "/vercel/sandbox") != SBX_OK ||
         sbx_run_set_budget(run, 600000, 0, 0) != SBX_OK || sbx_transcript_set_file(t, argv[2]) != SBX_OK ||

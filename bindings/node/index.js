@@ -137,7 +137,7 @@ for (const proto of [
   'sbx_run *sbx_run_new(sbx_client *c)',
   'void sbx_run_free(sbx_run *r)',
   'const char *sbx_run_last_error(sbx_run *r)',
-  'sbx_job *sbx_run_add_job(sbx_run *r, const char *type)',
+  'int sbx_run_add_job(sbx_run *r, const char *type, _Out_ sbx_job **out)',
   'int sbx_run_set_sandbox(sbx_run *r, sbx_sandbox *s)',
   'int sbx_run_add_upload(sbx_run *r, const char *local, const char *path)',
   'int sbx_run_set_budget(sbx_run *r, int64_t wall_ms, uint64_t bytes, size_t jobs)',
@@ -941,11 +941,9 @@ class Run extends Handle {
   }
 
   addJob(type, setup = {}) {
-    const h = C.sbx_run_add_job(this.handle, type);
-    if (!h) {
-      const msg = C.sbx_run_last_error(this.handle);
-      throw errorFor(/memory/.test(msg) ? 3 : /started/.test(msg) ? 2 : 1, msg);
-    }
+    const out = [null];
+    this.check(C.sbx_run_add_job(this.handle, type, out));
+    const h = out[0];
     const job = Job._ofRun(this, h);
     job._setup(setup);
     this._types.set(koffi.address(h), type);

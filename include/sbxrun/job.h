@@ -324,15 +324,17 @@ SBX_API void sbx_run_free(sbx_run *run);
 SBX_API const char *sbx_run_last_error(const sbx_run *run);
 
 /**
- * A new job of the run, of this type, added in its place in the run order.
- * The job belongs to the run (freed with it); set it up with the sbx_job
- * setters before sbx_run_execute().
+ * A new job of the run, of this type, added in its place in the run order,
+ * into *out (out may be NULL when the job needs no set-up). The job belongs
+ * to the run (freed with it); set it up with the sbx_job setters before
+ * sbx_run_execute().
  *
- * @return the job, or NULL (run NULL, an unknown type, out of memory,
- *         the run has started: sbx_run_last_error() says which).
+ * @return SBX_OK, SBX_E_INVALID_ARG (run NULL, an unknown type),
+ *         SBX_E_MISUSE (the run has started), SBX_E_NOMEM; *out is NULL on
+ *         a failure.
  * @since 1.0
  */
-SBX_API sbx_job *sbx_run_add_job(sbx_run *run, const char *type);
+SBX_API sbx_status sbx_run_add_job(sbx_run *run, const char *type, sbx_job **out);
 
 /**
  * Run the jobs in s (created or fetched) instead of a sandbox the run

@@ -122,31 +122,27 @@ void sbx_run_free(sbx_run *run)
             return sbx__err_set(&(run)->err, SBX_E_MISUSE, "the run has started: settings apply before");     \
     } while (0)
 
-sbx_job *sbx_run_add_job(sbx_run *run, const char *type)
+sbx_status sbx_run_add_job(sbx_run *run, const char *type, sbx_job **out)
 {
     sbx_job *job;
     struct rjob *n;
     size_t at;
-    if (!run)
-        return NULL;
-    sbx__err_clear(&run->err);
-    if (run->started) {
-        sbx__err_set(&run->err, SBX_E_MISUSE, "the run has started: jobs are added before");
-        return NULL;
-    }
-    if (!(job = sbx_job_new(run->client))) {
-        sbx__err_nomem(&run->err);
-        return NULL;
-    }
-    if (sbx_job_set_type(job, type ? type : "") != SBX_OK) {
+    sbx_status st;
+    if (out)
+        *out = NULL;
+    SBX__ENTER(run, sbx__core_in_callback(run->core));
+    if (run->started)
+        return sbx__err_set(&run->err, SBX_E_MISUSE, "the run has started: jobs are added before");
+    if (!(job = sbx_job_new(run->client)))
+        return sbx__err_nomem(&run->err);
+    if ((st = sbx_job_set_type(job, type ? type : "")) != SBX_OK) {
         sbx__err_copy(&run->err, &job->err);
         sbx_job_free(job);
-        return NULL;
+        return st;
     }
     if (!(n = sbx__realloc(run->jobs, (run->njobs + 1) * sizeof *n))) {
         sbx_job_free(job);
-        sbx__err_nomem(&run->err);
-        return NULL;
+        return sbx__err_nomem(&run->err);
     }
     run->jobs = n;
     /* After every job of the same or an earlier rank. */
@@ -156,7 +152,9 @@ sbx_job *sbx_run_add_job(sbx_run *run, const char *type)
     memset(&run->jobs[at], 0, sizeof *n);
     run->jobs[at].job = job;
     run->njobs++;
-    return job;
+    if (out)
+        *out = job;
+    return SBX_OK;
 }
 
 sbx_status sbx_run_set_sandbox(sbx_run *run, sbx_sandbox *s)

@@ -460,17 +460,23 @@ START_TEST(test_client_job_run_order_and_sandbox)
     f = fopen(path, "w");
     fputs("one\n", f);
     fclose(f);
-    ck_assert_ptr_nonnull(check = sbx_run_add_job(run, "verify.test"));
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &check), SBX_OK);
     ok_j(sbx_job_set_argv(check, 2, cat), check);
-    ck_assert_ptr_nonnull(lint = sbx_run_add_job(run, "verify.lint"));
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.lint", &lint), SBX_OK);
     ok_j(sbx_job_set_argv(lint, 3, fail), lint);
     ok_j(sbx_job_set_policy(lint, e.sh), lint);
-    ck_assert_ptr_nonnull(apply = sbx_run_add_job(run, "repo.applyPatch"));
+    ck_assert_int_eq(sbx_run_add_job(run, "repo.applyPatch", &apply), SBX_OK);
     ok_j(sbx_job_set_input(apply, "patch", patch), apply);
-    ck_assert_ptr_nonnull(build = sbx_run_add_job(run, "verify.build"));
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.build", &build), SBX_OK);
     ok_j(sbx_job_set_argv(build, 2, cat), build);
-    ck_assert_ptr_null(sbx_run_add_job(run, "verify.nothing"));
-    ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "unknown job type"));
+    {
+        sbx_job *none = apply;
+        ck_assert_int_eq(sbx_run_add_job(run, "verify.nothing", &none), SBX_E_INVALID_ARG);
+        ck_assert_ptr_null(none);
+        ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "unknown job type"));
+        ck_assert_int_eq(sbx_run_add_job(NULL, "verify.test", &none), SBX_E_INVALID_ARG);
+        ck_assert_ptr_null(none);
+    }
     /* run order: apply, lint, test, build */
     ck_assert_ptr_eq(sbx_run_job(run, 0), apply);
     ck_assert_ptr_eq(sbx_run_job(run, 1), lint);
@@ -482,6 +488,13 @@ START_TEST(test_client_job_run_order_and_sandbox)
     ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_FAILED);
     ck_assert_str_eq(ev.log, "create:0 upload:0 start:0 end:0 start:1 end:1 skip:2 skip:3 stop:0");
+    {
+        sbx_job *late = lint;
+        ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &late), SBX_E_MISUSE);
+        ck_assert_ptr_null(late);
+        ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "jobs are added before"));
+        ck_assert_uint_eq(sbx_run_job_count(run), 4);
+    }
     ck_assert_int_eq(sbx_job_verdict(apply), SBX_VERDICT_PASSED);
     ck_assert_int_eq(sbx_job_verdict(lint), SBX_VERDICT_FAILED);
     ck_assert_int_eq(sbx_run_result_to_json(run, &out), SBX_OK);
@@ -514,10 +527,10 @@ START_TEST(test_client_job_run_order_and_sandbox)
     run = sbx_run_new(e.c);
     ok_c(sbx_run_set_sandbox(run, e.s), e.c);
     ok_c(sbx_run_set_option(run, "keep_going", "on"), e.c);
-    lint = sbx_run_add_job(run, "verify.lint");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.lint", &lint), SBX_OK);
     ok_j(sbx_job_set_argv(lint, 3, fail), lint);
     ok_j(sbx_job_set_policy(lint, e.sh), lint);
-    check = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &check), SBX_OK);
     ok_j(sbx_job_set_argv(check, 1, (const char *[]){"ls"}), check);
     ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_FAILED);
@@ -541,8 +554,10 @@ START_TEST(test_client_job_run_budgets)
     int64_t t0;
 
     ok_c(sbx_run_set_sandbox(run, e.s), e.c);
-    for (int i = 0; i < 3; i++)
-        ok_j(sbx_job_set_argv(sbx_run_add_job(run, "verify.test"), 1, ls), sbx_run_job(run, (size_t)i));
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
+        ok_j(sbx_job_set_argv(j, 1, ls), j);
+    }
     ok_c(sbx_run_set_budget(run, 0, 0, 2), e.c);
     ck_assert_int_eq(sbx_run_execute(run), SBX_E_BUDGET_EXCEEDED);
     ck_assert_ptr_nonnull(strstr(sbx_run_last_error(run), "budget"));
@@ -550,7 +565,7 @@ START_TEST(test_client_job_run_budgets)
 
     run = sbx_run_new(e.c);
     ok_c(sbx_run_set_sandbox(run, e.s), e.c);
-    j = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "while :; do echo 0123456789abcdef; done"}), j);
     ok_j(sbx_job_set_policy(j, e.sh), j);
     ok_c(sbx_run_set_budget(run, 60000, 100000, 0), e.c);
@@ -573,7 +588,7 @@ START_TEST(test_client_job_run_budgets)
     /* wall budget: the job's timeout is cut to it */
     run = sbx_run_new(e.c);
     ok_c(sbx_run_set_sandbox(run, e.s), e.c);
-    j = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "sleep 30"}), j);
     ok_j(sbx_job_set_policy(j, e.sh), j);
     ok_j(sbx_job_set_option(j, "kill_grace_ms", "200"), j);
@@ -642,9 +657,9 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
     f = faultd_start(e.d);
     c = proxied(e.d, f);
     run = sbx_run_new(c);
-    j = sbx_run_add_job(run, "verify.lint");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.lint", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
-    j = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 3, (const char *[]){"sh", "-c", "echo no"}), j);
     ok_c(sbx_run_execute(run), c);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_DENIED);
@@ -675,7 +690,7 @@ START_TEST(test_client_job_retries)
     faultd_rule_first(f, "POST", IT_CREATE_RE, 2, FAULT_429, 0);
     faultd_rule_first(f, "POST", "/cmd$", 1, FAULT_429, 0);
     run = sbx_run_new(c);
-    j = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
     ok_c(sbx_run_execute(run), c);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_PASSED);
@@ -705,7 +720,7 @@ START_TEST(test_client_job_retries)
     /* No sandbox: unavailable, retryable, nothing run. */
     faultd_rule(f, "POST", IT_CREATE_RE, 0, FAULT_STATUS, 503);
     run = sbx_run_new(c);
-    j = sbx_run_add_job(run, "verify.test");
+    ck_assert_int_eq(sbx_run_add_job(run, "verify.test", &j), SBX_OK);
     ok_j(sbx_job_set_argv(j, 1, (const char *[]){"ls"}), j);
     ck_assert_int_ne(sbx_run_execute(run), SBX_OK);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_UNAVAILABLE);

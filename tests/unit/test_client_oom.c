@@ -585,16 +585,10 @@ static sbx_status sc_run(void *ctx)
     }
     TRY(sbx_run_set_transcript(run, t));
     TRY(sbx_run_add_upload(run, canned.upload_dir, "/vercel/sandbox"));
-    if (!(job = sbx_run_add_job(run, "verify.test"))) {
-        st = SBX_E_NOMEM;
-        goto out;
-    }
+    TRY(sbx_run_add_job(run, "verify.test", &job));
     TRY(sbx_job_set_argv(job, 2, test));
     TRY(sbx_job_set_env(job, "CANNED_SECRET", secret));
-    if (!(job = sbx_run_add_job(run, "verify.lint"))) {
-        st = SBX_E_NOMEM;
-        goto out;
-    }
+    TRY(sbx_run_add_job(run, "verify.lint", &job));
     TRY(sbx_job_set_argv(job, 3, lint));
     st = sbx_run_execute(run);
     if ((rst = sbx_run_result_to_json(run, &json)) == SBX_OK)

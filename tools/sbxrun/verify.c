@@ -240,10 +240,10 @@ struct steps {
 static sbx_job *add_step(sbx_run *run, const char *type, const char *cmd, const char *script,
                          const struct workspace *w, const char *dir, char *err, size_t errlen)
 {
-    sbx_job *job = sbx_run_add_job(run, type);
+    sbx_job *job = NULL;
     char **argv = NULL;
     int n;
-    if (!job) {
+    if (sbx_run_add_job(run, type, &job) != SBX_OK) {
         snprintf(err, errlen, "%s", sbx_run_last_error(run));
         return NULL;
     }
@@ -276,7 +276,7 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
     sbx_job *job;
     size_t n = 0;
     if (repo_url) {
-        if (!(job = sbx_run_add_job(run, "repo.clone")) || sbx_job_set_input(job, "url", repo_url) != SBX_OK ||
+        if (sbx_run_add_job(run, "repo.clone", &job) != SBX_OK || sbx_job_set_input(job, "url", repo_url) != SBX_OK ||
             sbx_job_set_input(job, "ref", w->commit) != SBX_OK ||
             sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
             snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));
@@ -286,7 +286,7 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
         names[n++] = "clone";
         /* The patches, applied in the sandbox in order (checked here). */
         for (size_t i = 0; i < w->npatches; i++) {
-            if (!(job = sbx_run_add_job(run, "repo.applyPatch")) ||
+            if (sbx_run_add_job(run, "repo.applyPatch", &job) != SBX_OK ||
                 sbx_job_set_input(job, "patch", w->patches[i]) != SBX_OK ||
                 sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
                 snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));

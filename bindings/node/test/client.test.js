@@ -112,9 +112,15 @@ test('verify the demo project; its transcript verified, then tampered with', asy
     run.addUpload(DEMO, '/vercel/sandbox');
     run.addJob('verify.test', { inputs: { script: 'test' } });
     run.addJob('verify.lint', { inputs: { script: 'lint' } });
+    assert.throws(() => run.addJob('verify.everything'),
+                  (e) => e instanceof sbxrun.InvalidArgError && /verify\.everything/.test(e.message));
     const result = await run.execute();
     assert.equal(run.verdict, 'passed', JSON.stringify(result));
     assert.deepEqual(run.jobs.map((j) => j.result.jobType), ['verify.lint', 'verify.test']);
+    // a run that has started takes no more jobs
+    assert.throws(() => run.addJob('verify.build'),
+                  (e) => e instanceof sbxrun.MisuseError && /jobs are added before/.test(e.message));
+    assert.equal(run.jobs.length, 2);
   } finally {
     run.close();
     tr.close();

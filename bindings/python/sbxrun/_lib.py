@@ -161,7 +161,7 @@ _PROTOS = {
     "sbx_run_new": (c_void_p, [c_void_p]),
     "sbx_run_free": (None, [c_void_p]),
     "sbx_run_last_error": (c_char_p, [c_void_p]),
-    "sbx_run_add_job": (c_void_p, [c_void_p, c_char_p]),
+    "sbx_run_add_job": (c_int, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "sbx_run_set_sandbox": (c_int, [c_void_p, c_void_p]),
     "sbx_run_add_upload": (c_int, [c_void_p, c_char_p, c_char_p]),
     "sbx_run_set_budget": (c_int, [c_void_p, c_int64, c_uint64, c_size_t]),

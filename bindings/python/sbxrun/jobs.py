@@ -263,13 +263,9 @@ class Run(_Handle):
         """Add a job of this type (repo.clone, repo.applyPatch, deps.install,
         verify.lint, verify.typecheck, verify.test, verify.build,
         db.migrate) with its inputs; returns it."""
-        h = _L.sbx_run_add_job(self._handle, _lib.arg(job_type))
-        if not h:
-            # NULL, and the run's message says why: an unknown type, no
-            # memory, or a run that has started
-            msg = _lib.text(_L.sbx_run_last_error(self._handle)) or ""
-            code = 3 if "memory" in msg else 2 if "started" in msg else 1
-            raise error_for(code, msg)
+        out = c_void_p()
+        self._check(_L.sbx_run_add_job(self._handle, _lib.arg(job_type), byref(out)))
+        h = out.value
         self._types[h] = job_type
         job = Job._of_run(self, h)
         job._setup(inputs, argv, timeout_ms, env, secrets, artifacts)

@@ -63,6 +63,10 @@ def test_a_failing_and_a_denied_job(client):
             # refused by the command policy before anything was sent
             assert run.verdict == "denied" and result["status"] == "denied"
             assert "package_exec" in result["message"]
+            # a run that has started takes no more jobs
+            with pytest.raises(sbxrun.MisuseError, match="jobs are added before"):
+                run.add_job("verify.test", argv=["ls"])
+            assert len(run.jobs) == 1
         s.stop()
 
 
