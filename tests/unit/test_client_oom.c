@@ -866,135 +866,54 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One scenario: a clean run first (it must succeed), then the loop. */
-/* Every allocation failed in turn; under valgrind, the long scenarios
- * (jobs and runs: hundreds of allocations, each attempt a whole run) fail
- * one in seven, as a sample. */
-static void run_scenario_every(const char *name, sbx_test_oom_fn fn, long every);
+/* The scenarios, each a test of its own (a loop test: one process each).
+ * Every allocation fails in turn; under valgrind, the long ones (jobs and
+ * runs: hundreds of allocations, each attempt a whole run) fail one in
+ * seven, as a sample. */
+static const struct {
+    const char *name;
+    sbx_test_oom_fn fn;
+    bool is_long;
+} scenarios[] = {
+    {"client lists", sc_client_lists, false},
+    {"sandbox create", sc_sandbox_create, false},
+    {"sandbox get, refresh, extend, policy, stop", sc_sandbox_lifecycle, false},
+    {"snapshot, get, delete", sc_snapshot, false},
+    {"command run (wait stream, logs)", sc_command_run, false},
+    {"command op on a host loop", sc_command_op, false},
+    {"a job with a secret, redacted", sc_job_run, true},
+    {"a run: sandbox, upload, two jobs, transcript, stop", sc_run, true},
+    {"repo.applyPatch with an artifact", sc_job_patch_artifact, true},
+    {"deps.install, repo.clone with a token", sc_jobs_install_clone, true},
+    {"command detached, get, wait, kill", sc_command_detached, false},
+    {"files mkdir, write, read, stream", sc_files, false},
+    {"error answers and a 429 retried", sc_errors, false},
+    {"concurrent ops", sc_ops, false},
+    {"2.x automatic resume of three ops", sc_auto_resume, false},
+    {"2.x update with its session follow-ups", sc_update, false},
+};
 
-static void run_scenario(const char *name, sbx_test_oom_fn fn)
+/* Scenario _i: a clean run first (it must succeed), then the loop. */
+START_TEST(test_client_oom_scenario)
 {
-    run_scenario_every(name, fn, 1);
-}
-
-static long long_every(void)
-{
-    return getenv("SBX_TEST_UNDER_VALGRIND") ? 7 : 1;
-}
-
-static void run_scenario_every(const char *name, sbx_test_oom_fn fn, long every)
-{
+    const char *name = scenarios[_i].name;
+    long every = scenarios[_i].is_long && getenv("SBX_TEST_UNDER_VALGRIND") ? 7 : 1;
     double t0;
     unsigned before;
     long allocs;
     sbx_status st;
 
     canned_start();
-    st = fn(NULL);
+    st = scenarios[_i].fn(NULL);
     ck_assert_msg(st == SBX_OK, "%s: the run without failures returned %s", name, sbx_status_name(st));
     t0 = now_s();
     before = canned_http_requests(canned.srv);
-    allocs = sbx_test_oom_loop_every(fn, NULL, every);
+    allocs = sbx_test_oom_loop_every(scenarios[_i].fn, NULL, every);
     fprintf(stderr, "# %s: %ld allocations, %s%ld failed in turn: %u requests, %.2f s\n", name, allocs,
             every == 1 ? "each of the " : "one in ", every == 1 ? allocs : every, canned_http_requests(canned.srv) - before,
             now_s() - t0);
     ck_assert_int_gt(allocs, 0);
     canned_stop();
-}
-
-START_TEST(test_client_oom_lists)
-{
-    run_scenario("client lists", sc_client_lists);
-}
-END_TEST
-
-START_TEST(test_client_oom_sandbox_create)
-{
-    run_scenario("sandbox create", sc_sandbox_create);
-}
-END_TEST
-
-START_TEST(test_client_oom_sandbox_lifecycle)
-{
-    run_scenario("sandbox get, refresh, extend, policy, stop", sc_sandbox_lifecycle);
-}
-END_TEST
-
-START_TEST(test_client_oom_snapshot)
-{
-    run_scenario("snapshot, get, delete", sc_snapshot);
-}
-END_TEST
-
-START_TEST(test_client_oom_command_run)
-{
-    run_scenario("command run (wait stream, logs)", sc_command_run);
-}
-END_TEST
-
-START_TEST(test_client_oom_job_run)
-{
-    run_scenario_every("a job with a secret, redacted", sc_job_run, long_every());
-}
-END_TEST
-
-START_TEST(test_client_oom_job_patch_artifact)
-{
-    run_scenario_every("repo.applyPatch with an artifact", sc_job_patch_artifact, long_every());
-}
-END_TEST
-
-START_TEST(test_client_oom_jobs_install_clone)
-{
-    run_scenario_every("deps.install, repo.clone with a token", sc_jobs_install_clone, long_every());
-}
-END_TEST
-
-START_TEST(test_client_oom_run)
-{
-    run_scenario_every("a run: sandbox, upload, two jobs, transcript, stop", sc_run, long_every());
-}
-END_TEST
-
-START_TEST(test_client_oom_command_op)
-{
-    run_scenario("command op on a host loop", sc_command_op);
-}
-END_TEST
-
-START_TEST(test_client_oom_command_detached)
-{
-    run_scenario("command detached, get, wait, kill", sc_command_detached);
-}
-END_TEST
-
-START_TEST(test_client_oom_files)
-{
-    run_scenario("files mkdir, write, read, stream", sc_files);
-}
-END_TEST
-
-START_TEST(test_client_oom_errors)
-{
-    run_scenario("error answers and a 429 retried", sc_errors);
-}
-END_TEST
-
-START_TEST(test_client_oom_auto_resume)
-{
-    run_scenario("2.x automatic resume of three ops", sc_auto_resume);
-}
-END_TEST
-
-START_TEST(test_client_oom_update)
-{
-    run_scenario("2.x update with its session follow-ups", sc_update);
-}
-END_TEST
-
-START_TEST(test_client_oom_concurrent_ops)
-{
-    run_scenario("concurrent ops", sc_ops);
 }
 END_TEST
 
@@ -1004,22 +923,7 @@ Suite *sbx_test_suite(void)
     TCase *tc = tcase_create("core");
     /* Each loop is seconds long; ASan at -O0 makes it several times that. */
     tcase_set_timeout(tc, 600);
-    SBX_TEST_ADD(tc, test_client_oom_lists);
-    SBX_TEST_ADD(tc, test_client_oom_sandbox_create);
-    SBX_TEST_ADD(tc, test_client_oom_sandbox_lifecycle);
-    SBX_TEST_ADD(tc, test_client_oom_snapshot);
-    SBX_TEST_ADD(tc, test_client_oom_command_run);
-    SBX_TEST_ADD(tc, test_client_oom_command_op);
-    SBX_TEST_ADD(tc, test_client_oom_job_run);
-    SBX_TEST_ADD(tc, test_client_oom_run);
-    SBX_TEST_ADD(tc, test_client_oom_job_patch_artifact);
-    SBX_TEST_ADD(tc, test_client_oom_jobs_install_clone);
-    SBX_TEST_ADD(tc, test_client_oom_command_detached);
-    SBX_TEST_ADD(tc, test_client_oom_files);
-    SBX_TEST_ADD(tc, test_client_oom_errors);
-    SBX_TEST_ADD(tc, test_client_oom_concurrent_ops);
-    SBX_TEST_ADD(tc, test_client_oom_auto_resume);
-    SBX_TEST_ADD(tc, test_client_oom_update);
+    tcase_add_loop_test(tc, test_client_oom_scenario, 0, (int)SBX__ARRAY_LEN(scenarios));
     suite_add_tcase(s, tc);
     return s;
 }
