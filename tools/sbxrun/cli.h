@@ -79,6 +79,10 @@ int cli_fail(const char *cmd, int exit_code, sbx_status st, const char *fmt, ...
 
 /* Monotonic milliseconds, for the durations sbxrun prints. */
 int64_t cli_mono_ms(void);
+/* One pass of a client driven by hand: wait for its next event, at most
+ * cap_ms (< 0: as long as the client says), then handle what came. False
+ * when sbx_client_process() fails. */
+bool cli_pump(sbx_client *c, int64_t cap_ms);
 /* Remove a directory sbxrun made, and everything in it (no symlink is
  * followed). */
 void cli_rm_tree(const char *dir);

@@ -342,17 +342,6 @@ static sbx_status finish_op(sbx_op *op, char *err, size_t errlen)
     return st;
 }
 
-/* One pass of the client: wait for something (at most 100 ms), handle it. */
-static bool pump(sbx_client *c)
-{
-    int64_t ms = -1;
-    sbx_client_get_timeout(c, &ms);
-    if (ms < 0 || ms > 100)
-        ms = 100;
-    sbx_client_wait(c, ms);
-    return sbx_client_process(c, NULL) == SBX_OK;
-}
-
 /* ---- out: a file ---------------------------------------------------------------------- */
 
 struct out_sink {
@@ -539,7 +528,7 @@ static la_ssize_t pull_read(struct archive *a, void *user, const void **out)
     unsigned char *b;
     size_t n;
     while (p->len == 0 && !sbx_op_done(p->op))
-        if (!pump(p->c)) {
+        if (!cli_pump(p->c, 100)) { /* at most 100 ms between looks at the op */
             archive_set_error(a, EIO, "%s", sbx_client_last_error(p->c));
             return -1;
         }

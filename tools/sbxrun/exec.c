@@ -360,15 +360,12 @@ static sbx_status drive_leased(sbx_client *c, sbx_sandbox *s, sbx_op *op, int64_
     sbx_op *ext = NULL;
     bool said = false, refused = false;
     while (!sbx_op_done(op)) {
-        int64_t ms = -1, now;
-        sbx_client_get_timeout(c, &ms);
-        if (lease_ms && !refused && !ext) {
-            int64_t left = next - cli_mono_ms();
-            left = left < 0 ? 0 : left;
-            ms = ms < 0 || left < ms ? left : ms;
+        int64_t cap = -1, now;
+        if (lease_ms && !refused && !ext) { /* wake for the next extension */
+            cap = next - cli_mono_ms();
+            cap = cap < 0 ? 0 : cap;
         }
-        sbx_client_wait(c, ms);
-        if (sbx_client_process(c, NULL) != SBX_OK)
+        if (!cli_pump(c, cap))
             break;
         now = cli_mono_ms();
         if (ext && sbx_op_done(ext)) {

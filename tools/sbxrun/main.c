@@ -103,6 +103,16 @@ int64_t cli_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool cli_pump(sbx_client *c, int64_t cap_ms)
+{
+    int64_t ms = -1;
+    sbx_client_get_timeout(c, &ms);
+    if (cap_ms >= 0 && (ms < 0 || ms > cap_ms))
+        ms = cap_ms;
+    sbx_client_wait(c, ms);
+    return sbx_client_process(c, NULL) == SBX_OK;
+}
+
 /* Remove name (in dirfd) and, for a directory, everything below it, by
  * descriptors: no path grows, so a tree deeper than PATH_MAX (as a
  * sandbox may send) goes too, and no link is followed. nftw() was not

@@ -495,12 +495,7 @@ int cmd_verify(int argc, char **argv)
     }
     cli_cancel_on_signal(op);
     while (!sbx_op_done(op)) {
-        int64_t ms = -1;
-        sbx_client_get_timeout(r.client, &ms);
-        if (v.tty && (ms < 0 || ms > SPIN_MS))
-            ms = SPIN_MS;
-        sbx_client_wait(r.client, ms);
-        if (sbx_client_process(r.client, NULL) != SBX_OK)
+        if (!cli_pump(r.client, v.tty ? SPIN_MS : -1)) /* a terminal's spinner turns */
             break;
         draw(&v, run);
     }
