@@ -72,6 +72,7 @@
 #include <sbxrun/sbxrun.h>
 
 #include "bench.h"
+#include "bench_sbxd.h"
 
 #ifndef BENCH_SRCDIR
 #define BENCH_SRCDIR "bench"
@@ -521,52 +522,22 @@ static const char *sbxd_extra[4]; /* more options for sbxd (the soak's) */
 
 static int start_sbxd(const char *bin)
 {
-    int out[2];
-    char line[512], path[400];
-    FILE *f;
+    const char *extra[8] = {"--max-sandboxes", "512"};
     snprintf(dir, sizeof dir, "/tmp/bench-client.XXXXXX");
-    if (!mkdtemp(dir) || chmod(dir, 0711) < 0 || pipe(out) < 0)
+    if (!mkdtemp(dir) || chmod(dir, 0711) < 0)
         return -1;
     snprintf(sbxd_log, sizeof sbxd_log, "%s/sbxd.log", dir);
-    sbxd_pid = fork();
-    if (sbxd_pid == 0) {
-        char state[300];
-        snprintf(state, sizeof state, "%s/state", dir);
-        dup2(out[1], 1);
-        if (!freopen(sbxd_log, "w", stderr))
-            _exit(127);
-        execl(bin, bin, "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn",
-              "--max-sandboxes", "512", sbxd_extra[0], sbxd_extra[1], sbxd_extra[2], sbxd_extra[3],
-              (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || sscanf(line, "sbxd listening on %127s", url) != 1) {
-        fprintf(stderr, "bench-client: sbxd did not start (see %s)\n", sbxd_log);
-        return -1;
-    }
-    fclose(f);
-    snprintf(path, sizeof path, "%s/state/token", dir);
-    f = fopen(path, "r");
-    if (!f || !fgets(token, sizeof token, f))
-        return -1;
-    token[strcspn(token, "\n")] = '\0';
-    fclose(f);
-    return 0;
+    for (size_t i = 0; i < 4 && sbxd_extra[i]; i++)
+        extra[2 + i] = sbxd_extra[i];
+    sbxd_pid = bench_sbxd_start("bench-client", bin, dir, "127.0.0.1:0", "warn", extra, url, sizeof url, token,
+                                sizeof token);
+    return sbxd_pid > 0 ? 0 : -1;
 }
 
 static void stop_sbxd(void)
 {
-    char cmd[400];
-    if (sbxd_pid > 0) {
-        kill(sbxd_pid, SIGTERM);
-        waitpid(sbxd_pid, NULL, 0);
-        sbxd_pid = 0;
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (dir[0] && system(cmd) != 0)
-        fprintf(stderr, "bench-client: could not remove %s\n", dir);
+    bench_sbxd_stop("bench-client", sbxd_pid, dir);
+    sbxd_pid = 0;
 }
 
 /* sbxd's threads, fds and RSS, sampled while a child runs */

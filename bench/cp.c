@@ -44,6 +44,7 @@
 #include <sbxrun/sbxrun.h>
 
 #include "bench.h"
+#include "bench_sbxd.h"
 #include "client/tarball.h"
 
 #define MAX_ROUNDS 15
@@ -53,53 +54,21 @@ static pid_t sbxd_pid;
 
 static void stop_sbxd(void)
 {
-    char cmd[400];
-    if (sbxd_pid > 0) {
-        kill(sbxd_pid, SIGTERM);
-        waitpid(sbxd_pid, NULL, 0);
-        sbxd_pid = 0;
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir[0] && system(cmd) != 0)
-        fprintf(stderr, "bench-cp: could not remove %s\n", dir);
+    bench_sbxd_stop("bench-cp", sbxd_pid, dir);
+    sbxd_pid = 0;
 }
 
 static int start_sbxd(const char *bin)
 {
-    int out[2];
-    char line[512], path[400], state[300];
-    FILE *f;
+    char listen[320], url[600];
     snprintf(dir, sizeof dir, "/tmp/bench-cp.XXXXXX");
     /* sandboxes run under ids of their own: they pass through to the state */
-    if (!mkdtemp(dir) || chmod(dir, 0711) < 0 || pipe(out) < 0)
+    if (!mkdtemp(dir) || chmod(dir, 0711) < 0)
         return -1;
     snprintf(sock, sizeof sock, "%s/sbxd.sock", dir);
-    snprintf(state, sizeof state, "%s/state", dir);
-    sbxd_pid = fork();
-    if (sbxd_pid == 0) {
-        char listen[320], log[300];
-        snprintf(listen, sizeof listen, "unix:%s", sock);
-        snprintf(log, sizeof log, "%s/sbxd.log", dir);
-        dup2(out[1], 1);
-        if (!freopen(log, "w", stderr))
-            _exit(127);
-        execl(bin, bin, "--listen", listen, "--state-dir", state, "--log-level", "warn", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "sbxd listening on ", 18) != 0) {
-        fprintf(stderr, "bench-cp: sbxd did not start (see %s/sbxd.log)\n", dir);
-        return -1;
-    }
-    fclose(f);
-    snprintf(path, sizeof path, "%s/token", state);
-    f = fopen(path, "r");
-    if (!f || !fgets(token, sizeof token, f))
-        return -1;
-    token[strcspn(token, "\n")] = '\0';
-    fclose(f);
-    return 0;
+    snprintf(listen, sizeof listen, "unix:%s", sock);
+    sbxd_pid = bench_sbxd_start("bench-cp", bin, dir, listen, "warn", NULL, url, sizeof url, token, sizeof token);
+    return sbxd_pid > 0 ? 0 : -1;
 }
 
 /* ---- the files ---------------------------------------------------------------------- */

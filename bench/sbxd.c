@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_sbxd.h"
 #include "util/buf.h"
 
 static char sock[512], token[256], dir[256];
@@ -122,44 +123,16 @@ static void report(const char *what, double *v, int n)
 
 static int start_server(const char *bin)
 {
-    int out[2];
-    char line[512];
-    FILE *f;
+    /* info: one line per sandbox, with what its isolation cost */
+    static const char *const extra[] = {"--max-sandboxes", "512", NULL};
+    char listen[600], url[600];
     snprintf(dir, sizeof dir, "/tmp/bench-sbxd.XXXXXX");
-    if (!mkdtemp(dir) || chmod(dir, 0711) < 0 || pipe(out) < 0)
+    if (!mkdtemp(dir) || chmod(dir, 0711) < 0)
         return -1;
     snprintf(sock, sizeof sock, "%s/sock", dir);
-    server = fork();
-    if (server == 0) {
-        char listen[600], state[300], log[300];
-        snprintf(listen, sizeof listen, "unix:%s", sock);
-        snprintf(state, sizeof state, "%s/state", dir);
-        snprintf(log, sizeof log, "%s/sbxd.log", dir);
-        dup2(out[1], 1);
-        freopen(log, "w", stderr);
-        /* info: one line per sandbox, with what its isolation cost. */
-        execl(bin, bin, "--listen", listen, "--state-dir", state, "--log-level", "info",
-              "--max-sandboxes", "512", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "sbxd listening on", 17) != 0) {
-        fprintf(stderr, "bench-sbxd: sbxd did not start (see %s/sbxd.log)\n", dir);
-        return -1;
-    }
-    fclose(f);
-    {
-        char path[400];
-        FILE *t;
-        snprintf(path, sizeof path, "%s/state/token", dir);
-        t = fopen(path, "r");
-        if (!t || !fgets(token, sizeof token, t))
-            return -1;
-        token[strcspn(token, "\n")] = '\0';
-        fclose(t);
-    }
-    return 0;
+    snprintf(listen, sizeof listen, "unix:%s", sock);
+    server = bench_sbxd_start("bench-sbxd", bin, dir, listen, "info", extra, url, sizeof url, token, sizeof token);
+    return server > 0 ? 0 : -1;
 }
 
 /* ---- capacity: N sandboxes x 16 commands alive at once ---- */
@@ -348,8 +321,10 @@ int main(int argc, char **argv)
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (start_server(argv[1]) < 0)
+    if (start_server(argv[1]) < 0) {
+        bench_sbxd_stop("bench-sbxd", server, dir);
         return 1;
+    }
     h = curl_easy_init();
     create = calloc((size_t)iters, sizeof *create);
     first = calloc((size_t)iters, sizeof *first);
@@ -401,14 +376,7 @@ int main(int argc, char **argv)
     capacity(64);
     capacity(128);
 
-    kill(server, SIGTERM);
-    waitpid(server, NULL, 0);
-    {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "bench-sbxd: could not remove %s\n", dir);
-    }
+    bench_sbxd_stop("bench-sbxd", server, dir);
     sbx__buf_free(&b);
     curl_easy_cleanup(h);
     curl_global_cleanup();
