@@ -214,6 +214,21 @@ sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads)
     return SBX_OK;
 }
 
+/* The base from now on: tree of repository r (both taken), and for a
+ * series its first base and the changes before (prior, taken). */
+static void use_base(sbx_patch *p, struct sbx__repo *r, git_tree *tree, const git_oid *root, struct sbx__ov *prior)
+{
+    git_tree_free(p->base);
+    sbx__repo_give(p->pooled); /* after the tree read from it */
+    sbx__ov_free(p->prior);
+    p->pooled = r;
+    p->repo = r->repo;
+    p->base = tree;
+    p->prior = prior;
+    if (root)
+        p->root = *root;
+}
+
 sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)
 {
     struct sbx__repo *r = NULL;
@@ -239,13 +254,7 @@ sbx_status sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *re
         return st;
     }
     git_object_free(obj);
-    git_tree_free(p->base);
-    sbx__repo_give(p->pooled);
-    sbx__ov_free(p->prior);
-    p->prior = NULL;
-    p->pooled = r;
-    p->repo = r->repo;
-    p->base = tree;
+    use_base(p, r, tree, NULL, NULL);
     return SBX_OK;
 }
 
@@ -303,14 +312,7 @@ sbx_status sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)
         sbx__ov_free(prior);
         return st;
     }
-    git_tree_free(p->base);
-    sbx__repo_give(p->pooled);
-    sbx__ov_free(p->prior);
-    p->root = *root_id;
-    p->prior = prior;
-    p->pooled = r;
-    p->repo = r->repo;
-    p->base = tree;
+    use_base(p, r, tree, root_id, prior);
     return SBX_OK;
 }
 

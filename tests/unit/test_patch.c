@@ -1918,6 +1918,36 @@ static void sh_line(char *out, size_t cap, const char *cmd)
     free(o);
 }
 
+/* The object id of spec (a git revision) in repo dir, into out (48 bytes). */
+static void rev_of(const char *dir, const char *spec, char *out)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse '%s'", dir, spec);
+    sh_line(out, 48, cmd);
+}
+
+/* Branch `branch` of repo dir: a commit of tree on HEAD. */
+static void branch_at_tree(const char *dir, const char *branch, const char *tree)
+{
+    char cmd[512], commit[48];
+    snprintf(cmd, sizeof cmd, "cd '%s' && git commit-tree %s -p HEAD -m %s", dir, tree, branch);
+    sh_line(commit, sizeof commit, cmd);
+    ck_assert_int_eq(t_sh("cd '%s' && git update-ref refs/heads/%s %s", dir, branch, commit), 0);
+}
+
+/* A tree object of raw entries written into repo dir as it is, without
+ * git's checks (as a hostile repository could hold it); its id into out
+ * (48 bytes). */
+static void write_tree(const char *dir, const char *raw, size_t len, char *out)
+{
+    char path[128], cmd[512];
+    snprintf(path, sizeof path, "%s.rawtree", dir);
+    t_write_file("/tmp", path + strlen("/tmp/"), raw, len, 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && git hash-object -t tree --literally -w '%s'", dir, path);
+    sh_line(out, 48, cmd);
+    unlink(path);
+}
+
 /* Tree id (in repo dir) with the entry `name` pointing at object `to`
  * instead, written as a tree object without git's checks (as a hostile
  * repository could hold it); its id into out (48 bytes). */
@@ -1925,7 +1955,6 @@ static void tree_with_entry(const char *dir, const char *tree, const char *name,
 {
     size_t len, at;
     int status;
-    char path[128], cmd[512];
     char *raw = t_sh_out(&len, &status, "cd '%s' && git cat-file tree %s", dir, tree);
     ck_assert_int_eq(status, 0);
     /* entries: "<mode> <name>\0<20 bytes>" */
@@ -1945,12 +1974,24 @@ static void tree_with_entry(const char *dir, const char *tree, const char *name,
         at = (size_t)(nul - raw) + 21;
     }
     ck_assert_msg(at < len, "no entry %s in %s", name, tree);
-    snprintf(path, sizeof path, "%s.rawtree", dir);
-    t_write_file("/tmp", path + strlen("/tmp/"), raw, len, 0);
+    write_tree(dir, raw, len, out);
     free(raw);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git hash-object -t tree --literally -w '%s'", dir, path);
-    sh_line(out, 48, cmd);
-    unlink(path);
+}
+
+/* The wide diff checked on rev with this many threads: the check fails
+ * reading the base, the message naming what (also_says). The handle. */
+static sbx_patch *broken_check(const char *repo, const char *rev, unsigned threads, const char *diff, size_t len,
+                               const char *also_says)
+{
+    sbx_patch *p = sbx_patch_new();
+    ck_assert_int_eq(sbx_patch_set_threads(p, threads), SBX_OK);
+    ck_assert_int_eq(sbx_patch_set_base(p, repo, rev), SBX_OK);
+    ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)diff, len), SBX_OK);
+    ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
+    ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") && strstr(sbx_patch_last_error(p), also_says),
+                  "threads %u: %s", threads, sbx_patch_last_error(p));
+    ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    return p;
 }
 
 /* The base's objects are read without libgit2's hashing of each one, so
@@ -1961,52 +2002,29 @@ static void tree_with_entry(const char *dir, const char *tree, const char *name,
 START_TEST(test_patch_broken_base_repository)
 {
     static const unsigned counts[] = {1, 2, 0};
-    char repo[64], blob[48], d0[48], d1[48], root[48], head[48], commit[48], cmd[512];
+    char repo[64], blob[48], d0[48], d1[48], root[48], head[48];
     size_t len;
     char *diff = make_wide_repo(repo, &len);
 
     /* "typo": d1/f20.txt (mode 100644) names the tree d0. */
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d0", repo);
-    sh_line(d0, sizeof d0, cmd);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d1", repo);
-    sh_line(d1, sizeof d1, cmd);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse 'HEAD^{tree}'", repo);
-    sh_line(head, sizeof head, cmd);
+    rev_of(repo, "HEAD:d0", d0);
+    rev_of(repo, "HEAD:d1", d1);
+    rev_of(repo, "HEAD^{tree}", head);
     tree_with_entry(repo, d1, "f20.txt", d0, d1);
     tree_with_entry(repo, head, "d1", d1, root);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git commit-tree %s -p HEAD -m typo", repo, root);
-    sh_line(commit, sizeof commit, cmd);
-    ck_assert_int_eq(t_sh("cd '%s' && git update-ref refs/heads/typo %s", repo, commit), 0);
+    branch_at_tree(repo, "typo", root);
     for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
-        sbx_patch *p = sbx_patch_new();
-        ck_assert_int_eq(sbx_patch_set_threads(p, counts[k]), SBX_OK);
-        ck_assert_int_eq(sbx_patch_set_base(p, repo, "typo"), SBX_OK);
-        ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)diff, len), SBX_OK);
-        ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
-        ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") &&
-                          strstr(sbx_patch_last_error(p), "not a blob"),
-                      "threads %u: %s", counts[k], sbx_patch_last_error(p));
-        ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+        sbx_patch *p = broken_check(repo, "typo", counts[k], diff, len, "not a blob");
         ck_assert_int_eq(sbx_patch_save_tree_file(p, "/tmp/sbx-patch-broken.tar.gz"), SBX_E_MISUSE);
         ck_assert_int_eq(access("/tmp/sbx-patch-broken.tar.gz", F_OK), -1);
         sbx_patch_free(p);
     }
 
     /* A blob of the base gone from the object database. */
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:d1/f20.txt", repo);
-    sh_line(blob, sizeof blob, cmd);
+    rev_of(repo, "HEAD:d1/f20.txt", blob);
     ck_assert_int_eq(t_sh("rm -f '%s/.git/objects/%.2s/%s'", repo, blob, blob + 2), 0);
-    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++) {
-        sbx_patch *p = sbx_patch_new();
-        ck_assert_int_eq(sbx_patch_set_threads(p, counts[k]), SBX_OK);
-        ck_assert_int_eq(sbx_patch_set_base(p, repo, "main"), SBX_OK);
-        ck_assert_int_eq(sbx_patch_load_data(p, (const uint8_t *)diff, len), SBX_OK);
-        ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
-        ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") && strstr(sbx_patch_last_error(p), blob),
-                      "threads %u: %s", counts[k], sbx_patch_last_error(p));
-        ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
-        sbx_patch_free(p);
-    }
+    for (size_t k = 0; k < SBX__ARRAY_LEN(counts); k++)
+        sbx_patch_free(broken_check(repo, "main", counts[k], diff, len, blob));
     free(diff);
     remove_tree(repo);
 }
@@ -2019,38 +2037,29 @@ END_TEST
 START_TEST(test_patch_hostile_base_tree)
 {
     static const char *const names[] = {".git", ".GIT", "..", ".git. ", "GIT~1"};
-    char repo[64], src[48], head[48], root[48], commit[48], cmd[512], path[128], out[128], tgz[140];
+    char repo[64], src[48], head[48], root[48], out[128], tgz[140];
     make_base_repo(repo);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse HEAD:src", repo);
-    sh_line(src, sizeof src, cmd);
-    snprintf(cmd, sizeof cmd, "cd '%s' && git rev-parse 'HEAD^{tree}'", repo);
-    sh_line(head, sizeof head, cmd);
+    rev_of(repo, "HEAD:src", src);
+    rev_of(repo, "HEAD^{tree}", head);
     for (size_t k = 0; k < SBX__ARRAY_LEN(names); k++) {
-        size_t len;
+        size_t len, n;
         int status;
-        char *raw = t_sh_out(&len, &status, "cd '%s' && git cat-file tree %s", repo, head);
-        FILE *f;
+        char *raw = t_sh_out(&len, &status, "cd '%s' && git cat-file tree %s", repo, head), *tree;
         sbx_patch *p;
         ck_assert_int_eq(status, 0);
         /* The entry first: '.' sorts before every name of the base. */
-        snprintf(path, sizeof path, "%s.rawtree", repo);
-        ck_assert_ptr_nonnull(f = fopen(path, "wb"));
-        fprintf(f, "40000 %s", names[k]);
-        fputc('\0', f);
+        ck_assert_ptr_nonnull(tree = malloc(len + 64));
+        n = (size_t)snprintf(tree, 64, "40000 %s", names[k]) + 1;
         for (int b = 0; b < 20; b++) {
             unsigned v;
             ck_assert_int_eq(sscanf(src + 2 * b, "%2x", &v), 1);
-            fputc((int)v, f);
+            tree[n++] = (char)v;
         }
-        ck_assert_uint_eq(fwrite(raw, 1, len, f), len);
-        ck_assert_int_eq(fclose(f), 0);
+        memcpy(tree + n, raw, len);
+        write_tree(repo, tree, n + len, root);
+        free(tree);
         free(raw);
-        snprintf(cmd, sizeof cmd, "cd '%s' && git hash-object -t tree --literally -w '%s'", repo, path);
-        sh_line(root, sizeof root, cmd);
-        unlink(path);
-        snprintf(cmd, sizeof cmd, "cd '%s' && git commit-tree %s -p HEAD -m hostile", repo, root);
-        sh_line(commit, sizeof commit, cmd);
-        ck_assert_int_eq(t_sh("cd '%s' && git update-ref refs/heads/hostile %s", repo, commit), 0);
+        branch_at_tree(repo, "hostile", root);
 
         snprintf(out, sizeof out, "%s.out/tree", repo);
         snprintf(tgz, sizeof tgz, "%s.out/tree.tar.gz", repo);
