@@ -609,6 +609,33 @@ void sbxd_kill(struct sbxd *d)
     d->out_fd = -1;
 }
 
+pid_t sbxd_kill_unreaped(struct sbxd *d)
+{
+    pid_t pid = d->pid;
+    char path[64], stat[512] = "";
+    bool zombie = false;
+    ck_assert_msg(pid > 0, "sbxd_kill_unreaped: the server is not running");
+    ck_assert(kill(pid, SIGKILL) == 0);
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 500 && !zombie; i++) {
+        FILE *f = fopen(path, "re");
+        char *end;
+        if (f && fgets(stat, sizeof stat, f) && (end = strrchr(stat, ')')) && end[1] == ' ')
+            zombie = end[2] == 'Z';
+        if (f)
+            fclose(f);
+        if (!zombie)
+            usleep(10000);
+    }
+    ck_assert_msg(zombie, "sbxd %d did not become a zombie: %s", (int)pid, stat);
+    guard_say(d, "X\n");
+    d->pid = 0;
+    if (d->out_fd >= 0)
+        close(d->out_fd);
+    d->out_fd = -1;
+    return pid;
+}
+
 void sbxd_stop(struct sbxd *d)
 {
     if (!d)

@@ -65,6 +65,9 @@ struct sbxd *sbxd_start(const char *const *args, const char *const *env);
 void sbxd_terminate(struct sbxd *d);
 /* SIGKILL, as a crash would: nothing of sbxd's own cleanup runs. */
 void sbxd_kill(struct sbxd *d);
+/* The same, but the dead sbxd is left a zombie (not reaped: its pid still
+ * answers kill(pid, 0)) until the caller waits for the pid returned. */
+pid_t sbxd_kill_unreaped(struct sbxd *d);
 /* Replace the extra options of the next sbxd_restart (after sbxd_terminate). */
 void sbxd_set_args(struct sbxd *d, const char *const *args);
 /* Start sbxd again on the same directory and state (after sbxd_terminate). */

@@ -569,6 +569,17 @@ START_TEST(test_sbxd_layers_limits_out_of_reach)
         ck_assert(stat(file, &st) == 0);
         ck_assert_msg(st.st_uid != host_uid_of(pid) && st.st_uid == 0,
                       "%s belongs to uid %u, the sandbox runs as %u", file, st.st_uid, host_uid_of(pid));
+        /* Its network stack (sbxd-net, run as the sandbox's id) is in the
+         * same cgroup: the CPU and memory it spends are the sandbox's. */
+        {
+            char needle[64], net_file[600];
+            pid_t net = 0;
+            snprintf(needle, sizeof needle, "sbxd-net --user %u:", (unsigned)host_uid_of(pid));
+            ck_assert_msg(find_host_pids(needle, &net, 1) == 1, "no '%s' process for an allow-all sandbox", needle);
+            ck_assert(memory_limit_file(net, net_file, sizeof net_file));
+            ck_assert_msg(strcmp(net_file, file) == 0, "sbxd-net's memory cgroup is %s, the sandbox's %s", net_file,
+                          file);
+        }
     }
     free(sid);
     sbxd_stop(d);

@@ -192,10 +192,39 @@ START_TEST(test_sbxd_stream_output_limit)
 
     ck_assert_int_eq(c->exit_code, 0);
     ck_assert_int_le(c->out_len, 65536);
-    ck_assert_int_ge(c->out_len, 65536 - 3);
+    ck_assert_int_ge(c->out_len, 65536 - 3 - 8 * 64); /* each stored chunk also costs its bookkeeping */
     ck_assert_int_eq(c->out_len % 3, 0); /* whole euro signs only */
     ck_assert_msg(!contains(c->out, "END"), "output past the limit was kept");
     ck_assert_msg(contains(c->err, "limit"), "no note about the limit on stderr: %s", c->err);
+    cmd_result_free(c);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
+/* Output written a byte at a time: stored without a chunk per byte (the
+ * pieces of one stream are merged), and where they cannot be merged (the
+ * streams alternate) each piece's bookkeeping counts against the cap, so a
+ * slow writer cannot make sbxd hold many times the cap in memory. */
+START_TEST(test_sbxd_stream_small_writes_bounded)
+{
+    const char *args[] = {"--max-log-bytes", "4096", NULL};
+    struct sbxd *d = sbxd_start(args, NULL);
+    char *sid = sbx_create(d, NULL);
+    struct cmd_result *c;
+
+    c = sbx_sh(d, sid, "for i in $(seq 1000); do printf a; sleep 0.001; done; echo END");
+    ck_assert_int_eq(c->exit_code, 0);
+    ck_assert_msg(contains(c->out, "END") && c->out_len == 1004, "one stream byte by byte: %zu bytes kept, %s",
+                  c->out_len, c->err);
+    ck_assert_msg(!contains(c->err, "limit"), "1004 bytes of one stream reached a 4096-byte cap: %s", c->err);
+    cmd_result_free(c);
+
+    c = sbx_sh(d, sid, "for i in $(seq 300); do printf a; printf b >&2; sleep 0.001; done; echo END");
+    ck_assert_int_eq(c->exit_code, 0);
+    ck_assert_msg(!contains(c->out, "END") && contains(c->err, "limit"),
+                  "600 bytes alternating between the streams were stored whole (%zu + %zu bytes) under a "
+                  "4096-byte cap: their pieces' bookkeeping is not counted", c->out_len, c->err_len);
     cmd_result_free(c);
     free(sid);
     sbxd_stop(d);
@@ -242,6 +271,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_stream_concurrent_readers);
     tcase_add_test(tc, test_sbxd_stream_escape_heavy_output);
     tcase_add_test(tc, test_sbxd_stream_output_limit);
+    tcase_add_test(tc, test_sbxd_stream_small_writes_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

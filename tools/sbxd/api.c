@@ -778,6 +778,15 @@ static size_t emit_log_lines(struct command *c, size_t *chunk, size_t *off, char
         size_t take = ch->len - *off;
         char *text = NULL;
         size_t len = 0;
+        if (take == 0) {
+            /* The last chunk may still grow (command.c): stay at its end
+             * until the command has exited. */
+            if (*chunk + 1 == c->nchunks && !c->exited)
+                break;
+            (*chunk)++;
+            *off = 0;
+            continue;
+        }
         for (;;) {
             text = log_line(ch, *off, take);
             if (!text)
@@ -800,12 +809,14 @@ static size_t emit_log_lines(struct command *c, size_t *chunk, size_t *off, char
         used += len + 1;
         free(text);
         *off += take;
-        if (*off == ch->len) {
-            (*chunk)++;
-            *off = 0;
-        }
     }
     return used;
+}
+
+/* Has a reader at (chunk, off) sent all of c's output so far? */
+static bool caught_up(const struct command *c, size_t chunk, size_t off)
+{
+    return chunk >= c->nchunks || (chunk + 1 == c->nchunks && off == c->chunks[chunk].len);
 }
 
 static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -834,7 +845,7 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
                 pthread_mutex_unlock(&g.lock);
                 return (ssize_t)used;
             }
-            if (ws->log_chunk < ws->c->nchunks) {
+            if (!caught_up(ws->c, ws->log_chunk, ws->log_off)) {
                 pthread_mutex_unlock(&g.lock);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
             }
@@ -1077,7 +1088,7 @@ static ssize_t log_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_unlock(&g.lock);
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-    if (ls->chunk == ls->c->nchunks && !ls->c->exited) {
+    if (caught_up(ls->c, ls->chunk, ls->off) && !ls->c->exited) {
         http_park_stream(&ls->w, &ls->c->waitq, ls->conn);
         pthread_mutex_unlock(&g.lock);
         return 0;

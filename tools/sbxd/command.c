@@ -67,11 +67,52 @@ json_t *command_json(struct command *c)
     return o;
 }
 
+/* Output arrives in pieces as small as one byte (a program writing a
+ * character at a time, slowly): stored one allocation each, a byte would
+ * cost sbxd some 48 bytes of memory that the caps do not see. So a piece
+ * is appended to the last chunk of its stream while that chunk is small
+ * (its room doubling), and each new chunk is charged its bookkeeping
+ * (CHUNK_COST) against the caps as if it were output: the caps bound the
+ * memory, whatever the writer does (alternating stdout and stderr byte by
+ * byte included). */
+#define MERGE_BELOW 4096
+#define CHUNK_COST (2 * sizeof(struct log_chunk) + 32) /* its slot (the array doubles) and malloc's header */
+
+static size_t chunk_room(size_t len)
+{
+    size_t room = 16;
+    while (room < len)
+        room *= 2;
+    return room;
+}
+
+static void charge(struct command *c, size_t n)
+{
+    c->log_bytes += n;
+    if (c->sbx)
+        c->sbx->log_bytes += n;
+}
+
 static int append_chunk(struct command *c, int stream, const char *p, size_t n)
 {
-    struct log_chunk *ch;
+    struct log_chunk *ch = c->nchunks ? &c->chunks[c->nchunks - 1] : NULL;
     if (n == 0)
         return 0;
+    /* Readers stop at the end of the last chunk until the command exits
+     * (api.c), so growing it loses nothing they follow. */
+    if (ch && ch->stream == stream && ch->len < MERGE_BELOW && n < MERGE_BELOW && !c->exited) {
+        size_t need = ch->len + n;
+        if (need > chunk_room(ch->len)) {
+            char *d = sbx__realloc(ch->data, chunk_room(need));
+            if (!d)
+                return -1;
+            ch->data = d;
+        }
+        memcpy(ch->data + ch->len, p, n);
+        ch->len = (uint32_t)need;
+        charge(c, n);
+        return 0;
+    }
     if (c->nchunks == c->capchunks) {
         size_t cap = c->capchunks ? c->capchunks * 2 : 16;
         struct log_chunk *v = sbx__realloc(c->chunks, cap * sizeof *v);
@@ -81,15 +122,14 @@ static int append_chunk(struct command *c, int stream, const char *p, size_t n)
         c->capchunks = cap;
     }
     ch = &c->chunks[c->nchunks];
-    ch->data = sbx__memdup(p, n);
+    ch->data = sbx__malloc(n < MERGE_BELOW ? chunk_room(n) : n);
     if (!ch->data)
         return -1;
+    memcpy(ch->data, p, n);
     ch->stream = (uint8_t)stream;
     ch->len = (uint32_t)n;
     c->nchunks++;
-    c->log_bytes += n;
-    if (c->sbx)
-        c->sbx->log_bytes += n;
+    charge(c, n + CHUNK_COST);
     return 0;
 }
 

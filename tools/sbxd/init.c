@@ -35,6 +35,7 @@
 
 #include "util/alloc.h"
 #include "ctl.h"
+#include "procmask.h"
 
 #define CTL_FD 3
 #define SANDBOX_UID 1000
@@ -689,12 +690,6 @@ static void ro_mount(const char *src, const char *path)
  */
 static int harden_main(void)
 {
-    static const char *const read_only[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/bus",
-                                            "/proc/fs", "/proc/irq"};
-    static const char *const masked_files[] = {"/proc/kcore", "/proc/keys", "/proc/key-users",
-                                               "/proc/timer_list", "/proc/sched_debug",
-                                               "/proc/latency_stats", "/proc/timer_stats"};
-    static const char *const masked_dirs[] = {"/proc/acpi", "/proc/scsi", "/proc/asound"};
     struct stat st;
 
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -705,17 +700,17 @@ static int harden_main(void)
     /* /proc must be the sandbox's own proc mount, not something planted. */
     if (lstat("/proc/self", &st) < 0 || !S_ISLNK(st.st_mode))
         harden_die("find", "/proc");
-    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
-        if (lstat(read_only[i], &st) == 0)
-            ro_mount(NULL, read_only[i]);
-    for (size_t i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
-        if (lstat(masked_files[i], &st) == 0 && !S_ISDIR(st.st_mode))
-            ro_mount("/dev/null", masked_files[i]);
-    for (size_t i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
-        if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
-            mount("tmpfs", masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    for (size_t i = 0; i < sizeof procmask_read_only / sizeof procmask_read_only[0]; i++)
+        if (lstat(procmask_read_only[i], &st) == 0)
+            ro_mount(NULL, procmask_read_only[i]);
+    for (size_t i = 0; i < sizeof procmask_files / sizeof procmask_files[0]; i++)
+        if (lstat(procmask_files[i], &st) == 0 && !S_ISDIR(st.st_mode))
+            ro_mount("/dev/null", procmask_files[i]);
+    for (size_t i = 0; i < sizeof procmask_dirs / sizeof procmask_dirs[0]; i++)
+        if (lstat(procmask_dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+            mount("tmpfs", procmask_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "size=4k,mode=0555") < 0)
-            harden_die("mask", masked_dirs[i]);
+            harden_die("mask", procmask_dirs[i]);
     /* No exit handlers: this process sees the sandbox's /proc, where it has
      * no /proc/self (a leak checker's exit handler would fail on it). */
     _exit(0);

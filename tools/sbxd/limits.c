@@ -104,9 +104,23 @@ static int stale_cgroups; /* removed at start, for the log */
 /* Whether a process with this pid exists. A pid reused by another program
  * keeps the cgroup as it is: better a leftover than killing another sbxd's
  * sandboxes. */
+/* A process that has exited but is not reaped yet (a zombie) still
+ * answers kill(pid, 0): its state in /proc says it is dead. */
 static bool pid_alive(long pid)
 {
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+    char path[64], stat[512];
+    const char *end;
+    FILE *f;
+    bool alive;
+    if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
+        return false;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "re")))
+        return errno != ENOENT;
+    alive = !fgets(stat, sizeof stat, f) || !(end = strrchr(stat, ')')) || end[1] != ' ' ||
+            (end[2] != 'Z' && end[2] != 'X');
+    fclose(f);
+    return alive;
 }
 
 /* Remove a cgroup and those below it, killing what still runs there (a

@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "util/alloc.h"
+#include "util/internal.h"
 #include "mitm.h"
+#include "procmask.h"
 #include "sbxd.h"
 
 struct sbxd g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -565,6 +567,17 @@ static void free_all(void)
 
 /* Leave before serving: what start made on the host (cgroups, the disk
  * template) goes, or every failed start or --check would leave some. */
+/* Append to out (", "-separated) the paths of list that exist here. */
+static void proc_present(const char *const *list, size_t n, char *out, size_t cap)
+{
+    struct stat st;
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        if (lstat(list[i], &st) == 0)
+            snprintf(out + used, cap - used, "%s%s", used ? ", " : "", list[i]);
+    }
+}
+
 static int leave(int status)
 {
     limits_shutdown();
@@ -768,8 +781,16 @@ int main(int argc, char **argv)
         c->max_conns = http_default_max_conns();
     seccomp_probe();
     limits_probe();
-    layer_set(LAYER_PROC, true, "/proc/sys, sysrq-trigger, bus, fs, irq read-only; kcore, keys, timer_list, "
-                                "sched_debug, acpi, scsi masked; no /sys; /dev read-only");
+    {
+        /* What sbxd-init covers: the paths of its lists this kernel has. */
+        char ro[256], masked[256];
+        ro[0] = masked[0] = '\0';
+        proc_present(procmask_read_only, SBX__ARRAY_LEN(procmask_read_only), ro, sizeof ro);
+        proc_present(procmask_files, SBX__ARRAY_LEN(procmask_files), masked, sizeof masked);
+        proc_present(procmask_dirs, SBX__ARRAY_LEN(procmask_dirs), masked, sizeof masked);
+        layer_set(LAYER_PROC, true, "%s read-only; %s masked; no /sys; /dev read-only", ro,
+                  masked[0] ? masked : "nothing to be");
+    }
     if (mitm_init(err, sizeof err) < 0) {
         if (c->upstream_ca) {
             fprintf(stderr, "sbxd: %s\n", err);

@@ -401,9 +401,10 @@ void usernet_detach(struct sandbox *s, int ctx);
  * 0, or -1 with a message. */
 int usernet_sync_isolated(struct sandbox *s, char *err, size_t errlen);
 /* The same for any process: sbxd-net for target's network namespace, run
- * as ids; its pid and control socket in *pid / *fd (0 / -1 on failure). */
-int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, bool restricted, pid_t *pid, int *fd,
-                  char *err, size_t errlen);
+ * as s's ids and in s's cgroups (its CPU, memory and processes are the
+ * sandbox's); its pid and control socket in *pid / *fd (0 / -1 on failure). */
+int usernet_start(struct sandbox *s, pid_t target, int logfd, bool restricted, pid_t *pid, int *fd, char *err,
+                  size_t errlen);
 void usernet_stop(pid_t pid, int fd);
 /* The context a policy gets: open for allow-all when the layer is on. */
 enum netmode usernet_mode(enum np_mode policy_mode);

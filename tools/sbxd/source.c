@@ -228,7 +228,7 @@ static int run_fetcher(struct sandbox *s, const char *workspace, int local_fd, s
         if (child <= 0 || poll(&p, 1, 60000) <= 0 || read(sv[0], &c, 1) != 1 || c != 'R' ||
             sandbox_harden(s, child, -1, why, sizeof why) < 0 ||
             (usernet_mode(NP_ALLOW_ALL) == NET_OPEN &&
-             usernet_start(&s->ids, child, -1, false, &net_pid, &net_fd, why, sizeof why) < 0) ||
+             usernet_start(s, child, -1, false, &net_pid, &net_fd, why, sizeof why) < 0) ||
             write(sv[0], &go, 1) != 1) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);

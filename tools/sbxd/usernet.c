@@ -33,9 +33,10 @@
 
 static char *net_path; /* the sbxd-net program */
 
-int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, bool restricted, pid_t *pid_out,
-                  int *fd_out, char *err, size_t errlen)
+int usernet_start(struct sandbox *s, pid_t target, int logfd, bool restricted, pid_t *pid_out, int *fd_out,
+                  char *err, size_t errlen)
 {
+    const struct sandbox_ids *ids = &s->ids;
     char path[64], user[48], allow[] = "--allow-host", user_opt[] = "--user", restrict_opt[] = "--restricted";
     char *argv[7];
     int argc = 0, sv[2] = {-1, -1}, nsfd = -1, userfd = -1, r = -1;
@@ -70,6 +71,9 @@ int usernet_start(const struct sandbox_ids *ids, pid_t target, int logfd, bool r
     req.keep_fds[req.nkeep++] = userfd; /* 4 */
     req.keep_fds[req.nkeep++] = nsfd;   /* 5 */
     req.stdout_fd = req.stderr_fd = logfd;
+    /* The stack works for the sandbox: what it costs is the sandbox's. */
+    if (s->limits)
+        limits_spawn_setup(s->limits, &req);
     pid = launcher_spawn(&req);
     close(sv[1]);
     sv[1] = -1;
@@ -121,7 +125,7 @@ int usernet_attach(struct sandbox *s, int ctx, pid_t init_pid, int logfd, char *
 {
     int r;
     pthread_mutex_lock(&s->ctx[ctx].net_lock);
-    r = usernet_start(&s->ids, init_pid, logfd, false, &s->ctx[ctx].net_pid, &s->ctx[ctx].net_fd, err, errlen);
+    r = usernet_start(s, init_pid, logfd, false, &s->ctx[ctx].net_pid, &s->ctx[ctx].net_fd, err, errlen);
     pthread_mutex_unlock(&s->ctx[ctx].net_lock);
     return r;
 }
@@ -211,7 +215,7 @@ int usernet_sync_isolated(struct sandbox *s, char *err, size_t errlen)
     } else if (!needed && c->net_pid == 0) {
         c->rules_gen = gen; /* nothing to allow, and nothing running to close */
     } else if (c->net_pid == 0 &&
-               usernet_start(&s->ids, init_pid, STDERR_FILENO, true, &c->net_pid, &c->net_fd, err, errlen) < 0) {
+               usernet_start(s, init_pid, STDERR_FILENO, true, &c->net_pid, &c->net_fd, err, errlen) < 0) {
         r = -1;
     } else if (send_rules(c->net_fd, &text, err, errlen) < 0) {
         /* Its rules are unknown now (the old ones, none, or the new ones
