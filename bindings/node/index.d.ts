@@ -364,7 +364,7 @@ export class Patch implements Disposable {
   readonly patchId: string | null;
   /** The patch as git's unified diff (built from the file operations once checked); null when there is none. */
   readonly diff: Buffer | null;
-  /** {verdict, rule, message, patch_id, files, diffstat}, with the library's (snake_case) names. */
+  /** {verdict, rule, message, patchId, files, diffstat}, with the library's names. */
   toJSON(): any;
   /** Write the base tree with the patch applied as a gzip tar (replaced atomically). */
   saveTree(path: string): void;

@@ -216,7 +216,7 @@ for (const proto of [
   'void sbx_patch_free(sbx_patch *p)',
   'const char *sbx_patch_last_error(sbx_patch *p)',
   'int sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files, size_t max_file_bytes)',
-  'int sbx_patch_set_threads(sbx_patch *p, unsigned int threads)',
+  'int sbx_patch_set_threads(sbx_patch *p, size_t threads)',
   'int sbx_patch_set_base(sbx_patch *p, const char *repo_dir, const char *rev)',
   'int sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)',
   'int sbx_patch_load_data(sbx_patch *p, const uint8_t *data, size_t len)',
@@ -1318,7 +1318,7 @@ class Patch extends Handle {
     }
   }
 
-  /** {verdict, rule, message, patch_id, files, diffstat}, as doc/patch.md shows it. */
+  /** {verdict, rule, message, patchId, files, diffstat}, as doc/patch.md shows it. */
   toJSON() {
     const out = [null];
     this._must(C.sbx_patch_to_json(this.handle, out));
@@ -1400,7 +1400,7 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
       held.push(p);
       const verdict = p.check();
       const which = series.length > 1 ? `patch ${i + 1} of ${series.length}` : 'patch';
-      if (verdict !== 'applies') throw errorFor(E_PATCH, `${which} ${verdict}: ${p.message}`);
+      if (verdict !== 'applies') throw errorFor(E_PATCH, `${which}: ${p.message}`);
     });
     if (!held.length) held.push(new Patch({ repo, base: spec }));
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxrun-verify-'));

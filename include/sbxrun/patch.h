@@ -127,7 +127,7 @@ SBX_API sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t m
  * @return SBX_OK, SBX_E_INVALID_ARG (more than 8).
  * @since 1.0
  */
-SBX_API sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads);
+SBX_API sbx_status sbx_patch_set_threads(sbx_patch *p, size_t threads);
 
 /**
  * The base to check against: the local repository at repo_dir (a work tree
@@ -315,8 +315,8 @@ SBX_API sbx_status sbx_patch_save_data(sbx_patch *p, uint8_t **out, size_t *len)
 
 /**
  * A JSON object describing the patch: {"verdict", "rule", "message",
- * "patch_id", "files": [{"path", "old_path", "change", "old_mode",
- * "new_mode", "additions", "deletions", "binary"}], "diffstat": {"files",
+ * "patchId", "files": [{"path", "oldPath", "change", "oldMode",
+ * "newMode", "additions", "deletions", "binary"}], "diffstat": {"files",
  * "additions", "deletions"}}.
  *
  * @param out  receives the JSON; free with sbx_free().

@@ -877,18 +877,19 @@ static bool patch_refused(struct jrun *jr)
         sbx_patch_free(p);
         return true;
     }
-    if ((st = sbx_patch_check(p)) == SBX_E_NOMEM) {
+    /* A patch refused by the load (unsafe, malformed, too large) has its
+     * verdict and message already: checking it would only replace them. */
+    if (st == SBX_OK && (st = sbx_patch_check(p)) == SBX_E_NOMEM) {
         conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
         sbx_patch_free(p);
         return true;
     }
     v = sbx_patch_result(p);
     if (v == SBX_PATCH_UNSAFE)
-        conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "the patch is unsafe (%s): %s",
-                 sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+        conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "%s (rule %s)", sbx_patch_last_error(p),
+                 sbx_patch_rule_name(sbx_patch_broken_rule(p)));
     else if (v != SBX_PATCH_SAFE && v != SBX_PATCH_APPLIES)
-        conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "the patch is %s: %s", sbx_patch_verdict_name(v),
-                 sbx_patch_last_error(p));
+        conclude(jr, SBX_VERDICT_FAILED, SBX_OK, "%s", sbx_patch_last_error(p));
     else if (sbx_patch_to_json(p, &job->patch_json) != SBX_OK)
         conclude(jr, SBX_VERDICT_ERROR, sbx__err_nomem(&job->err), SBX__NOMEM_TEXT);
     else

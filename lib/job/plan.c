@@ -115,9 +115,13 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
         break;
     default: break;
     }
-    if (job->argv.n && job->type != J_MIGRATE && (job->type < J_LINT || job->type > J_BUILD))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s runs its own commands: a program is for verify.* and "
-                            "db.migrate", sbx__job_type_str(job->type));
+    if (job->argv.n && (job->type == J_CLONE || job->type == J_APPLY))
+        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s runs its own commands: a program is for deps.install, "
+                            "verify.* and db.migrate", sbx__job_type_str(job->type));
+    if (job->argv.n && job->type == J_INSTALL && job->opt_lifecycle)
+        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
+                            "option lifecycle_scripts is for the install the job plans: a program runs as given (its "
+                            "own flags say whether scripts run)");
     if (job->argv.n && sbx__job_input(job, "script"))
         return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "give a program or input 'script', not both");
     if (job->argv.n && sbx__job_input(job, "packageManager"))
@@ -285,14 +289,14 @@ static sbx_status plan_script(sbx_job *job)
 
 sbx_status sbx__job_plan(sbx_job *job)
 {
-    bool needs_pm = job->type == J_INSTALL || (job->type >= J_LINT && !job->argv.n);
+    bool needs_pm = (job->type == J_INSTALL || job->type >= J_LINT) && !job->argv.n;
     if (job->type == J_CLONE)
         return plan_clone(job);
     if (job->type == J_APPLY)
         return plan_apply(job);
     if (!needs_pm)
-        return sbx__job_add_step(job, sbx__job_type_str(job->type), JS_RUN, sbx__job_dir(job), job->argv.n,
-                                 (const char *const *)job->argv.v);
+        return sbx__job_add_step(job, job->type == J_INSTALL ? "install" : sbx__job_type_str(job->type), JS_RUN,
+                                 sbx__job_dir(job), job->argv.n, (const char *const *)job->argv.v);
     if (!job->pm && sbx__job_input(job, "packageManager") && job->type != J_INSTALL &&
         !(job->pm = sbx__strdup(sbx__job_input(job, "packageManager"))))
         return sbx__err_nomem(&job->err);

@@ -206,11 +206,11 @@ sbx_status sbx_patch_set_limits(sbx_patch *p, size_t max_bytes, size_t max_files
     return SBX_OK;
 }
 
-sbx_status sbx_patch_set_threads(sbx_patch *p, unsigned threads)
+sbx_status sbx_patch_set_threads(sbx_patch *p, size_t threads)
 {
     SBX__ENTER(p, false);
     SBX__ARG(p, threads <= 8, "threads is more than 8");
-    p->threads = threads;
+    p->threads = (unsigned)threads;
     return SBX_OK;
 }
 
@@ -1269,10 +1269,10 @@ static json_t *file_json(const struct pfile *f)
 {
     json_t *o = json_object();
     if (!o || json_object_set_new(o, "path", json_text(f->path)) ||
-        json_object_set_new(o, "old_path", f->old_path ? json_text(f->old_path) : json_null()) ||
+        json_object_set_new(o, "oldPath", f->old_path ? json_text(f->old_path) : json_null()) ||
         json_object_set_new(o, "change", json_string(change_name(f->change))) ||
-        json_object_set_new(o, "old_mode", json_integer(f->old_mode)) ||
-        json_object_set_new(o, "new_mode", json_integer(f->new_mode)) ||
+        json_object_set_new(o, "oldMode", json_integer(f->old_mode)) ||
+        json_object_set_new(o, "newMode", json_integer(f->new_mode)) ||
         json_object_set_new(o, "additions", json_integer((json_int_t)f->additions)) ||
         json_object_set_new(o, "deletions", json_integer((json_int_t)f->deletions)) ||
         json_object_set_new(o, "binary", json_boolean(f->binary))) {
@@ -1309,7 +1309,7 @@ sbx_status sbx_patch_to_json(sbx_patch *p, char **out)
     if (json_object_set_new(root, "verdict", json_string(sbx_patch_verdict_name(p->verdict))) ||
         json_object_set_new(root, "rule", p->rule ? json_string(sbx_patch_rule_name(p->rule)) : json_null()) ||
         json_object_set_new(root, "message", p->message ? json_text(p->message) : json_null()) ||
-        json_object_set_new(root, "patch_id", p->id[0] ? json_string(p->id) : json_null()) ||
+        json_object_set_new(root, "patchId", p->id[0] ? json_string(p->id) : json_null()) ||
         json_object_set_new(root, "files", files) || json_object_set_new(root, "diffstat", stat)) {
         files = stat = NULL;
         goto oom;

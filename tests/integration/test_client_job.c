@@ -330,7 +330,9 @@ START_TEST(test_client_job_apply_patch)
         ck_assert_int_eq(faultd_count(f, "POST", "/fs/write"), 0);
         ck_assert_int_eq(faultd_count(f, "POST", "/network-policy"), 0);
         r = result(j);
-        ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "unsafe"));
+        ck_assert_msg(strstr(jstr(r, "message"), "unsafe patch: '../escape.txt'") &&
+                          strstr(jstr(r, "message"), "(rule dotdot)"),
+                      "the message names the path and the rule: %s", jstr(r, "message"));
         json_decref(r);
         sbx_job_free(j);
         sbx_sandbox_free(s);

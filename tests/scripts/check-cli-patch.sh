@@ -98,13 +98,13 @@ diff --git a/src/a.c b/src/a.c
 +TWO
  three
 EOF
-expect 4 "M  src/a.c (+1 -1)" "does-not-apply: " check --repo "$repo" "$tmp/stale.diff"
+expect 4 "M  src/a.c (+1 -1)" "the patch does not apply: src/a.c: " check --repo "$repo" "$tmp/stale.diff"
 expect 4 "" "src/a.c" check --repo "$repo" "$tmp/stale.diff"
 # --base: it applies to the first commit, by id or as HEAD~1.
 expect 0 "M  src/a.c (+1 -1)" "" check --repo "$repo" --base "$first" "$tmp/stale.diff"
 expect 0 "1 file changed, 1 insertion(+), 1 deletion(-)" "" check --repo "$repo" --base HEAD~1 "$tmp/stale.diff"
 # And the first patch does not apply there.
-expect 4 "" "does-not-apply: " check --repo "$repo" --base "$first" "$tmp/good.diff"
+expect 4 "" "the patch does not apply: " check --repo "$repo" --base "$first" "$tmp/good.diff"
 
 # The verdict is git apply --check's, on HEAD and on the first commit.
 for base in HEAD "$first"; do
@@ -119,7 +119,7 @@ done
 
 # Malformed: exit 4 too, told apart.
 printf 'this is not a patch\n' >"$tmp/junk.diff"
-expect 4 "" "malformed: " check --repo "$repo" "$tmp/junk.diff"
+expect 4 "" "malformed patch: " check --repo "$repo" "$tmp/junk.diff"
 
 # Unsafe: 3, the rule named.
 cat >"$tmp/dotdot.diff" <<'EOF'
@@ -130,7 +130,7 @@ new file mode 100644
 @@ -0,0 +1 @@
 +x
 EOF
-expect 3 "" "unsafe: dotdot: " check --repo "$repo" "$tmp/dotdot.diff"
+expect 3 "" "(rule dotdot)" check --repo "$repo" "$tmp/dotdot.diff"
 cat >"$tmp/dotdot-u.diff" <<'EOF'
 --- a/src/a.c
 +++ b/src/../../x
@@ -140,7 +140,7 @@ cat >"$tmp/dotdot-u.diff" <<'EOF'
 +3
  three
 EOF
-expect 3 "" "unsafe: dotdot: " check --repo "$repo" "$tmp/dotdot-u.diff"
+expect 3 "" "(rule dotdot)" check --repo "$repo" "$tmp/dotdot-u.diff"
 cat >"$tmp/hook.diff" <<'EOF'
 diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout
 new file mode 100755
@@ -150,7 +150,7 @@ new file mode 100755
 +#!/bin/sh
 +touch /tmp/pwned
 EOF
-expect 3 "" "unsafe: git-dir: " check --repo "$repo" "$tmp/hook.diff"
+expect 3 "" "(rule git-dir)" check --repo "$repo" "$tmp/hook.diff"
 expect 3 "" ".git/hooks/post-checkout" check --repo "$repo" "$tmp/hook.diff"
 cat >"$tmp/symlink.diff" <<'EOF'
 diff --git a/link b/link
@@ -161,7 +161,7 @@ new file mode 120000
 +/etc/passwd
 \ No newline at end of file
 EOF
-expect 3 "" "unsafe: symlink: " check --repo "$repo" "$tmp/symlink.diff"
+expect 3 "" "(rule symlink)" check --repo "$repo" "$tmp/symlink.diff"
 cat >"$tmp/abs.diff" <<'EOF'
 diff --git a//etc/cron.d/x b//etc/cron.d/x
 new file mode 100644
@@ -170,16 +170,16 @@ new file mode 100644
 @@ -0,0 +1 @@
 +x
 EOF
-expect 3 "" "unsafe: absolute: " check --repo "$repo" "$tmp/abs.diff"
+expect 3 "" "(rule absolute)" check --repo "$repo" "$tmp/abs.diff"
 cat >"$tmp/abs-rename.diff" <<'EOF'
 diff --git a/src/a.c b/src/a.c
 similarity index 100%
 rename from src/a.c
 rename to /etc/a.c
 EOF
-expect 3 "" "unsafe: absolute: " check --repo "$repo" "$tmp/abs-rename.diff"
+expect 3 "" "(rule absolute)" check --repo "$repo" "$tmp/abs-rename.diff"
 # Refused whatever the base.
-expect 3 "" "unsafe: git-dir: " check --repo "$repo" --base "$first" "$tmp/hook.diff"
+expect 3 "" "(rule git-dir)" check --repo "$repo" --base "$first" "$tmp/hook.diff"
 
 # --json: the envelope (sbxrun(1), JSON OUTPUT), the verdict's object its
 # result, whatever the verdict; exitCode is the exit status.
@@ -191,7 +191,7 @@ want_verdict, want_rule, want_exit = sys.argv[1], sys.argv[2], int(sys.argv[3])
 assert list(e) == ["sbxrun", "ok", "exitCode", "result"], list(e)
 assert e["sbxrun"] == "patch" and e["exitCode"] == want_exit and e["ok"] == (want_exit == 0), e
 d = e["result"]
-for k in ("verdict", "rule", "message", "patch_id", "files", "diffstat"):
+for k in ("verdict", "rule", "message", "patchId", "files", "diffstat"):
     assert k in d, "no " + k
 assert d["verdict"] == want_verdict, d["verdict"]
 if want_rule:
@@ -204,12 +204,12 @@ for k in ("files", "additions", "deletions"):
 if [ $rc -eq 0 ] && json_check "$tmp/j" applies && python3 -c '
 import json, sys
 d = json.load(sys.stdin)["result"]
-assert d["patch_id"] == sys.argv[1], d["patch_id"]
+assert d["patchId"] == sys.argv[1], d["patchId"]
 assert d["rule"] is None and d["message"] is None, d
 assert d["diffstat"] == {"files": 4, "additions": 4, "deletions": 1}, d["diffstat"]
 files = {f["path"]: f for f in d["files"]}
 assert set(files) == {"src/a.c", "src/b.c", "del.txt", "doc/new.md"}, files
-assert files["doc/new.md"]["old_path"] == "doc/old.md", files["doc/new.md"]
+assert files["doc/new.md"]["oldPath"] == "doc/old.md", files["doc/new.md"]
 assert files["src/a.c"]["additions"] == 2 and files["src/a.c"]["deletions"] == 0
 ' "$(git_id "$tmp/good.diff")" <"$tmp/j"; then echo "ok: --json applies"; else echo "FAIL: --json of an applying patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
 # Pretty, 2-space indent, one trailing newline.
@@ -228,7 +228,10 @@ else echo "FAIL: --json of an unsafe patch (exit $rc): $(cat "$tmp/j")"; fail=1;
 "$sbxrun" patch check --json --repo "$repo" "$tmp/junk.diff" >"$tmp/j" 2>/dev/null; rc=$?
 if [ $rc -eq 4 ] && json_check "$tmp/j" malformed "" 4; then echo "ok: --json malformed"
 else echo "FAIL: --json of a malformed patch (exit $rc): $(cat "$tmp/j")"; fail=1; fi
-stdin="$tmp/hunks.diff" expect 0 "\"patch_id\": \"$(git_id "$tmp/hunks.diff")\"" "" check --json --repo "$repo" -
+# With --json too, the verdict's reason on stderr.
+expect 4 '"verdict": "does-not-apply"' "the patch does not apply: src/a.c: " check --json --repo "$repo" "$tmp/stale.diff"
+expect 3 '"verdict": "unsafe"' "unsafe patch: '.git/hooks/" check --json --repo "$repo" "$tmp/hook.diff"
+stdin="$tmp/hunks.diff" expect 0 "\"patchId\": \"$(git_id "$tmp/hunks.diff")\"" "" check --json --repo "$repo" -
 
 # A series: each patch on the tree the ones before it leave.
 git clone -q "$repo" "$tmp/series" && git -C "$tmp/series" apply --index "$tmp/good.diff" &&
@@ -239,9 +242,9 @@ expect 0 "$tmp/on-top.diff:
 M  src/b.c (+1 -0)" "" check --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff"
 expect 0 "$tmp/good.diff:
 D  del.txt (+0 -1)" "" check --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff"
-expect 4 "" "does-not-apply" check --repo "$repo" "$tmp/on-top.diff"
-expect 4 "" "patch 2 of 2 ($tmp/good.diff): does-not-apply" check --repo "$repo" "$tmp/good.diff" "$tmp/good.diff"
-expect 3 "" "patch 3 of 3 ($tmp/hook.diff): unsafe: git-dir" check --repo "$repo" "$tmp/good.diff" \
+expect 4 "" "the patch does not apply: src/b.c" check --repo "$repo" "$tmp/on-top.diff"
+expect 4 "" "patch 2 of 2 ($tmp/good.diff): the patch does not apply" check --repo "$repo" "$tmp/good.diff" "$tmp/good.diff"
+expect 3 "" "patch 3 of 3 ($tmp/hook.diff): unsafe patch: '.git/hooks/post-checkout': " check --repo "$repo" "$tmp/good.diff" \
   "$tmp/on-top.diff" "$tmp/hook.diff"
 stdin="$tmp/on-top.diff" expect 0 "M  src/b.c" "" check --repo "$repo" "$tmp/good.diff" -
 "$sbxrun" patch check --json --repo "$repo" "$tmp/good.diff" "$tmp/on-top.diff" "$tmp/good.diff" >"$tmp/j" 2>/dev/null; rc=$?

@@ -56,9 +56,22 @@ pid=$!
 for _ in $(seq 100); do grep -q 'listening' "$dir/out" 2>/dev/null && break; sleep 0.1; done
 grep -q 'listening' "$dir/out" || { echo "Bail out! sbxd did not start: $(tail -5 "$dir/sbxd.log")"; exit 1; }
 export SBXRUN_ENDPOINT="unix:$dir/sbxd.sock" SBXRUN_TOKEN="$(cat "$dir/state/token")"
-created() { grep -c 'POST /v1/sandboxes -> 200' "$dir/sbxd.log"; }
+# Sandboxes created, whichever protocol version made them.
+created() { grep -cE 'POST /v[0-9]+/sandboxes -> 20[01]' "$dir/sbxd.log"; }
+created_v1() { grep -cE 'POST /v1/sandboxes -> 20[01]' "$dir/sbxd.log"; }
+# schema: the result d validates against doc/schemas/run-result-1.json
+schema() {
+  if printf '%s' "$out" | python3 -c '
+import json, sys, jsonschema
+e = json.load(sys.stdin)
+with open(sys.argv[1]) as f:
+    jsonschema.validate(e["result"], json.load(f))
+' "$src/doc/schemas/run-result-1.json" 2>"$dir/pyerr"; then ok "$1"; else not_ok "$1" "$(tail -3 "$dir/pyerr")"; fi
+}
 
 run 1 "a patch that breaks a test: exit 1" -- verify "$demo" --patch "$patches/break-test.patch"
+[ "$(created)" -ge 1 ] && ok "the server's log counts the sandbox verify created" ||
+  not_ok "no sandbox creation in the log" "$(grep -m3 POST "$dir/sbxd.log")"
 grep -q -- "---- stdout" "$dir/err" && grep -q "test: failed" "$dir/err" && ok "the failing test's output is shown" || not_ok "failing tail" "$(cat "$dir/err")"
 run 0 "a patch that adds a feature with its test: exit 0" -- verify "$demo" --patch "$patches/add-feature.patch"
 
@@ -66,16 +79,18 @@ run 1 "--json on a failure" -- verify "$demo" --patch "$patches/break-test.patch
 py "the envelope of a failed run" 'e["sbxrun"] == "verify" and e["ok"] is False and e["exitCode"] == 1 and d["status"] == "failed"'
 py "jobs in order, the failing one last" '[j["jobType"] for j in d["jobs"]] == ["verify.lint", "verify.test"] and d["jobs"][1]["status"] == "failed" and d["jobs"][1]["exitCode"] != 0'
 py "the patch and the base commit are in the result" 'd["patches"][0]["files"][0]["path"] == "src/text.js" and len(d["baseCommit"]) == 40'
+schema "a failed run's result follows run-result-1.json"
 [ "$(printf '%s' "$out" | head -c1)" = "{" ] && ok "--json: nothing but the object on stdout" || not_ok "stdout" "$out"
 
 run 0 "--json on a pass" -- verify "$demo" --patch "$patches/add-feature.patch" --json
 py "passed" 'e["ok"] is True and d["status"] == "passed" and all(j["status"] == "passed" for j in d["jobs"])'
+schema "a passed run's result follows run-result-1.json"
 
 # Patches refused on this machine: nothing reaches the server.
 before=$(created)
 printf 'diff --git a/../x b/../x\nnew file mode 100644\n--- /dev/null\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n' >"$dir/unsafe.patch"
 run 3 "an unsafe patch: exit 3" -- verify "$demo" --patch "$dir/unsafe.patch"
-grep -q "unsafe (dotdot)" "$dir/err" && ok "the rule is named" || not_ok "unsafe message" "$(cat "$dir/err")"
+grep -q "(rule dotdot)" "$dir/err" && ok "the rule is named" || not_ok "unsafe message" "$(cat "$dir/err")"
 printf 'diff --git a/src/text.js b/src/text.js\n--- a/src/text.js\n+++ b/src/text.js\n@@ -1,1 +1,1 @@\n-no such line\n+x\n' >"$dir/stale.patch"
 run 4 "a patch that does not apply: exit 4" -- verify "$demo" --patch "$dir/stale.patch"
 run 4 --json -- verify "$demo" --patch "$dir/stale.patch" --json
@@ -99,6 +114,21 @@ run 4 "the same patch twice: the second does not apply: exit 4" -- verify "$demo
 run 2 "a shell operator in a step: exit 2" -- verify "$demo" --test "node --test | cat"
 run 2 "a directory outside any repository: exit 2" -- verify /
 run 2 "an empty --test command: exit 2" -- verify "$demo" --test ""
+
+# --install CMD: run as given in place of the lockfile's install, under the
+# install's policy and preset.
+run 0 "--install CMD runs that command" -- verify "$demo" --install "npm install --ignore-scripts --no-audit --no-fund" --json
+py "the install step ran the command given" 'd["jobs"][0]["jobType"] == "deps.install" and d["jobs"][0]["status"] == "passed" and d["jobs"][0]["steps"][0]["argv"][:2] == ["npm", "install"]'
+run 3 "--install CMD the install's policy refuses: exit 3" -- verify "$demo" --install "node -e 1"
+run 2 "--install CMD with --allow-scripts: exit 2" -- verify "$demo" --install "npm ci" --allow-scripts
+
+# The same verify speaks protocol v1 too.
+before=$(created_v1)
+SBXRUN_PROTOCOL=v1 run 1 "protocol v1: a patch that breaks a test: exit 1" -- verify "$demo" --patch "$patches/break-test.patch" --json
+py "protocol v1: the failing job" 'd["status"] == "failed" and [j["jobType"] for j in d["jobs"]] == ["verify.lint", "verify.test"]'
+[ "$(created_v1)" -gt "$before" ] && ok "protocol v1: the sandbox was created with POST /v1/sandboxes" ||
+  not_ok "no v1 creation" "$(grep -m3 POST "$dir/sbxd.log")"
+SBXRUN_PROTOCOL=v1 run 0 "protocol v1: a patch that adds a feature: exit 0" -- verify "$demo" --patch "$patches/add-feature.patch"
 
 # Steps given on the command line; a timeout.
 run 0 "--test CMD replaces the script" -- verify "$demo" --test "node --test" --lint "node scripts/lint.js"
@@ -142,6 +172,7 @@ run 2 "--repo: no such --ref" -- verify --repo "$dir/src.git" --ref no-such-bran
 # path is refused by the command policy before any sandbox is made.
 run 3 "--repo: a host path the sandbox may not clone" -- verify --repo "$dir/src.git" --json
 py "the run says why" 'd["status"] == "denied" and "repo.clone" in d["message"] and "path_outside" in d["message"] and d["sandboxId"] is None'
+schema "a denied run's result follows run-result-1.json"
 
 # --env: the variable is given to the steps, its value redacted everywhere;
 # nothing else of sbxrun's environment reaches them.

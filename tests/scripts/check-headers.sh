@@ -23,5 +23,13 @@ for h in "$src"/include/sbxrun/*.h "$gen"/sbxrun/version.h; do
   $CC -std=c11 $flags "$tmp/t.c" || { echo "FAIL: $name as C11"; fail=1; }
   $CXX -std=c++11 $flags "$tmp/t.cpp" || { echo "FAIL: $name as C++11"; fail=1; }
 done
+# doc/api-conventions.md, "Types": no unsigned, long, short, bool, off_t,
+# structs by value or varargs in a public function's signature (counts are
+# size_t, booleans int). Each SBX_API declaration is read up to its ';'.
+bad=$(awk '/SBX_API/ { d = ""; on = 1 } on { d = d " " $0 } on && /;/ { print FILENAME ": " d; on = 0 }' \
+        "$src"/include/sbxrun/*.h |
+      grep -E '\<(unsigned|long|short|bool|_Bool|off_t)\>|\.\.\.|[(,][[:space:]]*(const[[:space:]]+)?struct[[:space:]]+[a-z_]+[[:space:]]+[a-z_]+[[:space:]]*[,)]' |
+      sed -E 's/[[:space:]]+/ /g')
+if [ -n "$bad" ]; then echo "FAIL: a type doc/api-conventions.md rules out in a public function:"; echo "$bad"; fail=1; fi
 [ $fail = 0 ] && echo "OK: every public header compiles alone as C99, C11 and C++11 (-pedantic -Werror)"
 exit $fail

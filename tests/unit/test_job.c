@@ -648,6 +648,25 @@ START_TEST(test_job_plan_install_and_scripts)
     has(sbx_job_last_error(j), "no lockfile");
     sbx_job_free(j);
 
+    /* A program instead of the planned install: its one step, no detection;
+     * the registry only opens the network preset. Scripts on is refused:
+     * the program runs as given. */
+    {
+        const char *pnpm[] = {"pnpm", "install", "--frozen-lockfile", "--ignore-scripts"};
+        j = new_job(c, "deps.install");
+        ck_assert_int_eq(sbx_job_set_argv(j, 4, pnpm), SBX_OK);
+        ck_assert_int_eq(sbx_job_set_input(j, "registry", "http://registry.test/npm/"), SBX_OK);
+        ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
+        expect_plan(j, "install@/vercel/sandbox: pnpm install --frozen-lockfile --ignore-scripts\n");
+        ck_assert_ptr_null(j->pm);
+        sbx_job_free(j);
+        j = new_job(c, "deps.install");
+        ck_assert_int_eq(sbx_job_set_argv(j, 4, pnpm), SBX_OK);
+        ck_assert_int_eq(sbx_job_set_option(j, "lifecycle_scripts", "on"), SBX_OK);
+        expect(j, sbx__job_plan_validate(j), SBX_E_INVALID_ARG, "option lifecycle_scripts is for the install the job plans");
+        sbx_job_free(j);
+    }
+
     /* verify.*: the script of the type, or input script; a program instead. */
     {
         static const char *const types[] = {"verify.lint", "verify.typecheck", "verify.test", "verify.build",

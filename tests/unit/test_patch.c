@@ -1480,11 +1480,11 @@ START_TEST(test_patch_json_and_save)
     j = json_loads(json, 0, &je);
     ck_assert_msg(j != NULL, "%s: %s", je.text, json);
     ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "applies");
-    ck_assert_str_eq(json_string_value(json_object_get(j, "patch_id")), multi_diff_id);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "patchId")), multi_diff_id);
     files = json_object_get(j, "files");
     ck_assert_uint_eq(json_array_size(files), 6);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(files, 3), "path")), "new/name.txt");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(files, 3), "old_path")), "old/name.txt");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(files, 3), "oldPath")), "old/name.txt");
     stat = json_object_get(j, "diffstat");
     ck_assert_int_eq(json_integer_value(json_object_get(stat, "files")), 6);
     ck_assert_int_eq(json_integer_value(json_object_get(stat, "additions")), 5);
@@ -2195,6 +2195,7 @@ START_TEST(test_patch_set_threads_arguments)
     sbx_patch *p = sbx_patch_new();
     ck_assert_int_eq(sbx_patch_set_threads(NULL, 2), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_patch_set_threads(p, 9), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(sbx_patch_set_threads(p, SIZE_MAX), SBX_E_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(sbx_patch_last_error(p), "threads"));
     ck_assert_int_eq(sbx_patch_set_threads(p, 8), SBX_OK);
     ck_assert_int_eq(sbx_patch_set_threads(p, 0), SBX_OK);

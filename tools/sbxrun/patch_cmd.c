@@ -39,7 +39,7 @@ static const char usage_text[] =
     "patch that can be read); 3 refused: unsafe, or over a size limit; 2 usage\n"
     "errors (a missing FILE or --repo, a FILE that cannot be read, no\n"
     "repository at DIR, no revision REV); 1 other failures. On 3 and 4 one line\n"
-    "on stderr: VERDICT: [RULE: ]MESSAGE.\n";
+    "on stderr: the reason, naming the file (for an unsafe patch, with its rule).\n";
 
 enum { O_REPO = 1, O_BASE, O_JSON, O_HELP = 'h' };
 
@@ -205,6 +205,7 @@ static int check_patches(const char *repo, const char *base, char **files, size_
         sbx_patch *p = sbx_patch_new();
         sbx_patch_verdict v;
         sbx_status st;
+        char *why;
         if (!p) {
             rc = out_of_memory();
             failed = true;
@@ -236,10 +237,20 @@ static int check_patches(const char *repo, const char *base, char **files, size_
             failed = true;
             break;
         }
+        /* The verdict's reason, kept before to_json (a call that succeeds
+         * clears last_error). */
+        why = st != SBX_OK ? strdup(sbx_patch_last_error(p)) : NULL;
+        if (st != SBX_OK && !why) {
+            sbx_patch_free(p);
+            rc = out_of_memory();
+            failed = true;
+            break;
+        }
         if (json) {
             char *text = NULL;
             json_t *obj = NULL;
             if (sbx_patch_to_json(p, &text) != SBX_OK || !(obj = cli_json_parse(text))) {
+                free(why);
                 sbx_free(text);
                 sbx_patch_free(p);
                 rc = out_of_memory();
@@ -264,11 +275,11 @@ static int check_patches(const char *repo, const char *base, char **files, size_
             if (n > 1)
                 fprintf(stderr, "patch %zu of %zu (%s): ", i + 1, n, files[i]);
             if (v == SBX_PATCH_UNSAFE)
-                fprintf(stderr, "%s: %s: %s\n", sbx_patch_verdict_name(v),
-                        sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+                fprintf(stderr, "%s (rule %s)\n", why, sbx_patch_rule_name(sbx_patch_broken_rule(p)));
             else
-                fprintf(stderr, "%s: %s\n", sbx_patch_verdict_name(v), sbx_patch_last_error(p));
+                fprintf(stderr, "%s\n", why);
         }
+        free(why);
         sbx_patch_free(prev); /* the next one applies to what this one leaves */
         prev = p;
     }

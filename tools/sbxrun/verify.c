@@ -47,7 +47,8 @@ static const char usage_text[] =
     "                      libgit2 and cloned in the sandbox; DIR is then a\n"
     "                      directory inside it\n"
     "  --ref REF           the branch, tag or commit of --repo [its HEAD]\n"
-    "  --install CMD       the install step's command\n"
+    "  --install CMD       the install step's command, run as given instead\n"
+    "                      of the lockfile's install (pass it --ignore-scripts)\n"
     "  --no-install        no install step\n"
     "  --allow-scripts     let the install run the dependencies' lifecycle\n"
     "                      scripts (off by default: --ignore-scripts)\n"
@@ -424,6 +425,8 @@ int cmd_verify(int argc, char **argv)
         return cli_usage_error("verify", "one DIR at most ('%s' is extra)", argv[optind]);
     if (st.install_cmd && st.no_install)
         return cli_usage_error("verify", "--install and --no-install do not go together");
+    if (st.install_cmd && st.allow_scripts)
+        return cli_usage_error("verify", "--allow-scripts is for the lockfile's install: --install CMD runs as given");
     if (ref && !repo)
         return cli_usage_error("verify", "--ref is for --repo (for DIR's repository, use --base)");
     if (base && repo)

@@ -195,14 +195,13 @@ static int judge(sbx_patch *p, const char *name, char *err, size_t errlen)
     switch (v) {
     case SBX_PATCH_APPLIES: return 0;
     case SBX_PATCH_UNSAFE:
-        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s is unsafe (%s): %s", name,
-                    sbx_patch_rule_name(sbx_patch_broken_rule(p)), sbx_patch_last_error(p));
+        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s: %s (rule %s)", name, sbx_patch_last_error(p),
+                    sbx_patch_rule_name(sbx_patch_broken_rule(p)));
     case SBX_PATCH_TOO_LARGE:
-        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s is too large: %s", name, sbx_patch_last_error(p));
+        return fail(err, errlen, SBXRUN_EXIT_DENIED, "the patch %s: %s", name, sbx_patch_last_error(p));
     case SBX_PATCH_DOES_NOT_APPLY:
     case SBX_PATCH_MALFORMED:
-        return fail(err, errlen, SBXRUN_EXIT_DOES_NOT_APPLY, "the patch %s %s: %s", name,
-                    v == SBX_PATCH_MALFORMED ? "is malformed" : "does not apply", sbx_patch_last_error(p));
+        return fail(err, errlen, SBXRUN_EXIT_DOES_NOT_APPLY, "the patch %s: %s", name, sbx_patch_last_error(p));
     default:
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "the patch %s: %s", name, sbx_patch_last_error(p));
     }

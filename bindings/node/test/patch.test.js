@@ -98,7 +98,7 @@ test('a patch that applies: its files, its git patch id, its diff, its JSON', ()
     assert.equal(p.diff.toString(), GOOD);
     const j = p.toJSON();
     assert.equal(j.verdict, 'applies');
-    assert.equal(j.patch_id, want);
+    assert.equal(j.patchId, want);
     assert.deepEqual(j.diffstat, { files: 3, additions: 3, deletions: 2 });
     // reading the diff or the JSON does not lose the message of the verdict
     assert.equal(p.check(), 'applies');
@@ -429,7 +429,7 @@ test('verify(): an array of patches is applied in turn', async () => {
   result = await sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK)] });
   assert.equal(result.status, 'failed', JSON.stringify(result));
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK), Buffer.from(BREAK)] }),
-                       (e) => e instanceof sbxrun.PatchError && /^patch 2 of 2 does-not-apply: .*answer\.json/.test(e.message));
+                       (e) => e instanceof sbxrun.PatchError && /^patch 2 of 2: the patch does not apply: .*answer\.json/.test(e.message));
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: [Buffer.from(BREAK), 3] }),
                        (e) => e instanceof TypeError && /or an array of them/.test(e.message));
 });
@@ -440,11 +440,11 @@ test('verify(): a patch that does not apply, or is unsafe, is refused before any
   const sandboxes = (await ctx.client.listSandboxes({ limit: 100 })).sandboxes.length;
   const stale = BREAK.replace('-{"value": 42}', '-{"value": 40}');
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: Buffer.from(stale) }),
-                       (e) => e instanceof sbxrun.PatchError && /^patch does-not-apply: .*answer\.json/.test(e.message));
+                       (e) => e instanceof sbxrun.PatchError && /^patch: the patch does not apply: .*answer\.json/.test(e.message));
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: Buffer.from(newFile('.git/hooks/post-checkout')) }),
-                       (e) => e instanceof sbxrun.PatchError && /^patch unsafe: .*\.git\/hooks\/post-checkout/.test(e.message));
+                       (e) => e instanceof sbxrun.PatchError && /^patch: unsafe patch: .*\.git\/hooks\/post-checkout/.test(e.message));
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: Buffer.from('not a diff\n') }),
-                       (e) => e instanceof sbxrun.PatchError && /^patch malformed/.test(e.message));
+                       (e) => e instanceof sbxrun.PatchError && /^patch: malformed patch: /.test(e.message));
   await assert.rejects(sbxrun.verify(ctx.client, project, { patch: path.join(tmp, 'missing.diff') }), sbxrun.IoError);
   await assert.rejects(sbxrun.verify(ctx.client, project, { base: 'no-such-rev' }), sbxrun.NotFoundError);
   await assert.rejects(sbxrun.verify(ctx.client, project, { scripts: ['deploy'] }),

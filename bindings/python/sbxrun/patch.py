@@ -29,7 +29,7 @@ for _name, _res, _args in (
     ("sbx_patch_free", None, [c_void_p]),
     ("sbx_patch_last_error", c_char_p, [c_void_p]),
     ("sbx_patch_set_limits", c_int, [c_void_p, c_size_t, c_size_t, c_size_t]),
-    ("sbx_patch_set_threads", c_int, [c_void_p, c_uint]),
+    ("sbx_patch_set_threads", c_int, [c_void_p, c_size_t]),
     ("sbx_patch_set_base", c_int, [c_void_p, c_char_p, c_char_p]),
     ("sbx_patch_set_base_patch", c_int, [c_void_p, c_void_p]),
     ("sbx_patch_load_data", c_int, [c_void_p, ctypes.POINTER(c_uint8), c_size_t]),
@@ -216,7 +216,8 @@ class Patch(_Handle):
             _L.sbx_free(out.value)
 
     def to_dict(self) -> dict[str, Any]:
-        """verdict, rule, message, patch_id, files and diffstat as one dict."""
+        """verdict, rule, message, patchId, files and diffstat as one dict
+        (the library's JSON, doc/patch.md)."""
         out = c_void_p()
         self._check(_L.sbx_patch_to_json(self._handle, byref(out)))
         return _lib.take_json(out.value)
@@ -267,7 +268,7 @@ def _checked_series(series: list, repo: str, spec: str | None):
             held.append(p)
             if p.check() != "applies":
                 which = f"patch {i + 1} of {len(series)}" if len(series) > 1 else "patch"
-                raise error_for(20, f"{which} {p.verdict}: {p.message}")
+                raise error_for(20, f"{which}: {p.message}")
         if not held:
             held.append(Patch(repo=repo, base=spec))
         yield held[-1]

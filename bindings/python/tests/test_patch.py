@@ -277,7 +277,7 @@ def test_verify_refuses_before_anything_is_sent(client, demo_repo):
     before = verify_dirs()
     sandboxes = len(client.list_sandboxes(limit=100)["sandboxes"])
     stale = (DEMO / "patches" / "add-feature.patch").read_bytes().replace(b"capitalize };", b"capitalise };")
-    with pytest.raises(sbxrun.PatchError, match="does-not-apply.*src/text.js"):
+    with pytest.raises(sbxrun.PatchError, match="^patch: the patch does not apply: src/text.js"):
         sbxrun.verify(client, demo_repo, patch=stale)
     hook = b"diff --git a/.git/hooks/post-checkout b/.git/hooks/post-checkout\nnew file mode 100755\n" \
            b"--- /dev/null\n+++ b/.git/hooks/post-checkout\n@@ -0,0 +1 @@\n+#!/bin/sh\n"
@@ -306,9 +306,9 @@ def test_verify_a_series_of_patches(client, demo_repo, tmp_path):
     result = sbxrun.verify(client, demo_repo, patch=[DEMO / "patches" / "add-feature.patch", on_top],
                            scripts=["test"])
     assert result["status"] == "passed", result
-    with pytest.raises(sbxrun.PatchError, match="^patch does-not-apply"):
+    with pytest.raises(sbxrun.PatchError, match="^patch: the patch does not apply"):
         sbxrun.verify(client, demo_repo, patch=[on_top])
-    with pytest.raises(sbxrun.PatchError, match="patch 2 of 2 does-not-apply"):
+    with pytest.raises(sbxrun.PatchError, match="patch 2 of 2: the patch does not apply"):
         sbxrun.verify(client, demo_repo, patch=[feature, feature])
     with pytest.raises(TypeError, match="a path to a diff or its bytes"):
         sbxrun.verify(client, demo_repo, patch=[feature, 3])
