@@ -56,4 +56,17 @@ out=$(cd / && env -u SBXRUN_LIBRARY PYTHONPATH="$(dirname "$(dirname "$init")")"
   { echo "FAIL: the installed sbxrun package did not import: $out"; exit 1; }
 echo "python: $out"
 case "$out" in "$dest"*" $want") ;; *) echo "FAIL: python printed '$out', expected the installed package and $want"; exit 1 ;; esac
+# And without PYTHONPATH: where meson put it is a directory the interpreter
+# searches, whenever it searches one under the prefix (Debian's python3 for
+# /usr/local and /usr; a python3 of its own prefix searches none there).
+prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+pkgdir=$(dirname "$(dirname "$init")"); pkgdir=${pkgdir#"$dest"}
+searched=$(python3 -c 'import site, sys; p = sys.argv[1].rstrip("/") + "/"; print("\n".join(d for d in site.getsitepackages() if d.startswith(p)))' "$prefix")
+if [ -n "$searched" ]; then
+  printf '%s\n' "$searched" | grep -qxF "$pkgdir" ||
+    { echo "FAIL: the package went to $pkgdir, which python3 does not search (it searches $(echo $searched) under $prefix)"; exit 1; }
+  echo "python: installed into $pkgdir, on python3's search path"
+else
+  echo "python: python3 ($(command -v python3)) searches nothing under $prefix; the package is in $pkgdir (PYTHONPATH)"
+fi
 echo "OK: installed, found by pkg-config, consumer built and ran (shared and static), the Python package imported"
