@@ -1507,7 +1507,8 @@ static void housekeeping(sbx__engine *e)
         r = e->heap[0];
         if (r->deadline && now >= r->deadline) {
             char msg[700], ub[600];
-            snprintf(msg, sizeof msg, "%s %s: deadline passed", r->method, shown_url(r, ub, sizeof ub));
+            snprintf(msg, sizeof msg, "%s %s: no complete answer in %.1f s, the request's deadline", r->method,
+                     shown_url(r, ub, sizeof ub), (double)(now - (r->t_submit ? r->t_submit : now)) / 1000.0);
             r->maybe_sent = r->state == R_ACTIVE || r->attempts > 0;
             finish(r, SBX_E_TIMEOUT, msg); /* out of the heap */
             continue;

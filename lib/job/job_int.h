@@ -78,6 +78,7 @@ struct sbx_job {
     sbx_transcript *tr;
     bool tr_shared;           /* a run owns the transcript's header */
     int64_t deadline_cap;     /* a run's budget: the latest deadline (mono ms), 0 none */
+    int64_t run_wall_ms;      /* the run's wall-time budget, when it set timeout_ms (0: it did not) */
     sbx_output_cb cb;
     void *cb_user;
     bool opt_policy, opt_redact, opt_netpolicy, opt_lifecycle;

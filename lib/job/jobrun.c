@@ -437,8 +437,13 @@ static void step_done(sbx_op *op, void *arg)
 
     switch (s->outcome) {
     case SBX_STEP_TIMEOUT:
-        conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK, "step %s ran past the job's %lld ms timeout and was stopped",
-                 s->name, (long long)job->timeout_ms);
+        if (job->run_wall_ms)
+            conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK,
+                     "step %s was stopped: the run's wall-time budget of %lld ms ran out (%lld ms were left for "
+                     "this job)", s->name, (long long)job->run_wall_ms, (long long)job->timeout_ms);
+        else
+            conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK, "step %s ran past the job's %lld ms timeout and was stopped",
+                     s->name, (long long)job->timeout_ms);
         break;
     case SBX_STEP_CANCELLED:
         conclude(jr, SBX_VERDICT_CANCELLED, SBX_OK, "cancelled during step %s", s->name);

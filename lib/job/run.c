@@ -431,8 +431,10 @@ static sbx_status start_job(sbx_run *run)
                     (long long)run->wall_ms, sbx__job_type_str(job->type));
             return SBX_OK;
         }
-        if (job->timeout_ms == 0 || job->timeout_ms > left)
+        if (job->timeout_ms == 0 || job->timeout_ms > left) {
             job->timeout_ms = left;
+            job->run_wall_ms = run->wall_ms; /* its timeout is what the run has left */
+        }
         job->deadline_cap = run->deadline;
     }
     if (run->tr && !job->tr) {

@@ -226,9 +226,19 @@ sbx_status sbx__patch_scan_headers(const char *t, size_t len, struct sbx__patch_
             continue;
         }
         if (sbx__patch_starts(line, n, "diff --git ")) {
-            st = check_git_line(line + 11, n - 11, &tmp, f);
+            const char *v = line + 11;
+            size_t vn = n - 11, name = vn >= 5 ? (vn - 5) / 2 : 0;
+            st = check_git_line(v, vn, &tmp, f);
             sbx__buf_clear(&file);
-            if (st == SBX_OK && sbx__buf_append(&file, line + 11, n - 11) != SBX_OK)
+            /* The file the mode lines below are about, for the message: X
+             * of "a/X b/X" (a file created, deleted or changed in place),
+             * else the line as written. */
+            if (name && vn == 2 * name + 5 && memcmp(v, "a/", 2) == 0 && memcmp(v + 2 + name, " b/", 3) == 0 &&
+                memcmp(v + 2, v + 5 + name, name) == 0) {
+                v += 2;
+                vn = name;
+            }
+            if (st == SBX_OK && sbx__buf_append(&file, v, vn) != SBX_OK)
                 st = SBX_E_NOMEM;
             continue;
         }

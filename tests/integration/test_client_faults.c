@@ -2167,7 +2167,7 @@ START_TEST(test_client_faults_kill_stalls)
     ck_assert_msg(dt >= 950 && dt < 1000 + 5000 + 2000, "ended after %lld ms (deadline 1000 ms, grace 5000 ms)",
                   (long long)dt);
     ck_assert_msg(contains(sbx_command_last_error(k), "killing it failed") &&
-                      contains(sbx_command_last_error(k), "deadline passed)"),
+                      contains(sbx_command_last_error(k), "the request's deadline)"),
                   "message: %s", sbx_command_last_error(k));
     sbx_command_free(k);
     fx_stop(&x);

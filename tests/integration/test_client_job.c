@@ -554,6 +554,7 @@ START_TEST(test_client_job_run_budgets)
     const char *ls[] = {"ls"};
     sbx_job *j;
     int64_t t0;
+    json_t *r;
 
     ok_c(sbx_run_set_sandbox(run, e.s), e.c);
     for (int i = 0; i < 3; i++) {
@@ -599,6 +600,11 @@ START_TEST(test_client_job_run_budgets)
     ck_assert_int_eq(sbx_run_execute(run), SBX_OK);
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_TIMED_OUT);
     ck_assert(mono_ms() - t0 < 15000);
+    /* The message names the run's budget, not the job's cut timeout. */
+    r = result(j);
+    ck_assert_msg(strstr(jstr(r, "message"), "the run's wall-time budget of 1500 ms ran out"), "%s",
+                  jstr(r, "message"));
+    json_decref(r);
     sbx_run_free(run);
     teardown(&e);
 }

@@ -34,7 +34,18 @@ for c in verify exec sandbox snapshot cp policy netpolicy redact transcript patc
   [ $rc = 0 ] && [[ "$out" == usage:* ]] && ok "$c -h prints its help" || not_ok "$c -h" "rc=$rc" "$out"
   out2=$("$sbxrun" help "$c" 2>&1)
   [ "$out" = "$out2" ] && ok "sbxrun help $c is $c -h" || not_ok "help $c" "$out2"
+  out3=$("$sbxrun" -h "$c" 2>&1)
+  [ "$out" = "$out3" ] && ok "sbxrun -h $c is $c -h" || not_ok "-h $c" "$out3"
 done
+# A command of subcommands: none, or an option first, says which come first.
+for c in sandbox snapshot policy transcript patch; do
+  expect 2 "" "which subcommand?" "sbxrun $c alone names its subcommands" -- "$c"
+done
+expect 2 "" "comes before the options: 'sbxrun sandbox list --endpoint" "an option before the subcommand says where it goes" \
+  -- sandbox --endpoint http://127.0.0.1:9 list
+expect 0 '"libsbxrun"' "" "version --json" -- version --json
+SBXRUN_TOKEN= expect 125 "" "or give it with --token-file FILE" "no token: the advice names the option, not the C call" \
+  -- sandbox list --endpoint http://127.0.0.1:9
 for c in "sandbox create" "sandbox list" "snapshot list" "policy check" "transcript verify" "patch check"; do
   # shellcheck disable=SC2086
   out=$("$sbxrun" $c -h 2>&1); rc=$?
@@ -84,6 +95,8 @@ expect 0 "timeout" "" "sandbox extend ID 10m" -- sandbox extend "$id" 10m
 after=$("$sbxrun" sandbox get "$id" --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print((r.get("session") or r.get("sandbox"))["timeout"])')
 [ "$((after - before))" = 600000 ] && ok "extend added 10 minutes ($before -> $after)" || not_ok "extend" "$before -> $after"
 expect 2 "" "the DURATION is missing" "extend without a duration says so" -- sandbox extend "$id"
+expect 2 "" "the ID comes first, then the DURATION: 'sbxrun sandbox extend $id 10m'" "extend DURATION ID names the order" \
+  -- sandbox extend 10m "$id"
 
 # The runtime: asked for one the host does not give, the server says which it gives, and sbxrun warns.
 have=$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/node\1/')
@@ -239,6 +252,14 @@ verify --json --no-such-option
 --json exec --sandbox $id -- npx x
 --json cp $dir/in.txt $id:in.txt
 --json sandbx
+sandbox --json
+sandbox frob --json
+snapshot --json
+transcript --json
+policy --json
+patch --json
+version --json
+--json version
 EOF2
 printf 'secret ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n' | "$sbxrun" redact --json --no-env >"$dir/j0" 2>/dev/null
 echo "redact --json" >"$dir/j0.cmd"

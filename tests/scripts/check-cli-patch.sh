@@ -161,7 +161,7 @@ new file mode 120000
 +/etc/passwd
 \ No newline at end of file
 EOF
-expect 3 "" "(rule symlink)" check --repo "$repo" "$tmp/symlink.diff"
+expect 3 "" "unsafe patch: 'link': a symbolic link created, changed or written through (rule symlink)" check --repo "$repo" "$tmp/symlink.diff"
 cat >"$tmp/abs.diff" <<'EOF'
 diff --git a//etc/cron.d/x b//etc/cron.d/x
 new file mode 100644

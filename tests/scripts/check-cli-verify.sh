@@ -193,6 +193,17 @@ script -qec "'$sbxrun' verify '$demo' --no-install --test 'node scripts/env.js' 
 grep -q '?\]0;pwned' "$dir/tty" && ! grep -q $'\e\]0;pwned' "$dir/tty" && ok "escape sequences from a step are neutralised on a terminal" ||
   not_ok "terminal escapes" "$(od -c "$dir/tty" | grep -m2 pwned)"
 git -C "$demo" reset -q --hard HEAD~1
+# A terminal gets the live view in colour; NO_COLOR keeps the view without
+# colours, TERM=dumb gets the plain lines.
+script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
+grep -q $'\e\[32m' "$dir/tty" && grep -q $'\r\e\[K' "$dir/tty" && ok "a terminal: colours and the live view" ||
+  not_ok "terminal view" "$(od -c "$dir/tty" | head -5)"
+NO_COLOR=1 script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
+! grep -q $'\e\[3[0-9]m' "$dir/tty" && grep -q '✓' "$dir/tty" && ok "NO_COLOR: the view without colours" ||
+  not_ok "NO_COLOR" "$(od -c "$dir/tty" | head -5)"
+TERM=dumb script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
+! grep -q $'\e' "$dir/tty" && grep -q 'sbxrun verify: test: passed' "$dir/tty" && ok "TERM=dumb: plain lines" ||
+  not_ok "TERM=dumb" "$(od -c "$dir/tty" | head -5)"
 
 # The transcript of a run verifies.
 run 1 "--transcript" -- verify "$demo" --patch "$patches/break-test.patch" --transcript "$dir/run.jsonl"

@@ -668,7 +668,7 @@ static int expect_unsafe(const struct unsafe_case *c, const char *text, const ch
     sbx_patch *p = sbx_patch_new();
     sbx_status st = load(p, text), st2;
     const char *err = sbx_patch_last_error(p);
-    char why[768] = "";
+    char why[768] = "", quoted[300];
     if (st != SBX_E_PATCH)
         snprintf(why, sizeof why, "load gave %s: %s", sbx_status_name(st), err);
     else if (sbx_patch_result(p) != SBX_PATCH_UNSAFE)
@@ -678,8 +678,8 @@ static int expect_unsafe(const struct unsafe_case *c, const char *text, const ch
                  sbx_patch_rule_name(c->rule), err);
     else if (!err[0])
         snprintf(why, sizeof why, "no message");
-    else if (c->path && !strstr(err, c->path))
-        snprintf(why, sizeof why, "the message does not name %s: %s", c->path, err);
+    else if (c->path && (snprintf(quoted, sizeof quoted, "'%s'", c->path), !strstr(err, quoted)))
+        snprintf(why, sizeof why, "the message does not name '%s' (the path alone): %s", c->path, err);
     for (const char *s = err; !why[0] && *s; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
             snprintf(why, sizeof why, "a raw control byte in the message");

@@ -182,14 +182,27 @@ int cli_subcommand(const char *cmd, int argc, char **argv, const char *usage, co
 {
     const char *guess;
     char list[256] = "";
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
+    cli_json_scan(argc, argv); /* a usage error below is then an envelope too */
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        return SBXRUN_EXIT_OK;
     }
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(argv[1], subs[i]) == 0)
+        if (argc >= 2 && strcmp(argv[1], subs[i]) == 0)
             return -1;
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", subs[i]);
+    }
+    if (argc < 2)
+        return cli_usage_error(cmd, "which subcommand? (%s)", list);
+    if (argv[1][0] == '-') {
+        /* sbxrun sandbox --endpoint X list: say where the option goes. */
+        const char *sub = "SUBCOMMAND";
+        for (int k = 2; k < argc && strcmp(sub, "SUBCOMMAND") == 0; k++)
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(argv[k], subs[i]) == 0)
+                    sub = subs[i];
+        return cli_usage_error(cmd, "the subcommand (%s) comes before the options: 'sbxrun %s %s %s ...'", list, cmd,
+                               sub, argv[1]);
     }
     guess = cli_suggest(argv[1], subs, n);
     return cli_usage_error(cmd, "unknown subcommand '%s' (%s)%s%s%s", argv[1], list, guess ? "; did you mean '" : "",

@@ -77,6 +77,11 @@ int cli_json_end(const char *cmd, int exit_code);
  * exit_code. */
 int cli_fail(const char *cmd, int exit_code, sbx_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* A live view (spinner, progress redrawn in place) on fd: a terminal whose
+ * TERM is not "dumb". Colours too unless NO_COLOR is set (cli_color()). */
+bool cli_live_view(int fd);
+bool cli_color(void);
+
 /* Monotonic milliseconds, for the durations sbxrun prints. */
 int64_t cli_mono_ms(void);
 /* One pass of a client driven by hand: wait for its next event, at most
@@ -131,9 +136,10 @@ const char *cli_network_policy(const char *cmd, const char *v);
 void cli_runtime_warning(const char *cmd, const char *asked, const sbx_sandbox *s);
 
 /* A command with subcommands (sandbox, snapshot, transcript): its help
- * for -h/--help (exit 0) or no subcommand (on stderr, exit 2), the usage
- * error naming the known ones (with a "did you mean") for an unknown one,
- * or -1 when argv[1] is one of subs. */
+ * for -h/--help (exit 0), the usage error naming the known ones for no
+ * subcommand, an option before it, or an unknown one (with a "did you
+ * mean"), or -1 when argv[1] is one of subs. --json anywhere makes a usage
+ * error an envelope. */
 int cli_subcommand(const char *cmd, int argc, char **argv, const char *usage, const char *const *subs, size_t n);
 
 /* An integer option >= min: 0 and *out, or the usage error. */

@@ -900,7 +900,7 @@ int cmd_cp(int argc, char **argv)
         goto out;
     }
     /* Progress on a terminal, unless it would mix with the data there. */
-    show = isatty(STDERR_FILENO) && !o.json && !(src_id && strcmp(local, "-") == 0 && isatty(STDOUT_FILENO));
+    show = cli_live_view(STDERR_FILENO) && !o.json && !(src_id && strcmp(local, "-") == 0 && isatty(STDOUT_FILENO));
 
     if (dst_id) {
         /* In: the library reads the files twice (sizing, then sending). */

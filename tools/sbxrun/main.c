@@ -37,7 +37,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nglobal options, before the command (the commands that talk to sandboxes also\n"
-                 "take them after it, and theirs win; --json applies to every command):\n"
+                 "take them after it, and theirs win; --json applies to every command but help):\n"
                  "  --endpoint URL, --token-file FILE, --request-timeout D, --protocol V, --json\n"
                  "\nRun 'sbxrun <command> --help' (or -h) for a command's options.\n");
 }
@@ -52,21 +52,29 @@ static const struct sbxrun_cmd *find_cmd(const char *name)
 
 static int cmd_version(int argc, char **argv)
 {
-    if (argc > 1) {
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-            printf("usage: sbxrun version\n\nPrint the version sbxrun was built with and the version of\n"
+    bool json = remote_defaults.json;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: sbxrun version [--json]\n\nPrint the version sbxrun was built with and the version of\n"
                    "the libsbxrun it loaded; exit 1 if they differ in major version.\n");
             return SBXRUN_EXIT_OK;
         }
-        fprintf(stderr, "sbxrun version: unexpected argument '%s'\n", argv[1]);
-        return SBXRUN_EXIT_USAGE;
+        if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+            cli_json_mode();
+            continue;
+        }
+        cli_json_scan(argc, argv);
+        return cli_usage_error("version", "unexpected argument '%s' (the one option is --json)", argv[i]);
     }
-    printf("sbxrun %s\nlibsbxrun %s\n", SBX_VERSION_STRING, sbx_version());
-    if ((sbx_version_num() >> 16) != (SBX_VERSION_NUM >> 16)) {
-        fprintf(stderr, "sbxrun: built for libsbxrun %s but loaded %s\n", SBX_VERSION_STRING,
-                sbx_version());
-        return SBXRUN_EXIT_FAIL;
-    }
+    if ((sbx_version_num() >> 16) != (SBX_VERSION_NUM >> 16))
+        return cli_fail("version", SBXRUN_EXIT_FAIL, SBX_E_MISUSE, "built for libsbxrun %s but loaded %s",
+                        SBX_VERSION_STRING, sbx_version());
+    if (json)
+        cli_json_result("version", SBXRUN_EXIT_OK,
+                        json_pack("{s:s,s:s}", "sbxrun", SBX_VERSION_STRING, "libsbxrun", sbx_version()));
+    else
+        printf("sbxrun %s\nlibsbxrun %s\n", SBX_VERSION_STRING, sbx_version());
     return SBXRUN_EXIT_OK;
 }
 
@@ -94,6 +102,18 @@ static int cmd_help(int argc, char **argv)
     }
     usage(stdout);
     return SBXRUN_EXIT_OK;
+}
+
+bool cli_live_view(int fd)
+{
+    const char *term = getenv("TERM");
+    return isatty(fd) && !(term && strcmp(term, "dumb") == 0);
+}
+
+bool cli_color(void)
+{
+    const char *no = getenv("NO_COLOR"); /* no-color.org: set and not empty */
+    return !(no && *no);
 }
 
 int64_t cli_mono_ms(void)
@@ -255,6 +275,12 @@ int main(int argc, char **argv)
         return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
     }
     if (strcmp(argv[at], "--help") == 0 || strcmp(argv[at], "-h") == 0) {
+        /* sbxrun -h exec: exec's help, as sbxrun help exec. */
+        if (at + 1 < argc && find_cmd(argv[at + 1])) {
+            char help[] = "--help";
+            char *sub[] = {argv[at + 1], help, NULL};
+            return find_cmd(argv[at + 1])->run(2, sub);
+        }
         usage(stdout);
         return SBXRUN_EXIT_OK;
     }

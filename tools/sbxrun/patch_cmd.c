@@ -337,11 +337,7 @@ static int check(int argc, char **argv)
 
 int cmd_patch(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_OK;
-    }
-    if (strcmp(argv[1], "check") != 0)
-        return cli_usage_error("patch", "unknown subcommand '%s' (expected 'check')", argv[1]);
-    return check(argc - 1, argv + 1);
+    static const char *const subs[] = {"check"};
+    int rc = cli_subcommand("patch", argc, argv, usage_text, subs, 1);
+    return rc >= 0 ? rc : check(argc - 1, argv + 1);
 }

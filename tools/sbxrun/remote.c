@@ -277,7 +277,13 @@ sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow
         }
     }
     if ((st = sbx_client_resolve_credentials(r->client)) != SBX_OK) {
-        snprintf(err, errlen, "%s", sbx_client_last_error(r->client));
+        /* The library's advice names its own call; here it is an option. */
+        const char *m = sbx_client_last_error(r->client), *call = strstr(m, "to sbx_client_set_credentials()");
+        if (call)
+            snprintf(err, errlen, "%.*swith --token-file FILE%s", (int)(call - m), m,
+                     call + strlen("to sbx_client_set_credentials()"));
+        else
+            snprintf(err, errlen, "%s", m);
         return st;
     }
     return SBX_OK;
@@ -330,12 +336,21 @@ sbx_status remote_fetch(sbx_sandbox *s, const char *ref, bool resume, char *err,
 
 int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_status st, const char *msg)
 {
-    if (json)
-        cli_json_error(cmd, exit_code, what, st, msg);
-    if (strcmp(what, cmd) == 0)
-        fprintf(stderr, "sbxrun %s: %s\n", cmd, msg && *msg ? msg : sbx_strerror(st));
+    char text[1200];
+    size_t n = strlen(what);
+    if (!msg || !*msg)
+        msg = sbx_strerror(st);
+    /* The library's message may start with what failed already. */
+    if (strcmp(what, cmd) == 0 || (strncmp(msg, what, n) == 0 && msg[n] == ':'))
+        snprintf(text, sizeof text, "%s", msg);
     else
-        fprintf(stderr, "sbxrun %s: %s: %s\n", cmd, what, msg && *msg ? msg : sbx_strerror(st));
+        snprintf(text, sizeof text, "%s: %s", what, msg);
+    /* A request's deadline: the option that sets it. */
+    if (st == SBX_E_TIMEOUT && strstr(text, "the request's deadline"))
+        snprintf(text + strlen(text), sizeof text - strlen(text), "; --request-timeout sets it");
+    if (json)
+        cli_json_error(cmd, exit_code, what, st, text);
+    fprintf(stderr, "sbxrun %s: %s\n", cmd, text);
     return exit_code;
 }
 

@@ -68,7 +68,7 @@ enum { O_RUNTIME = 1, O_TIMEOUT, O_VCPUS, O_PORT, O_ENV, O_POLICY, O_GIT, O_REV,
  * status, its message in why. */
 static sbx_status wait_shown(sbx_op *op, const char *label, bool json, char *why, size_t whylen)
 {
-    bool tty = isatty(STDERR_FILENO) && !json;
+    bool tty = cli_live_view(STDERR_FILENO) && !json;
     int64_t t0 = cli_mono_ms();
     sbx_status st;
     cli_cancel_on_signal(op);
@@ -278,8 +278,15 @@ int cmd_sandbox(int argc, char **argv)
                                    "10m), %s", optind == argc ? "got neither" : optind + 1 == argc ? "the DURATION is missing"
                                                                                                 : "got more");
         id = argv[optind];
-        if (cli_duration("sandbox", "extend", argv[optind + 1], 1, &ms))
-            return SBXRUN_EXIT_USAGE;
+        {
+            char why[300];
+            /* extend 10m ID: the usual slip, named as such. */
+            if (cli_parse_duration(argv[optind + 1], 1, &ms, why, sizeof why) < 0)
+                return cli_parse_duration(id, 1, &ms, why, sizeof why) == 0
+                           ? cli_usage_error("sandbox", "extend: the ID comes first, then the DURATION: 'sbxrun sandbox "
+                                             "extend %s %s'", argv[optind + 1], id)
+                           : cli_usage_error("sandbox", "extend %s", why);
+        }
     } else if (strcmp(sub, "create") && strcmp(sub, "list")) {
         if (optind != argc - 1)
             return cli_usage_error("sandbox", "%s: expected one sandbox %s%s", sub,
@@ -376,8 +383,15 @@ int cmd_sandbox(int argc, char **argv)
         /* a named sandbox: its running session (started when needed), or
          * gone (its session stops, the name is free) */
         bool del = sub[0] == 'd';
-        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK ||
-            (st = del ? sbx_sandbox_delete(s) : sbx_sandbox_resume(s)) != SBX_OK) {
+        if ((st = sbx_sandbox_fetch_named(s, id)) != SBX_OK) {
+            /* Worded as get and stop word it. */
+            if (st == SBX_E_NOT_FOUND)
+                snprintf(err, sizeof err, "no sandbox has the name %s", id);
+            rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st,
+                          st == SBX_E_NOT_FOUND ? err : sbx_sandbox_last_error(s));
+            goto out;
+        }
+        if ((st = del ? sbx_sandbox_delete(s) : sbx_sandbox_resume(s)) != SBX_OK) {
             rc = fail_msg(o.json, "sandbox", remote_fetch_exit(st), sub, st, sbx_sandbox_last_error(s));
             goto out;
         }

@@ -86,7 +86,7 @@ static const struct {
 };
 
 struct view {
-    bool tty, verbose, json;
+    bool tty, color, verbose, json;
     int64_t t0, step_t0;
     size_t current;           /* the job running, SIZE_MAX when none */
     unsigned spin;
@@ -169,7 +169,9 @@ static void job_line(struct view *v, sbx_run *run, size_t i)
     msg = json_string_value(json_object_get(r, "message"));
     clear_line(v);
     if (v->tty)
-        fprintf(stderr, "  %s %-10s %5.1fs%s%s\n", verdict == SBX_VERDICT_PASSED ? "\033[32m✓\033[0m" : "\033[31m✗\033[0m",
+        fprintf(stderr, "  %s %-10s %5.1fs%s%s\n",
+                verdict == SBX_VERDICT_PASSED ? (v->color ? "\033[32m✓\033[0m" : "✓")
+                                              : (v->color ? "\033[31m✗\033[0m" : "✗"),
                 v->names[i], (double)(cli_mono_ms() - v->step_t0) / 1000.0,
                 verdict == SBX_VERDICT_PASSED ? "" : "  ", verdict == SBX_VERDICT_PASSED ? "" : (msg ? msg : ""));
     else
@@ -432,7 +434,8 @@ int cmd_verify(int argc, char **argv)
     if (base && repo)
         return cli_usage_error("verify", "--base is for DIR's repository (for --repo, use --ref)");
     v.json = o.json;
-    v.tty = isatty(2) && !o.json;
+    v.tty = cli_live_view(2) && !o.json;
+    v.color = cli_color();
     v.current = SIZE_MAX;
     v.names = names;
     v.t0 = cli_mono_ms();
