@@ -288,7 +288,7 @@ assert e["error"]["status"] == "SBX_E_INVALID_ARG" and e["error"]["what"] == "us
   else echo "FAIL: --json usage error ($args): exit $rc: $(cat "$tmp/out")"; fail=1; fi
 done
 expect 2 "" "unknown subcommand 'apply'" apply --repo "$repo" "$tmp/good.diff"
-expect 2 "" "usage: sbxrun patch check"
+expect 2 "" "which subcommand? (check)"
 expect 0 "usage: sbxrun patch check" "" --help
 expect 0 "usage: sbxrun patch check" "" check -h
 expect 0 "usage: sbxrun patch check" "" check --help

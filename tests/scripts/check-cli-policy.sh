@@ -109,7 +109,7 @@ expect 2 "" "did you mean '--policy'" check --polcy x -- ls
 expect 2 "" "option '--policy' needs a value" check --policy
 expect 0 "usage: sbxrun policy check" "" check -h
 expect 2 "" "unknown subcommand 'lint'" lint -- ls
-expect 2 "" "usage: sbxrun policy check"
+expect 2 "" "which subcommand? (check)"
 expect 0 "usage: sbxrun policy check" "" --help
 expect 0 "usage: sbxrun policy check" "" check --help
 exit $fail
