@@ -118,7 +118,7 @@ static void repeat(struct sbx__resume_wait *w)
         sbx__err_set(&w->op->err, st == SBX_E_NOMEM || st == SBX_E_IO ? st : SBX_E_INTERNAL,
                      "sandbox %s resumed as session %s, but the operation could not be repeated there: %s",
                      s->info.name, s->info.id,
-                     st == SBX_E_NOMEM ? "out of memory"
+                     st == SBX_E_NOMEM ? SBX__NOMEM_TEXT
                      : st == SBX_E_IO  ? "its streamed body could not be replayed"
                                        : "its request could not be copied");
         w->fail(w, w->op->err.code);

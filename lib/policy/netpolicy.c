@@ -1341,11 +1341,11 @@ sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
          * other dropped, a header set twice). */
         json_t *api = NULL;
         char why[512];
-        if (sbx__netpolicy_from_sdk(root, &api, why, sizeof why) < 0) {
+        sbx_status sst = sbx__netpolicy_from_sdk(root, &api, why, sizeof why);
+        if (sst != SBX_OK) {
             sbx__netpolicy_wipe(root);
             json_decref(root);
-            return strcmp(why, "out of memory") == 0 ? sbx__err_nomem(&n->err)
-                                                     : sbx__err_set(&n->err, SBX_E_INVALID_ARG, "%s", why);
+            return sst == SBX_E_NOMEM ? sbx__err_nomem(&n->err) : sbx__err_set(&n->err, sst, "%s", why);
         }
         sdk = root;
         root = api;

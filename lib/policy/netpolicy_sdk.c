@@ -58,7 +58,7 @@ bool sbx__netpolicy_is_sdk(const json_t *j)
  * form (a new reference in *out). A rule is {"match"?, and exactly one
  * of "transform", "forwardURL", "response"}; transform headers become
  * injection rules. What cannot be enforced is refused by name. */
-int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
+sbx_status sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
 {
     json_t *allow = json_object_get(j, "allow"), *subnets = json_object_get(j, "subnets");
     json_t *o = json_pack("{s:s}", "mode", "custom"), *domains = json_array(), *inj = json_array();
@@ -164,12 +164,16 @@ int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen)
     json_decref(domains);
     json_decref(inj);
     *out = o;
-    return 0;
+    return SBX_OK;
 oom:
-    set_err(err, errlen, "%s", "out of memory");
+    set_err(err, errlen, "%s", SBX__NOMEM_TEXT);
+    json_decref(o);
+    json_decref(domains);
+    json_decref(inj);
+    return SBX_E_NOMEM;
 fail:
     json_decref(o);
     json_decref(domains);
     json_decref(inj);
-    return -1;
+    return SBX_E_INVALID_ARG;
 }

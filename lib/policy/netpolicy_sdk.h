@@ -10,13 +10,15 @@
 
 #include <jansson.h>
 
+#include <sbxrun/common.h>
+
 /* Whether j is in the SDK's shape: an object with "allow" or "subnets"
  * and no "mode". */
 bool sbx__netpolicy_is_sdk(const json_t *j);
 
-/* j (the SDK's shape) in the API form, a new reference in *out: 0, or -1
- * with err saying what is wrong (out of memory included). */
-int sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen);
+/* j (the SDK's shape) in the API form, a new reference in *out: SBX_OK,
+ * SBX_E_INVALID_ARG with err saying what is wrong, or SBX_E_NOMEM. */
+sbx_status sbx__netpolicy_from_sdk(json_t *j, json_t **out, char *err, size_t errlen);
 
 /* Wipe the header values (secrets) of a policy tree in either shape,
  * before it is freed. */

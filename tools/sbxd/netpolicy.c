@@ -667,7 +667,7 @@ json_t *netpolicy_api_form(json_t *j, char *err, size_t errlen)
 {
     json_t *out;
     if (sbx__netpolicy_is_sdk(j))
-        return sbx__netpolicy_from_sdk(j, &out, err, errlen) < 0 ? NULL : out;
+        return sbx__netpolicy_from_sdk(j, &out, err, errlen) != SBX_OK ? NULL : out;
     return json_incref(j);
 }
 
@@ -676,7 +676,7 @@ struct netpolicy *netpolicy_parse(json_t *j, char *err, size_t errlen)
     struct netpolicy *p;
     json_t *v2 = NULL;
     if (sbx__netpolicy_is_sdk(j)) {
-        if (sbx__netpolicy_from_sdk(j, &v2, err, errlen) < 0)
+        if (sbx__netpolicy_from_sdk(j, &v2, err, errlen) != SBX_OK)
             return NULL;
         j = v2;
     }

@@ -138,16 +138,16 @@ sbx_status sbx__api_policy_from_sdk(const char *json, char **api, sbx__err *err)
 {
     json_t *j = json_loads(json, JSON_REJECT_DUPLICATES, NULL), *out = NULL;
     char why[512];
+    sbx_status st;
     *api = NULL;
     if (!j || !sbx__netpolicy_is_sdk(j)) {
         json_decref(j);
         return SBX_OK; /* the API form (or not JSON: the check says so) */
     }
-    if (sbx__netpolicy_from_sdk(j, &out, why, sizeof why) < 0) {
+    if ((st = sbx__netpolicy_from_sdk(j, &out, why, sizeof why)) != SBX_OK) {
         sbx__netpolicy_wipe(j);
         json_decref(j);
-        return strcmp(why, "out of memory") == 0 ? sbx__err_nomem(err)
-                                                 : sbx__err_set(err, SBX_E_INVALID_ARG, "network policy: %s", why);
+        return st == SBX_E_NOMEM ? sbx__err_nomem(err) : sbx__err_set(err, st, "network policy: %s", why);
     }
     /* The header values are secrets: the text is made, then both trees
      * (which share them) and jansson's copy of the text are wiped. */
