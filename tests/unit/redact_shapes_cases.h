@@ -202,7 +202,8 @@ static const struct {
     {"stripe",
         "stripe.api_key = \"sk" "_live_uI2dRJSMkemFfVwZs1ag3qkynKxUsW4HWo\"",
         "stripe.api_key = \"[REDACTED:stripe]\""},
-    /* Stripe near misses: test keys are not secrets of the live account. */
+    /* Stripe near misses: a body too short (23) or too long (248), one running
+     * on into "_", and a prefix inside a word. */
     {"stripe", "sk" "_live_short", "sk" "_live_short"},
     {"stripe", "sk" "_live_3tIMfSbxxaryUTwrDIYjABD", "sk" "_live_3tIMfSbxxaryUTwrDIYjABD"},
     {"stripe",
