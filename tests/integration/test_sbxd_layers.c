@@ -155,14 +155,28 @@ static int run_sbxd(const char *exe, const char *const *args, char *out, size_t 
         dup2(p[1], 1);
         dup2(p[1], 2);
         close(p[0]);
+        setpgid(0, 0); /* killed as a group should it hang */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         sbxd_it_become_user();
         execv(exe, (char *const *)argv);
         _exit(127);
     }
     close(p[1]);
-    for (;;) {
-        ssize_t r = read(p[0], out + got, cap - 1 - got);
+    /* Bounded: an sbxd that hangs fails here with what it printed, not at
+     * the test's timeout with nothing. */
+    for (int64_t until = mono_ms() + 120000;;) {
+        struct pollfd pf = {p[0], POLLIN, 0};
+        ssize_t r;
+        if (poll(&pf, 1, 1000) == 0) {
+            if (mono_ms() < until)
+                continue;
+            out[got] = '\0';
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            close(p[0]);
+            ck_abort_msg("sbxd %s did not finish in 120 s; it printed: %s", args[0], out);
+        }
+        r = read(p[0], out + got, cap - 1 - got);
         if (r <= 0 || (got += (size_t)r) >= cap - 1)
             break;
     }
