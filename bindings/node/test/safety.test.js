@@ -67,10 +67,14 @@ async function collect() {
 test('no handle leaked: 10,000 made and dropped', async () => {
   await collect(); // what earlier tests dropped goes first
   const base = sbxrun.liveHandles();
+  // Each kind of handle, as Python's test makes them.
   for (let i = 0; i < 10000; i++) {
     const s = ctx.client.sandbox();
+    const k = new sbxrun.Command(s, ['true']);
     const p = new sbxrun.Policy();
-    if (i % 2) { s.close(); p.close(); } // the rest are left to the collector
+    const j = new sbxrun.Job(ctx.client, 'verify.test');
+    const sn = new sbxrun.Snapshot(ctx.client);
+    if (i % 2) { k.close(); s.close(); p.close(); j.close(); sn.close(); } // the rest are left to the collector
   }
   for (let i = 0; i < 4 && sbxrun.liveHandles() !== base; i++)
     await collect();
