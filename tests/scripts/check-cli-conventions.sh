@@ -92,6 +92,10 @@ export SBXRUN_ENDPOINT="$ep"
 # sandbox extend: the timeout grows by the duration.
 before=$("$sbxrun" sandbox get "$id" --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print((r.get("session") or r.get("sandbox"))["timeout"])')
 expect 0 "timeout" "" "sandbox extend ID 10m" -- sandbox extend "$id" 10m
+[[ "$out" =~ " timeout "([0-9]+[dhm] ?)+$ ]] && ok "extend prints the new timeout as a duration ($out)" ||
+  not_ok "extend output" "$out"
+out=$("$sbxrun" sandbox get "$id")
+[[ "$out" =~ timeout:\ +[0-9]+[dhm] ]] && ok "sandbox get prints the timeout as a duration" || not_ok "get output" "$out"
 after=$("$sbxrun" sandbox get "$id" --json | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print((r.get("session") or r.get("sandbox"))["timeout"])')
 [ "$((after - before))" = 600000 ] && ok "extend added 10 minutes ($before -> $after)" || not_ok "extend" "$before -> $after"
 expect 2 "" "the DURATION is missing" "extend without a duration says so" -- sandbox extend "$id"

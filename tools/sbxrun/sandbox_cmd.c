@@ -99,6 +99,7 @@ void cli_runtime_warning(const char *cmd, const char *asked, const sbx_sandbox *
 
 static void print_sandbox(const sbx_sandbox *s, bool json)
 {
+    char d[64];
     if (json) {
         cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         return;
@@ -106,10 +107,10 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
     if (sbx_sandbox_name(s))
         printf("name:      %s\npersistent: %s\n", sbx_sandbox_name(s), sbx_sandbox_persistent(s) == 1 ? "yes" : "no");
     printf("id:        %s\nstatus:    %s\nruntime:   %s\nregion:    %s\nvcpus:     %zu\nmemory:    %lld MB\n"
-           "timeout:   %lld ms\n",
+           "timeout:   %s\n",
            sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s) ? sbx_sandbox_runtime(s) : "-",
-           sbx_sandbox_region(s),
-           sbx_sandbox_vcpus(s), (long long)sbx_sandbox_memory_mb(s), (long long)sbx_sandbox_timeout_ms(s));
+           sbx_sandbox_region(s), sbx_sandbox_vcpus(s), (long long)sbx_sandbox_memory_mb(s),
+           cli_format_duration(sbx_sandbox_timeout_ms(s), d, sizeof d));
     if (sbx_sandbox_network_policy_json(s))
         printf("network:   %s\n", sbx_sandbox_network_policy_json(s));
 }
@@ -419,8 +420,10 @@ int cmd_sandbox(int argc, char **argv)
         }
         if (o.json)
             cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
-        else
-            printf("%s timeout %lld ms\n", sbx_sandbox_id(s), (long long)sbx_sandbox_timeout_ms(s));
+        else {
+            char d[64];
+            printf("%s timeout %s\n", sbx_sandbox_id(s), cli_format_duration(sbx_sandbox_timeout_ms(s), d, sizeof d));
+        }
         rc = SBXRUN_EXIT_OK;
     } else if (strcmp(sub, "stop") == 0) {
         if ((st = sbx_sandbox_stop(s)) != SBX_OK) {
