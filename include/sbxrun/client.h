@@ -79,6 +79,19 @@ SBX_API void sbx_client_free(sbx_client *c);
 SBX_API const char *sbx_client_last_error(const sbx_client *c);
 
 /**
+ * The server's error code ("not_found", "sandbox_stopped", "gone",
+ * "rate_limited"...: the "code" of its {"error": {...}} answer) behind the
+ * most recent failing call on the client, as sbx_op_error_code() gives it
+ * for an operation; NULL when that failure had none (it failed before an
+ * answer, or the answer had no code) and when the last call that can fail
+ * succeeded. Owned by the handle, valid as long as the message of
+ * sbx_client_last_error(); NULL for a NULL handle.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_client_last_error_code(const sbx_client *c);
+
+/**
  * Where requests go: "https://vercel.com/api" (the default), an sbxd URL
  * ("http://127.0.0.1:7878"), or an sbxd unix socket ("unix:/path/sock").
  * A "user:password@" in a URL is sent to the server but kept out of the

@@ -64,6 +64,19 @@ SBX_API void sbx_command_free(sbx_command *cmd);
 SBX_API const char *sbx_command_last_error(const sbx_command *cmd);
 
 /**
+ * The server's error code ("not_found", "sandbox_stopped", "gone",
+ * "rate_limited"...: the "code" of its {"error": {...}} answer) behind the
+ * most recent failing call on the command, as sbx_op_error_code() gives it
+ * for an operation; NULL when that failure had none (it failed before an
+ * answer, or the answer had no code) and when the last call that can fail
+ * succeeded. Owned by the handle, valid as long as the message of
+ * sbx_command_last_error(); NULL for a NULL handle.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_command_last_error_code(const sbx_command *cmd);
+
+/**
  * The program and its arguments: argv[0] is the program (looked up in the
  * sandbox's PATH), the rest are passed verbatim, without a shell.
  *

@@ -53,6 +53,19 @@ SBX_API void sbx_sandbox_free(sbx_sandbox *s);
  */
 SBX_API const char *sbx_sandbox_last_error(const sbx_sandbox *s);
 
+/**
+ * The server's error code ("not_found", "sandbox_stopped", "gone",
+ * "rate_limited"...: the "code" of its {"error": {...}} answer) behind the
+ * most recent failing call on the sandbox, as sbx_op_error_code() gives it
+ * for an operation; NULL when that failure had none (it failed before an
+ * answer, or the answer had no code) and when the last call that can fail
+ * succeeded. Owned by the handle, valid as long as the message of
+ * sbx_sandbox_last_error(); NULL for a NULL handle.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_sandbox_last_error_code(const sbx_sandbox *s);
+
 /* ---- configuration, before sbx_sandbox_create() ------------------------- */
 
 /**
@@ -700,6 +713,19 @@ SBX_API void sbx_snapshot_free(sbx_snapshot *sn);
  * @since 1.0
  */
 SBX_API const char *sbx_snapshot_last_error(const sbx_snapshot *sn);
+
+/**
+ * The server's error code ("not_found", "sandbox_stopped", "gone",
+ * "rate_limited"...: the "code" of its {"error": {...}} answer) behind the
+ * most recent failing call on the snapshot, as sbx_op_error_code() gives it
+ * for an operation; NULL when that failure had none (it failed before an
+ * answer, or the answer had no code) and when the last call that can fail
+ * succeeded. Owned by the handle, valid as long as the message of
+ * sbx_snapshot_last_error(); NULL for a NULL handle.
+ *
+ * @since 1.0
+ */
+SBX_API const char *sbx_snapshot_last_error_code(const sbx_snapshot *sn);
 
 /**
  * Snapshot the sandbox's filesystem into sn. This stops the sandbox.

@@ -414,13 +414,20 @@ sbx_status sbx__op_drive(sbx_op *op)
     return op->status;
 }
 
+sbx_status sbx__op_err_to(sbx__err *err, const sbx_op *op)
+{
+    sbx__err_copy(err, &op->err);
+    sbx__err_set_api_code(err, sbx_op_error_code(op));
+    return err->code;
+}
+
 sbx_status sbx__op_block(sbx_op *op, sbx__err *err)
 {
     sbx_status st = sbx__op_drive(op);
     if (st == SBX_OK)
         sbx__err_clear(err);
     else
-        sbx__err_copy(err, &op->err);
+        sbx__op_err_to(err, op);
     sbx__op_destroy(op);
     return st;
 }
@@ -635,6 +642,11 @@ void sbx_client_free(sbx_client *cl)
 const char *sbx_client_last_error(const sbx_client *cl)
 {
     return SBX__LAST_ERROR(cl);
+}
+
+const char *sbx_client_last_error_code(const sbx_client *cl)
+{
+    return cl ? sbx__err_api_code(&cl->err) : NULL;
 }
 
 sbx_status sbx_client_set_endpoint(sbx_client *cl, const char *endpoint)
@@ -1051,7 +1063,7 @@ static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
         op->result_json = NULL;
         sbx__err_clear(&cl->err);
     } else {
-        sbx__err_copy(&cl->err, &op->err);
+        sbx__op_err_to(&cl->err, op);
     }
     sbx__op_destroy(op);
     return st;

@@ -170,6 +170,11 @@ const char *sbx_command_last_error(const sbx_command *cmd)
     return SBX__LAST_ERROR(cmd);
 }
 
+const char *sbx_command_last_error_code(const sbx_command *cmd)
+{
+    return cmd ? sbx__err_api_code(&cmd->err) : NULL;
+}
+
 static sbx_status not_started(sbx_command *cmd)
 {
     if (cmd->started)

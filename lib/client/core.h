@@ -133,6 +133,9 @@ sbx_status sbx__op_check_response(sbx_op *op, sbx__req *r, const char *what);
 /* Give the op to a blocking caller: drive until it is done, copy the
  * outcome to err, release it. */
 sbx_status sbx__op_block(sbx_op *op, sbx__err *err);
+/* A failed op's failure into a handle's err: status, message and the
+ * server's error.code (sbx_op_error_code()). Returns the status. */
+sbx_status sbx__op_err_to(sbx__err *err, const sbx_op *op);
 /* Drive until the op is done (marking it internal: never handed out);
  * the caller reads what it needs, then sbx__op_destroy()s it. */
 sbx_status sbx__op_drive(sbx_op *op);

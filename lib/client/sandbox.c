@@ -92,6 +92,11 @@ const char *sbx_sandbox_last_error(const sbx_sandbox *s)
     return SBX__LAST_ERROR(s);
 }
 
+const char *sbx_sandbox_last_error_code(const sbx_sandbox *s)
+{
+    return s ? sbx__err_api_code(&s->err) : NULL;
+}
+
 /* ---- checks shared by the calls ---------------------------------------------------- */
 
 /* Configuration is only possible before the sandbox exists. */
@@ -1613,7 +1618,7 @@ sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, u
             sbx__err_clear(&s->err);
         }
     } else {
-        sbx__err_copy(&s->err, &op->err);
+        sbx__op_err_to(&s->err, op);
     }
     sbx__op_destroy(op);
     return st;
@@ -1724,6 +1729,11 @@ void sbx_snapshot_free(sbx_snapshot *sn)
 const char *sbx_snapshot_last_error(const sbx_snapshot *sn)
 {
     return SBX__LAST_ERROR(sn);
+}
+
+const char *sbx_snapshot_last_error_code(const sbx_snapshot *sn)
+{
+    return sn ? sbx__err_api_code(&sn->err) : NULL;
 }
 
 struct snap_arg {

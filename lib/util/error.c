@@ -78,6 +78,8 @@ sbx_status sbx__err_setv(sbx__err *e, sbx_status code, const char *fmt, va_list 
     sbx__free(e->msg);
     e->msg = msg;
     e->code = code;
+    sbx__free(e->api_code);
+    e->api_code = NULL;
     return code;
 }
 
@@ -94,7 +96,21 @@ sbx_status sbx__err_copy(sbx__err *dst, const sbx__err *src)
 {
     if (dst == src)
         return dst->code;
-    return sbx__err_set(dst, src->code, "%s", sbx__err_msg(src));
+    sbx__err_set(dst, src->code, "%s", sbx__err_msg(src));
+    sbx__err_set_api_code(dst, src->api_code);
+    return dst->code;
+}
+
+void sbx__err_set_api_code(sbx__err *e, const char *api_code)
+{
+    char *c = api_code ? sbx__strdup(api_code) : NULL;
+    sbx__free(e->api_code);
+    e->api_code = c;
+}
+
+const char *sbx__err_api_code(const sbx__err *e)
+{
+    return e->code != SBX_OK ? e->api_code : NULL;
 }
 
 void sbx__err_clear(sbx__err *e)
@@ -102,6 +118,8 @@ void sbx__err_clear(sbx__err *e)
     sbx__free(e->msg);
     e->msg = NULL;
     e->code = SBX_OK;
+    sbx__free(e->api_code);
+    e->api_code = NULL;
 }
 
 sbx_status sbx__err_nomem(sbx__err *e)

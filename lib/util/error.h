@@ -16,6 +16,7 @@
 typedef struct sbx__err {
     sbx_status code;
     char *msg;
+    char *api_code; /* the server's error.code behind the failure, or NULL */
 } sbx__err;
 
 /* Record a failure and return its code, so callers can `return sbx__err_set(...)`.
@@ -25,8 +26,14 @@ sbx_status sbx__err_set(sbx__err *e, sbx_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 sbx_status sbx__err_setv(sbx__err *e, sbx_status code, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
-/* Copy another handle's failure (code and message) into this one. */
+/* Copy another handle's failure (code, message, server's code) into this one. */
 sbx_status sbx__err_copy(sbx__err *dst, const sbx__err *src);
+/* The server's error.code behind the failure just recorded (NULL: none).
+ * Every new failure set starts without one. On out of memory it stays
+ * NULL: the code is a detail, the failure is kept. */
+void sbx__err_set_api_code(sbx__err *e, const char *api_code);
+/* It, or NULL when the handle has no failure or the failure no code. */
+const char *sbx__err_api_code(const sbx__err *e);
 /* Forget the last failure. */
 void sbx__err_clear(sbx__err *e);
 /* The message of the last failure; "" when there was none. Never NULL. */

@@ -213,6 +213,13 @@ START_TEST(test_client_wrong_token_is_auth_error)
     ck_assert(contains(sbx_sandbox_last_error(s), "401"));
     ck_assert(!contains(sbx_sandbox_last_error(s), "sbxd_wrong_token_0123"));
     sbx_sandbox_free(s);
+    /* A list (a call on the client) keeps the server's code too. */
+    {
+        char *json = NULL;
+        expect_st(sbx_client_list_sandboxes(c, NULL, 0, -1, -1, &json), SBX_E_AUTH, sbx_client_last_error, c);
+        ck_assert_msg(sbx_client_last_error_code(c) != NULL, "no code kept from: %s", sbx_client_last_error(c));
+        ck_assert_ptr_null(json);
+    }
     sbx_client_free(c);
     sbxd_stop(d);
 }

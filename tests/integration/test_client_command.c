@@ -433,6 +433,8 @@ START_TEST(test_client_command_detached_attach_kill)
     sbx_command_free(g);
     g = sbx_command_new(e.s);
     expect_st(sbx_command_fetch(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);
+    ck_assert_msg(sbx_command_last_error_code(g) && strstr(sbx_command_last_error_code(g), "not_found"),
+                  "the server's code of a blocking call: %s", sbx_command_last_error_code(g));
     sbx_command_free(g);
     g = sbx_command_new(e.s);
     expect_st(sbx_command_attach(g, "cmd_nope"), SBX_E_NOT_FOUND, sbx_command_last_error, g);

@@ -175,6 +175,15 @@ START_TEST(test_client_sandbox_get_unknown)
     expect_st(sbx_sandbox_fetch(s, "sbx_nope"), SBX_E_NOT_FOUND, sbx_sandbox_last_error, s);
     ck_assert(contains(sbx_sandbox_last_error(s), "404"));
     ck_assert_ptr_null(sbx_sandbox_id(s));
+    /* The server's code, kept apart for a blocking call as for an op; a
+     * failure before any answer has none; a success clears it. */
+    ck_assert_str_eq(sbx_sandbox_last_error_code(s), "not_found");
+    expect_st(sbx_sandbox_fetch(s, ""), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert_ptr_null(sbx_sandbox_last_error_code(s));
+    ck_assert_ptr_null(sbx_sandbox_last_error_code(NULL));
+    ck_assert_ptr_null(sbx_client_last_error_code(NULL));
+    ck_assert_ptr_null(sbx_command_last_error_code(NULL));
+    ck_assert_ptr_null(sbx_snapshot_last_error_code(NULL));
     /* Reusable after a failed get; the op form reports the same. */
     ok_s(sbx_sandbox_fetch_start(s, "sbx_nope2", &op), s);
     ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_NOT_FOUND);
@@ -378,7 +387,10 @@ START_TEST(test_client_snapshot_round_trip)
     /* Unknown, bad arguments. */
     g = sbx_snapshot_new(c);
     expect_st(sbx_snapshot_fetch(g, "snap_nope"), SBX_E_NOT_FOUND, sbx_snapshot_last_error, g);
+    ck_assert_ptr_nonnull(sbx_snapshot_last_error_code(g));
+    ck_assert_msg(strstr(sbx_snapshot_last_error_code(g), "not_found"), "%s", sbx_snapshot_last_error_code(g));
     expect_st(sbx_snapshot_fetch(g, ""), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
+    ck_assert_ptr_null(sbx_snapshot_last_error_code(g));
     expect_st(sbx_snapshot_fetch_start(g, "snap_x", NULL), SBX_E_INVALID_ARG, sbx_snapshot_last_error, g);
     expect_st(sbx_sandbox_snapshot(s, -2, g), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_snapshot(s, 0, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
@@ -817,8 +829,10 @@ START_TEST(test_client_sandbox_named_resume)
     }
     /* delete: the session stops, the name is gone */
     ok_s(sbx_sandbox_delete(other), other);
+    ck_assert_ptr_null(sbx_sandbox_last_error_code(other));
     ck_assert_str_eq(sbx_sandbox_status(other), "stopped");
     expect_st(sbx_sandbox_delete(other), SBX_E_NOT_FOUND, sbx_sandbox_last_error, other);
+    ck_assert_str_eq(sbx_sandbox_last_error_code(other), "not_found");
     {
         sbx_sandbox *gone = sbx_sandbox_new(c);
         expect_st(sbx_sandbox_fetch_named(gone, name), SBX_E_NOT_FOUND, sbx_sandbox_last_error, gone);

@@ -125,9 +125,34 @@ START_TEST(test_error_copy_takes_code_and_message)
 }
 END_TEST
 
+/* The server's code behind a failure: kept with it, copied with it, gone
+ * with the next failure set and with a clear. */
+START_TEST(test_error_api_code_follows_its_failure)
+{
+    sbx__err a = {0}, b = {0};
+    sbx__err_set(&a, SBX_E_NOT_FOUND, "get sandbox: HTTP 404");
+    ck_assert_ptr_null(sbx__err_api_code(&a));
+    sbx__err_set_api_code(&a, "not_found");
+    ck_assert_str_eq(sbx__err_api_code(&a), "not_found");
+    sbx__err_copy(&b, &a);
+    ck_assert_str_eq(sbx__err_api_code(&b), "not_found");
+    ck_assert_int_eq(b.code, SBX_E_NOT_FOUND);
+    sbx__err_set(&b, SBX_E_INVALID_ARG, "another failure");
+    ck_assert_ptr_null(sbx__err_api_code(&b));
+    sbx__err_copy(&b, &a);
+    sbx__err_clear(&b);
+    ck_assert_ptr_null(sbx__err_api_code(&b));
+    sbx__err_set_api_code(&a, NULL);
+    ck_assert_ptr_null(sbx__err_api_code(&a));
+    sbx__err_set_api_code(&a, "gone");
+    sbx__err_free(&a);
+    sbx__err_free(&b);
+}
+END_TEST
+
 START_TEST(test_error_code_without_message_reads_as_text)
 {
-    sbx__err e = {SBX_E_CANCELLED, NULL};
+    sbx__err e = {SBX_E_CANCELLED, NULL, NULL};
     ck_assert_str_eq(sbx__err_msg(&e), "cancelled");
 }
 END_TEST
@@ -144,6 +169,7 @@ Suite *sbx_test_suite(void)
     SBX_TEST_ADD(tc, test_error_message_falls_back_without_memory);
     SBX_TEST_ADD(tc, test_error_long_message_is_cut_on_a_character);
     SBX_TEST_ADD(tc, test_error_copy_takes_code_and_message);
+    SBX_TEST_ADD(tc, test_error_api_code_follows_its_failure);
     SBX_TEST_ADD(tc, test_error_code_without_message_reads_as_text);
     suite_add_tcase(s, tc);
     return s;
