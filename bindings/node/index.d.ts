@@ -68,6 +68,8 @@ export class Client implements Disposable {
   listSandboxes(opts?: { project?: string; limit?: number; cursor?: string }): Promise<any>;
   /** One page of the project's snapshots ({snapshots, pagination}). */
   listSnapshots(opts?: { project?: string; limit?: number; cursor?: string }): Promise<any>;
+  /** One page of the sessions of the named sandbox `name`, or of all ({sessions, pagination}); 2.x protocol. */
+  listSessions(opts?: { name?: string; project?: string; limit?: number; cursor?: string }): Promise<any>;
   /** An existing snapshot, read from the server. */
   snapshot(id: string): Promise<Snapshot>;
   close(): void;

@@ -67,6 +67,7 @@ for (const proto of [
   'int sbx_client_wakeup(sbx_client *c)',
   'int sbx_client_list_sandboxes_from_start(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ sbx_op **op)',
   'int sbx_client_list_snapshots_from_start(sbx_client *c, const char *p, size_t limit, const char *cursor, _Out_ sbx_op **op)',
+  'int sbx_client_list_sessions_from_start(sbx_client *c, const char *p, const char *name, size_t limit, const char *cursor, _Out_ sbx_op **op)',
   'const char *sbx_op_result_json(sbx_op *op)',
   'int sbx_op_done(sbx_op *op)',
   'int sbx_op_status(sbx_op *op)',
@@ -497,6 +498,14 @@ class Client extends Handle {
   /** One page of the project's snapshots ({snapshots, pagination}). */
   listSnapshots({ project = null, limit = 0, cursor = null } = {}) {
     return this._op(this.handle, C.sbx_client_list_snapshots_from_start, C.sbx_client_last_error, project, limit, cursor);
+  }
+
+  /** One page of the sessions (runs) of the named sandbox `name`, or of
+   * every sandbox ({sessions, pagination}), newest first; the 2.x
+   * protocol's (UnsupportedError in v1). */
+  listSessions({ name = null, project = null, limit = 0, cursor = null } = {}) {
+    return this._op(this.handle, C.sbx_client_list_sessions_from_start, C.sbx_client_last_error, project, name, limit,
+                    cursor);
   }
 
   /** An existing snapshot, read from the server. */

@@ -508,6 +508,30 @@ SBX_API sbx_status sbx_client_list_snapshots_from(sbx_client *c, const char *pro
 SBX_API sbx_status sbx_client_list_snapshots_from_start(sbx_client *c, const char *project, size_t limit,
                                                         const char *cursor, sbx_op **op);
 
+/**
+ * One page of the sessions (each run of a named sandbox: {"sessions":
+ * [...], "pagination": {"count", "next"}}) of the named sandbox name, or of
+ * every sandbox when name is NULL, newest first, from cursor as
+ * sbx_client_list_sandboxes_from(); project and limit as there. The 2.x
+ * protocol's; the v1 protocol has no sessions.
+ *
+ * @return as sbx_client_list_sandboxes_from(); SBX_E_INVALID_ARG for an
+ *         empty name; SBX_E_UNSUPPORTED in the v1 protocol.
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sessions_from(sbx_client *c, const char *project, const char *name, size_t limit,
+                                                 const char *cursor, char **json);
+
+/**
+ * Start sbx_client_list_sessions_from(); the page is the op's
+ * sbx_op_result_json() once it has finished.
+ *
+ * @return as sbx_client_list_sandboxes_from_start().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_client_list_sessions_from_start(sbx_client *c, const char *project, const char *name,
+                                                       size_t limit, const char *cursor, sbx_op **op);
+
 /* ---- logging ----------------------------------------------------------- */
 
 /**

@@ -1016,9 +1016,10 @@ static sbx_status list_reply(sbx_op *op, sbx__req *r, void *arg)
 }
 
 static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
-                             size_t limit, int64_t since, int64_t until, const char *cursor, sbx_op **op)
+                             const char *name, size_t limit, int64_t since, int64_t until, const char *cursor,
+                             sbx_op **op)
 {
-    static struct list_arg sandboxes = {SBX__API_SANDBOXES}, snapshots = {SBX__API_SNAPSHOTS};
+    static struct list_arg args[] = {{SBX__API_SANDBOXES}, {SBX__API_SNAPSHOTS}, {SBX__API_SESSIONS}};
     struct sbx__api_req req;
     sbx_status st;
 
@@ -1042,12 +1043,17 @@ static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_lis
                             "by since/until");
     if (cursor && (!*cursor || !sbx__utf8_valid(cursor, strlen(cursor))))
         return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "list: cursor: the pagination.next of a page, or NULL");
-    st = key == SBX__API_SANDBOXES ? cl->core->proto->list_sandboxes(&req, project, limit, since, until, cursor)
-                                   : cl->core->proto->list_snapshots(&req, project, limit, since, until, cursor);
+    if (key == SBX__API_SESSIONS && !cl->core->proto->list_sessions)
+        return sbx__err_set(&cl->err, SBX_E_UNSUPPORTED,
+                            "list sessions: sessions are the 2.x protocol's (set the client option protocol=v2)");
+    if (name && (!*name || !sbx__utf8_valid(name, strlen(name))))
+        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "list sessions: name: a sandbox's name, or NULL for all");
+    st = key == SBX__API_SANDBOXES   ? cl->core->proto->list_sandboxes(&req, project, limit, since, until, cursor)
+         : key == SBX__API_SNAPSHOTS ? cl->core->proto->list_snapshots(&req, project, limit, since, until, cursor)
+                                     : cl->core->proto->list_sessions(&req, project, name, limit, cursor);
     if (st != SBX_OK)
         return sbx__err_nomem(&cl->err);
-    st = sbx__simple_start(cl->core, NULL, what, &req, true, list_reply,
-                           key == SBX__API_SANDBOXES ? &sandboxes : &snapshots, NULL, op, &cl->err);
+    st = sbx__simple_start(cl->core, NULL, what, &req, true, list_reply, &args[key], NULL, op, &cl->err);
     sbx__api_req_free(&req);
     return st;
 }
@@ -1072,62 +1078,75 @@ static sbx_status list_block(sbx_client *cl, sbx_op *op, char **json)
 sbx_status sbx_client_list_sandboxes_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, NULL, op);
+    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, NULL, limit, since, until, NULL, op);
 }
 
 /* The blocking form of a list: start it, drive it, hand out its JSON. */
 static sbx_status list_blocking(sbx_client *cl, const char *what, enum sbx__api_list key, const char *project,
-                                size_t limit, int64_t since, int64_t until, const char *cursor, char **json)
+                                const char *name, size_t limit, int64_t since, int64_t until, const char *cursor,
+                                char **json)
 {
     sbx_op *op;
     sbx_status st;
     SBX__ENTER(cl, false);
     SBX__ARG(cl, json, "json must not be NULL");
     *json = NULL;
-    st = list_start(cl, what, key, project, limit, since, until, cursor, &op);
+    st = list_start(cl, what, key, project, name, limit, since, until, cursor, &op);
     return st == SBX_OK ? list_block(cl, op, json) : st;
 }
 
 sbx_status sbx_client_list_sandboxes(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, since, until, NULL, json);
+    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, NULL, limit, since, until, NULL, json);
 }
 
 sbx_status sbx_client_list_snapshots_start(sbx_client *cl, const char *project, size_t limit,
                                            int64_t since, int64_t until, sbx_op **op)
 {
-    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, NULL, op);
+    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, NULL, limit, since, until, NULL, op);
 }
 
 sbx_status sbx_client_list_snapshots(sbx_client *cl, const char *project, size_t limit, int64_t since,
                                      int64_t until, char **json)
 {
-    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, since, until, NULL, json);
+    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, NULL, limit, since, until, NULL, json);
 }
 
 sbx_status sbx_client_list_sandboxes_from_start(sbx_client *cl, const char *project, size_t limit, const char *cursor,
                                                 sbx_op **op)
 {
-    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, -1, -1, cursor, op);
+    return list_start(cl, "list sandboxes", SBX__API_SANDBOXES, project, NULL, limit, -1, -1, cursor, op);
 }
 
 sbx_status sbx_client_list_sandboxes_from(sbx_client *cl, const char *project, size_t limit, const char *cursor,
                                           char **json)
 {
-    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, limit, -1, -1, cursor, json);
+    return list_blocking(cl, "list sandboxes", SBX__API_SANDBOXES, project, NULL, limit, -1, -1, cursor, json);
 }
 
 sbx_status sbx_client_list_snapshots_from_start(sbx_client *cl, const char *project, size_t limit, const char *cursor,
                                                 sbx_op **op)
 {
-    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, -1, -1, cursor, op);
+    return list_start(cl, "list snapshots", SBX__API_SNAPSHOTS, project, NULL, limit, -1, -1, cursor, op);
 }
 
 sbx_status sbx_client_list_snapshots_from(sbx_client *cl, const char *project, size_t limit, const char *cursor,
                                           char **json)
 {
-    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, limit, -1, -1, cursor, json);
+    return list_blocking(cl, "list snapshots", SBX__API_SNAPSHOTS, project, NULL, limit, -1, -1, cursor, json);
+}
+
+sbx_status sbx_client_list_sessions_from_start(sbx_client *cl, const char *project, const char *name, size_t limit,
+                                               const char *cursor, sbx_op **op)
+{
+    return list_start(cl, "list sessions", SBX__API_SESSIONS, project, name, limit, -1, -1, cursor, op);
+}
+
+sbx_status sbx_client_list_sessions_from(sbx_client *cl, const char *project, const char *name, size_t limit,
+                                         const char *cursor, char **json)
+{
+    return list_blocking(cl, "list sessions", SBX__API_SESSIONS, project, name, limit, -1, -1, cursor, json);
 }
 
 /* ---- logging ------------------------------------------------------------------------------ */

@@ -770,6 +770,12 @@ START_TEST(test_client_sandbox_named_resume)
         expect_st(sbx_sandbox_resume(other), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
         expect_st(sbx_sandbox_delete(other), SBX_E_UNSUPPORTED, sbx_sandbox_last_error, other);
         sbx_sandbox_free(other);
+        {
+            char *json = NULL;
+            expect_st(sbx_client_list_sessions_from(c, NULL, name, 0, NULL, &json), SBX_E_UNSUPPORTED,
+                      sbx_client_last_error, c);
+            ck_assert_ptr_null(json);
+        }
         goto out;
     }
     ok_s(sbx_sandbox_create(s), s);
@@ -806,6 +812,38 @@ START_TEST(test_client_sandbox_named_resume)
     ck_assert_str_ne(sbx_sandbox_id(other), first);
     ck_assert_str_eq(sbx_sandbox_status(other), "running");
     expect_sh_out(other, "cat /vercel/sandbox/kept.txt", "across sessions\n");
+    /* Its sessions: the first and the resumed one, newest first, a page of
+     * one at a time by cursor; another name's are not among them. */
+    {
+        char *json = NULL, *next = NULL;
+        json_t *page;
+        sbx_op *op;
+        ok_c(sbx_client_list_sessions_from(c, NULL, name, 1, NULL, &json), c);
+        page = json_loads(json, 0, NULL);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "sessions")), 1);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(page, "sessions"), 0), "id")),
+                         sbx_sandbox_id(other));
+        ck_assert_ptr_nonnull(json_string_value(json_object_get(json_object_get(page, "pagination"), "next")));
+        next = strdup(json_string_value(json_object_get(json_object_get(page, "pagination"), "next")));
+        json_decref(page);
+        sbx_free(json);
+        ok_c(sbx_client_list_sessions_from_start(c, NULL, name, 1, next, &op), c);
+        ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+        page = json_loads(sbx_op_result_json(op), 0, NULL);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(page, "sessions"), 0), "id")),
+                         first);
+        ck_assert(json_is_null(json_object_get(json_object_get(page, "pagination"), "next")));
+        json_decref(page);
+        sbx_op_free(op);
+        free(next);
+        ok_c(sbx_client_list_sessions_from(c, NULL, "no-such-name", 0, NULL, &json), c);
+        page = json_loads(json, 0, NULL);
+        ck_assert_int_eq(json_array_size(json_object_get(page, "sessions")), 0);
+        json_decref(page);
+        sbx_free(json);
+        expect_st(sbx_client_list_sessions_from(c, NULL, "", 0, NULL, &json), SBX_E_INVALID_ARG,
+                  sbx_client_last_error, c);
+    }
     /* the name is taken */
     {
         sbx_sandbox *dup = sbx_sandbox_new(c);

@@ -236,6 +236,17 @@ START_TEST(test_named_lists_snapshots)
     compare(&r, sbx__proto_v2.get_snapshot(&r, "snap_1"), recorded("Snapshot.get({snapshotId})", 0), NULL, NULL);
     compare(&r, sbx__proto_v2.list_snapshots(&r, "prj_1", 0, -1, -1, NULL), recorded("Snapshot.list()", 0), NULL, NULL);
     compare(&r, sbx__proto_v2.delete_named(&r, "prj_1", "my-sbx"), recorded("delete()", 0), NULL, NULL);
+    /* sandbox.listSessions(): not in the recording; the path of the
+     * protocol's table (project, name, limit, cursor, escaped). */
+    ck_assert_int_eq(sbx__proto_v2.list_sessions(&r, "prj_1", "my sbx", 2, "c/1"), SBX_OK);
+    ck_assert_str_eq(r.method, "GET");
+    ck_assert_str_eq(r.path, "/v2/sandboxes/sessions?project=prj_1&name=my%20sbx&limit=2&cursor=c%2F1");
+    ck_assert_ptr_null(r.body);
+    sbx__api_req_free(&r);
+    ck_assert_int_eq(sbx__proto_v2.list_sessions(&r, NULL, NULL, 0, NULL), SBX_OK);
+    ck_assert_str_eq(r.path, "/v2/sandboxes/sessions");
+    sbx__api_req_free(&r);
+    ck_assert_ptr_null(sbx__proto_v1.list_sessions); /* v1 has no sessions */
 }
 END_TEST
 

@@ -152,6 +152,8 @@ test('a named persistent sandbox resumes by itself; asyncDispose', {
     await s.stop();
     assert.equal((await s.run(['cat', 'kept.txt'])).stdout.toString(), 'kept\n');
     assert.notEqual(s.id, first);
+    // its two sessions, newest first
+    assert.deepEqual((await ctx.client.listSessions({ name })).sessions.map((x) => x.id), [s.id, first]);
     await s.update({ persistent: false });
     assert.equal(s.persistent, false);
     await s.delete();

@@ -80,6 +80,8 @@ _PROTOS = {
     "sbx_client_process": (c_int, [c_void_p, POINTER(c_size_t)]),
     "sbx_client_list_sandboxes_from_start": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, POINTER(c_void_p)]),
     "sbx_client_list_snapshots_from_start": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, POINTER(c_void_p)]),
+    "sbx_client_list_sessions_from_start": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, c_char_p,
+                                                    POINTER(c_void_p)]),
     # ops
     "sbx_op_done": (c_int, [c_void_p]),
     "sbx_op_status": (c_int, [c_void_p]),

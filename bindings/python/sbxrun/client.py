@@ -246,6 +246,15 @@ class Client(_Handle):
         return json.loads(self._start(_L.sbx_client_list_snapshots_from_start, _lib.arg(project), limit,
                                       _lib.arg(cursor)) or "null")
 
+    def list_sessions(self, name: str | None = None, project: str | None = None, limit: int = 0,
+                      cursor: str | None = None) -> dict:
+        """One page of the sessions (the runs) of the named sandbox ``name``,
+        or of every sandbox ({"sessions": [...], "pagination": ...}), newest
+        first, as :meth:`list_sandboxes`; the 2.x protocol's
+        (UnsupportedError in v1)."""
+        return json.loads(self._start(_L.sbx_client_list_sessions_from_start, _lib.arg(project), _lib.arg(name),
+                                      limit, _lib.arg(cursor)) or "null")
+
     def snapshot(self, snapshot_id: str) -> "Snapshot":
         """An existing snapshot, read from the server."""
         sn = Snapshot(self)

@@ -137,6 +137,9 @@ def test_named_persistent_sandbox_resumes_by_itself(client):
         # the next operation meets the stopped session: resumed, repeated
         assert s.run(["cat", "kept.txt"]).stdout == b"kept\n"
         assert s.id != first
+        # its two sessions, newest first
+        sessions = client.list_sessions(s.name)["sessions"]
+        assert [x["id"] for x in sessions] == [s.id, first]
         s.update(persistent=False, tags={"team": "py"})
         assert s.persistent is False
         s.delete()

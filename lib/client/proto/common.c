@@ -390,7 +390,7 @@ sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__comm
 
 sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err)
 {
-    const char *key = what == SBX__API_SANDBOXES ? "sandboxes" : "snapshots";
+    const char *key = what == SBX__API_SANDBOXES ? "sandboxes" : what == SBX__API_SNAPSHOTS ? "snapshots" : "sessions";
     json_t *j = sbx__pr_load(body, len, err);
     sbx_status st = SBX_OK;
     if (!j)

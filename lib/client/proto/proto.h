@@ -92,7 +92,7 @@ void sbx__api_req_free(struct sbx__api_req *r);
 
 /* One protocol version: the builders of its requests and the readers of
  * the answers whose shape differs. */
-enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS };
+enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS, SBX__API_SESSIONS };
 struct sbx__proto {
     const char *name; /* "v1", "v2" */
     /* A network policy given by a caller (the API form, with "mode") that
@@ -113,6 +113,10 @@ struct sbx__proto {
                                  int64_t until, const char *cursor);
     sbx_status (*list_snapshots)(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
                                  int64_t until, const char *cursor);
+    /* The sessions of the named sandbox name (NULL: of all), by cursor;
+     * NULL in a version without sessions (v1). */
+    sbx_status (*list_sessions)(struct sbx__api_req *r, const char *project, const char *name, size_t limit,
+                                const char *cursor);
     /* Snapshots. expiration_ms: 0 never, -1 the server's default. */
     sbx_status (*create_snapshot)(struct sbx__api_req *r, const char *sandbox_id, int64_t expiration_ms);
     sbx_status (*get_snapshot)(struct sbx__api_req *r, const char *id);

@@ -162,8 +162,8 @@ static sbx_status v2_update_network_policy(struct sbx__api_req *r, const char *i
 
 /* A cursor list: project, limit and cursor (since and until are not in
  * this protocol; the caller refuses them first). */
-static sbx_status list(struct sbx__api_req *r, const char *root, const char *project, size_t limit,
-                       const char *cursor)
+static sbx_status list_named(struct sbx__api_req *r, const char *root, const char *project, const char *name,
+                             size_t limit, const char *cursor)
 {
     sbx__buf p = SBX__BUF_INIT;
     sbx_status st = sbx__buf_puts(&p, root);
@@ -173,6 +173,12 @@ static sbx_status list(struct sbx__api_req *r, const char *root, const char *pro
         sep = '&';
         if (st == SBX_OK)
             st = sbx__api_escape(&p, project);
+    }
+    if (name && st == SBX_OK) {
+        st = sbx__buf_printf(&p, "%cname=", sep);
+        sep = '&';
+        if (st == SBX_OK)
+            st = sbx__api_escape(&p, name);
     }
     if (limit && st == SBX_OK) {
         st = sbx__buf_printf(&p, "%climit=%zu", sep, limit);
@@ -189,6 +195,18 @@ static sbx_status list(struct sbx__api_req *r, const char *root, const char *pro
         return SBX_E_NOMEM;
     }
     return sbx__pr_make(r, "GET", sbx__buf_detach(&p, NULL), NULL, false);
+}
+
+static sbx_status list(struct sbx__api_req *r, const char *root, const char *project, size_t limit,
+                       const char *cursor)
+{
+    return list_named(r, root, project, NULL, limit, cursor);
+}
+
+static sbx_status v2_list_sessions(struct sbx__api_req *r, const char *project, const char *name, size_t limit,
+                                   const char *cursor)
+{
+    return list_named(r, "/v2/sandboxes/sessions", project, name, limit, cursor);
 }
 
 static sbx_status v2_list_sandboxes(struct sbx__api_req *r, const char *project, size_t limit, int64_t since,
@@ -519,6 +537,7 @@ const struct sbx__proto sbx__proto_v2 = {
     .update_network_policy = v2_update_network_policy,
     .list_sandboxes = v2_list_sandboxes,
     .list_snapshots = v2_list_snapshots,
+    .list_sessions = v2_list_sessions,
     .create_snapshot = v2_create_snapshot,
     .get_snapshot = v2_get_snapshot,
     .delete_snapshot = v2_delete_snapshot,
