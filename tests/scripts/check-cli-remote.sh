@@ -359,6 +359,14 @@ if [[ "$nid2" == sbx_* && "$nid2" != "$nid" ]]; then ok "sandbox resume starts a
 else not_ok "sandbox resume" "$nid2" "$(cat "$dir/err")"; fi
 expect 0 "kept" "the new session has the files of the last" -- exec --sandbox "$nid2" -- cat kept.txt
 expect 0 "$nid2" "resume of a running sandbox: the same session" -- sandbox resume cli-named
+# Its sessions: the new one first, then the one stopped; paged by cursor.
+out=$("$sbxrun" sandbox sessions cli-named 2>"$dir/err")
+[ "$(printf '%s\n' "$out" | awk 'NR > 1 && /^sbx_/ {print $1}' | head -2 | tr '\n' ' ')" = "$nid2 $nid " ] &&
+  ok "sandbox sessions NAME: newest first" || not_ok "sandbox sessions" "$out" "$(cat "$dir/err")"
+json_is 0 '[x["id"] for x in d["sessions"]][:2] == ["'"$nid2"'", "'"$nid"'"]' "sandbox sessions --json" -- sandbox sessions cli-named --json
+expect 0 "(more: --cursor " "sandbox sessions --limit 1: a page and its cursor" -- sandbox sessions cli-named --limit 1
+expect 2 "" "sandbox sessions without a name" -- sandbox sessions
+expect 2 "" "--since belongs to list" -- sandbox sessions cli-named --since 5
 json_is 0 'd["session"]["id"] == "'"$nid2"'" and d["sandbox"]["name"] == "cli-named"' "sandbox resume --json" -- sandbox resume cli-named --json
 expect 125 "" "sandbox resume of an unknown name: no sandbox (125)" -- sandbox resume cli-nope
 grep -q "sbxrun sandbox: resume: no sandbox has the name cli-nope" "$dir/err" && ok "resume of an unknown name says so as get does" ||

@@ -19,12 +19,13 @@ static const char usage_text[] =
     "       sbxrun sandbox snapshot ID [--expiration D]\n"
     "       sbxrun sandbox resume NAME\n"
     "       sbxrun sandbox delete NAME\n"
+    "       sbxrun sandbox sessions NAME [--limit N] [--cursor C] [--project ID]\n"
     "\n"
     "Create, list, inspect, stop, extend, snapshot, resume and delete sandboxes\n"
     "(extend: add DURATION, as 300 or 300s, 10m, 1h, to its timeout; the\n"
-    "snapshots themselves: sbxrun snapshot). Named\n"
-    "sandboxes (--name, --persistent, resume, delete, --cursor) are the v2\n"
-    "protocol's (the default).\n"
+    "snapshots themselves: sbxrun snapshot), and list a named sandbox's\n"
+    "sessions (its runs, newest first). Named sandboxes (--name, --persistent,\n"
+    "resume, delete, sessions, --cursor) are the v2 protocol's (the default).\n"
     "\n"
     "create options:\n"
     "  --runtime NAME      node24 (default), node22, node26, python3.13\n"
@@ -43,7 +44,7 @@ static const char usage_text[] =
     "  --name NAME         the sandbox's name (v2), unique in its project\n"
     "  --persistent        its stop keeps the files; resume starts from them (v2)\n"
     "list options:\n"
-    "  --limit N           sandboxes per page; --until MS: the page's pagination.next\n"
+    "  --limit N           entries per page; --until MS: the page's pagination.next\n"
     "                      (v1); --cursor C: the page's pagination.next (v2)\n"
     "snapshot options:\n"
     "  --expiration D      lifetime of the snapshot (7d is 168h), 0 = never [the\n"
@@ -122,6 +123,33 @@ static void print_when(json_t *e)
     printf("%s\n", when);
 }
 
+/* The sessions of the named sandbox name, one page. */
+static int do_sessions(struct remote *r, const struct remote_opts *o, const char *name, long long limit,
+                       const char *cursor, const char *project)
+{
+    char *page = NULL;
+    json_t *j, *e;
+    size_t i;
+    sbx_status st = sbx_client_list_sessions_from(r->client, project, name, (size_t)limit, cursor, &page);
+    if (st != SBX_OK)
+        return fail_msg(o->json, "sandbox", remote_exit(st), "list sessions", st, sbx_client_last_error(r->client));
+    if (o->json) {
+        cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(page));
+        sbx_free(page);
+        return SBXRUN_EXIT_OK;
+    }
+    j = json_loads(page, 0, NULL);
+    sbx_free(page);
+    printf("%-28s %-12s %-11s %s\n", "SESSION", "STATUS", "RUNTIME", "CREATED");
+    json_array_foreach(json_object_get(j, "sessions"), i, e) {
+        printf("%-28s %-12s %-11s ", cli_json_str(e, "id"), cli_json_str(e, "status"), cli_json_str(e, "runtime"));
+        print_when(e);
+    }
+    cli_print_next_page(j);
+    json_decref(j);
+    return SBXRUN_EXIT_OK;
+}
+
 static int do_list(struct remote *r, const struct remote_opts *o, long long limit, long long since,
                    long long until, const char *cursor, const char *project)
 {
@@ -193,7 +221,8 @@ int cmd_sandbox(int argc, char **argv)
     sbx_status st;
 
     {
-        static const char *const subs[] = {"create", "list", "get", "stop", "extend", "snapshot", "resume", "delete"};
+        static const char *const subs[] = {"create",   "list",   "get",    "stop",    "extend",
+                                           "snapshot", "resume", "delete", "sessions"};
         if ((rc = cli_subcommand("sandbox", argc, argv, usage_text, subs, sizeof subs / sizeof subs[0])) >= 0)
             return rc;
         rc = SBXRUN_EXIT_FAIL;
@@ -214,7 +243,8 @@ int cmd_sandbox(int argc, char **argv)
             return cli_bad_option("sandbox", argc, argv, longopts);
         /* Options of another subcommand are an error, not ignored. */
         if ((c <= O_PERSISTENT && strcmp(sub, "create") != 0) ||
-            (c >= O_LIMIT && c <= O_CURSOR && strcmp(sub, "list") != 0) ||
+            (c >= O_LIMIT && c <= O_CURSOR && strcmp(sub, "list") != 0 &&
+             !(strcmp(sub, "sessions") == 0 && c != O_SINCE && c != O_UNTIL)) ||
             (c == O_EXPIRATION && strcmp(sub, "snapshot") != 0)) {
             return cli_usage_error("sandbox", "%s: option --%s belongs to another subcommand",
                             sub, longopts[c - 1].name);
@@ -291,7 +321,8 @@ int cmd_sandbox(int argc, char **argv)
     } else if (strcmp(sub, "create") && strcmp(sub, "list")) {
         if (optind != argc - 1)
             return cli_usage_error("sandbox", "%s: expected one sandbox %s%s", sub,
-                                   strcmp(sub, "resume") && strcmp(sub, "delete") ? "ID" : "NAME",
+                                   strcmp(sub, "resume") && strcmp(sub, "delete") && strcmp(sub, "sessions") ? "ID"
+                                                                                                        : "NAME",
                                    optind == argc ? ", and got none" : ", and got more");
         id = argv[optind];
     } else if (optind != argc) {
@@ -303,7 +334,8 @@ int cmd_sandbox(int argc, char **argv)
     if (cursor && (since >= 0 || until >= 0))
         return cli_usage_error("sandbox list", "--cursor (v2) and --since/--until (v1) page different lists");
     /* Named sandboxes are the v2 protocol's: asking for one picks it. */
-    if ((name || persistent || cursor || strcmp(sub, "resume") == 0 || strcmp(sub, "delete") == 0) && !o.protocol)
+    if ((name || persistent || cursor || strcmp(sub, "resume") == 0 || strcmp(sub, "delete") == 0 ||
+         strcmp(sub, "sessions") == 0) && !o.protocol)
         o.protocol = "v2";
 
     if ((st = remote_open(&r, &o, false, err, sizeof err)) != SBX_OK) {
@@ -313,6 +345,10 @@ int cmd_sandbox(int argc, char **argv)
     }
     if (strcmp(sub, "list") == 0) {
         rc = do_list(&r, &o, limit, since, until, cursor, project);
+        goto out;
+    }
+    if (strcmp(sub, "sessions") == 0) {
+        rc = do_sessions(&r, &o, id, limit, cursor, project);
         goto out;
     }
     s = sbx_sandbox_new(r.client);
