@@ -737,6 +737,46 @@ START_TEST(test_sbxd_layers_snapshot_counts_against_limit)
 }
 END_TEST
 
+/* A persistent sandbox's next session starts from its files: they count
+ * against that session's disk limit as if it had written them. */
+START_TEST(test_sbxd_layers_persistent_resume_counts_against_limit)
+{
+    const char *args[] = {"--disk-limit", "64M", NULL};
+    struct sbxd *d;
+    struct http_resp *r;
+    struct cmd_result *c;
+    char *sid, *sid2;
+
+    if (disk_layer_absent())
+        return;
+    d = sbxd_start(args, NULL);
+    r = http_post(d, jpack("{s:s,s:s,s:b}", "projectId", "p", "name", "quota", "persistent", 1), "/v3/sandboxes");
+    expect_status(r, 200);
+    sid = strdup(json_string_value(json_object_get(json_object_get(r->json, "session"), "id")));
+    http_resp_free(r);
+    c = sbx_sh(d, sid, "head -c 40M /dev/urandom > /vercel/sandbox/data; echo rc=$?");
+    ck_assert_str_eq(c->out, "rc=0\n");
+    cmd_result_free(c);
+    r = http_post(d, NULL, "/v2/sandboxes/sessions/%s/stop", sid);
+    expect_status(r, 200);
+    http_resp_free(r);
+    r = http_get(d, "/v2/sandboxes/quota?projectId=p&resume=true");
+    expect_status(r, 200);
+    sid2 = strdup(json_string_value(json_object_get(json_object_get(r->json, "session"), "id")));
+    http_resp_free(r);
+    ck_assert_str_ne(sid2, sid);
+    /* 40 MB kept, 40 more would pass the 64 MB limit. */
+    c = sbx_sh(d, sid2, "test -s /vercel/sandbox/data && echo kept; head -c 40M /dev/urandom > /vercel/sandbox/more; "
+                        "echo rc=$?");
+    ck_assert_msg(contains(c->out, "kept\n") && !contains(c->out, "rc=0") && contains(c->err, "No space"),
+                  "the resumed session wrote 40 MB past its kept 40 under a 64 MB limit: %s / %s", c->out, c->err);
+    cmd_result_free(c);
+    free(sid);
+    free(sid2);
+    sbxd_stop(d);
+}
+END_TEST
+
 /* ---- network ------------------------------------------------------------------------------------ */
 
 /* Start sbxd on TCP (its port is what a sandbox must not reach). */
@@ -1013,6 +1053,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_layers_disk_limit);
     tcase_add_test(tc, test_sbxd_layers_gzip_bomb);
     tcase_add_test(tc, test_sbxd_layers_snapshot_counts_against_limit);
+    tcase_add_test(tc, test_sbxd_layers_persistent_resume_counts_against_limit);
     tcase_add_test(tc, test_sbxd_layers_allow_all_reaches_outside_not_host);
     tcase_add_test(tc, test_sbxd_layers_sandboxes_cannot_reach_each_other);
     tcase_add_test(tc, test_sbxd_layers_git_fetcher_isolated);
