@@ -354,6 +354,21 @@ int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_st
     return exit_code;
 }
 
+json_t *remote_list_page(struct remote *r, const struct remote_opts *o, const char *cmd, const char *what,
+                         sbx_status st, char *page, int *rc)
+{
+    json_t *j = NULL;
+    *rc = SBXRUN_EXIT_OK;
+    if (st != SBX_OK)
+        *rc = fail_msg(o->json, cmd, remote_exit(st), what, st, sbx_client_last_error(r->client));
+    else if (o->json)
+        cli_json_result(cmd, SBXRUN_EXIT_OK, cli_json_parse(page));
+    else if (!(j = json_loads(page, 0, NULL)))
+        *rc = fail_msg(false, cmd, SBXRUN_EXIT_FAIL, what, SBX_E_NOMEM, "out of memory");
+    sbx_free(page);
+    return j;
+}
+
 int remote_open_exit(sbx_status st)
 {
     return st == SBX_E_INVALID_ARG ? SBXRUN_EXIT_USAGE : SBXRUN_EXIT_CANNOT_RUN;

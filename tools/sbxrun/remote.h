@@ -78,6 +78,12 @@ static inline int remote_opt(struct remote_opts *o, int c, const char *arg)
  * stderr and, with json, its error object on stdout (cli.h). Returns
  * exit_code. */
 int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_status st, const char *msg);
+/* A list's page (st and page from an sbx_client_list_* call; page is
+ * consumed): a failure reported, or with --json the page printed as the
+ * result, NULL returned and *rc the exit code; otherwise the page parsed,
+ * for the caller to print (json_decref it). */
+json_t *remote_list_page(struct remote *r, const struct remote_opts *o, const char *cmd, const char *what,
+                         sbx_status st, char *page, int *rc);
 /* The exit status of a request that failed with st (cli.h's table): 125
  * when sbxrun could not get it done (the endpoint unreachable or not
  * answering in time, credentials, the server's protocol, local I/O,

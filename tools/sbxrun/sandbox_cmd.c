@@ -130,16 +130,10 @@ static int do_sessions(struct remote *r, const struct remote_opts *o, const char
     char *page = NULL;
     json_t *j, *e;
     size_t i;
+    int rc;
     sbx_status st = sbx_client_list_sessions_from(r->client, project, name, (size_t)limit, cursor, &page);
-    if (st != SBX_OK)
-        return fail_msg(o->json, "sandbox", remote_exit(st), "list sessions", st, sbx_client_last_error(r->client));
-    if (o->json) {
-        cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(page));
-        sbx_free(page);
-        return SBXRUN_EXIT_OK;
-    }
-    j = json_loads(page, 0, NULL);
-    sbx_free(page);
+    if (!(j = remote_list_page(r, o, "sandbox", "list sessions", st, page, &rc)))
+        return rc;
     printf("%-28s %-12s %-11s %s\n", "SESSION", "STATUS", "RUNTIME", "CREATED");
     json_array_foreach(json_object_get(j, "sessions"), i, e) {
         printf("%-28s %-12s %-11s ", cli_json_str(e, "id"), cli_json_str(e, "status"), cli_json_str(e, "runtime"));
@@ -157,17 +151,11 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     json_t *j, *arr, *e;
     size_t i;
     bool v2 = o->protocol && strcmp(o->protocol, "v2") == 0;
+    int rc;
     sbx_status st = cursor || v2 ? sbx_client_list_sandboxes_from(r->client, project, (size_t)limit, cursor, &page)
                                  : sbx_client_list_sandboxes(r->client, project, (size_t)limit, since, until, &page);
-    if (st != SBX_OK)
-        return fail_msg(o->json, "sandbox", remote_exit(st), "list sandboxes", st, sbx_client_last_error(r->client));
-    if (o->json) {
-        cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(page));
-        sbx_free(page);
-        return SBXRUN_EXIT_OK;
-    }
-    j = json_loads(page, 0, NULL);
-    sbx_free(page);
+    if (!(j = remote_list_page(r, o, "sandbox", "list sandboxes", st, page, &rc)))
+        return rc;
     arr = json_object_get(j, "sandboxes");
     e = json_object_get(json_object_get(j, "pagination"), "next");
     /* a v2 page: a cursor, and no "prev" */

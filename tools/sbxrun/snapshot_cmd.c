@@ -68,18 +68,12 @@ static int do_list(struct remote *r, const struct remote_opts *o, long long limi
     json_t *j, *arr, *e;
     size_t i;
     bool v1 = o->protocol && strcmp(o->protocol, "v1") == 0;
+    int rc;
     sbx_status st = since >= 0 || until >= 0 || v1
                         ? sbx_client_list_snapshots(r->client, project, (size_t)limit, since, until, &page)
                         : sbx_client_list_snapshots_from(r->client, project, (size_t)limit, cursor, &page);
-    if (st != SBX_OK)
-        return fail_msg(o->json, "snapshot", remote_exit(st), "list snapshots", st, sbx_client_last_error(r->client));
-    if (o->json) {
-        cli_json_result("snapshot", SBXRUN_EXIT_OK, cli_json_parse(page));
-        sbx_free(page);
-        return SBXRUN_EXIT_OK;
-    }
-    j = json_loads(page, 0, NULL);
-    sbx_free(page);
+    if (!(j = remote_list_page(r, o, "snapshot", "list snapshots", st, page, &rc)))
+        return rc;
     arr = json_object_get(j, "snapshots");
     printf("%-28s %-9s %10s  %-28s %-21s %s\n", "ID", "STATUS", "SIZE", "SOURCE", "CREATED", "EXPIRES");
     json_array_foreach(arr, i, e)
