@@ -143,7 +143,7 @@ END_TEST
 
 START_TEST(test_sbxd_lifecycle_default_timeout_option)
 {
-    const char *args[] = {"--default-timeout", "1500", NULL};
+    const char *args[] = {"--default-timeout", "1.5s", NULL}; /* a time with a unit, as 1500 (ms) */
     struct sbxd *d = sbxd_start(args, NULL);
     struct http_resp *r = sbx_create_resp(d, NULL);
     char *sid = strdup(json_string_value(json_object_get(json_object_get(r->json, "sandbox"), "id"))), *cid;
@@ -156,6 +156,10 @@ START_TEST(test_sbxd_lifecycle_default_timeout_option)
     free(cid);
     free(sid);
     sbxd_stop(d);
+    /* A time that is none: sbxd refuses to start (exit 2), naming the forms. */
+    ck_assert_int_eq(host_sh("out=$('%s' --retain-output 5x --state-dir /nonexistent 2>&1); rc=$?; "
+                             "echo \"$out\" | grep -q 'wants a time of at least 0 ms (milliseconds, or 250ms' && exit $rc; "
+                             "exit 99", getenv("SBXD")), 2);
 }
 END_TEST
 

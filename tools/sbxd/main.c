@@ -45,15 +45,15 @@ static void usage(FILE *out)
 "                          kept in STATE-DIR/token, mode 0600]\n"
 "  --bwrap PROGRAM         bubblewrap [bwrap]\n"
 "  --init PROGRAM          sbxd-init [next to sbxd, else %s/sbxd-init]\n"
-"  --default-timeout MS    sandbox lifetime when create gives none [300000]\n"
-"  --max-timeout MS        longest lifetime, extensions included [18000000]\n"
+"  --default-timeout T     sandbox lifetime when create gives none [5m]\n"
+"  --max-timeout T         longest lifetime, extensions included [5h]\n"
 "  --max-sandboxes N       sandboxes running at once [256]\n"
 "  --max-vcpus N           largest resources.vcpus [8]\n"
 "  --pids-max N            processes per sandbox [1024]\n"
 "  --max-log-bytes N       stored output per command [16777216]\n"
 "  --max-sandbox-log-bytes N  stored output per sandbox [268435456]\n"
 "  --max-upload BYTES      largest fs/write body and tarball source [536870912]\n"
-"  --snapshot-expiration MS  default snapshot lifetime, 0 = never [604800000]\n"
+"  --snapshot-expiration T  default snapshot lifetime, 0 = never [7d]\n"
 "  --upstream-ca FILE      CA certificates (PEM) the egress proxy also trusts when it\n"
 "                          connects upstream for header injection [host store only]\n"
 "  --id-range FIRST:COUNT  host uids/gids for sandboxes when run as root [the 'sbxd'\n"
@@ -76,15 +76,16 @@ static void usage(FILE *out)
 "  --io-threads N          threads reading requests and writing responses [2]\n"
 "  --workers N             most requests handled at once (a long poll or a log\n"
 "                          stream waiting for output holds none) [64]\n"
-"  --retain-records MS     records of stopped sandboxes are kept this long, then\n"
-"                          deleted, 0 = forever [604800000]\n"
-"  --retain-output MS      output of a stopped sandbox's commands is kept this\n"
-"                          long [1800000]\n"
+"  --retain-records T      records of stopped sandboxes are kept this long, then\n"
+"                          deleted, 0 = forever [7d]\n"
+"  --retain-output T       output of a stopped sandbox's commands is kept this\n"
+"                          long [30m]\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
 "  --check                 create a sandbox, report every isolation layer, then exit\n"
 "                          (status 1 when a layer is off without --allow-degraded)\n"
 "  --version, --help\n"
 "\n"
+"A time T is milliseconds, or a number with a unit: 250ms, 30s, 10m, 1.5h, 7d.\n"
 "On start sbxd prints one line, \"sbxd listening on URL\", to stdout; logs go to\n"
 "stderr. SIGINT or SIGTERM stops every sandbox and exits.\n",
             SBXD_LIBEXECDIR);
@@ -132,6 +133,32 @@ static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
     }
     *out = x;
     return 0;
+}
+
+/* A time option: milliseconds (the unit these options always took), or a
+ * number with a unit (250ms, 30s, 10m, 1.5h, 7d), at least min ms. */
+static int parse_ms(const char *opt, const char *v, int64_t min, int64_t *out)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } units[] = {{"ms", 1}, {"s", 1e3}, {"m", 6e4}, {"h", 3.6e6}, {"d", 8.64e7}, {"", 1}};
+    char *end;
+    double x;
+    errno = 0;
+    x = strtod(v, &end);
+    for (size_t i = 0; *v && errno == 0 && end != v && x >= 0 && i < sizeof units / sizeof units[0]; i++) {
+        double ms = x * units[i].ms;
+        if (strcmp(end, units[i].unit) != 0)
+            continue;
+        if (ms < (double)min || ms > 9e15 || (!units[i].unit[0] && ms != (double)(int64_t)ms))
+            break;
+        *out = (int64_t)ms;
+        return 0;
+    }
+    fprintf(stderr, "sbxd: %s wants a time of at least %lld ms (milliseconds, or 250ms, 30s, 10m, 1.5h, 7d), not '%s'\n",
+            opt, (long long)min, v);
+    return -1;
 }
 
 static char *default_state_dir(void)
@@ -668,15 +695,15 @@ int main(int argc, char **argv)
         case O_TOKEN: c->token_file = sbx__strdup(optarg); break;
         case O_BWRAP: bwrap = optarg; break;
         case O_INIT: c->init_path = sbx__strdup(optarg); break;
-        case O_DEFTIMEOUT: if (parse_i64("--default-timeout", optarg, 1000, &c->default_timeout_ms)) return 2; break;
-        case O_MAXTIMEOUT: if (parse_i64("--max-timeout", optarg, 1000, &c->max_timeout_ms)) return 2; break;
+        case O_DEFTIMEOUT: if (parse_ms("--default-timeout", optarg, 1000, &c->default_timeout_ms)) return 2; break;
+        case O_MAXTIMEOUT: if (parse_ms("--max-timeout", optarg, 1000, &c->max_timeout_ms)) return 2; break;
         case O_MAXSBX: if (parse_i64("--max-sandboxes", optarg, 1, &v)) return 2; c->max_sandboxes = (int)v; break;
         case O_MAXVCPU: if (parse_i64("--max-vcpus", optarg, 1, &v)) return 2; c->max_vcpus = (int)v; break;
         case O_PIDS: if (parse_i64("--pids-max", optarg, 16, &v)) return 2; c->pids_max = (int)v; break;
         case O_MAXLOG: if (parse_i64("--max-log-bytes", optarg, 1024, &v)) return 2; c->max_cmd_log = (size_t)v; break;
         case O_MAXSBXLOG: if (parse_i64("--max-sandbox-log-bytes", optarg, 1024, &v)) return 2; c->max_sandbox_log = (size_t)v; break;
         case O_MAXUPLOAD: if (parse_i64("--max-upload", optarg, 1024, &v)) return 2; c->max_upload = (size_t)v; break;
-        case O_SNAPEXP: if (parse_i64("--snapshot-expiration", optarg, 0, &c->snapshot_ttl_ms)) return 2; break;
+        case O_SNAPEXP: if (parse_ms("--snapshot-expiration", optarg, 0, &c->snapshot_ttl_ms)) return 2; break;
         case O_LOGLEVEL:
             if (strcmp(optarg, "error") == 0) c->log_level = LOG_ERROR;
             else if (strcmp(optarg, "warn") == 0) c->log_level = LOG_WARN;
@@ -704,8 +731,8 @@ int main(int argc, char **argv)
         case O_READTIMEOUT: if (parse_i64("--read-timeout", optarg, 1, &v)) return 2; c->read_timeout_s = (unsigned)(v > 86400 ? 86400 : v); break;
         case O_IOTHREADS: if (parse_i64("--io-threads", optarg, 1, &v)) return 2; c->io_threads = (unsigned)(v > 64 ? 64 : v); break;
         case O_WORKERS: if (parse_i64("--workers", optarg, 1, &v)) return 2; c->max_workers = (unsigned)(v > 4096 ? 4096 : v); break;
-        case O_RETAIN: if (parse_i64("--retain-records", optarg, 0, &c->retain_records_ms)) return 2; break;
-        case O_RETAIN_OUT: if (parse_i64("--retain-output", optarg, 0, &c->retain_stopped_ms)) return 2; break;
+        case O_RETAIN: if (parse_ms("--retain-records", optarg, 0, &c->retain_records_ms)) return 2; break;
+        case O_RETAIN_OUT: if (parse_ms("--retain-output", optarg, 0, &c->retain_stopped_ms)) return 2; break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
