@@ -179,7 +179,7 @@ case "$snap" in snap_*) ok "sandbox snapshot --expiration 1h" ;; *) not_ok "snap
 # Progress on a terminal only: a snapshot of 64 MiB takes long enough to show its clock.
 sid2=$("$sbxrun" sandbox create 2>/dev/null)
 "$sbxrun" exec --sandbox "$sid2" --allow sh -- sh -c 'head -c 67108864 /dev/urandom > big' </dev/null >/dev/null 2>&1
-script -qec "$(printf '%q ' "$sbxrun" sandbox snapshot "$sid2")" /dev/null >"$dir/tty" 2>&1 </dev/null
+TERM=xterm script -qec "$(printf '%q ' "$sbxrun" sandbox snapshot "$sid2")" /dev/null >"$dir/tty" 2>&1 </dev/null
 snap2=$(grep -o 'snap_[A-Za-z0-9]*' "$dir/tty" | tail -1)
 grep -q 'snapshotting\.\.\. [0-9.]*s' "$dir/tty" && ok "on a terminal, a snapshot shows its progress" ||
   not_ok "snapshot progress on a tty" "$(cat -v "$dir/tty")"

@@ -273,9 +273,9 @@ else not_ok "the deep tar" "rc=$rc" "$(cat -v "$dir/err")" "$(ls -A "$dir/evil/o
 # Progress: on a terminal only (script(1) gives it one), never when piped.
 head -c 3000000 /dev/urandom >"$dir/big.bin"
 if command -v script >/dev/null; then
-  script -qec "'$sbxrun' cp '$dir/big.bin' '$id:big.bin'" /dev/null >"$dir/tty" 2>&1
+  TERM=xterm script -qec "'$sbxrun' cp '$dir/big.bin' '$id:big.bin'" /dev/null >"$dir/tty" 2>&1
   grep -q "sbxrun cp: sent 2.9 MiB in" "$dir/tty" && ok "progress on a terminal: upload" || not_ok "tty upload" "$(cat -v "$dir/tty")"
-  script -qec "'$sbxrun' cp '$id:big.bin' '$dir/big.out'" /dev/null >"$dir/tty" 2>&1
+  TERM=xterm script -qec "'$sbxrun' cp '$id:big.bin' '$dir/big.out'" /dev/null >"$dir/tty" 2>&1
   grep -q "sbxrun cp: received 2.9 MiB in" "$dir/tty" && cmp -s "$dir/big.bin" "$dir/big.out" &&
     ok "progress on a terminal: download" || not_ok "tty download" "$(cat -v "$dir/tty")"
 else

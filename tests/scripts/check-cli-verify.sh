@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; shift; printf '%s\n' "$@" | sed 's/^/#   /'; }
 # run WANT_RC DESCRIPTION -- ARGS...: stdout in $out, stderr in $dir/err
 run() {
   local want=$1 what=$2; shift 3
@@ -189,16 +189,16 @@ py "sbxrun's own environment did not" '"home=undefined" in d["jobs"][-1]["stdout
 run 2 "--env of a variable sbxrun does not have" -- verify "$demo" --env SBX_NO_SUCH_VARIABLE
 # On a terminal the project's output cannot drive it: escape sequences in
 # what a step prints are shown as '?'.
-script -qec "'$sbxrun' verify '$demo' --no-install --test 'node scripts/env.js' --verbose" /dev/null >"$dir/tty" 2>&1
+TERM=xterm script -qec "'$sbxrun' verify '$demo' --no-install --test 'node scripts/env.js' --verbose" /dev/null >"$dir/tty" 2>&1
 grep -q '?\]0;pwned' "$dir/tty" && ! grep -q $'\e\]0;pwned' "$dir/tty" && ok "escape sequences from a step are neutralised on a terminal" ||
   not_ok "terminal escapes" "$(od -c "$dir/tty" | grep -m2 pwned)"
 git -C "$demo" reset -q --hard HEAD~1
 # A terminal gets the live view in colour; NO_COLOR keeps the view without
 # colours, TERM=dumb gets the plain lines.
-script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
+TERM=xterm script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
 grep -q $'\e\[32m' "$dir/tty" && grep -q $'\r\e\[K' "$dir/tty" && ok "a terminal: colours and the live view" ||
   not_ok "terminal view" "$(od -c "$dir/tty" | head -5)"
-NO_COLOR=1 script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
+NO_COLOR=1 TERM=xterm script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
 ! grep -q $'\e\[3[0-9]m' "$dir/tty" && grep -q '✓' "$dir/tty" && ok "NO_COLOR: the view without colours" ||
   not_ok "NO_COLOR" "$(od -c "$dir/tty" | head -5)"
 TERM=dumb script -qec "'$sbxrun' verify '$demo' --no-install" /dev/null >"$dir/tty" 2>&1
