@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,15 @@ static bool start_worker(void)
     return true;
 }
 
+/* Call again while interrupted by a signal. */
+#define retry_eintr(call)                                                                                   \
+    ({                                                                                                      \
+        __typeof__(call) r_;                                                                                \
+        while ((r_ = (call)) < 0 && errno == EINTR)                                                         \
+            ;                                                                                               \
+        r_;                                                                                                 \
+    })
+
 static void extract(const uint8_t *data, size_t size)
 {
     int fd, status;
@@ -214,15 +224,19 @@ static void extract(const uint8_t *data, size_t size)
     if ((fd = openat(scratch_fd, "in", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
         write(fd, data, size) != (ssize_t)size || close(fd) != 0 || mkdirat(scratch_fd, "dest", 0700) != 0)
         abort();
-    if (write(to_worker, &c, 1) != 1 || read(from_worker, &c, 1) != 1) {
-        if (waitpid(worker, &status, 0) != worker)
+    /* libFuzzer's -timeout ticks with SIGALRM: a wait it interrupts goes on. */
+    if (retry_eintr(write(to_worker, &c, 1)) != 1 || retry_eintr(read(from_worker, &c, 1)) != 1) {
+        if (retry_eintr(waitpid(worker, &status, 0)) != worker)
             abort();
         worker = -1;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
             no_worker = true; /* cannot be confined here: nothing was extracted */
             return;
         }
-        abort(); /* the extraction crashed or leaked (its report is above) */
+        /* The extraction crashed or leaked (its report is above). */
+        fprintf(stderr, "fuzz_sbxd_tar: the extraction worker ended: %s %d\n",
+                WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        abort();
     }
     /* Nothing beside the destination, which is still a directory. */
     if ((fd = dup(scratch_fd)) < 0 || !(d = fdopendir(fd)))
