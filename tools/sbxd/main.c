@@ -22,6 +22,7 @@
 
 #include "util/alloc.h"
 #include "util/internal.h"
+#include "duration.h"
 #include "mitm.h"
 #include "procmask.h"
 #include "sbxd.h"
@@ -139,21 +140,9 @@ static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
  * number with a unit (250ms, 30s, 10m, 1.5h, 7d), at least min ms. */
 static int parse_ms(const char *opt, const char *v, int64_t min, int64_t *out)
 {
-    static const struct {
-        const char *unit;
-        double ms;
-    } units[] = {{"ms", 1}, {"s", 1e3}, {"m", 6e4}, {"h", 3.6e6}, {"d", 8.64e7}, {"", 1}};
-    char *end;
-    double x;
-    errno = 0;
-    x = strtod(v, &end);
-    for (size_t i = 0; *v && errno == 0 && end != v && x >= 0 && i < sizeof units / sizeof units[0]; i++) {
-        double ms = x * units[i].ms;
-        if (strcmp(end, units[i].unit) != 0)
-            continue;
-        if (ms < (double)min || ms > 9e15 || (!units[i].unit[0] && ms != (double)(int64_t)ms))
-            break;
-        *out = (int64_t)ms;
+    int64_t ms;
+    if (parse_duration(v, 1, &ms, NULL) == DURATION_OK && ms >= min) {
+        *out = ms;
         return 0;
     }
     fprintf(stderr, "sbxd: %s wants a time of at least %lld ms (milliseconds, or 250ms, 30s, 10m, 1.5h, 7d), not '%s'\n",

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "duration.h"
 
 /* A bare number over a day is almost surely milliseconds written the old
  * way: refused with the fix rather than read as days. */
@@ -16,42 +17,24 @@
 
 int cli_parse_duration(const char *v, int64_t min_ms, int64_t *ms, char *why, size_t whylen)
 {
-    char *end;
-    double x, scale = 1000;
-    /* digits with at most one '.': strtod alone would take 0x10 and 1e3 */
-    if (!v || !*v || strspn(v, "0123456789.") == 0 || strchr(strchr(v, '.') ? strchr(v, '.') + 1 : "", '.') ||
-        strspn(v, "0123456789.") != strcspn(v, "msh"))
-        goto bad;
-    x = strtod(v, &end);
-    if (end == v || !isfinite(x))
-        goto bad;
-    if (strcmp(end, "ms") == 0)
-        scale = 1;
-    else if (strcmp(end, "s") == 0)
-        scale = 1000;
-    else if (strcmp(end, "m") == 0)
-        scale = 60000;
-    else if (strcmp(end, "h") == 0)
-        scale = 3600000;
-    else if (*end)
-        goto bad;
-    else if (x > BARE_SECONDS_MAX) {
-        snprintf(why, whylen, "'%s': a bare number is seconds (that would be %.0f hours); for milliseconds write %sms",
-                 v, x / 3600, v);
+    int64_t x;
+    int bare;
+    if (parse_duration(v, 1000, &x, &bare) != DURATION_OK) {
+        snprintf(why, whylen, "'%s' is not a duration (300 or 300s, 250ms, 5m, 1.5h, 2d; a bare number is seconds)",
+                 v ? v : "");
         return -1;
     }
-    if (x * scale > 9.0e15)
-        goto bad;
-    *ms = (int64_t)(x * scale + 0.5); /* x >= 0 */
-    if (*ms < min_ms) {
+    if (bare && x > BARE_SECONDS_MAX * 1000LL) {
+        snprintf(why, whylen, "'%s': a bare number is seconds (that would be %.0f hours); for milliseconds write %sms",
+                 v, (double)x / 3.6e6, v);
+        return -1;
+    }
+    if (x < min_ms) {
         snprintf(why, whylen, "'%s': at least %lldms", v, (long long)min_ms);
         return -1;
     }
+    *ms = x;
     return 0;
-bad:
-    snprintf(why, whylen, "'%s' is not a duration (300 or 300s, 250ms, 5m, 1.5h; a bare number is seconds)",
-             v ? v : "");
-    return -1;
 }
 
 const char *cli_format_duration(int64_t ms, char *buf, size_t cap)
