@@ -81,6 +81,16 @@ out=$(env -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN "$sbxrun" sandbox
 [ $rc -ne 0 ] && [[ "$out" == *"$dir/token"*empty* ]] && ok "an empty token file: named in the error" ||
   not_ok "an empty token file" "exit $rc" "output: $out"
 rm -f "$dir/token"
+# --token-file: the whole file or a clear refusal, never a token cut short.
+head -c 20000 /dev/zero | tr '\0' a >"$dir/big-token"
+expect 125 "" "a token file over 16 KiB is refused" -- --token-file "$dir/big-token" sandbox list
+grep -q "larger than 16384 bytes: not a token" "$dir/err" && ok "... saying it is no token" ||
+  not_ok "big token file message" "$(cat "$dir/err")"
+expect 125 "" "a directory as the token file is refused" -- --token-file "$dir" sandbox list
+grep -q "is not a regular file" "$dir/err" && ok "... saying it is not a regular file" ||
+  not_ok "directory token file message" "$(cat "$dir/err")"
+printf '%s\n\n' "$SBXRUN_TOKEN" >"$dir/tok-nl"
+expect 0 "$id" "--token-file: trailing line breaks are not part of the token" -- --token-file "$dir/tok-nl" sandbox list
 
 # exec: output, exit code, env, cwd, --json.
 expect 0 "hi" "exec in a sandbox, with its env" -- exec --sandbox "$id" --allow sh -- sh -c 'echo $GREETING'
@@ -172,7 +182,8 @@ fi
 # takes it down (it gets SIGTERM and stops its sandboxes) instead of leaving
 # it running.
 if [ "$(id -u)" = 0 ] && ! [ -S /var/lib/sbxd/sbxd.sock ]; then
-  env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN SBXD="$sbxd" \
+  mkdir "$dir/ptmp"
+  env -u SBXRUN_ENDPOINT -u SBXRUN_TOKEN -u VERCEL_OIDC_TOKEN -u VERCEL_TOKEN SBXD="$sbxd" TMPDIR="$dir/ptmp" \
     "$sbxrun" exec --allow sh -- sh -c 'echo started; sleep 120' >"$dir/pout" 2>"$dir/perr" &
   kpid=$!
   for _ in $(seq 300); do grep -q started "$dir/pout" 2>/dev/null && break; sleep 0.1; done
@@ -181,6 +192,8 @@ if [ "$(id -u)" = 0 ] && ! [ -S /var/lib/sbxd/sbxd.sock ]; then
          [ "$pp" = "$kpid" ] && echo "$p"; done 2>/dev/null | head -1)
   pstate=$(tr '\0' '\n' <"/proc/$spid/cmdline" 2>/dev/null | grep -A1 -x -- --state-dir | tail -1)
   if grep -q started "$dir/pout" && [ -n "$spid" ]; then
+    case "$pstate" in "$dir/ptmp/sbxrun-"*/state) ok "the private sbxd's directory is in TMPDIR" ;;
+      *) not_ok "the private sbxd's directory is not in TMPDIR" "$pstate" ;; esac
     kill -9 "$kpid"; wait "$kpid" 2>/dev/null
     for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.25; done
     if kill -0 "$spid" 2>/dev/null; then
@@ -194,7 +207,7 @@ if [ "$(id -u)" = 0 ] && ! [ -S /var/lib/sbxd/sbxd.sock ]; then
     not_ok "exec with a private sbxd did not start" "$(cat "$dir/pout" "$dir/perr")"
   fi
   # sbxrun could not remove the private server's directory.
-  case "$pstate" in /tmp/sbxrun-*/state) rm -rf "${pstate%/state}" ;; esac
+  case "$pstate" in "$dir/ptmp/sbxrun-"*/state|/tmp/sbxrun-*/state) rm -rf "${pstate%/state}" ;; esac
 else
   ok "# SKIP a private sbxd needs root and no sbxd in /var/lib/sbxd"
 fi

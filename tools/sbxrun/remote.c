@@ -30,25 +30,52 @@
 
 struct remote_opts remote_defaults;
 
+/* A bearer token is a few dozen bytes (sbxd's) to a few KiB (an OIDC JWT);
+ * a larger file is not one, and is refused rather than cut short. */
+#define TOKEN_FILE_MAX 16384
+
 static char *read_token_file(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    char buf[512];
-    size_t n;
-    if (!f) {
+    /* O_NONBLOCK: a FIFO given by mistake is refused below, not waited on. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    char *buf;
+    ssize_t n;
+    if (fd < 0) {
         snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
         return NULL;
     }
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "the token file %s is not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    if (!(buf = malloc(TOKEN_FILE_MAX + 2))) {
+        snprintf(err, errlen, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    do
+        n = read(fd, buf, TOKEN_FILE_MAX + 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n < 0 || n > TOKEN_FILE_MAX) {
+        if (n < 0)
+            snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
+        else
+            snprintf(err, errlen, "the token file %s is larger than %d bytes: not a token", path, TOKEN_FILE_MAX);
+        free(buf);
+        return NULL;
+    }
     buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         buf[--n] = '\0';
     if (!n) {
         snprintf(err, errlen, "the token file %s is empty", path);
+        free(buf);
         return NULL;
     }
-    return strdup(buf);
+    return buf;
 }
 
 static char *state_dir(void)
@@ -113,13 +140,19 @@ static char *find_sbxd(void)
 /* Start a private sbxd in a new temporary directory; fills r. */
 static int start_private(struct remote *r, char *err, size_t errlen)
 {
-    char tmpl[] = "/tmp/sbxrun-XXXXXX", sock[PATH_MAX], state[PATH_MAX], listen_arg[PATH_MAX + 8], line[512];
+    char tmpl[PATH_MAX - 64], sock[PATH_MAX], state[PATH_MAX], listen_arg[PATH_MAX + 8], line[512];
     char tokpath[PATH_MAX + 8];
     char *sbxd = find_sbxd();
+    const char *tmp = getenv("TMPDIR");
     int out[2];
     pid_t pid, self = getpid();
     FILE *f;
 
+    /* In TMPDIR as mktemp(1) would, unless the socket's path would not fit
+     * a sockaddr_un there. */
+    if (!tmp || *tmp != '/' || strlen(tmp) + sizeof "/sbxrun-XXXXXX/sbxd.sock" > sizeof ((struct sockaddr_un *)0)->sun_path)
+        tmp = "/tmp";
+    snprintf(tmpl, sizeof tmpl, "%s/sbxrun-XXXXXX", tmp);
     if (!mkdtemp(tmpl)) {
         snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
         free(sbxd);
@@ -206,7 +239,6 @@ static int start_private(struct remote *r, char *err, size_t errlen)
 sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow_private, char *err, size_t errlen)
 {
     const char *ep = o->endpoint ? o->endpoint : getenv("SBXRUN_ENDPOINT");
-    const char *tok_env = getenv("SBXRUN_TOKEN");
     sbx_status st;
 
     memset(r, 0, sizeof *r);
@@ -214,9 +246,9 @@ sbx_status remote_open(struct remote *r, const struct remote_opts *o, bool allow
         r->endpoint = strdup(ep);
         if (o->token_file && !(r->token = read_token_file(o->token_file, err, errlen)))
             return SBX_E_AUTH;
-        if (!r->token && tok_env && *tok_env)
-            r->token = strdup(tok_env);
-        /* Else, for a unix socket, the library reads the token beside it. */
+        /* Else the library finds it as for any program: SBXRUN_TOKEN for an
+         * sbxd endpoint, the token file beside a unix socket, or the
+         * VERCEL_* variables for Vercel's (sbx_client_resolve_credentials). */
     } else if ((getenv("VERCEL_OIDC_TOKEN") && *getenv("VERCEL_OIDC_TOKEN")) ||
                (getenv("VERCEL_TOKEN") && *getenv("VERCEL_TOKEN"))) {
         r->endpoint = NULL; /* the library's default, credentials from the environment */
