@@ -99,7 +99,7 @@ diff --git a/src/a.c b/src/a.c
  three
 EOF
 expect 4 "M  src/a.c (+1 -1)" "the patch does not apply: src/a.c: " check --repo "$repo" "$tmp/stale.diff"
-expect 4 "" "src/a.c" check --repo "$repo" "$tmp/stale.diff"
+expect 4 "" "src/a.c: hunk @@ -1,3 +1,3 @@: its context and removed lines are not in the file" check --repo "$repo" "$tmp/stale.diff"
 # --base: it applies to the first commit, by id or as HEAD~1.
 expect 0 "M  src/a.c (+1 -1)" "" check --repo "$repo" --base "$first" "$tmp/stale.diff"
 expect 0 "1 file changed, 1 insertion(+), 1 deletion(-)" "" check --repo "$repo" --base HEAD~1 "$tmp/stale.diff"

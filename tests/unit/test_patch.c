@@ -820,6 +820,9 @@ START_TEST(test_patch_malformed)
          "index 96eb299ab61d459148b19b03f71386abcec74669..60051deb32a631ffe615c785bf60e86782f5220a 100644\n"
          "GIT binary patch\nliteral 64\nzzzzzzzz\n\nliteral 64\nzcmZQzWMXDvWn\n\n"},
         {"binary patch with a line of its data left out", truncated_binary},
+        {"binary patch without an index line",
+         "diff --git a/img.bin b/img.bin\nGIT binary patch\nliteral 64\n"
+         "zcmZQzWMXDvWn<^y<l^Sx<>MC+6cQE@6%&_`l#-T_m6KOcR8m$^Ra4i{)Y8_`)zddH\n\nliteral 0\nHcmV?d00001\n\n"},
         {"garbage text", "hello, this is not a patch\n"},
         {"garbage bytes", "\x01\x02\xff\xfe\x7f\x80 @@ --- +++ \x1b[2J\n"},
         {"hunk without a header", "@@ -1 +1 @@\n-hello\n+bye\n"},
@@ -1445,6 +1448,9 @@ START_TEST(test_patch_check_names_the_file)
     ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
     ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
     ck_assert_msg(strstr(sbx_patch_last_error(p), "src/main.c"), "%s", sbx_patch_last_error(p));
+    /* ... and the hunk, by its header, with why it does not apply. */
+    ck_assert_msg(strstr(sbx_patch_last_error(p), "hunk @@ -"), "%s", sbx_patch_last_error(p));
+    ck_assert_msg(strstr(sbx_patch_last_error(p), "are not in the file"), "%s", sbx_patch_last_error(p));
     ck_assert_int_eq(sbx_patch_save_tree_file(p, "/tmp/sbx-patch-never.tar.gz"), SBX_E_MISUSE);
     ck_assert_int_eq(access("/tmp/sbx-patch-never.tar.gz", F_OK), -1);
     sbx_patch_free(p);
