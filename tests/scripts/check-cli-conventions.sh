@@ -256,6 +256,10 @@ verify --json --no-such-option
 --json exec --sandbox $id -- npx x
 --json cp $dir/in.txt $id:in.txt
 --json sandbx
+--json
+--json --bogus sandbox list
+--json --endpoint
+--json --json=1 version
 sandbox --json
 sandbox frob --json
 snapshot --json
@@ -283,6 +287,8 @@ for k in range(int(sys.argv[3]) + 1):
         jsonschema.validate(e, schema)
         assert list(e)[:3] == ["sbxrun", "ok", "exitCode"] and text.endswith("}\n"), "key order / one object"
         forms.add(tuple(list(e)[3:]))
+        # An error says what was wrong, not where to look for it.
+        assert "see standard error" not in e.get("error", {}).get("message", ""), "placeholder message"
     except Exception as x:
         bad.append(f"{cmd}: {x}: {text[:300]!r}")
 if forms != {("result",), ("error",), ("result", "error")}:

@@ -103,6 +103,9 @@ void cli_trap_signals(void);
 /* "sbxrun CMD: MESSAGE" and a pointer to CMD's help on stderr; returns
  * SBXRUN_EXIT_USAGE; the message is kept for cli_json_end() (envelope.c). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a command line that names no command yet: "WHO: MESSAGE",
+ * then "(HINT)" when hint is not NULL. */
+int cli_usage_top(const char *who, const char *hint, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 struct option;
 

@@ -123,3 +123,15 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     fprintf(stderr, "sbxrun %s: %s\n(see 'sbxrun %s --help')\n", cmd, last_msg, cmd);
     return SBXRUN_EXIT_USAGE;
 }
+
+int cli_usage_top(const char *who, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    keep(SBX_E_INVALID_ARG, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s\n", who, last_msg);
+    if (hint)
+        fprintf(stderr, "(%s)\n", hint);
+    return SBXRUN_EXIT_USAGE;
+}

@@ -94,9 +94,8 @@ static int cmd_help(int argc, char **argv)
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 names[i] = commands[i].name;
             s = cli_suggest(argv[1], names, sizeof names / sizeof names[0]);
-            fprintf(stderr, "sbxrun help: unknown command '%s'%s%s%s\n", argv[1], s ? " (did you mean '" : "",
-                    s ? s : "", s ? "'?)" : "");
-            return SBXRUN_EXIT_USAGE;
+            return cli_usage_top("sbxrun help", NULL, "unknown command '%s'%s%s%s", argv[1],
+                                 s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
         }
         return c->run(2, sub);
     }
@@ -213,10 +212,8 @@ static int global_options(int argc, char **argv)
         int k = -1;
         if ((n == 4 && strncmp(a, "json", 4) == 0) || (n == 4 && strncmp(a, "help", 4) == 0) ||
             (n == 7 && strncmp(a, "version", 7) == 0)) {
-            if (eq) {
-                fprintf(stderr, "sbxrun: option '--%.*s' takes no value\n", (int)n, a);
-                return -1;
-            }
+            if (eq)
+                return cli_usage_top("sbxrun", NULL, "option '--%.*s' takes no value", (int)n, a), -1;
         }
         if (n == 4 && strncmp(a, "json", 4) == 0 && !eq) {
             remote_defaults.json = true;
@@ -234,10 +231,12 @@ static int global_options(int argc, char **argv)
             const char *s;
             snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), a);
             s = cli_suggest(name, with_value, 4);
-            fprintf(stderr, "sbxrun: unknown global option '--%s'%s%s%s\n(global options: --endpoint, --token-file, "
-                            "--request-timeout, --protocol, --json; a command's own options go after it)\n",
-                    name, s ? " (did you mean '--" : "", s ? s : "", s ? "'?)" : "");
-            return -1;
+            return cli_usage_top("sbxrun",
+                                 "global options: --endpoint, --token-file, --request-timeout, --protocol, --json; "
+                                 "a command's own options go after it",
+                                 "unknown global option '--%s'%s%s%s", name, s ? " (did you mean '--" : "",
+                                 s ? s : "", s ? "'?)" : ""),
+                   -1;
         }
         if (eq) {
             val = eq + 1;
@@ -246,8 +245,7 @@ static int global_options(int argc, char **argv)
             val = argv[i + 1];
             i += 2;
         } else {
-            fprintf(stderr, "sbxrun: option '--%s' needs a value\n", with_value[k]);
-            return -1;
+            return cli_usage_top("sbxrun", NULL, "option '--%s' needs a value", with_value[k]), -1;
         }
         switch (k) {
         case 0: remote_defaults.endpoint = val; break;
@@ -271,8 +269,8 @@ int main(int argc, char **argv)
     if ((at = global_options(argc, argv)) < 0)
         return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
     if (at >= argc) {
-        fprintf(stderr, "sbxrun: no command after the global options\n(run 'sbxrun help' for the commands)\n");
-        return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
+        return cli_json_end("sbxrun", cli_usage_top("sbxrun", "run 'sbxrun help' for the commands",
+                                                    "no command after the global options"));
     }
     if (strcmp(argv[at], "--help") == 0 || strcmp(argv[at], "-h") == 0) {
         /* sbxrun -h exec: exec's help, as sbxrun help exec. */
@@ -292,9 +290,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             names[i] = commands[i].name;
         s = cli_suggest(argv[at], names, sizeof names / sizeof names[0]);
-        fprintf(stderr, "sbxrun: unknown command '%s'%s%s%s\n(run 'sbxrun help' for the commands)\n", argv[at],
-                s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
-        return cli_json_end("sbxrun", SBXRUN_EXIT_USAGE);
+        return cli_json_end("sbxrun", cli_usage_top("sbxrun", "run 'sbxrun help' for the commands",
+                                                    "unknown command '%s'%s%s%s", argv[at],
+                                                    s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : ""));
     }
     /* With --json, one object on stdout whatever happened (cli.h). */
     return cli_json_end(c->name, c->run(argc - at, argv + at));
