@@ -49,6 +49,7 @@
 #include "client/core.h"
 #include "util/ndjson.h"
 #include "client/command_int.h"
+#include "util/clock.h"
 #include "client/sandbox_int.h"
 #include "redact/redact_int.h"
 #include "util/str.h"
@@ -486,6 +487,7 @@ static bool req_ok(struct cmd_run *run, sbx__req *r, const char *what)
 /* The output has ended and the exit code is known: report. */
 static void finish_exited(struct cmd_run *run)
 {
+    char dur[SBX__DURATION_TEXT_MAX];
     /* The exit line is in but the stream's end may not be: let the engine
      * read it, rather than close a connection that is about to be free. */
     if (run->start) {
@@ -498,8 +500,8 @@ static void finish_exited(struct cmd_run *run)
     else if (run->deadline && run->cmd->info.exit_code == 137 && sbx__mono_ms() >= run->deadline)
         /* The server enforces the timeout too (SIGKILL, so 137): its kill
          * may come in before this side's timer has fired. A timeout. */
-        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline and was killed (SIGKILL)",
-                   (long long)run->cmd->timeout_ms);
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %s deadline and was killed (SIGKILL)",
+                   sbx__duration_text(run->cmd->timeout_ms, dur));
     else
         run_finish(run, SBX_OK, NULL);
 }
@@ -986,6 +988,7 @@ static void kill_after_timeout_done(sbx__req *r, void *user)
 {
     struct cmd_run *run = user;
     struct sbx__command_info in = {0};
+    char dur[SBX__DURATION_TEXT_MAX];
     size_t len;
     const char *body = sbx__req_body(r, &len);
     sbx__err tmp = {0};
@@ -997,15 +1000,15 @@ static void kill_after_timeout_done(sbx__req *r, void *user)
     sbx__command_info_free(&in);
     sbx__err_free(&tmp);
     if (sbx__req_status(r) == SBX_OK && http >= 200 && http < 300)
-        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline and was killed (SIGKILL)",
-                   (long long)run->cmd->timeout_ms);
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %s deadline and was killed (SIGKILL)",
+                   sbx__duration_text(run->cmd->timeout_ms, dur));
     else if (sbx__req_error(r)[0])
-        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %lld ms deadline; killing it failed (%s), it may still run",
-                   (long long)run->cmd->timeout_ms, sbx__req_error(r));
+        run_finish(run, SBX_E_TIMEOUT, "the command ran past its %s deadline; killing it failed (%s), it may still run",
+                   sbx__duration_text(run->cmd->timeout_ms, dur), sbx__req_error(r));
     else
         run_finish(run, SBX_E_TIMEOUT,
-                   "the command ran past its %lld ms deadline; killing it failed (HTTP %ld), it may still run",
-                   (long long)run->cmd->timeout_ms, http);
+                   "the command ran past its %s deadline; killing it failed (HTTP %ld), it may still run",
+                   sbx__duration_text(run->cmd->timeout_ms, dur), http);
 }
 
 static void on_timeout(struct cmd_run *run)

@@ -394,6 +394,7 @@ static int on_output(sbx_stream stream, const uint8_t *data, size_t len, void *u
 
 static void step_done(sbx_op *op, void *arg)
 {
+    char d1[SBX__DURATION_TEXT_MAX], d2[SBX__DURATION_TEXT_MAX];
     struct jrun *jr = arg;
     sbx_job *job = jr->job;
     struct sbx__jstep *s = &job->steps[job->cur];
@@ -439,11 +440,11 @@ static void step_done(sbx_op *op, void *arg)
     case SBX_STEP_TIMEOUT:
         if (job->run_wall_ms)
             conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK,
-                     "step %s was stopped: the run's wall-time budget of %lld ms ran out (%lld ms were left for "
-                     "this job)", s->name, (long long)job->run_wall_ms, (long long)job->timeout_ms);
+                     "step %s was stopped: the run's wall-time budget of %s ran out (%s were left for this job)",
+                     s->name, sbx__duration_text(job->run_wall_ms, d1), sbx__duration_text(job->timeout_ms, d2));
         else
-            conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK, "step %s ran past the job's %lld ms timeout and was stopped",
-                     s->name, (long long)job->timeout_ms);
+            conclude(jr, SBX_VERDICT_TIMED_OUT, SBX_OK, "step %s ran past the job's %s timeout and was stopped",
+                     s->name, sbx__duration_text(job->timeout_ms, d1));
         break;
     case SBX_STEP_CANCELLED:
         conclude(jr, SBX_VERDICT_CANCELLED, SBX_OK, "cancelled during step %s", s->name);

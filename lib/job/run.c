@@ -314,6 +314,7 @@ static int run_output(sbx_stream stream, const uint8_t *data, size_t len, void *
 
 static void child_done(sbx_op *op, void *arg)
 {
+    char dur[SBX__DURATION_TEXT_MAX];
     sbx_run *run = arg;
     sbx_status st = sbx_op_status(op);
     char msg[1024];
@@ -321,8 +322,8 @@ static void child_done(sbx_op *op, void *arg)
     run->child = NULL;
     sbx__op_destroy(op);
     if ((run->phase == RP_CREATE || run->phase == RP_UPLOAD) && run->out_of_time && st != SBX_OK) {
-        end_run(run, SBX_VERDICT_TIMED_OUT, SBX_OK, "the run's wall-time budget of %lld ms ran out while %s",
-                (long long)run->wall_ms, run->phase == RP_CREATE ? "the sandbox was created" : "uploading");
+        end_run(run, SBX_VERDICT_TIMED_OUT, SBX_OK, "the run's wall-time budget of %s ran out while %s",
+                sbx__duration_text(run->wall_ms, dur), run->phase == RP_CREATE ? "the sandbox was created" : "uploading");
         advance(run);
         return;
     }
@@ -420,6 +421,7 @@ static sbx_sandbox *sandbox(sbx_run *run)
 
 static sbx_status start_job(sbx_run *run)
 {
+    char dur[SBX__DURATION_TEXT_MAX];
     struct rjob *rj = &run->jobs[run->cur];
     sbx_job *job = rj->job;
     sbx_op *op = NULL;
@@ -427,8 +429,8 @@ static sbx_status start_job(sbx_run *run)
     if (run->deadline) {
         int64_t left = run->deadline - sbx__mono_ms();
         if (left <= 0) {
-            end_run(run, SBX_VERDICT_TIMED_OUT, SBX_OK, "the run's wall-time budget of %lld ms was used up before %s",
-                    (long long)run->wall_ms, sbx__job_type_str(job->type));
+            end_run(run, SBX_VERDICT_TIMED_OUT, SBX_OK, "the run's wall-time budget of %s was used up before %s",
+                    sbx__duration_text(run->wall_ms, dur), sbx__job_type_str(job->type));
             return SBX_OK;
         }
         if (job->timeout_ms == 0 || job->timeout_ms > left) {

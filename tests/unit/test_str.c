@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "util/clock.h"
 #include "util/str.h"
 
 START_TEST(test_str_list_push_keeps_null_terminated_copies)
@@ -198,11 +199,31 @@ START_TEST(test_str_url_userinfo_split)
 }
 END_TEST
 
+/* A duration in a message reads as the user would have written it. */
+START_TEST(test_str_duration_text)
+{
+    static const struct {
+        int64_t ms;
+        const char *text;
+    } cases[] = {
+        {-5, "0ms"}, {0, "0ms"}, {250, "250ms"}, {999, "999ms"}, {1000, "1s"}, {1500, "1.5s"},
+        {1234, "1.234s"}, {10000, "10s"}, {59999, "59.999s"}, {60000, "1m"}, {90000, "1m 30s"},
+        {90500, "1m 30s"}, {3600000, "1h"}, {5400000, "1h 30m"}, {86400000 + 6 * 3600000, "1d 6h"},
+        {INT64_MAX, "106751991167d 7h 12m 55s"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[SBX__DURATION_TEXT_MAX];
+        ck_assert_str_eq(sbx__duration_text(cases[i].ms, buf), cases[i].text);
+    }
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("str");
     TCase *tc = tcase_create("core");
     SBX_TEST_ADD(tc, test_str_list_push_keeps_null_terminated_copies);
+    SBX_TEST_ADD(tc, test_str_duration_text);
     SBX_TEST_ADD(tc, test_str_list_set_and_copy);
     SBX_TEST_ADD(tc, test_str_list_failed_set_keeps_old_list);
     SBX_TEST_ADD(tc, test_str_list_push_take_frees_on_failure);
