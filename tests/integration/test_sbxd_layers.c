@@ -848,6 +848,61 @@ START_TEST(test_sbxd_layers_allow_all_reaches_outside_not_host)
 }
 END_TEST
 
+/* Fetch url from the sandbox through the egress proxy its policy sets up
+ * (no_proxy cleared: it names the sandbox's own loopback). */
+static struct cmd_result *proxy_fetch(struct sbxd *d, const char *sid, const char *host, int port)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://%s:%d/", host, port);
+    return sbxd_run(d, sid, jpack("{s:s,s:[s,s,s],s:{s:s,s:s}}", "command", "python3", "args", "-c", PY_FETCH, url,
+                                 "env", "no_proxy", "", "NO_PROXY", ""));
+}
+
+START_TEST(test_sbxd_layers_wide_cidr_does_not_open_host)
+{
+    /* allowedCIDRs 0.0.0.0/0, written to mean "the internet", also covers
+     * the host's loopback and its own addresses: through the egress proxy
+     * it must reach the outside and none of those. An entry that names a
+     * host address (or lies inside loopback's block) still reaches it. */
+    struct testnet *t = testnet_start(0);
+    struct sbxd *d = sbxd_start(testnet_sbxd_args(t), NULL);
+    struct any_server *any = any_server_start();
+    const char *const *addrs = host_addrs(), *named = NULL;
+    char *sid = sbx_create(d, jpack("{s:{s:s,s:[s]}}", "networkPolicy", "mode", "custom", "allowedCIDRs", "0.0.0.0/0"));
+    char cidr[64], *sid2;
+    struct cmd_result *c = proxy_fetch(d, sid, t->addr, t->http_port);
+
+    ck_assert_msg(contains(c->out, "STATUS 200"), "0.0.0.0/0 does not reach the outside: %s%s", c->out, c->err);
+    cmd_result_free(c);
+    for (size_t i = 0; addrs[i]; i++) {
+        c = proxy_fetch(d, sid, addrs[i], any->port);
+        ck_assert_msg(contains(c->out, "STATUS 403"), "0.0.0.0/0 reached the host at %s: %s%s", addrs[i], c->out,
+                      c->err);
+        cmd_result_free(c);
+        if (strncmp(addrs[i], "127.", 4) != 0 && strcmp(addrs[i], t->host_addr) != 0)
+            named = addrs[i];
+    }
+    ck_assert_msg(any->hits == 0, "the host's listener saw %d connections", any->hits);
+
+    snprintf(cidr, sizeof cidr, "%s/32", named ? named : t->host_addr);
+    sid2 = sbx_create(d, jpack("{s:{s:s,s:[s,s]}}", "networkPolicy", "mode", "custom", "allowedCIDRs", cidr,
+                               "127.0.0.0/8"));
+    c = proxy_fetch(d, sid2, named ? named : t->host_addr, any->port);
+    ck_assert_msg(!contains(c->out, "STATUS 403") && any->hits == 1, "%s named, not reached: %s%s", cidr, c->out,
+                  c->err);
+    cmd_result_free(c);
+    c = proxy_fetch(d, sid2, "127.0.0.1", any->port);
+    ck_assert_msg(!contains(c->out, "STATUS 403") && any->hits == 2, "127.0.0.0/8 named, not reached: %s%s", c->out,
+                  c->err);
+    cmd_result_free(c);
+    any_server_stop(any);
+    free(sid);
+    free(sid2);
+    sbxd_stop(d);
+    testnet_stop(t);
+}
+END_TEST
+
 START_TEST(test_sbxd_layers_sandboxes_cannot_reach_each_other)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -1055,6 +1110,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_layers_snapshot_counts_against_limit);
     tcase_add_test(tc, test_sbxd_layers_persistent_resume_counts_against_limit);
     tcase_add_test(tc, test_sbxd_layers_allow_all_reaches_outside_not_host);
+    tcase_add_test(tc, test_sbxd_layers_wide_cidr_does_not_open_host);
     tcase_add_test(tc, test_sbxd_layers_sandboxes_cannot_reach_each_other);
     tcase_add_test(tc, test_sbxd_layers_git_fetcher_isolated);
     tcase_add_test(tc, test_sbxd_layers_planted_init_never_runs);

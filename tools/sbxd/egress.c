@@ -78,14 +78,22 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got)
     return -1;
 }
 
-static bool special_addr(int family, const unsigned char *a)
+/* The prefix length of the special block (loopback, unspecified,
+ * link-local) holding a, or 0 when a is in none. */
+static int special_block(int family, const unsigned char *a)
 {
     static const unsigned char v6_loop[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     static const unsigned char v6_any[16] = {0};
     if (family == AF_INET)
-        return a[0] == 127 || a[0] == 0 || (a[0] == 169 && a[1] == 254);
-    return memcmp(a, v6_loop, 16) == 0 || memcmp(a, v6_any, 16) == 0 ||
-           (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+        return a[0] == 127 || a[0] == 0 ? 8 : a[0] == 169 && a[1] == 254 ? 16 : 0;
+    return memcmp(a, v6_loop, 16) == 0 || memcmp(a, v6_any, 16) == 0 ? 128
+           : a[0] == 0xfe && (a[1] & 0xc0) == 0x80                     ? 10
+                                                                       : 0;
+}
+
+static bool special_addr(int family, const unsigned char *a)
+{
+    return special_block(family, a) != 0;
 }
 
 /* The host's own addresses, re-read at most every few seconds: interfaces
@@ -176,13 +184,18 @@ static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, co
     }
     if (p->mode == NP_DENY_ALL)
         return false;
+    if (egress_is_host_addr(family, a)) {
+        /* The host is reached only through an allowedCIDRs entry that names
+         * it: one inside its special block (127.0.0.0/8 for loopback), or
+         * the interface address itself. A wide range written to mean "the
+         * internet" (0.0.0.0/0, 10.0.0.0/8 around the host's address) does
+         * not open the host's services, nor a name that resolves there. */
+        int block = special_block(family, a);
+        return netpolicy_addr_verdict_within(p, family, a, block ? block : family == AF_INET ? 32 : 128) > 0;
+    }
     verdict = netpolicy_addr_verdict(p, family, a);
-    if (verdict < 0)
-        return false;
-    if (verdict > 0)
-        return true;
-    if (egress_is_host_addr(family, a))
-        return false;
+    if (verdict != 0)
+        return verdict > 0;
     return p->mode == NP_ALLOW_ALL || name_ok;
 }
 

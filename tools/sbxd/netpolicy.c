@@ -846,12 +846,17 @@ size_t netpolicy_inject_for(const struct netpolicy *p, const char *host, const s
 
 int netpolicy_addr_verdict(const struct netpolicy *p, int family, const void *addr)
 {
+    return netpolicy_addr_verdict_within(p, family, addr, 0);
+}
+
+int netpolicy_addr_verdict_within(const struct netpolicy *p, int family, const void *addr, int min_prefix)
+{
     const unsigned char *a = addr;
     for (size_t i = 0; i < p->ndeny; i++)
         if (cidr_match(&p->deny[i], family, a))
             return -1;
     for (size_t i = 0; i < p->nallow; i++)
-        if (cidr_match(&p->allow[i], family, a))
+        if (p->allow[i].prefix >= min_prefix && cidr_match(&p->allow[i], family, a))
             return 1;
     return 0;
 }

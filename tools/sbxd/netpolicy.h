@@ -83,6 +83,9 @@ bool netpolicy_domain_allowed(const struct netpolicy *p, const char *host);
 /* For one resolved address: -1 denied by deniedCIDRs (which win over
  * everything), 1 allowed by allowedCIDRs, 0 neither. */
 int netpolicy_addr_verdict(const struct netpolicy *p, int family, const void *addr);
+/* The same, counting only allowedCIDRs entries of at least min_prefix bits:
+ * those that name addr's block and not a wider range around it. */
+int netpolicy_addr_verdict_within(const struct netpolicy *p, int family, const void *addr, int min_prefix);
 bool netpolicy_parse_cidr(const char *s, struct cidr *out);
 /* Whether a domain pattern ("*", "*.b.org", "a.b.org") matches host. */
 bool netpolicy_domain_match(const char *pattern, const char *host);
