@@ -58,6 +58,44 @@ static bool skipped(const char *rel, const char *const *skip)
     return false;
 }
 
+/* A regular file's bytes into the archive. With a sparse map (the disk
+ * reader finds the holes) the pax writer takes the whole logical stream
+ * and drops what falls in a hole: holes are fed from a block of zeros
+ * instead of being read, so a file of terabytes of holes costs a few
+ * million calls, not a read of every byte. */
+static void copy_data(struct archive *w, struct archive_entry *e, int fd, char *buf, size_t cap)
+{
+    static const char zeros[1 << 20];
+    la_int64_t off, len, at = 0, size = archive_entry_size(e);
+    ssize_t n;
+    if (archive_entry_sparse_reset(e) == 0) {
+        while ((n = read(fd, buf, cap)) > 0)
+            if (archive_write_data(w, buf, (size_t)n) < 0)
+                return;
+        return;
+    }
+    for (;;) {
+        bool more = archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK;
+        if (!more) { /* the hole after the last region, up to the size */
+            off = size;
+            len = 0;
+        }
+        while (at < off) {
+            size_t k = off - at < (la_int64_t)sizeof zeros ? (size_t)(off - at) : sizeof zeros;
+            if (archive_write_data(w, zeros, k) < 0)
+                return;
+            at += (la_int64_t)k;
+        }
+        for (; len > 0; at += n, len -= n) {
+            n = pread(fd, buf, len < (la_int64_t)cap ? (size_t)len : cap, at);
+            if (n <= 0 || archive_write_data(w, buf, (size_t)n) < 0)
+                return;
+        }
+        if (!more)
+            return;
+    }
+}
+
 int archive_dir(const char *dir, const char *const *skip, const char *out, int64_t *size,
                 char *err, size_t errlen)
 {
@@ -78,9 +116,13 @@ int archive_dir(const char *dir, const char *const *skip, const char *out, int64
      * file system. The tree must be quiet (no process of the sandbox left):
      * paths are opened by name. */
     archive_read_disk_set_symlink_physical(disk);
-    archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS);
+    archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_XATTR |
+                                             ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_FFLAGS);
     archive_read_disk_set_standard_lookup(disk);
-    archive_write_set_format_pax_restricted(w);
+    /* pax, not pax_restricted: only pax records a sparse file's map
+     * (GNU.sparse 1.0), so that its holes are neither read nor compressed
+     * (a sandbox can make a 16 TiB file on its small disk). */
+    archive_write_set_format_pax(w);
     archive_write_add_filter_gzip(w);
     if (archive_write_open_filename(w, tmp) != ARCHIVE_OK ||
         archive_read_disk_open(disk, dir) != ARCHIVE_OK) {
@@ -135,12 +177,9 @@ int archive_dir(const char *dir, const char *const *skip, const char *out, int64
             goto out;
         }
         if (type == AE_IFREG && archive_entry_size(e) > 0) {
-            ssize_t n;
             fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {
-                while ((n = read(fd, buf, sizeof buf)) > 0)
-                    if (archive_write_data(w, buf, (size_t)n) < 0)
-                        break;
+                copy_data(w, e, fd, buf, sizeof buf);
                 close(fd);
             }
         }
