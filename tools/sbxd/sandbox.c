@@ -413,11 +413,17 @@ static int open_ns_fds(pid_t pid, int *fds)
     return 0;
 }
 
-void sandbox_ensure_limits(struct sandbox *s)
+int sandbox_ensure_limits(struct sandbox *s, char *err, size_t errlen)
 {
-    /* Made before the first process: a git source's fetcher, or boot. */
+    /* Made before the first process: a git source's fetcher, or boot. No
+     * sandbox runs without them: a failure here fails the start. */
     if (!s->limits)
         s->limits = limits_create(s->id, s->vcpus, s->memory_mb, g.cfg.pids_max);
+    if (s->limits)
+        return 0;
+    snprintf(err, errlen, "cannot set up the resource limits of sandbox %s (%s): see sbxd's log", s->id,
+             limits_backend());
+    return -1;
 }
 
 /* As root, the sandbox's helpers run under its host ids: bwrap then makes
@@ -757,7 +763,8 @@ int sandbox_boot(struct sandbox *s, char *err, size_t errlen)
     s->primary = isolated ? NET_ISOLATED : NET_OPEN;
     if (sanitize_root(s, err, errlen) < 0)
         return -1;
-    sandbox_ensure_limits(s);
+    if (sandbox_ensure_limits(s, err, errlen) < 0)
+        return -1;
     if (ctx_boot(s, s->primary, err, errlen) < 0)
         return -1;
     if (isolated && egress_attach(s, s->primary, err, errlen) < 0)

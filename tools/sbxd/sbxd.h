@@ -445,7 +445,9 @@ pid_t sandbox_read_child_pid(int fd, int64_t deadline);
  * s's sandboxes, or its fetcher); helper output to logfd (-1: none). */
 int sandbox_harden(struct sandbox *s, pid_t pid, int logfd, char *err, size_t errlen);
 /* Create s's cgroups (or rlimit record) if not yet made. */
-void sandbox_ensure_limits(struct sandbox *s);
+/* The sandbox's limits made if they are not yet; -1 with a message when
+ * they cannot be (nothing of the sandbox may run then). */
+int sandbox_ensure_limits(struct sandbox *s, char *err, size_t errlen);
 /* Set req to run as s's host ids (when sbxd is root). */
 void sandbox_spawn_ids(const struct sandbox *s, struct spawn_req *req);
 /* Start a prepared sandbox (root laid out, fields set). 0 or -1 with a message. */

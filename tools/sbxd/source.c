@@ -207,9 +207,9 @@ static int run_fetcher(struct sandbox *s, const char *workspace, int local_fd, s
     /* In the sandbox's cgroup: a hostile remote's pack is bounded by the
      * sandbox's memory and processes (rlimits have no effect on the fetcher,
      * which has no sbxd-init to set them). */
-    sandbox_ensure_limits(s);
-    if (s->limits)
-        limits_spawn_setup(s->limits, &req);
+    if (sandbox_ensure_limits(s, out, outlen) < 0)
+        goto done;
+    limits_spawn_setup(s->limits, &req);
     pid = launcher_spawn(&req);
     close(pipefd[1]);
     close(sv[1]);
