@@ -20,8 +20,9 @@ __all__ = ["Client", "Sandbox", "Snapshot", "Command", "CompletedCommand", "Comm
            "verify_async",
            "SbxError", "library_version", "__version__"]
 
-#: This package's version: the library's it was made with.
-__version__ = "1.0.0"
+#: This package's version: the library's it was made with (the library
+#: loaded must be this version or newer, of the same major version).
+__version__ = _lib.PACKAGE_VERSION
 
 
 def library_version() -> str:
