@@ -461,12 +461,20 @@ const registry = new FinalizationRegistry(({ h, free }) => {
 if (Symbol.dispose) Handle.prototype[Symbol.dispose] = function () { this.close(); };
 if (Symbol.asyncDispose) Handle.prototype[Symbol.asyncDispose] = async function () { this.close(); };
 
-/** A connection to sbxd or Vercel Sandbox. */
+/** A connection to sbxd or Vercel Sandbox. The output of its commands is
+ * redacted before any stream sees it: redact true (the default) with a
+ * default Redactor (the built-in credential shapes), a Redactor of the
+ * caller's (its rules copied), or false for the output as the program wrote
+ * it; setRedactor() changes it later. */
 class Client extends Handle {
-  constructor({ endpoint, token, team, project, options } = {}) {
+  constructor({ endpoint, token, team, project, options, redact = true } = {}) {
+    if (typeof redact !== 'boolean' && !(redact instanceof Redactor))
+      throw new TypeError('redact: true, false or a Redactor');
     super(C.sbx_client_new(), C.sbx_client_free, C.sbx_client_last_error);
     this.driver = new Driver(this);
     try {
+      if (redact === true) this._setDefaultRedactor();
+      else if (redact !== false) this.setRedactor(redact);
       if (endpoint != null) this.check(C.sbx_client_set_endpoint(this.handle, endpoint));
       if (token != null) this.check(C.sbx_client_set_credentials(this.handle, token, team ?? null, project ?? null));
       for (const [k, v] of Object.entries(options || {})) this.setOption(k, v);
@@ -485,9 +493,22 @@ class Client extends Handle {
     this.check(C.sbx_client_set_policy(this.handle, policy ? policy.handle : null, jobType));
   }
 
-  /** Redact the output of commands started from now on (null stops it). */
+  /** Redact the output of commands started from now on with a Redactor (its
+   * rules copied) in place of the client's; null stops redacting. */
   setRedactor(redactor) {
     this.check(C.sbx_client_set_redactor(this.handle, redactor ? redactor.handle : null));
+  }
+
+  /** The redactor a client has unless told otherwise: the built-in
+   * credential shapes, no values (new Redactor()). */
+  _setDefaultRedactor() {
+    const r = C.sbx_redactor_new();
+    if (!r) throw new Error('libsbxrun: out of memory');
+    try {
+      this.check(C.sbx_client_set_redactor(this.handle, r));
+    } finally {
+      C.sbx_redactor_free(r); // the client took a copy of its rules
+    }
   }
 
   /** Start an operation with start(handle, ...args, out) and await it. */

