@@ -15,7 +15,7 @@ import json
 import os
 from ctypes import byref, c_char_p, c_int64, c_size_t, c_uint8, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 from . import _lib
 from .errors import check, error_for
@@ -643,11 +643,16 @@ class Command(_Handle):
         else:
             self._check(_L.sbx_command_attach_start(self._handle, _lib.arg(cid), byref(op)))
 
-    def output(self) -> Iterator[tuple[int, bytes]]:
-        """Start the command (or follow it, when started or attached) and
-        yield its output as it arrives, to its end. Stopping early (or
-        Ctrl-C) cancels the wait; the command keeps running in the sandbox
-        (:meth:`kill` stops it)."""
+    def output(self) -> "Output":
+        """The command's output as it arrives, to its end, as ``(stream,
+        chunk)`` pairs: ``for`` reads it blocking, ``async for`` awaits it
+        on the running event loop (see :class:`Output`). Iterating starts
+        the command (or follows it, when started or attached). Stopping
+        early (or Ctrl-C, or cancelling the task) cancels the wait; the
+        command keeps running in the sandbox (:meth:`kill` stops it)."""
+        return Output(self)
+
+    def _output_sync(self) -> Iterator[tuple[int, bytes]]:
         op = c_void_p()
         self._follow(op)
         buf = (c_uint8 * 65536)()
@@ -663,9 +668,13 @@ class Command(_Handle):
             raise
         _wait(op.value)
 
-    async def output_async(self):
+    def output_async(self) -> AsyncIterator[tuple[int, bytes]]:
         """:meth:`output` as an async iterator on the running event loop:
-        ``async for stream, chunk in cmd.output_async()``."""
+        ``async for stream, chunk in cmd.output_async()`` (the same as
+        ``async for ... in cmd.output()``)."""
+        return self._output_async()
+
+    async def _output_async(self) -> AsyncIterator[tuple[int, bytes]]:
         import asyncio
 
         from . import aio
@@ -705,6 +714,58 @@ class Command(_Handle):
     def exit_code(self) -> int:
         """The exit code, or -1 while unknown."""
         return _L.sbx_command_exit_code(self._handle)
+
+
+class Output:
+    """What :meth:`Command.output` returns: the command's output, read with
+    ``for`` (blocking, in slices that let Ctrl-C through) or with ``async
+    for`` (on the running event loop, which goes on meanwhile)::
+
+        for stream, chunk in cmd.output(): ...
+        async for stream, chunk in cmd.output(): ...
+
+    Each item is ``(stream, chunk)``: stream 1 (stdout) or 2 (stderr), and
+    the bytes as they arrived, already redacted by the client's redactor.
+    Nothing starts until the first item is asked for. One Output is read
+    one way, once; ask the command for another to follow it again (from the
+    beginning of its output). ``close()`` / ``aclose()`` stop early, as
+    leaving the loop does.
+    """
+
+    def __init__(self, command: Command):
+        self._command = command
+        self._sync: Iterator[tuple[int, bytes]] | None = None
+        self._async: AsyncIterator[tuple[int, bytes]] | None = None
+
+    def __iter__(self) -> "Output":
+        if self._async is not None:
+            raise RuntimeError("this output is being read with async for; read it there")
+        if self._sync is None:
+            self._sync = self._command._output_sync()
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        return next(iter(self)._sync)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Stop reading: the wait is cancelled, the command goes on."""
+        if self._sync is not None:
+            self._sync.close()  # type: ignore[attr-defined]
+
+    def __aiter__(self) -> "Output":
+        if self._sync is not None:
+            raise RuntimeError("this output is being read with for; read it there")
+        if self._async is None:
+            self._async = self._command._output_async()
+        return self
+
+    async def __anext__(self) -> tuple[int, bytes]:
+        return await self.__aiter__()._async.__anext__()  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        """Stop reading (awaited): the wait is cancelled, the command goes on."""
+        if self._async is not None:
+            await self._async.aclose()  # type: ignore[attr-defined]
 
 
 class Snapshot(_Handle):
