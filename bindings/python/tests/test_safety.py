@@ -89,19 +89,51 @@ def test_network_policy(client):
         s.stop()
 
 
-def test_no_handle_leaked(client):
+DIFF = b"""diff --git a/a.txt b/a.txt
+--- a/a.txt
++++ b/a.txt
+@@ -1 +1 @@
+-one
++two
+"""
+
+
+def test_no_handle_leaked(sbxd, client, sandbox):
+    """Every kind of handle, made and dropped 10,000 times (half closed by
+    hand, half left to the collector), or a few dozen times for the ones
+    that talk to the server: as many live afterwards as before."""
     gc.collect()
     base = client_mod.live_handles()
     for i in range(10_000):
+        c = sbxd.client()  # with its default redactor
         s = client.sandbox()
         k = s.command(["true"])
         p = sbxrun.Policy()
         j = sbxrun.Job(client, "verify.test")
         sn = sbxrun.Snapshot(client)
+        r = sbxrun.Run(client)
+        r.add_job("verify.test", inputs={"script": "test"})  # the run's: freed with it
+        t = sbxrun.Transcript()
+        red = sbxrun.Redactor(["hunter2hunter2"])
+        st = red.stream()
+        n = sbxrun.NetworkPolicy("deny-all")
+        pa = sbxrun.Patch(DIFF)
+        if i % 2:  # some closed by hand (in no particular order), the rest by the collector
+            for h in (k, s, c, j, r, red, st, t, n, pa, p, sn):
+                h.close()
+        del c, s, k, p, j, sn, r, t, red, st, n, pa
+    # Handles that have been through the server: a command that ran, a
+    # sandbox read back, a run's job seen through run.jobs.
+    for i in range(40):
+        k = sandbox.command(["echo", str(i)])
+        assert list(k.output()) == [(1, f"{i}\n".encode())]
+        s = client.sandbox().fetch(sandbox.id)
+        r = sbxrun.Run(client)
+        r.add_job("verify.lint", inputs={"script": "lint"})
+        jobs = r.jobs
         if i % 2:
-            k.close()  # some closed by hand, the rest by the collector
-            s.close()
-            j.close()
-        del s, k, p, j, sn
+            for h in (k, s, r):
+                h.close()
+        del k, s, r, jobs
     gc.collect()
     assert client_mod.live_handles() == base
