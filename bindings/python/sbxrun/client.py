@@ -15,10 +15,13 @@ import json
 import os
 from ctypes import byref, c_char_p, c_int64, c_size_t, c_uint8, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 from . import _lib
 from .errors import check, error_for
+
+if TYPE_CHECKING:
+    from .safety import Redactor
 
 _L = _lib.lib
 _SLICE_MS = 100
@@ -189,8 +192,10 @@ class Client(_Handle):
     _set_option_fn = _L.sbx_client_set_option
 
     def __init__(self, endpoint: str | None = None, *, token: str | None = None, team: str | None = None,
-                 project: str | None = None, options: Mapping[str, str] | None = None, redact: Any = True):
-        if not isinstance(redact, bool) and not hasattr(redact, "redact"):
+                 project: str | None = None, options: Mapping[str, str] | None = None,
+                 redact: "bool | Redactor" = True):
+        from .safety import Redactor
+        if not isinstance(redact, (bool, Redactor)):
             raise TypeError(f"redact: True, False or a Redactor, not {type(redact).__name__}")
         super().__init__(_L.sbx_client_new())
 
