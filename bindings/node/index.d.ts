@@ -53,6 +53,10 @@ export interface ClientOptions {
   project?: string;
   /** Client options by name (doc/client.md): { protocol: 'v1' }. */
   options?: Record<string, string | number>;
+  /** How the output of the client's commands is redacted before any stream
+   * sees it: true (the default) the built-in credential shapes (a default
+   * Redactor), a Redactor of your own (its rules copied), false none. */
+  redact?: boolean | Redactor;
 }
 
 export class Client implements Disposable {
@@ -60,7 +64,8 @@ export class Client implements Disposable {
   setOption(key: string, value: string | number): void;
   /** Check every plain command against a Policy (copied; null removes it). */
   setPolicy(policy: Policy | null, jobType?: string | null): void;
-  /** Redact the output of commands started from now on (null stops it). */
+  /** Redact the output of commands started from now on with this Redactor
+   * (its rules copied) in place of the client's; null stops redacting. */
   setRedactor(redactor: Redactor | null): void;
   sandbox(config?: SandboxConfig): Sandbox;
   createSandbox(config?: SandboxConfig): Promise<Sandbox>;

@@ -14,7 +14,11 @@ const { Readable } = require('node:stream');
 const koffi = require('koffi');
 
 const SONAME = 'libsbxrun.so.1';
-const ABI_MAJOR = 1;
+// This package's version: the library's it was made with. The library loaded
+// must have its major version (its ABI: doc/abi.md) and be at least as new,
+// since the package may call what that version added.
+const PACKAGE_VERSION = require('./package.json').version;
+const ABI_MAJOR = Number(PACKAGE_VERSION.split('.')[0]);
 
 function candidates() {
   if (process.env.SBXRUN_LIBRARY) return [process.env.SBXRUN_LIBRARY];
@@ -31,7 +35,7 @@ function load() {
   const errors = [];
   for (const p of candidates()) {
     try {
-      return koffi.load(p);
+      return { lib: koffi.load(p), where: p.includes(path.sep) ? fs.realpathSync(p) : p };
     } catch (e) {
       errors.push(`${p}: ${e.message}`);
     }
@@ -39,7 +43,29 @@ function load() {
   throw new Error(`sbxrun: cannot load libsbxrun: ${errors.join('; ')} (install it, or set SBXRUN_LIBRARY)`);
 }
 
-const lib = load();
+/** "1.2.3" as sbx_version_num() gives it: 0xMMmmpp. */
+const versionNum = (v) => v.split('.').map(Number).reduce((n, x) => (n << 8) | x, 0);
+
+/** Refuse a library this package cannot use, before anything else is bound:
+ * an old or foreign one would otherwise fail on the first function it lacks,
+ * with a message that names neither version. */
+function checkVersion(lib, where) {
+  const wanted = `libsbxrun ${ABI_MAJOR}.x, ${PACKAGE_VERSION} or newer`;
+  let versionNumFn;
+  try {
+    versionNumFn = lib.func('uint32_t sbx_version_num(void)');
+  } catch (e) {
+    throw new Error(`sbxrun ${PACKAGE_VERSION}: ${where} is not libsbxrun (it has no sbx_version_num); ` +
+                    `this package needs ${wanted}`);
+  }
+  const n = versionNumFn();
+  if (n >>> 16 !== ABI_MAJOR || n < versionNum(PACKAGE_VERSION))
+    throw new Error(`sbxrun ${PACKAGE_VERSION} needs ${wanted}; ${where} is libsbxrun ` +
+                    `${n >>> 16}.${(n >>> 8) & 0xff}.${n & 0xff} (install a matching library, or set SBXRUN_LIBRARY to one)`);
+}
+
+const { lib, where: libraryPath } = load();
+checkVersion(lib, libraryPath);
 for (const t of ['sbx_client', 'sbx_op', 'sbx_sandbox', 'sbx_command', 'sbx_run', 'sbx_job', 'sbx_transcript',
                  'sbx_policy', 'sbx_redactor', 'sbx_redact_stream', 'sbx_netpolicy', 'sbx_snapshot', 'sbx_patch'])
   koffi.opaque(t);
@@ -247,9 +273,6 @@ for (const proto of [
   C[f.info.name] = f;
 }
 
-if (C.sbx_version_num() >>> 16 !== ABI_MAJOR)
-  throw new Error(`sbxrun: this package speaks libsbxrun ${ABI_MAJOR}.x; the library loaded is ${C.sbx_version()}`);
-
 const OK = 0;
 const E_MISUSE = 2;
 const E_NOT_FOUND = 5;
@@ -438,12 +461,20 @@ const registry = new FinalizationRegistry(({ h, free }) => {
 if (Symbol.dispose) Handle.prototype[Symbol.dispose] = function () { this.close(); };
 if (Symbol.asyncDispose) Handle.prototype[Symbol.asyncDispose] = async function () { this.close(); };
 
-/** A connection to sbxd or Vercel Sandbox. */
+/** A connection to sbxd or Vercel Sandbox. The output of its commands is
+ * redacted before any stream sees it: redact true (the default) with a
+ * default Redactor (the built-in credential shapes), a Redactor of the
+ * caller's (its rules copied), or false for the output as the program wrote
+ * it; setRedactor() changes it later. */
 class Client extends Handle {
-  constructor({ endpoint, token, team, project, options } = {}) {
+  constructor({ endpoint, token, team, project, options, redact = true } = {}) {
+    if (typeof redact !== 'boolean' && !(redact instanceof Redactor))
+      throw new TypeError('redact: true, false or a Redactor');
     super(C.sbx_client_new(), C.sbx_client_free, C.sbx_client_last_error);
     this.driver = new Driver(this);
     try {
+      if (redact === true) this._setDefaultRedactor();
+      else if (redact !== false) this.setRedactor(redact);
       if (endpoint != null) this.check(C.sbx_client_set_endpoint(this.handle, endpoint));
       if (token != null) this.check(C.sbx_client_set_credentials(this.handle, token, team ?? null, project ?? null));
       for (const [k, v] of Object.entries(options || {})) this.setOption(k, v);
@@ -462,9 +493,22 @@ class Client extends Handle {
     this.check(C.sbx_client_set_policy(this.handle, policy ? policy.handle : null, jobType));
   }
 
-  /** Redact the output of commands started from now on (null stops it). */
+  /** Redact the output of commands started from now on with a Redactor (its
+   * rules copied) in place of the client's; null stops redacting. */
   setRedactor(redactor) {
     this.check(C.sbx_client_set_redactor(this.handle, redactor ? redactor.handle : null));
+  }
+
+  /** The redactor a client has unless told otherwise: the built-in
+   * credential shapes, no values (new Redactor()). */
+  _setDefaultRedactor() {
+    const r = C.sbx_redactor_new();
+    if (!r) throw new Error('libsbxrun: out of memory');
+    try {
+      this.check(C.sbx_client_set_redactor(this.handle, r));
+    } finally {
+      C.sbx_redactor_free(r); // the client took a copy of its rules
+    }
   }
 
   /** Start an operation with start(handle, ...args, out) and await it. */
@@ -1434,7 +1478,7 @@ async function verify(client, project, { patch, base, scripts = VERIFY_SCRIPTS, 
 }
 
 module.exports = {
-  version: require('./package.json').version,
+  version: PACKAGE_VERSION,
   libraryVersion: () => C.sbx_version(),
   Client, Sandbox, Snapshot, Command, Run, Job, Transcript, Policy, Redactor, NetworkPolicy, Patch, verify,
   liveHandles: () => live,

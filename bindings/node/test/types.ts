@@ -6,6 +6,8 @@ import * as sbxrun from '..';
 
 async function main(): Promise<void> {
   const c = new sbxrun.Client({ endpoint: 'unix:/run/sbxd.sock', token: 't', options: { protocol: 'v2' } });
+  new sbxrun.Client({ redact: false }).close();
+  new sbxrun.Client({ redact: new sbxrun.Redactor(['hunter2hunter2'], { shapes: false }) }).close();
   const s: sbxrun.Sandbox = await c.createSandbox({ sourceSnapshot: 'snap_1', timeoutMs: 1000, ports: [3000] });
   const r: sbxrun.CompletedCommand = await s.run(['echo', 'hi'], { cwd: '/vercel/sandbox' });
   const code: number = r.exitCode;

@@ -14,8 +14,11 @@ from ctypes import POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint8, c_uint3
 from pathlib import Path
 
 SONAME = "libsbxrun.so.1"
-#: The library's major version this package speaks (its ABI: doc/abi.md).
-ABI_MAJOR = 1
+#: This package's version: the library's it was made with. The library
+#: loaded must have its major version (its ABI: doc/abi.md) and be at least
+#: as new, since the package may call what that version added.
+PACKAGE_VERSION = "1.0.0"
+ABI_MAJOR = int(PACKAGE_VERSION.split(".")[0])
 
 
 def _candidates() -> list[str]:
@@ -45,7 +48,36 @@ def _load() -> ctypes.CDLL:
     )
 
 
+def _num(version: str) -> int:
+    """"1.2.3" as sbx_version_num() gives it: 0xMMmmpp."""
+    major, minor, patch = (int(x) for x in version.split("."))
+    return major << 16 | minor << 8 | patch
+
+
+def _check_version(lib: ctypes.CDLL) -> None:
+    """Refuse a library this package cannot use, before anything else is
+    bound: an old or foreign one would otherwise fail on the first function
+    it lacks, with a message that names neither version."""
+    where = os.path.realpath(lib._name) if os.sep in lib._name else lib._name
+    try:
+        f = lib.sbx_version_num
+    except AttributeError:
+        raise ImportError(
+            f"sbxrun {PACKAGE_VERSION}: {where} is not libsbxrun (it has no sbx_version_num); "
+            f"this package needs libsbxrun {ABI_MAJOR}.x, {PACKAGE_VERSION} or newer"
+        ) from None
+    f.restype, f.argtypes = c_uint32, []
+    n = f()
+    found = f"{n >> 16}.{n >> 8 & 0xFF}.{n & 0xFF}"
+    if n >> 16 != ABI_MAJOR or n < _num(PACKAGE_VERSION):
+        raise ImportError(
+            f"sbxrun {PACKAGE_VERSION} needs libsbxrun {ABI_MAJOR}.x, {PACKAGE_VERSION} or newer; "
+            f"{where} is libsbxrun {found} (install a matching library, or set SBXRUN_LIBRARY to one)"
+        )
+
+
 lib = _load()
+_check_version(lib)
 
 #: STATUS codes the package names itself (the rest come from sbx_status_name).
 OK = 0
@@ -283,8 +315,3 @@ def take_json(ptr: int | None):
 def version() -> str:
     return text(lib.sbx_version()) or ""
 
-
-if lib.sbx_version_num() >> 16 != ABI_MAJOR:
-    raise ImportError(
-        f"sbxrun: this package speaks libsbxrun {ABI_MAJOR}.x; the library loaded is {version()}"
-    )

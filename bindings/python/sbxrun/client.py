@@ -15,10 +15,13 @@ import json
 import os
 from ctypes import byref, c_char_p, c_int64, c_size_t, c_uint8, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 from . import _lib
 from .errors import check, error_for
+
+if TYPE_CHECKING:
+    from .safety import Redactor
 
 _L = _lib.lib
 _SLICE_MS = 100
@@ -175,6 +178,13 @@ class Client(_Handle):
         token, team, project: explicit credentials; None to find them in the
             environment when the first request is made.
         options: client options by name (``{"protocol": "v1"}``).
+        redact: the output of the client's commands is redacted before
+            :meth:`Command.output` (or anything else) yields it: True (the
+            default) with a default :class:`~sbxrun.Redactor` (the built-in
+            credential shapes: GitHub, AWS, npm... tokens, private keys,
+            URL user information), a Redactor of your own (its rules are
+            copied), or False for the output exactly as the program wrote
+            it. :meth:`set_redactor` changes it later.
     """
 
     _free = _L.sbx_client_free
@@ -182,10 +192,18 @@ class Client(_Handle):
     _set_option_fn = _L.sbx_client_set_option
 
     def __init__(self, endpoint: str | None = None, *, token: str | None = None, team: str | None = None,
-                 project: str | None = None, options: Mapping[str, str] | None = None):
+                 project: str | None = None, options: Mapping[str, str] | None = None,
+                 redact: "bool | Redactor" = True):
+        from .safety import Redactor
+        if not isinstance(redact, (bool, Redactor)):
+            raise TypeError(f"redact: True, False or a Redactor, not {type(redact).__name__}")
         super().__init__(_L.sbx_client_new())
 
         def steps() -> None:
+            if redact is True:
+                self._set_default_redactor()
+            elif redact is not False:
+                self.set_redactor(redact)
             if endpoint is not None:
                 self._check(_L.sbx_client_set_endpoint(self._handle, _lib.arg(endpoint)))
             if token is not None:
@@ -215,9 +233,21 @@ class Client(_Handle):
                                              _lib.arg(job_type)))
 
     def set_redactor(self, redactor: Any) -> None:
-        """Redact the output of commands started from now on (the rules are
-        copied; None stops redacting)."""
+        """Redact the output of commands started from now on with a
+        :class:`~sbxrun.Redactor` (the rules are copied) in place of the
+        client's; None stops redacting."""
         self._check(_L.sbx_client_set_redactor(self._handle, redactor._handle if redactor is not None else None))
+
+    def _set_default_redactor(self) -> None:
+        """The redactor a client has unless told otherwise: the built-in
+        credential shapes, no values (``sbxrun.Redactor()``)."""
+        r = _L.sbx_redactor_new()
+        if not r:
+            raise MemoryError("libsbxrun: out of memory")
+        try:
+            self._check(_L.sbx_client_set_redactor(self._handle, r))
+        finally:
+            _L.sbx_redactor_free(r)  # the client took a copy of its rules
 
     def sandbox(self, **config: Any) -> "Sandbox":
         """A new, not yet created sandbox handle (see :class:`Sandbox`)."""
@@ -540,7 +570,8 @@ class Sandbox(_Handle):
 
 class Command(_Handle):
     """A command in a sandbox. ``output()`` starts it and yields
-    ``(stream, bytes)`` as the output arrives (stream 1 stdout, 2 stderr);
+    ``(stream, bytes)`` as the output arrives (stream 1 stdout, 2 stderr),
+    already redacted by the client's redactor (``Client(redact=...)``);
     ``exit_code`` is known once it has ended.
 
     Keyword arguments: ``cwd``, ``env`` (a mapping), ``sudo``,
@@ -617,11 +648,16 @@ class Command(_Handle):
         else:
             self._check(_L.sbx_command_attach_start(self._handle, _lib.arg(cid), byref(op)))
 
-    def output(self) -> Iterator[tuple[int, bytes]]:
-        """Start the command (or follow it, when started or attached) and
-        yield its output as it arrives, to its end. Stopping early (or
-        Ctrl-C) cancels the wait; the command keeps running in the sandbox
-        (:meth:`kill` stops it)."""
+    def output(self) -> "Output":
+        """The command's output as it arrives, to its end, as ``(stream,
+        chunk)`` pairs: ``for`` reads it blocking, ``async for`` awaits it
+        on the running event loop (see :class:`Output`). Iterating starts
+        the command (or follows it, when started or attached). Stopping
+        early (or Ctrl-C, or cancelling the task) cancels the wait; the
+        command keeps running in the sandbox (:meth:`kill` stops it)."""
+        return Output(self)
+
+    def _output_sync(self) -> Iterator[tuple[int, bytes]]:
         op = c_void_p()
         self._follow(op)
         buf = (c_uint8 * 65536)()
@@ -637,9 +673,13 @@ class Command(_Handle):
             raise
         _wait(op.value)
 
-    async def output_async(self):
+    def output_async(self) -> AsyncIterator[tuple[int, bytes]]:
         """:meth:`output` as an async iterator on the running event loop:
-        ``async for stream, chunk in cmd.output_async()``."""
+        ``async for stream, chunk in cmd.output_async()`` (the same as
+        ``async for ... in cmd.output()``)."""
+        return self._output_async()
+
+    async def _output_async(self) -> AsyncIterator[tuple[int, bytes]]:
         import asyncio
 
         from . import aio
@@ -679,6 +719,58 @@ class Command(_Handle):
     def exit_code(self) -> int:
         """The exit code, or -1 while unknown."""
         return _L.sbx_command_exit_code(self._handle)
+
+
+class Output:
+    """What :meth:`Command.output` returns: the command's output, read with
+    ``for`` (blocking, in slices that let Ctrl-C through) or with ``async
+    for`` (on the running event loop, which goes on meanwhile)::
+
+        for stream, chunk in cmd.output(): ...
+        async for stream, chunk in cmd.output(): ...
+
+    Each item is ``(stream, chunk)``: stream 1 (stdout) or 2 (stderr), and
+    the bytes as they arrived, already redacted by the client's redactor.
+    Nothing starts until the first item is asked for. One Output is read
+    one way, once; ask the command for another to follow it again (from the
+    beginning of its output). ``close()`` / ``aclose()`` stop early, as
+    leaving the loop does.
+    """
+
+    def __init__(self, command: Command):
+        self._command = command
+        self._sync: Iterator[tuple[int, bytes]] | None = None
+        self._async: AsyncIterator[tuple[int, bytes]] | None = None
+
+    def __iter__(self) -> "Output":
+        if self._async is not None:
+            raise RuntimeError("this output is being read with async for; read it there")
+        if self._sync is None:
+            self._sync = self._command._output_sync()
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        return next(iter(self)._sync)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Stop reading: the wait is cancelled, the command goes on."""
+        if self._sync is not None:
+            self._sync.close()  # type: ignore[attr-defined]
+
+    def __aiter__(self) -> "Output":
+        if self._sync is not None:
+            raise RuntimeError("this output is being read with for; read it there")
+        if self._async is None:
+            self._async = self._command._output_async()
+        return self
+
+    async def __anext__(self) -> tuple[int, bytes]:
+        return await self.__aiter__()._async.__anext__()  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        """Stop reading (awaited): the wait is cancelled, the command goes on."""
+        if self._async is not None:
+            await self._async.aclose()  # type: ignore[attr-defined]
 
 
 class Snapshot(_Handle):

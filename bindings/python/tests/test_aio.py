@@ -46,6 +46,52 @@ def test_the_loop_keeps_ticking_while_a_command_runs(sandbox):
     asyncio.run(main())
 
 
+def test_output_is_read_with_for_or_async_for(sandbox):
+    argv = ["sh", "-c", "echo a; sleep 1; echo b >&2"]
+    # for: blocking, as before
+    assert list(sandbox.command(argv).output()) == [(1, b"a\n"), (2, b"b\n")]
+
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        t = asyncio.create_task(ticker())
+        # async for on the same call: the loop goes on meanwhile
+        with sandbox.command(argv) as cmd:
+            chunks = [item async for item in cmd.output()]
+            assert cmd.exit_code == 0
+        t.cancel()
+        assert chunks == [(1, b"a\n"), (2, b"b\n")]
+        assert ticks >= 10, f"the loop was blocked: {ticks} ticks in a 1 s command"
+        # the old name is the same thing
+        assert [item async for item in sandbox.command(argv).output_async()] == chunks
+        # one output is read one way
+        out = sandbox.command(["echo", "x"]).output()
+        assert await out.__anext__() == (1, b"x\n")
+        with pytest.raises(RuntimeError):
+            iter(out)
+        with pytest.raises(StopAsyncIteration):
+            await out.__anext__()
+        # leaving early cancels the wait; the command goes on, the client too
+        with sandbox.command(["sh", "-c", "for i in $(seq 100); do echo y; sleep 0.05; done"]) as cmd:
+            out = cmd.output()
+            async for _ in out:
+                break
+            await out.aclose()
+        assert (await sandbox.run_async(["echo", "after"])).stdout == b"after\n"
+    asyncio.run(main())
+    out = sandbox.command(["echo", "z"]).output()
+    assert next(out) == (1, b"z\n")
+    with pytest.raises(RuntimeError):
+        out.__aiter__()
+    out.close()
+
+
 def test_cancelling_the_task_cancels_the_operation(sandbox):
     async def main():
         task = asyncio.create_task(sandbox.run_async(["sleep", "30"]))
