@@ -26,12 +26,14 @@
 /* How a literal may appear encoded in the text, decoded as it is compared:
  * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
  * `\/`, `\uXXXX` in any case, surrogate pairs), and line breaks (raw or
- * JSON-escaped) between the characters of a wrapped base64 form. */
-enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4, DEC_ANSI = 8, DEC_SHELL = 16 };
+ * JSON-escaped) between the characters of a wrapped base64 or hex form. */
+enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4, DEC_ANSI = 8, DEC_SHELL = 16, DEC_NL_SPACE = 32 };
 /* DEC_ANSI: colour codes (ESC [ ... m, raw or escaped) between a value's
  * characters are passed over. DEC_SHELL, for a value holding a quote or a
  * control byte: the shell's quoted forms of a quote ('"'"' and '\'') and
- * $'...' escapes (\', \xHH, \NNN octal). */
+ * $'...' escapes (\', \xHH, \NNN octal). DEC_NL_SPACE, with DEC_SKIP_NL: a
+ * line break may also stand for one of the literal's spaces (a spaced hex
+ * dump wrapped where the space was). */
 #define DEC_VALUE (DEC_PERCENT | DEC_JSON | DEC_ANSI)
 #define DEC_BASE64 (DEC_PERCENT | DEC_JSON | DEC_SKIP_NL)
 
@@ -257,18 +259,29 @@ static sbx_status add_base64(struct rules *r, size_t *cap, const char *v, size_t
     return SBX_OK;
 }
 
-/* Hex forms: every byte as two digits, lower case and upper case (xxd,
- * od, Python's .hex(), a dumped buffer). */
+/* Hex forms: every byte as two digits, lower case and upper case,
+ * contiguous (xxd -p, Python's .hex(), a dumped buffer) and spaced,
+ * one space between bytes (od -An -tx1, xxd -g1, a debugger's copy). Dumps
+ * wrap their lines, so both may have a line break anywhere (DEC_SKIP_NL,
+ * as wrapped base64): od's "\n " between two bytes is the break, then the
+ * spaced form's own space; a break alone there stands for the space. */
+#define DEC_HEX (DEC_VALUE | DEC_SKIP_NL)
 static sbx_status add_hex(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
 {
     for (int up = 0; up < 2; up++) {
         const char *digits = up ? "0123456789ABCDEF" : "0123456789abcdef";
-        for (size_t i = 0; i < n; i++) {
-            tmp[2 * i] = digits[(unsigned char)v[i] >> 4];
-            tmp[2 * i + 1] = digits[(unsigned char)v[i] & 15];
+        for (int spaced = 0; spaced < 2; spaced++) {
+            size_t step = spaced ? 3 : 2;
+            for (size_t i = 0; i < n; i++) {
+                tmp[step * i] = digits[(unsigned char)v[i] >> 4];
+                tmp[step * i + 1] = digits[(unsigned char)v[i] & 15];
+                if (spaced && i + 1 < n)
+                    tmp[step * i + 2] = ' ';
+            }
+            if (add_lit(r, cap, tmp, step * n - (spaced ? 1 : 0), spaced ? DEC_HEX | DEC_NL_SPACE : DEC_HEX) !=
+                SBX_OK)
+                return SBX_E_NOMEM;
         }
-        if (add_lit(r, cap, tmp, 2 * n, DEC_VALUE) != SBX_OK)
-            return SBX_E_NOMEM;
     }
     return SBX_OK;
 }
@@ -277,7 +290,7 @@ static sbx_status add_hex(struct rules *r, size_t *cap, const char *v, size_t n,
  * on the fly), its base64 forms and its hex forms. */
 static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t n)
 {
-    char *tmp = sbx__malloc(2 * n + 8);
+    char *tmp = sbx__malloc(3 * n + 8); /* the spaced hex form, the longest */
     sbx_status st;
     if (!tmp)
         return SBX_E_NOMEM;
@@ -292,7 +305,7 @@ static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t 
         st = add_base64(r, cap, v, n, tmp);
     if (st == SBX_OK)
         st = add_hex(r, cap, v, n, tmp);
-    sbx__wipe(tmp, 2 * n + 8);
+    sbx__wipe(tmp, 3 * n + 8);
     sbx__free(tmp);
     return st;
 }
@@ -1512,6 +1525,14 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
             if (nl < 0)
                 return AT_WAIT;
             if (nl > 0) {
+                if ((c->dec & DEC_NL_SPACE) && val[v] == ' ') {
+                    /* a break and then the space ("\n 4b"), or the break
+                     * instead of it ("\n4b"): the next byte tells */
+                    if (t + (size_t)nl >= avail)
+                        return more ? AT_WAIT : AT_NONE;
+                    if (p[t + (size_t)nl] != ' ')
+                        v++;
+                }
                 t += (size_t)nl;
                 broke = true;
                 continue;
