@@ -21,6 +21,7 @@
 #define NO_SHAPE (-1)
 #define RECHECK_MIN 512
 #define BRIDGE 4096 /* bytes of a new chunk scanned behind held ones */
+#define DEEP_RUN_MAX 64 /* longest run of backslashes read as one deeper escape of a value's (match_dec_from) */
 #define HIST 40 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;2;255;100;0m */
 
 /* How a literal may appear encoded in the text, decoded as it is compared:
@@ -1539,6 +1540,28 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
             }
         }
         broke = false;
+        if ((c->dec & DEC_JSON) && ch == '\\' && val[v] == '\\' && (v == 0 || val[v - 1] != '\\') && *budget > 0) {
+            /* The value's run of n backslashes deeper in JSON inside JSON:
+             * n << d of them at depth d (decode_esc reads depth 1,
+             * decode_deep only escapes that end in a letter or a quote).
+             * Depths 2 to 4, tried aside once per run, as far as 64 bytes:
+             * the text's run may also hold the next character's escape. */
+            size_t n = 1, run = 0, cap;
+            while (v + n < vlen && val[v + n] == '\\')
+                n++;
+            cap = n << 4 < DEEP_RUN_MAX ? n << 4 : DEEP_RUN_MAX;
+            if (n << 2 <= DEEP_RUN_MAX) {
+                while (t + run < avail && run < cap && p[t + run] == '\\')
+                    run++;
+                if (t + run == avail && run < cap && more)
+                    return AT_WAIT;
+                for (size_t k = n << 2; k <= run; k *= 2) {
+                    enum at_result res = match_dec_from(c, p, avail, more, t + k, v + n, false, budget, true, mlen);
+                    if (res != AT_NONE)
+                        return res;
+                }
+            }
+        }
         d = decode_esc(p + t, avail - t, more, c->dec, o, &olen, &elen);
         if (d < 0)
             return AT_WAIT;
