@@ -21,17 +21,20 @@
 #define NO_SHAPE (-1)
 #define RECHECK_MIN 512
 #define BRIDGE 4096 /* bytes of a new chunk scanned behind held ones */
+#define DEEP_RUN_MAX 64 /* longest run of backslashes read as one deeper escape of a value's (match_dec_from) */
 #define HIST 40 /* input bytes kept for word boundaries: an ANSI colour code, \u001b[38;2;255;100;0m */
 
 /* How a literal may appear encoded in the text, decoded as it is compared:
  * percent escapes (any hex case, '+' for a space), JSON escapes (`\n`,
  * `\/`, `\uXXXX` in any case, surrogate pairs), and line breaks (raw or
- * JSON-escaped) between the characters of a wrapped base64 form. */
-enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4, DEC_ANSI = 8, DEC_SHELL = 16 };
+ * JSON-escaped) between the characters of a wrapped base64 or hex form. */
+enum { DEC_PERCENT = 1, DEC_JSON = 2, DEC_SKIP_NL = 4, DEC_ANSI = 8, DEC_SHELL = 16, DEC_NL_SPACE = 32 };
 /* DEC_ANSI: colour codes (ESC [ ... m, raw or escaped) between a value's
  * characters are passed over. DEC_SHELL, for a value holding a quote or a
  * control byte: the shell's quoted forms of a quote ('"'"' and '\'') and
- * $'...' escapes (\', \xHH, \NNN octal). */
+ * $'...' escapes (\', \xHH, \NNN octal). DEC_NL_SPACE, with DEC_SKIP_NL: a
+ * line break may also stand for one of the literal's spaces (a spaced hex
+ * dump wrapped where the space was). */
 #define DEC_VALUE (DEC_PERCENT | DEC_JSON | DEC_ANSI)
 #define DEC_BASE64 (DEC_PERCENT | DEC_JSON | DEC_SKIP_NL)
 
@@ -257,18 +260,29 @@ static sbx_status add_base64(struct rules *r, size_t *cap, const char *v, size_t
     return SBX_OK;
 }
 
-/* Hex forms: every byte as two digits, lower case and upper case (xxd,
- * od, Python's .hex(), a dumped buffer). */
+/* Hex forms: every byte as two digits, lower case and upper case,
+ * contiguous (xxd -p, Python's .hex(), a dumped buffer) and spaced,
+ * one space between bytes (od -An -tx1, xxd -g1, a debugger's copy). Dumps
+ * wrap their lines, so both may have a line break anywhere (DEC_SKIP_NL,
+ * as wrapped base64): od's "\n " between two bytes is the break, then the
+ * spaced form's own space; a break alone there stands for the space. */
+#define DEC_HEX (DEC_VALUE | DEC_SKIP_NL)
 static sbx_status add_hex(struct rules *r, size_t *cap, const char *v, size_t n, char *tmp)
 {
     for (int up = 0; up < 2; up++) {
         const char *digits = up ? "0123456789ABCDEF" : "0123456789abcdef";
-        for (size_t i = 0; i < n; i++) {
-            tmp[2 * i] = digits[(unsigned char)v[i] >> 4];
-            tmp[2 * i + 1] = digits[(unsigned char)v[i] & 15];
+        for (int spaced = 0; spaced < 2; spaced++) {
+            size_t step = spaced ? 3 : 2;
+            for (size_t i = 0; i < n; i++) {
+                tmp[step * i] = digits[(unsigned char)v[i] >> 4];
+                tmp[step * i + 1] = digits[(unsigned char)v[i] & 15];
+                if (spaced && i + 1 < n)
+                    tmp[step * i + 2] = ' ';
+            }
+            if (add_lit(r, cap, tmp, step * n - (spaced ? 1 : 0), spaced ? DEC_HEX | DEC_NL_SPACE : DEC_HEX) !=
+                SBX_OK)
+                return SBX_E_NOMEM;
         }
-        if (add_lit(r, cap, tmp, 2 * n, DEC_VALUE) != SBX_OK)
-            return SBX_E_NOMEM;
     }
     return SBX_OK;
 }
@@ -277,7 +291,7 @@ static sbx_status add_hex(struct rules *r, size_t *cap, const char *v, size_t n,
  * on the fly), its base64 forms and its hex forms. */
 static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t n)
 {
-    char *tmp = sbx__malloc(2 * n + 8);
+    char *tmp = sbx__malloc(3 * n + 8); /* the spaced hex form, the longest */
     sbx_status st;
     if (!tmp)
         return SBX_E_NOMEM;
@@ -292,7 +306,7 @@ static sbx_status add_forms(struct rules *r, size_t *cap, const char *v, size_t 
         st = add_base64(r, cap, v, n, tmp);
     if (st == SBX_OK)
         st = add_hex(r, cap, v, n, tmp);
-    sbx__wipe(tmp, 2 * n + 8);
+    sbx__wipe(tmp, 3 * n + 8);
     sbx__free(tmp);
     return st;
 }
@@ -1512,12 +1526,42 @@ static enum at_result match_dec_from(const struct cand *c, const unsigned char *
             if (nl < 0)
                 return AT_WAIT;
             if (nl > 0) {
+                if ((c->dec & DEC_NL_SPACE) && val[v] == ' ') {
+                    /* a break and then the space ("\n 4b"), or the break
+                     * instead of it ("\n4b"): the next byte tells */
+                    if (t + (size_t)nl >= avail)
+                        return more ? AT_WAIT : AT_NONE;
+                    if (p[t + (size_t)nl] != ' ')
+                        v++;
+                }
                 t += (size_t)nl;
                 broke = true;
                 continue;
             }
         }
         broke = false;
+        if ((c->dec & DEC_JSON) && ch == '\\' && val[v] == '\\' && (v == 0 || val[v - 1] != '\\') && *budget > 0) {
+            /* The value's run of n backslashes deeper in JSON inside JSON:
+             * n << d of them at depth d (decode_esc reads depth 1,
+             * decode_deep only escapes that end in a letter or a quote).
+             * Depths 2 to 4, tried aside once per run, as far as 64 bytes:
+             * the text's run may also hold the next character's escape. */
+            size_t n = 1, run = 0, cap;
+            while (v + n < vlen && val[v + n] == '\\')
+                n++;
+            cap = n << 4 < DEEP_RUN_MAX ? n << 4 : DEEP_RUN_MAX;
+            if (n << 2 <= DEEP_RUN_MAX) {
+                while (t + run < avail && run < cap && p[t + run] == '\\')
+                    run++;
+                if (t + run == avail && run < cap && more)
+                    return AT_WAIT;
+                for (size_t k = n << 2; k <= run; k *= 2) {
+                    enum at_result res = match_dec_from(c, p, avail, more, t + k, v + n, false, budget, true, mlen);
+                    if (res != AT_NONE)
+                        return res;
+                }
+            }
+        }
         d = decode_esc(p + t, avail - t, more, c->dec, o, &olen, &elen);
         if (d < 0)
             return AT_WAIT;

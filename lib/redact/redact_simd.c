@@ -669,16 +669,20 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
                     lo &= lo - 1;
                 else
                     hi &= hi - 1;
+                /* a \r\n break starts a byte before its \n: marked from there,
+                 * or a form with "\r\n" at its offset 6 is missed */
+                unsigned __int128 at = (unsigned __int128)(k && p[k - 1] == '\r' ? 3 : 1)
+                                       << (k && p[k - 1] == '\r' ? k - 1 : k);
                 if (k + 5 > avail) {
-                    in |= (unsigned __int128)1 << k;
+                    in |= at;
                     continue;
                 }
                 if (x->esc[p[k + 1]] || x->esc[p[k + 2]] || x->esc[p[k + 3]] || x->esc[p[k + 4]]) {
-                    in |= (unsigned __int128)1 << k; /* escaped after the break, or broken again */
+                    in |= at; /* escaped after the break, or broken again */
                     continue;
                 }
-                if (bits_has(x->wraps, sbx__piece_hash(sbx__piece(p + k + 1)))) /* \r\n: the break starts a byte earlier */
-                    in |= (unsigned __int128)(k && p[k - 1] == '\r' ? 3 : 1) << (k && p[k - 1] == '\r' ? k - 1 : k);
+                if (bits_has(x->wraps, sbx__piece_hash(sbx__piece(p + k + 1))))
+                    in |= at;
             }
         }
     }

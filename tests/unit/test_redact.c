@@ -513,7 +513,7 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
-    uint32_t mode = next_rand() % 6, dense = 1 + next_rand() % 3;
+    uint32_t mode = next_rand() % 7, dense = 1 + next_rand() % 3;
     char hex[] = "0123456789ABCDEF";
     if (next_rand() % 2)
         memcpy(hex, "0123456789abcdef", 16);
@@ -568,6 +568,23 @@ static size_t pf_encode(char *buf, size_t o, const char *v, size_t n)
     }
     case 4: /* cut short */
         return pf_put(buf, o, v, n - 1 - next_rand() % 3);
+    case 5: { /* a hex dump: contiguous or spaced, wrapped between bytes
+               * (od's "\n " before a byte; a break instead of the space) */
+        bool spaced = next_rand() % 2;
+        const char *br = breaks[next_rand() % 4];
+        for (size_t k = 0; k < n; k++) {
+            unsigned char c = (unsigned char)v[k];
+            if (k && next_rand() % 5 == 0) {
+                o = pf_put(buf, o, br, strlen(br));
+                if (spaced && next_rand() % 2)
+                    buf[o++] = ' ';
+            } else if (k && spaced)
+                buf[o++] = ' ';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        }
+        return o;
+    }
     default: /* one byte changed */
         o = pf_put(buf, o, v, n);
         buf[o - 1 - next_rand() % n] ^= 0x01;
@@ -734,12 +751,23 @@ START_TEST(test_redact_prefilter_alignments)
         for (int q = 3; q >= 0; q--)
             form[flen++] = b64[(w >> (6 * q)) & 63];
     }
-    for (int kind = 0; kind < 7; kind++)
+    for (int kind = 0; kind < 10; kind++)
         for (size_t at = 0; at < 9; at++) {
             size_t n = 0;
             if (kind < 4) { /* the base64 form, broken after at + 1 characters */
                 n = (size_t)sprintf(piece, "%.*s%s%.*s", (int)(at + 1), form, breaks[kind], (int)(flen - at - 1),
                                     form + at + 1);
+            } else if (kind >= 7) {
+                /* hex, contiguous (7) or spaced (8, 9), broken after at + 1
+                 * characters; 9: the break takes the place of a space */
+                char hx[64];
+                size_t hn = 0, cut = at + 1;
+                for (size_t k = 0; k < 16; k++)
+                    hn += (size_t)sprintf(hx + hn, kind == 7 || !k ? "%02x" : " %02x", (unsigned char)vals[0][k]);
+                if (kind == 9)
+                    while (hx[cut] != ' ')
+                        cut++;
+                n = (size_t)sprintf(piece, "%.*s%s%s", (int)cut, hx, breaks[at % 4], hx + cut + (kind == 9));
             } else {
                 const char *v = vals[0];
                 n = (size_t)sprintf(piece, "%.*s", (int)at, v);
