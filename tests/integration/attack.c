@@ -41,6 +41,27 @@
 #ifndef SYS_io_uring_setup
 #define SYS_io_uring_setup 425
 #endif
+#ifndef SYS_io_uring_enter
+#define SYS_io_uring_enter 426
+#endif
+#ifndef SYS_io_uring_register
+#define SYS_io_uring_register 427
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#endif
+#ifndef SYS_fsmount
+#define SYS_fsmount 432
+#endif
+#ifndef SYS_fspick
+#define SYS_fspick 433
+#endif
+#ifndef SYS_quotactl_fd
+#define SYS_quotactl_fd 443
+#endif
 
 static void report(const char *name, long r)
 {
@@ -121,9 +142,43 @@ static int syscalls(void)
     report("io_uring_setup", syscall(SYS_io_uring_setup, 1, NULL)); /* EFAULT otherwise */
     report("name_to_handle_at",
            syscall(SYS_name_to_handle_at, AT_FDCWD, "/", (void *)handle, &mnt_id, 0)); /* EOVERFLOW/EFAULT */
+    /* The rest of the mount API. As sudo (capabilities in its namespace)
+     * each gets past the permission check and fails on its bad argument
+     * (ENOENT, EINVAL, EBADF) without the filter. */
+    report("umount2", syscall(SYS_umount2, "/nonexistent-sbxd", 0));
+    report("pivot_root", syscall(SYS_pivot_root, "/nonexistent-sbxd", "/nonexistent-sbxd"));
+    report("fsopen", syscall(SYS_fsopen, "nonexistent-fs", 0));
+    report("fsmount", syscall(SYS_fsmount, -1, 0, 0));
+    report("fspick", syscall(SYS_fspick, AT_FDCWD, "/nonexistent-sbxd", 0));
+    report("move_mount", syscall(SYS_move_mount, -1, "", -1, "", 0));
+    report("io_uring_enter", syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0));       /* EBADF */
+    report("io_uring_register", syscall(SYS_io_uring_register, -1, 0, NULL, 0));      /* EBADF */
+    /* The kernel itself. Arguments chosen to fail harmlessly if a call
+     * were let through: a bad reboot magic (EINVAL), no module image, a
+     * path that does not exist. */
+    report("kexec_load", syscall(SYS_kexec_load, 0, 0, NULL, 0));
+    report("kexec_file_load", syscall(SYS_kexec_file_load, -1, -1, 0, "", 0));
+    report("init_module", syscall(SYS_init_module, NULL, 0, ""));
+    report("finit_module", syscall(SYS_finit_module, -1, "", 0));
+    report("delete_module", syscall(SYS_delete_module, "nonexistent_sbxd", 0));
+    report("reboot", syscall(SYS_reboot, 0, 0, 0, NULL));
+    report("swapon", syscall(SYS_swapon, "/nonexistent-sbxd", 0));
+    report("swapoff", syscall(SYS_swapoff, "/nonexistent-sbxd"));
+    report("acct", syscall(SYS_acct, "/nonexistent-sbxd/acct"));
+    report("quotactl", syscall(SYS_quotactl, 0x800004 /* QCMD(Q_GETFMT, USRQUOTA) */, "/nonexistent-sbxd", 0,
+                               NULL));                                                 /* ENOENT */
+    report("quotactl_fd", syscall(SYS_quotactl_fd, -1, 0x800004, 0, NULL));            /* EBADF */
+    report("syslog", syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0)); /* a size, often */
+#if defined(__x86_64__)
+    report("iopl", syscall(SYS_iopl, 0));              /* level 0 is anyone's */
+    report("ioperm", syscall(SYS_ioperm, 0, 0, 0));    /* a zero range: nothing to grant */
+#endif
+    report("vhangup", syscall(SYS_vhangup));
+    report("open_by_handle_at", syscall(SYS_open_by_handle_at, -1, NULL, 0));
     /* Terminal injection, plain and with high bits the kernel ignores. */
     report("tiocsti", ioctl(1, TIOCSTI, "x"));                    /* ENOTTY on a pipe */
     report("tiocsti-high", syscall(SYS_ioctl, 1, 0x100000000UL | TIOCSTI, "x"));
+    report("tioclinux", ioctl(1, 0x541C /* TIOCLINUX */, "\x0b")); /* ENOTTY on a pipe */
     /* Other system-call ABIs. */
     report("int80", int80_getpid());
     report("x32", x32_getpid());

@@ -486,7 +486,10 @@ START_TEST(test_sbxd_layers_seccomp_denies_every_family)
     static const char *const eperm[] = {
         "unshare-user", "unshare-mount", "clone-newuser", "setns", "mount", "open_tree", "fsconfig",
         "mount_setattr", "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-        "io_uring_setup", "name_to_handle_at", "tiocsti", "tiocsti-high"};
+        "io_uring_setup", "name_to_handle_at", "tiocsti", "tiocsti-high", "umount2", "pivot_root", "fsopen",
+        "fsmount", "fspick", "move_mount", "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load",
+        "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
+        "quotactl_fd", "syslog", "iopl", "ioperm", "vhangup", "open_by_handle_at", "tioclinux"};
     struct sbxd *d = sbxd_start(NULL, NULL);
     char *sid = sbx_create(d, NULL);
     struct cmd_result *c;
