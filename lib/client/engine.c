@@ -641,8 +641,10 @@ static int64_t idle_period(const sbx__req *r)
 {
     if (r->orphan || r->early)
         return 0; /* draining under its own short deadline */
+    if (r->idle_fn) /* its owner judges its silence */
+        return r->idle_ms;
     if (r->follow)
-        return r->idle_fn ? r->idle_ms : 0;
+        return 0;
     if (r->idle_none)
         return 0;
     return r->e ? r->e->limits.idle_ms : 0;
@@ -1527,7 +1529,7 @@ static void housekeeping(sbx__engine *e)
             if (r->paused) /* silent because its owner is not reading */
                 r->last_io = now;
             if (p > 0 && now - r->last_io >= p) {
-                if (r->follow && r->idle_fn) {
+                if (r->idle_fn) {
                     /* Told again after another period of silence. */
                     r->idle_at = now + p;
                     timer_update(r);

@@ -42,8 +42,8 @@ typedef void (*sbx__done_fn)(sbx__req *r, void *user);
 typedef size_t (*sbx__read_fn)(char *buf, size_t n, void *user);
 typedef int (*sbx__rewind_fn)(void *user);
 
-/* A followed request brought nothing for its idle period (see
- * sbx__req_set_idle); called from process, may free or abort r. */
+/* A request brought nothing for its idle period (see sbx__req_set_idle);
+ * called from process, may free or abort r. */
 typedef void (*sbx__idle_fn)(sbx__req *r, void *user);
 
 struct sbx__engine_limits {
@@ -160,14 +160,15 @@ void sbx__req_set_follow(sbx__req *r, bool yes);
  * once its start line is in): its slot in the limits goes to the queue and
  * its deadline becomes mono_ms (0 none), replacing a default one. */
 void sbx__req_become_follow(sbx__req *r, int64_t mono_ms);
-/* A followed request whose response brings no byte for ms: fn is called
- * (again after every further ms of silence) instead of failing it, since
- * its silence may be legitimate; the owner checks the server. ms 0: never.
+/* A request (followed, or short with a slow answer: a create that clones
+ * a repository) whose response brings no byte for ms: fn is called (again
+ * after every further ms of silence) instead of failing it, since its
+ * silence may be legitimate; the owner checks the server. ms 0: never.
  * Time paused by the data handler is not silence. */
 void sbx__req_set_idle(sbx__req *r, int64_t ms, sbx__idle_fn fn, void *user);
 /* A short request whose answer may legitimately take long with nothing on
- * the wire (a create that clones a repository): no idle timeout, only its
- * deadline. */
+ * the wire, when no check of the server is possible: no idle timeout, only
+ * its deadline. */
 void sbx__req_no_idle(sbx__req *r);
 /* End it at the next process with this status and message (its done
  * callback runs then), not retried. Driving thread only. */

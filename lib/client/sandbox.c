@@ -496,13 +496,67 @@ struct sbx_reply_arg {
     bool rebind;       /* resume, fetch by name: the answer may be another session */
     char *expect_id;   /* get: the id asked for */
     sbx__req *req;     /* create: its request, read when it failed */
+    sbx__req *probe;   /* create with a source: the check of a silent server in flight */
 };
 
 static void reply_arg_free(void *p)
 {
     struct sbx_reply_arg *a = p;
+    sbx__req_free(a->probe);
     sbx__free(a->expect_id);
     sbx__free(a);
+}
+
+/* A create with a source is answered once the server has cloned, downloaded
+ * or restored it, minutes without a byte on the wire: its silence proves
+ * nothing, as a command's does not. After probe_after_ms of it the client
+ * asks the server something small (a list of one sandbox, bounded by
+ * probe_timeout_ms, at most one at a time); no answer means the server is
+ * stuck, and the create fails (create_end: "a sandbox may exist"). */
+static void create_probe_done(sbx__req *r, void *user)
+{
+    struct sbx_reply_arg *a = user;
+    struct sbx__engine_limits l;
+    char msg[400];
+    sbx_status st = sbx__req_status(r);
+    a->probe = NULL;
+    if (st != SBX_OK && st != SBX_E_CANCELLED) {
+        sbx__engine_get_limits(a->s->core->engine, &l);
+        snprintf(msg, sizeof msg,
+                 "the server stopped answering: the create brought nothing for %lld ms and a check of the "
+                 "server got no answer within %lld ms (%s)",
+                 (long long)l.probe_after_ms, (long long)l.probe_timeout_ms, sbx__req_error(r));
+        sbx__req_abort(a->req, SBX_E_TRANSPORT, msg);
+    }
+    /* Any answer, an HTTP error too, shows a live server. */
+    sbx__req_free(r);
+}
+
+static void create_silent(sbx__req *r, void *user)
+{
+    struct sbx_reply_arg *a = user;
+    struct sbx__engine_limits l;
+    struct sbx__api_req req;
+    sbx__err tmp = {0};
+    (void)r;
+    if (a->probe)
+        return;
+    sbx__engine_get_limits(a->s->core->engine, &l);
+    a->probe = a->s->core->proto->list_sandboxes(&req, NULL, 1, -1, -1, NULL) == SBX_OK
+                   ? sbx__core_request(a->s->core, &req, true, &tmp)
+                   : NULL;
+    sbx__api_req_free(&req);
+    sbx__err_free(&tmp);
+    if (!a->probe)
+        return; /* out of memory: asked again after the next silent period */
+    /* Not rationed: a queue full of requests must not delay it. */
+    sbx__req_set_follow(a->probe, true);
+    sbx__req_set_deadline(a->probe, sbx__mono_ms() + l.probe_timeout_ms);
+    sbx__req_on_done(a->probe, create_probe_done, a);
+    if (sbx__req_submit(a->probe) != SBX_OK) {
+        sbx__req_free(a->probe);
+        a->probe = NULL;
+    }
 }
 
 static sbx_status sandbox_reply(sbx_op *op, sbx__req *r, void *arg)
@@ -621,8 +675,14 @@ static sbx_status sandbox_call(sbx_sandbox *s, const char *what, sbx_status buil
         /* The server answers once the sandbox runs: after cloning the
          * repository, downloading the tarball or restoring the snapshot,
          * which may take minutes without a byte on the wire. */
-        if (s->source != SBX__SRC_NONE)
-            sbx__req_no_idle(sm->req);
+        if (s->source != SBX__SRC_NONE) {
+            struct sbx__engine_limits l;
+            sbx__engine_get_limits(s->core->engine, &l);
+            if (l.probe_after_ms > 0)
+                sbx__req_set_idle(sm->req, l.probe_after_ms, create_silent, a);
+            else
+                sbx__req_no_idle(sm->req);
+        }
     }
     st = sbx__simple_submit(s->core, &s->t, sm, op, &s->err);
     if (st == SBX_OK && busy)

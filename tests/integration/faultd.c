@@ -87,6 +87,7 @@ static const char *const fault_names[] = {
     [FAULT_BAD_NDJSON] = "bad_ndjson",
     [FAULT_HUGE_HEADERS] = "huge_headers",
     [FAULT_STALL_AFTER] = "stall_after",
+    [FAULT_DELAY] = "delay",
     [FAULT_CLOSE_AFTER] = "close_after",
     [FAULT_NO_TERMINATOR] = "no_terminator",
     [FAULT_LATE_TERMINATOR] = "late_terminator",
@@ -868,6 +869,11 @@ static int forward(struct conn *c, size_t idx, const char *method, const char *r
         close_dn(c, false);
         goto out;
     }
+    case FAULT_DELAY:
+        sleep_ms((int)arg);
+        if (out_write(&o, head, hlen, false) != 0)
+            goto out;
+        break;
     case FAULT_STALL_MID:
         if (out_write(&o, head, hlen, false) != 0)
             goto out;

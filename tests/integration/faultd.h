@@ -62,6 +62,8 @@ enum fault {
     FAULT_STOPPING,     /* 422 with error.code sandbox_stopping (arg 0) or
                          * sandbox_snapshotting (arg 1), as sbxd answers for a session
                          * on its way out; not forwarded */
+    FAULT_DELAY,        /* forwarded; sbxd's answer held back arg ms (nothing on the
+                         * wire meanwhile), then relayed intact: a slow server */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

@@ -2148,6 +2148,68 @@ START_TEST(test_client_faults_server_stopped)
 }
 END_TEST
 
+/* A create with a source is answered only once sbxd has cloned it, with
+ * nothing on the wire meanwhile: the client checks the server after each
+ * silent probe_after_ms (a list of one sandbox) instead of failing the
+ * create, or waiting forever. A live server is left to answer; a stopped
+ * one fails the create in about probe_after_ms + probe_timeout_ms, saying
+ * a sandbox may exist. */
+START_TEST(test_client_faults_create_with_source_checks_a_silent_server)
+{
+    struct fx x;
+    sbx_sandbox *s;
+    sbx_op *op;
+    char dir[] = "/var/tmp/sbx-faults-git-XXXXXX", url[400];
+    int64_t t0, dt;
+
+    fx_start(&x, false, NULL, NULL);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    sbxd_cleanup_path(x.d, dir);
+    ck_assert_int_eq(host_sh("set -e; cd '%s'; git init -q -b main repo; cd repo; echo one > f.txt; git add -A;"
+                             "git -c user.name=t -c user.email=t@e commit -qm 1",
+                             dir),
+                     0);
+    snprintf(url, sizeof url, "file://%s/repo", dir);
+
+    /* Live: checked after each 100 ms of silence, and still made. The
+     * clone takes longer than that here: sbxd fetches a git source in a
+     * sandboxed helper, then boots the sandbox; held up 300 ms more by the
+     * proxy before its answer. */
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "100"), x.c);
+    faultd_rule(x.f, "POST", "/sandboxes", 1, FAULT_DELAY, 300);
+    s = sbx_sandbox_new(x.c);
+    ok_sb(sbx_sandbox_set_source_git(s, url, NULL, 0), s);
+    ok_sb(sbx_sandbox_create(s), s);
+    if (faultd_count(x.f, "GET", "limit=1") < 1)
+        faultd_dump(x.f);
+    ck_assert_msg(faultd_count(x.f, "GET", "limit=1") >= 1, "the silent create was never checked");
+    ck_assert_int_eq(faultd_count(x.f, "POST", "/sandboxes"), 1);
+    sbx_sandbox_free(s);
+    faultd_clear(x.f);
+
+    /* Stopped: the check gets no answer. */
+    ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "1000"), x.c);
+    ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "1000"), x.c);
+    s = sbx_sandbox_new(x.c);
+    ok_sb(sbx_sandbox_set_source_git(s, url, NULL, 0), s);
+    ck_assert_int_eq(kill(x.d->pid, SIGSTOP), 0);
+    t0 = mono_ms();
+    ok_sb(sbx_sandbox_create_start(s, &op), s);
+    ck_assert_msg(sbx_op_wait(op, 20000) == SBX_E_TRANSPORT, "the create of a stopped server: %s (%s)",
+                  sbx_status_name(sbx_op_status(op)), sbx_op_last_error(op));
+    dt = mono_ms() - t0;
+    note("sbxd stopped, create with a source", sbx_op_last_error(op));
+    ck_assert_msg(dt < 1000 + 1000 + 5000, "took %lld ms", (long long)dt);
+    ck_assert_msg(contains(sbx_op_last_error(op), "a sandbox may exist") &&
+                      contains(sbx_op_last_error(op), "stopped answering"),
+                  "message: %s", sbx_op_last_error(op));
+    sbx_op_free(op);
+    ck_assert_int_eq(kill(x.d->pid, SIGCONT), 0);
+    sbx_sandbox_free(s);
+    fx_stop(&x);
+}
+END_TEST
+
 /* The kill sent at a command's deadline gets no answer: the op still ends
  * soon after the deadline, with a readable message. */
 START_TEST(test_client_faults_kill_stalls)
@@ -2800,6 +2862,7 @@ Suite *sbx_test_suite(void)
         {"stream_probe", test_client_faults_stream_probe},
         {"stream_stuck_after_exit", test_client_faults_stream_stuck_after_exit},
         {"server_stopped", test_client_faults_server_stopped},
+        {"silent_source_create", test_client_faults_create_with_source_checks_a_silent_server},
         {"kill_stalls", test_client_faults_kill_stalls},
         {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
         {"unix_socket_missing", test_client_faults_unix_socket_missing},
