@@ -706,9 +706,10 @@ out:
     sbx_redactor_free(red);
     sbx_command_free(k);
     if (own_sandbox && s && sbx_sandbox_id(s)) {
-        /* Bounded: after a command's deadline the run must end soon; a
-         * sandbox left running still stops at its own timeout. */
-        sbx_client_set_option(r.client, "timeout_ms", "10000");
+        /* Bounded: after a command's deadline the run must end soon (the
+         * kill had 5 s, this as much; sbxrun(1) says so); a sandbox left
+         * running still stops at its own timeout. */
+        sbx_client_set_option(r.client, "timeout_ms", "5000");
         /* v2: a named sandbox made for one command is deleted, not left listed */
         if (sbx_sandbox_name(s))
             sbx_sandbox_delete(s);

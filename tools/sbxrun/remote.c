@@ -377,8 +377,9 @@ int fail_msg(bool json, const char *cmd, int exit_code, const char *what, sbx_st
         snprintf(text, sizeof text, "%s", msg);
     else
         snprintf(text, sizeof text, "%s: %s", what, msg);
-    /* A request's deadline: the option that sets it. */
-    if (st == SBX_E_TIMEOUT && strstr(text, "the request's deadline"))
+    /* A request's deadline: the option that sets it (not the kill after a
+     * command's deadline, whose grace is fixed). */
+    if (st == SBX_E_TIMEOUT && strstr(text, "the request's deadline") && !strstr(text, "killing it failed"))
         snprintf(text + strlen(text), sizeof text - strlen(text), "; --request-timeout sets it");
     if (json)
         cli_json_error(cmd, exit_code, what, st, text);
