@@ -539,19 +539,26 @@ END_TEST
 
 /* ---- what a job runs (the plan, checked at the run) ------------------------------------------ */
 
-/* The steps' argv, one line each, words joined by spaces. */
-static char *plan_text(sbx_job *j)
+/* The steps' argv from step `from` on, one line each, words joined by
+ * spaces. */
+static char *steps_text(sbx_job *j, size_t from)
 {
     sbx__buf b = SBX__BUF_INIT;
-    ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
-    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
-    for (size_t i = 0; i < j->nsteps; i++) {
+    for (size_t i = from; i < j->nsteps; i++) {
         ck_assert_int_eq(sbx__buf_printf(&b, "%s@%s:", j->steps[i].name, j->steps[i].cwd), SBX_OK);
         for (size_t k = 0; k < j->steps[i].argv.n; k++)
             ck_assert_int_eq(sbx__buf_printf(&b, " %s", j->steps[i].argv.v[k]), SBX_OK);
         ck_assert_int_eq(sbx__buf_printf(&b, "\n"), SBX_OK);
     }
     return sbx__buf_detach(&b, NULL);
+}
+
+/* The plan of a job that has not planned yet. */
+static char *plan_text(sbx_job *j)
+{
+    ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
+    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+    return steps_text(j, 0);
 }
 
 static void expect_plan(sbx_job *j, const char *want)
@@ -641,6 +648,48 @@ START_TEST(test_job_plan_install_and_scripts)
         ck_assert_str_eq(j->steps[j->nsteps - 1].argv.v[2], "--frozen-lockfile");
     }
     sbx_job_free(j);
+
+    /* bun, Yarn 1 and Yarn 2+ (a .yarnrc.yml beside yarn.lock): each its
+     * own frozen install with scripts off; Yarn 2+ has no --registry flag
+     * (its registry is configuration) and turns scripts off by --mode. */
+    {
+        static const struct {
+            const char *listing, *scripts, *pm, *want;
+        } cases[] = {
+            {"package.json\nbun.lock\n", "off", "bun",
+             "install@/vercel/sandbox: bun install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+            {"bun.lockb\npackage.json\n", "on", "bun",
+             "install@/vercel/sandbox: bun install --frozen-lockfile --registry=http://registry.test/npm/\n"},
+            {"package.json\nyarn.lock\n", "off", "yarn",
+             "install@/vercel/sandbox: yarn install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+            {".yarnrc.yml\npackage.json\nyarn.lock\n", "off", "yarn",
+             "install@/vercel/sandbox: yarn install --immutable --mode=skip-build\n"},
+            {".yarnrc.yml\nyarn.lock\n", "on", "yarn", "install@/vercel/sandbox: yarn install --immutable\n"},
+            /* .yarnrc.yml beside another tool's lockfile is not Yarn 2+. */
+            {".yarnrc.yml\npnpm-lock.yaml\n", "off", "pnpm",
+             "install@/vercel/sandbox: pnpm install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+        };
+        for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
+            j = new_job(c, "deps.install");
+            ck_assert_int_eq(sbx_job_set_input(j, "registry", "http://registry.test/npm/"), SBX_OK);
+            ck_assert_int_eq(sbx_job_set_option(j, "lifecycle_scripts", cases[i].scripts), SBX_OK);
+            expect_plan(j, "detect@/vercel/sandbox: ls -A /vercel/sandbox\n");
+            ck_assert_int_eq(sbx__job_plan_detected(j, cases[i].listing, strlen(cases[i].listing)), SBX_OK);
+            ck_assert_str_eq(j->pm, cases[i].pm);
+            {
+                /* The install, planned after the detection step. */
+                char *got;
+                ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+                got = steps_text(j, 1);
+                ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: %s, wanted %s", i, got, cases[i].want);
+                sbx__free(got);
+            }
+            sbx_job_free(j);
+        }
+    }
 
     /* No lockfile: an install refuses. */
     j = new_job(c, "deps.install");
