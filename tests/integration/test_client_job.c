@@ -209,6 +209,22 @@ START_TEST(test_client_job_env_values_redacted)
     ck_assert_ptr_null(strstr(tj, quiet));
     ck_assert_ptr_nonnull(strstr(tj, "\"GH\""));
     sbx_free(tj);
+    /* The header has the policies the job ran under: its command policy
+     * for its type (sh allowed), and verify.test's preset. */
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, &tj), SBX_OK);
+    {
+        json_t *h = json_loads(tj, 0, NULL), *job = json_object_get(h, "job");
+        json_t *progs = json_object_get(json_object_get(json_object_get(job, "policy"), "allow"), "programs");
+        int sh = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(progs, i, v)
+            sh = sh || strcmp(json_string_value(v), "sh") == 0;
+        ck_assert_msg(sh, "the policy summary allows sh: %s", tj);
+        ck_assert_str_eq(jstr(json_object_get(job, "netpolicy"), "mode"), "deny-all");
+        json_decref(h);
+    }
+    sbx_free(tj);
     ck_assert_int_eq(sbx_transcript_verify(t, NULL), SBX_OK);
     sbx_transcript_free(t);
     sbx_job_free(j);
@@ -520,6 +536,26 @@ START_TEST(test_client_job_run_order_and_sandbox)
     ck_assert_int_eq(sbx_transcript_verify(t, &broken), SBX_OK);
     ck_assert_int_eq(sbx_transcript_complete(t), 1);
     ck_assert_int_eq(sbx_transcript_step_count(t), 2);
+    /* The header: each job's policies, in run order; only the lint job's
+     * own policy allows sh. */
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, &out), SBX_OK);
+    {
+        json_t *h = json_loads(out, 0, NULL), *job = json_object_get(h, "job");
+        json_t *pols = json_object_get(json_object_get(job, "policy"), "jobs");
+        json_t *nps = json_object_get(json_object_get(job, "netpolicy"), "jobs");
+        ck_assert_int_eq(json_array_size(pols), 4);
+        ck_assert_int_eq(json_array_size(nps), 4);
+        char *lint_pol = json_dumps(json_array_get(pols, 1), JSON_COMPACT);
+        char *test_pol = json_dumps(json_array_get(pols, 2), JSON_COMPACT);
+        ck_assert_ptr_nonnull(strstr(lint_pol, "\"sh\""));
+        ck_assert_ptr_null(strstr(test_pol, "\"sh\""));
+        free(lint_pol);
+        free(test_pol);
+        for (size_t i = 0; i < 4; i++)
+            ck_assert_str_eq(jstr(json_array_get(nps, i), "mode"), "deny-all");
+        json_decref(h);
+    }
+    sbx_free(out);
     sbx_transcript_free(t);
     sbx_run_free(run);
     unlink(path);

@@ -749,6 +749,78 @@ START_TEST(test_job_plan_install_and_scripts)
 }
 END_TEST
 
+/* The policies a job's transcript records: what its command policy lets
+ * its type run, and its network policy without header values. */
+static char *summaries(sbx_job *j, char **np)
+{
+    json_t *p = NULL, *n = NULL;
+    char *pt;
+    ck_assert_int_eq(sbx__job_policy_summaries(j, &p, &n), SBX_OK);
+    pt = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    *np = json_dumps(n, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(p);
+    json_decref(n);
+    return pt;
+}
+
+START_TEST(test_job_policy_summaries)
+{
+    static const char token[] = "ghs_0123456789abcdefghijklmnopqrstuvwxyz";
+    sbx_client *c = client();
+    sbx_job *j = new_job(c, "verify.test");
+    sbx_policy *pol = sbx_policy_new();
+    char *p, *n;
+
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "{\"allow\":{\"programs\":[\"git\",\"bun\",\"node\",\"ls\",\"cat\",\"sed\",\"rg\",\"npm\","
+                        "\"pnpm\",\"yarn\"]},\"extends\":\"none\",\"version\":1}");
+    ck_assert_str_eq(n, "{\"mode\":\"deny-all\"}");
+    free(p);
+    free(n);
+
+    /* The caller's policy, as it applies to this type: the summary decides
+     * as the policy does. */
+    ck_assert_ptr_nonnull(pol);
+    ck_assert_int_eq(sbx_policy_load_json(pol, "{\"version\":1,\"extends\":\"none\",\"allow\":{\"programs\":"
+                                               "[\"node\"]},\"jobTypes\":{\"verify.test\":{\"allow\":{\"programs\":"
+                                               "[\"npx\",\"node\"],\"packages\":[\"jest\"]},\"deny\":{\"programs\":"
+                                               "[\"node\"]}},\"verify.lint\":{\"allow\":{\"programs\":[\"eslint\"]}}}}"),
+                     SBX_OK);
+    ck_assert_int_eq(sbx_job_set_policy(j, pol), SBX_OK);
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "{\"allow\":{\"packages\":[\"jest\"],\"programs\":[\"node\",\"npx\"]},\"deny\":{\"programs\":"
+                        "[\"node\"]},\"extends\":\"none\",\"version\":1}");
+    free(p);
+    free(n);
+
+    /* Options off: null, not a policy that was not applied. */
+    ck_assert_int_eq(sbx_job_set_option(j, "policy", "off"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_option(j, "network_policy", "off"), SBX_OK);
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "null");
+    ck_assert_str_eq(n, "null");
+    free(p);
+    free(n);
+    sbx_job_free(j);
+
+    /* repo.clone with a token: the git host only, and the header the
+     * egress proxy adds is named without its value. */
+    j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://git.example.com/acme/app.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "token", token), SBX_OK);
+    p = summaries(j, &n);
+    has(n, "\"mode\":\"custom\"");
+    has(n, "git.example.com");
+    has(n, "\"headerNames\":[\"authorization\"]");
+    ck_assert_msg(!strstr(n, "\"headers\"") && !strstr(n, "Basic") && !strstr(n, token), "%s", n);
+    free(p);
+    free(n);
+    sbx_job_free(j);
+    sbx_policy_free(pol);
+    sbx_client_free(c);
+}
+END_TEST
+
 /* What the run refuses before anything is sent, naming the input. */
 START_TEST(test_job_validate)
 {
@@ -932,6 +1004,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_job_plan_clone);
     tcase_add_test(tc, test_job_plan_install_and_scripts);
     tcase_add_test(tc, test_job_validate);
+    tcase_add_test(tc, test_job_policy_summaries);
     tcase_add_test(tc, test_job_out_of_memory_is_clean);
     tcase_add_test(tc, test_job_json_out_of_memory_changes_nothing);
     suite_add_tcase(s, tc);
