@@ -112,6 +112,25 @@ run 4 "the second patch alone does not apply to the base: exit 4" -- verify "$de
 run 4 "the same patch twice: the second does not apply: exit 4" -- verify "$demo" \
   --patch "$patches/add-feature.patch" --patch "$patches/add-feature.patch"
 run 2 "a shell operator in a step: exit 2" -- verify "$demo" --test "node --test | cat"
+# Usage errors are found before any endpoint is opened (which may start a
+# private sbxd): with one that does not exist, each still exits 2 with its
+# own message.
+mkdir "$dir/noscripts" && echo x >"$dir/noscripts/README" && git -C "$dir/noscripts" init -q &&
+  git -C "$dir/noscripts" add -A && git -C "$dir/noscripts" -c user.name=t -c user.email=t@t commit -qm x ||
+  { echo "Bail out! git"; exit 1; }
+nowhere=unix:/nonexistent/sock
+usage_first() { # DESCRIPTION MESSAGE ARGS...: exit 2 with MESSAGE, no endpoint opened
+  local what=$1 msg=$2; shift 2
+  SBXRUN_ENDPOINT=$nowhere run 2 "$what, before any endpoint: exit 2" -- verify "$@"
+  grep -qF -- "$msg" "$dir/err" && ! grep -q "nonexistent" "$dir/err" && ok "$what: its own message" ||
+    not_ok "$what: message" "$(cat "$dir/err")"
+}
+usage_first "nothing to verify" "nothing to verify: the project (no package.json)" "$dir/noscripts"
+usage_first "a shell operator in a step" "'|' in \"node --test | cat\": commands run without a shell" "$demo" \
+  --test "node --test | cat"
+usage_first "--env of a variable sbxrun does not have" "--env SBX_NO_SUCH_VARIABLE: no such variable" "$demo" \
+  --env SBX_NO_SUCH_VARIABLE
+usage_first "--env with a bad name" "--env 1BAD: environment variable name" "$demo" --env 1BAD=x
 run 2 "a directory outside any repository: exit 2" -- verify /
 run 2 "an empty --test command: exit 2" -- verify "$demo" --test ""
 

@@ -316,12 +316,69 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
             return SBXRUN_EXIT_USAGE;
         names[n++] = checks[i].name;
     }
-    if (n == (repo_url ? 1u + w->npatches : 0u)) {
+    return 0;
+}
+
+/* One --env: its name into name, its value (given, or sbxrun's own) into
+ * *value. 0 or an exit code. */
+static int env_arg(const char *arg, char *name, size_t namelen, const char **value, char *err, size_t errlen)
+{
+    const char *eq = strchr(arg, '=');
+    snprintf(name, namelen, "%.*s", (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+    *value = eq ? eq + 1 : getenv(name);
+    if (!*value) {
+        snprintf(err, errlen, "--env %s: no such variable in sbxrun's environment (give NAME=VALUE)", name);
+        return SBXRUN_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The usage errors plan() and set_envs() would meet, found before any
+ * endpoint is opened: opening one may start a private sbxd and its
+ * self-test sandbox, too much to learn that a command line is wrong.
+ * 0 or an exit code (err says why). */
+static int check_usage(const struct workspace *w, const struct steps *st, const char *const *envs, size_t nenv,
+                       char *err, size_t errlen)
+{
+    const char *cmds[5] = {st->no_install ? NULL : st->install_cmd, st->cmd[0], st->cmd[1], st->cmd[2], st->cmd[3]};
+    bool any = !st->no_install && (st->install_cmd || ws_has_dependencies(w));
+    sbx_client *c;
+    sbx_job *job;
+    int rc = 0;
+    for (size_t i = 0; i < 5; i++) {
+        char **argv = NULL;
+        if (cmds[i] && ws_split(cmds[i], &argv, err, errlen) < 0)
+            return SBXRUN_EXIT_USAGE;
+        ws_argv_free(argv);
+    }
+    for (size_t i = 0; i < 4; i++)
+        any = any || st->cmd[i] || ws_has_script(w, checks[i].name);
+    if (!any) {
         snprintf(err, errlen, "nothing to verify: %s has no lint, typecheck, test or build script, and no --lint, "
                  "--typecheck, --test or --build was given", w->package ? "package.json" : "the project (no package.json)");
         return SBXRUN_EXIT_USAGE;
     }
-    return 0;
+    if (!nenv)
+        return 0;
+    /* The library's own rules for a variable, on a job of a client that
+     * connects to nothing. */
+    if (!(c = sbx_client_new()) || !(job = sbx_job_new(c))) {
+        sbx_client_free(c);
+        snprintf(err, errlen, "out of memory");
+        return SBXRUN_EXIT_CANNOT_RUN;
+    }
+    for (size_t e = 0; e < nenv && !rc; e++) {
+        char name[256];
+        const char *value;
+        if ((rc = env_arg(envs[e], name, sizeof name, &value, err, errlen)) == 0 &&
+            sbx_job_set_env(job, name, value) != SBX_OK) {
+            snprintf(err, errlen, "--env %s: %s", name, sbx_job_last_error(job));
+            rc = SBXRUN_EXIT_USAGE;
+        }
+    }
+    sbx_job_free(job);
+    sbx_client_free(c);
+    return rc;
 }
 
 /* --env NAME=VALUE or NAME (sbxrun's own value) for every job: 0 or an
@@ -329,15 +386,11 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
 static int set_envs(sbx_run *run, const char *const *envs, size_t n, char *err, size_t errlen)
 {
     for (size_t e = 0; e < n; e++) {
-        const char *eq = strchr(envs[e], '=');
         char name[256];
         const char *value;
-        snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - envs[e]) : strlen(envs[e])), envs[e]);
-        value = eq ? eq + 1 : getenv(name);
-        if (!value) {
-            snprintf(err, errlen, "--env %s: no such variable in sbxrun's environment (give NAME=VALUE)", name);
-            return SBXRUN_EXIT_USAGE;
-        }
+        int rc = env_arg(envs[e], name, sizeof name, &value, err, errlen);
+        if (rc)
+            return rc;
         for (size_t i = 0; i < sbx_run_job_count(run); i++) {
             sbx_job *job = sbx_run_job(run, i);
             if (sbx_job_set_env(job, name, value) != SBX_OK) {
@@ -447,6 +500,9 @@ int cmd_verify(int argc, char **argv)
     if (!o.json)
         fprintf(stderr, "sbxrun verify: %s%s%s at %.12s%s%s\n", repo ? repo : w.root, w.subdir[0] ? "/" : "",
                 w.subdir, w.commit, npatches ? ", patched" : "", w.pm && w.lockfile ? "" : "");
+
+    if ((rc = check_usage(&w, &st, envs, nenv, err, sizeof err)) != 0)
+        goto report;
 
     /* 2. The run: its jobs, from package.json and the options. */
     if ((s = remote_open(&r, &o, true, err, sizeof err)) != SBX_OK) {
