@@ -85,6 +85,21 @@ schema "a failed run's result follows run-result-1.json"
 run 0 "--json on a pass" -- verify "$demo" --patch "$patches/add-feature.patch" --json
 py "passed" 'e["ok"] is True and d["status"] == "passed" and all(j["status"] == "passed" for j in d["jobs"])'
 schema "a passed run's result follows run-result-1.json"
+! grep -q "warning" "$dir/err" && ok "a tree of regular files only: no warning" || not_ok "a warning" "$(cat "$dir/err")"
+py "a tree of regular files only: nothing under notUploaded" '"notUploaded" not in d'
+
+# The upload takes regular files only: the tree's symbolic links and
+# submodules are named in a warning, and in the --json result.
+cp -r "$demo" "$dir/linked" && ln -s src/text.js "$dir/linked/text.js" && git -C "$dir/linked" add -A &&
+  git -C "$dir/linked" update-index --add --cacheinfo "160000,$(git -C "$dir/linked" rev-parse HEAD),vendor/lib" &&
+  git -C "$dir/linked" -c user.name=t -c user.email=t@t commit -qm links || { echo "Bail out! git"; exit 1; }
+warning="sbxrun verify: warning: 1 symbolic link and 1 submodule of the tree are not sent (a sandbox's file upload takes regular files only): text.js, vendor/lib"
+run 0 "a tree with a symbolic link and a submodule" -- verify "$dir/linked" --no-install
+grep -qxF "$warning" "$dir/err" && ok "the warning names them and why" || not_ok "warning" "$(cat "$dir/err")"
+run 0 "the same with --json" -- verify "$dir/linked" --no-install --json
+grep -qxF "$warning" "$dir/err" && ok "--json: the warning on stderr" || not_ok "--json warning" "$(cat "$dir/err")"
+py "--json: notUploaded in the result" 'd["notUploaded"] == {"symlinks": 1, "submodules": 1, "examples": ["text.js", "vendor/lib"]}'
+schema "a result with notUploaded follows run-result-1.json"
 
 # Patches refused on this machine: nothing reaches the server.
 before=$(created)

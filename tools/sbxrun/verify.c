@@ -381,6 +381,40 @@ static int check_usage(const struct workspace *w, const struct steps *st, const 
     return rc;
 }
 
+/* The tree's symbolic links and submodules, which the upload leaves out:
+ * said at run time, since a project whose tests need one fails in the
+ * sandbox with nothing pointing at the cause. */
+static void warn_left_out(const struct workspace *w)
+{
+    size_t n = w->nsymlinks + w->nsubmodules;
+    if (!n)
+        return;
+    fprintf(stderr, "sbxrun verify: warning: ");
+    if (w->nsymlinks)
+        fprintf(stderr, "%zu symbolic link%s", w->nsymlinks, w->nsymlinks == 1 ? "" : "s");
+    if (w->nsymlinks && w->nsubmodules)
+        fputs(" and ", stderr);
+    if (w->nsubmodules)
+        fprintf(stderr, "%zu submodule%s", w->nsubmodules, w->nsubmodules == 1 ? "" : "s");
+    fprintf(stderr, " of the tree %s not sent (a sandbox's file upload takes regular files only): ",
+            n == 1 ? "is" : "are");
+    for (size_t i = 0; i < w->nleft_out; i++) {
+        fputs(i ? ", " : "", stderr);
+        put_safe(stderr, w->left_out[i], strlen(w->left_out[i]));
+    }
+    fputs(n > w->nleft_out ? ", ...\n" : "\n", stderr);
+}
+
+/* The same for the --json result. */
+static json_t *left_out_json(const struct workspace *w)
+{
+    json_t *ex = json_array();
+    for (size_t i = 0; ex && i < w->nleft_out; i++)
+        json_array_append_new(ex, json_string(w->left_out[i]));
+    return json_pack("{s:I,s:I,s:o}", "symlinks", (json_int_t)w->nsymlinks, "submodules", (json_int_t)w->nsubmodules,
+                     "examples", ex);
+}
+
 /* --env NAME=VALUE or NAME (sbxrun's own value) for every job: 0 or an
  * exit code. The library registers each value as a secret. */
 static int set_envs(sbx_run *run, const char *const *envs, size_t n, char *err, size_t errlen)
@@ -501,6 +535,8 @@ int cmd_verify(int argc, char **argv)
         fprintf(stderr, "sbxrun verify: %s%s%s at %.12s%s%s\n", repo ? repo : w.root, w.subdir[0] ? "/" : "",
                 w.subdir, w.commit, npatches ? ", patched" : "", w.pm && w.lockfile ? "" : "");
 
+    if (!repo)
+        warn_left_out(&w);
     if ((rc = check_usage(&w, &st, envs, nenv, err, sizeof err)) != 0)
         goto report;
 
@@ -580,6 +616,8 @@ report:
             json_object_set(res, "patches", w.patch_info);
         if (res && w.commit)
             json_object_set_new(res, "baseCommit", json_string(w.commit));
+        if (res && !repo && w.nsymlinks + w.nsubmodules)
+            json_object_set_new(res, "notUploaded", left_out_json(&w));
         if (o.json)
             cli_json_result("verify", rc, res);
         else

@@ -56,6 +56,8 @@ void ws_free(struct workspace *w)
     free(w->patches);
     json_decref(w->patch_info);
     json_decref(w->package);
+    for (size_t i = 0; i < w->nleft_out; i++)
+        free(w->left_out[i]);
     memset(w, 0, sizeof *w);
 }
 
@@ -144,6 +146,41 @@ static int fetch_repo(struct workspace *w, const char *url, const char *ref, con
             fail(err, errlen, SBXRUN_EXIT_USAGE, "%s has no branch, tag or commit '%s'", url, ref);
         return rc;
     }
+}
+
+/* The base tree's entries that are neither files nor directories: what
+ * the upload leaves out (patches cannot add any: their safety rules refuse
+ * symbolic links and gitlinks). */
+static int count_one(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct workspace *w = payload;
+    git_filemode_t mode = git_tree_entry_filemode(e);
+    if (mode != GIT_FILEMODE_LINK && mode != GIT_FILEMODE_COMMIT)
+        return 0;
+    if (mode == GIT_FILEMODE_LINK)
+        w->nsymlinks++;
+    else
+        w->nsubmodules++;
+    if (w->nleft_out < WS_LEFT_OUT_EXAMPLES &&
+        asprintf(&w->left_out[w->nleft_out], "%s%s", root, git_tree_entry_name(e)) >= 0)
+        w->nleft_out++;
+    return 0;
+}
+
+static int count_left_out(struct workspace *w, const char *spec, char *err, size_t errlen)
+{
+    git_repository *repo = NULL;
+    git_object *obj = NULL, *tree = NULL;
+    int rc = 0;
+    if (git_repository_open(&repo, w->root) < 0)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot open the repository %s: %s", w->root, git_msg());
+    if (git_revparse_single(&obj, repo, spec) < 0 || git_object_peel(&tree, obj, GIT_OBJECT_TREE) < 0 ||
+        git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, count_one, w) < 0)
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "reading the tree %s: %s", spec, git_msg());
+    git_object_free(tree);
+    git_object_free(obj);
+    git_repository_free(repo);
+    return rc;
 }
 
 /* ---- the patches ----------------------------------------------------------------------------- */
@@ -348,6 +385,8 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
         goto out;
     }
+    if (!repo_url && (rc = count_left_out(w, spec, err, errlen)))
+        goto out;
     if (npatches) {
         if ((rc = take_patches(w, spec, patches, npatches, &p, err, errlen)))
             goto out;

@@ -22,7 +22,15 @@ struct workspace {
     json_t *patch_info;  /* [sbx_patch_to_json() of each], NULL when none */
     json_t *package;     /* the project's package.json, NULL when none */
     const char *lockfile, *pm; /* what the files say (static), NULL if none */
+    /* What the upload leaves out (a sandbox's file upload takes regular
+     * files only): the base tree's symbolic links and submodules, counted
+     * for a local repository only (--repo's are cloned in the sandbox),
+     * with up to WS_LEFT_OUT_EXAMPLES of their paths. */
+    size_t nsymlinks, nsubmodules;
+    char *left_out[3];
+    size_t nleft_out;
 };
+#define WS_LEFT_OUT_EXAMPLES 3
 
 /* Make w: from the local repository around dir (repo_url NULL) at base
  * (NULL: HEAD), or from repo_url at ref fetched into tmpdir (dir then
