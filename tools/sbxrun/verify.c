@@ -405,6 +405,35 @@ static void warn_left_out(const struct workspace *w)
     fputs(n > w->nleft_out ? ", ...\n" : "\n", stderr);
 }
 
+/* What was verified, in the transcript's header beside the run's own
+ * inputs: the repository (--repo), the base commit and, in the order
+ * applied, each patch's id (comma-separated; "" for a patch git gives no
+ * id). */
+static sbx_status record_inputs(sbx_transcript *t, const struct workspace *w, const char *repo)
+{
+    char *ids = NULL;
+    size_t len = 0;
+    FILE *f;
+    sbx_status st;
+    if (repo && (st = sbx_transcript_set_input(t, "repo", repo)) != SBX_OK)
+        return st;
+    if ((st = sbx_transcript_set_input(t, "baseCommit", w->commit)) != SBX_OK || !w->npatches)
+        return st;
+    if (!(f = open_memstream(&ids, &len)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < w->npatches; i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(w->patch_info, i), "patchId"));
+        fprintf(f, "%s%s", i ? "," : "", id ? id : "");
+    }
+    if (fclose(f) != 0) {
+        free(ids);
+        return SBX_E_NOMEM;
+    }
+    st = sbx_transcript_set_input(t, "patchIds", ids);
+    free(ids);
+    return st;
+}
+
 /* The same for the --json result. */
 static json_t *left_out_json(const struct workspace *w)
 {
@@ -577,7 +606,7 @@ int cmd_verify(int argc, char **argv)
         goto report;
     if (transcript) {
         if (!(t = sbx_transcript_new()) || sbx_transcript_set_file(t, transcript) != SBX_OK ||
-            sbx_run_set_transcript(run, t) != SBX_OK) {
+            record_inputs(t, &w, repo) != SBX_OK || sbx_run_set_transcript(run, t) != SBX_OK) {
             snprintf(err, sizeof err, "--transcript %s: %s", transcript, t ? sbx_transcript_last_error(t) : "out of memory");
             rc = SBXRUN_EXIT_CANNOT_RUN;
             goto report;
