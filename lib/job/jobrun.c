@@ -390,6 +390,87 @@ static char *sbx__strdup_printf_step(const char *name, int code)
     return sbx__strdup(msg);
 }
 
+/* The line of text that starts with prefix, from p to end; its rest
+ * (after prefix) and length, or NULL. */
+static const char *line_after(const char *p, const char *end, const char *prefix, size_t *len)
+{
+    size_t pl = strlen(prefix);
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
+        if ((size_t)(e - p) >= pl && memcmp(p, prefix, pl) == 0) {
+            *len = (size_t)(e - p) - pl;
+            return p + pl;
+        }
+        p = e + 1;
+    }
+    return NULL;
+}
+
+/* Whether a ---/+++ line's path (after "a/" or "b/", up to a tab) is
+ * file. */
+static bool header_names(const char *p, size_t n, const char *file, size_t fl)
+{
+    const char *slash = memchr(p, '/', n), *tab;
+    if (!slash)
+        return false;
+    n -= (size_t)(slash + 1 - p);
+    p = slash + 1;
+    if ((tab = memchr(p, '\t', n)))
+        n = (size_t)(tab - p);
+    return n == fl && memcmp(p, file, fl) == 0;
+}
+
+/* Why git apply refused the patch of repo.applyPatch, from what it printed
+ * ("error: patch failed: FILE:LINE", LINE the hunk's old start): the file
+ * and the hunk, by its header in the patch, as sbx_patch names them; else
+ * git's own first error; else the exit code. */
+static char *apply_failure(const sbx_job *job, int code)
+{
+    /* Both NUL-terminated, so strtol stops in them. */
+    const char *err = job->tails[1].data, *eend = err ? err + job->tails[1].len : NULL;
+    const char *pt = (const char *)job->patch_data, *pend = pt ? pt + job->patch_len : NULL, *at, *colon;
+    char msg[1024], file[512];
+    size_t n, fl;
+    long line;
+    bool ours;
+    if (!err || !(at = line_after(err, eend, "error: patch failed: ", &n))) {
+        if (err && (at = line_after(err, eend, "error: ", &n))) {
+            snprintf(msg, sizeof msg, "the patch does not apply: %.*s (git apply exited with code %d)", (int)n, at,
+                     code);
+            return sbx__strdup(msg);
+        }
+        return sbx__strdup_printf_step("apply", code);
+    }
+    for (colon = at + n; colon > at && colon[-1] != ':'; colon--)
+        ;
+    fl = colon > at ? (size_t)(colon - 1 - at) : 0;
+    line = colon > at ? strtol(colon, NULL, 10) : -1;
+    snprintf(file, sizeof file, "%.*s", (int)fl, at);
+    /* The hunk of that file starting at that line of the old text; ours:
+     * the file's old (---) or new (+++) name is FILE. */
+    ours = false;
+    for (const char *p = pt; pt && p < pend;) {
+        const char *nl = memchr(p, '\n', (size_t)(pend - p)), *e = nl ? nl : pend;
+        size_t ll = (size_t)(e - p);
+        if (ll > 4 && !memcmp(p, "--- ", 4))
+            ours = header_names(p + 4, ll - 4, file, fl);
+        else if (ll > 4 && !memcmp(p, "+++ ", 4))
+            ours = ours || header_names(p + 4, ll - 4, file, fl);
+        else if (ours && ll > 4 && !memcmp(p, "@@ -", 4) && strtol(p + 4, NULL, 10) == line) {
+            const char *close = ll > 7 ? memmem(p + 3, ll - 3, " @@", 3) : NULL;
+            size_t hl = close ? (size_t)(close + 3 - p) : ll;
+            snprintf(msg, sizeof msg,
+                     "the patch does not apply: %s: hunk %.*s: its context and removed lines are not in the file "
+                     "(git apply exited with code %d)",
+                     file, (int)hl, p, code);
+            return sbx__strdup(msg);
+        }
+        p = e + 1;
+    }
+    snprintf(msg, sizeof msg, "the patch does not apply: %.*s (git apply exited with code %d)", (int)n, at, code);
+    return sbx__strdup(msg);
+}
+
 static void tail_add(sbx__buf *b, size_t cap, const uint8_t *d, size_t n)
 {
     if (cap == 0)
@@ -498,7 +579,8 @@ static void step_done(sbx_op *op, void *arg)
                  * now; the artifacts are read, then the job ends. */
                 jr->failed = true;
                 sbx__free(job->message);
-                job->message = sbx__strdup_printf_step(s->name, s->exit_code);
+                job->message = job->type == J_APPLY ? apply_failure(job, s->exit_code)
+                                                    : sbx__strdup_printf_step(s->name, s->exit_code);
                 jr->phase = PH_ARTIFACTS;
             }
             break;

@@ -359,6 +359,82 @@ START_TEST(test_client_job_apply_patch)
 }
 END_TEST
 
+/* repo.applyPatch that cannot be applied: a patch whose context is not in
+ * the file fails, its message naming the file and the hunk; a malformed
+ * one fails before anything is sent. A patch that applies has its id and
+ * diffstat in the result. */
+START_TEST(test_client_job_apply_patch_failures)
+{
+    static const char patch[] = "diff --git a/notes.txt b/notes.txt\n"
+                                "--- a/notes.txt\n"
+                                "+++ b/notes.txt\n"
+                                "@@ -1,2 +1,2 @@\n"
+                                " first\n"
+                                "-second\n"
+                                "+second, patched\n";
+    static const char stale[] = "diff --git a/notes.txt b/notes.txt\n"
+                                "--- a/notes.txt\n"
+                                "+++ b/notes.txt\n"
+                                "@@ -1,2 +1,2 @@\n"
+                                " first\n"
+                                "-no such line\n"
+                                "+x\n";
+    static const char malformed[] = "diff --git a/notes.txt b/notes.txt\n"
+                                    "--- a/notes.txt\n"
+                                    "+++ b/notes.txt\n"
+                                    "@@ -1,5 +1,5 @@\n"
+                                    " first\n";
+    struct env e = setup();
+    sbx_job *j;
+    json_t *r, *p;
+    const char *msg;
+
+    ok_s(sbx_sandbox_write_file(e.s, "/vercel/sandbox/notes.txt", (const uint8_t *)"first\nsecond\n", 13, 0644), e.s);
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", stale), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    r = result(j);
+    msg = jstr(r, "message");
+    ck_assert_msg(strstr(msg, "notes.txt") && strstr(msg, "hunk @@ -1,2 +1,2 @@"),
+                  "the message names the file and the hunk: %s", msg);
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* Malformed (the hunk is cut short): failed, and no command ran. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", malformed), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    r = result(j);
+    ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 0);
+    ck_assert_msg(strstr(jstr(r, "message"), "malformed patch: invalid patch hunk"), "the message says why: %s",
+                  jstr(r, "message"));
+    ck_assert_ptr_null(json_object_get(json_object_get(r, "outputs"), "patch"));
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* Applied: the patch's id (git patch-id --stable) and diffstat. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", patch), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    r = result(j);
+    p = json_object_get(json_object_get(r, "outputs"), "patch");
+    ck_assert_str_eq(jstr(p, "patchId"), "86c09d257901e02c9eb160dc7cf7b765250719aa");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "files")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "additions")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "deletions")), 1);
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(p, "files"), 0), "path"), "notes.txt");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
 /* A script job learns the package manager from the lockfile; artifacts
  * are read back, redacted and capped. */
 START_TEST(test_client_job_script_and_artifacts)
@@ -969,6 +1045,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_soft_timeout_keeps_output);
     tcase_add_test(tc, test_client_job_cancel);
     tcase_add_test(tc, test_client_job_apply_patch);
+    tcase_add_test(tc, test_client_job_apply_patch_failures);
     tcase_add_test(tc, test_client_job_script_and_artifacts);
     tcase_add_test(tc, test_client_job_json_request);
     tcase_add_test(tc, test_client_job_run_order_and_sandbox);
