@@ -238,10 +238,13 @@ START_TEST(test_client_job_soft_timeout_keeps_output)
 {
     struct env e = setup();
     sbx_job *j = sh_job(&e, "trap 'echo got-term; exit 143' TERM; echo started; sleep 30 & wait");
+    sbx_transcript *t = sbx_transcript_new();
+    char *tj = NULL;
     json_t *r;
     int64_t t0 = mono_ms();
 
     ok_j(sbx_job_set_timeout_ms(j, 1500), j);
+    ok_j(sbx_job_set_transcript(j, t), j);
     ok_j(sbx_job_run(j, e.s), j);
     ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_TIMED_OUT);
     ck_assert_int_eq(sbx_job_retryable(j), 1);
@@ -252,6 +255,16 @@ START_TEST(test_client_job_soft_timeout_keeps_output)
     ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "got-term"));
     ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "steps"), 0), "outcome"), "timeout");
     json_decref(r);
+    /* The transcript keeps that output too, before and after SIGTERM. */
+    ck_assert_int_eq(sbx_transcript_finish(t, sbx_job_verdict(j)), SBX_OK);
+    ck_assert_int_eq(sbx_transcript_step_to_json(t, 1, &tj), SBX_OK);
+    r = json_loads(tj, 0, NULL);
+    ck_assert_str_eq(jstr(r, "reason"), "timeout");
+    ck_assert_str_eq(jstr(json_object_get(json_object_get(r, "output"), "stdout"), "head"), "started\ngot-term\n");
+    json_decref(r);
+    sbx_free(tj);
+    ck_assert_int_eq(sbx_transcript_verify(t, NULL), SBX_OK);
+    sbx_transcript_free(t);
     sbx_job_free(j);
 
     /* A program that ignores SIGTERM gets SIGKILL after the grace. */
@@ -469,6 +482,41 @@ START_TEST(test_client_job_script_and_artifacts)
     ck_assert(json_is_false(json_object_get(json_array_get(a, 1), "found")));
     /* detect (ls) and the script */
     ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 2);
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* An artifact longer than artifact_max_bytes is cut there and marked
+ * truncated (its read is stopped, even across many chunks); one of
+ * exactly that size is whole. */
+START_TEST(test_client_job_artifact_truncated)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "head -c 300000 /dev/zero | tr '\\0' a > big.txt; printf 0123456789abcdef > exact.txt; "
+                            "printf short > small.txt");
+    json_t *r, *a;
+    static const char *const names[] = {"big.txt", "exact.txt", "small.txt"};
+    static const char *const content[] = {"aaaaaaaaaaaaaaaa", "0123456789abcdef", "short"};
+    static const int truncated[] = {1, 0, 0};
+
+    ok_j(sbx_job_set_option(j, "artifact_max_bytes", "16"), j);
+    for (size_t i = 0; i < 3; i++)
+        ok_j(sbx_job_add_artifact(j, names[i]), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    r = result(j);
+    a = json_object_get(r, "artifacts");
+    ck_assert_int_eq(json_array_size(a), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *f = json_array_get(a, i);
+        ck_assert(json_is_true(json_object_get(f, "found")));
+        ck_assert_str_eq(jstr(f, "content"), content[i]);
+        ck_assert_int_eq(json_integer_value(json_object_get(f, "size")), (json_int_t)strlen(content[i]));
+        ck_assert_msg(json_is_true(json_object_get(f, "truncated")) == truncated[i], "%s: truncated should be %d",
+                      names[i], truncated[i]);
+    }
     json_decref(r);
     sbx_job_free(j);
     teardown(&e);
@@ -1047,6 +1095,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_apply_patch);
     tcase_add_test(tc, test_client_job_apply_patch_failures);
     tcase_add_test(tc, test_client_job_script_and_artifacts);
+    tcase_add_test(tc, test_client_job_artifact_truncated);
     tcase_add_test(tc, test_client_job_json_request);
     tcase_add_test(tc, test_client_job_run_order_and_sandbox);
     tcase_add_test(tc, test_client_job_run_budgets);
