@@ -202,6 +202,22 @@ run 125 "--repo that cannot be fetched: exit 125" -- verify --repo "file://$dir/
 grep -q "cannot fetch" "$dir/err" && ok "the fetch failure is named" || not_ok "fetch message" "$(cat "$dir/err")"
 run 4 "--repo: a patch checked against the fetched commit" -- verify --repo "$dir/src.git" --patch "$dir/stale.patch"
 run 2 "--repo: no such --ref" -- verify --repo "$dir/src.git" --ref no-such-branch
+# A token is never part of the URL: --token-env names the variable that
+# holds it. Refused before anything is fetched or opened.
+SBXRUN_ENDPOINT=$nowhere run 2 "--repo with user:password@: exit 2" -- verify \
+  --repo "https://u:pw-never-shown@git.example.com/r.git"
+grep -qF -- "--token-env NAME" "$dir/err" && ! grep -q "pw-never-shown" "$dir/err" &&
+  ok "it says how to give the token, and does not repeat the password" || not_ok "userinfo message" "$(cat "$dir/err")"
+SBXRUN_ENDPOINT=$nowhere run 2 "--repo https://TOKEN@host: exit 2" -- verify --repo "https://ghp_0123456789@git.example.com/r.git"
+! grep -q "ghp_0123456789" "$dir/err" && ok "the token in the URL is not repeated" || not_ok "token shown" "$(cat "$dir/err")"
+run 2 "--token-env without --repo: exit 2" -- verify "$demo" --token-env HOME
+grep -q -- "--token-env is for --repo" "$dir/err" && ok "--token-env without --repo: why" || not_ok "message" "$(cat "$dir/err")"
+run 2 "--token-env of a variable sbxrun does not have: exit 2" -- verify --repo "https://git.example.com/r.git" \
+  --token-env SBX_NO_SUCH_VARIABLE
+SBX_TEST_REPO_TOKEN=tok-0123456789abcdef SBXRUN_ENDPOINT=$nowhere run 2 "--token-env with a --repo that is not http(s): exit 2" \
+  -- verify --repo "$dir/src.git" --token-env SBX_TEST_REPO_TOKEN
+grep -q "must be an http:// or https:// URL" "$dir/err" && ! grep -q "tok-0123456789abcdef" "$dir/err" &&
+  ok "--token-env: the URL's scheme, said before the fetch" || not_ok "message" "$(cat "$dir/err")"
 # A local repository is fetched here, but the sandbox's clone of a host
 # path is refused by the command policy before any sandbox is made.
 run 3 "--repo: a host path the sandbox may not clone" -- verify --repo "$dir/src.git" --json

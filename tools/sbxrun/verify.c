@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@
 #define SPIN_MS 100
 
 static const char usage_text[] =
-    "usage: sbxrun verify [DIR] [--patch FILE]... [--base REV] [--repo URL [--ref REF]]\n"
+    "usage: sbxrun verify [DIR] [--patch FILE]... [--base REV]\n"
+    "                     [--repo URL [--ref REF] [--token-env NAME]]\n"
     "                     [--install CMD | --no-install] [--lint CMD] [--typecheck CMD]\n"
     "                     [--test CMD] [--build CMD] [--timeout DURATION]\n"
     "                     [--transcript FILE] [--json] [--verbose] [options]\n"
@@ -47,6 +49,9 @@ static const char usage_text[] =
     "                      libgit2 and cloned in the sandbox; DIR is then a\n"
     "                      directory inside it\n"
     "  --ref REF           the branch, tag or commit of --repo [its HEAD]\n"
+    "  --token-env NAME    the git host's token for --repo, read from the\n"
+    "                      environment variable NAME: the fetch here and the\n"
+    "                      sandbox's clone use it (never a URL's user:password@)\n"
     "  --install CMD       the install step's command, run as given instead\n"
     "                      of the lockfile's install (pass it --ignore-scripts)\n"
     "  --no-install        no install step\n"
@@ -73,7 +78,7 @@ static const char usage_text[] =
 
 enum {
     O_PATCH = 1, O_BASE, O_REPO, O_REF, O_INSTALL, O_NO_INSTALL, O_LINT, O_TYPECHECK, O_TEST, O_BUILD, O_TIMEOUT,
-    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY, O_ENV
+    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY, O_ENV, O_TOKEN_ENV
 };
 
 #define MAX_ENV 64
@@ -274,14 +279,15 @@ static sbx_job *add_step(sbx_run *run, const char *type, const char *cmd, const 
 /* The run's jobs from the workspace and the options; their names in
  * run order into names. Returns 0 or an exit code (err says why). */
 static int plan(sbx_run *run, const struct workspace *w, const struct steps *st, const char *repo_url,
-                const char *dir, const char **names, char *err, size_t errlen)
+                const char *token, const char *dir, const char **names, char *err, size_t errlen)
 {
     sbx_job *job;
     size_t n = 0;
     if (repo_url) {
         if (sbx_run_add_job(run, "repo.clone", &job) != SBX_OK || sbx_job_set_input(job, "url", repo_url) != SBX_OK ||
             sbx_job_set_input(job, "ref", w->commit) != SBX_OK ||
-            sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
+            sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK ||
+            (token && sbx_job_set_input(job, "token", token) != SBX_OK)) {
             snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));
             return SBXRUN_EXIT_USAGE;
         }
@@ -477,7 +483,8 @@ int cmd_verify(int argc, char **argv)
         {"verbose", no_argument, NULL, O_VERBOSE},         {"help", no_argument, NULL, O_HELP},
         {"allow-scripts", no_argument, NULL, O_ALLOW_SCRIPTS}, {"keep-going", no_argument, NULL, O_KEEP_GOING},
         {"runtime", required_argument, NULL, O_RUNTIME},   {"registry", required_argument, NULL, O_REGISTRY},
-        {"env", required_argument, NULL, O_ENV},           REMOTE_LONGOPTS,
+        {"env", required_argument, NULL, O_ENV},           {"token-env", required_argument, NULL, O_TOKEN_ENV},
+        REMOTE_LONGOPTS,
         {NULL, 0, NULL, 0}};
     struct remote_opts o = remote_defaults;
     struct remote r = {0};
@@ -485,7 +492,7 @@ int cmd_verify(int argc, char **argv)
     struct workspace w = {0};
     struct view v = {0};
     const char *patches[MAX_PATCHES], *base = NULL, *repo = NULL, *ref = NULL, *transcript = NULL, *dir = ".";
-    const char *runtime = NULL, *names[MAX_PATCHES + 8], *envs[MAX_ENV];
+    const char *runtime = NULL, *names[MAX_PATCHES + 8], *envs[MAX_ENV], *token_env = NULL, *token = NULL;
     size_t nenv = 0;
     size_t npatches = 0;
     int64_t timeout = 30 * 60000;
@@ -511,6 +518,7 @@ int cmd_verify(int argc, char **argv)
         case O_BASE: base = optarg; break;
         case O_REPO: repo = optarg; break;
         case O_REF: ref = optarg; break;
+        case O_TOKEN_ENV: token_env = optarg; break;
         case O_INSTALL: st.install_cmd = optarg; break;
         case O_NO_INSTALL: st.no_install = true; break;
         case O_LINT: st.cmd[0] = optarg; break;
@@ -549,6 +557,22 @@ int cmd_verify(int argc, char **argv)
         return cli_usage_error("verify", "--ref is for --repo (for DIR's repository, use --base)");
     if (base && repo)
         return cli_usage_error("verify", "--base is for DIR's repository (for --repo, use --ref)");
+    if (token_env && !repo)
+        return cli_usage_error("verify", "--token-env is for --repo (the git host's token)");
+    /* A URL's credentials would be kept and shown wherever the URL is (the
+     * transcript, the result, the clone's argv in the sandbox). */
+    if (repo && ws_url_has_credentials(repo))
+        return cli_usage_error("verify", "--repo: a URL with credentials in it (user:password@ or TOKEN@) is refused; "
+                               "give the URL without them and the token in an environment variable, named with "
+                               "--token-env NAME");
+    if (token_env && (!(token = getenv(token_env)) || !*token))
+        return cli_usage_error("verify", "--token-env %s: no such variable in sbxrun's environment, or it is empty",
+                               token_env);
+    /* The clone job sends the token as an HTTP header: said before the
+     * fetch, as the library would say it after. */
+    if (token && strncasecmp(repo, "http://", 7) != 0 && strncasecmp(repo, "https://", 8) != 0)
+        return cli_usage_error("verify", "--token-env: the token is sent as an HTTP header: --repo must be an "
+                               "http:// or https:// URL");
     v.json = o.json;
     v.tty = cli_live_view(2) && !o.json;
     v.color = cli_color();
@@ -557,8 +581,8 @@ int cmd_verify(int argc, char **argv)
     v.t0 = cli_mono_ms();
 
     /* 1. The workspace, on this machine: nothing of it runs here. */
-    if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, patches, npatches, err,
-                         sizeof err)) != 0)
+    if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, token, patches, npatches,
+                         err, sizeof err)) != 0)
         goto report;
     if (!o.json)
         fprintf(stderr, "sbxrun verify: %s%s%s at %.12s%s%s\n", repo ? repo : w.root, w.subdir[0] ? "/" : "",
@@ -584,7 +608,7 @@ int cmd_verify(int argc, char **argv)
         snprintf(sandbox_dir, sizeof sandbox_dir, "/vercel/sandbox/repo/%s", w.subdir);
     else
         snprintf(sandbox_dir, sizeof sandbox_dir, "%s", repo ? "/vercel/sandbox/repo" : "/vercel/sandbox");
-    if ((rc = plan(run, &w, &st, repo, sandbox_dir, names, err, sizeof err)) != 0)
+    if ((rc = plan(run, &w, &st, repo, token, sandbox_dir, names, err, sizeof err)) != 0)
         goto report;
     if (!repo && (s = sbx_run_add_upload(run, w.tree, "/vercel/sandbox")) != SBX_OK) {
         snprintf(err, sizeof err, "%s", sbx_run_last_error(run));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,20 +114,57 @@ static int resolve(struct workspace *w, const char *rev, char *err, size_t errle
     return rc;
 }
 
+bool ws_url_has_credentials(const char *url)
+{
+    const char *p = strstr(url, "://"), *end, *at;
+    bool http;
+    if (!p)
+        return false; /* scp-like (git@host:path): a user name only */
+    http = (p - url == 4 && !strncasecmp(url, "http", 4)) || (p - url == 5 && !strncasecmp(url, "https", 5));
+    p += 3;
+    end = p + strcspn(p, "/?#");
+    if (!(at = memrchr(p, '@', (size_t)(end - p))))
+        return false;
+    return http || memchr(p, ':', (size_t)(at - p)) != NULL;
+}
+
+struct fetch_auth {
+    const char *token;
+    bool tried;
+};
+
+/* The token as the sandbox's clone gives it; asked again, the host
+ * refused it: no more tries (libgit2 would ask forever). */
+static int credentials(git_credential **out, const char *url, const char *user, unsigned int allowed, void *payload)
+{
+    struct fetch_auth *a = payload;
+    (void)url;
+    (void)user;
+    if (!a->token || a->tried || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
+        return GIT_PASSTHROUGH;
+    a->tried = true;
+    return git_credential_userpass_plaintext_new(out, "x-access-token", a->token);
+}
+
 /* --repo: fetch the repository into tmpdir (bare: nothing is checked out,
  * no hook or filter of it runs), and take ref's commit. */
-static int fetch_repo(struct workspace *w, const char *url, const char *ref, const char *dir, char *err, size_t errlen)
+static int fetch_repo(struct workspace *w, const char *url, const char *ref, const char *dir, const char *token,
+                      char *err, size_t errlen)
 {
     git_clone_options o;
     git_repository *repo = NULL;
+    struct fetch_auth auth = {token, false};
     char path[PATH_MAX];
     int rc;
     git_clone_options_init(&o, GIT_CLONE_OPTIONS_VERSION);
     snprintf(path, sizeof path, "%s/base.git", w->tmpdir);
     o.bare = 1;
     o.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
+    o.fetch_opts.callbacks.credentials = credentials;
+    o.fetch_opts.callbacks.payload = &auth;
     if (git_clone(&repo, url, path, &o) < 0)
-        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot fetch %s: %s", url, git_msg());
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot fetch %s: %s%s", url, git_msg(),
+                    auth.tried ? " (with the token of --token-env)" : "");
     git_repository_free(repo);
     if (!(w->root = strdup(path)) || !(w->subdir = strdup(dir ? dir : "")))
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
@@ -360,7 +398,7 @@ bool ws_has_dependencies(const struct workspace *w)
 }
 
 int ws_prepare(struct workspace *w, const char *dir, const char *base, const char *repo_url, const char *ref,
-               const char *const *patches, size_t npatches, char *err, size_t errlen)
+               const char *token, const char *const *patches, size_t npatches, char *err, size_t errlen)
 {
     char tmpl[] = "/tmp/sbxrun-verify-XXXXXX", *spec = NULL;
     sbx_patch *p = NULL;
@@ -374,7 +412,7 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
         goto out;
     }
-    rc = repo_url ? fetch_repo(w, repo_url, ref, dir, err, errlen) : find_repo(w, dir, err, errlen);
+    rc = repo_url ? fetch_repo(w, repo_url, ref, dir, token, err, errlen) : find_repo(w, dir, err, errlen);
     if (!rc && !repo_url)
         rc = resolve(w, base ? base : "HEAD", err, errlen);
     if (rc)
