@@ -411,6 +411,16 @@ static void warn_left_out(const struct workspace *w)
     fputs(n > w->nleft_out ? ", ...\n" : "\n", stderr);
 }
 
+/* The same, for the --json result. */
+static json_t *left_out_json(const struct workspace *w)
+{
+    json_t *ex = json_array();
+    for (size_t i = 0; ex && i < w->nleft_out; i++)
+        json_array_append_new(ex, json_string(w->left_out[i]));
+    return json_pack("{s:I,s:I,s:o}", "symlinks", (json_int_t)w->nsymlinks, "submodules", (json_int_t)w->nsubmodules,
+                     "examples", ex);
+}
+
 /* What was verified, in the transcript's header beside the run's own
  * inputs: the repository (--repo), the base commit and, in the order
  * applied, each patch's id (comma-separated; "" for a patch git gives no
@@ -438,16 +448,6 @@ static sbx_status record_inputs(sbx_transcript *t, const struct workspace *w, co
     st = sbx_transcript_set_input(t, "patchIds", ids);
     free(ids);
     return st;
-}
-
-/* The same for the --json result. */
-static json_t *left_out_json(const struct workspace *w)
-{
-    json_t *ex = json_array();
-    for (size_t i = 0; ex && i < w->nleft_out; i++)
-        json_array_append_new(ex, json_string(w->left_out[i]));
-    return json_pack("{s:I,s:I,s:o}", "symlinks", (json_int_t)w->nsymlinks, "submodules", (json_int_t)w->nsubmodules,
-                     "examples", ex);
 }
 
 /* --env NAME=VALUE or NAME (sbxrun's own value) for every job: 0 or an
