@@ -162,6 +162,10 @@ sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len)
 /* The policy's verdict on the steps of the job that are known before it
  * runs: SBX_OK, SBX_E_POLICY_DENIED (msg says which step and why). */
 sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap);
+/* The job's command policy summary and network policy (header values
+ * left out), as its transcript records them; json null for one the job's
+ * options turn off. New references: SBX_OK or SBX_E_NOMEM. */
+sbx_status sbx__job_policy_summaries(sbx_job *job, json_t **policy, json_t **netpolicy);
 sbx_status sbx__job_add_step(sbx_job *job, const char *name, enum sbx__jstep_kind kind, const char *cwd,
                              size_t argc, const char *const *argv);
 

@@ -22,6 +22,8 @@
 #include "client/command_int.h"
 #include "client/sandbox_int.h"
 #include "job/job_int.h"
+#include "policy/netpolicy_sdk.h"
+#include "policy/policy_share.h"
 #include "redact/redact_int.h"
 #include "util/clock.h"
 
@@ -146,6 +148,34 @@ static void tr_took(struct jrun *jr, sbx_status st)
         jr->lost = true;
 }
 
+/* A policy's summary (v) set in t by set; nothing for null. */
+static sbx_status tr_json(sbx_transcript *t, sbx_status (*set)(sbx_transcript *, const char *), const json_t *v)
+{
+    char *text;
+    sbx_status st;
+    if (json_is_null(v))
+        return SBX_OK;
+    if (!(text = json_dumps(v, JSON_COMPACT)))
+        return SBX_E_NOMEM;
+    st = set(t, text);
+    free(text);
+    return st;
+}
+
+/* The policies the job runs under, in its header. */
+static void tr_policies(struct jrun *jr, sbx_transcript *t)
+{
+    json_t *pol, *np;
+    if (sbx__job_policy_summaries(jr->job, &pol, &np) != SBX_OK) {
+        jr->lost = true;
+        return;
+    }
+    tr_took(jr, tr_json(t, sbx_transcript_set_policy_json, pol));
+    tr_took(jr, tr_json(t, sbx_transcript_set_netpolicy_json, np));
+    json_decref(pol);
+    json_decref(np);
+}
+
 static void tr_header(struct jrun *jr)
 {
     sbx_job *job = jr->job;
@@ -163,6 +193,7 @@ static void tr_header(struct jrun *jr)
             tr_took(jr, sbx_transcript_set_input(t, key, eq + 1));
     }
     tr_took(jr, sbx_transcript_set_endpoint(t, job->core->endpoint));
+    tr_policies(jr, t);
     if (sbx_sandbox_id(jr->sbx))
         tr_took(jr, sbx_transcript_set_sandbox_id(t, sbx_sandbox_id(jr->sbx)));
 }
@@ -359,6 +390,87 @@ static char *sbx__strdup_printf_step(const char *name, int code)
     return sbx__strdup(msg);
 }
 
+/* The line of text that starts with prefix, from p to end; its rest
+ * (after prefix) and length, or NULL. */
+static const char *line_after(const char *p, const char *end, const char *prefix, size_t *len)
+{
+    size_t pl = strlen(prefix);
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
+        if ((size_t)(e - p) >= pl && memcmp(p, prefix, pl) == 0) {
+            *len = (size_t)(e - p) - pl;
+            return p + pl;
+        }
+        p = e + 1;
+    }
+    return NULL;
+}
+
+/* Whether a ---/+++ line's path (after "a/" or "b/", up to a tab) is
+ * file. */
+static bool header_names(const char *p, size_t n, const char *file, size_t fl)
+{
+    const char *slash = memchr(p, '/', n), *tab;
+    if (!slash)
+        return false;
+    n -= (size_t)(slash + 1 - p);
+    p = slash + 1;
+    if ((tab = memchr(p, '\t', n)))
+        n = (size_t)(tab - p);
+    return n == fl && memcmp(p, file, fl) == 0;
+}
+
+/* Why git apply refused the patch of repo.applyPatch, from what it printed
+ * ("error: patch failed: FILE:LINE", LINE the hunk's old start): the file
+ * and the hunk, by its header in the patch, as sbx_patch names them; else
+ * git's own first error; else the exit code. */
+static char *apply_failure(const sbx_job *job, int code)
+{
+    /* Both NUL-terminated, so strtol stops in them. */
+    const char *err = job->tails[1].data, *eend = err ? err + job->tails[1].len : NULL;
+    const char *pt = (const char *)job->patch_data, *pend = pt ? pt + job->patch_len : NULL, *at, *colon;
+    char msg[1024], file[512];
+    size_t n, fl;
+    long line;
+    bool ours;
+    if (!err || !(at = line_after(err, eend, "error: patch failed: ", &n))) {
+        if (err && (at = line_after(err, eend, "error: ", &n))) {
+            snprintf(msg, sizeof msg, "the patch does not apply: %.*s (git apply exited with code %d)", (int)n, at,
+                     code);
+            return sbx__strdup(msg);
+        }
+        return sbx__strdup_printf_step("apply", code);
+    }
+    for (colon = at + n; colon > at && colon[-1] != ':'; colon--)
+        ;
+    fl = colon > at ? (size_t)(colon - 1 - at) : 0;
+    line = colon > at ? strtol(colon, NULL, 10) : -1;
+    snprintf(file, sizeof file, "%.*s", (int)fl, at);
+    /* The hunk of that file starting at that line of the old text; ours:
+     * the file's old (---) or new (+++) name is FILE. */
+    ours = false;
+    for (const char *p = pt; pt && p < pend;) {
+        const char *nl = memchr(p, '\n', (size_t)(pend - p)), *e = nl ? nl : pend;
+        size_t ll = (size_t)(e - p);
+        if (ll > 4 && !memcmp(p, "--- ", 4))
+            ours = header_names(p + 4, ll - 4, file, fl);
+        else if (ll > 4 && !memcmp(p, "+++ ", 4))
+            ours = ours || header_names(p + 4, ll - 4, file, fl);
+        else if (ours && ll > 4 && !memcmp(p, "@@ -", 4) && strtol(p + 4, NULL, 10) == line) {
+            const char *close = ll > 7 ? memmem(p + 3, ll - 3, " @@", 3) : NULL;
+            size_t hl = close ? (size_t)(close + 3 - p) : ll;
+            snprintf(msg, sizeof msg,
+                     "the patch does not apply: %s: hunk %.*s: its context and removed lines are not in the file "
+                     "(git apply exited with code %d)",
+                     file, (int)hl, p, code);
+            return sbx__strdup(msg);
+        }
+        p = e + 1;
+    }
+    snprintf(msg, sizeof msg, "the patch does not apply: %.*s (git apply exited with code %d)", (int)n, at, code);
+    return sbx__strdup(msg);
+}
+
 static void tail_add(sbx__buf *b, size_t cap, const uint8_t *d, size_t n)
 {
     if (cap == 0)
@@ -468,7 +580,8 @@ static void step_done(sbx_op *op, void *arg)
                  * now; the artifacts are read, then the job ends. */
                 jr->failed = true;
                 sbx__free(job->message);
-                job->message = sbx__strdup_printf_step(s->name, s->exit_code);
+                job->message = job->type == J_APPLY ? apply_failure(job, s->exit_code)
+                                                    : sbx__strdup_printf_step(s->name, s->exit_code);
                 jr->phase = PH_ARTIFACTS;
             }
             break;
@@ -646,18 +759,16 @@ static int artifact_data(const uint8_t *data, size_t len, void *user)
     return a->truncated; /* enough: stop reading */
 }
 
-static sbx_status start_netpolicy(struct jrun *jr, bool *started)
+/* The network policy of the job: its type's preset, with the token of
+ * repo.clone as a header for the git host. The message is on the job. */
+static sbx_status job_netpolicy(sbx_job *job, char **json)
 {
-    sbx_job *job = jr->job;
     const char *keys[2], *vals[2], *v;
     size_t n = 0;
     sbx_netpolicy *np;
-    char *json = NULL, host[256];
-    sbx_op *op = NULL;
+    char host[256];
     sbx_status st;
-    *started = false;
-    if (!job->opt_netpolicy)
-        return SBX_OK;
+    *json = NULL;
     if (job->type == J_CLONE) {
         keys[n] = "url", vals[n++] = sbx__job_input(job, "url");
     } else if (job->type == J_INSTALL && (v = sbx__job_input(job, "registry"))) {
@@ -682,14 +793,25 @@ static sbx_status start_netpolicy(struct jrun *jr, bool *started)
             sbx__free_secret(auth);
     }
     if (st == SBX_OK)
-        st = sbx_netpolicy_to_json(np, &json);
-    if (st != SBX_OK) {
+        st = sbx_netpolicy_to_json(np, json);
+    if (st != SBX_OK)
         st = sbx__err_set(&job->err, st, "the network preset of %s: %s", sbx__job_type_str(job->type),
                           sbx_netpolicy_last_error(np));
-        sbx_netpolicy_free(np);
-        return st;
-    }
     sbx_netpolicy_free(np);
+    return st;
+}
+
+static sbx_status start_netpolicy(struct jrun *jr, bool *started)
+{
+    sbx_job *job = jr->job;
+    char *json = NULL;
+    sbx_op *op = NULL;
+    sbx_status st;
+    *started = false;
+    if (!job->opt_netpolicy)
+        return SBX_OK;
+    if ((st = job_netpolicy(job, &json)) != SBX_OK)
+        return st;
     st = sbx_sandbox_update_network_policy_start(jr->sbx, json, &op);
     sbx__free_secret(json);
     if (st != SBX_OK)
@@ -697,6 +819,60 @@ static sbx_status start_netpolicy(struct jrun *jr, bool *started)
     jr->child = op;
     *started = true;
     sbx__op_adopt(op, child_done, jr);
+    return SBX_OK;
+}
+
+/* A network policy's JSON as a transcript records it: each header's
+ * value left out and its name kept, as a server echoes them. text is
+ * wiped and freed. NULL when out of memory. */
+static json_t *without_header_values(char *text)
+{
+    json_t *np = json_loads(text, 0, NULL), *rules = json_object_get(np, "injectionRules"), *r, *v;
+    bool ok = np != NULL;
+    const char *k;
+    size_t i;
+    sbx__free_secret(text);
+    json_array_foreach(rules, i, r) {
+        json_t *names = json_array();
+        ok = ok && names;
+        json_object_foreach(json_object_get(r, "headers"), k, v)
+            ok = ok && json_array_append_new(names, json_string(k)) == 0;
+        ok = json_object_set_new(r, "headerNames", names) == 0 && ok;
+    }
+    sbx__netpolicy_wipe(np);
+    json_array_foreach(rules, i, r)
+        json_object_del(r, "headers");
+    if (!ok) {
+        json_decref(np);
+        return NULL;
+    }
+    return np;
+}
+
+sbx_status sbx__job_policy_summaries(sbx_job *job, json_t **policy, json_t **netpolicy)
+{
+    sbx_policy *def = NULL;
+    const sbx_policy *p = job->policy;
+    char *text = NULL;
+    sbx_status st;
+    *policy = *netpolicy = NULL;
+    if (!job->opt_policy)
+        *policy = json_null();
+    else if (p || (p = def = sbx_policy_new()))
+        *policy = sbx__policy_summary(p, sbx__job_type_str(job->type));
+    sbx_policy_free(def);
+    if (!job->opt_netpolicy)
+        *netpolicy = json_null();
+    else if ((st = job_netpolicy(job, &text)) == SBX_OK)
+        *netpolicy = without_header_values(text);
+    else if (st != SBX_E_NOMEM)
+        *netpolicy = json_null(); /* no preset without its input: the run says so */
+    if (!*policy || !*netpolicy) {
+        json_decref(*policy);
+        json_decref(*netpolicy);
+        *policy = *netpolicy = NULL;
+        return SBX_E_NOMEM;
+    }
     return SBX_OK;
 }
 

@@ -637,6 +637,36 @@ static sbx_status share_secrets(sbx_run *run)
     return SBX_OK;
 }
 
+/* The policies each job runs under, in the header of the run's
+ * transcript: {"jobs": [one per job, in run order]}, as a job's own
+ * transcript records its one (null where its option turns it off). */
+static sbx_status tr_policies(sbx_run *run)
+{
+    static sbx_status (*const set[2])(sbx_transcript *, const char *) = {sbx_transcript_set_policy_json,
+                                                                          sbx_transcript_set_netpolicy_json};
+    json_t *all[2] = {json_array(), json_array()};
+    sbx_status st = all[0] && all[1] ? SBX_OK : SBX_E_NOMEM;
+    for (size_t i = 0; i < run->njobs && st == SBX_OK; i++) {
+        json_t *one[2];
+        if ((st = sbx__job_policy_summaries(run->jobs[i].job, &one[0], &one[1])) != SBX_OK)
+            break;
+        for (size_t k = 0; k < 2; k++) /* each reference taken, even by a failed append */
+            if (json_array_append_new(all[k], one[k]) != 0)
+                st = SBX_E_NOMEM;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        if (st == SBX_OK) {
+            json_t *doc = json_pack("{s:O}", "jobs", all[k]);
+            char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+            st = text ? set[k](run->tr, text) : SBX_E_NOMEM;
+            free(text);
+            json_decref(doc);
+        }
+        json_decref(all[k]);
+    }
+    return st;
+}
+
 sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
 {
     sbx_op *op;
@@ -674,6 +704,8 @@ sbx_status sbx_run_execute_start(sbx_run *run, sbx_op **out)
             st = sbx_transcript_set_input(run->tr, "jobs", types.data);
         if (st == SBX_OK)
             st = sbx_transcript_set_endpoint(run->tr, run->core->endpoint);
+        if (st == SBX_OK)
+            st = tr_policies(run);
         sbx__buf_free(&types);
         if (st == SBX_E_NOMEM)
             return sbx__err_nomem(&run->err);

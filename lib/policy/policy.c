@@ -946,3 +946,47 @@ sbx_policy *sbx__policy_copy(const sbx_policy *p)
         }
     return q;
 }
+
+/* l's strings not already in a, appended to a: -1 when out of memory. */
+static int add_unique(json_t *a, const sbx__strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        size_t k;
+        json_t *v;
+        bool seen = false;
+        json_array_foreach(a, k, v)
+            seen = seen || strcmp(json_string_value(v), l->v[i]) == 0;
+        if (!seen && json_array_append_new(a, json_string(l->v[i])) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+json_t *sbx__policy_summary(const sbx_policy *p, const char *job_type)
+{
+    int j = job_type ? sbx__job_type_index(job_type) : -1;
+    const struct scope *b, *t;
+    json_t *doc, *allow, *progs, *pkgs, *deny;
+    if (!p || j < 0)
+        return NULL;
+    b = &p->s[0];
+    t = &p->s[1 + j];
+    doc = json_pack("{s:i,s:s}", "version", 1, "extends", "none");
+    allow = json_object();
+    progs = json_array();
+    pkgs = json_array();
+    deny = json_array();
+    if (!doc || !allow || !progs || !pkgs || !deny || add_unique(progs, &b->allow) || add_unique(progs, &t->allow) ||
+        add_unique(pkgs, &b->packages) || add_unique(pkgs, &t->packages) || add_unique(deny, &b->deny) ||
+        add_unique(deny, &t->deny) || json_object_set(allow, "programs", progs) ||
+        (json_array_size(pkgs) && json_object_set(allow, "packages", pkgs)) || json_object_set(doc, "allow", allow) ||
+        (json_array_size(deny) && json_object_set_new(doc, "deny", json_pack("{s:O}", "programs", deny)))) {
+        json_decref(doc);
+        doc = NULL;
+    }
+    json_decref(allow);
+    json_decref(progs);
+    json_decref(pkgs);
+    json_decref(deny);
+    return doc;
+}

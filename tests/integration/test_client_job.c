@@ -209,6 +209,22 @@ START_TEST(test_client_job_env_values_redacted)
     ck_assert_ptr_null(strstr(tj, quiet));
     ck_assert_ptr_nonnull(strstr(tj, "\"GH\""));
     sbx_free(tj);
+    /* The header has the policies the job ran under: its command policy
+     * for its type (sh allowed), and verify.test's preset. */
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, &tj), SBX_OK);
+    {
+        json_t *h = json_loads(tj, 0, NULL), *job = json_object_get(h, "job");
+        json_t *progs = json_object_get(json_object_get(json_object_get(job, "policy"), "allow"), "programs");
+        int sh = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(progs, i, v)
+            sh = sh || strcmp(json_string_value(v), "sh") == 0;
+        ck_assert_msg(sh, "the policy summary allows sh: %s", tj);
+        ck_assert_str_eq(jstr(json_object_get(job, "netpolicy"), "mode"), "deny-all");
+        json_decref(h);
+    }
+    sbx_free(tj);
     ck_assert_int_eq(sbx_transcript_verify(t, NULL), SBX_OK);
     sbx_transcript_free(t);
     sbx_job_free(j);
@@ -222,10 +238,13 @@ START_TEST(test_client_job_soft_timeout_keeps_output)
 {
     struct env e = setup();
     sbx_job *j = sh_job(&e, "trap 'echo got-term; exit 143' TERM; echo started; sleep 30 & wait");
+    sbx_transcript *t = sbx_transcript_new();
+    char *tj = NULL;
     json_t *r;
     int64_t t0 = mono_ms();
 
     ok_j(sbx_job_set_timeout_ms(j, 1500), j);
+    ok_j(sbx_job_set_transcript(j, t), j);
     ok_j(sbx_job_run(j, e.s), j);
     ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_TIMED_OUT);
     ck_assert_int_eq(sbx_job_retryable(j), 1);
@@ -236,6 +255,16 @@ START_TEST(test_client_job_soft_timeout_keeps_output)
     ck_assert_ptr_nonnull(strstr(jstr(r, "stdoutTail"), "got-term"));
     ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "steps"), 0), "outcome"), "timeout");
     json_decref(r);
+    /* The transcript keeps that output too, before and after SIGTERM. */
+    ck_assert_int_eq(sbx_transcript_finish(t, sbx_job_verdict(j)), SBX_OK);
+    ck_assert_int_eq(sbx_transcript_step_to_json(t, 1, &tj), SBX_OK);
+    r = json_loads(tj, 0, NULL);
+    ck_assert_str_eq(jstr(r, "reason"), "timeout");
+    ck_assert_str_eq(jstr(json_object_get(json_object_get(r, "output"), "stdout"), "head"), "started\ngot-term\n");
+    json_decref(r);
+    sbx_free(tj);
+    ck_assert_int_eq(sbx_transcript_verify(t, NULL), SBX_OK);
+    sbx_transcript_free(t);
     sbx_job_free(j);
 
     /* A program that ignores SIGTERM gets SIGKILL after the grace. */
@@ -343,6 +372,82 @@ START_TEST(test_client_job_apply_patch)
 }
 END_TEST
 
+/* repo.applyPatch that cannot be applied: a patch whose context is not in
+ * the file fails, its message naming the file and the hunk; a malformed
+ * one fails before anything is sent. A patch that applies has its id and
+ * diffstat in the result. */
+START_TEST(test_client_job_apply_patch_failures)
+{
+    static const char patch[] = "diff --git a/notes.txt b/notes.txt\n"
+                                "--- a/notes.txt\n"
+                                "+++ b/notes.txt\n"
+                                "@@ -1,2 +1,2 @@\n"
+                                " first\n"
+                                "-second\n"
+                                "+second, patched\n";
+    static const char stale[] = "diff --git a/notes.txt b/notes.txt\n"
+                                "--- a/notes.txt\n"
+                                "+++ b/notes.txt\n"
+                                "@@ -1,2 +1,2 @@\n"
+                                " first\n"
+                                "-no such line\n"
+                                "+x\n";
+    static const char malformed[] = "diff --git a/notes.txt b/notes.txt\n"
+                                    "--- a/notes.txt\n"
+                                    "+++ b/notes.txt\n"
+                                    "@@ -1,5 +1,5 @@\n"
+                                    " first\n";
+    struct env e = setup();
+    sbx_job *j;
+    json_t *r, *p;
+    const char *msg;
+
+    ok_s(sbx_sandbox_write_file(e.s, "/vercel/sandbox/notes.txt", (const uint8_t *)"first\nsecond\n", 13, 0644), e.s);
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", stale), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    r = result(j);
+    msg = jstr(r, "message");
+    ck_assert_msg(strstr(msg, "notes.txt") && strstr(msg, "hunk @@ -1,2 +1,2 @@"),
+                  "the message names the file and the hunk: %s", msg);
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* Malformed (the hunk is cut short): failed, and no command ran. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", malformed), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_FAILED);
+    r = result(j);
+    ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 0);
+    ck_assert_msg(strstr(jstr(r, "message"), "malformed patch: invalid patch hunk"), "the message says why: %s",
+                  jstr(r, "message"));
+    ck_assert_ptr_null(json_object_get(json_object_get(r, "outputs"), "patch"));
+    json_decref(r);
+    sbx_job_free(j);
+
+    /* Applied: the patch's id (git patch-id --stable) and diffstat. */
+    j = sbx_job_new(e.c);
+    ok_j(sbx_job_set_type(j, "repo.applyPatch"), j);
+    ok_j(sbx_job_set_input(j, "patch", patch), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    r = result(j);
+    p = json_object_get(json_object_get(r, "outputs"), "patch");
+    ck_assert_str_eq(jstr(p, "patchId"), "86c09d257901e02c9eb160dc7cf7b765250719aa");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "files")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "additions")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(p, "diffstat"), "deletions")), 1);
+    ck_assert_str_eq(jstr(json_array_get(json_object_get(p, "files"), 0), "path"), "notes.txt");
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
 /* A script job learns the package manager from the lockfile; artifacts
  * are read back, redacted and capped. */
 START_TEST(test_client_job_script_and_artifacts)
@@ -377,6 +482,41 @@ START_TEST(test_client_job_script_and_artifacts)
     ck_assert(json_is_false(json_object_get(json_array_get(a, 1), "found")));
     /* detect (ls) and the script */
     ck_assert_int_eq(json_array_size(json_object_get(r, "steps")), 2);
+    json_decref(r);
+    sbx_job_free(j);
+    teardown(&e);
+}
+END_TEST
+
+/* An artifact longer than artifact_max_bytes is cut there and marked
+ * truncated (its read is stopped, even across many chunks); one of
+ * exactly that size is whole. */
+START_TEST(test_client_job_artifact_truncated)
+{
+    struct env e = setup();
+    sbx_job *j = sh_job(&e, "head -c 300000 /dev/zero | tr '\\0' a > big.txt; printf 0123456789abcdef > exact.txt; "
+                            "printf short > small.txt");
+    json_t *r, *a;
+    static const char *const names[] = {"big.txt", "exact.txt", "small.txt"};
+    static const char *const content[] = {"aaaaaaaaaaaaaaaa", "0123456789abcdef", "short"};
+    static const int truncated[] = {1, 0, 0};
+
+    ok_j(sbx_job_set_option(j, "artifact_max_bytes", "16"), j);
+    for (size_t i = 0; i < 3; i++)
+        ok_j(sbx_job_add_artifact(j, names[i]), j);
+    ok_j(sbx_job_run(j, e.s), j);
+    ck_assert_int_eq(sbx_job_verdict(j), SBX_VERDICT_PASSED);
+    r = result(j);
+    a = json_object_get(r, "artifacts");
+    ck_assert_int_eq(json_array_size(a), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *f = json_array_get(a, i);
+        ck_assert(json_is_true(json_object_get(f, "found")));
+        ck_assert_str_eq(jstr(f, "content"), content[i]);
+        ck_assert_int_eq(json_integer_value(json_object_get(f, "size")), (json_int_t)strlen(content[i]));
+        ck_assert_msg(json_is_true(json_object_get(f, "truncated")) == truncated[i], "%s: truncated should be %d",
+                      names[i], truncated[i]);
+    }
     json_decref(r);
     sbx_job_free(j);
     teardown(&e);
@@ -520,6 +660,26 @@ START_TEST(test_client_job_run_order_and_sandbox)
     ck_assert_int_eq(sbx_transcript_verify(t, &broken), SBX_OK);
     ck_assert_int_eq(sbx_transcript_complete(t), 1);
     ck_assert_int_eq(sbx_transcript_step_count(t), 2);
+    /* The header: each job's policies, in run order; only the lint job's
+     * own policy allows sh. */
+    ck_assert_int_eq(sbx_transcript_job_to_json(t, &out), SBX_OK);
+    {
+        json_t *h = json_loads(out, 0, NULL), *job = json_object_get(h, "job");
+        json_t *pols = json_object_get(json_object_get(job, "policy"), "jobs");
+        json_t *nps = json_object_get(json_object_get(job, "netpolicy"), "jobs");
+        ck_assert_int_eq(json_array_size(pols), 4);
+        ck_assert_int_eq(json_array_size(nps), 4);
+        char *lint_pol = json_dumps(json_array_get(pols, 1), JSON_COMPACT);
+        char *test_pol = json_dumps(json_array_get(pols, 2), JSON_COMPACT);
+        ck_assert_ptr_nonnull(strstr(lint_pol, "\"sh\""));
+        ck_assert_ptr_null(strstr(test_pol, "\"sh\""));
+        free(lint_pol);
+        free(test_pol);
+        for (size_t i = 0; i < 4; i++)
+            ck_assert_str_eq(jstr(json_array_get(nps, i), "mode"), "deny-all");
+        json_decref(h);
+    }
+    sbx_free(out);
     sbx_transcript_free(t);
     sbx_run_free(run);
     unlink(path);
@@ -933,7 +1093,9 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_client_job_soft_timeout_keeps_output);
     tcase_add_test(tc, test_client_job_cancel);
     tcase_add_test(tc, test_client_job_apply_patch);
+    tcase_add_test(tc, test_client_job_apply_patch_failures);
     tcase_add_test(tc, test_client_job_script_and_artifacts);
+    tcase_add_test(tc, test_client_job_artifact_truncated);
     tcase_add_test(tc, test_client_job_json_request);
     tcase_add_test(tc, test_client_job_run_order_and_sandbox);
     tcase_add_test(tc, test_client_job_run_budgets);

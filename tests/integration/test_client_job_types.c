@@ -1084,6 +1084,36 @@ START_TEST(test_client_job_types_cli_verify_repo_smart_http)
     ck_assert_str_eq(jstr(json_array_get(jobs, 3), "stdoutTail"), "# demo\n\nPatched by sbxrun verify.\n");
     json_decref(r);
 
+    /* A private repository, its token given with --token-env: the fetch
+     * here and the clone in the sandbox (whose proxy adds it) both use it,
+     * and it is nowhere in what verify printed. Without it: the fetch is
+     * refused. By name, as above: a header is injected for a domain, not
+     * an address. */
+    {
+        const char *b64 = "eC1hY2Nlc3MtdG9rZW46dG4tcHJpdmF0ZS03ZjNjOWExZTViMmQ0MDg2"; /* x-access-token:TOKEN */
+        char *js, wrap[8192];
+        r = verify_repo_json(&e, dir, path,
+                             "--repo http://git.test/smart/private.git --ref feature --test 'cat README.md'", &rc);
+        ck_assert_int_eq(rc, 125);
+        json_decref(r);
+        snprintf(wrap, sizeof wrap, "SBX_TEST_REPO_TOKEN=" TESTNET_PRIVATE_TOKEN " %s", path);
+        r = verify_repo_json(&e, dir, wrap,
+                             "--repo http://git.test/smart/private.git --ref feature --token-env SBX_TEST_REPO_TOKEN "
+                             "--test 'cat README.md'",
+                             &rc);
+        js = json_dumps(r, 0);
+        ck_assert_msg(rc == 0, "exit %d: %s", rc, js);
+        ck_assert_msg(!strstr(js, TESTNET_PRIVATE_TOKEN) && !strstr(js, b64), "the token in the output: %s", js);
+        free(js);
+        res = json_object_get(r, "result");
+        ck_assert_str_eq(jstr(res, "baseCommit"), e.net->git_feature);
+        jobs = json_object_get(res, "jobs");
+        ck_assert_str_eq(jstr(json_object_get(json_array_get(jobs, 0), "inputs"), "token"), "[REDACTED:secret]");
+        ck_assert_ptr_nonnull(strstr(jstr(json_array_get(jobs, 1), "stdoutTail"), "# demo"));
+        json_decref(r);
+        ck_assert_int_eq(sh("! grep -qF -e '" TESTNET_PRIVATE_TOKEN "' -e '%s' '%s/err'", b64, dir), 0);
+    }
+
     /* A patch that does not apply to --ref: exit 4, checked here, no sandbox. */
     n0 = sandbox_count(&e);
     snprintf(args, sizeof args,

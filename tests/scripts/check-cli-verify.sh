@@ -85,6 +85,21 @@ schema "a failed run's result follows run-result-1.json"
 run 0 "--json on a pass" -- verify "$demo" --patch "$patches/add-feature.patch" --json
 py "passed" 'e["ok"] is True and d["status"] == "passed" and all(j["status"] == "passed" for j in d["jobs"])'
 schema "a passed run's result follows run-result-1.json"
+! grep -q "warning" "$dir/err" && ok "a tree of regular files only: no warning" || not_ok "a warning" "$(cat "$dir/err")"
+py "a tree of regular files only: nothing under notUploaded" '"notUploaded" not in d'
+
+# The upload takes regular files only: the tree's symbolic links and
+# submodules are named in a warning, and in the --json result.
+cp -r "$demo" "$dir/linked" && ln -s src/text.js "$dir/linked/text.js" && git -C "$dir/linked" add -A &&
+  git -C "$dir/linked" update-index --add --cacheinfo "160000,$(git -C "$dir/linked" rev-parse HEAD),vendor/lib" &&
+  git -C "$dir/linked" -c user.name=t -c user.email=t@t commit -qm links || { echo "Bail out! git"; exit 1; }
+warning="sbxrun verify: warning: 1 symbolic link and 1 submodule of the tree are not sent (a sandbox's file upload takes regular files only): text.js, vendor/lib"
+run 0 "a tree with a symbolic link and a submodule" -- verify "$dir/linked" --no-install
+grep -qxF "$warning" "$dir/err" && ok "the warning names them and why" || not_ok "warning" "$(cat "$dir/err")"
+run 0 "the same with --json" -- verify "$dir/linked" --no-install --json
+grep -qxF "$warning" "$dir/err" && ok "--json: the warning on stderr" || not_ok "--json warning" "$(cat "$dir/err")"
+py "--json: notUploaded in the result" 'd["notUploaded"] == {"symlinks": 1, "submodules": 1, "examples": ["text.js", "vendor/lib"]}'
+schema "a result with notUploaded follows run-result-1.json"
 
 # Patches refused on this machine: nothing reaches the server.
 before=$(created)
@@ -112,6 +127,25 @@ run 4 "the second patch alone does not apply to the base: exit 4" -- verify "$de
 run 4 "the same patch twice: the second does not apply: exit 4" -- verify "$demo" \
   --patch "$patches/add-feature.patch" --patch "$patches/add-feature.patch"
 run 2 "a shell operator in a step: exit 2" -- verify "$demo" --test "node --test | cat"
+# Usage errors are found before any endpoint is opened (which may start a
+# private sbxd): with one that does not exist, each still exits 2 with its
+# own message.
+mkdir "$dir/noscripts" && echo x >"$dir/noscripts/README" && git -C "$dir/noscripts" init -q &&
+  git -C "$dir/noscripts" add -A && git -C "$dir/noscripts" -c user.name=t -c user.email=t@t commit -qm x ||
+  { echo "Bail out! git"; exit 1; }
+nowhere=unix:/nonexistent/sock
+usage_first() { # DESCRIPTION MESSAGE ARGS...: exit 2 with MESSAGE, no endpoint opened
+  local what=$1 msg=$2; shift 2
+  SBXRUN_ENDPOINT=$nowhere run 2 "$what, before any endpoint: exit 2" -- verify "$@"
+  grep -qF -- "$msg" "$dir/err" && ! grep -q "nonexistent" "$dir/err" && ok "$what: its own message" ||
+    not_ok "$what: message" "$(cat "$dir/err")"
+}
+usage_first "nothing to verify" "nothing to verify: the project (no package.json)" "$dir/noscripts"
+usage_first "a shell operator in a step" "'|' in \"node --test | cat\": commands run without a shell" "$demo" \
+  --test "node --test | cat"
+usage_first "--env of a variable sbxrun does not have" "--env SBX_NO_SUCH_VARIABLE: no such variable" "$demo" \
+  --env SBX_NO_SUCH_VARIABLE
+usage_first "--env with a bad name" "--env 1BAD: environment variable name" "$demo" --env 1BAD=x
 run 2 "a directory outside any repository: exit 2" -- verify /
 run 2 "an empty --test command: exit 2" -- verify "$demo" --test ""
 
@@ -168,6 +202,22 @@ run 125 "--repo that cannot be fetched: exit 125" -- verify --repo "file://$dir/
 grep -q "cannot fetch" "$dir/err" && ok "the fetch failure is named" || not_ok "fetch message" "$(cat "$dir/err")"
 run 4 "--repo: a patch checked against the fetched commit" -- verify --repo "$dir/src.git" --patch "$dir/stale.patch"
 run 2 "--repo: no such --ref" -- verify --repo "$dir/src.git" --ref no-such-branch
+# A token is never part of the URL: --token-env names the variable that
+# holds it. Refused before anything is fetched or opened.
+SBXRUN_ENDPOINT=$nowhere run 2 "--repo with user:password@: exit 2" -- verify \
+  --repo "https://u:pw-never-shown@git.example.com/r.git"
+grep -qF -- "--token-env NAME" "$dir/err" && ! grep -q "pw-never-shown" "$dir/err" &&
+  ok "it says how to give the token, and does not repeat the password" || not_ok "userinfo message" "$(cat "$dir/err")"
+SBXRUN_ENDPOINT=$nowhere run 2 "--repo https://TOKEN@host: exit 2" -- verify --repo "https://ghp_0123456789@git.example.com/r.git"
+! grep -q "ghp_0123456789" "$dir/err" && ok "the token in the URL is not repeated" || not_ok "token shown" "$(cat "$dir/err")"
+run 2 "--token-env without --repo: exit 2" -- verify "$demo" --token-env HOME
+grep -q -- "--token-env is for --repo" "$dir/err" && ok "--token-env without --repo: why" || not_ok "message" "$(cat "$dir/err")"
+run 2 "--token-env of a variable sbxrun does not have: exit 2" -- verify --repo "https://git.example.com/r.git" \
+  --token-env SBX_NO_SUCH_VARIABLE
+SBX_TEST_REPO_TOKEN=tok-0123456789abcdef SBXRUN_ENDPOINT=$nowhere run 2 "--token-env with a --repo that is not http(s): exit 2" \
+  -- verify --repo "$dir/src.git" --token-env SBX_TEST_REPO_TOKEN
+grep -q "must be an http:// or https:// URL" "$dir/err" && ! grep -q "tok-0123456789abcdef" "$dir/err" &&
+  ok "--token-env: the URL's scheme, said before the fetch" || not_ok "message" "$(cat "$dir/err")"
 # A local repository is fetched here, but the sandbox's clone of a host
 # path is refused by the command policy before any sandbox is made.
 run 3 "--repo: a host path the sandbox may not clone" -- verify --repo "$dir/src.git" --json
@@ -210,6 +260,16 @@ run 1 "--transcript" -- verify "$demo" --patch "$patches/break-test.patch" --tra
 run 0 "the transcript verifies" -- transcript verify "$dir/run.jsonl"
 grep -q '"verdict":"failed"' "$dir/run.jsonl" && ok "the transcript has the verdict" || not_ok "verdict" "$(tail -2 "$dir/run.jsonl")"
 grep -q '"type":"run"' "$dir/run.jsonl" && ok "the transcript's job is the run" || not_ok "run header" "$(head -2 "$dir/run.jsonl")"
+# What was verified: the base commit and each patch's id (git patch-id's).
+base=$(git -C "$demo" rev-parse HEAD) pid=$(git patch-id --stable <"$patches/break-test.patch" | cut -d' ' -f1)
+if head -1 "$dir/run.jsonl" | python3 -c '
+import json, sys
+i = json.load(sys.stdin)["job"]["inputs"]
+assert i["baseCommit"] == sys.argv[1] and i["patchIds"] == sys.argv[2], i
+' "$base" "$pid" 2>"$dir/pyerr"; then ok "the transcript names the base commit and the patch id"
+else not_ok "transcript inputs" "$(tail -3 "$dir/pyerr")"; fi
+head -1 "$dir/run.jsonl" | grep -q '"policy":{"jobs":\[{"allow"' && ok "the transcript has the policies used" ||
+  not_ok "transcript policies" "$(head -1 "$dir/run.jsonl")"
 
 echo "1..$n"
 exit $fail

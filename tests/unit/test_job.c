@@ -539,19 +539,26 @@ END_TEST
 
 /* ---- what a job runs (the plan, checked at the run) ------------------------------------------ */
 
-/* The steps' argv, one line each, words joined by spaces. */
-static char *plan_text(sbx_job *j)
+/* The steps' argv from step `from` on, one line each, words joined by
+ * spaces. */
+static char *steps_text(sbx_job *j, size_t from)
 {
     sbx__buf b = SBX__BUF_INIT;
-    ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
-    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
-    for (size_t i = 0; i < j->nsteps; i++) {
+    for (size_t i = from; i < j->nsteps; i++) {
         ck_assert_int_eq(sbx__buf_printf(&b, "%s@%s:", j->steps[i].name, j->steps[i].cwd), SBX_OK);
         for (size_t k = 0; k < j->steps[i].argv.n; k++)
             ck_assert_int_eq(sbx__buf_printf(&b, " %s", j->steps[i].argv.v[k]), SBX_OK);
         ck_assert_int_eq(sbx__buf_printf(&b, "\n"), SBX_OK);
     }
     return sbx__buf_detach(&b, NULL);
+}
+
+/* The plan of a job that has not planned yet. */
+static char *plan_text(sbx_job *j)
+{
+    ck_assert_int_eq(sbx__job_plan_validate(j), SBX_OK);
+    ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+    return steps_text(j, 0);
 }
 
 static void expect_plan(sbx_job *j, const char *want)
@@ -642,6 +649,48 @@ START_TEST(test_job_plan_install_and_scripts)
     }
     sbx_job_free(j);
 
+    /* bun, Yarn 1 and Yarn 2+ (a .yarnrc.yml beside yarn.lock): each its
+     * own frozen install with scripts off; Yarn 2+ has no --registry flag
+     * (its registry is configuration) and turns scripts off by --mode. */
+    {
+        static const struct {
+            const char *listing, *scripts, *pm, *want;
+        } cases[] = {
+            {"package.json\nbun.lock\n", "off", "bun",
+             "install@/vercel/sandbox: bun install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+            {"bun.lockb\npackage.json\n", "on", "bun",
+             "install@/vercel/sandbox: bun install --frozen-lockfile --registry=http://registry.test/npm/\n"},
+            {"package.json\nyarn.lock\n", "off", "yarn",
+             "install@/vercel/sandbox: yarn install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+            {".yarnrc.yml\npackage.json\nyarn.lock\n", "off", "yarn",
+             "install@/vercel/sandbox: yarn install --immutable --mode=skip-build\n"},
+            {".yarnrc.yml\nyarn.lock\n", "on", "yarn", "install@/vercel/sandbox: yarn install --immutable\n"},
+            /* .yarnrc.yml beside another tool's lockfile is not Yarn 2+. */
+            {".yarnrc.yml\npnpm-lock.yaml\n", "off", "pnpm",
+             "install@/vercel/sandbox: pnpm install --frozen-lockfile --ignore-scripts "
+             "--registry=http://registry.test/npm/\n"},
+        };
+        for (size_t i = 0; i < SBX__ARRAY_LEN(cases); i++) {
+            j = new_job(c, "deps.install");
+            ck_assert_int_eq(sbx_job_set_input(j, "registry", "http://registry.test/npm/"), SBX_OK);
+            ck_assert_int_eq(sbx_job_set_option(j, "lifecycle_scripts", cases[i].scripts), SBX_OK);
+            expect_plan(j, "detect@/vercel/sandbox: ls -A /vercel/sandbox\n");
+            ck_assert_int_eq(sbx__job_plan_detected(j, cases[i].listing, strlen(cases[i].listing)), SBX_OK);
+            ck_assert_str_eq(j->pm, cases[i].pm);
+            {
+                /* The install, planned after the detection step. */
+                char *got;
+                ck_assert_int_eq(sbx__job_plan(j), SBX_OK);
+                got = steps_text(j, 1);
+                ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: %s, wanted %s", i, got, cases[i].want);
+                sbx__free(got);
+            }
+            sbx_job_free(j);
+        }
+    }
+
     /* No lockfile: an install refuses. */
     j = new_job(c, "deps.install");
     ck_assert_int_eq(sbx__job_plan_detected(j, "package.json\n", 13), SBX_E_NOT_FOUND);
@@ -696,6 +745,78 @@ START_TEST(test_job_plan_install_and_scripts)
         expect_plan(j, "verify.test@/vercel/sandbox/app: npx jest\n");
         sbx_job_free(j);
     }
+    sbx_client_free(c);
+}
+END_TEST
+
+/* The policies a job's transcript records: what its command policy lets
+ * its type run, and its network policy without header values. */
+static char *summaries(sbx_job *j, char **np)
+{
+    json_t *p = NULL, *n = NULL;
+    char *pt;
+    ck_assert_int_eq(sbx__job_policy_summaries(j, &p, &n), SBX_OK);
+    pt = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    *np = json_dumps(n, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(p);
+    json_decref(n);
+    return pt;
+}
+
+START_TEST(test_job_policy_summaries)
+{
+    static const char token[] = "ghs_0123456789abcdefghijklmnopqrstuvwxyz";
+    sbx_client *c = client();
+    sbx_job *j = new_job(c, "verify.test");
+    sbx_policy *pol = sbx_policy_new();
+    char *p, *n;
+
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "{\"allow\":{\"programs\":[\"git\",\"bun\",\"node\",\"ls\",\"cat\",\"sed\",\"rg\",\"npm\","
+                        "\"pnpm\",\"yarn\"]},\"extends\":\"none\",\"version\":1}");
+    ck_assert_str_eq(n, "{\"mode\":\"deny-all\"}");
+    free(p);
+    free(n);
+
+    /* The caller's policy, as it applies to this type: the summary decides
+     * as the policy does. */
+    ck_assert_ptr_nonnull(pol);
+    ck_assert_int_eq(sbx_policy_load_json(pol, "{\"version\":1,\"extends\":\"none\",\"allow\":{\"programs\":"
+                                               "[\"node\"]},\"jobTypes\":{\"verify.test\":{\"allow\":{\"programs\":"
+                                               "[\"npx\",\"node\"],\"packages\":[\"jest\"]},\"deny\":{\"programs\":"
+                                               "[\"node\"]}},\"verify.lint\":{\"allow\":{\"programs\":[\"eslint\"]}}}}"),
+                     SBX_OK);
+    ck_assert_int_eq(sbx_job_set_policy(j, pol), SBX_OK);
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "{\"allow\":{\"packages\":[\"jest\"],\"programs\":[\"node\",\"npx\"]},\"deny\":{\"programs\":"
+                        "[\"node\"]},\"extends\":\"none\",\"version\":1}");
+    free(p);
+    free(n);
+
+    /* Options off: null, not a policy that was not applied. */
+    ck_assert_int_eq(sbx_job_set_option(j, "policy", "off"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_option(j, "network_policy", "off"), SBX_OK);
+    p = summaries(j, &n);
+    ck_assert_str_eq(p, "null");
+    ck_assert_str_eq(n, "null");
+    free(p);
+    free(n);
+    sbx_job_free(j);
+
+    /* repo.clone with a token: the git host only, and the header the
+     * egress proxy adds is named without its value. */
+    j = new_job(c, "repo.clone");
+    ck_assert_int_eq(sbx_job_set_input(j, "url", "https://git.example.com/acme/app.git"), SBX_OK);
+    ck_assert_int_eq(sbx_job_set_input(j, "token", token), SBX_OK);
+    p = summaries(j, &n);
+    has(n, "\"mode\":\"custom\"");
+    has(n, "git.example.com");
+    has(n, "\"headerNames\":[\"authorization\"]");
+    ck_assert_msg(!strstr(n, "\"headers\"") && !strstr(n, "Basic") && !strstr(n, token), "%s", n);
+    free(p);
+    free(n);
+    sbx_job_free(j);
+    sbx_policy_free(pol);
     sbx_client_free(c);
 }
 END_TEST
@@ -883,6 +1004,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_job_plan_clone);
     tcase_add_test(tc, test_job_plan_install_and_scripts);
     tcase_add_test(tc, test_job_validate);
+    tcase_add_test(tc, test_job_policy_summaries);
     tcase_add_test(tc, test_job_out_of_memory_is_clean);
     tcase_add_test(tc, test_job_json_out_of_memory_changes_nothing);
     suite_add_tcase(s, tc);

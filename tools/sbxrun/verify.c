@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@
 #define SPIN_MS 100
 
 static const char usage_text[] =
-    "usage: sbxrun verify [DIR] [--patch FILE]... [--base REV] [--repo URL [--ref REF]]\n"
+    "usage: sbxrun verify [DIR] [--patch FILE]... [--base REV]\n"
+    "                     [--repo URL [--ref REF] [--token-env NAME]]\n"
     "                     [--install CMD | --no-install] [--lint CMD] [--typecheck CMD]\n"
     "                     [--test CMD] [--build CMD] [--timeout DURATION]\n"
     "                     [--transcript FILE] [--json] [--verbose] [options]\n"
@@ -47,6 +49,9 @@ static const char usage_text[] =
     "                      libgit2 and cloned in the sandbox; DIR is then a\n"
     "                      directory inside it\n"
     "  --ref REF           the branch, tag or commit of --repo [its HEAD]\n"
+    "  --token-env NAME    the git host's token for --repo, read from the\n"
+    "                      environment variable NAME: the fetch here and the\n"
+    "                      sandbox's clone use it (never a URL's user:password@)\n"
     "  --install CMD       the install step's command, run as given instead\n"
     "                      of the lockfile's install (pass it --ignore-scripts)\n"
     "  --no-install        no install step\n"
@@ -73,7 +78,7 @@ static const char usage_text[] =
 
 enum {
     O_PATCH = 1, O_BASE, O_REPO, O_REF, O_INSTALL, O_NO_INSTALL, O_LINT, O_TYPECHECK, O_TEST, O_BUILD, O_TIMEOUT,
-    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY, O_ENV
+    O_TRANSCRIPT, O_VERBOSE, O_HELP, O_ALLOW_SCRIPTS, O_KEEP_GOING, O_RUNTIME, O_REGISTRY, O_ENV, O_TOKEN_ENV
 };
 
 #define MAX_ENV 64
@@ -274,14 +279,15 @@ static sbx_job *add_step(sbx_run *run, const char *type, const char *cmd, const 
 /* The run's jobs from the workspace and the options; their names in
  * run order into names. Returns 0 or an exit code (err says why). */
 static int plan(sbx_run *run, const struct workspace *w, const struct steps *st, const char *repo_url,
-                const char *dir, const char **names, char *err, size_t errlen)
+                const char *token, const char *dir, const char **names, char *err, size_t errlen)
 {
     sbx_job *job;
     size_t n = 0;
     if (repo_url) {
         if (sbx_run_add_job(run, "repo.clone", &job) != SBX_OK || sbx_job_set_input(job, "url", repo_url) != SBX_OK ||
             sbx_job_set_input(job, "ref", w->commit) != SBX_OK ||
-            sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK) {
+            sbx_job_set_input(job, "dir", "/vercel/sandbox/repo") != SBX_OK ||
+            (token && sbx_job_set_input(job, "token", token) != SBX_OK)) {
             snprintf(err, errlen, "%s", job ? sbx_job_last_error(job) : sbx_run_last_error(run));
             return SBXRUN_EXIT_USAGE;
         }
@@ -316,12 +322,132 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
             return SBXRUN_EXIT_USAGE;
         names[n++] = checks[i].name;
     }
-    if (n == (repo_url ? 1u + w->npatches : 0u)) {
+    return 0;
+}
+
+/* One --env: its name into name, its value (given, or sbxrun's own) into
+ * *value. 0 or an exit code. */
+static int env_arg(const char *arg, char *name, size_t namelen, const char **value, char *err, size_t errlen)
+{
+    const char *eq = strchr(arg, '=');
+    snprintf(name, namelen, "%.*s", (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+    *value = eq ? eq + 1 : getenv(name);
+    if (!*value) {
+        snprintf(err, errlen, "--env %s: no such variable in sbxrun's environment (give NAME=VALUE)", name);
+        return SBXRUN_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The usage errors plan() and set_envs() would meet, found before any
+ * endpoint is opened: opening one may start a private sbxd and its
+ * self-test sandbox, too much to learn that a command line is wrong.
+ * 0 or an exit code (err says why). */
+static int check_usage(const struct workspace *w, const struct steps *st, const char *const *envs, size_t nenv,
+                       char *err, size_t errlen)
+{
+    const char *cmds[5] = {st->no_install ? NULL : st->install_cmd, st->cmd[0], st->cmd[1], st->cmd[2], st->cmd[3]};
+    bool any = !st->no_install && (st->install_cmd || ws_has_dependencies(w));
+    sbx_client *c;
+    sbx_job *job;
+    int rc = 0;
+    for (size_t i = 0; i < 5; i++) {
+        char **argv = NULL;
+        if (cmds[i] && ws_split(cmds[i], &argv, err, errlen) < 0)
+            return SBXRUN_EXIT_USAGE;
+        ws_argv_free(argv);
+    }
+    for (size_t i = 0; i < 4; i++)
+        any = any || st->cmd[i] || ws_has_script(w, checks[i].name);
+    if (!any) {
         snprintf(err, errlen, "nothing to verify: %s has no lint, typecheck, test or build script, and no --lint, "
                  "--typecheck, --test or --build was given", w->package ? "package.json" : "the project (no package.json)");
         return SBXRUN_EXIT_USAGE;
     }
-    return 0;
+    if (!nenv)
+        return 0;
+    /* The library's own rules for a variable, on a job of a client that
+     * connects to nothing. */
+    if (!(c = sbx_client_new()) || !(job = sbx_job_new(c))) {
+        sbx_client_free(c);
+        snprintf(err, errlen, "out of memory");
+        return SBXRUN_EXIT_CANNOT_RUN;
+    }
+    for (size_t e = 0; e < nenv && !rc; e++) {
+        char name[256];
+        const char *value;
+        if ((rc = env_arg(envs[e], name, sizeof name, &value, err, errlen)) == 0 &&
+            sbx_job_set_env(job, name, value) != SBX_OK) {
+            snprintf(err, errlen, "--env %s: %s", name, sbx_job_last_error(job));
+            rc = SBXRUN_EXIT_USAGE;
+        }
+    }
+    sbx_job_free(job);
+    sbx_client_free(c);
+    return rc;
+}
+
+/* The tree's symbolic links and submodules, which the upload leaves out:
+ * said at run time, since a project whose tests need one fails in the
+ * sandbox with nothing pointing at the cause. */
+static void warn_left_out(const struct workspace *w)
+{
+    size_t n = w->nsymlinks + w->nsubmodules;
+    if (!n)
+        return;
+    fprintf(stderr, "sbxrun verify: warning: ");
+    if (w->nsymlinks)
+        fprintf(stderr, "%zu symbolic link%s", w->nsymlinks, w->nsymlinks == 1 ? "" : "s");
+    if (w->nsymlinks && w->nsubmodules)
+        fputs(" and ", stderr);
+    if (w->nsubmodules)
+        fprintf(stderr, "%zu submodule%s", w->nsubmodules, w->nsubmodules == 1 ? "" : "s");
+    fprintf(stderr, " of the tree %s not sent (a sandbox's file upload takes regular files only): ",
+            n == 1 ? "is" : "are");
+    for (size_t i = 0; i < w->nleft_out; i++) {
+        fputs(i ? ", " : "", stderr);
+        put_safe(stderr, w->left_out[i], strlen(w->left_out[i]));
+    }
+    fputs(n > w->nleft_out ? ", ...\n" : "\n", stderr);
+}
+
+/* The same, for the --json result. */
+static json_t *left_out_json(const struct workspace *w)
+{
+    json_t *ex = json_array();
+    for (size_t i = 0; ex && i < w->nleft_out; i++)
+        json_array_append_new(ex, json_string(w->left_out[i]));
+    return json_pack("{s:I,s:I,s:o}", "symlinks", (json_int_t)w->nsymlinks, "submodules", (json_int_t)w->nsubmodules,
+                     "examples", ex);
+}
+
+/* What was verified, in the transcript's header beside the run's own
+ * inputs: the repository (--repo), the base commit and, in the order
+ * applied, each patch's id (comma-separated; "" for a patch git gives no
+ * id). */
+static sbx_status record_inputs(sbx_transcript *t, const struct workspace *w, const char *repo)
+{
+    char *ids = NULL;
+    size_t len = 0;
+    FILE *f;
+    sbx_status st;
+    if (repo && (st = sbx_transcript_set_input(t, "repo", repo)) != SBX_OK)
+        return st;
+    if ((st = sbx_transcript_set_input(t, "baseCommit", w->commit)) != SBX_OK || !w->npatches)
+        return st;
+    if (!(f = open_memstream(&ids, &len)))
+        return SBX_E_NOMEM;
+    for (size_t i = 0; i < w->npatches; i++) {
+        const char *id = json_string_value(json_object_get(json_array_get(w->patch_info, i), "patchId"));
+        fprintf(f, "%s%s", i ? "," : "", id ? id : "");
+    }
+    if (fclose(f) != 0) {
+        free(ids);
+        return SBX_E_NOMEM;
+    }
+    st = sbx_transcript_set_input(t, "patchIds", ids);
+    free(ids);
+    return st;
 }
 
 /* --env NAME=VALUE or NAME (sbxrun's own value) for every job: 0 or an
@@ -329,15 +455,11 @@ static int plan(sbx_run *run, const struct workspace *w, const struct steps *st,
 static int set_envs(sbx_run *run, const char *const *envs, size_t n, char *err, size_t errlen)
 {
     for (size_t e = 0; e < n; e++) {
-        const char *eq = strchr(envs[e], '=');
         char name[256];
         const char *value;
-        snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - envs[e]) : strlen(envs[e])), envs[e]);
-        value = eq ? eq + 1 : getenv(name);
-        if (!value) {
-            snprintf(err, errlen, "--env %s: no such variable in sbxrun's environment (give NAME=VALUE)", name);
-            return SBXRUN_EXIT_USAGE;
-        }
+        int rc = env_arg(envs[e], name, sizeof name, &value, err, errlen);
+        if (rc)
+            return rc;
         for (size_t i = 0; i < sbx_run_job_count(run); i++) {
             sbx_job *job = sbx_run_job(run, i);
             if (sbx_job_set_env(job, name, value) != SBX_OK) {
@@ -361,7 +483,8 @@ int cmd_verify(int argc, char **argv)
         {"verbose", no_argument, NULL, O_VERBOSE},         {"help", no_argument, NULL, O_HELP},
         {"allow-scripts", no_argument, NULL, O_ALLOW_SCRIPTS}, {"keep-going", no_argument, NULL, O_KEEP_GOING},
         {"runtime", required_argument, NULL, O_RUNTIME},   {"registry", required_argument, NULL, O_REGISTRY},
-        {"env", required_argument, NULL, O_ENV},           REMOTE_LONGOPTS,
+        {"env", required_argument, NULL, O_ENV},           {"token-env", required_argument, NULL, O_TOKEN_ENV},
+        REMOTE_LONGOPTS,
         {NULL, 0, NULL, 0}};
     struct remote_opts o = remote_defaults;
     struct remote r = {0};
@@ -369,7 +492,7 @@ int cmd_verify(int argc, char **argv)
     struct workspace w = {0};
     struct view v = {0};
     const char *patches[MAX_PATCHES], *base = NULL, *repo = NULL, *ref = NULL, *transcript = NULL, *dir = ".";
-    const char *runtime = NULL, *names[MAX_PATCHES + 8], *envs[MAX_ENV];
+    const char *runtime = NULL, *names[MAX_PATCHES + 8], *envs[MAX_ENV], *token_env = NULL, *token = NULL;
     size_t nenv = 0;
     size_t npatches = 0;
     int64_t timeout = 30 * 60000;
@@ -395,6 +518,7 @@ int cmd_verify(int argc, char **argv)
         case O_BASE: base = optarg; break;
         case O_REPO: repo = optarg; break;
         case O_REF: ref = optarg; break;
+        case O_TOKEN_ENV: token_env = optarg; break;
         case O_INSTALL: st.install_cmd = optarg; break;
         case O_NO_INSTALL: st.no_install = true; break;
         case O_LINT: st.cmd[0] = optarg; break;
@@ -433,6 +557,22 @@ int cmd_verify(int argc, char **argv)
         return cli_usage_error("verify", "--ref is for --repo (for DIR's repository, use --base)");
     if (base && repo)
         return cli_usage_error("verify", "--base is for DIR's repository (for --repo, use --ref)");
+    if (token_env && !repo)
+        return cli_usage_error("verify", "--token-env is for --repo (the git host's token)");
+    /* A URL's credentials would be kept and shown wherever the URL is (the
+     * transcript, the result, the clone's argv in the sandbox). */
+    if (repo && ws_url_has_credentials(repo))
+        return cli_usage_error("verify", "--repo: a URL with credentials in it (user:password@ or TOKEN@) is refused; "
+                               "give the URL without them and the token in an environment variable, named with "
+                               "--token-env NAME");
+    if (token_env && (!(token = getenv(token_env)) || !*token))
+        return cli_usage_error("verify", "--token-env %s: no such variable in sbxrun's environment, or it is empty",
+                               token_env);
+    /* The clone job sends the token as an HTTP header: said before the
+     * fetch, as the library would say it after. */
+    if (token && strncasecmp(repo, "http://", 7) != 0 && strncasecmp(repo, "https://", 8) != 0)
+        return cli_usage_error("verify", "--token-env: the token is sent as an HTTP header: --repo must be an "
+                               "http:// or https:// URL");
     v.json = o.json;
     v.tty = cli_live_view(2) && !o.json;
     v.color = cli_color();
@@ -441,12 +581,17 @@ int cmd_verify(int argc, char **argv)
     v.t0 = cli_mono_ms();
 
     /* 1. The workspace, on this machine: nothing of it runs here. */
-    if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, patches, npatches, err,
-                         sizeof err)) != 0)
+    if ((rc = ws_prepare(&w, repo && !strcmp(dir, ".") ? NULL : dir, base, repo, ref, token, patches, npatches,
+                         err, sizeof err)) != 0)
         goto report;
     if (!o.json)
         fprintf(stderr, "sbxrun verify: %s%s%s at %.12s%s%s\n", repo ? repo : w.root, w.subdir[0] ? "/" : "",
                 w.subdir, w.commit, npatches ? ", patched" : "", w.pm && w.lockfile ? "" : "");
+
+    if (!repo)
+        warn_left_out(&w);
+    if ((rc = check_usage(&w, &st, envs, nenv, err, sizeof err)) != 0)
+        goto report;
 
     /* 2. The run: its jobs, from package.json and the options. */
     if ((s = remote_open(&r, &o, true, err, sizeof err)) != SBX_OK) {
@@ -463,7 +608,7 @@ int cmd_verify(int argc, char **argv)
         snprintf(sandbox_dir, sizeof sandbox_dir, "/vercel/sandbox/repo/%s", w.subdir);
     else
         snprintf(sandbox_dir, sizeof sandbox_dir, "%s", repo ? "/vercel/sandbox/repo" : "/vercel/sandbox");
-    if ((rc = plan(run, &w, &st, repo, sandbox_dir, names, err, sizeof err)) != 0)
+    if ((rc = plan(run, &w, &st, repo, token, sandbox_dir, names, err, sizeof err)) != 0)
         goto report;
     if (!repo && (s = sbx_run_add_upload(run, w.tree, "/vercel/sandbox")) != SBX_OK) {
         snprintf(err, sizeof err, "%s", sbx_run_last_error(run));
@@ -485,7 +630,7 @@ int cmd_verify(int argc, char **argv)
         goto report;
     if (transcript) {
         if (!(t = sbx_transcript_new()) || sbx_transcript_set_file(t, transcript) != SBX_OK ||
-            sbx_run_set_transcript(run, t) != SBX_OK) {
+            record_inputs(t, &w, repo) != SBX_OK || sbx_run_set_transcript(run, t) != SBX_OK) {
             snprintf(err, sizeof err, "--transcript %s: %s", transcript, t ? sbx_transcript_last_error(t) : "out of memory");
             rc = SBXRUN_EXIT_CANNOT_RUN;
             goto report;
@@ -524,6 +669,8 @@ report:
             json_object_set(res, "patches", w.patch_info);
         if (res && w.commit)
             json_object_set_new(res, "baseCommit", json_string(w.commit));
+        if (res && !repo && w.nsymlinks + w.nsubmodules)
+            json_object_set_new(res, "notUploaded", left_out_json(&w));
         if (o.json)
             cli_json_result("verify", rc, res);
         else

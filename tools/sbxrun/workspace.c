@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,8 @@ void ws_free(struct workspace *w)
     free(w->patches);
     json_decref(w->patch_info);
     json_decref(w->package);
+    for (size_t i = 0; i < w->nleft_out; i++)
+        free(w->left_out[i]);
     memset(w, 0, sizeof *w);
 }
 
@@ -111,20 +114,57 @@ static int resolve(struct workspace *w, const char *rev, char *err, size_t errle
     return rc;
 }
 
+bool ws_url_has_credentials(const char *url)
+{
+    const char *p = strstr(url, "://"), *end, *at;
+    bool http;
+    if (!p)
+        return false; /* scp-like (git@host:path): a user name only */
+    http = (p - url == 4 && !strncasecmp(url, "http", 4)) || (p - url == 5 && !strncasecmp(url, "https", 5));
+    p += 3;
+    end = p + strcspn(p, "/?#");
+    if (!(at = memrchr(p, '@', (size_t)(end - p))))
+        return false;
+    return http || memchr(p, ':', (size_t)(at - p)) != NULL;
+}
+
+struct fetch_auth {
+    const char *token;
+    bool tried;
+};
+
+/* The token as the sandbox's clone gives it; asked again, the host
+ * refused it: no more tries (libgit2 would ask forever). */
+static int credentials(git_credential **out, const char *url, const char *user, unsigned int allowed, void *payload)
+{
+    struct fetch_auth *a = payload;
+    (void)url;
+    (void)user;
+    if (!a->token || a->tried || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
+        return GIT_PASSTHROUGH;
+    a->tried = true;
+    return git_credential_userpass_plaintext_new(out, "x-access-token", a->token);
+}
+
 /* --repo: fetch the repository into tmpdir (bare: nothing is checked out,
  * no hook or filter of it runs), and take ref's commit. */
-static int fetch_repo(struct workspace *w, const char *url, const char *ref, const char *dir, char *err, size_t errlen)
+static int fetch_repo(struct workspace *w, const char *url, const char *ref, const char *dir, const char *token,
+                      char *err, size_t errlen)
 {
     git_clone_options o;
     git_repository *repo = NULL;
+    struct fetch_auth auth = {token, false};
     char path[PATH_MAX];
     int rc;
     git_clone_options_init(&o, GIT_CLONE_OPTIONS_VERSION);
     snprintf(path, sizeof path, "%s/base.git", w->tmpdir);
     o.bare = 1;
     o.checkout_opts.checkout_strategy = GIT_CHECKOUT_NONE;
+    o.fetch_opts.callbacks.credentials = credentials;
+    o.fetch_opts.callbacks.payload = &auth;
     if (git_clone(&repo, url, path, &o) < 0)
-        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot fetch %s: %s", url, git_msg());
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot fetch %s: %s%s", url, git_msg(),
+                    auth.tried ? " (with the token of --token-env)" : "");
     git_repository_free(repo);
     if (!(w->root = strdup(path)) || !(w->subdir = strdup(dir ? dir : "")))
         return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
@@ -144,6 +184,41 @@ static int fetch_repo(struct workspace *w, const char *url, const char *ref, con
             fail(err, errlen, SBXRUN_EXIT_USAGE, "%s has no branch, tag or commit '%s'", url, ref);
         return rc;
     }
+}
+
+/* The base tree's entries that are neither files nor directories: what
+ * the upload leaves out (patches cannot add any: their safety rules refuse
+ * symbolic links and gitlinks). */
+static int count_one(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct workspace *w = payload;
+    git_filemode_t mode = git_tree_entry_filemode(e);
+    if (mode != GIT_FILEMODE_LINK && mode != GIT_FILEMODE_COMMIT)
+        return 0;
+    if (mode == GIT_FILEMODE_LINK)
+        w->nsymlinks++;
+    else
+        w->nsubmodules++;
+    if (w->nleft_out < WS_LEFT_OUT_EXAMPLES &&
+        asprintf(&w->left_out[w->nleft_out], "%s%s", root, git_tree_entry_name(e)) >= 0)
+        w->nleft_out++;
+    return 0;
+}
+
+static int count_left_out(struct workspace *w, const char *spec, char *err, size_t errlen)
+{
+    git_repository *repo = NULL;
+    git_object *obj = NULL, *tree = NULL;
+    int rc = 0;
+    if (git_repository_open(&repo, w->root) < 0)
+        return fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "cannot open the repository %s: %s", w->root, git_msg());
+    if (git_revparse_single(&obj, repo, spec) < 0 || git_object_peel(&tree, obj, GIT_OBJECT_TREE) < 0 ||
+        git_tree_walk((git_tree *)tree, GIT_TREEWALK_PRE, count_one, w) < 0)
+        rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "reading the tree %s: %s", spec, git_msg());
+    git_object_free(tree);
+    git_object_free(obj);
+    git_repository_free(repo);
+    return rc;
 }
 
 /* ---- the patches ----------------------------------------------------------------------------- */
@@ -323,7 +398,7 @@ bool ws_has_dependencies(const struct workspace *w)
 }
 
 int ws_prepare(struct workspace *w, const char *dir, const char *base, const char *repo_url, const char *ref,
-               const char *const *patches, size_t npatches, char *err, size_t errlen)
+               const char *token, const char *const *patches, size_t npatches, char *err, size_t errlen)
 {
     char tmpl[] = "/tmp/sbxrun-verify-XXXXXX", *spec = NULL;
     sbx_patch *p = NULL;
@@ -337,7 +412,7 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
         goto out;
     }
-    rc = repo_url ? fetch_repo(w, repo_url, ref, dir, err, errlen) : find_repo(w, dir, err, errlen);
+    rc = repo_url ? fetch_repo(w, repo_url, ref, dir, token, err, errlen) : find_repo(w, dir, err, errlen);
     if (!rc && !repo_url)
         rc = resolve(w, base ? base : "HEAD", err, errlen);
     if (rc)
@@ -348,6 +423,8 @@ int ws_prepare(struct workspace *w, const char *dir, const char *base, const cha
         rc = fail(err, errlen, SBXRUN_EXIT_CANNOT_RUN, "out of memory");
         goto out;
     }
+    if (!repo_url && (rc = count_left_out(w, spec, err, errlen)))
+        goto out;
     if (npatches) {
         if ((rc = take_patches(w, spec, patches, npatches, &p, err, errlen)))
             goto out;
