@@ -227,8 +227,11 @@ sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
     for (size_t i = 0; i < s->nports; i++)
         if (s->ports[i] == port)
             return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: given twice", port);
-    if (s->nports == SBX__MAX_PORTS)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %d ports", port, SBX__MAX_PORTS);
+    /* The version spoken now; create checks again, as the protocol may
+     * still change before the first request. */
+    if (s->nports == s->core->proto->max_ports)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %zu ports in the %s protocol", port,
+                            s->core->proto->max_ports, s->core->proto->name);
     s->ports[s->nports++] = port;
     return SBX_OK;
 }
@@ -645,6 +648,10 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
+    if (s->nports > s->core->proto->max_ports)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
+                            "%zu ports: at most %zu in the %s protocol (v2 allows %d)", s->nports,
+                            s->core->proto->max_ports, s->core->proto->name, SBX__MAX_PORTS);
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
     if ((s->name || s->persistent) && !s->core->proto->get_named)

@@ -304,7 +304,7 @@ START_TEST(test_update)
             {"{\"timeout_ms\":1.5}", "timeout_ms", SBX_E_INVALID_ARG},
             {"{\"vcpus\":65}", "vcpus", SBX_E_INVALID_ARG},
             {"{\"ports\":[0]}", "ports[0]", SBX_E_INVALID_ARG},
-            {"{\"ports\":[1,2,3,4,5]}", "ports", SBX_E_INVALID_ARG},
+            {"{\"ports\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", "at most 15", SBX_E_INVALID_ARG},
             {"{\"persistent\":\"yes\"}", "persistent", SBX_E_INVALID_ARG},
             {"{\"tags\":{\"a\":1}}", "tags.a", SBX_E_INVALID_ARG},
             {"{\"snapshot_expiration_ms\":-1}", "snapshot_expiration_ms", SBX_E_INVALID_ARG},

@@ -332,9 +332,15 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
     if ((jv = json_object_get(body, "ports")) && !json_is_null(jv)) {
         size_t i;
         json_t *p;
-        if (!json_is_array(jv) || json_array_size(jv) > SBXD_MAX_PORTS) {
-            snprintf(err, sizeof e->msg, "ports must be an array of at most %d port numbers",
-                     SBXD_MAX_PORTS);
+        /* opt: a 2.x session; without it, a v1 create. */
+        int max = opt ? SBXD_MAX_PORTS : SBXD_MAX_PORTS_V1;
+        if (!json_is_array(jv)) {
+            snprintf(err, sizeof e->msg, "ports must be an array of at most %d port numbers", max);
+            goto bad;
+        }
+        if (json_array_size(jv) > (size_t)max) {
+            snprintf(err, sizeof e->msg, "ports: at most %d port numbers in the %s API, %zu given", max,
+                     opt ? "v2" : "v1", json_array_size(jv));
             goto bad;
         }
         json_array_foreach(jv, i, p) {

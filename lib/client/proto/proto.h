@@ -21,7 +21,9 @@
 #include "util/error.h"
 #include "util/str.h"
 
-#define SBX__MAX_PORTS 4
+/* The most ports any version lets a sandbox publish (the 2.x docs' 15);
+ * each version's own limit is its max_ports. */
+#define SBX__MAX_PORTS 15
 
 struct sbx__route {
     uint32_t port;
@@ -95,6 +97,7 @@ void sbx__api_req_free(struct sbx__api_req *r);
 enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS, SBX__API_SESSIONS };
 struct sbx__proto {
     const char *name; /* "v1", "v2" */
+    size_t max_ports; /* a sandbox's published ports: v1 4, v2 15 (the SDKs' docs) */
     /* A network policy given by a caller (the API form, with "mode") that
      * this version can send: SBX_OK, or SBX_E_PARSE with err set. */
     sbx_status (*check_policy)(const char *json, sbx__err *err);

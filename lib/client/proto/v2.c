@@ -529,6 +529,7 @@ done:
 
 const struct sbx__proto sbx__proto_v2 = {
     .name = "v2",
+    .max_ports = SBX__MAX_PORTS,
     .check_policy = v2_check_policy,
     .create_sandbox = v2_create_sandbox,
     .get_sandbox = v2_get_sandbox,
