@@ -630,8 +630,10 @@ SBX_API sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, c
  *
  * @return SBX_OK, SBX_E_NOT_FOUND (no such file, or not a regular file),
  *         SBX_E_BUDGET_EXCEEDED (larger than max), SBX_E_INVALID_ARG,
- *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, and the
- *         request errors (see client.h)
+ *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, SBX_E_PROTOCOL (in
+ *         the v2 protocol, a success answer that is not
+ *         application/octet-stream: none of it is taken as the file), and
+ *         the request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max,

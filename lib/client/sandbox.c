@@ -1407,6 +1407,8 @@ struct read_state {
     char *tmp, *final;
     uint64_t written, flushed; /* SINK_FILE: bytes written, and handed to write-back */
     bool too_big, cb_stopped, nomem;
+    int typed;                  /* the answer's Content-Type: 0 not checked, 1 fits, -1 does not
+                                 * (then no byte of it is the file's) */
     int io_errno;
     struct sbx__resume_wait rw; /* sent again on a new session (resume.h) */
 };
@@ -1441,6 +1443,26 @@ static void read_release(sbx_op *op)
     sbx__free(rs);
 }
 
+/* Whether a 2xx answer is the file's bytes (the protocol's rule on its
+ * Content-Type), checked before its first byte goes anywhere. The reason
+ * is told once the request is done (its HTTP status known then). */
+static bool read_typed(sbx_op *op, struct read_state *rs, sbx__req *r)
+{
+    const struct sbx__proto *pr = op->core->proto;
+    sbx__err tmp = {0};
+    if (rs->typed == 0)
+        rs->typed = !pr->check_file_type || pr->check_file_type(sbx__req_content_type(r), 200, &tmp) == SBX_OK
+                        ? 1
+                        : -1;
+    sbx__err_free(&tmp);
+    return rs->typed > 0;
+}
+
+static sbx_status read_untyped(sbx_op *op, sbx__req *r)
+{
+    return op->core->proto->check_file_type(sbx__req_content_type(r), sbx__req_http_status(r), &op->err);
+}
+
 static const struct sbx__op_ops read_ops = {read_cancel, read_release};
 
 static int read_data(sbx__req *r, const char *data, size_t len, void *user)
@@ -1448,7 +1470,8 @@ static int read_data(sbx__req *r, const char *data, size_t len, void *user)
     sbx_op *op = user;
     struct read_state *rs = op->state;
     sbx_status st;
-    (void)r;
+    if (!read_typed(op, rs, r))
+        return SBX__DATA_ABORT;
     switch (rs->sink) {
     case SINK_MEM:
         st = sbx__buf_append(&rs->mem, data, len);
@@ -1501,7 +1524,9 @@ static void read_done(sbx__req *r, void *user)
 
     if (sbx__resume_try(&rs->rw, r))
         return; /* sent again on the sandbox's new session */
-    if (rs->too_big)
+    if (rs->typed < 0)
+        st = read_untyped(op, r);
+    else if (rs->too_big)
         st = sbx__err_set(&op->err, SBX_E_BUDGET_EXCEEDED, "read file: larger than the %zu bytes allowed",
                           rs->max);
     else if (rs->nomem)
@@ -1512,6 +1537,8 @@ static void read_done(sbx__req *r, void *user)
         st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(rs->io_errno));
     else if ((st = sbx__op_check_response(op, r, "read file")) == SBX_E_NOT_FOUND)
         sbx__err_set(&op->err, st, "read file: no such file (or not a regular file) in the sandbox");
+    else if (st == SBX_OK && !read_typed(op, rs, r)) /* an empty body: no byte came to check */
+        st = read_untyped(op, r);
     if (st == SBX_OK && rs->sink == SINK_FILE) {
         int fd = rs->fd, e = 0;
         rs->fd = -1;

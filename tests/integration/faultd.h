@@ -62,6 +62,9 @@ enum fault {
     FAULT_STOPPING,     /* 422 with error.code sandbox_stopping (arg 0) or
                          * sandbox_snapshotting (arg 1), as sbxd answers for a session
                          * on its way out; not forwarded */
+    FAULT_HTML_200,     /* 200 text/html with an HTML page (a proxy's or portal's answer
+                         * standing in for the server's), not forwarded */
+    FAULT_EMPTY_200,    /* 200 with an empty body and no Content-Type, not forwarded */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

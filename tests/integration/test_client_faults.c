@@ -1388,6 +1388,74 @@ START_TEST(test_client_faults_read_cut_mid_body)
 }
 END_TEST
 
+/* A success answer to a read that is not application/octet-stream (a
+ * proxy's HTML page, an empty 200 without a type): in v2 not the file, an
+ * SBX_E_PROTOCOL naming what came, and no byte of it reaches any sink. v1
+ * takes any 2xx body, as its SDKs do. */
+static int count_bytes(const uint8_t *data, size_t len, void *user)
+{
+    (void)data;
+    *(size_t *)user += len;
+    return 0;
+}
+
+START_TEST(test_client_faults_read_not_octet_stream)
+{
+    struct fx x;
+    char *data = NULL, local[600];
+    size_t len = 0, streamed = 0;
+
+    fx_start(&x, true, NULL, NULL);
+    sbx_write_file(x.d, x.sid, "/vercel/sandbox/f.txt", "file bytes", 10, 0644);
+    sbx_write_file(x.d, x.sid, "/vercel/sandbox/empty.txt", "", 0, 0644);
+    snprintf(local, sizeof local, "%.300s/dl-f.txt", x.d->dir);
+
+    faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_HTML_200, 0);
+    if (it_v2()) {
+        expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        note("read answered text/html", sbx_sandbox_last_error(x.s));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "HTTP 200"));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "text/html"));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "application/octet-stream"));
+        ck_assert_ptr_null(data);
+        ck_assert_uint_eq(len, 0);
+        expect_sbx(sbx_sandbox_read_stream(x.s, "f.txt", count_bytes, &streamed), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        ck_assert_uint_eq(streamed, 0);
+        expect_sbx(sbx_sandbox_download(x.s, "f.txt", local), SBX_E_PROTOCOL, sbx_sandbox_last_error, x.s);
+        ck_assert_int_eq(access(local, F_OK), -1);
+        /* answered, not a transport failure: not retried */
+        ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/read$"), 3);
+
+        faultd_clear(x.f);
+        faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_EMPTY_200, 0);
+        expect_sbx(sbx_sandbox_read_file(x.s, "empty.txt", 0, (uint8_t **)&data, &len), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        note("read answered empty, untyped", sbx_sandbox_last_error(x.s));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "without a Content-Type"));
+    } else {
+        ok_sb(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), x.s);
+        ck_assert(contains(data, "faultd: not the server"));
+        sbx_free(data);
+        data = NULL;
+    }
+
+    /* sbxd's own answers (application/octet-stream): the files, the empty one too */
+    faultd_clear(x.f);
+    ok_sb(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), x.s);
+    ck_assert_uint_eq(len, 10);
+    ck_assert_mem_eq(data, "file bytes", 10);
+    sbx_free(data);
+    ok_sb(sbx_sandbox_read_file(x.s, "empty.txt", 0, (uint8_t **)&data, &len), x.s);
+    ck_assert_uint_eq(len, 0);
+    sbx_free(data);
+    ok_sb(sbx_sandbox_download(x.s, "f.txt", local), x.s);
+    ck_assert_int_eq(access(local, F_OK), 0);
+    fx_stop(&x);
+}
+END_TEST
+
 /* ---- other requests that must not run twice, and retried bodies ------------------------------------------- */
 
 static int64_t direct_timeout(struct sbxd *d, const char *sid)
@@ -2773,6 +2841,7 @@ Suite *sbx_test_suite(void)
         {"cancel_backoff", test_client_faults_cancel_during_backoff},
         {"stall_start", test_client_faults_stall_start_command_timeout},
         {"read_cut", test_client_faults_read_cut_mid_body},
+        {"read_not_octet_stream", test_client_faults_read_not_octet_stream},
         {"faultd_selftest", test_client_faults_faultd_selftest},
         {"other_posts_once", test_client_faults_other_posts_once},
         {"bodies_replayed", test_client_faults_bodies_replayed},

@@ -129,6 +129,10 @@ struct sbx__proto {
     sbx_status (*mkdir)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
     sbx_status (*write_files)(struct sbx__api_req *r, const char *sandbox_id);
     sbx_status (*read_file)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+    /* A 2xx answer to read_file, by its Content-Type (NULL or "": none):
+     * SBX_OK when its body is the file, else SBX_E_PROTOCOL with err
+     * naming what came. NULL: any 2xx body is the file (v1). */
+    sbx_status (*check_file_type)(const char *content_type, long http, sbx__err *err);
     /* Commands. run: argv[0] is the program (argv->n > 0); wait: the answer
      * streams the command as started, then as finished (NDJSON). logs:
      * NDJSON lines read by sbx__api_parse_log. */

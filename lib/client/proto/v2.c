@@ -263,6 +263,24 @@ static sbx_status v2_read_file(struct sbx__api_req *r, const char *sandbox_id, c
     return sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/fs/read"), sbx__pr_path_body(path), true);
 }
 
+/* 3.x takes only application/octet-stream as file data (parameters
+ * allowed): an HTML error page or a JSON body from a proxy that answers
+ * 200 is not the file. Media types are case-insensitive. */
+static sbx_status v2_check_file_type(const char *content_type, long http, sbx__err *err)
+{
+    if (content_type && strcasestr(content_type, "application/octet-stream"))
+        return SBX_OK;
+    if (!content_type || !content_type[0])
+        return sbx__err_set(err, SBX_E_PROTOCOL,
+                            "read file: the server answered HTTP %ld without a Content-Type, not "
+                            "application/octet-stream: not the file's bytes",
+                            http);
+    return sbx__err_set(err, SBX_E_PROTOCOL,
+                        "read file: the server answered HTTP %ld with Content-Type '%.100s', not "
+                        "application/octet-stream: not the file's bytes",
+                        http, content_type);
+}
+
 static sbx_status v2_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms)
 {
@@ -545,6 +563,7 @@ const struct sbx__proto sbx__proto_v2 = {
     .mkdir = v2_mkdir,
     .write_files = v2_write_files,
     .read_file = v2_read_file,
+    .check_file_type = v2_check_file_type,
     .run_command = v2_run_command,
     .get_command = v2_get_command,
     .wait_command = v2_wait_command,
