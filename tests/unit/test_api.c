@@ -1084,6 +1084,13 @@ START_TEST(test_api_parse_log_streams)
     ck_assert_str_eq(data.data, "error: gone");
     ck_assert_int_eq(log_line("{\"stream\":\"error\",\"data\":{\"code\":\"x\"}}", &stream, &data, &err), SBX_OK);
     ck_assert_str_eq(data.data, "x: ");
+    /* a wait stream's command lines: told apart, read elsewhere */
+    ck_assert_int_eq(log_line("{\"command\":{\"id\":\"cmd_1\",\"exitCode\":0}}", &stream, &data, &err), SBX_OK);
+    ck_assert_int_eq(stream, SBX__LOG_COMMAND);
+    ck_assert_uint_eq(data.len, 0);
+    ck_assert_int_eq(log_line("{\"command\":null,\"stream\":\"stdout\",\"data\":\"x\"}", &stream, &data, &err),
+                     SBX_OK);
+    ck_assert_int_eq(stream, SBX__LOG_STDOUT);
     ck_assert_int_eq(err.code, SBX_OK);
     sbx__buf_free(&data);
     sbx__err_free(&err);

@@ -284,10 +284,14 @@ static sbx_status v2_check_file_type(const char *content_type, long http, sbx__e
 static sbx_status v2_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms)
 {
-    /* Without "logs": a waited command's stream is its two command lines;
-     * the output comes from /logs, as in v1 (the client follows both). */
-    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd", NULL, NULL),
-                        sbx__pr_dump(sbx__pr_run_object(argv, cwd, env, sudo, wait, timeout_ms)), true);
+    /* Waited: "logs" puts the output in the stream, between the command
+     * lines, as the 3.x SDKs ask (they never read /logs for it). */
+    json_t *o = sbx__pr_run_object(argv, cwd, env, sudo, wait, timeout_ms);
+    if (o && wait && json_object_set_new(o, "logs", json_true()) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd", NULL, NULL), sbx__pr_dump(o), true);
 }
 
 static sbx_status v2_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
@@ -548,6 +552,7 @@ done:
 const struct sbx__proto sbx__proto_v2 = {
     .name = "v2",
     .max_ports = SBX__MAX_PORTS,
+    .inline_logs = true,
     .check_policy = v2_check_policy,
     .create_sandbox = v2_create_sandbox,
     .get_sandbox = v2_get_sandbox,
