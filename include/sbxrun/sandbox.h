@@ -118,11 +118,12 @@ SBX_API sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms);
 SBX_API sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, size_t vcpus);
 
 /**
- * Publish a port of the sandbox (at most 4): its route is then known by
- * sbx_sandbox_route_url().
+ * Publish a port of the sandbox (at most 15 in the v2 protocol, 4 in v1):
+ * its route is then known by sbx_sandbox_route_url(). A create in v1 with
+ * more than 4 fails with SBX_E_INVALID_ARG before anything is sent.
  *
- * @return SBX_OK, SBX_E_INVALID_ARG (0, above 65535, a fifth or a repeated
- *         port), SBX_E_MISUSE.
+ * @return SBX_OK, SBX_E_INVALID_ARG (0, above 65535, one more than the
+ *         protocol allows, or a repeated port), SBX_E_MISUSE.
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port);
@@ -221,6 +222,7 @@ SBX_API sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const
  * (find it with sbx_client_list_sandboxes()).
  *
  * @return SBX_OK, SBX_E_MISUSE (already created or attached), SBX_E_AUTH,
+ *         SBX_E_INVALID_ARG (more ports than the protocol allows),
  *         SBX_E_TRANSPORT, SBX_E_HTTP, SBX_E_RATE_LIMITED, SBX_E_NOT_FOUND
  *         (a snapshot source), SBX_E_TIMEOUT (before the request was sent),
  *         SBX_E_CANCELLED, SBX_E_NOMEM.
@@ -628,8 +630,10 @@ SBX_API sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, c
  *
  * @return SBX_OK, SBX_E_NOT_FOUND (no such file, or not a regular file),
  *         SBX_E_BUDGET_EXCEEDED (larger than max), SBX_E_INVALID_ARG,
- *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, and the
- *         request errors (see client.h)
+ *         SBX_E_MISUSE, SBX_E_HTTP, SBX_E_TRANSPORT, SBX_E_PROTOCOL (in
+ *         the v2 protocol, a success answer that is not
+ *         application/octet-stream: none of it is taken as the file), and
+ *         the request errors (see client.h)
  * @since 1.0
  */
 SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max,

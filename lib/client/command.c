@@ -25,6 +25,13 @@
  * a followed command is the plain POST, then requests 2 and the GET: one
  * long-lived request instead of two.
  *
+ * In the 2.x protocol the output comes inline instead, as the 3.x SDKs
+ * read it: the wait-mode stream carries the log lines between its two
+ * command lines, and request 2 is not made. Should that stream break
+ * before its last line, request 2 takes over (the bytes delivered are
+ * skipped, as on any reconnect), then the GET for the exit code: output
+ * that /logs would keep is never lost to a cut stream.
+ *
  * The command's deadline is put on each request; when it passes, the
  * command is killed (SIGKILL) and the op ends with SBX_E_TIMEOUT, at most
  * KILL_GRACE_MS later.
@@ -109,6 +116,8 @@ struct cmd_run {
     int64_t deadline;         /* absolute (monotonic), 0 none */
     bool detached, paused, timed_out;
     bool logs_only;           /* followed with a plain start (command.follow=logs) */
+    bool inline_out;          /* the output comes in the start stream (2.x wait mode); cleared
+                               * when that stream broke and /logs took over */
     sbx_status stream_fail;   /* why our data handler stopped the logs */
     char *server_error;       /* an error line of the log stream */
     struct sbx__resume_wait rw; /* the start, repeated on a new session (resume.h) */
@@ -566,13 +575,10 @@ static void start_wait(struct cmd_run *run)
 }
 
 /* 2. the output */
-static int log_line(const char *line, size_t len, void *user)
+
+/* A parsed log line (run->data) of stream: 0 to go on, 1 to stop. */
+static int take_log(struct cmd_run *run, int stream)
 {
-    struct cmd_run *run = user;
-    int stream;
-    sbx_status st = sbx__api_parse_log(line, len, &stream, &run->data, &run->op->err);
-    if (st != SBX_OK)
-        return 1;
     if (stream == SBX__LOG_ERROR) {
         /* The last line: the server says why the output ended. */
         char *e = sbx__strndup(run->data.data ? run->data.data : "", run->data.len);
@@ -590,6 +596,28 @@ static int log_line(const char *line, size_t len, void *user)
                       run->data.data, run->data.len)
                ? 0
                : 1;
+}
+
+static int log_line(const char *line, size_t len, void *user)
+{
+    struct cmd_run *run = user;
+    int stream;
+    sbx_status st = sbx__api_parse_log(line, len, &stream, &run->data, &run->op->err);
+    if (st != SBX_OK)
+        return 1;
+    if (stream == SBX__LOG_COMMAND) {
+        sbx__err_set(&run->op->err, SBX_E_PROTOCOL, "a log line has no valid stream/data");
+        return 1;
+    }
+    return take_log(run, stream);
+}
+
+/* A full buffer nobody drains stops the reading of the output's stream
+ * (the bytes wait in the kernel and at the server). */
+static bool must_pause(struct cmd_run *run)
+{
+    sbx_command *cmd = run->cmd;
+    return !cmd->cb && !cmd->blocking && (cmd->out[0].len >= cmd->limit || cmd->out[1].len >= cmd->limit);
 }
 
 /* Bytes of one of the op's NDJSON streams into its line handler. On failure
@@ -612,13 +640,10 @@ static int feed(struct cmd_run *run, sbx__ndjson *nd, const char *data, size_t l
 static int logs_data(sbx__req *r, const char *data, size_t len, void *user)
 {
     struct cmd_run *run = user;
-    sbx_command *cmd = run->cmd;
     (void)r;
     if (run->op->done)
         return SBX__DATA_ABORT;
-    /* Backpressure: a full buffer nobody drains stops the reading (the
-     * bytes wait in the kernel and at the server). */
-    if (!cmd->cb && !cmd->blocking && (cmd->out[0].len >= cmd->limit || cmd->out[1].len >= cmd->limit)) {
+    if (must_pause(run)) {
         run->paused = true;
         return SBX__DATA_PAUSE;
     }
@@ -807,6 +832,12 @@ static void probe_done(sbx__req *r, void *user)
     if (stuck(run, run->start)) {
         sbx__req_free(run->start);
         run->start = NULL;
+        if (run->inline_out && !cmd->output_ended) {
+            /* The rest of its output is in /logs. */
+            run->inline_out = false;
+            logs_again(run, "the start stream was silent after the command exited");
+            return;
+        }
     }
     if (stuck(run, run->wait)) {
         sbx__req_free(run->wait);
@@ -873,17 +904,32 @@ static sbx_status take_command(struct cmd_run *run, const char *body, size_t len
 static int start_line(const char *line, size_t len, void *user)
 {
     struct cmd_run *run = user;
+    if (run->inline_out && run->start_lines == 1) {
+        /* Between the command lines: the output. */
+        int stream;
+        if (sbx__api_parse_log(line, len, &stream, &run->data, &run->op->err) != SBX_OK)
+            return 1;
+        if (stream != SBX__LOG_COMMAND)
+            return take_log(run, stream);
+    }
     if (++run->start_lines > 2) {
-        sbx__err_set(&run->op->err, SBX_E_PROTOCOL, "the start stream has more than two lines");
+        sbx__err_set(&run->op->err, SBX_E_PROTOCOL, "the start stream has more than two command lines");
         return 1;
     }
     if (take_command(run, line, len) != SBX_OK)
         return 1;
+    if (run->start_lines == 2 && run->inline_out) {
+        /* The finished line: all of the output came before it. */
+        end_output(run);
+        return 0;
+    }
     if (run->start_lines == 1) {
         /* It runs: follow its output, and stop counting this request
          * against the limits (it lasts as long as the command). */
         sbx__req_become_follow(run->start, run->deadline);
         watch(run, run->start);
+        if (run->inline_out)
+            return 0;
         /* Never finish the run from here: inside the start stream's data
          * or done handler, a finished op can be freed at once (a job's
          * step) while they still use it. Failing the line stops the
@@ -903,6 +949,10 @@ static int start_data(sbx__req *r, const char *data, size_t len, void *user)
     int a;
     if (run->op->done)
         return SBX__DATA_ABORT;
+    if (run->inline_out && run->start_lines == 1 && must_pause(run)) {
+        run->paused = true;
+        return SBX__DATA_PAUSE;
+    }
     a = feed(run, &run->snd, data, len, start_line, "a line of the start stream", &run->start_fail);
     /* The exit line after the end of the output: report now, not when the
      * stream's last chunk comes (start_done runs at once). */
@@ -978,6 +1028,21 @@ static void start_done(sbx__req *r, void *user)
      * exit code or without it (broken: the GET fallback asks for it once
      * the output has ended). A stream not at its end yet is left to end,
      * so its connection is reused. */
+    if (run->inline_out && !run->cmd->output_ended) {
+        /* Broken before its last line: the rest of the output is in
+         * /logs, from the bytes already delivered on. */
+        char why[300];
+        snprintf(why, sizeof why, "the start stream broke: %s",
+                 st != SBX_OK ? sbx__req_error(r) : "it ended before the command's last line");
+        run->inline_out = false;
+        sbx__req_log(r, SBX_LOG_INFO, "command %s: %s; its output is read from /logs from byte %llu on",
+                     run->cmd->info.id, why,
+                     (unsigned long long)(run->cmd->delivered[0] + run->cmd->delivered[1]));
+        sbx__req_release(run->start, START_DRAIN_MS);
+        run->start = NULL;
+        logs_again(run, why);
+        return;
+    }
     sbx__req_release(run->start, START_DRAIN_MS);
     run->start = NULL;
     advance(run);
@@ -1144,6 +1209,7 @@ static sbx_status begin(sbx_command *cmd, const char *attach_id, sbx_op **out)
     run->cmd = cmd;
     run->detached = cmd->detached && !attach_id;
     run->logs_only = !run->detached && !attach_id && cmd->core->follow_logs_only;
+    run->inline_out = !run->detached && !run->logs_only && !attach_id && cmd->core->proto->inline_logs;
     sbx__ndjson_init(&run->nd, LOG_LINE_MAX);
     sbx__ndjson_init(&run->snd, LOG_LINE_MAX);
     op = sbx__op_new(cmd->core, &cmd->t, &run_ops, run);
@@ -1487,10 +1553,13 @@ sbx_status sbx_command_read_output(sbx_command *cmd, sbx_stream stream, uint8_t 
     sbx__buf_consume(b, k);
     *n = k;
     /* Drained below the limit: let the stream flow again. */
-    if (cmd->run && cmd->run->paused && cmd->run->logs && cmd->out[0].len < cmd->limit &&
-        cmd->out[1].len < cmd->limit) {
-        cmd->run->paused = false;
-        sbx__req_resume(cmd->run->logs);
+    if (cmd->run && cmd->run->paused && cmd->out[0].len < cmd->limit && cmd->out[1].len < cmd->limit) {
+        /* The stream the output comes on: the logs, or the start (inline) */
+        sbx__req *from = cmd->run->logs ? cmd->run->logs : cmd->run->inline_out ? cmd->run->start : NULL;
+        if (from) {
+            cmd->run->paused = false;
+            sbx__req_resume(from);
+        }
     }
     return SBX_OK;
 }

@@ -227,8 +227,11 @@ sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
     for (size_t i = 0; i < s->nports; i++)
         if (s->ports[i] == port)
             return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: given twice", port);
-    if (s->nports == SBX__MAX_PORTS)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %d ports", port, SBX__MAX_PORTS);
+    /* The version spoken now; create checks again, as the protocol may
+     * still change before the first request. */
+    if (s->nports == s->core->proto->max_ports)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %zu ports in the %s protocol", port,
+                            s->core->proto->max_ports, s->core->proto->name);
     s->ports[s->nports++] = port;
     return SBX_OK;
 }
@@ -705,6 +708,10 @@ sbx_status sbx_sandbox_create_start(sbx_sandbox *s, sbx_op **op)
     *op = NULL;
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
+    if (s->nports > s->core->proto->max_ports)
+        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
+                            "%zu ports: at most %zu in the %s protocol (v2 allows %d)", s->nports,
+                            s->core->proto->max_ports, s->core->proto->name, SBX__MAX_PORTS);
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
         return st;
     if ((s->name || s->persistent) && !s->core->proto->get_named)
@@ -1460,6 +1467,8 @@ struct read_state {
     char *tmp, *final;
     uint64_t written, flushed; /* SINK_FILE: bytes written, and handed to write-back */
     bool too_big, cb_stopped, nomem;
+    int typed;                  /* the answer's Content-Type: 0 not checked, 1 fits, -1 does not
+                                 * (then no byte of it is the file's) */
     int io_errno;
     struct sbx__resume_wait rw; /* sent again on a new session (resume.h) */
 };
@@ -1494,6 +1503,26 @@ static void read_release(sbx_op *op)
     sbx__free(rs);
 }
 
+/* Whether a 2xx answer is the file's bytes (the protocol's rule on its
+ * Content-Type), checked before its first byte goes anywhere. The reason
+ * is told once the request is done (its HTTP status known then). */
+static bool read_typed(sbx_op *op, struct read_state *rs, sbx__req *r)
+{
+    const struct sbx__proto *pr = op->core->proto;
+    sbx__err tmp = {0};
+    if (rs->typed == 0)
+        rs->typed = !pr->check_file_type || pr->check_file_type(sbx__req_content_type(r), 200, &tmp) == SBX_OK
+                        ? 1
+                        : -1;
+    sbx__err_free(&tmp);
+    return rs->typed > 0;
+}
+
+static sbx_status read_untyped(sbx_op *op, sbx__req *r)
+{
+    return op->core->proto->check_file_type(sbx__req_content_type(r), sbx__req_http_status(r), &op->err);
+}
+
 static const struct sbx__op_ops read_ops = {read_cancel, read_release};
 
 static int read_data(sbx__req *r, const char *data, size_t len, void *user)
@@ -1501,7 +1530,8 @@ static int read_data(sbx__req *r, const char *data, size_t len, void *user)
     sbx_op *op = user;
     struct read_state *rs = op->state;
     sbx_status st;
-    (void)r;
+    if (!read_typed(op, rs, r))
+        return SBX__DATA_ABORT;
     switch (rs->sink) {
     case SINK_MEM:
         st = sbx__buf_append(&rs->mem, data, len);
@@ -1554,7 +1584,9 @@ static void read_done(sbx__req *r, void *user)
 
     if (sbx__resume_try(&rs->rw, r))
         return; /* sent again on the sandbox's new session */
-    if (rs->too_big)
+    if (rs->typed < 0)
+        st = read_untyped(op, r);
+    else if (rs->too_big)
         st = sbx__err_set(&op->err, SBX_E_BUDGET_EXCEEDED, "read file: larger than the %zu bytes allowed",
                           rs->max);
     else if (rs->nomem)
@@ -1565,6 +1597,8 @@ static void read_done(sbx__req *r, void *user)
         st = sbx__err_set(&op->err, SBX_E_IO, "download: %s: %s", rs->tmp, strerror(rs->io_errno));
     else if ((st = sbx__op_check_response(op, r, "read file")) == SBX_E_NOT_FOUND)
         sbx__err_set(&op->err, st, "read file: no such file (or not a regular file) in the sandbox");
+    else if (st == SBX_OK && !read_typed(op, rs, r)) /* an empty body: no byte came to check */
+        st = read_untyped(op, r);
     if (st == SBX_OK && rs->sink == SINK_FILE) {
         int fd = rs->fd, e = 0;
         rs->fd = -1;

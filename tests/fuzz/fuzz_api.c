@@ -93,7 +93,10 @@ static void log_line(const char *line, size_t len)
     sbx__err err = {0};
     int stream = 0;
     sbx_status st = sbx__api_parse_log(line, len, &stream, &data, &err);
-    if (st == SBX_OK && stream != SBX__LOG_STDOUT && stream != SBX__LOG_STDERR && stream != SBX__LOG_ERROR)
+    if (st == SBX_OK && stream != SBX__LOG_STDOUT && stream != SBX__LOG_STDERR && stream != SBX__LOG_ERROR &&
+        stream != SBX__LOG_COMMAND)
+        abort();
+    if (st == SBX_OK && stream == SBX__LOG_COMMAND && data.len != 0)
         abort();
     check_status(st, &err);
     sbx__buf_free(&data);

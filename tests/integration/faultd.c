@@ -97,6 +97,8 @@ static const char *const fault_names[] = {
     [FAULT_503] = "503",
     [FAULT_NO_FRAMING] = "no_framing",
     [FAULT_429_MS] = "429_ms",
+    [FAULT_HTML_200] = "html_200",
+    [FAULT_EMPTY_200] = "empty_200",
 };
 
 const char *fault_name(enum fault kind)
@@ -951,6 +953,14 @@ static void *conn_main(void *arg)
         case FAULT_STOPPING:
             rc = answer_coded(c, 422, farg ? "sandbox_snapshotting" : "sandbox_stopping", NULL, "not forwarded");
             break;
+        case FAULT_HTML_200:
+            rc = answer(c, 200, NULL, "text/html; charset=utf-8", "<html><body>faultd: not the server</body></html>");
+            break;
+        case FAULT_EMPTY_200: {
+            static const char h[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Faultd: injected\r\n\r\n";
+            rc = c->dn >= 0 && send_all(c->dn, h, sizeof h - 1) == 0 ? 0 : -1;
+            break;
+        }
         case FAULT_429:
         case FAULT_429_MS:
         case FAULT_503: {

@@ -64,6 +64,9 @@ enum fault {
                          * on its way out; not forwarded */
     FAULT_DELAY,        /* forwarded; sbxd's answer held back arg ms (nothing on the
                          * wire meanwhile), then relayed intact: a slow server */
+    FAULT_HTML_200,     /* 200 text/html with an HTML page (a proxy's or portal's answer
+                         * standing in for the server's), not forwarded */
+    FAULT_EMPTY_200,    /* 200 with an empty body and no Content-Type, not forwarded */
 };
 
 /* Start a proxy to d's unix socket; asserts success. */

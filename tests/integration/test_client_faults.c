@@ -110,6 +110,16 @@ static const char *sbx_pat(const struct fx *x, const char *tail)
     return b;
 }
 
+/* For the tests of the log stream's repair. In v2 a waited command's output
+ * comes in its start stream and /logs is not asked; there these tests
+ * follow with command.follow=logs, where /logs brings the output (the
+ * repair code is the same; the inline cases have tests of their own). */
+static void via_logs(struct fx *x)
+{
+    if (it_v2())
+        ok_cl(sbx_client_set_option(x->c, "command.follow", "logs"), x->c);
+}
+
 /* ---- side effects, read from sbxd directly ------------------------------------------------ */
 
 static int direct_sandbox_count(struct sbxd *d)
@@ -717,6 +727,7 @@ START_TEST(test_client_faults_logs_reset_mid_body)
     struct outbuf o = {0};
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_RESET_MID, 5000);
     faultd_rule(x.f, "GET", "/logs$", 2, FAULT_RESET_MID, 60000);
     faultd_rule(x.f, "GET", "/logs$", 3, FAULT_RESET_MID, 100000);
@@ -786,6 +797,7 @@ START_TEST(test_client_faults_logs_truncated_mid_line)
     size_t len, elen;
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_TRUNCATE, 3000);
     faultd_rule(x.f, "GET", "/logs$", 2, FAULT_TRUNCATE, 40000);
     faultd_rule(x.f, "GET", "/logs$", 3, FAULT_TRUNCATE, 90000);
@@ -886,7 +898,7 @@ START_TEST(test_client_faults_start_stream_no_terminator)
     ck_assert_str_eq(o.data[0] ? o.data[0] : "", "hi\n");
     ck_assert_int_eq(faultd_faulted(x.f), 1);
     ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true"), 0);
-    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), it_v2() ? 0 : 1); /* v2: the output came inline */
     sbx_command_free(k);
     outbuf_free(&o);
     fx_stop(&x);
@@ -992,6 +1004,149 @@ START_TEST(test_client_faults_start_stream_bad_first_line)
 }
 END_TEST
 
+/* ---- v2: the output inline in the start stream ---------------------------------------------------- */
+
+/* The order of the output across both streams, as the callback saw it. */
+struct seqlog {
+    char text[256];
+    size_t len;
+};
+
+static int log_order(sbx_stream stream, const uint8_t *data, size_t len, void *user)
+{
+    struct seqlog *l = user;
+    for (size_t i = 0; i < len && l->len + 3 < sizeof l->text; i++)
+        if (data[i] != '\n')
+            l->text[l->len++] = (char)data[i];
+        else
+            l->text[l->len++] = stream == SBX_STREAM_STDERR ? '!' : ';';
+    l->text[l->len] = '\0';
+    return 0;
+}
+
+/* A waited command in v2 is one request, as with SDK 3.x: "logs": true on
+ * the start, the output read from its stream, no /logs and no wait GET;
+ * stdout and stderr arrive in the order written. v1 follows /logs. */
+START_TEST(test_client_faults_inline_logs_no_logs_request)
+{
+    struct fx x;
+    sbx_command *k;
+    struct seqlog l = {{0}, 0};
+    const char *argv[] = {"sh", "-c",
+                          "echo o1; sleep 0.1; echo e1 >&2; sleep 0.1; echo o2; sleep 0.1; echo e2 >&2; exit 3"};
+
+    fx_start(&x, true, NULL, NULL);
+    k = sbx_command_new(x.s);
+    ok_k(sbx_command_set_argv(k, 3, argv), k);
+    ok_k(sbx_command_set_output_cb(k, log_order, &l), k);
+    ok_k(sbx_command_run(k), k);
+    ck_assert_int_eq(sbx_command_exit_code(k), 3);
+    ck_assert_str_eq(l.text, "o1;e1!o2;e2!");
+    ck_assert_int_eq(sbx_command_output_bytes(k, SBX_STREAM_STDOUT), 6);
+    ck_assert_int_eq(sbx_command_output_bytes(k, SBX_STREAM_STDERR), 6);
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), it_v2() ? 0 : 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true"), 0);
+    sbx_command_free(k);
+
+    /* A big output, drained from the handle's buffers with backpressure
+     * (reading pauses the start stream): whole, still one request. */
+    {
+        sbx_op *op;
+        size_t wlen, glen = 0, n;
+        char *want = seq_text(SEQ_N, &wlen), *got = malloc(wlen + 1), buf[997];
+        int64_t until = mono_ms() + 30000;
+        bool ended = false;
+        k = sh_cmd(x.s, SEQ_SCRIPT, NULL);
+        ok_k(sbx_command_set_output_limit(k, 4096), k);
+        ok_k(sbx_command_run_start(k, &op), k);
+        while (!ended && mono_ms() < until) {
+            sbx_status st;
+            sbx_client_run(x.c, 5);
+            st = sbx_command_read_output(k, SBX_STREAM_STDOUT, (uint8_t *)buf, sizeof buf, &n);
+            if (st == SBX_OK) {
+                ck_assert_uint_le(glen + n, wlen);
+                memcpy(got + glen, buf, n);
+                glen += n;
+            } else {
+                ck_assert_msg(st == SBX_E_AGAIN || st == SBX_E_NOT_FOUND, "read_output: %s", sbx_status_name(st));
+                ended = st == SBX_E_NOT_FOUND;
+            }
+        }
+        expect_sbx(sbx_op_wait(op, -1), SBX_OK, sbx_op_last_error, op);
+        ck_assert_uint_eq(glen, wlen);
+        ck_assert_mem_eq(got, want, wlen);
+        ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), it_v2() ? 0 : 2);
+        sbx_op_free(op);
+        sbx_command_free(k);
+        free(want);
+        free(got);
+    }
+    fx_stop(&x);
+}
+END_TEST
+
+/* The start stream cut in the middle of the output (after its first line):
+ * the output goes on from /logs at the byte reached, whole and exact on
+ * both streams, with the log stream cut too; the exit code comes from the
+ * wait GET; the command ran once. The same in v1, where /logs was the
+ * output's stream from the start. */
+START_TEST(test_client_faults_inline_logs_cut_falls_back)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+    const char *post;
+    static const enum fault cuts[] = {FAULT_TRUNCATE, FAULT_RESET_MID};
+
+    fx_start(&x, true, NULL, NULL);
+    post = sbx_pat(&x, "/cmd");
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        int p0 = faultd_count(x.f, "POST", post), w0 = faultd_count(x.f, "GET", "wait=true"),
+            l0 = faultd_count(x.f, "GET", "/logs$");
+        faultd_clear(x.f);
+        faultd_rule(x.f, "POST", post, 1, cuts[c], 30000);
+        faultd_rule(x.f, "GET", "/logs$", 1, FAULT_RESET_MID, 20000);
+        k = sh_cmd(x.s, COUNT_SCRIPT "; " SEQ_SCRIPT "; echo bye >&2; exit 5", &o);
+        ok_k(sbx_command_run(k), k);
+        ck_assert_int_eq(sbx_command_exit_code(k), 5);
+        expect_seq(o.data[0], o.len[0]);
+        ck_assert_str_eq(o.data[1] ? o.data[1] : "", "bye\n");
+        ck_assert_int_eq(faultd_count(x.f, "POST", post) - p0, 1);
+        ck_assert_int_ge(faultd_count(x.f, "GET", "/logs$") - l0, 2);
+        if (it_v2())
+            ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true") - w0, 1);
+        ck_assert_int_eq(direct_file_lines(x.d, x.sid, COUNT_FILE), (int)c + 1);
+        sbx_command_free(k);
+        outbuf_free(&o);
+    }
+    fx_stop(&x);
+}
+END_TEST
+
+/* A line between the command lines that is neither output nor the last
+ * command line fails the op (as the SDK's schema does), naming it; the
+ * command is not started again. */
+START_TEST(test_client_faults_inline_logs_bad_line)
+{
+    struct fx x;
+    sbx_command *k;
+    struct outbuf o = {0};
+
+    fx_start(&x, true, NULL, NULL);
+    faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 1, FAULT_BAD_NDJSON, 0);
+    k = sh_cmd(x.s, "echo hi", &o);
+    /* the bad line comes first: before the command is known */
+    expect_sbx(sbx_command_run(k), SBX_E_PROTOCOL, sbx_command_last_error, k);
+    ck_assert(contains(sbx_command_last_error(k), "may have started"));
+    ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), 0);
+    sbx_command_free(k);
+    outbuf_free(&o);
+    fx_stop(&x);
+}
+END_TEST
+
 /* ---- stalls: deadlines and cancellation ---------------------------------------------------------------- */
 
 START_TEST(test_client_faults_stall_get_timeout)
@@ -1059,6 +1214,7 @@ START_TEST(test_client_faults_cancel_during_stall)
     int64_t t0, dt, until;
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     /* The logs stall. */
     faultd_rule(x.f, "GET", "/logs$", 0, FAULT_STALL, 0);
     k = sh_cmd(x.s, "sleep 30", NULL);
@@ -1148,7 +1304,9 @@ static void slow_case(enum fault kind, long arg)
     ok_cl(sbx_client_list_sandboxes(x.c, NULL, 0, -1, -1, &json), x.c);
     ck_assert_msg(contains(json, sbx_sandbox_id(s)), "list: %s", json);
     sbx_free(json);
-    ck_assert_int_ge(faultd_faulted(x.f), 6);
+    /* v2: the output came in the start stream, one request fewer */
+    ck_assert_int_ge(faultd_faulted(x.f), it_v2() ? 5 : 6);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "/logs$"), it_v2() ? 0 : 1);
     free(want);
     sbx_sandbox_free(s);
     fx_stop(&x);
@@ -1196,6 +1354,7 @@ START_TEST(test_client_faults_invalid_ndjson_line)
     struct outbuf o = {0};
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_BAD_NDJSON, 0);
     k = sh_cmd(x.s, "echo hi", &o);
     expect_sbx(sbx_command_run(k), SBX_E_PROTOCOL, sbx_command_last_error, k);
@@ -1388,6 +1547,74 @@ START_TEST(test_client_faults_read_cut_mid_body)
 }
 END_TEST
 
+/* A success answer to a read that is not application/octet-stream (a
+ * proxy's HTML page, an empty 200 without a type): in v2 not the file, an
+ * SBX_E_PROTOCOL naming what came, and no byte of it reaches any sink. v1
+ * takes any 2xx body, as its SDKs do. */
+static int count_bytes(const uint8_t *data, size_t len, void *user)
+{
+    (void)data;
+    *(size_t *)user += len;
+    return 0;
+}
+
+START_TEST(test_client_faults_read_not_octet_stream)
+{
+    struct fx x;
+    char *data = NULL, local[600];
+    size_t len = 0, streamed = 0;
+
+    fx_start(&x, true, NULL, NULL);
+    sbx_write_file(x.d, x.sid, "/vercel/sandbox/f.txt", "file bytes", 10, 0644);
+    sbx_write_file(x.d, x.sid, "/vercel/sandbox/empty.txt", "", 0, 0644);
+    snprintf(local, sizeof local, "%.300s/dl-f.txt", x.d->dir);
+
+    faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_HTML_200, 0);
+    if (it_v2()) {
+        expect_sbx(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        note("read answered text/html", sbx_sandbox_last_error(x.s));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "HTTP 200"));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "text/html"));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "application/octet-stream"));
+        ck_assert_ptr_null(data);
+        ck_assert_uint_eq(len, 0);
+        expect_sbx(sbx_sandbox_read_stream(x.s, "f.txt", count_bytes, &streamed), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        ck_assert_uint_eq(streamed, 0);
+        expect_sbx(sbx_sandbox_download(x.s, "f.txt", local), SBX_E_PROTOCOL, sbx_sandbox_last_error, x.s);
+        ck_assert_int_eq(access(local, F_OK), -1);
+        /* answered, not a transport failure: not retried */
+        ck_assert_int_eq(faultd_count(x.f, "POST", "/fs/read$"), 3);
+
+        faultd_clear(x.f);
+        faultd_rule(x.f, "POST", "/fs/read$", 0, FAULT_EMPTY_200, 0);
+        expect_sbx(sbx_sandbox_read_file(x.s, "empty.txt", 0, (uint8_t **)&data, &len), SBX_E_PROTOCOL,
+                   sbx_sandbox_last_error, x.s);
+        note("read answered empty, untyped", sbx_sandbox_last_error(x.s));
+        ck_assert(contains(sbx_sandbox_last_error(x.s), "without a Content-Type"));
+    } else {
+        ok_sb(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), x.s);
+        ck_assert(contains(data, "faultd: not the server"));
+        sbx_free(data);
+        data = NULL;
+    }
+
+    /* sbxd's own answers (application/octet-stream): the files, the empty one too */
+    faultd_clear(x.f);
+    ok_sb(sbx_sandbox_read_file(x.s, "f.txt", 0, (uint8_t **)&data, &len), x.s);
+    ck_assert_uint_eq(len, 10);
+    ck_assert_mem_eq(data, "file bytes", 10);
+    sbx_free(data);
+    ok_sb(sbx_sandbox_read_file(x.s, "empty.txt", 0, (uint8_t **)&data, &len), x.s);
+    ck_assert_uint_eq(len, 0);
+    sbx_free(data);
+    ok_sb(sbx_sandbox_download(x.s, "f.txt", local), x.s);
+    ck_assert_int_eq(access(local, F_OK), 0);
+    fx_stop(&x);
+}
+END_TEST
+
 /* ---- other requests that must not run twice, and retried bodies ------------------------------------------- */
 
 static int64_t direct_timeout(struct sbxd *d, const char *sid)
@@ -1557,6 +1784,7 @@ START_TEST(test_client_faults_logs_always_cut)
     char *want = seq_text(SEQ_N, &wlen);
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 0, FAULT_TRUNCATE, 3000);
     /* A first line of 1092 bytes, then one beyond the cut. */
     k = sh_cmd(x.s, "seq 1 300; sleep 0.3; seq 301 20000", &o);
@@ -1601,6 +1829,7 @@ START_TEST(test_client_faults_logs_cut_with_backpressure)
      * which sbxd sends in few large lines, is longer than the last cut
      * (on a slow machine the command ends before the third request). */
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_RESET_MID, 20000);
     faultd_rule(x.f, "GET", "/logs$", 2, FAULT_TRUNCATE, 70000);
     faultd_rule(x.f, "GET", "/logs$", 3, FAULT_RESET_MID, 130000);
@@ -1660,6 +1889,7 @@ START_TEST(test_client_faults_logs_lost_terminator)
     struct outbuf o = {0};
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_NO_TERMINATOR, 0);
     faultd_rule(x.f, "GET", "/logs$", 2, FAULT_NO_TERMINATOR, 1);
     k = sh_cmd(x.s, SEQ_SCRIPT "; echo end >&2", &o);
@@ -1814,6 +2044,7 @@ START_TEST(test_client_faults_logs_cut_in_head)
     struct outbuf o = {0};
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_CUT_HEAD, 17);
     k = sh_cmd(x.s, "echo hi; exit 3", &o);
     ok_k(sbx_command_run(k), k);
@@ -1890,8 +2121,10 @@ START_TEST(test_client_faults_cut_in_chunk_size)
     struct fx x;
     sbx_command *k;
     struct outbuf o = {0};
+    int w0;
 
     fx_start(&x, true, NULL, NULL);
+    via_logs(&x);
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_CUT_CHUNK_SIZE, 3000);
     k = sh_cmd(x.s, SEQ_SCRIPT, &o);
     ok_k(sbx_command_run(k), k);
@@ -1900,13 +2133,15 @@ START_TEST(test_client_faults_cut_in_chunk_size)
     sbx_command_free(k);
     outbuf_free(&o);
 
+    ok_cl(sbx_client_set_option(x.c, "command.follow", "wait"), x.c);
+    w0 = faultd_count(x.f, "GET", "wait=true"); /* via_logs asked for one */
     faultd_rule(x.f, "POST", sbx_pat(&x, "/cmd"), 1, FAULT_CUT_CHUNK_SIZE, 1);
     k = sh_cmd(x.s, "echo a; sleep 0.3; exit 2", &o);
     ok_k(sbx_command_run(k), k);
     ck_assert_int_eq(sbx_command_exit_code(k), 2);
     ck_assert_str_eq(o.data[0] ? o.data[0] : "", "a\n");
     ck_assert_int_eq(faultd_count(x.f, "POST", sbx_pat(&x, "/cmd")), 2);
-    ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true"), 1);
+    ck_assert_int_eq(faultd_count(x.f, "GET", "wait=true") - w0, 1);
     sbx_command_free(k);
     outbuf_free(&o);
     fx_stop(&x);
@@ -2081,6 +2316,7 @@ START_TEST(test_client_faults_stream_stuck_after_exit)
     fx_start(&x, true, NULL, NULL);
     ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "500"), x.c);
     ok_cl(sbx_client_set_option(x.c, "probe_timeout_ms", "2000"), x.c);
+    via_logs(&x);
     n0 = faultd_count(x.f, "GET", "/logs$");
     faultd_rule(x.f, "GET", "/logs$", 1, FAULT_STALL_MID, 0);
     k = sh_cmd(x.s, "echo one; sleep 1; echo two; exit 6", &o);
@@ -2835,6 +3071,7 @@ Suite *sbx_test_suite(void)
         {"cancel_backoff", test_client_faults_cancel_during_backoff},
         {"stall_start", test_client_faults_stall_start_command_timeout},
         {"read_cut", test_client_faults_read_cut_mid_body},
+        {"read_not_octet_stream", test_client_faults_read_not_octet_stream},
         {"faultd_selftest", test_client_faults_faultd_selftest},
         {"other_posts_once", test_client_faults_other_posts_once},
         {"bodies_replayed", test_client_faults_bodies_replayed},
@@ -2846,6 +3083,9 @@ Suite *sbx_test_suite(void)
         {"start_terminator_never", test_client_faults_start_stream_terminator_never},
         {"start_cut_before_start", test_client_faults_start_stream_cut_before_start},
         {"start_bad_first_line", test_client_faults_start_stream_bad_first_line},
+        {"inline_logs_no_logs_request", test_client_faults_inline_logs_no_logs_request},
+        {"inline_logs_cut_falls_back", test_client_faults_inline_logs_cut_falls_back},
+        {"inline_logs_bad_line", test_client_faults_inline_logs_bad_line},
         {"logs_backpressure", test_client_faults_logs_cut_with_backpressure},
         {"logs_lost_terminator", test_client_faults_logs_lost_terminator},
         {"client_timeout", test_client_faults_client_timeout_and_commands},

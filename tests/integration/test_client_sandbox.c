@@ -38,6 +38,9 @@ START_TEST(test_client_sandbox_create_with_options)
     ok_s(sbx_sandbox_set_timeout_ms(s, 600000), s);
     ok_s(sbx_sandbox_set_vcpus(s, 1), s);
     ok_s(sbx_sandbox_add_port(s, (uint32_t)port), s);
+    /* as many ports as the protocol allows: 15 in v2, 4 in v1 */
+    for (uint32_t p = 4001; p < (it_v2() ? 4015u : 4004u); p++)
+        ok_s(sbx_sandbox_add_port(s, p), s);
     ok_s(sbx_sandbox_set_env(s, "GREETING", "hello from env"), s);
     ok_s(sbx_sandbox_set_env(s, "DROPPED", "x"), s);
     ok_s(sbx_sandbox_set_env(s, "DROPPED", NULL), s);
@@ -58,6 +61,8 @@ START_TEST(test_client_sandbox_create_with_options)
     ck_assert(sbx_sandbox_created_at(s) > 1700000000000LL);
     ck_assert(strcmp(sbx_sandbox_status(s), "running") == 0 || strcmp(sbx_sandbox_status(s), "pending") == 0);
     ck_assert_ptr_nonnull(sbx_sandbox_route_url(s, (uint32_t)port));
+    for (uint32_t p = 4001; p < (it_v2() ? 4015u : 4004u); p++)
+        ck_assert_msg(sbx_sandbox_route_url(s, p) != NULL, "no route for port %u", p);
     ck_assert_ptr_null(sbx_sandbox_route_url(s, 1));
     j = parse_ok(sbx_sandbox_network_policy_json(s));
     ck_assert_str_eq(json_string_value(json_object_get(j, "mode")), "deny-all");
@@ -101,12 +106,28 @@ START_TEST(test_client_sandbox_bad_configuration)
     expect_st(sbx_sandbox_set_vcpus(s, 65), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_add_port(s, 0), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_add_port(s, 70000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
-    for (uint32_t p = 3000; p < 3004; p++)
+    /* 15 ports in v2; 4 in v1 */
+    ok_c(sbx_client_set_option(c, "protocol", "v2"), c);
+    for (uint32_t p = 3000; p < 3015; p++)
         ok_s(sbx_sandbox_add_port(s, p), s);
     expect_st(sbx_sandbox_add_port(s, 3000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     ck_assert(contains(sbx_sandbox_last_error(s), "twice"));
     expect_st(sbx_sandbox_add_port(s, 4000), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
-    ck_assert(contains(sbx_sandbox_last_error(s), "at most 4"));
+    ck_assert(contains(sbx_sandbox_last_error(s), "at most 15"));
+    /* Too many for v1 once the client speaks it: refused at create, before
+     * anything is sent (the endpoint is never reached). */
+    ok_c(sbx_client_set_option(c, "protocol", "v1"), c);
+    expect_st(sbx_sandbox_create(s), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "at most 4 in the v1 protocol"));
+    {
+        sbx_sandbox *s1 = sbx_sandbox_new(c);
+        for (uint32_t p = 3000; p < 3004; p++)
+            ok_s(sbx_sandbox_add_port(s1, p), s1);
+        expect_st(sbx_sandbox_add_port(s1, 3004), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s1);
+        ck_assert(contains(sbx_sandbox_last_error(s1), "at most 4 ports in the v1 protocol"));
+        sbx_sandbox_free(s1);
+    }
+    ok_c(sbx_client_set_option(c, "protocol", it_v2() ? "v2" : "v1"), c);
     expect_st(sbx_sandbox_set_env(s, "", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_env(s, "A=B", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
     expect_st(sbx_sandbox_set_env(s, "A\nB", "v"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
@@ -697,7 +718,9 @@ START_TEST(test_client_sandbox_update)
     ck_assert(contains(sbx_sandbox_last_error(s), "unknown key 'nope'"));
     expect_st(sbx_sandbox_update(s, "{\"network_policy\":{\"allowedDomains\":[]}}"), SBX_E_PARSE,
               sbx_sandbox_last_error, s);
-    expect_st(sbx_sandbox_update(s, "{\"ports\":[1,2,3,4,5]}"), SBX_E_INVALID_ARG, sbx_sandbox_last_error, s);
+    expect_st(sbx_sandbox_update(s, "{\"ports\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}"), SBX_E_INVALID_ARG,
+              sbx_sandbox_last_error, s);
+    ck_assert(contains(sbx_sandbox_last_error(s), "at most 15"));
 
     /* persistent from now on; the session lives longer and is denied the network */
     ok_s(sbx_sandbox_update(s, "{\"persistent\":true,\"timeout_ms\":120000,\"network_policy\":{\"mode\":"

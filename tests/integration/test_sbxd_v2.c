@@ -953,11 +953,51 @@ START_TEST(test_v2_injected_headers_not_kept_across_restart)
 }
 END_TEST
 
+/* Up to 15 ports in v2 (the 2.x docs), each with its route; a 16th is a
+ * 400 that names the limit. v1 keeps its 4. */
+START_TEST(test_v2_ports_limit)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    json_t *ports = json_array(), *routes;
+    struct http_resp *r;
+
+    for (int p = 3000; p < 3015; p++)
+        json_array_append_new(ports, json_integer(p));
+    r = create_named(d, jpack("{s:s,s:O}", "projectId", "p1", "ports", ports));
+    routes = json_object_get(r->json, "routes");
+    ck_assert_int_eq(json_array_size(routes), 15);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(routes, 14), "port")), 3014);
+    http_resp_free(r);
+
+    json_array_append_new(ports, json_integer(3015));
+    r = http_post(d, jpack("{s:s,s:O}", "projectId", "p1", "ports", ports), "/v3/sandboxes");
+    expect_error(r, 400, "bad_request");
+    ck_assert_msg(strstr(r->body, "at most 15 port numbers") && strstr(r->body, "16 given"), "%s", r->body);
+    http_resp_free(r);
+    /* a named sandbox's update: the same limit */
+    r = create_named(d, jpack("{s:s,s:s}", "projectId", "p1", "name", "ports16"));
+    http_resp_free(r);
+    r = http_json(d, "PATCH", jpack("{s:O}", "ports", ports), NULL, "/v2/sandboxes/ports16?projectId=p1");
+    expect_error(r, 400, "bad_request");
+    ck_assert_msg(strstr(r->body, "at most 15 port numbers"), "%s", r->body);
+    http_resp_free(r);
+
+    /* v1: 4 */
+    r = http_post(d, jpack("{s:[i,i,i,i,i]}", "ports", 1, 2, 3, 4, 5), "/v1/sandboxes");
+    expect_error(r, 400, "bad_request");
+    ck_assert_msg(strstr(r->body, "at most 4 port numbers in the v1 API"), "%s", r->body);
+    http_resp_free(r);
+    json_decref(ports);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_v2");
     TCase *tc = sbx_tcase("v2", 120);
     tcase_add_test(tc, test_v2_create_get_names);
+    tcase_add_test(tc, test_v2_ports_limit);
     tcase_add_test(tc, test_v2_runtime_is_what_runs);
     tcase_add_test(tc, test_v2_runtime_kept_across_a_host_upgrade);
     tcase_add_test(tc, test_v2_inline_logs_and_command_shape);

@@ -802,10 +802,13 @@ START_TEST(test_api_parse_sandbox_routes)
         sbx__sandbox_info_free(&in);
     }
     /* More routes than ports a sandbox can have: the first ones are kept. */
-    snprintf(body, sizeof body,
-             "%s[{\"port\":1,\"url\":\"u1\"},{\"port\":2,\"url\":\"u2\"},{\"port\":3,\"url\":\"u3\"},"
-             "{\"port\":4,\"url\":\"u4\"},{\"port\":5,\"url\":\"u5\"}]}",
-             head);
+    {
+        size_t n = (size_t)snprintf(body, sizeof body, "%s[", head);
+        for (int p = 1; p <= SBX__MAX_PORTS + 2; p++)
+            n += (size_t)snprintf(body + n, sizeof body - n, "%s{\"port\":%d,\"url\":\"u%d\"}", p > 1 ? "," : "",
+                                  p, p);
+        snprintf(body + n, sizeof body - n, "]}");
+    }
     ck_assert_int_eq(sbx__proto_v1.parse_sandbox(body, strlen(body), &in, &err), SBX_OK);
     ck_assert_uint_eq(in.nroutes, SBX__MAX_PORTS);
     for (size_t i = 0; i < SBX__MAX_PORTS; i++) {
@@ -1081,6 +1084,13 @@ START_TEST(test_api_parse_log_streams)
     ck_assert_str_eq(data.data, "error: gone");
     ck_assert_int_eq(log_line("{\"stream\":\"error\",\"data\":{\"code\":\"x\"}}", &stream, &data, &err), SBX_OK);
     ck_assert_str_eq(data.data, "x: ");
+    /* a wait stream's command lines: told apart, read elsewhere */
+    ck_assert_int_eq(log_line("{\"command\":{\"id\":\"cmd_1\",\"exitCode\":0}}", &stream, &data, &err), SBX_OK);
+    ck_assert_int_eq(stream, SBX__LOG_COMMAND);
+    ck_assert_uint_eq(data.len, 0);
+    ck_assert_int_eq(log_line("{\"command\":null,\"stream\":\"stdout\",\"data\":\"x\"}", &stream, &data, &err),
+                     SBX_OK);
+    ck_assert_int_eq(stream, SBX__LOG_STDOUT);
     ck_assert_int_eq(err.code, SBX_OK);
     sbx__buf_free(&data);
     sbx__err_free(&err);

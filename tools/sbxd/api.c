@@ -332,9 +332,15 @@ int session_create(json_t *body, const struct session_opts *opt, struct sandbox 
     if ((jv = json_object_get(body, "ports")) && !json_is_null(jv)) {
         size_t i;
         json_t *p;
-        if (!json_is_array(jv) || json_array_size(jv) > SBXD_MAX_PORTS) {
-            snprintf(err, sizeof e->msg, "ports must be an array of at most %d port numbers",
-                     SBXD_MAX_PORTS);
+        /* opt: a 2.x session; without it, a v1 create. */
+        int max = opt ? SBXD_MAX_PORTS : SBXD_MAX_PORTS_V1;
+        if (!json_is_array(jv)) {
+            snprintf(err, sizeof e->msg, "ports must be an array of at most %d port numbers", max);
+            goto bad;
+        }
+        if (json_array_size(jv) > (size_t)max) {
+            snprintf(err, sizeof e->msg, "ports: at most %d port numbers in the %s API, %zu given", max,
+                     opt ? "v2" : "v1", json_array_size(jv));
             goto bad;
         }
         json_array_foreach(jv, i, p) {
@@ -721,6 +727,7 @@ struct wait_stream {
     struct command *c;
     int proto;
     bool logs;       /* the output goes between the two lines (2.x "logs": true) */
+    bool error_sent; /* with logs: the error line of a command the stop killed */
     size_t log_chunk, log_off; /* with logs: the next output to send */
     int phase;       /* 0: send started line, 1: wait and send finished line, 2: done */
     char *line;      /* a line not sent whole yet: it may be larger than MHD's block */
@@ -854,6 +861,15 @@ static ssize_t wait_stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
             http_park_stream(&ws->w, &ws->c->waitq, ws->conn);
             pthread_mutex_unlock(&g.lock);
             return 0;
+        }
+        if (ws->logs && ws->c->killed_by_stop && !ws->error_sent) {
+            /* As /logs ends: the output stopped because the sandbox did. */
+            ws->error_sent = true;
+            pthread_mutex_unlock(&g.lock);
+            return emit_json_line(ws, json_pack("{s:s,s:{s:s,s:s}}", "stream", "error", "data", "code",
+                                                "sandbox_stopped", "message",
+                                                "the sandbox was stopped while the command ran"),
+                                  buf, max);
         }
         o = json_pack("{s:o}", "command", api_command_json(ws->proto, ws->c));
         ws->phase = 2;

@@ -639,8 +639,11 @@ static int check_ports(json_t *v, struct api_err *e)
 {
     size_t i;
     json_t *p;
-    if (!json_is_array(v) || json_array_size(v) > SBXD_MAX_PORTS)
+    if (!json_is_array(v))
         return set_err(e, 400, "bad_request", "ports must be a list of at most %d port numbers", SBXD_MAX_PORTS), -1;
+    if (json_array_size(v) > SBXD_MAX_PORTS)
+        return set_err(e, 400, "bad_request", "ports: at most %d port numbers in the v2 API, %zu given",
+                       SBXD_MAX_PORTS, json_array_size(v)), -1;
     json_array_foreach(v, i, p)
         if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 65535)
             return set_err(e, 400, "bad_request", "ports[%zu] must be a port number from 1 to 65535", i), -1;

@@ -39,7 +39,10 @@
 #define SBXD_DEFAULT_RUNTIME "node24"
 #define SBXD_HOME "/home/vercel-sandbox"
 #define SBXD_USER "vercel-sandbox"
-#define SBXD_MAX_PORTS 4
+/* A sandbox's published ports: 15 in the 2.x API, 4 in v1 (each as its
+ * SDK documents). */
+#define SBXD_MAX_PORTS 15
+#define SBXD_MAX_PORTS_V1 4
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 

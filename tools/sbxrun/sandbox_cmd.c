@@ -32,7 +32,7 @@ static const char usage_text[] =
     "  --timeout D         lifetime: 300 or 300s, 10m, 1h, 500ms [the server's\n"
     "                      default]\n"
     "  --vcpus N           virtual CPUs (2048 MB of memory each)\n"
-    "  --port PORT         publish a port (up to 4 times)\n"
+    "  --port PORT         publish a port (up to 15 times; 4 with protocol v1)\n"
     "  --env NAME=VALUE    environment of every command (repeatable)\n"
     "  --network-policy P  allow-all, deny-all, or JSON (the API's {\"mode\": ...} or\n"
     "                      the SDK's {\"allow\": [DOMAIN...]})\n"

@@ -425,6 +425,13 @@ sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__bu
         json_decref(j);
         return sbx__err_set(err, SBX_E_PROTOCOL, "a log line is not a JSON object");
     }
+    /* A command line, as the SDKs tell one: its "command" is set. */
+    d = json_object_get(j, "command");
+    if (d && !json_is_null(d) && !json_is_false(d)) {
+        json_decref(j);
+        *stream = SBX__LOG_COMMAND;
+        return SBX_OK;
+    }
     s = json_string_value(json_object_get(j, "stream"));
     d = json_object_get(j, "data");
     if (s && (strcmp(s, "stdout") == 0 || strcmp(s, "stderr") == 0) && json_is_string(d)) {

@@ -21,7 +21,9 @@
 #include "util/error.h"
 #include "util/str.h"
 
-#define SBX__MAX_PORTS 4
+/* The most ports any version lets a sandbox publish (the 2.x docs' 15);
+ * each version's own limit is its max_ports. */
+#define SBX__MAX_PORTS 15
 
 struct sbx__route {
     uint32_t port;
@@ -95,6 +97,11 @@ void sbx__api_req_free(struct sbx__api_req *r);
 enum sbx__api_list { SBX__API_SANDBOXES, SBX__API_SNAPSHOTS, SBX__API_SESSIONS };
 struct sbx__proto {
     const char *name; /* "v1", "v2" */
+    size_t max_ports; /* a sandbox's published ports: v1 4, v2 15 (the SDKs' docs) */
+    /* A waited command's stream carries its output too, between its two
+     * command lines (run_command asks for it), as lines sbx__api_parse_log
+     * reads: the 3.x SDKs read nothing else. v1: only the two lines. */
+    bool inline_logs;
     /* A network policy given by a caller (the API form, with "mode") that
      * this version can send: SBX_OK, or SBX_E_PARSE with err set. */
     sbx_status (*check_policy)(const char *json, sbx__err *err);
@@ -126,9 +133,13 @@ struct sbx__proto {
     sbx_status (*mkdir)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
     sbx_status (*write_files)(struct sbx__api_req *r, const char *sandbox_id);
     sbx_status (*read_file)(struct sbx__api_req *r, const char *sandbox_id, const char *path);
+    /* A 2xx answer to read_file, by its Content-Type (NULL or "": none):
+     * SBX_OK when its body is the file, else SBX_E_PROTOCOL with err
+     * naming what came. NULL: any 2xx body is the file (v1). */
+    sbx_status (*check_file_type)(const char *content_type, long http, sbx__err *err);
     /* Commands. run: argv[0] is the program (argv->n > 0); wait: the answer
-     * streams the command as started, then as finished (NDJSON). logs:
-     * NDJSON lines read by sbx__api_parse_log. */
+     * streams the command as started, (inline_logs: its output,) then as
+     * finished (NDJSON). logs: NDJSON lines read by sbx__api_parse_log. */
     sbx_status (*run_command)(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
                               const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms);
     sbx_status (*get_command)(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id);
@@ -183,9 +194,11 @@ sbx_status sbx__api_parse_command(const char *body, size_t len, struct sbx__comm
 sbx_status sbx__api_check_list(const char *body, size_t len, enum sbx__api_list what, sbx__err *err);
 sbx_status sbx__api_check_deleted(const char *body, size_t len, sbx__err *err);
 
-enum { SBX__LOG_STDOUT = 1, SBX__LOG_STDERR = 2, SBX__LOG_ERROR = 3 };
+enum { SBX__LOG_STDOUT = 1, SBX__LOG_STDERR = 2, SBX__LOG_ERROR = 3, SBX__LOG_COMMAND = 4 };
 /* One NDJSON log line into its stream and data (appended to data, which is
- * cleared first); an error line's "code: message" goes to data too. */
+ * cleared first); an error line's "code: message" goes to data too. A line
+ * with a command (a wait stream's command line, read by
+ * sbx__api_parse_command) is SBX__LOG_COMMAND, data left empty. */
 sbx_status sbx__api_parse_log(const char *line, size_t len, int *stream, sbx__buf *data, sbx__err *err);
 
 /* "code: message" of an error body {"error":{...}}, or its first bytes. */

@@ -212,6 +212,7 @@ static sbx_status v1_parse_snapshot(const char *body, size_t len, struct sbx__sn
 
 const struct sbx__proto sbx__proto_v1 = {
     .name = "v1",
+    .max_ports = 4,
     .check_policy = sbx__api_check_policy,
     .create_sandbox = v1_create_sandbox,
     .get_sandbox = v1_get_sandbox,

@@ -263,13 +263,35 @@ static sbx_status v2_read_file(struct sbx__api_req *r, const char *sandbox_id, c
     return sbx__pr_make(r, "POST", session_path(sandbox_id, NULL, NULL, "/fs/read"), sbx__pr_path_body(path), true);
 }
 
+/* 3.x takes only application/octet-stream as file data (parameters
+ * allowed): an HTML error page or a JSON body from a proxy that answers
+ * 200 is not the file. Media types are case-insensitive. */
+static sbx_status v2_check_file_type(const char *content_type, long http, sbx__err *err)
+{
+    if (content_type && strcasestr(content_type, "application/octet-stream"))
+        return SBX_OK;
+    if (!content_type || !content_type[0])
+        return sbx__err_set(err, SBX_E_PROTOCOL,
+                            "read file: the server answered HTTP %ld without a Content-Type, not "
+                            "application/octet-stream: not the file's bytes",
+                            http);
+    return sbx__err_set(err, SBX_E_PROTOCOL,
+                        "read file: the server answered HTTP %ld with Content-Type '%.100s', not "
+                        "application/octet-stream: not the file's bytes",
+                        http, content_type);
+}
+
 static sbx_status v2_run_command(struct sbx__api_req *r, const char *sandbox_id, const sbx__strlist *argv,
                                const char *cwd, const sbx__strlist *env, bool sudo, bool wait, int64_t timeout_ms)
 {
-    /* Without "logs": a waited command's stream is its two command lines;
-     * the output comes from /logs, as in v1 (the client follows both). */
-    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd", NULL, NULL),
-                        sbx__pr_dump(sbx__pr_run_object(argv, cwd, env, sudo, wait, timeout_ms)), true);
+    /* Waited: "logs" puts the output in the stream, between the command
+     * lines, as the 3.x SDKs ask (they never read /logs for it). */
+    json_t *o = sbx__pr_run_object(argv, cwd, env, sudo, wait, timeout_ms);
+    if (o && wait && json_object_set_new(o, "logs", json_true()) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    return sbx__pr_make(r, "POST", session_path(sandbox_id, "/cmd", NULL, NULL), sbx__pr_dump(o), true);
 }
 
 static sbx_status v2_get_command(struct sbx__api_req *r, const char *sandbox_id, const char *cmd_id)
@@ -529,6 +551,8 @@ done:
 
 const struct sbx__proto sbx__proto_v2 = {
     .name = "v2",
+    .max_ports = SBX__MAX_PORTS,
+    .inline_logs = true,
     .check_policy = v2_check_policy,
     .create_sandbox = v2_create_sandbox,
     .get_sandbox = v2_get_sandbox,
@@ -544,6 +568,7 @@ const struct sbx__proto sbx__proto_v2 = {
     .mkdir = v2_mkdir,
     .write_files = v2_write_files,
     .read_file = v2_read_file,
+    .check_file_type = v2_check_file_type,
     .run_command = v2_run_command,
     .get_command = v2_get_command,
     .wait_command = v2_wait_command,
