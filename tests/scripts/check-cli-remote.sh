@@ -222,6 +222,7 @@ mkdir "$dir/outdir"
 json_is 0 'e["sbxrun"] == "cp" and d["direction"] == "out" and d["to"] == "'"$dir/outdir/a.txt"'"' "cp into a directory keeps the name" -- cp --json "$id:tree/a.txt" "$dir/outdir"
 [ "$(cat "$dir/outdir/a.txt" 2>/dev/null)" = one ] && ok "named a.txt" || not_ok "named a.txt"
 expect 1 "" "cp of a missing file" -- cp "$id:missing" "$dir/x"
+grep -q "no such file.*: missing" "$dir/err" && ok "... naming the path" || not_ok "cp missing: the path" "$(cat "$dir/err")"
 json_is 1 'e["sbxrun"] == "cp" and e["error"]["what"] == "cp"' "cp --json of a missing file" -- cp --json "$id:missing" "$dir/x"
 json_is 125 'e["error"]["what"] == "find the sandbox"' "cp --json into an unknown sandbox" -- cp --json "$dir/tree/a.txt" sbx_nope:a.txt
 [ ! -e "$dir/x" ] && ok "nothing left behind" || not_ok "nothing left behind"

@@ -98,8 +98,10 @@ err=$("$sbxrun" transcript verify "$tmp/not" 2>&1); rc=$?
 [ $rc = 1 ] && case "$err" in *"not an sbxrun transcript"*) true ;; *) false ;; esac && ok "not a transcript" ||
   bad "not a transcript: rc=$rc $err"
 err=$("$sbxrun" transcript show "$tmp/missing" 2>&1); rc=$?
-[ $rc = 1 ] && case "$err" in *"$tmp/missing"*) true ;; *) false ;; esac && ok "a missing file is named" ||
+[ $rc = 125 ] && case "$err" in *"$tmp/missing"*) true ;; *) false ;; esac && ok "a missing file is named (125, as any unreadable local file)" ||
   bad "missing: rc=$rc $err"
+err=$("$sbxrun" transcript verify "$tmp/missing" 2>&1); rc=$?
+[ $rc = 125 ] && ok "verify of a missing file: 125" || bad "verify missing: rc=$rc $err"
 for a in "" "show" "frob $t" "verify $t $t" "verify --step 1 $t" "show --expect x $t" "show --step 0 $t" "show --allow-incomplete $t"; do
   "$sbxrun" transcript $a >/dev/null 2>&1; rc=$?
   [ $rc = 2 ] && ok "usage error: '$a'" || bad "usage '$a': rc=$rc"

@@ -939,7 +939,9 @@ int cmd_cp(int argc, char **argv)
         if (st == SBX_E_NOT_FOUND) {
             /* Not a regular file: perhaps a directory. */
             char first[1024];
-            snprintf(first, sizeof first, "%.1000s", *err ? err : "read file: no such file in the sandbox");
+            /* The library's message names no path: say which. */
+            snprintf(first, sizeof first, "%.700s: %.300s", *err ? err : "read file: no such file in the sandbox",
+                     src_path);
             if (to_stdout || (into_dir && !*base) || is_dir(local) || access(local, F_OK) == 0) {
                 /* Decided after asking: is it a directory at all? */
                 char why[256];

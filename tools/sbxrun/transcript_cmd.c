@@ -30,7 +30,8 @@ static const char usage_text[] =
     "        the chain is broken).\n";
 
 /* The transcript at path, or NULL after saying why; *rc is then the exit
- * status: 125 out of memory, else 1. */
+ * status: 125 when it could not be read (no such file, out of memory), as
+ * for any local file, else 1 (it is no transcript). */
 static sbx_transcript *open_transcript(const char *cmd, const char *path, int *rc)
 {
     sbx_transcript *t = sbx_transcript_new();
@@ -40,8 +41,8 @@ static sbx_transcript *open_transcript(const char *cmd, const char *path, int *r
         return NULL;
     }
     if ((st = sbx_transcript_load_file(t, path)) != SBX_OK) {
-        *rc = cli_fail(cmd, st == SBX_E_NOMEM ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_FAIL, st, "%s",
-                       sbx_transcript_last_error(t));
+        *rc = cli_fail(cmd, st == SBX_E_NOMEM || st == SBX_E_IO ? SBXRUN_EXIT_CANNOT_RUN : SBXRUN_EXIT_FAIL, st,
+                       "%s", sbx_transcript_last_error(t));
         sbx_transcript_free(t);
         return NULL;
     }
