@@ -587,6 +587,8 @@ sbx_client *sbx_client_new(void)
         struct sbx__engine_limits lim;
         sbx__engine_get_limits(c->engine, &lim);
         lim.retry_after_max_ms = SBX__RETRY_AFTER_MAX_MS_V2;
+        lim.retry_max = SBX__RETRY_MAX_V2;
+        lim.backoff_base_ms = SBX__BACKOFF_BASE_MS_V2;
         sbx__engine_set_limits(c->engine, &lim);
     }
     atomic_init(&c->cancels, 0);
@@ -736,10 +738,16 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
                                 cl->core->proto->name);
         cl->core->proto = p;
         {
-            /* the 2.x SDKs give up past 20 s of Retry-After; so does v2 here */
+            /* Each generation's SDKs retry differently (doc/client.md):
+             * v2 as 3.x, 3 attempts and 20 s of Retry-After at most; v1
+             * as 1.x. A retry.max the caller chose stays. */
             struct sbx__engine_limits lim;
+            bool v2 = p == &sbx__proto_v2;
             sbx__engine_get_limits(cl->core->engine, &lim);
-            lim.retry_after_max_ms = p == &sbx__proto_v2 ? SBX__RETRY_AFTER_MAX_MS_V2 : SBX__RETRY_AFTER_MAX_MS_DEFAULT;
+            lim.retry_after_max_ms = v2 ? SBX__RETRY_AFTER_MAX_MS_V2 : SBX__RETRY_AFTER_MAX_MS_DEFAULT;
+            lim.backoff_base_ms = v2 ? SBX__BACKOFF_BASE_MS_V2 : SBX__BACKOFF_BASE_MS_V1;
+            if (!cl->core->retry_max_set)
+                lim.retry_max = v2 ? SBX__RETRY_MAX_V2 : SBX__RETRY_MAX_V1;
             sbx__engine_set_limits(cl->core->engine, &lim);
         }
         return SBX_OK;
@@ -777,6 +785,7 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         if (parse_uint(value, 100, &v) != SBX_OK)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "retry.max: 0 to 100");
         l.retry_max = (unsigned)v;
+        cl->core->retry_max_set = true;
     } else if (strcmp(key, "timeout_ms") == 0) {
         if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
             return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "timeout_ms: milliseconds, 0 for none");

@@ -28,6 +28,7 @@ struct sbx__core {
     bool vercel;
     bool used;              /* a request was made: the endpoint is fixed */
     const struct sbx__proto *proto; /* the protocol version spoken (client option "protocol") */
+    bool retry_max_set;     /* the caller chose retry.max: the protocol no longer does */
     struct sbx__auth auth;
     bool auth_explicit, auth_resolved;
     sbx__err endpoint_err;  /* a malformed SBXRUN_ENDPOINT, until replaced */

@@ -45,7 +45,6 @@
 #include "client/engine.h"
 #include "util/str.h"
 
-#define BACKOFF_BASE_MS 100
 #define BACKOFF_MAX_MS 10000
 /* libcurl keeps a connection for reuse at most this long: under the 60 s
  * after which sbxd (and many proxies) close idle ones, so a request is not
@@ -308,7 +307,8 @@ sbx__engine *sbx__engine_new(void)
     atomic_store(&e->next_due, -1);
     e->limits.global = 64;
     e->limits.per_project = 32;
-    e->limits.retry_max = 5;
+    e->limits.retry_max = SBX__RETRY_MAX_V1;
+    e->limits.backoff_base_ms = SBX__BACKOFF_BASE_MS_V1;
     e->limits.retry_after_max_ms = SBX__RETRY_AFTER_MAX_MS_DEFAULT;
     e->limits.max_response = 16u << 20;
     e->limits.idle_ms = SBX__IDLE_MS_DEFAULT;
@@ -1226,10 +1226,10 @@ static int64_t retry_after_ms(const char *v)
     return t < 0 ? 0 : (int64_t)t * 1000;
 }
 
-static int64_t backoff_ms(unsigned attempt)
+static int64_t backoff_ms(const sbx__engine *e, unsigned attempt)
 {
     uint32_t rnd = 0;
-    int64_t base = BACKOFF_BASE_MS;
+    int64_t base = e->limits.backoff_base_ms > 0 ? e->limits.backoff_base_ms : 1;
     for (unsigned i = 1; i < attempt && base < BACKOFF_MAX_MS; i++)
         base *= 2;
     if (base > BACKOFF_MAX_MS)
@@ -1318,7 +1318,7 @@ static void attempt_failed(sbx__req *r, const char *msg, const char *why, bool u
      * how much it has; anything else retries if it is safe. */
     if (r->attempts <= r->e->limits.retry_max && r->streamed == 0 && (r->idempotent || unsent) &&
         !(stalled && r->stalled)) {
-        int64_t delay = backoff_ms(r->attempts);
+        int64_t delay = backoff_ms(r->e, r->attempts);
         r->stalled = r->stalled || stalled;
         sbx__req_log(r, SBX_LOG_WARN, "attempt %u failed (%s); retry %u of %u in %lld ms", r->attempts, why,
                      r->attempts, r->e->limits.retry_max, (long long)delay);
@@ -1367,7 +1367,7 @@ static int64_t answer_retry_delay(sbx__req *r, int64_t now)
     ra = http == 429 || http == 503 ? retry_after_ms(r->retry_after) : -1;
     if (ra > r->e->limits.retry_after_max_ms)
         return -1; /* a long wait is reported, not slept */
-    delay = ra >= 0 ? ra : backoff_ms(r->attempts);
+    delay = ra >= 0 ? ra : backoff_ms(r->e, r->attempts);
     if (r->deadline && now + delay >= r->deadline)
         return -1;
     return delay;

@@ -50,6 +50,7 @@ struct sbx__engine_limits {
     unsigned global;        /* short requests in flight */
     unsigned per_project;
     unsigned retry_max;     /* retries of one request */
+    int64_t backoff_base_ms; /* the wait before the first retry (doubling, jittered) */
     size_t max_response;    /* largest buffered body */
     int64_t timeout_ms;     /* default deadline of a request, 0 none */
     int64_t idle_ms;        /* a short request silent this long has stalled, 0 never */
@@ -67,6 +68,13 @@ struct sbx__engine_limits {
 #define SBX__RETRY_AFTER_MAX_MS_DEFAULT 60000
 /* The 2.x SDKs give up past 20 s of Retry-After (doc/client.md). */
 #define SBX__RETRY_AFTER_MAX_MS_V2 20000
+/* Retries and the first backoff: the 1.x SDKs' count (5), and the 3.x
+ * SDKs' (2, after 400-800 ms then 800-1600 ms: a 600 ms base jittered to
+ * 300-900 ms, then 600-1800 ms). */
+#define SBX__RETRY_MAX_V1 5
+#define SBX__BACKOFF_BASE_MS_V1 100
+#define SBX__RETRY_MAX_V2 2
+#define SBX__BACKOFF_BASE_MS_V2 600
 
 sbx__engine *sbx__engine_new(void);
 void sbx__engine_free(sbx__engine *e);

@@ -292,6 +292,41 @@ START_TEST(test_client_faults_get_transient_retried)
 }
 END_TEST
 
+/* Without retry.max, a request is tried as the SDKs of the protocol spoken
+ * try it: 3 times in v2 (3.x), 6 times in v1 (1.x); setting the protocol
+ * after retry.max leaves the caller's count. */
+START_TEST(test_client_faults_default_attempts)
+{
+    struct fx x;
+    const char *get;
+    int n0;
+    sbx_client *c;
+
+    fx_start(&x, true, NULL, NULL);
+    get = sbx_pat(&x, "");
+    faultd_rule(x.f, "GET", get, 0, FAULT_STATUS, 503);
+    n0 = faultd_count(x.f, "GET", get);
+    expect_sbx(sbx_sandbox_refresh(x.s), SBX_E_HTTP, sbx_sandbox_last_error, x.s);
+    ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, it_v2() ? 3 : 6);
+
+    c = sbx_client_new();
+    ok_cl(sbx_client_set_option(c, "retry.max", "1"), c);
+    ok_cl(sbx_client_set_option(c, "protocol", it_v2() ? "v1" : "v2"), c);
+    ok_cl(sbx_client_set_option(c, "protocol", it_v2() ? "v2" : "v1"), c);
+    ok_cl(sbx_client_set_endpoint(c, faultd_url(x.f)), c);
+    ok_cl(sbx_client_set_credentials(c, x.d->token, NULL, NULL), c);
+    {
+        sbx_sandbox *s = sbx_sandbox_new(c);
+        n0 = faultd_count(x.f, "GET", get);
+        expect_sbx(sbx_sandbox_fetch(s, x.sid), SBX_E_HTTP, sbx_sandbox_last_error, s);
+        ck_assert_int_eq(faultd_count(x.f, "GET", get) - n0, 2);
+        sbx_sandbox_free(s);
+    }
+    sbx_client_free(c);
+    fx_stop(&x);
+}
+END_TEST
+
 START_TEST(test_client_faults_get_exhausted)
 {
     struct fx x;
@@ -2408,11 +2443,10 @@ START_TEST(test_client_faults_create_with_source_checks_a_silent_server)
     snprintf(url, sizeof url, "file://%s/repo", dir);
 
     /* Live: checked after each 100 ms of silence, and still made. The
-     * clone takes longer than that here: sbxd fetches a git source in a
-     * sandboxed helper, then boots the sandbox; held up 300 ms more by the
-     * proxy before its answer. */
+     * proxy holds the answer back 1.5 s (a slow clone), time for several
+     * checks even on a loaded machine. */
     ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "100"), x.c);
-    faultd_rule(x.f, "POST", "/sandboxes", 1, FAULT_DELAY, 300);
+    faultd_rule(x.f, "POST", "/sandboxes", 1, FAULT_DELAY, 1500);
     s = sbx_sandbox_new(x.c);
     ok_sb(sbx_sandbox_set_source_git(s, url, NULL, 0), s);
     ok_sb(sbx_sandbox_create(s), s);
@@ -3102,6 +3136,7 @@ Suite *sbx_test_suite(void)
         {"stream_probe", test_client_faults_stream_probe},
         {"stream_stuck_after_exit", test_client_faults_stream_stuck_after_exit},
         {"server_stopped", test_client_faults_server_stopped},
+        {"default_attempts", test_client_faults_default_attempts},
         {"silent_source_create", test_client_faults_create_with_source_checks_a_silent_server},
         {"kill_stalls", test_client_faults_kill_stalls},
         {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
