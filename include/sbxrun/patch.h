@@ -161,7 +161,7 @@ SBX_API sbx_status sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)
  * copied. Git's format (with "diff --git" headers, renames, copies, modes,
  * binary patches) and plain `diff -u` / `diff -ru` output are read.
  *
- * @return SBX_OK (safe: sbx_patch_result() is SBX_PATCH_SAFE),
+ * @return SBX_OK (safe: sbx_patch_get_verdict() is SBX_PATCH_SAFE),
  *         SBX_E_PATCH (unsafe: SBX_PATCH_UNSAFE, sbx_patch_broken_rule() and
  *         last_error name the rule and the path), SBX_E_PARSE (malformed:
  *         last_error says where), SBX_E_BUDGET_EXCEEDED (over a limit),
@@ -208,10 +208,13 @@ SBX_API sbx_status sbx_patch_add_file(sbx_patch *p, sbx_patch_change change, con
 SBX_API sbx_status sbx_patch_check(sbx_patch *p);
 
 /**
- * What is known about the patch: its verdict so far.
+ * What is known about the patch: its verdict so far; SBX_PATCH_UNCHECKED
+ * for a NULL handle. A local read that cannot fail, as sbx_job_verdict()
+ * and sbx_run_verdict() are; named with get_ because sbx_patch_verdict is
+ * the name of the enum.
  * @since 1.0
  */
-SBX_API sbx_patch_verdict sbx_patch_result(const sbx_patch *p);
+SBX_API sbx_patch_verdict sbx_patch_get_verdict(const sbx_patch *p);
 
 /**
  * The rule an unsafe patch breaks, SBX_PATCH_RULE_NONE otherwise.

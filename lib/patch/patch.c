@@ -1153,7 +1153,7 @@ sbx_status sbx_patch_check(sbx_patch *p)
 
 /* ---- what it does -------------------------------------------------------------------------------- */
 
-sbx_patch_verdict sbx_patch_result(const sbx_patch *p)
+sbx_patch_verdict sbx_patch_get_verdict(const sbx_patch *p)
 {
     return p ? p->verdict : SBX_PATCH_UNCHECKED;
 }
