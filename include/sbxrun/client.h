@@ -306,7 +306,8 @@ SBX_API sbx_status sbx_op_status(const sbx_op *op);
 /**
  * The message of a failed operation ("" while pending or on success): what
  * failed, the HTTP status and the server's error code where there was one.
- * Owned by the op.
+ * Owned by the op. Never NULL; for a NULL op, "invalid argument: the handle
+ * is NULL".
  *
  * @since 1.0
  */
