@@ -68,11 +68,12 @@ typedef enum sbx_patch_rule {
  * @since 1.0
  */
 typedef enum sbx_patch_change {
-    SBX_PATCH_ADDED = 1,    /**< the file is created */
-    SBX_PATCH_MODIFIED = 2, /**< its content or mode changes */
-    SBX_PATCH_DELETED = 3,  /**< it is removed */
-    SBX_PATCH_RENAMED = 4,  /**< it moves (and may change) */
-    SBX_PATCH_COPIED = 5    /**< a copy of another file is created */
+    SBX_PATCH_CHANGE_NONE = 0, /**< no such file (sbx_patch_file_change() out of range) */
+    SBX_PATCH_ADDED = 1,       /**< the file is created */
+    SBX_PATCH_MODIFIED = 2,    /**< its content or mode changes */
+    SBX_PATCH_DELETED = 3,     /**< it is removed */
+    SBX_PATCH_RENAMED = 4,     /**< it moves (and may change) */
+    SBX_PATCH_COPIED = 5       /**< a copy of another file is created */
 } sbx_patch_change;
 
 /**
@@ -259,7 +260,8 @@ SBX_API const char *sbx_patch_file_path(const sbx_patch *p, size_t i);
 SBX_API const char *sbx_patch_file_old_path(const sbx_patch *p, size_t i);
 
 /**
- * How the patch changes file i; 0 when i is out of range.
+ * How the patch changes file i; SBX_PATCH_CHANGE_NONE when i is out of
+ * range (or p is NULL).
  * @since 1.0
  */
 SBX_API sbx_patch_change sbx_patch_file_change(const sbx_patch *p, size_t i);

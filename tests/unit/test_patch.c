@@ -290,7 +290,7 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_uint_eq(sbx_patch_file_count(NULL), 0);
     ck_assert_ptr_null(sbx_patch_file_path(NULL, 0));
     ck_assert_ptr_null(sbx_patch_file_old_path(NULL, 0));
-    ck_assert_int_eq(sbx_patch_file_change(NULL, 0), 0);
+    ck_assert_int_eq(sbx_patch_file_change(NULL, 0), SBX_PATCH_CHANGE_NONE);
     ck_assert_uint_eq(sbx_patch_file_old_mode(NULL, 0), 0);
     ck_assert_uint_eq(sbx_patch_file_new_mode(NULL, 0), 0);
     ck_assert_uint_eq(sbx_patch_file_additions(NULL, 0), 0);
@@ -327,7 +327,8 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_ptr_null(sbx_patch_file_path(p, 1));
     ck_assert_ptr_null(sbx_patch_file_old_path(p, 1));
     ck_assert_ptr_null(sbx_patch_file_old_path(p, (size_t)-1));
-    ck_assert_int_eq(sbx_patch_file_change(p, 1), 0);
+    ck_assert_int_eq(sbx_patch_file_change(p, 1), SBX_PATCH_CHANGE_NONE);
+    ck_assert_int_eq(sbx_patch_file_change(p, (size_t)-1), SBX_PATCH_CHANGE_NONE);
     ck_assert_uint_eq(sbx_patch_file_old_mode(p, 1), 0);
     ck_assert_uint_eq(sbx_patch_file_new_mode(p, 1), 0);
     ck_assert_uint_eq(sbx_patch_file_additions(p, 1), 0);
@@ -1767,7 +1768,7 @@ START_TEST(test_patch_add_file_errors)
     ck_assert_int_eq(add(p, SBX_PATCH_RENAMED, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_str_ne(sbx_patch_last_error(p), "");
     ck_assert_int_eq(add(p, SBX_PATCH_COPIED, "a.txt", "x", 0), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(add(p, (sbx_patch_change)0, "a.txt", "x", 0), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(add(p, SBX_PATCH_CHANGE_NONE, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, (sbx_patch_change)99, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "a.txt", "x", 0600), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "a.txt", "x", 0777), SBX_E_INVALID_ARG);
