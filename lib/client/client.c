@@ -254,6 +254,7 @@ void sbx__op_destroy(sbx_op *op)
     detach_target(op);
     sbx__err_free(&op->err);
     sbx__free(op->result_json);
+    sbx__free(op->result_data);
     sbx__free(op->error_code);
     sbx__core_unref(op->core);
     sbx__free(op);
@@ -923,6 +924,14 @@ int sbx_op_http_status(const sbx_op *op)
 const char *sbx_op_result_json(const sbx_op *op)
 {
     return op && op->done ? op->result_json : NULL;
+}
+
+const uint8_t *sbx_op_result_data(const sbx_op *op, size_t *len)
+{
+    const uint8_t *d = op && op->done ? op->result_data : NULL;
+    if (len)
+        *len = d ? op->result_len : 0;
+    return d;
 }
 
 sbx_status sbx_op_cancel(sbx_op *op)

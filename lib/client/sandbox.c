@@ -1498,6 +1498,11 @@ static void read_done(sbx__req *r, void *user)
     }
     if (st != SBX_OK && rs->sink == SINK_FILE)
         drop_tmp(rs);
+    /* Kept by the op, so that a _start caller reads them from it
+     * (sbx_op_result_data()) and the blocking form takes them. */
+    if (st == SBX_OK && rs->sink == SINK_MEM &&
+        !(op->result_data = (uint8_t *)sbx__buf_detach(&rs->mem, &op->result_len)))
+        st = sbx__err_nomem(&op->err);
     sbx__op_finish(op, st, NULL);
 }
 
@@ -1561,9 +1566,30 @@ static struct read_state *read_state_new(sbx_sandbox *s, enum sink sink)
     return rs;
 }
 
-sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, uint8_t **data, size_t *len)
+/* The common part of sbx_sandbox_read_file() and its _start form, after
+ * their own argument checks. */
+static sbx_status read_file_begin(sbx_sandbox *s, const char *path, size_t max, sbx_op **op)
 {
     struct read_state *rs;
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!(rs = read_state_new(s, SINK_MEM)))
+        return SBX_E_NOMEM;
+    rs->max = max ? max : READ_MAX_DEFAULT;
+    sbx__buf_init(&rs->mem, rs->max);
+    return read_start(s, path, rs, op);
+}
+
+sbx_status sbx_sandbox_read_file_start(sbx_sandbox *s, const char *path, size_t max, sbx_op **op)
+{
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    return read_file_begin(s, path, max, op);
+}
+
+sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, uint8_t **data, size_t *len)
+{
     sbx_op *op;
     sbx_status st;
 
@@ -1571,24 +1597,16 @@ sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, u
     SBX__ARG(s, data && len, "data and len must not be NULL");
     *data = NULL;
     *len = 0;
-    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
-        return s->err.code;
-    if (!(rs = read_state_new(s, SINK_MEM)))
-        return SBX_E_NOMEM;
-    rs->max = max ? max : READ_MAX_DEFAULT;
-    sbx__buf_init(&rs->mem, rs->max);
-    if ((st = read_start(s, path, rs, &op)) != SBX_OK)
+    if ((st = read_file_begin(s, path, max, &op)) != SBX_OK)
         return st;
     st = sbx__op_drive(op);
     if (st == SBX_OK) {
-        *len = rs->mem.len;
-        *data = (uint8_t *)sbx__buf_detach(&rs->mem, NULL);
-        if (!*data) {
-            *len = 0;
-            st = sbx__err_nomem(&s->err);
-        } else {
-            sbx__err_clear(&s->err);
-        }
+        /* taken from the op, not copied */
+        *data = op->result_data;
+        *len = op->result_len;
+        op->result_data = NULL;
+        op->result_len = 0;
+        sbx__err_clear(&s->err);
     } else {
         sbx__op_err_to(&s->err, op);
     }
