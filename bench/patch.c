@@ -325,10 +325,10 @@ static int sbx_once(const char *repo, const struct patch *pt, size_t max_files, 
     if (st == SBX_OK)
         st = sbx_patch_check(p);
     t4 = bench_now();
-    ok = st == SBX_OK && sbx_patch_result(p) == SBX_PATCH_APPLIES;
+    ok = st == SBX_OK && sbx_patch_get_verdict(p) == SBX_PATCH_APPLIES;
     if (!ok)
         fprintf(stderr, "bench-patch: sbx_patch: %s, verdict %s: %s\n", sbx_status_name(st),
-                sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_last_error(p));
+                sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_last_error(p));
     sbx_patch_free(p);
     t5 = bench_now();
     ph[0] += t1 - t0;

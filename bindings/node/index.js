@@ -250,7 +250,7 @@ for (const proto of [
   'int sbx_patch_load_file(sbx_patch *p, const char *path)',
   'int sbx_patch_add_file(sbx_patch *p, int change, const char *path, const uint8_t *data, size_t len, uint32_t mode)',
   'int sbx_patch_check(sbx_patch *p)',
-  'int sbx_patch_result(sbx_patch *p)',
+  'int sbx_patch_get_verdict(sbx_patch *p)',
   'int sbx_patch_broken_rule(sbx_patch *p)',
   'const char *sbx_patch_verdict_name(int verdict)',
   'const char *sbx_patch_rule_name(int rule)',
@@ -1325,7 +1325,7 @@ class Patch extends Handle {
   }
 
   /** 'unchecked', 'safe', 'applies', 'does-not-apply', 'unsafe', 'malformed' or 'too-large'. */
-  get verdict() { return C.sbx_patch_verdict_name(C.sbx_patch_result(this.handle)); }
+  get verdict() { return C.sbx_patch_verdict_name(C.sbx_patch_get_verdict(this.handle)); }
   /** Safe and, with a base, applies. */
   get ok() { const v = this.verdict; return v === 'applies' || v === 'safe'; }
   /** The rule an unsafe patch breaks ('absolute', 'dotdot', 'git-dir', ...), else null. */

@@ -306,7 +306,8 @@ SBX_API sbx_status sbx_op_status(const sbx_op *op);
 /**
  * The message of a failed operation ("" while pending or on success): what
  * failed, the HTTP status and the server's error code where there was one.
- * Owned by the op.
+ * Owned by the op. Never NULL; for a NULL op, "invalid argument: the handle
+ * is NULL".
  *
  * @since 1.0
  */
@@ -367,6 +368,19 @@ SBX_API sbx_status sbx_op_get_progress(const sbx_op *op, uint64_t *sent, int64_t
  * @since 1.0
  */
 SBX_API const char *sbx_op_result_json(const sbx_op *op);
+
+/**
+ * The operation's bytes where it has some (the file of a successful
+ * sbx_sandbox_read_file_start()), else NULL: what the blocking form hands
+ * over, kept by the op as sbx_op_result_json() keeps its text. They are
+ * followed by a NUL for convenience; an empty file gives "" and length 0.
+ * Owned by the op, valid until sbx_op_free().
+ *
+ * @param op   the operation.
+ * @param len  if not NULL: the length in bytes (0 when NULL is returned).
+ * @since 1.0
+ */
+SBX_API const uint8_t *sbx_op_result_data(const sbx_op *op, size_t *len);
 
 /**
  * Ask a pending operation to stop: its requests are aborted and it finishes

@@ -62,7 +62,8 @@ SBX_API sbx_job *sbx_job_new(sbx_client *c);
  */
 SBX_API void sbx_job_free(sbx_job *job);
 
-/** The message of the job's last failure ("" when none). @since 1.0 */
+/** The message of the job's last failure ("" when none); for a NULL handle,
+ * "invalid argument: the handle is NULL". @since 1.0 */
 SBX_API const char *sbx_job_last_error(const sbx_job *job);
 
 /**
@@ -320,7 +321,8 @@ SBX_API sbx_run *sbx_run_new(sbx_client *c);
  * first, and the sandbox it created is stopped. @since 1.0 */
 SBX_API void sbx_run_free(sbx_run *run);
 
-/** The message of the run's last failure ("" when none). @since 1.0 */
+/** The message of the run's last failure ("" when none); for a NULL handle,
+ * "invalid argument: the handle is NULL". @since 1.0 */
 SBX_API const char *sbx_run_last_error(const sbx_run *run);
 
 /**

@@ -68,11 +68,12 @@ typedef enum sbx_patch_rule {
  * @since 1.0
  */
 typedef enum sbx_patch_change {
-    SBX_PATCH_ADDED = 1,    /**< the file is created */
-    SBX_PATCH_MODIFIED = 2, /**< its content or mode changes */
-    SBX_PATCH_DELETED = 3,  /**< it is removed */
-    SBX_PATCH_RENAMED = 4,  /**< it moves (and may change) */
-    SBX_PATCH_COPIED = 5    /**< a copy of another file is created */
+    SBX_PATCH_CHANGE_NONE = 0, /**< no such file (sbx_patch_file_change() out of range) */
+    SBX_PATCH_ADDED = 1,       /**< the file is created */
+    SBX_PATCH_MODIFIED = 2,    /**< its content or mode changes */
+    SBX_PATCH_DELETED = 3,     /**< it is removed */
+    SBX_PATCH_RENAMED = 4,     /**< it moves (and may change) */
+    SBX_PATCH_COPIED = 5       /**< a copy of another file is created */
 } sbx_patch_change;
 
 /**
@@ -161,7 +162,7 @@ SBX_API sbx_status sbx_patch_set_base_patch(sbx_patch *p, const sbx_patch *prev)
  * copied. Git's format (with "diff --git" headers, renames, copies, modes,
  * binary patches) and plain `diff -u` / `diff -ru` output are read.
  *
- * @return SBX_OK (safe: sbx_patch_result() is SBX_PATCH_SAFE),
+ * @return SBX_OK (safe: sbx_patch_get_verdict() is SBX_PATCH_SAFE),
  *         SBX_E_PATCH (unsafe: SBX_PATCH_UNSAFE, sbx_patch_broken_rule() and
  *         last_error name the rule and the path), SBX_E_PARSE (malformed:
  *         last_error says where), SBX_E_BUDGET_EXCEEDED (over a limit),
@@ -208,10 +209,13 @@ SBX_API sbx_status sbx_patch_add_file(sbx_patch *p, sbx_patch_change change, con
 SBX_API sbx_status sbx_patch_check(sbx_patch *p);
 
 /**
- * What is known about the patch: its verdict so far.
+ * What is known about the patch: its verdict so far; SBX_PATCH_UNCHECKED
+ * for a NULL handle. A local read that cannot fail, as sbx_job_verdict()
+ * and sbx_run_verdict() are; named with get_ because sbx_patch_verdict is
+ * the name of the enum.
  * @since 1.0
  */
-SBX_API sbx_patch_verdict sbx_patch_result(const sbx_patch *p);
+SBX_API sbx_patch_verdict sbx_patch_get_verdict(const sbx_patch *p);
 
 /**
  * The rule an unsafe patch breaks, SBX_PATCH_RULE_NONE otherwise.
@@ -256,7 +260,8 @@ SBX_API const char *sbx_patch_file_path(const sbx_patch *p, size_t i);
 SBX_API const char *sbx_patch_file_old_path(const sbx_patch *p, size_t i);
 
 /**
- * How the patch changes file i; 0 when i is out of range.
+ * How the patch changes file i; SBX_PATCH_CHANGE_NONE when i is out of
+ * range (or p is NULL).
  * @since 1.0
  */
 SBX_API sbx_patch_change sbx_patch_file_change(const sbx_patch *p, size_t i);

@@ -640,6 +640,20 @@ SBX_API sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_
                                          uint8_t **data, size_t *len);
 
 /**
+ * Start sbx_sandbox_read_file(). Once the operation has succeeded, the
+ * file's bytes are its sbx_op_result_data() (NUL-terminated, owned by the
+ * op: copy them to keep them past sbx_op_free()); a file larger than max
+ * fails it with SBX_E_BUDGET_EXCEEDED.
+ *
+ * @return SBX_OK (*op is the new operation, freed with sbx_op_free()), or
+ *         what sbx_sandbox_read_file() returns before sending anything (SBX_E_INVALID_ARG,
+ *         SBX_E_MISUSE, SBX_E_AUTH, SBX_E_NOMEM); *op is then NULL. The
+ *         operation's own outcome is its sbx_op_status().
+ * @since 1.0
+ */
+SBX_API sbx_status sbx_sandbox_read_file_start(sbx_sandbox *s, const char *path, size_t max, sbx_op **op);
+
+/**
  * Receives a file's bytes as they arrive; return non-zero to stop (the read
  * then fails with SBX_E_CANCELLED). data is valid only during the call.
  * @since 1.0

@@ -254,6 +254,7 @@ void sbx__op_destroy(sbx_op *op)
     detach_target(op);
     sbx__err_free(&op->err);
     sbx__free(op->result_json);
+    sbx__free(op->result_data);
     sbx__free(op->error_code);
     sbx__core_unref(op->core);
     sbx__free(op);
@@ -730,8 +731,7 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         const struct sbx__proto *p = strcmp(value, "v1") == 0   ? &sbx__proto_v1
                                      : strcmp(value, "v2") == 0 ? &sbx__proto_v2
                                                                 : NULL;
-        if (!p)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "protocol: 'v1' or 'v2', not '%s'", value);
+        SBX__ARG(cl, p, "protocol: 'v1' or 'v2', not '%s'", value);
         if (cl->core->used && cl->core->proto != p)
             return sbx__err_set(&cl->err, SBX_E_MISUSE,
                                 "protocol: requests were made in %s already; set it before the first one",
@@ -753,18 +753,17 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
         return SBX_OK;
     }
     if (strcmp(key, "command.follow") == 0) {
-        if (strcmp(value, "wait") != 0 && strcmp(value, "logs") != 0)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
-                                "command.follow: 'wait' (a start stream and a log stream per command) or "
-                                "'logs' (the log stream only), not '%s'", value);
+        SBX__ARG(cl, strcmp(value, "wait") == 0 || strcmp(value, "logs") == 0,
+                 "command.follow: 'wait' (a start stream and a log stream per command) or "
+                 "'logs' (the log stream only), not '%s'",
+                 value);
         cl->core->follow_logs_only = value[0] == 'l';
         return SBX_OK;
     }
     if (strcmp(key, "jobs.max_running") == 0 || strcmp(key, "jobs.max_running_per_project") == 0) {
         /* The job layer's: how many jobs of this client run at once (the
          * rest wait, in order); read by lib/job when a job is started. */
-        if (parse_uint(value, 1000000, &v) != SBX_OK)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: a number of jobs (0 = no limit)", key);
+        SBX__ARG(cl, parse_uint(value, 1000000, &v) == SBX_OK, "%s: a number of jobs (0 = no limit)", key);
         if (key[16] == '\0')
             cl->core->jobs_max = (unsigned)v;
         else
@@ -775,39 +774,34 @@ sbx_status sbx_client_set_option(sbx_client *cl, const char *key, const char *va
     }
     sbx__engine_get_limits(cl->core->engine, &l);
     if (strcmp(key, "limit.global") == 0 || strcmp(key, "limit.project") == 0) {
-        if (parse_uint(value, 1000000, &v) != SBX_OK)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: a number of requests (0 = no limit)", key);
+        SBX__ARG(cl, parse_uint(value, 1000000, &v) == SBX_OK, "%s: a number of requests (0 = no limit)", key);
         if (key[6] == 'g')
             l.global = (unsigned)v;
         else
             l.per_project = (unsigned)v;
     } else if (strcmp(key, "retry.max") == 0) {
-        if (parse_uint(value, 100, &v) != SBX_OK)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "retry.max: 0 to 100");
+        SBX__ARG(cl, parse_uint(value, 100, &v) == SBX_OK, "retry.max: 0 to 100");
         l.retry_max = (unsigned)v;
         cl->core->retry_max_set = true;
     } else if (strcmp(key, "timeout_ms") == 0) {
-        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "timeout_ms: milliseconds, 0 for none");
+        SBX__ARG(cl, parse_uint(value, INT64_MAX / 2, &v) == SBX_OK, "timeout_ms: milliseconds, 0 for none");
         l.timeout_ms = (int64_t)v;
     } else if (strcmp(key, "idle_timeout_ms") == 0 || strcmp(key, "probe_after_ms") == 0) {
-        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || (v > 0 && v < 100))
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "%s: milliseconds, at least 100, 0 for none", key);
+        SBX__ARG(cl, parse_uint(value, INT64_MAX / 2, &v) == SBX_OK && (v == 0 || v >= 100),
+                 "%s: milliseconds, at least 100, 0 for none", key);
         if (key[0] == 'i')
             l.idle_ms = (int64_t)v;
         else
             l.probe_after_ms = (int64_t)v;
     } else if (strcmp(key, "probe_timeout_ms") == 0) {
-        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK || v < 100)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "probe_timeout_ms: milliseconds, at least 100");
+        SBX__ARG(cl, parse_uint(value, INT64_MAX / 2, &v) == SBX_OK && v >= 100,
+                 "probe_timeout_ms: milliseconds, at least 100");
         l.probe_timeout_ms = (int64_t)v;
     } else if (strcmp(key, "log.slow_request_ms") == 0) {
-        if (parse_uint(value, INT64_MAX / 2, &v) != SBX_OK)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "log.slow_request_ms: milliseconds, 0 for never");
+        SBX__ARG(cl, parse_uint(value, INT64_MAX / 2, &v) == SBX_OK, "log.slow_request_ms: milliseconds, 0 for never");
         l.slow_ms = (int64_t)v;
     } else if (strcmp(key, "max_response_bytes") == 0) {
-        if (parse_uint(value, SIZE_MAX / 2, &v) != SBX_OK || v < 1024)
-            return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "max_response_bytes: at least 1024");
+        SBX__ARG(cl, parse_uint(value, SIZE_MAX / 2, &v) == SBX_OK && v >= 1024, "max_response_bytes: at least 1024");
         l.max_response = (size_t)v;
     } else {
         return sbx__err_set(&cl->err, SBX_E_UNKNOWN_OPTION, "unknown client option '%s'", key);
@@ -941,6 +935,14 @@ const char *sbx_op_result_json(const sbx_op *op)
     return op && op->done ? op->result_json : NULL;
 }
 
+const uint8_t *sbx_op_result_data(const sbx_op *op, size_t *len)
+{
+    const uint8_t *d = op && op->done ? op->result_data : NULL;
+    if (len)
+        *len = d ? op->result_len : 0;
+    return d;
+}
+
 sbx_status sbx_op_cancel(sbx_op *op)
 {
     if (!op)
@@ -1035,28 +1037,26 @@ static sbx_status list_start(sbx_client *cl, const char *what, enum sbx__api_lis
     SBX__ENTER(cl, sbx__core_in_callback(cl->core));
     if (op)
         *op = NULL;
-    if (!op || since < -1 || until < -1 || limit > 1000)
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
-                            "list: op must not be NULL, limit at most 1000, since/until -1 or a time");
+    SBX__ARG(cl, op && since >= -1 && until >= -1 && limit <= 1000,
+             "list: op must not be NULL, limit at most 1000, since/until -1 or a time");
     if ((st = sbx__core_ready(cl->core, &cl->err)) != SBX_OK)
         return st;
     if (!project)
         project = cl->core->auth.project;
-    if (cl->core->proto == &sbx__proto_v2 && (since >= 0 || until >= 0))
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG,
-                            "list: since and until are not part of the 2.x protocol (its lists page by cursor: "
-                            "the _from functions); pass -1, or set the client option protocol=v1");
+    SBX__ARG(cl, cl->core->proto != &sbx__proto_v2 || (since < 0 && until < 0),
+             "list: since and until are not part of the 2.x protocol (its lists page by cursor: "
+             "the _from functions); pass -1, or set the client option protocol=v1");
     if (cursor && cl->core->proto != &sbx__proto_v2)
         return sbx__err_set(&cl->err, SBX_E_UNSUPPORTED,
                             "list: cursors are the 2.x protocol's (set the client option protocol=v2); v1 pages "
                             "by since/until");
-    if (cursor && (!*cursor || !sbx__utf8_valid(cursor, strlen(cursor))))
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "list: cursor: the pagination.next of a page, or NULL");
+    SBX__ARG(cl, !cursor || (*cursor && sbx__utf8_valid(cursor, strlen(cursor))),
+             "list: cursor: the pagination.next of a page, or NULL");
     if (key == SBX__API_SESSIONS && !cl->core->proto->list_sessions)
         return sbx__err_set(&cl->err, SBX_E_UNSUPPORTED,
                             "list sessions: sessions are the 2.x protocol's (set the client option protocol=v2)");
-    if (name && (!*name || !sbx__utf8_valid(name, strlen(name))))
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "list sessions: name: a sandbox's name, or NULL for all");
+    SBX__ARG(cl, !name || (*name && sbx__utf8_valid(name, strlen(name))),
+             "list sessions: name: a sandbox's name, or NULL for all");
     st = key == SBX__API_SANDBOXES   ? cl->core->proto->list_sandboxes(&req, project, limit, since, until, cursor)
          : key == SBX__API_SNAPSHOTS ? cl->core->proto->list_snapshots(&req, project, limit, since, until, cursor)
                                      : cl->core->proto->list_sessions(&req, project, name, limit, cursor);
@@ -1183,9 +1183,8 @@ static void core_log(int level, const char *msg, void *user)
 sbx_status sbx_client_set_log_cb(sbx_client *cl, sbx_log_level min_level, sbx_log_cb cb, void *user)
 {
     SBX__ENTER(cl, sbx__core_in_callback(cl->core));
-    if ((int)min_level < SBX_LOG_DEBUG || (int)min_level > SBX_LOG_ERROR)
-        return sbx__err_set(&cl->err, SBX_E_INVALID_ARG, "log level %d: SBX_LOG_DEBUG (0) to SBX_LOG_ERROR (3)",
-                            (int)min_level);
+    SBX__ARG(cl, (int)min_level >= SBX_LOG_DEBUG && (int)min_level <= SBX_LOG_ERROR,
+             "log level %d: SBX_LOG_DEBUG (0) to SBX_LOG_ERROR (3)", (int)min_level);
     if (!cb) {
         clear_log_cb(cl->core);
         return SBX_OK;

@@ -198,8 +198,7 @@ sbx_status sbx_command_set_argv(sbx_command *cmd, size_t argc, const char *const
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
-    if (argc == 0 || !argv || !argv[0] || !argv[0][0])
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "argv: at least a non-empty program name");
+    SBX__ARG(cmd, argc != 0 && argv && argv[0] && argv[0][0], "argv: at least a non-empty program name");
     for (size_t i = 0; i < argc; i++) {
         SBX__ARG(cmd, argv[i], "argv[%zu] is NULL", i);
         /* it travels in JSON */
@@ -218,10 +217,8 @@ sbx_status sbx_command_set_cwd(sbx_command *cmd, const char *cwd)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
-    if (cwd && !*cwd)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "cwd: a directory, or NULL for the sandbox's");
-    if (cwd && !sbx__utf8_valid(cwd, strlen(cwd)))
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "cwd: not valid UTF-8");
+    SBX__ARG(cmd, !cwd || *cwd, "cwd: a directory, or NULL for the sandbox's");
+    SBX__ARG(cmd, !cwd || sbx__utf8_valid(cwd, strlen(cwd)), "cwd: not valid UTF-8");
     if (cwd && !(p = sbx__strdup(cwd)))
         return sbx__err_nomem(&cmd->err);
     sbx__free(cmd->cwd);
@@ -260,8 +257,7 @@ sbx_status sbx_command_set_timeout_ms(sbx_command *cmd, int64_t ms)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
-    if (ms < 0)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "timeout: milliseconds >= 0 (0: none)");
+    SBX__ARG(cmd, ms >= 0, "timeout: milliseconds >= 0 (0: none)");
     cmd->timeout_ms = ms;
     return SBX_OK;
 }
@@ -281,8 +277,7 @@ sbx_status sbx_command_set_output_limit(sbx_command *cmd, size_t bytes)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     if (not_started(cmd))
         return SBX_E_MISUSE;
-    if (bytes == 0)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "output limit: at least 1 byte");
+    SBX__ARG(cmd, bytes != 0, "output limit: at least 1 byte");
     cmd->limit = bytes;
     return SBX_OK;
 }
@@ -1303,10 +1298,8 @@ sbx_status sbx_command_run(sbx_command *cmd)
 
 static sbx_status check_id(sbx_command *cmd, const char *id)
 {
-    if (!id || !*id || strlen(id) > 256)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: non-empty, at most 256 bytes");
-    if (!sbx__text_ok(id, false))
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "command id: control characters or invalid UTF-8");
+    SBX__ARG(cmd, id && *id && strlen(id) <= 256, "command id: non-empty, at most 256 bytes");
+    SBX__ARG(cmd, sbx__text_ok(id, false), "command id: control characters or invalid UTF-8");
     return SBX_OK;
 }
 
@@ -1517,8 +1510,7 @@ sbx_status sbx_command_kill_start(sbx_command *cmd, int signal, sbx_op **op)
     SBX__ENTER(cmd, sbx__core_in_callback(cmd->core));
     SBX__ARG(cmd, op, "op must not be NULL");
     *op = NULL;
-    if (signal < 1 || signal > 64)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG, "signal %d: a Linux signal number, 1 to 64", signal);
+    SBX__ARG(cmd, signal >= 1 && signal <= 64, "signal %d: a Linux signal number, 1 to 64", signal);
     return info_call(cmd, "kill command", NULL, signal, false, false, false, op);
 }
 
@@ -1538,9 +1530,8 @@ sbx_status sbx_command_read_output(sbx_command *cmd, sbx_stream stream, uint8_t 
     SBX__ENTER(cmd, false);
     SBX__ARG(cmd, n, "n must not be NULL");
     *n = 0;
-    if ((stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR) || !buf || cap == 0)
-        return sbx__err_set(&cmd->err, SBX_E_INVALID_ARG,
-                            "stream must be SBX_STREAM_STDOUT or SBX_STREAM_STDERR, buf non-NULL, cap > 0");
+    SBX__ARG(cmd, (stream == SBX_STREAM_STDOUT || stream == SBX_STREAM_STDERR) && buf && cap != 0,
+             "stream must be SBX_STREAM_STDOUT or SBX_STREAM_STDERR, buf non-NULL, cap > 0");
     if (cmd->cb)
         return sbx__err_set(&cmd->err, SBX_E_MISUSE, "the output goes to a callback");
     b = &cmd->out[idx((int)stream)];

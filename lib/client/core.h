@@ -89,6 +89,8 @@ struct sbx_op {
     int http_status;
     char *error_code;                      /* the server's error.code of the answer that failed it */
     char *result_json;
+    uint8_t *result_data;                  /* a file read into memory (sbx_op_result_data) */
+    size_t result_len;
     void *user;
     bool done, internal, handed_out, owner_freed;
     atomic_bool cancel;                    /* asked (any thread) */

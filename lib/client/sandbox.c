@@ -168,8 +168,7 @@ sbx_status sbx_sandbox_set_runtime(sbx_sandbox *s, const char *runtime)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (runtime && !sbx__text_ok(runtime, false))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "runtime: a name such as \"node24\" or NULL");
+    SBX__ARG(s, !runtime || sbx__text_ok(runtime, false), "runtime: a name such as \"node24\" or NULL");
     return replace_str(&s->err, &s->runtime, runtime, false);
 }
 
@@ -180,9 +179,8 @@ sbx_status sbx_sandbox_set_name(sbx_sandbox *s, const char *name)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (name && (!sbx__text_ok(name, false) || strlen(name) > NAME_MAX_LEN || strchr(name, '/')))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "name: 1 to %d bytes of text without '/', or NULL",
-                            NAME_MAX_LEN);
+    SBX__ARG(s, !name || (sbx__text_ok(name, false) && strlen(name) <= NAME_MAX_LEN && !strchr(name, '/')),
+             "name: 1 to %d bytes of text without '/', or NULL", NAME_MAX_LEN);
     return replace_str(&s->err, &s->name, name, false);
 }
 
@@ -200,8 +198,7 @@ sbx_status sbx_sandbox_set_timeout_ms(sbx_sandbox *s, int64_t ms)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (ms < 0)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "timeout: milliseconds >= 0 (0: the server's default)");
+    SBX__ARG(s, ms >= 0, "timeout: milliseconds >= 0 (0: the server's default)");
     s->timeout_ms = ms;
     return SBX_OK;
 }
@@ -211,8 +208,7 @@ sbx_status sbx_sandbox_set_vcpus(sbx_sandbox *s, size_t vcpus)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (vcpus > 64)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "vcpus: at most 64 (0: the server's default)");
+    SBX__ARG(s, vcpus <= 64, "vcpus: at most 64 (0: the server's default)");
     s->vcpus = (uint32_t)vcpus;
     return SBX_OK;
 }
@@ -222,16 +218,13 @@ sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (port == 0 || port > 65535)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: must be 1 to 65535", port);
+    SBX__ARG(s, port != 0 && port <= 65535, "port %u: must be 1 to 65535", port);
     for (size_t i = 0; i < s->nports; i++)
-        if (s->ports[i] == port)
-            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: given twice", port);
+        SBX__ARG(s, s->ports[i] != port, "port %u: given twice", port);
     /* The version spoken now; create checks again, as the protocol may
      * still change before the first request. */
-    if (s->nports == s->core->proto->max_ports)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "port %u: at most %zu ports in the %s protocol", port,
-                            s->core->proto->max_ports, s->core->proto->name);
+    SBX__ARG(s, s->nports != s->core->proto->max_ports, "port %u: at most %zu ports in the %s protocol", port,
+             s->core->proto->max_ports, s->core->proto->name);
     s->ports[s->nports++] = port;
     return SBX_OK;
 }
@@ -323,11 +316,9 @@ sbx_status sbx_sandbox_set_source_git(sbx_sandbox *s, const char *url, const cha
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!sbx__text_ok(url, false) || (revision && !sbx__text_ok(revision, false)))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
-                            "git source: a URL, and a revision that is NULL or non-empty, without control characters");
-    if (depth > 1000000)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "git source: depth %zu is too large", depth);
+    SBX__ARG(s, sbx__text_ok(url, false) && (!revision || sbx__text_ok(revision, false)),
+             "git source: a URL, and a revision that is NULL or non-empty, without control characters");
+    SBX__ARG(s, depth <= 1000000, "git source: depth %zu is too large", depth);
     u = sbx__strdup(url);
     if (revision)
         r = sbx__strdup(revision);
@@ -350,9 +341,9 @@ sbx_status sbx_sandbox_set_source_git_auth(sbx_sandbox *s, const char *username,
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!username != !password || (username && (!sbx__text_ok(username, false) || !sbx__text_ok(password, false))))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
-                            "git credentials: a username and a password, or neither");
+    SBX__ARG(s,
+             !username == !password && (!username || (sbx__text_ok(username, false) && sbx__text_ok(password, false))),
+             "git credentials: a username and a password, or neither");
     if (username && (!(u = sbx__strdup(username)) || !(p = sbx__strdup(password)))) {
         sbx__free_secret(u);
         return sbx__err_nomem(&s->err);
@@ -370,8 +361,7 @@ sbx_status sbx_sandbox_set_source_tarball(sbx_sandbox *s, const char *url)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!sbx__text_ok(url, false))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "tarball source: a URL");
+    SBX__ARG(s, sbx__text_ok(url, false), "tarball source: a URL");
     if (!(u = sbx__strdup(url)))
         return sbx__err_nomem(&s->err);
     clear_source(s);
@@ -386,8 +376,7 @@ sbx_status sbx_sandbox_set_source_snapshot(sbx_sandbox *s, const char *snapshot_
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     if (configurable(s) != SBX_OK)
         return SBX_E_MISUSE;
-    if (!id_ok(snapshot_id))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "snapshot source: a snapshot id");
+    SBX__ARG(s, id_ok(snapshot_id), "snapshot source: a snapshot id");
     if (!(id = sbx__strdup(snapshot_id)))
         return sbx__err_nomem(&s->err);
     clear_source(s);
@@ -400,12 +389,10 @@ static sbx_status parse_u32(sbx_sandbox *s, const char *key, const char *v, uint
 {
     char *end;
     unsigned long long x;
-    if (!*v || *v == '-' || *v == '+' || *v == ' ')
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "%s: '%s' is not a number", key, v);
+    SBX__ARG(s, *v && *v != '-' && *v != '+' && *v != ' ', "%s: '%s' is not a number", key, v);
     errno = 0;
     x = strtoull(v, &end, 10);
-    if (*end || errno || x > max)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "%s: '%s' is not a number up to %u", key, v, max);
+    SBX__ARG(s, !*end && !errno && x <= max, "%s: '%s' is not a number up to %u", key, v, max);
     *out = (uint32_t)x;
     return SBX_OK;
 }
@@ -414,8 +401,7 @@ sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *v
 {
     uint32_t n = 0;
     SBX__ENTER(s, sbx__core_in_callback(s->core));
-    if (!key || !value)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "key and value must not be NULL");
+    SBX__ARG(s, key && value, "key and value must not be NULL");
     if (strcmp(key, "runtime") == 0)
         return sbx_sandbox_set_runtime(s, value);
     if (strcmp(key, "timeout_ms") == 0) {
@@ -423,8 +409,7 @@ sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *v
         long long ms;
         errno = 0;
         ms = strtoll(value, &end, 10);
-        if (!*value || *end || errno || ms < 0)
-            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "timeout_ms: '%s' is not milliseconds", value);
+        SBX__ARG(s, *value && !*end && !errno && ms >= 0, "timeout_ms: '%s' is not milliseconds", value);
         return sbx_sandbox_set_timeout_ms(s, ms);
     }
     if (strcmp(key, "vcpus") == 0)
@@ -447,8 +432,7 @@ sbx_status sbx_sandbox_set_option(sbx_sandbox *s, const char *key, const char *v
         }
         if (configurable(s) != SBX_OK)
             return SBX_E_MISUSE;
-        if (!sbx__text_ok(value, false))
-            return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "source.revision: a branch, tag or commit");
+        SBX__ARG(s, sbx__text_ok(value, false), "source.revision: a branch, tag or commit");
         return replace_str(&s->err, &s->src_rev, value, false);
     }
     if (strcmp(key, "auto_resume") == 0) {
@@ -758,9 +742,7 @@ sbx_status sbx_sandbox_fetch_start(sbx_sandbox *s, const char *id, sbx_op **op)
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!id_ok(id))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sandbox id: non-empty, printable, at most %d bytes",
-                            ID_MAX);
+    SBX__ARG(s, id_ok(id), "sandbox id: non-empty, printable, at most %d bytes", ID_MAX);
     if (s->busy || (s->info.id && strcmp(s->info.id, id) != 0))
         return sbx__err_set(&s->err, SBX_E_MISUSE,
                             "the handle is already bound to sandbox %s; use a new handle",
@@ -795,8 +777,8 @@ sbx_status sbx_sandbox_fetch_named_start(sbx_sandbox *s, const char *name, sbx_o
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!name || !sbx__text_ok(name, false) || strlen(name) > NAME_MAX_LEN)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "name: 1 to %d bytes of text", NAME_MAX_LEN);
+    SBX__ARG(s, name && sbx__text_ok(name, false) && strlen(name) <= NAME_MAX_LEN, "name: 1 to %d bytes of text",
+             NAME_MAX_LEN);
     if (!s->core->proto->get_named)
         return sbx__err_set(&s->err, SBX_E_UNSUPPORTED,
                             "named sandboxes are in the 2.x protocol: set the client option protocol=v2");
@@ -926,8 +908,7 @@ sbx_status sbx_sandbox_extend_timeout_start(sbx_sandbox *s, int64_t ms, sbx_op *
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (ms <= 0)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "extend timeout: milliseconds > 0");
+    SBX__ARG(s, ms > 0, "extend timeout: milliseconds > 0");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     return sandbox_call(s, "extend timeout", s->core->proto->extend_timeout(&req, s->info.id, ms), &req, SC_RESUME,
@@ -949,8 +930,7 @@ sbx_status sbx_sandbox_update_network_policy_start(sbx_sandbox *s, const char *j
     *op = NULL;
     char *api = NULL;
     sbx_status st;
-    if (!json)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "network policy: JSON must not be NULL");
+    SBX__ARG(s, json, "network policy: JSON must not be NULL");
     if ((st = sbx__api_policy_from_sdk(json, &api, &s->err)) != SBX_OK)
         return st;
     if (api)
@@ -1228,10 +1208,8 @@ const char *sbx__sandbox_cwd(const sbx_sandbox *s)
 
 static sbx_status check_path(sbx_sandbox *s, const char *path)
 {
-    if (!path || !*path)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path: a non-empty path in the sandbox");
-    if (!sbx__utf8_valid(path, strlen(path)))
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path: not valid UTF-8");
+    SBX__ARG(s, path && *path, "path: a non-empty path in the sandbox");
+    SBX__ARG(s, sbx__utf8_valid(path, strlen(path)), "path: not valid UTF-8");
     return SBX_OK;
 }
 
@@ -1383,15 +1361,11 @@ sbx_status sbx_sandbox_write_file_start(sbx_sandbox *s, const char *path, const 
     *op = NULL;
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
-    if (!data && len)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "data is NULL but len is %zu", len);
-    if (mode > 07777)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "mode %o: permission bits only (at most 07777)", mode);
+    SBX__ARG(s, data || !len, "data is NULL but len is %zu", len);
+    SBX__ARG(s, mode <= 07777, "mode %o: permission bits only (at most 07777)", mode);
     if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
         return sbx__err_nomem(&s->err);
-    if (!name)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory, not a file",
-                            path);
+    SBX__ARG(s, name, "path '%s' names the root directory, not a file", path);
     tar = sbx__tar_new();
     if (!tar) {
         sbx__free(name);
@@ -1423,14 +1397,12 @@ sbx_status sbx_sandbox_upload_start(sbx_sandbox *s, const char *local, const cha
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!local || !*local)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: a file or directory to upload");
+    SBX__ARG(s, local && *local, "local: a file or directory to upload");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if (sbx__sandbox_tar_name(sbx__sandbox_cwd(s), path, &name) != SBX_OK)
         return sbx__err_nomem(&s->err);
-    if (!name)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "path '%s' names the root directory", path);
+    SBX__ARG(s, name, "path '%s' names the root directory", path);
     tar = sbx__tar_new();
     if (!tar) {
         sbx__free(name);
@@ -1620,6 +1592,11 @@ static void read_done(sbx__req *r, void *user)
     }
     if (st != SBX_OK && rs->sink == SINK_FILE)
         drop_tmp(rs);
+    /* Kept by the op, so that a _start caller reads them from it
+     * (sbx_op_result_data()) and the blocking form takes them. */
+    if (st == SBX_OK && rs->sink == SINK_MEM &&
+        !(op->result_data = (uint8_t *)sbx__buf_detach(&rs->mem, &op->result_len)))
+        st = sbx__err_nomem(&op->err);
     sbx__op_finish(op, st, NULL);
 }
 
@@ -1683,9 +1660,30 @@ static struct read_state *read_state_new(sbx_sandbox *s, enum sink sink)
     return rs;
 }
 
-sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, uint8_t **data, size_t *len)
+/* The common part of sbx_sandbox_read_file() and its _start form, after
+ * their own argument checks. */
+static sbx_status read_file_begin(sbx_sandbox *s, const char *path, size_t max, sbx_op **op)
 {
     struct read_state *rs;
+    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
+        return s->err.code;
+    if (!(rs = read_state_new(s, SINK_MEM)))
+        return SBX_E_NOMEM;
+    rs->max = max ? max : READ_MAX_DEFAULT;
+    sbx__buf_init(&rs->mem, rs->max);
+    return read_start(s, path, rs, op);
+}
+
+sbx_status sbx_sandbox_read_file_start(sbx_sandbox *s, const char *path, size_t max, sbx_op **op)
+{
+    SBX__ENTER(s, sbx__core_in_callback(s->core));
+    SBX__ARG(s, op, "op must not be NULL");
+    *op = NULL;
+    return read_file_begin(s, path, max, op);
+}
+
+sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, uint8_t **data, size_t *len)
+{
     sbx_op *op;
     sbx_status st;
 
@@ -1693,24 +1691,16 @@ sbx_status sbx_sandbox_read_file(sbx_sandbox *s, const char *path, size_t max, u
     SBX__ARG(s, data && len, "data and len must not be NULL");
     *data = NULL;
     *len = 0;
-    if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
-        return s->err.code;
-    if (!(rs = read_state_new(s, SINK_MEM)))
-        return SBX_E_NOMEM;
-    rs->max = max ? max : READ_MAX_DEFAULT;
-    sbx__buf_init(&rs->mem, rs->max);
-    if ((st = read_start(s, path, rs, &op)) != SBX_OK)
+    if ((st = read_file_begin(s, path, max, &op)) != SBX_OK)
         return st;
     st = sbx__op_drive(op);
     if (st == SBX_OK) {
-        *len = rs->mem.len;
-        *data = (uint8_t *)sbx__buf_detach(&rs->mem, NULL);
-        if (!*data) {
-            *len = 0;
-            st = sbx__err_nomem(&s->err);
-        } else {
-            sbx__err_clear(&s->err);
-        }
+        /* taken from the op, not copied */
+        *data = op->result_data;
+        *len = op->result_len;
+        op->result_data = NULL;
+        op->result_len = 0;
+        sbx__err_clear(&s->err);
     } else {
         sbx__op_err_to(&s->err, op);
     }
@@ -1725,8 +1715,7 @@ sbx_status sbx_sandbox_read_stream_start(sbx_sandbox *s, const char *path, sbx_d
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!cb)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "cb must not be NULL");
+    SBX__ARG(s, cb, "cb must not be NULL");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if (!(rs = read_state_new(s, SINK_CB)))
@@ -1751,8 +1740,7 @@ sbx_status sbx_sandbox_download_start(sbx_sandbox *s, const char *path, const ch
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!local || !*local)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "local: the file to write");
+    SBX__ARG(s, local && *local, "local: the file to write");
     if (check_path(s, path) != SBX_OK || need_sandbox(s) != SBX_OK)
         return s->err.code;
     if (!(rs = read_state_new(s, SINK_FILE)))
@@ -1902,11 +1890,8 @@ sbx_status sbx_sandbox_snapshot_start(sbx_sandbox *s, int64_t expiration_ms, sbx
     SBX__ENTER(s, sbx__core_in_callback(s->core));
     SBX__ARG(s, op, "op must not be NULL");
     *op = NULL;
-    if (!sn || sn->core != s->core)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG, "sn: a snapshot handle of the same client");
-    if (expiration_ms < -1)
-        return sbx__err_set(&s->err, SBX_E_INVALID_ARG,
-                            "expiration: milliseconds, 0 for never, -1 for the server's default");
+    SBX__ARG(s, sn && sn->core == s->core, "sn: a snapshot handle of the same client");
+    SBX__ARG(s, expiration_ms >= -1, "expiration: milliseconds, 0 for never, -1 for the server's default");
     if (need_sandbox(s) != SBX_OK)
         return SBX_E_MISUSE;
     if ((st = sbx__core_ready(s->core, &s->err)) != SBX_OK)
@@ -1928,9 +1913,7 @@ sbx_status sbx_snapshot_fetch_start(sbx_snapshot *sn, const char *id, sbx_op **o
     SBX__ENTER(sn, sbx__core_in_callback(sn->core));
     SBX__ARG(sn, op, "op must not be NULL");
     *op = NULL;
-    if (!id_ok(id))
-        return sbx__err_set(&sn->err, SBX_E_INVALID_ARG, "snapshot id: non-empty, printable, at most %d bytes",
-                            ID_MAX);
+    SBX__ARG(sn, id_ok(id), "snapshot id: non-empty, printable, at most %d bytes", ID_MAX);
     return snap_call(sn, NULL, &sn->err, "get snapshot", sn->core->proto->get_snapshot(&req, id), &req, true, id, op);
 }
 

@@ -397,24 +397,21 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
 {
     const char *k;
     json_t *v;
-    if (!json_is_object(j))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "the request is not a JSON object");
+    SBX__ARG(job, json_is_object(j), "the request is not a JSON object");
     json_object_foreach(j, k, v) {
         if (!strcmp(k, "jobType")) {
-            if (!json_is_string(v) || sbx_job_set_type(into, json_string_value(v)) != SBX_OK)
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "jobType: %s",
-                                    json_is_string(v) ? sbx_job_last_error(into) : "a string expected");
+            SBX__ARG(job, json_is_string(v) && sbx_job_set_type(into, json_string_value(v)) == SBX_OK, "jobType: %s",
+                     json_is_string(v) ? sbx_job_last_error(into) : "a string expected");
         } else if (!strcmp(k, "timeoutSeconds")) {
             double secs = json_number_value(v);
             /* An integer, as JSON Schema counts them (1.0 is one). */
-            if (!json_is_number(v) || secs < 0 || secs > 7 * 86400 || secs != (double)(int64_t)secs)
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "timeoutSeconds: an integer 0..604800");
+            SBX__ARG(job, json_is_number(v) && secs >= 0 && secs <= 7 * 86400 && secs == (double)(int64_t)secs,
+                     "timeoutSeconds: an integer 0..604800");
             into->timeout_ms = (int64_t)secs * 1000;
         } else if (!strcmp(k, "inputs")) {
             const char *ik;
             json_t *iv;
-            if (!json_is_object(v))
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "inputs: an object expected");
+            SBX__ARG(job, json_is_object(v), "inputs: an object expected");
             json_object_foreach(v, ik, iv) {
                 char num[32];
                 const char *s = json_string_value(iv);
@@ -422,29 +419,23 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                     snprintf(num, sizeof num, "%lld", (long long)json_integer_value(iv));
                     s = num;
                 }
-                if (!s)
-                    return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "inputs.%.64s: a string expected", ik);
+                SBX__ARG(job, s, "inputs.%.64s: a string expected", ik);
                 if (set_input(into, ik, s) != SBX_OK)
                     return sbx__err_set(&job->err, into->err.code, "inputs.%.64s: %s", ik, sbx_job_last_error(into));
             }
         } else if (!strcmp(k, "envKeys") || !strcmp(k, "command") || !strcmp(k, "artifacts")) {
             size_t i;
             json_t *e;
-            if (!json_is_array(v))
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s: an array of strings expected", k);
+            SBX__ARG(job, json_is_array(v), "%s: an array of strings expected", k);
             json_array_foreach(v, i, e) {
                 const char *s = json_string_value(e);
                 sbx_status st = SBX_OK;
-                if (!s)
-                    return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s[%zu]: a string expected", k, i);
+                SBX__ARG(job, s, "%s[%zu]: a string expected", k, i);
                 if (k[0] == 'e') {
-                    if (!env_name_ok(s))
-                        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                                            "envKeys[%zu]: a variable name [A-Za-z_][A-Za-z0-9_]* expected", i);
+                    SBX__ARG(job, env_name_ok(s), "envKeys[%zu]: a variable name [A-Za-z_][A-Za-z0-9_]* expected", i);
                     st = sbx__strlist_push(&into->env_keys, s) == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
                 } else if (k[0] == 'c') {
-                    if (!*s && i == 0)
-                        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "command[0]: an empty program name");
+                    SBX__ARG(job, *s || i != 0, "command[0]: an empty program name");
                     st = sbx__strlist_push(&into->argv, s) == SBX_OK ? SBX_OK : sbx__err_nomem(&job->err);
                 } else if (sbx_job_add_artifact(into, s) != SBX_OK) {
                     return sbx__err_set(&job->err, into->err.code, "artifacts[%zu]: %s", i,
@@ -454,8 +445,8 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                     return st;
             }
         } else if (!strcmp(k, "schema")) {
-            if (!json_is_string(v) || strcmp(json_string_value(v), "sbxrun.job.request/1") != 0)
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "schema: \"sbxrun.job.request/1\" expected");
+            SBX__ARG(job, json_is_string(v) && strcmp(json_string_value(v), "sbxrun.job.request/1") == 0,
+                     "schema: \"sbxrun.job.request/1\" expected");
         } else {
             return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
                                 "unknown field '%.64s' (schema, jobType, inputs, timeoutSeconds, envKeys, command, "
@@ -463,8 +454,7 @@ static sbx_status load_request(sbx_job *job, json_t *j, sbx_job *into)
                                 k);
         }
     }
-    if (into->type == J_NONE)
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "jobType is missing");
+    SBX__ARG(job, into->type != J_NONE, "jobType is missing");
     return SBX_OK;
 }
 

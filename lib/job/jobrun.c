@@ -1053,7 +1053,7 @@ static bool patch_refused(struct jrun *jr)
         return true;
     }
     if ((st = sbx_patch_load_data(p, job->patch_data, job->patch_len)) != SBX_OK &&
-        sbx_patch_result(p) == SBX_PATCH_UNCHECKED) {
+        sbx_patch_get_verdict(p) == SBX_PATCH_UNCHECKED) {
         conclude(jr, SBX_VERDICT_ERROR, st == SBX_E_NOMEM ? sbx__err_nomem(&job->err) : SBX_E_PATCH, "the patch: %s",
                  sbx_patch_last_error(p));
         sbx_patch_free(p);
@@ -1066,7 +1066,7 @@ static bool patch_refused(struct jrun *jr)
         sbx_patch_free(p);
         return true;
     }
-    v = sbx_patch_result(p);
+    v = sbx_patch_get_verdict(p);
     if (v == SBX_PATCH_UNSAFE)
         conclude(jr, SBX_VERDICT_DENIED, SBX_OK, "%s (rule %s)", sbx_patch_last_error(p),
                  sbx_patch_rule_name(sbx_patch_broken_rule(p)));

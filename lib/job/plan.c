@@ -97,62 +97,51 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
         const char *kv = job->inputs.v[i], *eq = strchr(kv, '=');
         char key[64];
         snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
-        if (!in_list(keys, key))
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s takes no input '%s'", sbx__job_type_str(job->type), key);
+        SBX__ARG(job, in_list(keys, key), "%s takes no input '%s'", sbx__job_type_str(job->type), key);
     }
     switch (job->type) {
     case J_CLONE:
-        if (!sbx__job_input(job, "url"))
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "repo.clone: input 'url' (the repository) is missing");
+        SBX__ARG(job, sbx__job_input(job, "url"), "repo.clone: input 'url' (the repository) is missing");
         break;
     case J_APPLY:
-        if (!job->patch_data)
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "repo.applyPatch: input 'patch' (the diff) is missing");
+        SBX__ARG(job, job->patch_data, "repo.applyPatch: input 'patch' (the diff) is missing");
         break;
     case J_MIGRATE:
-        if (sbx__job_input(job, "url") && sbx__job_input(job, "host"))
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "db.migrate: give input 'url' or 'host', not both");
+        SBX__ARG(job, !sbx__job_input(job, "url") || !sbx__job_input(job, "host"),
+                 "db.migrate: give input 'url' or 'host', not both");
         break;
     default: break;
     }
-    if (job->argv.n && (job->type == J_CLONE || job->type == J_APPLY))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%s runs its own commands: a program is for deps.install, "
-                            "verify.* and db.migrate", sbx__job_type_str(job->type));
-    if (job->argv.n && job->type == J_INSTALL && job->opt_lifecycle)
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                            "option lifecycle_scripts is for the install the job plans: a program runs as given (its "
-                            "own flags say whether scripts run)");
-    if (job->argv.n && sbx__job_input(job, "script"))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "give a program or input 'script', not both");
-    if (job->argv.n && sbx__job_input(job, "packageManager"))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                            "input 'packageManager' is for a package.json script; this job runs a program");
-    if (job->type == J_MIGRATE && job->opt_netpolicy && !sbx__job_input(job, "url") && !sbx__job_input(job, "host"))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                            "db.migrate: input 'url' or 'host' (the database server its network preset allows) is "
-                            "missing");
+    SBX__ARG(job, !job->argv.n || (job->type != J_CLONE && job->type != J_APPLY),
+             "%s runs its own commands: a program is for deps.install, "
+             "verify.* and db.migrate",
+             sbx__job_type_str(job->type));
+    SBX__ARG(job, !job->argv.n || job->type != J_INSTALL || !job->opt_lifecycle,
+             "option lifecycle_scripts is for the install the job plans: a program runs as given (its "
+             "own flags say whether scripts run)");
+    SBX__ARG(job, !job->argv.n || !sbx__job_input(job, "script"), "give a program or input 'script', not both");
+    SBX__ARG(job, !job->argv.n || !sbx__job_input(job, "packageManager"),
+             "input 'packageManager' is for a package.json script; this job runs a program");
+    SBX__ARG(job,
+             job->type != J_MIGRATE || !job->opt_netpolicy || sbx__job_input(job, "url") || sbx__job_input(job, "host"),
+             "db.migrate: input 'url' or 'host' (the database server its network preset allows) is "
+             "missing");
     if ((v = sbx__job_input(job, "token"))) {
         const char *url = sbx__job_input(job, "url");
-        if (!job->opt_netpolicy)
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                                "input 'token' is added to the git host's requests by the network policy, which the "
-                                "option network_policy=off turns off");
-        if (url && strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                                "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
+        SBX__ARG(job, job->opt_netpolicy,
+                 "input 'token' is added to the git host's requests by the network policy, which the "
+                 "option network_policy=off turns off");
+        SBX__ARG(job, !url || strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0,
+                 "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
     }
-    if ((v = sbx__job_input(job, "packageManager")) && !in_list(package_managers, v))
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "input 'packageManager': npm, pnpm, yarn or bun, not '%s'",
-                            v);
+    v = sbx__job_input(job, "packageManager");
+    SBX__ARG(job, !v || in_list(package_managers, v), "input 'packageManager': npm, pnpm, yarn or bun, not '%s'", v);
     for (size_t i = 0; i < job->env_keys.n; i++) {
         size_t n = strlen(job->env_keys.v[i]);
         bool have = false;
         for (size_t k = 0; k < job->env.n && !have; k++)
             have = strncmp(job->env.v[k], job->env_keys.v[i], n) == 0 && job->env.v[k][n] == '=';
-        if (!have)
-            return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                                "envKeys names %s but no value was given for it (sbx_job_set_env())",
-                                job->env_keys.v[i]);
+        SBX__ARG(job, have, "envKeys names %s but no value was given for it (sbx_job_set_env())", job->env_keys.v[i]);
     }
     if (job->env_keys.n) {
         /* A request that names its envKeys gets those and nothing else. */
@@ -162,9 +151,8 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
             for (size_t i = 0; i < job->env_keys.n && !named; i++)
                 named = strlen(job->env_keys.v[i]) == (size_t)(eq - job->env.v[k]) &&
                         strncmp(job->env_keys.v[i], job->env.v[k], (size_t)(eq - job->env.v[k])) == 0;
-            if (!named)
-                return sbx__err_set(&job->err, SBX_E_INVALID_ARG, "%.*s has a value but is not in the request's envKeys",
-                                    (int)(eq - job->env.v[k]), job->env.v[k]);
+            SBX__ARG(job, named, "%.*s has a value but is not in the request's envKeys", (int)(eq - job->env.v[k]),
+                     job->env.v[k]);
         }
     }
     return SBX_OK;
@@ -338,11 +326,10 @@ sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len)
         }
         job->yarn_berry = job->yarn_berry && job->pm && strcmp(job->pm, "yarn") == 0;
     }
-    if (given && job->lockfile && strcmp(given, job->pm_locked) != 0)
-        return sbx__err_set(&job->err, SBX_E_INVALID_ARG,
-                            "input 'packageManager' is %s but the lockfile %s is %s's: install with the tool the "
-                            "lockfile belongs to",
-                            given, job->lockfile, job->pm_locked);
+    SBX__ARG(job, !given || !job->lockfile || strcmp(given, job->pm_locked) == 0,
+             "input 'packageManager' is %s but the lockfile %s is %s's: install with the tool the "
+             "lockfile belongs to",
+             given, job->lockfile, job->pm_locked);
     if (job->type == J_INSTALL && !job->lockfile)
         return sbx__err_set(&job->err, SBX_E_NOT_FOUND,
                             "no lockfile in %s (bun.lock, bun.lockb, pnpm-lock.yaml, yarn.lock, "

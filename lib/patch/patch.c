@@ -107,6 +107,7 @@ static const char *change_name(sbx_patch_change c)
     case SBX_PATCH_DELETED: return "deleted";
     case SBX_PATCH_RENAMED: return "renamed";
     case SBX_PATCH_COPIED: return "copied";
+    case SBX_PATCH_CHANGE_NONE: break; /* no file of a patch has it */
     }
     return "unknown";
 }
@@ -1153,7 +1154,7 @@ sbx_status sbx_patch_check(sbx_patch *p)
 
 /* ---- what it does -------------------------------------------------------------------------------- */
 
-sbx_patch_verdict sbx_patch_result(const sbx_patch *p)
+sbx_patch_verdict sbx_patch_get_verdict(const sbx_patch *p)
 {
     return p ? p->verdict : SBX_PATCH_UNCHECKED;
 }
@@ -1188,7 +1189,7 @@ const char *sbx_patch_file_old_path(const sbx_patch *p, size_t i)
 sbx_patch_change sbx_patch_file_change(const sbx_patch *p, size_t i)
 {
     const struct pfile *f = file_at(p, i);
-    return f ? f->change : (sbx_patch_change)0;
+    return f ? f->change : SBX_PATCH_CHANGE_NONE;
 }
 
 uint32_t sbx_patch_file_old_mode(const sbx_patch *p, size_t i)

@@ -1232,8 +1232,8 @@ const char *sbx_netpolicy_last_error(const sbx_netpolicy *n)
 sbx_status sbx_netpolicy_set_mode(sbx_netpolicy *n, sbx_network_mode mode)
 {
     SBX__ENTER(n, false);
-    if (mode != SBX_NETPOLICY_ALLOW_ALL && mode != SBX_NETPOLICY_DENY_ALL && mode != SBX_NETPOLICY_CUSTOM)
-        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "unknown network policy mode %d", (int)mode);
+    SBX__ARG(n, mode == SBX_NETPOLICY_ALLOW_ALL || mode == SBX_NETPOLICY_DENY_ALL || mode == SBX_NETPOLICY_CUSTOM,
+             "unknown network policy mode %d", (int)mode);
     if (mode != SBX_NETPOLICY_CUSTOM)
         body_clear(&n->b);
     n->b.mode = (int)mode;
@@ -1288,9 +1288,9 @@ sbx_status sbx_netpolicy_load_preset(sbx_netpolicy *n, const char *job_type, siz
     SBX__ENTER(n, false);
     SBX__ARG(n, job_type, "the job type is NULL");
     SBX__ARG(n, ninputs == 0 || (keys && values), "keys or values is NULL while ninputs > 0");
-    if ((i = preset_index(job_type)) < 0)
-        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "unknown job type '%s' (known: " SBX__JOB_TYPES_LIST ")",
-                            show(sh, sizeof sh, job_type, strlen(job_type)));
+    i = preset_index(job_type);
+    SBX__ARG(n, i >= 0, "unknown job type '%s' (known: " SBX__JOB_TYPES_LIST ")",
+             show(sh, sizeof sh, job_type, strlen(job_type)));
     in.job = sbx__job_type_name((size_t)i); /* messages use the current name, alias or not */
     if ((st = presets[i](&b, &n->err, &in)) != SBX_OK) {
         body_clear(&b);
@@ -1327,8 +1327,8 @@ sbx_status sbx_netpolicy_load_json(sbx_netpolicy *n, const char *json)
 
     SBX__ENTER(n, false);
     SBX__ARG(n, json, "the JSON text is NULL");
-    if ((len = strlen(json)) > NP_MAX_JSON)
-        return sbx__err_set(&n->err, SBX_E_INVALID_ARG, "the policy is longer than %u bytes", NP_MAX_JSON);
+    len = strlen(json);
+    SBX__ARG(n, len <= NP_MAX_JSON, "the policy is longer than %u bytes", NP_MAX_JSON);
     /* JSON_ALLOW_NUL lets a "\u0000" through so the field holding it can be
      * named (every string is checked for NUL bytes by its length);
      * JSON_DECODE_ANY so that "allow-all" alone gets a message of its own. */

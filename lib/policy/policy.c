@@ -203,8 +203,8 @@ static sbx_status add_program(sbx_policy *p, const char *job_type, const char *p
     SBX__ARG(p, program, "invalid argument: program is NULL");
     if (!(s = scope_for(p, job_type)))
         return SBX_E_INVALID_ARG;
-    if ((why = bad_program(program)))
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG, "program name \"%.64s\" %s", program, why);
+    why = bad_program(program);
+    SBX__ARG(p, !why, "program name \"%.64s\" %s", program, why);
     if (sbx__strlist_push(deny ? &s->deny : &s->allow, program) != SBX_OK)
         return sbx__err_nomem(&p->err);
     return SBX_OK;
@@ -228,9 +228,8 @@ sbx_status sbx_policy_allow_package(sbx_policy *p, const char *job_type, const c
     SBX__ARG(p, spec, "invalid argument: package spec is NULL");
     if (!(s = scope_for(p, job_type)))
         return SBX_E_INVALID_ARG;
-    if (!pkg_spec_ok(spec, &n))
-        return sbx__err_set(&p->err, SBX_E_INVALID_ARG,
-                            "package \"%.64s\" is not a registry package name with an optional @version", spec);
+    SBX__ARG(p, pkg_spec_ok(spec, &n), "package \"%.64s\" is not a registry package name with an optional @version",
+             spec);
     if (sbx__strlist_push(&s->packages, spec) != SBX_OK)
         return sbx__err_nomem(&p->err);
     return SBX_OK;

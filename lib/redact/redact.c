@@ -1081,14 +1081,11 @@ sbx_status sbx_redactor_add_secret(sbx_redactor *r, const uint8_t *value, size_t
     char *copy;
     SBX__ENTER(r, false);
     SBX__ARG(r, value, "invalid argument: the secret is NULL");
-    if (len < VALUE_MIN)
-        return sbx__err_set(&r->err, SBX_E_INVALID_ARG,
-                            "a secret of %zu bytes is refused: values shorter than %d bytes would redact "
-                            "ordinary text",
-                            len, VALUE_MIN);
-    if (len > VALUE_MAX)
-        return sbx__err_set(&r->err, SBX_E_INVALID_ARG, "a secret of %zu bytes is refused (at most %d)", len,
-                            VALUE_MAX);
+    SBX__ARG(r, len >= VALUE_MIN,
+             "a secret of %zu bytes is refused: values shorter than %d bytes would redact "
+             "ordinary text",
+             len, VALUE_MIN);
+    SBX__ARG(r, len <= VALUE_MAX, "a secret of %zu bytes is refused (at most %d)", len, VALUE_MAX);
     for (size_t i = 0; i < r->nvals; i++)
         if (r->vals[i].n == len && memcmp(r->vals[i].p, value, len) == 0)
             return SBX_OK;

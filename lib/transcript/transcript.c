@@ -330,8 +330,7 @@ sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
 {
     sbx__redact_rules *rules;
     SBX__ENTER(t, false);
-    if (!r)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: the redactor is NULL");
+    SBX__ARG(t, r, "invalid argument: the redactor is NULL");
     if (!(rules = sbx__redactor_rules(r)))
         return sbx__err_nomem(&t->err);
     sbx__redact_rules_unref(t->rules);
@@ -342,12 +341,10 @@ sbx_status sbx_transcript_set_redactor(sbx_transcript *t, const sbx_redactor *r)
 sbx_status sbx_transcript_set_limits(sbx_transcript *t, size_t head, size_t tail, size_t total)
 {
     SBX__ENTER(t, false);
-    if (head > WINDOW_MAX || tail > WINDOW_MAX)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "a window of more than 1 GiB (head %llu, tail %llu)",
-                            (unsigned long long)head, (unsigned long long)tail);
-    if (total < TOTAL_MIN || total > TOTAL_MAX)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "the total limit must be 4 KiB to 4 GiB (%llu given)",
-                            (unsigned long long)total);
+    SBX__ARG(t, head <= WINDOW_MAX && tail <= WINDOW_MAX, "a window of more than 1 GiB (head %llu, tail %llu)",
+             (unsigned long long)head, (unsigned long long)tail);
+    SBX__ARG(t, total >= TOTAL_MIN && total <= TOTAL_MAX, "the total limit must be 4 KiB to 4 GiB (%llu given)",
+             (unsigned long long)total);
     if (t->nentries || t->steps || t->loaded)
         return sbx__err_set(&t->err, SBX_E_MISUSE, "limits are set before the first step");
     t->head_limit = head;
@@ -363,9 +360,10 @@ sbx_status sbx_transcript_set_job_type(sbx_transcript *t, const char *type)
     SBX__ENTER(t, false);
     if ((st = job_open(t, "the job type")) != SBX_OK)
         return st;
-    if (!type || !*type || strlen(type) > 64 || strspn(type, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(type))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG,
-                            "invalid job type: 1 to 64 letters, digits, '.', '-' or '_' expected");
+    SBX__ARG(t,
+             type && *type && strlen(type) <= 64 &&
+                 strspn(type, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == strlen(type),
+             "invalid job type: 1 to 64 letters, digits, '.', '-' or '_' expected");
     if (!(copy = sbx__strdup(type)))
         return sbx__err_nomem(&t->err);
     sbx__free(t->job_type);
@@ -380,10 +378,8 @@ sbx_status sbx_transcript_set_input(sbx_transcript *t, const char *key, const ch
     SBX__ENTER(t, false);
     if ((st = job_open(t, "an input")) != SBX_OK)
         return st;
-    if (!key || !*key || !text_ok(key, 128))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid input key: 1 to 128 bytes of UTF-8 expected");
-    if (!value || !text_ok(value, SIZE_MAX))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid value for input \"%s\": UTF-8 expected", key);
+    SBX__ARG(t, key && *key && text_ok(key, 128), "invalid input key: 1 to 128 bytes of UTF-8 expected");
+    SBX__ARG(t, value && text_ok(value, SIZE_MAX), "invalid value for input \"%s\": UTF-8 expected", key);
     if (!(v = redacted_json(t, value, NULL)) || json_object_set_new(t->inputs, key, v) != 0)
         return sbx__err_nomem(&t->err);
     return SBX_OK;
@@ -397,8 +393,7 @@ static sbx_status set_json(sbx_transcript *t, json_t **slot, const char *json, c
     SBX__ENTER(t, false);
     if ((st = job_open(t, what)) != SBX_OK)
         return st;
-    if (!json)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: %s is NULL", what);
+    SBX__ARG(t, json, "invalid argument: %s is NULL", what);
     if (!(v = json_loads(json, JSON_REJECT_DUPLICATES, &e)) || !json_is_object(v)) {
         json_decref(v);
         return sbx__err_set(&t->err, SBX_E_PARSE, "%s is not a JSON object (%s)", what, e.text[0] ? e.text : "not an object");
@@ -429,8 +424,8 @@ sbx_status sbx_transcript_set_endpoint(sbx_transcript *t, const char *endpoint)
     SBX__ENTER(t, false);
     if ((st = job_open(t, "the endpoint")) != SBX_OK)
         return st;
-    if (!endpoint || !*endpoint || !text_ok(endpoint, 4096))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid endpoint: 1 to 4096 bytes of UTF-8 expected");
+    SBX__ARG(t, endpoint && *endpoint && text_ok(endpoint, 4096),
+             "invalid endpoint: 1 to 4096 bytes of UTF-8 expected");
     {
         /* A URL's userinfo is a credential: never recorded. */
         char *bare = NULL, *userpwd = NULL;
@@ -602,8 +597,7 @@ sbx_status sbx_transcript_set_sandbox_id(sbx_transcript *t, const char *id)
     SBX__ENTER(t, false);
     if ((st = writable(t)) != SBX_OK)
         return st;
-    if (!id || !*id || !text_ok(id, 256))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid sandbox id: 1 to 256 bytes of UTF-8 expected");
+    SBX__ARG(t, id && *id && text_ok(id, 256), "invalid sandbox id: 1 to 256 bytes of UTF-8 expected");
     if (!(r = redact_str(t, id, NULL)))
         return sbx__err_nomem(&t->err);
     sbx__free(t->sandbox_id);
@@ -625,8 +619,7 @@ sbx_status sbx_transcript_set_file(sbx_transcript *t, const char *path)
     char *copy;
     int fd;
     SBX__ENTER(t, false);
-    if (!path || !*path)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
+    SBX__ARG(t, path && *path, "invalid argument: no path");
     if (t->loaded || t->fd >= 0 || t->path)
         return sbx__err_set(&t->err, SBX_E_MISUSE, t->loaded ? "a loaded transcript is read-only"
                                                              : "the transcript already has a file");
@@ -671,13 +664,11 @@ sbx_status sbx_transcript_step_begin(sbx_transcript *t, const char *name, size_t
     struct step *s;
     sbx_status st;
     SBX__ENTER(t, false);
-    if (!step)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: step is NULL");
+    SBX__ARG(t, step, "invalid argument: step is NULL");
     *step = 0;
     if ((st = writable(t)) != SBX_OK)
         return st;
-    if (name && (!text_ok(name, 128) || !*name))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid step name: 1 to 128 bytes of UTF-8 expected");
+    SBX__ARG(t, !name || (text_ok(name, 128) && *name), "invalid step name: 1 to 128 bytes of UTF-8 expected");
     if ((st = make_header(t)) != SBX_OK)
         return st;
     if (!(s = sbx__calloc(1, sizeof *s)) || (name && !(s->name = sbx__strdup(name))) || !(s->env = json_array()) ||
@@ -700,12 +691,10 @@ sbx_status sbx_transcript_step_set_argv(sbx_transcript *t, size_t step, size_t a
     struct step *s;
     json_t *a;
     STEP(t, step, s);
-    if (!argc || !argv)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: an empty argv");
+    SBX__ARG(t, argc && argv, "invalid argument: an empty argv");
     for (size_t i = 0; i < argc; i++)
-        if (!text_ok(argv[i], SIZE_MAX))
-            return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: argv[%u] is %s", (unsigned)i,
-                                argv[i] ? "not UTF-8" : "NULL");
+        SBX__ARG(t, text_ok(argv[i], SIZE_MAX), "invalid argument: argv[%u] is %s", (unsigned)i,
+                 argv[i] ? "not UTF-8" : "NULL");
     if (!(a = json_array()))
         return sbx__err_nomem(&t->err);
     for (size_t i = 0; i < argc; i++) {
@@ -725,8 +714,7 @@ sbx_status sbx_transcript_step_set_cwd(sbx_transcript *t, size_t step, const cha
     struct step *s;
     char *r;
     STEP(t, step, s);
-    if (!cwd || !*cwd || !text_ok(cwd, 4096))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid cwd: 1 to 4096 bytes of UTF-8 expected");
+    SBX__ARG(t, cwd && *cwd && text_ok(cwd, 4096), "invalid cwd: 1 to 4096 bytes of UTF-8 expected");
     if (!(r = redact_str(t, cwd, s->counts)))
         return sbx__err_nomem(&t->err);
     sbx__free_secret(s->cwd);
@@ -741,8 +729,7 @@ sbx_status sbx_transcript_step_add_env(sbx_transcript *t, size_t step, const cha
     size_t n, i;
     json_t *v;
     STEP(t, step, s);
-    if (!name)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: the variable is NULL");
+    SBX__ARG(t, name, "invalid argument: the variable is NULL");
     eq = strchr(name, '=');
     n = eq ? (size_t)(eq - name) : strlen(name);
     /* A name never holds the value: only [A-Za-z0-9_], not starting with a digit. */
@@ -769,8 +756,7 @@ sbx_status sbx_transcript_step_set_command_id(sbx_transcript *t, size_t step, co
     struct step *s;
     char *r;
     STEP(t, step, s);
-    if (!id || !*id || !text_ok(id, 256))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid command id: 1 to 256 bytes of UTF-8 expected");
+    SBX__ARG(t, id && *id && text_ok(id, 256), "invalid command id: 1 to 256 bytes of UTF-8 expected");
     if (!(r = redact_str(t, id, NULL)))
         return sbx__err_nomem(&t->err);
     sbx__free(s->command_id);
@@ -821,11 +807,9 @@ sbx_status sbx_transcript_step_add_output(sbx_transcript *t, size_t step, sbx_st
     const char *o;
     size_t n;
     STEP(t, step, s);
-    if (stream != SBX_STREAM_STDOUT && stream != SBX_STREAM_STDERR)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid stream %d (SBX_STREAM_STDOUT or _STDERR)",
-                            (int)stream);
-    if (!data && len)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: data is NULL");
+    SBX__ARG(t, stream == SBX_STREAM_STDOUT || stream == SBX_STREAM_STDERR,
+             "invalid stream %d (SBX_STREAM_STDOUT or _STDERR)", (int)stream);
+    SBX__ARG(t, data || !len, "invalid argument: data is NULL");
     w = &s->out[stream == SBX_STREAM_STDERR];
     if (sbx__redact_feed(w->rs, data ? (const char *)data : "", len, &o, &n) != SBX_OK || win_keep(t, w, o, n) != SBX_OK)
         return sbx__err_nomem(&t->err);
@@ -1081,12 +1065,9 @@ sbx_status sbx_transcript_step_end(sbx_transcript *t, size_t step, sbx_step_outc
 {
     struct step *s;
     STEP(t, step, s);
-    if (!outcome_name(outcome))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid outcome %d", (int)outcome);
-    if (exit_code < -1 || exit_code > 255)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid exit code %d (0..255, or -1 for none)", exit_code);
-    if (detail && !text_ok(detail, 65536))
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid detail: up to 64 KiB of UTF-8 expected");
+    SBX__ARG(t, outcome_name(outcome), "invalid outcome %d", (int)outcome);
+    SBX__ARG(t, exit_code >= -1 && exit_code <= 255, "invalid exit code %d (0..255, or -1 for none)", exit_code);
+    SBX__ARG(t, !detail || text_ok(detail, 65536), "invalid detail: up to 64 KiB of UTF-8 expected");
     return end_step(t, s, outcome, exit_code, retryable, detail);
 }
 
@@ -1106,8 +1087,7 @@ sbx_status sbx_transcript_save_file(sbx_transcript *t, const char *path)
     char *tmp, *dir, *dcopy;
     int fd, e;
     SBX__ENTER(t, false);
-    if (!path || !*path)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
+    SBX__ARG(t, path && *path, "invalid argument: no path");
     if (!(tmp = sbx__malloc(strlen(path) + 16)) || !(dcopy = sbx__strdup(path))) {
         sbx__free(tmp);
         return sbx__err_nomem(&t->err);
@@ -1269,8 +1249,7 @@ sbx_status sbx_transcript_load_file(sbx_transcript *t, const char *path)
     size_t n;
     sbx_status st;
     SBX__ENTER(t, false);
-    if (!path || !*path)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: no path");
+    SBX__ARG(t, path && *path, "invalid argument: no path");
     if (t->loaded || t->nentries || t->steps || t->fd >= 0)
         return sbx__err_set(&t->err, SBX_E_MISUSE, "load into a new transcript");
     if (!(f = fopen(path, "rbe")))
@@ -1403,8 +1382,7 @@ static sbx_status dup_out(sbx_transcript *t, const char *s, size_t n, char **out
 sbx_status sbx_transcript_job_to_json(sbx_transcript *t, char **out)
 {
     SBX__ENTER(t, false);
-    if (!out)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
+    SBX__ARG(t, out, "invalid argument: out is NULL");
     *out = NULL;
     if (!t->nentries)
         return sbx__err_set(&t->err, SBX_E_NOT_FOUND, "no header yet (it is written with the first step)");
@@ -1415,8 +1393,7 @@ sbx_status sbx_transcript_step_to_json(sbx_transcript *t, size_t n, char **out)
 {
     size_t k = 0;
     SBX__ENTER(t, false);
-    if (!out)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
+    SBX__ARG(t, out, "invalid argument: out is NULL");
     *out = NULL;
     for (size_t i = 0; i < t->nentries; i++) {
         if (!t->entries[i].obj)
@@ -1431,8 +1408,7 @@ sbx_status sbx_transcript_save_data(sbx_transcript *t, uint8_t **out, size_t *le
 {
     sbx__buf b = SBX__BUF_INIT;
     SBX__ENTER(t, false);
-    if (!out)
-        return sbx__err_set(&t->err, SBX_E_INVALID_ARG, "invalid argument: out is NULL");
+    SBX__ARG(t, out, "invalid argument: out is NULL");
     *out = NULL;
     for (size_t i = 0; i < t->nentries; i++)
         if (sbx__buf_append(&b, t->entries[i].line, t->entries[i].len) != SBX_OK || sbx__buf_putc(&b, '\n') != SBX_OK) {

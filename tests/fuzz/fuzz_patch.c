@@ -80,7 +80,7 @@ static void check_safe(const sbx_patch *p)
 static void check_answer(const sbx_patch *p, sbx_status st)
 {
     const char *err = sbx_patch_last_error(p);
-    sbx_patch_verdict v = sbx_patch_result(p);
+    sbx_patch_verdict v = sbx_patch_get_verdict(p);
     sbx_patch_rule r = sbx_patch_broken_rule(p);
     const char *id = sbx_patch_id(p);
     if (!err || !id)
@@ -130,7 +130,7 @@ static void check_json(sbx_patch *p)
     j = json_loads(json, 0, NULL);
     if (!j || json_array_size(json_object_get(j, "files")) != sbx_patch_file_count(p))
         abort();
-    if (strcmp(json_string_value(json_object_get(j, "verdict")), sbx_patch_verdict_name(sbx_patch_result(p))) != 0)
+    if (strcmp(json_string_value(json_object_get(j, "verdict")), sbx_patch_verdict_name(sbx_patch_get_verdict(p))) != 0)
         abort();
     json_decref(j);
     sbx_free(json);
@@ -151,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = 0;
         sbx_patch *again = sbx_patch_new();
         /* No base: the check is the safety check again. */
-        if (sbx_patch_check(p) != SBX_OK || sbx_patch_result(p) != SBX_PATCH_SAFE)
+        if (sbx_patch_check(p) != SBX_OK || sbx_patch_get_verdict(p) != SBX_PATCH_SAFE)
             abort();
         if (sbx_patch_save_data(p, &out, &len) != SBX_OK || !out || out[len] != 0)
             abort();
@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sbx_free(out);
     }
     /* A second load is refused and changes nothing. */
-    if (st == SBX_OK && (sbx_patch_load_data(p, data, size) != SBX_E_MISUSE || sbx_patch_result(p) != SBX_PATCH_SAFE))
+    if (st == SBX_OK && (sbx_patch_load_data(p, data, size) != SBX_E_MISUSE || sbx_patch_get_verdict(p) != SBX_PATCH_SAFE))
         abort();
 
     /* Small limits: the same answers, or over a limit. */

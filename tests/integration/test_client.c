@@ -76,6 +76,7 @@ START_TEST(test_client_endpoint_forms)
     /* NULL handles are refused, not crashed on. */
     expect_st(sbx_client_set_endpoint(NULL, "unix:/x"), SBX_E_INVALID_ARG, sbx_client_last_error, (sbx_client *)NULL);
     ck_assert_str_eq(sbx_client_last_error(NULL), "invalid argument: the handle is NULL");
+    ck_assert_str_eq(sbx_op_last_error(NULL), "invalid argument: the handle is NULL");
     sbx_client_free(NULL);
 }
 END_TEST

@@ -156,6 +156,98 @@ START_TEST(test_client_files_write_and_read)
 }
 END_TEST
 
+/* The _start form of sbx_sandbox_read_file() on a host loop: the bytes are
+ * the op's (sbx_op_result_data()), failures the op's, and the arguments are
+ * checked before anything is sent. */
+START_TEST(test_client_files_read_file_start)
+{
+    struct env e = setup();
+    static const char bin[] = {'a', 0, 'b', '\n', (char)0xff};
+    const uint8_t *data;
+    size_t len = 99, running = 1;
+    sbx_sandbox *unbound;
+    sbx_op *op;
+
+    ok_s(sbx_sandbox_write_file(e.s, "bin.dat", (const uint8_t *)bin, sizeof bin, 0600), e.s);
+    ok_s(sbx_sandbox_write_file(e.s, "empty", (const uint8_t *)NULL, 0, 0644), e.s);
+
+    ok_s(sbx_sandbox_read_file_start(e.s, "bin.dat", 0, &op), e.s);
+    ck_assert_ptr_nonnull(op);
+    ck_assert_ptr_null(sbx_op_result_data(op, &len)); /* not finished */
+    ck_assert_uint_eq(len, 0);
+    while (!sbx_op_done(op)) {
+        sbx_status st = sbx_client_wait(e.c, 1000);
+        ck_assert_msg(st == SBX_OK || st == SBX_E_AGAIN, "wait: %s", sbx_status_name(st));
+        ck_assert_int_eq(sbx_client_process(e.c, &running), SBX_OK);
+    }
+    ck_assert_msg(sbx_op_status(op) == SBX_OK, "%s", sbx_op_last_error(op));
+    ck_assert_ptr_eq(sbx_client_next_done(e.c), op);
+    data = sbx_op_result_data(op, &len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(len, sizeof bin);
+    ck_assert(memcmp(data, bin, len) == 0);
+    ck_assert_int_eq(data[len], '\0');
+    ck_assert_ptr_eq(sbx_op_result_data(op, NULL), data);
+    ck_assert_ptr_null(sbx_op_result_json(op));
+    sbx_op_free(op);
+
+    /* An empty file: "" and 0, not NULL. */
+    ok_s(sbx_sandbox_read_file_start(e.s, "empty", 0, &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+    data = sbx_op_result_data(op, &len);
+    ck_assert_ptr_nonnull(data);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_int_eq(data[0], '\0');
+    sbx_op_free(op);
+
+    /* Failures are the op's, with no bytes; the handle's start succeeded. */
+    ok_s(sbx_sandbox_read_file_start(e.s, "missing", 0, &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_NOT_FOUND);
+    ck_assert_str_ne(sbx_op_last_error(op), "");
+    ck_assert_str_eq(sbx_sandbox_last_error(e.s), "");
+    len = 99;
+    ck_assert_ptr_null(sbx_op_result_data(op, &len));
+    ck_assert_uint_eq(len, 0);
+    sbx_op_free(op);
+    ok_s(sbx_sandbox_read_file_start(e.s, "bin.dat", 4, &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_E_BUDGET_EXCEEDED);
+    ck_assert_ptr_null(sbx_op_result_data(op, NULL));
+    sbx_op_free(op);
+
+    /* Other operations have no bytes, nor has no operation. */
+    ok_s(sbx_sandbox_mkdir_start(e.s, "d", &op), e.s);
+    ck_assert_int_eq(sbx_op_wait(op, -1), SBX_OK);
+    ck_assert_ptr_null(sbx_op_result_data(op, &len));
+    sbx_op_free(op);
+    len = 99;
+    ck_assert_ptr_null(sbx_op_result_data(NULL, &len));
+    ck_assert_uint_eq(len, 0);
+
+    /* Bad arguments start nothing, set *op to NULL and name the argument. */
+    expect_st(sbx_sandbox_read_file_start(e.s, "bin.dat", 0, NULL), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    ck_assert_msg(strstr(sbx_sandbox_last_error(e.s), "op"), "%s", sbx_sandbox_last_error(e.s));
+    op = (sbx_op *)&op;
+    expect_st(sbx_sandbox_read_file_start(e.s, NULL, 0, &op), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    ck_assert_ptr_null(op);
+    ck_assert_msg(strstr(sbx_sandbox_last_error(e.s), "path"), "%s", sbx_sandbox_last_error(e.s));
+    op = (sbx_op *)&op;
+    expect_st(sbx_sandbox_read_file_start(e.s, "", 0, &op), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    ck_assert_ptr_null(op);
+    op = (sbx_op *)&op;
+    expect_st(sbx_sandbox_read_file_start(e.s, "bad\xff", 0, &op), SBX_E_INVALID_ARG, sbx_sandbox_last_error, e.s);
+    ck_assert_ptr_null(op);
+    ck_assert_msg(strstr(sbx_sandbox_last_error(e.s), "UTF-8"), "%s", sbx_sandbox_last_error(e.s));
+    expect_st(sbx_sandbox_read_file_start(NULL, "bin.dat", 0, &op), SBX_E_INVALID_ARG, sbx_sandbox_last_error,
+              (sbx_sandbox *)NULL);
+    unbound = sbx_sandbox_new(e.c);
+    op = (sbx_op *)&op;
+    expect_st(sbx_sandbox_read_file_start(unbound, "bin.dat", 0, &op), SBX_E_MISUSE, sbx_sandbox_last_error, unbound);
+    ck_assert_ptr_null(op);
+    sbx_sandbox_free(unbound);
+    teardown(&e);
+}
+END_TEST
+
 struct chunks {
     size_t total, calls, cap;
     unsigned char *data;
@@ -494,6 +586,7 @@ Suite *sbx_test_suite(void)
     TCase *tc = sbx_tcase("files", 180);
     tcase_add_test(tc, test_client_files_mkdir);
     tcase_add_test(tc, test_client_files_write_and_read);
+    tcase_add_test(tc, test_client_files_read_file_start);
     tcase_add_test(tc, test_client_files_large_round_trip);
     tcase_add_test(tc, test_client_files_progress);
     tcase_add_test(tc, test_client_files_stream_stop_and_download_failures);

@@ -285,12 +285,12 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_int_eq(sbx_patch_save_data(NULL, &out, &len), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_patch_to_json(NULL, &json), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_patch_save_tree_file(NULL, "/tmp/x.tar.gz"), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(sbx_patch_result(NULL), SBX_PATCH_UNCHECKED);
+    ck_assert_int_eq(sbx_patch_get_verdict(NULL), SBX_PATCH_UNCHECKED);
     ck_assert_int_eq(sbx_patch_broken_rule(NULL), SBX_PATCH_RULE_NONE);
     ck_assert_uint_eq(sbx_patch_file_count(NULL), 0);
     ck_assert_ptr_null(sbx_patch_file_path(NULL, 0));
     ck_assert_ptr_null(sbx_patch_file_old_path(NULL, 0));
-    ck_assert_int_eq(sbx_patch_file_change(NULL, 0), 0);
+    ck_assert_int_eq(sbx_patch_file_change(NULL, 0), SBX_PATCH_CHANGE_NONE);
     ck_assert_uint_eq(sbx_patch_file_old_mode(NULL, 0), 0);
     ck_assert_uint_eq(sbx_patch_file_new_mode(NULL, 0), 0);
     ck_assert_uint_eq(sbx_patch_file_additions(NULL, 0), 0);
@@ -310,7 +310,7 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_int_eq(sbx_patch_save_tree_file(p, NULL), SBX_E_INVALID_ARG);
 
     /* Before a load: nothing to report, nothing to check or save. */
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_UNCHECKED);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_UNCHECKED);
     ck_assert_int_eq(sbx_patch_broken_rule(p), SBX_PATCH_RULE_NONE);
     ck_assert_uint_eq(sbx_patch_file_count(p), 0);
     ck_assert_str_eq(sbx_patch_id(p), "");
@@ -327,7 +327,8 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_ptr_null(sbx_patch_file_path(p, 1));
     ck_assert_ptr_null(sbx_patch_file_old_path(p, 1));
     ck_assert_ptr_null(sbx_patch_file_old_path(p, (size_t)-1));
-    ck_assert_int_eq(sbx_patch_file_change(p, 1), 0);
+    ck_assert_int_eq(sbx_patch_file_change(p, 1), SBX_PATCH_CHANGE_NONE);
+    ck_assert_int_eq(sbx_patch_file_change(p, (size_t)-1), SBX_PATCH_CHANGE_NONE);
     ck_assert_uint_eq(sbx_patch_file_old_mode(p, 1), 0);
     ck_assert_uint_eq(sbx_patch_file_new_mode(p, 1), 0);
     ck_assert_uint_eq(sbx_patch_file_additions(p, 1), 0);
@@ -338,7 +339,7 @@ START_TEST(test_patch_null_and_arguments)
     ck_assert_int_eq(sbx_patch_set_limits(p, 1, 1, 1), SBX_E_MISUSE);
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "x.txt", "x\n", 0), SBX_E_MISUSE);
     /* The first load is untouched by the refused ones. */
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
     ck_assert_str_eq(sbx_patch_id(p), readme_diff_id);
     sbx_patch_free(p);
 }
@@ -392,7 +393,7 @@ START_TEST(test_patch_error_contract)
     ck_assert_int_eq(sbx_patch_set_base(p, "/nonexistent/sbx-repo", NULL), SBX_E_NOT_FOUND);
     ck_assert_msg(strstr(sbx_patch_last_error(p), "/nonexistent/sbx-repo"), "%s", sbx_patch_last_error(p));
     snprintf(msg, sizeof msg, "%s", sbx_patch_last_error(p));
-    (void)sbx_patch_result(p);
+    (void)sbx_patch_get_verdict(p);
     (void)sbx_patch_broken_rule(p);
     (void)sbx_patch_file_count(p);
     (void)sbx_patch_file_path(p, 0);
@@ -416,7 +417,7 @@ START_TEST(test_patch_error_contract)
     ck_assert_str_ne(sbx_patch_last_error(p), "");
     ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
     ck_assert_str_eq(sbx_patch_last_error(p), "");
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(p);
 
     /* The base can be named by branch, by commit id, by HEAD. */
@@ -453,7 +454,7 @@ START_TEST(test_patch_load_file)
     ck_assert_int_eq(sbx_patch_load_file(p, dir), SBX_E_IO); /* a folder */
     ck_assert_int_eq(sbx_patch_load_file(p, path), SBX_OK);
     ck_assert_str_eq(sbx_patch_last_error(p), "");
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
     ck_assert_uint_eq(sbx_patch_file_count(p), 6);
     ck_assert_str_eq(sbx_patch_id(p), multi_diff_id);
     sbx_patch_free(p);
@@ -671,8 +672,8 @@ static int expect_unsafe(const struct unsafe_case *c, const char *text, const ch
     char why[768] = "", quoted[300];
     if (st != SBX_E_PATCH)
         snprintf(why, sizeof why, "load gave %s: %s", sbx_status_name(st), err);
-    else if (sbx_patch_result(p) != SBX_PATCH_UNSAFE)
-        snprintf(why, sizeof why, "verdict %s", sbx_patch_verdict_name(sbx_patch_result(p)));
+    else if (sbx_patch_get_verdict(p) != SBX_PATCH_UNSAFE)
+        snprintf(why, sizeof why, "verdict %s", sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
     else if (sbx_patch_broken_rule(p) != c->rule)
         snprintf(why, sizeof why, "rule %s, not %s: %s", sbx_patch_rule_name(sbx_patch_broken_rule(p)),
                  sbx_patch_rule_name(c->rule), err);
@@ -684,9 +685,9 @@ static int expect_unsafe(const struct unsafe_case *c, const char *text, const ch
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
             snprintf(why, sizeof why, "a raw control byte in the message");
     /* It stays refused: checking it does not make it safe. */
-    if (!why[0] && ((st2 = sbx_patch_check(p)) == SBX_OK || sbx_patch_result(p) != SBX_PATCH_UNSAFE))
+    if (!why[0] && ((st2 = sbx_patch_check(p)) == SBX_OK || sbx_patch_get_verdict(p) != SBX_PATCH_UNSAFE))
         snprintf(why, sizeof why, "after the check: %s, %s", sbx_status_name(st2),
-                 sbx_patch_verdict_name(sbx_patch_result(p)));
+                 sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
     sbx_patch_free(p);
     if (!why[0])
         return 0;
@@ -749,9 +750,9 @@ START_TEST(test_patch_unsafe_against_a_base)
         st = load(p, text);
         if (st == SBX_E_PATCH)
             st = sbx_patch_check(p);
-        if (st == SBX_OK || sbx_patch_result(p) != SBX_PATCH_UNSAFE || sbx_patch_broken_rule(p) != c->rule) {
+        if (st == SBX_OK || sbx_patch_get_verdict(p) != SBX_PATCH_UNSAFE || sbx_patch_broken_rule(p) != c->rule) {
             fprintf(stderr, "unsafe against a base: %s: %s, %s, rule %s\n", c->name, sbx_status_name(st),
-                    sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_rule_name(sbx_patch_broken_rule(p)));
+                    sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_rule_name(sbx_patch_broken_rule(p)));
             failed++;
         }
         ck_assert_int_ne(sbx_patch_save_tree_file(p, "/tmp/sbx-patch-never.tar.gz"), SBX_OK);
@@ -780,11 +781,11 @@ START_TEST(test_patch_safe_lookalikes)
                  paths[i], paths[i]);
         st = load(p, text);
         ck_assert_msg(st == SBX_OK, "%s: %s: %s", paths[i], sbx_status_name(st), sbx_patch_last_error(p));
-        ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+        ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
         ck_assert_int_eq(sbx_patch_broken_rule(p), SBX_PATCH_RULE_NONE);
         ck_assert_str_eq(sbx_patch_file_path(p, 0), paths[i]);
         ck_assert_int_eq(sbx_patch_check(p), SBX_OK); /* no base: safety only */
-        ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+        ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
         sbx_patch_free(p);
     }
 }
@@ -835,8 +836,8 @@ START_TEST(test_patch_malformed)
         sbx_status st = load(p, bad[i].diff);
         ck_assert_msg(st == SBX_E_PARSE, "%s: %s (%s)", bad[i].name, sbx_status_name(st), sbx_patch_last_error(p));
         ck_assert_msg(sbx_patch_last_error(p)[0], "%s: no message", bad[i].name);
-        ck_assert_msg(sbx_patch_result(p) == SBX_PATCH_MALFORMED, "%s: verdict %s", bad[i].name,
-                      sbx_patch_verdict_name(sbx_patch_result(p)));
+        ck_assert_msg(sbx_patch_get_verdict(p) == SBX_PATCH_MALFORMED, "%s: verdict %s", bad[i].name,
+                      sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
         ck_assert_int_ne(sbx_patch_check(p), SBX_OK);
         sbx_patch_free(p);
     }
@@ -865,12 +866,12 @@ START_TEST(test_patch_binary_without_full_index)
     st = load(p, binary_short_index);
     if (st == SBX_OK) {
         st = sbx_patch_check(p);
-        ck_assert_msg(st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY,
+        ck_assert_msg(st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY,
                       "git apply --check refuses it; sbx_patch_check: %s, %s: %s", sbx_status_name(st),
-                      sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_last_error(p));
+                      sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_last_error(p));
     } else {
-        ck_assert_msg(st == SBX_E_PARSE && sbx_patch_result(p) == SBX_PATCH_MALFORMED, "load: %s, %s: %s",
-                      sbx_status_name(st), sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_last_error(p));
+        ck_assert_msg(st == SBX_E_PARSE && sbx_patch_get_verdict(p) == SBX_PATCH_MALFORMED, "load: %s, %s: %s",
+                      sbx_status_name(st), sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_last_error(p));
     }
     ck_assert_msg(strstr(sbx_patch_last_error(p), "img.bin"), "%s", sbx_patch_last_error(p));
     sbx_patch_free(p);
@@ -882,7 +883,7 @@ static void expect_documented_load(const char *text, size_t len, const char *wha
 {
     sbx_patch *p = sbx_patch_new();
     sbx_status st = sbx_patch_load_data(p, (const uint8_t *)text, len);
-    sbx_patch_verdict v = sbx_patch_result(p);
+    sbx_patch_verdict v = sbx_patch_get_verdict(p);
     ck_assert_msg(st == SBX_OK || st == SBX_E_PARSE || st == SBX_E_PATCH, "%s %zu: %s", what, at, sbx_status_name(st));
     ck_assert_msg((st == SBX_OK) == (sbx_patch_last_error(p)[0] == '\0'), "%s %zu: %s with message \"%s\"", what, at,
                   sbx_status_name(st), sbx_patch_last_error(p));
@@ -1020,7 +1021,7 @@ START_TEST(test_patch_json_of_non_utf8_paths)
         ck_assert_msg(st == SBX_OK, "text %zu: to_json: %s: %s", i, sbx_status_name(st), sbx_patch_last_error(p));
         j = json_loads(json, 0, NULL);
         ck_assert_msg(j != NULL, "text %zu: %s", i, json);
-        ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), sbx_patch_verdict_name(sbx_patch_result(p)));
+        ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
         json_decref(j);
         sbx_free(json);
         sbx_patch_free(p);
@@ -1047,8 +1048,8 @@ static void expect_budget(sbx_patch *p, sbx_status st, const char *what)
 {
     ck_assert_msg(st == SBX_E_BUDGET_EXCEEDED, "%s: %s (%s)", what, sbx_status_name(st), sbx_patch_last_error(p));
     ck_assert_msg(sbx_patch_last_error(p)[0], "%s: no message", what);
-    ck_assert_msg(sbx_patch_result(p) == SBX_PATCH_TOO_LARGE, "%s: verdict %s", what,
-                  sbx_patch_verdict_name(sbx_patch_result(p)));
+    ck_assert_msg(sbx_patch_get_verdict(p) == SBX_PATCH_TOO_LARGE, "%s: verdict %s", what,
+                  sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
 }
 
 START_TEST(test_patch_limits)
@@ -1105,7 +1106,7 @@ START_TEST(test_patch_limits)
     ck_assert_int_eq(load(p, readme_diff), SBX_OK);
     ck_assert_int_eq(sbx_patch_set_limits(p, 1, 1, 1), SBX_E_MISUSE);
     ck_assert_str_ne(sbx_patch_last_error(p), "");
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
     sbx_patch_free(p);
 }
 END_TEST
@@ -1129,7 +1130,7 @@ START_TEST(test_patch_limits_on_the_result)
     ck_assert_int_eq(sbx_patch_set_base(p, repo, NULL), SBX_OK);
     ck_assert_int_eq(load(p, big_diff), SBX_OK);
     ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s", sbx_patch_last_error(p));
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(p);
     remove_tree(repo);
 }
@@ -1170,7 +1171,7 @@ START_TEST(test_patch_git_diff_files)
     sbx_patch *p = sbx_patch_new();
     ck_assert_int_eq(load(p, multi_diff), SBX_OK);
     ck_assert_str_eq(sbx_patch_last_error(p), "");
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
     ck_assert_int_eq(sbx_patch_broken_rule(p), SBX_PATCH_RULE_NONE);
     ck_assert_uint_eq(sbx_patch_file_count(p), 6);
     expect_file(p, 0, "docs/new.md", NULL, SBX_PATCH_ADDED, 0, 0100644, 3, 0, 0);
@@ -1262,7 +1263,7 @@ START_TEST(test_patch_copy_and_pure_rename)
     ck_assert_uint_eq(sbx_patch_file_deletions(p, 1), 0);
     ck_assert_int_eq(git_applies_text(repo, "HEAD", text, strlen(text)), 1);
     ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s", sbx_patch_last_error(p));
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(p);
     remove_tree(repo);
 }
@@ -1275,7 +1276,7 @@ START_TEST(test_patch_plain_diff_u)
     make_base_repo(repo);
     ck_assert_int_eq(sbx_patch_set_base(p, repo, NULL), SBX_OK);
     ck_assert_msg(load(p, plain_diff) == SBX_OK, "%s", sbx_patch_last_error(p));
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_SAFE);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_SAFE);
     ck_assert_uint_eq(sbx_patch_file_count(p), 2);
     /* The timestamps after the tab are not part of the names. */
     ck_assert_str_eq(sbx_patch_file_path(p, 0), "README");
@@ -1289,7 +1290,7 @@ START_TEST(test_patch_plain_diff_u)
     ck_assert_uint_eq(strlen(sbx_patch_id(p)), 40);
     ck_assert_int_eq(git_applies_text(repo, "HEAD", plain_diff, strlen(plain_diff)), 1);
     ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s", sbx_patch_last_error(p));
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(p);
 
     /* A single file, `diff -u` without -r. */
@@ -1410,20 +1411,20 @@ START_TEST(test_patch_check_matches_git)
         if (st == SBX_OK)
             st = sbx_patch_check(p);
         if (cases[i].stricter)
-            ok = (st == SBX_E_PARSE && sbx_patch_result(p) == SBX_PATCH_MALFORMED) ||
-                 (st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY);
+            ok = (st == SBX_E_PARSE && sbx_patch_get_verdict(p) == SBX_PATCH_MALFORMED) ||
+                 (st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY);
         else if (git)
-            ok = st == SBX_OK && sbx_patch_result(p) == SBX_PATCH_APPLIES && !sbx_patch_last_error(p)[0];
+            ok = st == SBX_OK && sbx_patch_get_verdict(p) == SBX_PATCH_APPLIES && !sbx_patch_last_error(p)[0];
         else if (code == 128) /* git: corrupt; here malformed, or at least not applying */
-            ok = (st == SBX_E_PARSE && sbx_patch_result(p) == SBX_PATCH_MALFORMED) ||
-                 (st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY);
+            ok = (st == SBX_E_PARSE && sbx_patch_get_verdict(p) == SBX_PATCH_MALFORMED) ||
+                 (st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY);
         else
-            ok = st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY && sbx_patch_last_error(p)[0] &&
+            ok = st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY && sbx_patch_last_error(p)[0] &&
                  sbx_patch_broken_rule(p) == SBX_PATCH_RULE_NONE;
         if (!ok) {
             snprintf(why, sizeof why, "%s: git apply --check: %s; sbx_patch: %s, %s: %s", cases[i].name,
                      git ? "applies" : code == 128 ? "corrupt patch" : "does not apply", sbx_status_name(st),
-                     sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_last_error(p));
+                     sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_last_error(p));
             fprintf(stderr, "check_matches_git: %s\n", why);
             if (failed++ == 0)
                 snprintf(first, sizeof first, "%s", why);
@@ -1446,7 +1447,7 @@ START_TEST(test_patch_check_names_the_file)
     ck_assert_int_eq(load(p, multi_diff), SBX_OK);
     ck_assert_int_eq(git_applies_text(repo, "other", multi_diff, strlen(multi_diff)), 0);
     ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_DOES_NOT_APPLY);
     ck_assert_msg(strstr(sbx_patch_last_error(p), "src/main.c"), "%s", sbx_patch_last_error(p));
     /* ... and the hunk, by its header, with why it does not apply. */
     ck_assert_msg(strstr(sbx_patch_last_error(p), "hunk @@ -"), "%s", sbx_patch_last_error(p));
@@ -1459,7 +1460,7 @@ START_TEST(test_patch_check_names_the_file)
     ck_assert_int_eq(sbx_patch_set_base(p, repo, "other~1"), SBX_OK);
     ck_assert_int_eq(load(p, multi_diff), SBX_OK);
     ck_assert_int_eq(sbx_patch_check(p), SBX_OK);
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(p);
     /* The repository on disk is not changed by any of it. */
     ck_assert_int_eq(t_sh("cd '%s' && git diff --quiet HEAD && test -z \"$(git status --porcelain)\"", repo), 0);
@@ -1707,7 +1708,7 @@ START_TEST(test_patch_add_file_operations)
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "bin/tool", "#!/bin/sh\nexit 0\n", 0755), SBX_OK);
     ck_assert_int_eq(sbx_patch_add_file(p, SBX_PATCH_ADDED, "data/blob.bin", bin, sizeof bin, 0), SBX_OK);
     ck_assert_msg(sbx_patch_check(p) == SBX_OK, "%s", sbx_patch_last_error(p));
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     ck_assert_uint_eq(sbx_patch_file_count(p), 6);
 
     ck_assert_int_ge(i = file_index(p, "docs/new.md"), 0);
@@ -1767,7 +1768,7 @@ START_TEST(test_patch_add_file_errors)
     ck_assert_int_eq(add(p, SBX_PATCH_RENAMED, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_str_ne(sbx_patch_last_error(p), "");
     ck_assert_int_eq(add(p, SBX_PATCH_COPIED, "a.txt", "x", 0), SBX_E_INVALID_ARG);
-    ck_assert_int_eq(add(p, (sbx_patch_change)0, "a.txt", "x", 0), SBX_E_INVALID_ARG);
+    ck_assert_int_eq(add(p, SBX_PATCH_CHANGE_NONE, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, (sbx_patch_change)99, "a.txt", "x", 0), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "a.txt", "x", 0600), SBX_E_INVALID_ARG);
     ck_assert_int_eq(add(p, SBX_PATCH_ADDED, "a.txt", "x", 0777), SBX_E_INVALID_ARG);
@@ -1781,7 +1782,7 @@ START_TEST(test_patch_add_file_errors)
         sbx_status st = add(p, SBX_PATCH_ADDED, unsafe[i], "x\n", 0);
         ck_assert_msg(st == SBX_E_PATCH, "add_file \"%s\": %s", unsafe[i], sbx_status_name(st));
         /* The refused operation is left out; the patch is not unsafe for it. */
-        ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+        ck_assert_int_ne(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
         ck_assert_msg(unsafe[i][0] == '\0' || strchr(unsafe[i], '\n') || strchr(unsafe[i], '\001') ||
                           strstr(sbx_patch_last_error(p), unsafe[i]),
                       "add_file \"%s\": %s", unsafe[i], sbx_patch_last_error(p));
@@ -1815,15 +1816,15 @@ START_TEST(test_patch_add_file_errors)
              * unchanged), or at the check (does not apply). */
             ck_assert_msg(st == SBX_E_PATCH, "%s %s: %s", names[wont[i].c], wont[i].path, sbx_status_name(st));
             ck_assert_msg(strstr(sbx_patch_last_error(p), wont[i].path), "%s", sbx_patch_last_error(p));
-            if (sbx_patch_result(p) == SBX_PATCH_UNCHECKED) {
+            if (sbx_patch_get_verdict(p) == SBX_PATCH_UNCHECKED) {
                 ck_assert_msg(sbx_patch_check(p) == SBX_E_PATCH,
                               "%s %s refused when checked: the check then gave %s", names[wont[i].c], wont[i].path,
                               sbx_patch_last_error(p));
                 ck_assert_msg(strstr(sbx_patch_last_error(p), wont[i].path), "%s", sbx_patch_last_error(p));
             }
-            ck_assert_msg(sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY,
+            ck_assert_msg(sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY,
                           "%s %s: sbx_patch_check gave SBX_E_PATCH, but the verdict is %s: %s", names[wont[i].c],
-                          wont[i].path, sbx_patch_verdict_name(sbx_patch_result(p)), sbx_patch_last_error(p));
+                          wont[i].path, sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_patch_last_error(p));
             sbx_patch_free(p);
         }
     }
@@ -1897,7 +1898,7 @@ static sbx_patch_verdict wide_check(const char *repo, const char *rev, const cha
     ck_assert_int_eq(sbx_patch_set_base(p, repo, rev), SBX_OK);
     ck_assert_msg(sbx_patch_load_data(p, (const uint8_t *)diff, len) == SBX_OK, "%s", sbx_patch_last_error(p));
     (void)sbx_patch_check(p);
-    v = sbx_patch_result(p);
+    v = sbx_patch_get_verdict(p);
     *error = strdup(v == SBX_PATCH_APPLIES ? "" : sbx_patch_last_error(p));
     ck_assert_int_eq(sbx_patch_to_json(p, json), SBX_OK);
     if (v == SBX_PATCH_APPLIES) {
@@ -1996,7 +1997,7 @@ static sbx_patch *broken_check(const char *repo, const char *rev, unsigned threa
     ck_assert_int_eq(sbx_patch_check(p), SBX_E_INTERNAL);
     ck_assert_msg(strstr(sbx_patch_last_error(p), "reading the base") && strstr(sbx_patch_last_error(p), also_says),
                   "threads %u: %s", threads, sbx_patch_last_error(p));
-    ck_assert_int_ne(sbx_patch_result(p), SBX_PATCH_APPLIES);
+    ck_assert_int_ne(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     return p;
 }
 
@@ -2232,7 +2233,7 @@ static sbx_status oom_load_check(void *ctx)
     if (st == SBX_OK)
         st = sbx_patch_check(p);
     if (st == SBX_OK &&
-        (sbx_patch_result(p) != (repo ? SBX_PATCH_APPLIES : SBX_PATCH_SAFE) || sbx_patch_file_count(p) != 6 ||
+        (sbx_patch_get_verdict(p) != (repo ? SBX_PATCH_APPLIES : SBX_PATCH_SAFE) || sbx_patch_file_count(p) != 6 ||
          strcmp(sbx_patch_id(p), multi_diff_id) != 0))
         st = SBX_E_INTERNAL;
     if (st != SBX_OK && st != SBX_E_NOMEM)
@@ -2320,18 +2321,18 @@ START_TEST(test_patch_series)
     ck_assert_int_eq(t_git_applies(repo, "main", diff_path, index), 0);
 
     first = series_step(repo, NULL, multi_diff, strlen(multi_diff));
-    ck_assert_int_eq(sbx_patch_result(first), SBX_PATCH_APPLIES);
+    ck_assert_int_eq(sbx_patch_get_verdict(first), SBX_PATCH_APPLIES);
     /* alone, on the base, the second does not apply */
     p = series_step(repo, NULL, second, len);
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_DOES_NOT_APPLY);
     sbx_patch_free(p);
     p = series_step(repo, first, second, len);
-    ck_assert_msg(sbx_patch_result(p) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(p));
+    ck_assert_msg(sbx_patch_get_verdict(p) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(p));
     ck_assert_uint_eq(sbx_patch_file_count(p), 4);
     sbx_patch_free(first); /* p keeps what it needs */
     q = series_step(repo, p, third, len3);
     sbx_patch_free(p);
-    ck_assert_msg(sbx_patch_result(q) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(q));
+    ck_assert_msg(sbx_patch_get_verdict(q) == SBX_PATCH_APPLIES, "%s", sbx_patch_last_error(q));
     ck_assert_int_eq(sbx_patch_save_tree_dir(q, tree), SBX_OK);
     ck_assert_msg(t_sh("diff -r --exclude=.git '%s' '%s' >&2", wt, tree) == 0, "not git's tree");
     /* the diff of q is its own */
@@ -2353,7 +2354,7 @@ START_TEST(test_patch_series)
     ck_assert_int_eq(sbx_patch_set_base_patch(p, first), SBX_OK);
     ck_assert_int_eq(add(p, SBX_PATCH_MODIFIED, "gone.txt", "x\n", 0644), SBX_OK);
     ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_DOES_NOT_APPLY);
     sbx_patch_free(p);
 
     /* Arguments and states. */
@@ -2459,7 +2460,7 @@ static sbx_status oom_series(void *ctx)
     if (st == SBX_OK)
         st = sbx_patch_check(p);
     if (st == SBX_OK)
-        ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_APPLIES);
+        ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_APPLIES);
     sbx_patch_free(first);
     sbx_patch_free(p);
     return st;
@@ -2514,7 +2515,7 @@ START_TEST(test_patch_kept_repository_is_never_stale)
     ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);
     ck_assert_int_eq(load(p, to_c), SBX_OK);
     ck_assert_int_eq(sbx_patch_check(p), SBX_E_PATCH);
-    ck_assert_int_eq(sbx_patch_result(p), SBX_PATCH_DOES_NOT_APPLY);
+    ck_assert_int_eq(sbx_patch_get_verdict(p), SBX_PATCH_DOES_NOT_APPLY);
     sbx_patch_free(p);
     p = sbx_patch_new();
     ck_assert_int_eq(sbx_patch_set_base(p, dir, NULL), SBX_OK);

@@ -84,10 +84,10 @@ static void compare_verdict(struct run *r, const char *what, const char *commit,
     if (st == SBX_OK)
         st = sbx_patch_check(p);
     r->verdicts++;
-    if (git ? !(st == SBX_OK && sbx_patch_result(p) == SBX_PATCH_APPLIES)
-            : !(st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY))
+    if (git ? !(st == SBX_OK && sbx_patch_get_verdict(p) == SBX_PATCH_APPLIES)
+            : !(st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY))
         mismatch(r, "commit %.12s, %s diff on %.12s: git apply --check: %s; sbx_patch: %s (%s): %s", commit, what, base,
-                 git ? "applies" : "does not apply", sbx_patch_verdict_name(sbx_patch_result(p)), sbx_status_name(st),
+                 git ? "applies" : "does not apply", sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_status_name(st),
                  sbx_patch_last_error(p));
     sbx_patch_free(p);
 }
@@ -126,12 +126,12 @@ static void compare_sections(struct run *r, const char *commit, const char *base
         if (st == SBX_OK)
             st = sbx_patch_check(p);
         r->sections++;
-        if (git ? !(st == SBX_OK && sbx_patch_result(p) == SBX_PATCH_APPLIES)
-                : !(st == SBX_E_PATCH && sbx_patch_result(p) == SBX_PATCH_DOES_NOT_APPLY)) {
+        if (git ? !(st == SBX_OK && sbx_patch_get_verdict(p) == SBX_PATCH_APPLIES)
+                : !(st == SBX_E_PATCH && sbx_patch_get_verdict(p) == SBX_PATCH_DOES_NOT_APPLY)) {
             const char *nl = memchr(t, '\n', len);
             mismatch(r, "commit %.12s, the section \"%.*s\" alone on %.12s: git apply --check: %s; sbx_patch: %s (%s): %s",
                      commit, nl ? (int)(nl - t) : 0, t, base, git ? "applies" : "does not apply",
-                     sbx_patch_verdict_name(sbx_patch_result(p)), sbx_status_name(st), sbx_patch_last_error(p));
+                     sbx_patch_verdict_name(sbx_patch_get_verdict(p)), sbx_status_name(st), sbx_patch_last_error(p));
         }
         sbx_patch_free(p);
         t = next;

@@ -271,6 +271,7 @@ START_TEST(test_redact_value_rules)
     ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)big, sizeof big), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_redactor_add_secret(r, NULL, 9), SBX_E_INVALID_ARG);
     ck_assert_int_eq(sbx_redactor_add_secret(NULL, (const uint8_t *)"12345678", 8), SBX_E_INVALID_ARG);
+    ck_assert_str_eq(sbx_redactor_last_error(NULL), "invalid argument: the handle is NULL");
     ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"12345678", 8), SBX_OK);
     ck_assert_str_eq(sbx_redactor_last_error(r), "");
     ck_assert_int_eq(sbx_redactor_add_secret(r, (const uint8_t *)"12345678", 8), SBX_OK); /* twice: once */

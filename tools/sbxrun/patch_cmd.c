@@ -228,7 +228,7 @@ static int check_patches(const char *repo, const char *base, char **files, size_
         }
         if (st == SBX_OK)
             st = sbx_patch_check(p);
-        v = sbx_patch_result(p);
+        v = sbx_patch_get_verdict(p);
         rc = verdict_exit(v, st);
         if (rc == SBXRUN_EXIT_FAIL && st != SBX_OK) {
             /* Out of memory, or a fault of the library: no verdict to show. */

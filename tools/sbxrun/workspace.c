@@ -266,7 +266,7 @@ static int read_all(const char *path, char **out, size_t *len, char *err, size_t
 /* The verdict of one patch on the base, as verify's exit code. */
 static int judge(sbx_patch *p, const char *name, char *err, size_t errlen)
 {
-    sbx_patch_verdict v = sbx_patch_result(p);
+    sbx_patch_verdict v = sbx_patch_get_verdict(p);
     switch (v) {
     case SBX_PATCH_APPLIES: return 0;
     case SBX_PATCH_UNSAFE:
@@ -300,7 +300,7 @@ static int check_one(const char *repo, const char *base, const sbx_patch *prev, 
         return rc;
     }
     sbx_patch_load_data(p, (const uint8_t *)text, len);
-    if (sbx_patch_result(p) == SBX_PATCH_SAFE)
+    if (sbx_patch_get_verdict(p) == SBX_PATCH_SAFE)
         sbx_patch_check(p);
     if ((rc = judge(p, name, err, errlen)) != 0) {
         sbx_patch_free(p);

@@ -36,7 +36,7 @@ for _name, _res, _args in (
     ("sbx_patch_load_file", c_int, [c_void_p, c_char_p]),
     ("sbx_patch_add_file", c_int, [c_void_p, c_int, c_char_p, ctypes.POINTER(c_uint8), c_size_t, c_uint32]),
     ("sbx_patch_check", c_int, [c_void_p]),
-    ("sbx_patch_result", c_int, [c_void_p]),
+    ("sbx_patch_get_verdict", c_int, [c_void_p]),
     ("sbx_patch_broken_rule", c_int, [c_void_p]),
     ("sbx_patch_verdict_name", c_char_p, [c_int]),
     ("sbx_patch_rule_name", c_char_p, [c_int]),
@@ -167,7 +167,7 @@ class Patch(_Handle):
     @property
     def verdict(self) -> str:
         """What is known: ``"unchecked"`` until loaded and checked."""
-        return _lib.text(_L.sbx_patch_verdict_name(_L.sbx_patch_result(self._handle))) or "unknown"
+        return _lib.text(_L.sbx_patch_verdict_name(_L.sbx_patch_get_verdict(self._handle))) or "unknown"
 
     @property
     def ok(self) -> bool:
