@@ -33,7 +33,15 @@ for ex in command verify epoll; do
   $CXX -std=c++17 -Wall -Wextra -Werror -x c++ "$src/examples/$ex.c" -x none -o "$dest/$ex-cxx" $flags ||
     fail "examples/$ex.c did not build as C++17 against the installed library"
 done
-echo "built: command, verify, epoll as C11 and C++17"
+# doc/c.md's 30-line program, as a reader would copy it.
+awk '/^## The 30-line program/ {p = 1} p && /^```c$/ {on = 1; next} on && /^```$/ {exit} on' \
+  "$src/doc/c.md" >"$dest/doc30.c"
+[ -s "$dest/doc30.c" ] || fail "doc/c.md has no 30-line program"
+$CC -std=c11 -Wall -Wextra -Werror "$dest/doc30.c" -o "$dest/doc30-c" $flags ||
+  fail "doc/c.md's program did not build as C11 against the installed library"
+$CXX -std=c++17 -Wall -Wextra -Werror -x c++ "$dest/doc30.c" -x none -o "$dest/doc30-cxx" $flags ||
+  fail "doc/c.md's program did not build as C++17 against the installed library"
+echo "built: command, verify, epoll and doc/c.md's program as C11 and C++17"
 
 # The installed sbxrun, run from its prefix as installed: its rpath finds
 # the installed library (never the build tree's).
@@ -53,6 +61,9 @@ for _ in $(seq 100); do grep -q "listening" "$dest/sbxd.out" 2>/dev/null && brea
 grep -q "listening" "$dest/sbxd.out" || fail "sbxd did not start"
 export SBXRUN_ENDPOINT=unix:$dest/state/sock LD_LIBRARY_PATH=$libdir
 
+out=$("$dest/doc30-c") || fail "doc/c.md's program exited $?: $out"
+[ "$out" = "hello from Linux" ] || fail "doc/c.md's program printed '$out'"
+out=$("$dest/doc30-cxx") || fail "doc/c.md's program (C++) exited $?: $out"
 out=$("$dest/command-c" sh -c 'echo hello from the sandbox') || fail "command (C) exited $?: $out"
 [ "$out" = "hello from the sandbox" ] || fail "command printed '$out'"
 "$dest/command-cxx" sh -c 'exit 7'
@@ -62,5 +73,5 @@ echo "$out" | grep -q "epoll: 8 of 8 jobs passed" || fail "epoll printed: $out"
 out=$("$dest/verify-c" "$src/examples/demo-project" "$dest/run.jsonl") || fail "verify exited $?: $out"
 echo "$out" | grep -q "verify: passed (lint passed, test passed)" || fail "verify printed: $out"
 echo "$out" | grep -q "transcript .* holds" || fail "verify did not check its transcript: $out"
-echo "ran: command (C and C++), epoll (8 jobs, one thread), verify (the demo project, its transcript)"
+echo "ran: doc/c.md's program (C and C++), command (C and C++), epoll (8 jobs, one thread), verify (the demo project, its transcript)"
 echo "OK: the examples build downstream as C11 and C++17 and run; the installed sbxrun needs no LD_LIBRARY_PATH"
