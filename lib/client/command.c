@@ -57,6 +57,7 @@
 #include "util/ndjson.h"
 #include "client/command_int.h"
 #include "util/clock.h"
+#include "util/duration.h"
 #include "client/sandbox_int.h"
 #include "redact/redact_int.h"
 #include "util/str.h"

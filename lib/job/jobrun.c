@@ -26,6 +26,7 @@
 #include "policy/policy_share.h"
 #include "redact/redact_int.h"
 #include "util/clock.h"
+#include "util/duration.h"
 
 /* After SIGKILL, how long the command's own follow may still take before
  * its hard deadline ends it. */

@@ -18,6 +18,7 @@
 #include "job/job_int.h"
 #include "redact/redact_int.h"
 #include "util/clock.h"
+#include "util/duration.h"
 
 #define SANDBOX_TIMEOUT_DEFAULT_MS 1800000
 /* What a sandbox the run creates has beyond the wall budget: time to stop. */

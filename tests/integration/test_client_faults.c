@@ -1969,7 +1969,7 @@ START_TEST(test_client_faults_client_timeout_and_commands)
     ck_assert_int_eq(faultd_count(x.f, "POST", post), 2); /* the first command's, and this one */
     ck_assert_int_eq(settled_count(x.d, x.sid), 1);
     /* The deadline that passed was the client's 400 ms (the command has none). */
-    ck_assert_msg(!contains(sbx_command_last_error(k), "its 0ms deadline"),
+    ck_assert_msg(!contains(sbx_command_last_error(k), "its 0s deadline"),
                   "the message names a 0 ms command deadline that does not exist: %s", sbx_command_last_error(k));
     sbx_command_free(k);
     fx_stop(&x);

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "util/clock.h"
+#include "util/duration.h"
 #include "util/str.h"
 
 START_TEST(test_str_list_push_keeps_null_terminated_copies)
@@ -206,7 +206,7 @@ START_TEST(test_str_duration_text)
         int64_t ms;
         const char *text;
     } cases[] = {
-        {-5, "0ms"}, {0, "0ms"}, {250, "250ms"}, {999, "999ms"}, {1000, "1s"}, {1500, "1.5s"},
+        {-5, "0s"}, {0, "0s"}, {250, "250ms"}, {999, "999ms"}, {1000, "1s"}, {1500, "1.5s"},
         {1234, "1.234s"}, {10000, "10s"}, {59999, "59.999s"}, {60000, "1m"}, {90000, "1m 30s"},
         {90500, "1m 30s"}, {3600000, "1h"}, {5400000, "1h 30m"}, {86400000 + 6 * 3600000, "1d 6h"},
         {INT64_MAX, "106751991167d 7h 12m 55s"},

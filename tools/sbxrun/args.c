@@ -37,29 +37,6 @@ int cli_parse_duration(const char *v, int64_t min_ms, int64_t *ms, char *why, si
     return 0;
 }
 
-const char *cli_format_duration(int64_t ms, char *buf, size_t cap)
-{
-    static const struct {
-        const char *unit;
-        int64_t ms;
-    } units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
-    size_t used = 0;
-    if (ms <= 0) {
-        snprintf(buf, cap, "%s", ms == 0 ? "0s" : "-");
-        return buf;
-    }
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof units / sizeof units[0] && ms > 0; i++) {
-        int64_t n = ms / units[i].ms;
-        if (n == 0)
-            continue;
-        snprintf(buf + used, cap - used, "%s%lld%s", used ? " " : "", (long long)n, units[i].unit);
-        used = strlen(buf);
-        ms -= n * units[i].ms;
-    }
-    return buf;
-}
-
 int cli_duration(const char *cmd, const char *opt, const char *v, int64_t min_ms, int64_t *ms)
 {
     char why[300];

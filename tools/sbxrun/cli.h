@@ -118,9 +118,6 @@ struct option;
 int cli_duration(const char *cmd, const char *opt, const char *v, int64_t min_ms, int64_t *ms);
 /* The same without printing: 0, or -1 with why. */
 int cli_parse_duration(const char *v, int64_t min_ms, int64_t *ms, char *why, size_t whylen);
-/* ms as the durations are written ("1h 30m", "5m", "90s", "250ms";
- * whole units down to the second, then what is left in ms) into buf. */
-const char *cli_format_duration(int64_t ms, char *buf, size_t cap);
 
 /* The one of words (n of them; NULLs skipped) that word is most likely a
  * typo of, or NULL when none is close or two are as close. */

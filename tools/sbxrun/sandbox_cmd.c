@@ -9,6 +9,14 @@
 
 #include "cli.h"
 #include "remote.h"
+#include "util/duration.h"
+
+/* A sandbox's timeout as its options take it (sbx__duration_text, as the
+ * library's messages write durations); "-" when the server gave none. */
+static const char *timeout_text(int64_t ms, char *buf)
+{
+    return ms < 0 ? "-" : sbx__duration_text(ms, buf);
+}
 
 static const char usage_text[] =
     "usage: sbxrun sandbox create [options]\n"
@@ -112,7 +120,7 @@ static void print_sandbox(const sbx_sandbox *s, bool json)
            "timeout:   %s\n",
            sbx_sandbox_id(s), sbx_sandbox_status(s), sbx_sandbox_runtime(s) ? sbx_sandbox_runtime(s) : "-",
            sbx_sandbox_region(s), sbx_sandbox_vcpus(s), (long long)sbx_sandbox_memory_mb(s),
-           cli_format_duration(sbx_sandbox_timeout_ms(s), d, sizeof d));
+           timeout_text(sbx_sandbox_timeout_ms(s), d));
     if (sbx_sandbox_network_policy_json(s))
         printf("network:   %s\n", sbx_sandbox_network_policy_json(s));
 }
@@ -447,7 +455,7 @@ int cmd_sandbox(int argc, char **argv)
             cli_json_result("sandbox", SBXRUN_EXIT_OK, cli_json_parse(sbx_sandbox_json(s)));
         else {
             char d[64];
-            printf("%s timeout %s\n", sbx_sandbox_id(s), cli_format_duration(sbx_sandbox_timeout_ms(s), d, sizeof d));
+            printf("%s timeout %s\n", sbx_sandbox_id(s), timeout_text(sbx_sandbox_timeout_ms(s), d));
         }
         rc = SBXRUN_EXIT_OK;
     } else if (strcmp(sub, "stop") == 0) {
