@@ -2601,6 +2601,32 @@ static void logs_dump(const struct logs *l)
 /* A 503 with Retry-After is a WARN naming the path and the wait; levels
  * filter; an answer that ends the request is an ERROR; removing the
  * callback stops the messages; no message holds the token. */
+/* A kept-alive connection dies under a request before any answer (a
+ * server's idle close racing it): libcurl sends the request again on a new
+ * connection, and the log says so (INFO), once. */
+START_TEST(test_client_faults_log_reconnect)
+{
+    struct fx x;
+    struct logs l = {0};
+    const char *get;
+
+    fx_start(&x, true, NULL, NULL);
+    l.c = x.c;
+    l.s = x.s;
+    l.thread = pthread_self();
+    get = sbx_pat(&x, "");
+    ok_sb(sbx_sandbox_refresh(x.s), x.s); /* a connection, kept alive */
+    ok_cl(sbx_client_set_log_cb(x.c, SBX_LOG_DEBUG, log_collect, &l), x.c);
+    faultd_rule(x.f, "GET", get, 1, FAULT_RESET, 0);
+    ok_sb(sbx_sandbox_refresh(x.s), x.s);
+    if (logs_count(&l, SBX_LOG_INFO, NULL, "went on a new one") != 1)
+        logs_dump(&l);
+    ck_assert_int_eq(logs_count(&l, SBX_LOG_INFO, "the reused connection had closed", "went on a new one"), 1);
+    logs_reset(&l);
+    fx_stop(&x);
+}
+END_TEST
+
 START_TEST(test_client_faults_log_retry_levels)
 {
     struct fx x;
@@ -3142,6 +3168,7 @@ Suite *sbx_test_suite(void)
         {"endpoint_userinfo", test_client_faults_endpoint_userinfo},
         {"unix_socket_missing", test_client_faults_unix_socket_missing},
         {"log_retry_levels", test_client_faults_log_retry_levels},
+        {"log_reconnect", test_client_faults_log_reconnect},
         {"log_slow_misuse", test_client_faults_log_slow_and_misuse},
         {"session_stopping", test_client_faults_session_stopping_resumed},
     };

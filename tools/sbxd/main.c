@@ -656,6 +656,11 @@ int main(int argc, char **argv)
     /* Few arenas: sbxd's workers come and go, and memory freed in an arena
      * of its own per thread is hard to give back after a burst. */
     mallopt(M_ARENA_MAX, 2);
+    /* A connection's 16 KiB pool (libmicrohttpd's) and larger blocks come
+     * from mmap: returned whole when freed, never left as holes that the
+     * small records allocated between them (commands kept for
+     * --retain-output) pin in the heap after a burst. */
+    mallopt(M_MMAP_THRESHOLD, 16 * 1024);
     c->listen = sbx__strdup("127.0.0.1:0");
     c->default_timeout_ms = 300000;
     c->max_timeout_ms = 5 * 3600 * 1000;
