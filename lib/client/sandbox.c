@@ -223,7 +223,7 @@ sbx_status sbx_sandbox_add_port(sbx_sandbox *s, uint32_t port)
         SBX__ARG(s, s->ports[i] != port, "port %u: given twice", port);
     /* The version spoken now; create checks again, as the protocol may
      * still change before the first request. */
-    SBX__ARG(s, s->nports != s->core->proto->max_ports, "port %u: at most %zu ports in the %s protocol", port,
+    SBX__ARG(s, s->nports < s->core->proto->max_ports, "port %u: at most %zu ports in the %s protocol", port,
              s->core->proto->max_ports, s->core->proto->name);
     s->ports[s->nports++] = port;
     return SBX_OK;

@@ -446,6 +446,8 @@ static char *apply_failure(const sbx_job *job, int code)
         ;
     fl = colon > at ? (size_t)(colon - 1 - at) : 0;
     line = colon > at ? strtol(colon, NULL, 10) : -1;
+    if (fl >= sizeof file) /* a path this long is named by git's own line */
+        fl = 0, line = -1;
     snprintf(file, sizeof file, "%.*s", (int)fl, at);
     /* The hunk of that file starting at that line of the old text; ours:
      * the file's old (---) or new (+++) name is FILE. */
@@ -862,12 +864,23 @@ sbx_status sbx__job_policy_summaries(sbx_job *job, json_t **policy, json_t **net
     else if (p || (p = def = sbx_policy_new()))
         *policy = sbx__policy_summary(p, sbx__job_type_str(job->type));
     sbx_policy_free(def);
-    if (!job->opt_netpolicy)
+    if (!job->opt_netpolicy) {
         *netpolicy = json_null();
-    else if ((st = job_netpolicy(job, &text)) == SBX_OK)
-        *netpolicy = without_header_values(text);
-    else if (st != SBX_E_NOMEM)
-        *netpolicy = json_null(); /* no preset without its input: the run says so */
+    } else {
+        /* Written into a header, not the job's call: its last error stays. */
+        sbx__err saved = {0};
+        (void)sbx__err_copy(&saved, &job->err); /* returns the code copied */
+        if ((st = job_netpolicy(job, &text)) != SBX_OK) {
+            sbx__err_free(&job->err);
+            job->err = saved;
+        } else {
+            sbx__err_free(&saved);
+        }
+        if (st == SBX_OK)
+            *netpolicy = without_header_values(text);
+        else if (st != SBX_E_NOMEM)
+            *netpolicy = json_null(); /* no preset without its input: the run says so */
+    }
     if (!*policy || !*netpolicy) {
         json_decref(*policy);
         json_decref(*netpolicy);

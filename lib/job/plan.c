@@ -131,7 +131,7 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
         SBX__ARG(job, job->opt_netpolicy,
                  "input 'token' is added to the git host's requests by the network policy, which the "
                  "option network_policy=off turns off");
-        SBX__ARG(job, !url || strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0,
+        SBX__ARG(job, !url || strncasecmp(url, "https://", 8) == 0 || strncasecmp(url, "http://", 7) == 0,
                  "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
     }
     v = sbx__job_input(job, "packageManager");

@@ -39,7 +39,8 @@ int parse_duration(const char *v, int64_t bare_unit_ms, int64_t *ms, int *bare)
         return DURATION_SYNTAX;
     if (x * scale > 9.0e15)
         return DURATION_RANGE;
-    *ms = (int64_t)(x * scale + 0.5);
+    /* A time above 0 never rounds to 0, which the options read as none. */
+    *ms = x > 0 && x * scale < 1 ? 1 : (int64_t)(x * scale + 0.5);
     if (bare)
         *bare = !*unit;
     return DURATION_OK;

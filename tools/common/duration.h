@@ -15,7 +15,8 @@ enum {
     DURATION_RANGE = -2,  /* too large to hold in milliseconds */
 };
 
-/* v read into *ms, rounded to the nearest millisecond; a bare number is
+/* v read into *ms, rounded to the nearest millisecond (a time above 0 to
+ * 1 ms at least); a bare number is
  * counted in bare_unit_ms. *bare is set to whether v had no unit, so that
  * a caller can refuse a bare number it finds ambiguous. *ms and *bare are
  * left alone on failure. */

@@ -141,7 +141,9 @@ static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
 static int parse_ms(const char *opt, const char *v, int64_t min, int64_t *out)
 {
     int64_t ms;
-    if (parse_duration(v, 1, &ms, NULL) == DURATION_OK && ms >= min) {
+    int bare;
+    /* A bare number is whole milliseconds, as these options always took. */
+    if (parse_duration(v, 1, &ms, &bare) == DURATION_OK && ms >= min && !(bare && strchr(v, '.'))) {
         *out = ms;
         return 0;
     }

@@ -34,6 +34,14 @@ struct remote_opts remote_defaults;
  * a larger file is not one, and is refused rather than cut short. */
 #define TOKEN_FILE_MAX 16384
 
+/* Token bytes are overwritten before their memory goes back. */
+static void wipe_free(char *p, size_t n)
+{
+    if (p)
+        explicit_bzero(p, n);
+    free(p);
+}
+
 static char *read_token_file(const char *path, char *err, size_t errlen)
 {
     /* O_NONBLOCK: a FIFO given by mistake is refused below, not waited on. */
@@ -55,16 +63,26 @@ static char *read_token_file(const char *path, char *err, size_t errlen)
         close(fd);
         return NULL;
     }
-    do
-        n = read(fd, buf, TOKEN_FILE_MAX + 1);
-    while (n < 0 && errno == EINTR);
+    /* To its end: one read may bring less (FUSE, network file systems). */
+    for (n = 0;;) {
+        ssize_t k = read(fd, buf + n, (size_t)(TOKEN_FILE_MAX + 1 - n));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k < 0)
+                n = -1;
+            break;
+        }
+        if ((n += k) > TOKEN_FILE_MAX)
+            break;
+    }
     close(fd);
     if (n < 0 || n > TOKEN_FILE_MAX) {
         if (n < 0)
             snprintf(err, errlen, "cannot read the token file %s: %s", path, strerror(errno));
         else
             snprintf(err, errlen, "the token file %s is larger than %d bytes: not a token", path, TOKEN_FILE_MAX);
-        free(buf);
+        wipe_free(buf, TOKEN_FILE_MAX + 2);
         return NULL;
     }
     buf[n] = '\0';
@@ -72,7 +90,7 @@ static char *read_token_file(const char *path, char *err, size_t errlen)
         buf[--n] = '\0';
     if (!n) {
         snprintf(err, errlen, "the token file %s is empty", path);
-        free(buf);
+        wipe_free(buf, TOKEN_FILE_MAX + 2);
         return NULL;
     }
     return buf;
@@ -334,7 +352,7 @@ void remote_close(struct remote *r)
         free(r->tmpdir);
     }
     if (r->token) {
-        memset(r->token, 0, strlen(r->token));
+        explicit_bzero(r->token, strlen(r->token));
         free(r->token);
     }
     free(r->endpoint);

@@ -130,16 +130,32 @@ bool ws_url_has_credentials(const char *url)
 
 struct fetch_auth {
     const char *token;
+    const char *url; /* --repo: the token is for its host alone */
     bool tried;
 };
 
-/* The token as the sandbox's clone gives it; asked again, the host
- * refused it: no more tries (libgit2 would ask forever). */
+/* The host[:port] of an http(s) URL, as a length into url (0: none). */
+static size_t url_authority(const char *url, const char **start)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return 0;
+    p += 3;
+    *start = p;
+    return strcspn(p, "/?#");
+}
+
+/* The token as the sandbox's clone gives it, to --repo's host only (a
+ * redirect elsewhere does not get it); asked again, the host refused it:
+ * no more tries (libgit2 would ask forever). */
 static int credentials(git_credential **out, const char *url, const char *user, unsigned int allowed, void *payload)
 {
     struct fetch_auth *a = payload;
-    (void)url;
+    const char *want = NULL, *got = NULL;
+    size_t nwant = url_authority(a->url, &want), ngot = url ? url_authority(url, &got) : 0;
     (void)user;
+    if (!nwant || nwant != ngot || strncasecmp(want, got, nwant) != 0)
+        return GIT_PASSTHROUGH;
     if (!a->token || a->tried || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
         return GIT_PASSTHROUGH;
     a->tried = true;
@@ -153,7 +169,7 @@ static int fetch_repo(struct workspace *w, const char *url, const char *ref, con
 {
     git_clone_options o;
     git_repository *repo = NULL;
-    struct fetch_auth auth = {token, false};
+    struct fetch_auth auth = {token, url, false};
     char path[PATH_MAX];
     int rc;
     git_clone_options_init(&o, GIT_CLONE_OPTIONS_VERSION);

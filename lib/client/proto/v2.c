@@ -268,8 +268,9 @@ static sbx_status v2_read_file(struct sbx__api_req *r, const char *sandbox_id, c
  * 200 is not the file. Media types are case-insensitive. */
 static sbx_status v2_check_file_type(const char *content_type, long http, sbx__err *err)
 {
-    if (content_type && strcasestr(content_type, "application/octet-stream"))
-        return SBX_OK;
+    const char *t = content_type ? content_type + strspn(content_type, " \t") : NULL;
+    if (t && strncasecmp(t, "application/octet-stream", 24) == 0 && strchr(";  \t", t[24]))
+        return SBX_OK; /* that type exactly, then its parameters if any (strchr finds the NUL too) */
     if (!content_type || !content_type[0])
         return sbx__err_set(err, SBX_E_PROTOCOL,
                             "read file: the server answered HTTP %ld without a Content-Type, not "
