@@ -269,6 +269,39 @@ START_TEST(test_sbxd_egress_invalid_policy_at_update)
 }
 END_TEST
 
+/* Each connection to the proxy costs sbxd a thread and a descriptor, which
+ * the sandbox's limits do not count: a sandbox (deny-all, no sudo) that
+ * opens hundreds and sends nothing has those past RELAY_CONNS_MAX (512)
+ * closed at once, and sbxd keeps answering. */
+START_TEST(test_sbxd_egress_proxy_connections_capped)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *sid = sbx_create(d, policy_sandbox_body(jpack("{s:s}", "mode", "deny-all")));
+    struct cmd_result *c;
+    struct http_resp *r;
+    int closed = -1;
+
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s]}", "command", "python3", "args", "-c",
+                               "import socket, select, time\n"
+                               "socks = [socket.create_connection(('127.0.0.1', 3128), timeout=5) for _ in range(700)]\n"
+                               "time.sleep(2)\n"
+                               "closed = 0\n"
+                               "for s in socks:\n"
+                               "    if select.select([s], [], [], 0)[0] and s.recv(1) == b'':\n"
+                               "        closed += 1\n"
+                               "print('closed', closed)\n"));
+    ck_assert_msg(sscanf(c->out, "closed %d", &closed) == 1, "%s%s", c->out, c->err);
+    /* 700 - 512, less those a thread had already finished with */
+    ck_assert_msg(closed >= 150, "only %d of 700 idle proxy connections were closed: %s", closed, c->out);
+    cmd_result_free(c);
+    r = http_get(d, "/v1/sandboxes");
+    expect_status(r, 200);
+    http_resp_free(r);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_egress");
@@ -281,6 +314,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_egress_proxy_env_only_when_isolated);
     tcase_add_test(tc, test_sbxd_egress_invalid_policy_at_create);
     tcase_add_test(tc, test_sbxd_egress_invalid_policy_at_update);
+    tcase_add_test(tc, test_sbxd_egress_proxy_connections_capped);
     suite_add_tcase(s, tc);
     return s;
 }

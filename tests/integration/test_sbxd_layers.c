@@ -945,6 +945,16 @@ START_TEST(test_sbxd_layers_wide_cidr_does_not_open_host)
     ck_assert_msg(!contains(c->out, "STATUS 403") && any->hits == 2, "127.0.0.0/8 named, not reached: %s%s", c->out,
                   c->err);
     cmd_result_free(c);
+    /* The unspecified address is loopback to connect(): never, even named. */
+    free(sid2);
+    sid2 = sbx_create(d, jpack("{s:{s:s,s:[s,s]}}", "networkPolicy", "mode", "custom", "allowedCIDRs", "0.0.0.0/8",
+                               "::/128"));
+    c = proxy_fetch(d, sid2, "0.0.0.0", any->port);
+    ck_assert_msg(contains(c->out, "STATUS 403") && any->hits == 2, "0.0.0.0/8 reached the host: %s%s", c->out, c->err);
+    cmd_result_free(c);
+    c = proxy_fetch(d, sid2, "[::]", any->port);
+    ck_assert_msg(contains(c->out, "STATUS 403") && any->hits == 2, ":: reached the host: %s%s", c->out, c->err);
+    cmd_result_free(c);
     any_server_stop(any);
     free(sid);
     free(sid2);

@@ -58,12 +58,16 @@ static void respond(int fd, int status, const char *reason, const char *msg)
  * the blank line) with any bytes after it also in buf[0..*got). */
 static ssize_t read_head(int fd, char *buf, size_t cap, size_t *got)
 {
+    /* The whole head within HEAD_TIMEOUT_MS, not each read: a byte every
+     * 29 s would hold the connection (and its thread) forever. */
+    int64_t deadline = mono_ms() + HEAD_TIMEOUT_MS;
     *got = 0;
     while (*got < cap) {
         struct pollfd p = {fd, POLLIN, 0};
+        int64_t left = deadline - mono_ms();
         char *end;
         ssize_t r;
-        if (poll(&p, 1, HEAD_TIMEOUT_MS) <= 0)
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
             return -1;
         r = read(fd, buf + *got, cap - *got);
         if (r < 0 && errno == EINTR)
@@ -183,6 +187,11 @@ static bool addr_allowed(const struct netpolicy *p, bool name_ok, int family, co
         a = v4;
     }
     if (p->mode == NP_DENY_ALL)
+        return false;
+    /* 0.0.0.0/8 and :: are not addresses of anything: a connect to them
+     * lands on this host's loopback. Never, whatever a CIDR says. */
+    if ((family == AF_INET && a[0] == 0) ||
+        (family == AF_INET6 && memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16) == 0))
         return false;
     if (egress_is_host_addr(family, a)) {
         /* The host is reached only through an allowedCIDRs entry that names

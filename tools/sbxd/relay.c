@@ -93,6 +93,7 @@ static void *served_main(void *p)
     c->serve(c->s, c->fd, c->arg);
     close(c->fd);
     pthread_mutex_lock(&g.lock);
+    c->s->relay_conns--;
     sandbox_unref(c->s);
     pthread_mutex_unlock(&g.lock);
     sbx__free(c);
@@ -105,26 +106,48 @@ void serve_connections(int listen_fd, struct sandbox *s,
     for (;;) {
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         struct served *c;
+        bool over, say = false;
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of descriptors: the pending connection stays queued
+                 * and accept would fail again at once; wait, do not spin. */
+                poll(NULL, 0, 100);
+                continue;
+            }
+            if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             return; /* shut down */
         }
-        c = sbx__malloc(sizeof *c);
-        if (!c) {
+        pthread_mutex_lock(&g.lock);
+        over = s->relay_conns >= RELAY_CONNS_MAX;
+        if (over && mono_ms() - s->relay_refused_at >= 10000) {
+            s->relay_refused_at = mono_ms();
+            say = true;
+        }
+        if (!over) {
+            s->relay_conns++;
+            sandbox_ref(s);
+        }
+        pthread_mutex_unlock(&g.lock);
+        if (over) {
+            if (say)
+                sbxd_log(LOG_WARN, "sandbox %s: %d proxy and route connections at once, the most it may hold: "
+                                   "new ones are closed",
+                         s->id, RELAY_CONNS_MAX);
             close(fd);
             continue;
         }
-        c->s = s;
-        c->fd = fd;
-        c->serve = serve;
-        c->arg = arg;
-        pthread_mutex_lock(&g.lock);
-        sandbox_ref(s);
-        pthread_mutex_unlock(&g.lock);
-        if (spawn_detached(served_main, c) < 0) {
+        c = sbx__malloc(sizeof *c);
+        if (c) {
+            c->s = s;
+            c->fd = fd;
+            c->serve = serve;
+            c->arg = arg;
+        }
+        if (!c || spawn_detached(served_main, c) < 0) {
             close(fd);
             pthread_mutex_lock(&g.lock);
+            s->relay_conns--;
             sandbox_unref(s);
             pthread_mutex_unlock(&g.lock);
             sbx__free(c);

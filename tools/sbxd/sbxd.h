@@ -186,6 +186,8 @@ struct sandbox {
     char *root;               /* host path of the sandbox's filesystem */
     struct sandbox_ids ids;   /* the host uid/gid it runs as */
     struct disk *disk;        /* its size-limited file system, when the layer is on */
+    int relay_conns;          /* its proxy and route connections being served (g.lock) */
+    int64_t relay_refused_at; /* when one over RELAY_CONNS_MAX was last logged */
     int64_t setup_us[4];      /* what its isolation cost at create: file system,
                                * /proc, network, seccomp hand-over (logged) */
     enum netmode netmode;     /* of the current policy */
