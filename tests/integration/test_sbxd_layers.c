@@ -705,6 +705,68 @@ START_TEST(test_sbxd_layers_gzip_bomb)
 }
 END_TEST
 
+/* Archives from outside with a sparse file: libarchive reads a sparse map
+ * into memory whole (80 KB gzipped took sbxd to 954 MB), so fs/write and
+ * tarball sources refuse GNU.sparse records before its reader sees them. */
+START_TEST(test_sbxd_layers_sparse_archives_refused)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    char *sid = sbx_create(d, NULL), path[400], url[420];
+    struct http_resp *r;
+    struct cmd_result *c;
+    static const char *const names[] = {"gnutar.tgz", "mapbomb.tgz"};
+
+    /* What GNU tar writes for a sparse file, and a pax map of 2 million
+     * empty extents (about 90 MB in libarchive). */
+    ck_assert_int_eq(host_sh("set -e; cd '%s'; truncate -s 10M sp; printf x >> sp; "
+                             "tar --format=pax --sparse -czf gnutar.tgz sp; "
+                             "python3 - <<'PY'\n"
+                             "import gzip, io, tarfile\n"
+                             "m = b'2000000\\n' + b'0\\n0\\n' * 2000000\n"
+                             "m += b'\\0' * (-len(m) %% 512)\n"
+                             "ti = tarfile.TarInfo('f')\n"
+                             "ti.size = len(m)\n"
+                             "ti.pax_headers = {'GNU.sparse.major': '1', 'GNU.sparse.minor': '0', "
+                             "'GNU.sparse.name': 'f', 'GNU.sparse.realsize': '1'}\n"
+                             "b = io.BytesIO()\n"
+                             "with tarfile.open(fileobj=b, mode='w', format=tarfile.PAX_FORMAT) as t:\n"
+                             "    t.addfile(ti, io.BytesIO(m))\n"
+                             "open('mapbomb.tgz', 'wb').write(gzip.compress(b.getvalue()))\n"
+                             "PY",
+                             d->dir),
+                     0);
+    for (size_t i = 0; i < 2; i++) {
+        size_t len;
+        char *body;
+        FILE *f;
+        snprintf(path, sizeof path, "%s/%s", d->dir, names[i]);
+        f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        fseek(f, 0, SEEK_END);
+        len = (size_t)ftell(f);
+        rewind(f);
+        body = malloc(len);
+        ck_assert(body && fread(body, 1, len, f) == len);
+        fclose(f);
+        r = sbx_fs_write(d, sid, body, len, "/vercel/sandbox");
+        ck_assert_msg(r->status == 400 && contains(r->body, "sparse"), "fs/write of %s: %ld %s", names[i], r->status,
+                      r->body);
+        http_resp_free(r);
+        free(body);
+        snprintf(url, sizeof url, "file://%s", path);
+        r = http_post(d, jpack("{s:{s:s,s:s}}", "source", "type", "tarball", "url", url), "/v1/sandboxes");
+        ck_assert_msg(r->status == 400 && contains(r->body, "sparse"), "tarball source %s: %ld %s", names[i],
+                      r->status, r->body);
+        http_resp_free(r);
+    }
+    c = sbx_sh(d, sid, "ls -A /vercel/sandbox");
+    ck_assert_msg(!contains(c->out, "sp") && !contains(c->out, "f\n"), "a refused archive left files: %s", c->out);
+    cmd_result_free(c);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 START_TEST(test_sbxd_layers_snapshot_counts_against_limit)
 {
     const char *big[] = {"--disk-limit", "96M", NULL}, *small[] = {"--disk-limit", "32M", NULL};
@@ -1167,6 +1229,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_layers_limits_out_of_reach);
     tcase_add_test(tc, test_sbxd_layers_disk_limit);
     tcase_add_test(tc, test_sbxd_layers_gzip_bomb);
+    tcase_add_test(tc, test_sbxd_layers_sparse_archives_refused);
     tcase_add_test(tc, test_sbxd_layers_snapshot_counts_against_limit);
     tcase_add_test(tc, test_sbxd_layers_snapshot_sparse_file);
     tcase_add_test(tc, test_sbxd_layers_persistent_resume_counts_against_limit);

@@ -1454,7 +1454,10 @@ static enum MHD_Result fs_write(struct http_req *r, struct sandbox *s)
         sbx__free(base);
         return reply_json(r, 200, json_object()); /* nothing to write */
     }
-    n = tar_pass(r, s, base, false, &status, err, sizeof err);
+    status = 400;
+    n = tarx_check_untrusted(r->spool_fd, err, sizeof err);
+    if (n >= 0)
+        n = tar_pass(r, s, base, false, &status, err, sizeof err);
     if (n >= 0)
         n = tar_pass(r, s, base, true, &status, err, sizeof err);
     sbx__free(base);

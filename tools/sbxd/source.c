@@ -514,6 +514,12 @@ int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, 
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    /* From the network: its headers checked before libarchive's reader
+     * sees them (the file downloaded into, read from its start). */
+    if ((r = tarx_check_untrusted(fd, err, errlen)) < 0) {
+        *http_status = 400;
+        goto out;
+    }
     r = archive_extract(tmp, workspace, err, errlen);
     if (r < 0 && (errno == ENOSPC || errno == EDQUOT)) {
         /* A large archive, or a bomb: extraction stopped at the limit. */

@@ -203,6 +203,158 @@ out:
     return rc;
 }
 
+/* ---- archives from outside: what libarchive would pay for ------------------------------------------ */
+
+/* Extended headers and long names are read into memory whole by
+ * libarchive; a real one is a few hundred bytes. */
+#define EXT_HEADER_MAX (1u << 20)
+
+/* A tar header's size field: octal digits, or base-256 when its first byte
+ * has the high bit (GNU). -1 when unreadable or past 2^62. */
+static int64_t header_size(const unsigned char *h)
+{
+    int64_t v = 0;
+    if (h[124] & 0x80) {
+        for (int i = 125; i < 136; i++) {
+            if (v >> 54)
+                return -1;
+            v = v << 8 | h[i];
+        }
+        return (h[124] & 0x7f) ? -1 : v;
+    }
+    for (int i = 124; i < 136 && h[i] != '\0' && h[i] != ' '; i++) {
+        if (h[i] < '0' || h[i] > '7' || v >> 58)
+            return -1;
+        v = v * 8 + (h[i] - '0');
+    }
+    return v;
+}
+
+int tarx_check_untrusted(int fd, char *err, size_t errlen)
+{
+    struct archive *a = archive_read_new();
+    unsigned char hdr[512], *ext = NULL;
+    size_t have = 0, ext_len = 0, ext_want = 0;
+    int64_t skip = 0;
+    int rc = -1, zeros = 0;
+    bool in_ext = false;
+
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* The decompressed bytes themselves (format raw): the tar headers are
+     * read here, before libarchive's tar reader sees any of them. */
+    {
+        struct archive *probe = archive_read_new();
+        int (*filters[])(struct archive *) = {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+                                              archive_read_support_filter_xz, archive_read_support_filter_zstd};
+        archive_read_support_filter_none(a);
+        for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
+            if (probe && filters[i](probe) == ARCHIVE_OK)
+                filters[i](a);
+        archive_read_free(probe);
+    }
+    archive_read_support_format_raw(a);
+    if (lseek(fd, 0, SEEK_SET) < 0 || archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
+        snprintf(err, errlen, "the body is not a tar archive: %s", archive_error_string(a));
+        goto out;
+    }
+    {
+        struct archive_entry *e;
+        if (archive_read_next_header(a, &e) != ARCHIVE_OK) {
+            snprintf(err, errlen, "the body is not a tar archive: %s", archive_error_string(a));
+            goto out;
+        }
+    }
+    for (;;) {
+        const void *blk;
+        size_t n;
+        la_int64_t off;
+        int r = archive_read_data_block(a, &blk, &n, &off);
+        const unsigned char *p = blk;
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN) {
+            snprintf(err, errlen, "the archive cannot be read: %s", archive_error_string(a));
+            goto out;
+        }
+        while (n > 0 && zeros < 2) {
+            size_t k;
+            if (skip > 0) { /* an entry's data, or an extended header's */
+                k = (uint64_t)skip < n ? (size_t)skip : n;
+                if (in_ext) {
+                    size_t take = ext_len + k <= ext_want ? k : ext_want - ext_len;
+                    memcpy(ext + ext_len, p, take);
+                    ext_len += take;
+                }
+                skip -= (int64_t)k;
+                p += k;
+                n -= k;
+                if (skip == 0 && in_ext) {
+                    in_ext = false;
+                    if (memmem(ext, ext_len, "GNU.sparse", 10)) {
+                        snprintf(err, errlen, "the archive holds a sparse file (a GNU.sparse pax record): sbxd "
+                                              "takes sparse files from its own snapshots only");
+                        goto out;
+                    }
+                }
+                continue;
+            }
+            k = sizeof hdr - have < n ? sizeof hdr - have : n;
+            memcpy(hdr + have, p, k);
+            have += k;
+            p += k;
+            n -= k;
+            if (have < sizeof hdr)
+                continue;
+            have = 0;
+            {
+                static const unsigned char zero[512];
+                int64_t size;
+                char type = (char)hdr[156];
+                if (memcmp(hdr, zero, sizeof hdr) == 0) {
+                    zeros++;
+                    continue;
+                }
+                zeros = 0;
+                if (type == 'S') {
+                    snprintf(err, errlen, "the archive holds a sparse file (a GNU 'S' entry): sbxd takes sparse "
+                                          "files from its own snapshots only");
+                    goto out;
+                }
+                if ((size = header_size(hdr)) < 0) {
+                    snprintf(err, errlen, "the archive has a header whose size cannot be read");
+                    goto out;
+                }
+                if (type == 'x' || type == 'g' || type == 'X' || type == 'L' || type == 'K') {
+                    if ((uint64_t)size > EXT_HEADER_MAX) {
+                        snprintf(err, errlen, "the archive has an extended header or long name of %lld bytes "
+                                              "(at most %u)", (long long)size, EXT_HEADER_MAX);
+                        goto out;
+                    }
+                    if (!ext && !(ext = sbx__malloc(EXT_HEADER_MAX))) {
+                        snprintf(err, errlen, "out of memory");
+                        goto out;
+                    }
+                    in_ext = type != 'L' && type != 'K';
+                    ext_len = 0;
+                    ext_want = (size_t)size;
+                }
+                /* The data, padded to whole blocks. */
+                skip = (size + 511) / 512 * 512;
+                if (skip == 0 && in_ext)
+                    in_ext = false;
+            }
+        }
+    }
+    rc = 0;
+out:
+    sbx__free(ext);
+    archive_read_free(a);
+    return rc;
+}
+
 void tarx_read_support(struct archive *a)
 {
     /* Each returns ARCHIVE_WARN when it would fall back to an external

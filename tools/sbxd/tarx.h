@@ -22,6 +22,15 @@ struct archive;
  * iso9660...) is attack surface in sbxd for nothing the protocol needs. */
 void tarx_read_support(struct archive *a);
 
+/* Before libarchive's tar reader sees an archive from outside (fs/write,
+ * a tarball source): the tar headers of the (decompressed) stream at fd
+ * read here, and refused when libarchive would spend memory on them without
+ * bound: a sparse file's map (GNU.sparse pax records, GNU 'S' entries; a
+ * map of 80 KB gzipped took 954 MB), or an extended header or long name
+ * over 1 MiB. Only sbxd's own snapshots hold sparse files. 0, or -1 with a
+ * message (the archive is malformed or refused). Reads fd from its start. */
+int tarx_check_untrusted(int fd, char *err, size_t errlen);
+
 /* Extract a tar (see tarx_read_support) into dest, which must be
  * a directory path without symlinks. Refuses absolute names, "..", and any
  * entry that would land through a symlink; only regular files, directories,
