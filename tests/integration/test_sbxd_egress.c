@@ -302,6 +302,37 @@ START_TEST(test_sbxd_egress_proxy_connections_capped)
 }
 END_TEST
 
+/* The Host line upstream is the URL's, which the policy judged, not one
+ * the sandbox wrote (another site on the same address). */
+START_TEST(test_sbxd_egress_host_line_is_the_urls)
+{
+    struct sbxd *d = sbxd_start(NULL, NULL);
+    struct host_server *hs = host_server_start("egress-host");
+    char *sid = sbx_create(d, policy_sandbox_body(jpack("{s:s,s:[s]}", "mode", "custom", "allowedCIDRs",
+                                                        "127.0.0.1/32")));
+    char port[16], want[64];
+    struct cmd_result *c;
+
+    snprintf(port, sizeof port, "%d", hs->port);
+    c = sbxd_run(d, sid, jpack("{s:s,s:[s,s,s]}", "command", "python3", "args", "-c",
+                               "import socket, sys\n"
+                               "s = socket.create_connection(('127.0.0.1', 3128))\n"
+                               "s.sendall(('GET http://127.0.0.1:%s/x HTTP/1.1\\r\\nHost: secret.test\\r\\n'\n"
+                               "           'X-Probe: 1\\r\\n\\r\\n' % sys.argv[1]).encode())\n"
+                               "print(s.recv(4096).decode(errors='replace').split('\\r\\n')[0])\n",
+                               port));
+    ck_assert_msg(contains(c->out, "200"), "%s%s", c->out, c->err);
+    cmd_result_free(c);
+    snprintf(want, sizeof want, "Host: 127.0.0.1:%d\r\n", hs->port);
+    ck_assert_msg(contains(hs->last_head, want) && !contains(hs->last_head, "secret.test") &&
+                      contains(hs->last_head, "X-Probe: 1"),
+                  "the upstream got: %s", hs->last_head);
+    host_server_stop(hs);
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_egress");
@@ -315,6 +346,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_egress_invalid_policy_at_create);
     tcase_add_test(tc, test_sbxd_egress_invalid_policy_at_update);
     tcase_add_test(tc, test_sbxd_egress_proxy_connections_capped);
+    tcase_add_test(tc, test_sbxd_egress_host_line_is_the_urls);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -352,14 +352,17 @@ static bool split_authority(char *auth, const char *default_port, char **host, c
 
 /* Rewrite a proxy request head for the origin: origin-form target, no
  * proxy headers, one request per connection. */
-static char *origin_head(const char *method, const char *path, const char *version,
+static char *origin_head(const char *method, const char *authority, const char *path, const char *version,
                          const char *headers, char *const *names, char *const *values, size_t ninj,
                          size_t *len)
 {
     sbx__buf b = SBX__BUF_INIT;
     const char *line = headers;
 
-    sbx__buf_printf(&b, "%s %s %s\r\n", method, path, version);
+    /* Host is the URL's, which the policy judged: a sandbox's own Host
+     * line could name another site on the same address (a CDN's, a shared
+     * host's) and reach what the policy does not allow. */
+    sbx__buf_printf(&b, "%s %s %s\r\nHost: %s\r\n", method, path, version, authority);
     while (*line) {
         const char *eol = strstr(line, "\r\n");
         size_t n = eol ? (size_t)(eol - line) : strlen(line);
@@ -369,7 +372,7 @@ static char *origin_head(const char *method, const char *path, const char *versi
         if (n == 0)
             break;
         keep = strncasecmp(line, "Proxy-", 6) != 0 && strncasecmp(line, "Connection:", 11) != 0 &&
-               strncasecmp(line, "Keep-Alive:", 11) != 0;
+               strncasecmp(line, "Keep-Alive:", 11) != 0 && strncasecmp(line, "Host:", 5) != 0;
         /* Injected headers replace the sandbox's own. */
         for (size_t i = 0; keep && i < ninj; i++)
             if (names[i] && strlen(names[i]) == nl && strncasecmp(line, names[i], nl) == 0)
@@ -495,7 +498,7 @@ static void serve(struct sandbox *s, int fd, void *arg)
             goto out;
         relay(fd, up, NULL, NULL);
     } else {
-        char *auth, *slash, *head;
+        char *auth, *slash, *head, authority[300];
         const char *path = "/";
         size_t hlen;
         if (strncasecmp(target, "http://", 7) != 0) {
@@ -513,7 +516,11 @@ static void serve(struct sandbox *s, int fd, void *arg)
             auth--;
             path = slash;
         }
-        if (!split_authority(auth, "80", &host, &port)) {
+        /* The authority as written, for the Host line (split_authority
+         * cuts and lowercases its argument in place). */
+        snprintf(authority, sizeof authority, "%s", auth);
+        if (strlen(auth) >= sizeof authority || strpbrk(auth, " \t\r\n") ||
+            !split_authority(auth, "80", &host, &port)) {
             respond(fd, 400, "Bad Request", "sbxd: bad host in the request URL\n");
             goto out;
         }
@@ -527,7 +534,7 @@ static void serve(struct sandbox *s, int fd, void *arg)
             struct np_req req = {method, path, rest, strlen(rest)};
             ninj = injections(s, host, &req, &inj_names, &inj_values);
         }
-        head = origin_head(method, path, version, rest, inj_names, inj_values, ninj, &hlen);
+        head = origin_head(method, authority, path, version, rest, inj_names, inj_values, ninj, &hlen);
         if (!head || send(up, head, hlen, MSG_NOSIGNAL) < 0 ||
             (got > (size_t)head_len &&
              send(up, buf + head_len, got - (size_t)head_len, MSG_NOSIGNAL) < 0)) {
