@@ -203,6 +203,22 @@ out:
     return rc;
 }
 
+/* The decompressors tarx_read_support() allows, on a. Each returns
+ * ARCHIVE_WARN when it would fall back to an external program; such a
+ * filter is disabled again by not keeping it: a fresh archive cannot drop
+ * one, so the check comes first, on a probe. */
+static void read_filters(struct archive *a)
+{
+    struct archive *probe = archive_read_new();
+    int (*filters[])(struct archive *) = {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+                                          archive_read_support_filter_xz, archive_read_support_filter_zstd};
+    archive_read_support_filter_none(a);
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
+        if (probe && filters[i](probe) == ARCHIVE_OK)
+            filters[i](a);
+    archive_read_free(probe);
+}
+
 /* ---- archives from outside: what libarchive would pay for ------------------------------------------ */
 
 /* Extended headers and long names are read into memory whole by
@@ -245,16 +261,7 @@ int tarx_check_untrusted(int fd, char *err, size_t errlen)
     }
     /* The decompressed bytes themselves (format raw): the tar headers are
      * read here, before libarchive's tar reader sees any of them. */
-    {
-        struct archive *probe = archive_read_new();
-        int (*filters[])(struct archive *) = {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
-                                              archive_read_support_filter_xz, archive_read_support_filter_zstd};
-        archive_read_support_filter_none(a);
-        for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
-            if (probe && filters[i](probe) == ARCHIVE_OK)
-                filters[i](a);
-        archive_read_free(probe);
-    }
+    read_filters(a);
     archive_read_support_format_raw(a);
     if (lseek(fd, 0, SEEK_SET) < 0 || archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
         snprintf(err, errlen, "the body is not a tar archive: %s", archive_error_string(a));
@@ -357,17 +364,7 @@ out:
 
 void tarx_read_support(struct archive *a)
 {
-    /* Each returns ARCHIVE_WARN when it would fall back to an external
-     * program; such a filter is disabled again by not keeping it: a fresh
-     * archive cannot drop one, so the check comes first. */
-    struct archive *probe = archive_read_new();
-    int (*filters[])(struct archive *) = {archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
-                                          archive_read_support_filter_xz, archive_read_support_filter_zstd};
-    archive_read_support_filter_none(a);
-    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
-        if (probe && filters[i](probe) == ARCHIVE_OK)
-            filters[i](a);
-    archive_read_free(probe);
+    read_filters(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_gnutar(a);
 }
