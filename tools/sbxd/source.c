@@ -508,16 +508,16 @@ int source_tarball(struct sandbox *s, json_t *src, int *http_status, char *err, 
         snprintf(err, errlen, "tarball %s could not be downloaded: HTTP %ld", url, code);
         goto out;
     }
+    /* From the network: its headers checked before libarchive's reader
+     * sees them (the file downloaded into, read from its start). */
+    if (tarx_check_untrusted(fd, err, errlen) < 0) {
+        *http_status = 400;
+        goto out;
+    }
     workspace = path_join(s->root, "vercel/sandbox");
     if (!workspace) {
         *http_status = 500;
         snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    /* From the network: its headers checked before libarchive's reader
-     * sees them (the file downloaded into, read from its start). */
-    if ((r = tarx_check_untrusted(fd, err, errlen)) < 0) {
-        *http_status = 400;
         goto out;
     }
     r = archive_extract(tmp, workspace, err, errlen);
