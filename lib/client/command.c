@@ -755,6 +755,7 @@ static sbx__req *probe_new(sbx_command *cmd, sbx__done_fn fn, void *user, sbx__e
     /* A long poll of its own would prove nothing: short, and not rationed
      * (a queue full of short requests must not delay it). */
     sbx__req_set_follow(r, true);
+    sbx__req_set_probe(r);
     sbx__req_set_deadline(r, sbx__mono_ms() + l.probe_timeout_ms);
     sbx__req_on_done(r, fn, user);
     if (sbx__req_submit(r) != SBX_OK) {

@@ -88,6 +88,7 @@ struct sbx__req {
     size_t body_off;              /* read_cb's position in body_in */
     bool idempotent, follow, counted;
     bool orphan;                  /* released by its owner while reading: the engine frees it */
+    bool probe;                   /* never waits for another transfer's connection (sbx__req_set_probe) */
     bool early;                   /* its handler said DATA_DONE: in the engine's early list */
     struct sbx__req *early_next;
     int64_t deadline;
@@ -1044,6 +1045,7 @@ static sbx_status attach_easy(sbx__req *r)
     sbx__buf_free(&r->body);
     sbx__buf_init(&r->body, r->data_fn ? ERROR_BODY_MAX : e->limits.max_response);
     curl_easy_setopt(h, CURLOPT_URL, r->url);
+    curl_easy_setopt(h, CURLOPT_PIPEWAIT, r->probe ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_PRIVATE, r);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
@@ -1874,6 +1876,11 @@ void sbx__req_become_follow(sbx__req *r, int64_t mono_ms)
     /* A slot is free: the queue may move. */
     if (r->e)
         due_now(r->e);
+}
+
+void sbx__req_set_probe(sbx__req *r)
+{
+    r->probe = true;
 }
 
 void sbx__req_no_idle(sbx__req *r)

@@ -164,6 +164,11 @@ sbx_status sbx__req_set_body_stream(sbx__req *r, sbx__read_fn read, sbx__rewind_
 void sbx__req_set_idempotent(sbx__req *r, bool yes);
 /* A long-lived response (command wait, logs): not counted in the limits. */
 void sbx__req_set_follow(sbx__req *r, bool yes);
+/* A check of a silent server: it goes out on a connection of its own at
+ * once, never waiting to share the connection of the request it checks
+ * (libcurl's PIPEWAIT holds a new transfer while a connection to the same
+ * host has not answered yet and might turn out to multiplex). */
+void sbx__req_set_probe(sbx__req *r);
 /* A request in flight turned long-lived (a command started in wait mode,
  * once its start line is in): its slot in the limits goes to the queue and
  * its deadline becomes mono_ms (0 none), replacing a default one. */

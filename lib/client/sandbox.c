@@ -536,8 +536,10 @@ static void create_silent(sbx__req *r, void *user)
     sbx__err_free(&tmp);
     if (!a->probe)
         return; /* out of memory: asked again after the next silent period */
-    /* Not rationed: a queue full of requests must not delay it. */
+    /* Not rationed: a queue full of requests must not delay it; nor
+     * waiting for the create's own connection (engine.h). */
     sbx__req_set_follow(a->probe, true);
+    sbx__req_set_probe(a->probe);
     sbx__req_set_deadline(a->probe, sbx__mono_ms() + l.probe_timeout_ms);
     sbx__req_on_done(a->probe, create_probe_done, a);
     if (sbx__req_submit(a->probe) != SBX_OK) {

@@ -2443,10 +2443,10 @@ START_TEST(test_client_faults_create_with_source_checks_a_silent_server)
     snprintf(url, sizeof url, "file://%s/repo", dir);
 
     /* Live: checked after each 100 ms of silence, and still made. The
-     * proxy holds the answer back 1.5 s (a slow clone), time for several
-     * checks even on a loaded machine. */
+     * proxy holds the answer back 5 s (a slow clone): time for many checks
+     * to reach it even on a loaded machine under ASan. */
     ok_cl(sbx_client_set_option(x.c, "probe_after_ms", "100"), x.c);
-    faultd_rule(x.f, "POST", "/sandboxes", 1, FAULT_DELAY, 1500);
+    faultd_rule(x.f, "POST", "/sandboxes", 1, FAULT_DELAY, 5000);
     s = sbx_sandbox_new(x.c);
     ok_sb(sbx_sandbox_set_source_git(s, url, NULL, 0), s);
     ok_sb(sbx_sandbox_create(s), s);
