@@ -25,7 +25,10 @@ def stub(tmp_path: Path, name: str, source: str) -> Path:
     c = tmp_path / f"{name}.c"
     c.write_text(source)
     so = tmp_path / f"{name}.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(c)], check=True)
+    # The compiler without the sanitiser runtime an ASan build preloads
+    # for the library (its leak check would stop cc).
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(c)], check=True, env=env)
     return so
 
 
