@@ -13,6 +13,12 @@
  *                       sbxd logs it (file system, /proc, network, seccomp)
  *
  * usage: bench-sbxd PATH-TO-SBXD [iterations]
+ *
+ * sbxd under bursts (10,000 followed commands at once, its memory before
+ * and after, idle connections beside a working client) is the soak of
+ * bench/client.c, run on its own with `meson compile -C build
+ * bench-sbxd-soak`: it needs the client library's engine to follow that
+ * many commands.
  */
 #include <curl/curl.h>
 #include <errno.h>

@@ -429,6 +429,110 @@ START_TEST(test_sbxd_lifecycle_restart_keeps_records)
 }
 END_TEST
 
+/* The commands of a stopped sandbox move to the state directory once
+ * nothing reads them (--spill-after): read back, they are what they were,
+ * output byte for byte, after a restart too; after --retain-output they
+ * are gone, file and all. */
+static bool file_is(const char *path, bool want)
+{
+    int64_t deadline = mono_ms() + 10000;
+    while ((access(path, F_OK) == 0) != want) {
+        if (mono_ms() > deadline)
+            return false;
+        usleep(50000);
+    }
+    return true;
+}
+
+static void expect_same_command(struct sbxd *d, const char *sid, const char *cid, const json_t *want,
+                                const struct cmd_result *want_logs)
+{
+    struct http_resp *r = http_get(d, "/v1/sandboxes/%s/cmd/%s", sid, cid);
+    struct cmd_result *c;
+    expect_status(r, 200);
+    ck_assert_msg(json_equal(json_object_get(r->json, "command"), (json_t *)want), "%s changed: %s", cid,
+                  r->body);
+    http_resp_free(r);
+    ck_assert_int_eq(sbx_cmd_wait(d, sid, cid), (int)json_integer_value(json_object_get(want, "exitCode")));
+    c = sbx_logs(d, sid, cid);
+    ck_assert_uint_eq(c->out_len, want_logs->out_len);
+    ck_assert_uint_eq(c->err_len, want_logs->err_len);
+    ck_assert(memcmp(c->out, want_logs->out, c->out_len) == 0);
+    ck_assert(memcmp(c->err, want_logs->err, c->err_len) == 0);
+    ck_assert_uint_eq(c->logs->n, want_logs->logs->n);
+    for (size_t i = 0; i < c->logs->n; i++)
+        ck_assert(json_equal(c->logs->lines[i], want_logs->logs->lines[i]));
+    cmd_result_free(c);
+}
+
+START_TEST(test_sbxd_lifecycle_stopped_output_moves_to_disk)
+{
+    const char *args[] = {"--spill-after", "0", NULL}, *expire[] = {"--retain-output", "1", NULL};
+    struct sbxd *d = sbxd_start(args, NULL);
+    char *sid = sbx_create(d, NULL), *cids[2], store[700], big[40001];
+    struct cmd_result *logs[2];
+    json_t *cmds[2];
+    struct http_resp *r;
+
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    /* Output in many chunks, both streams, multibyte characters, a
+     * non-zero exit; and a command with a 40 KB argument and a cwd. */
+    cids[0] = sbx_detach_sh(d, sid, "printf 'out1\\n'; printf 'err1\\n' >&2; head -c 300000 /dev/zero | tr '\\0' x; "
+                                    "printf '\\303\\251 done\\n' >&2; exit 7");
+    cids[1] = sbx_detach(d, sid, jpack("{s:s,s:[s,s,s],s:s}", "command", "sh", "args", "-c", "echo ${#0}; exit 3",
+                                       big, "cwd", "/tmp"));
+    ck_assert_int_eq(sbx_cmd_wait(d, sid, cids[1]), 3);
+    ck_assert_int_eq(sbx_cmd_wait(d, sid, cids[0]), 7);
+    for (int i = 0; i < 2; i++) {
+        r = http_get(d, "/v1/sandboxes/%s/cmd/%s", sid, cids[i]);
+        expect_status(r, 200);
+        cmds[i] = json_incref(json_object_get(r->json, "command"));
+        http_resp_free(r);
+        logs[i] = sbx_logs(d, sid, cids[i]);
+    }
+    ck_assert_uint_eq(logs[0]->out_len, 5 + 300000);
+    ck_assert_str_eq(logs[0]->err, "err1\n\xc3\xa9 done\n");
+    ck_assert_str_eq(logs[1]->out, "40000\n");
+    r = http_post(d, NULL, "/v1/sandboxes/%s/stop", sid);
+    expect_status(r, 200);
+    http_resp_free(r);
+    ck_assert(sbx_wait_status(d, sid, "stopped", 15000));
+
+    snprintf(store, sizeof store, "%s/sandboxes/%s/commands", d->state, sid);
+    ck_assert_msg(file_is(store, true), "no command store %s", store);
+    /* Read back from the store (a copy is loaded), then again from memory. */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 2; i++)
+            expect_same_command(d, sid, cids[i], cmds[i], logs[i]);
+    r = http_get(d, "/v1/sandboxes/%s/cmd/cmd_nonexistent", sid);
+    expect_error(r, 404, "not_found");
+    http_resp_free(r);
+
+    /* An sbxd started again on the same state still has them. */
+    sbxd_terminate(d);
+    sbxd_restart(d);
+    for (int i = 0; i < 2; i++)
+        expect_same_command(d, sid, cids[i], cmds[i], logs[i]);
+
+    /* Past --retain-output: 410, and the file is gone. */
+    sbxd_terminate(d);
+    sbxd_set_args(d, expire);
+    sbxd_restart(d);
+    ck_assert_msg(file_is(store, false), "%s still there", store);
+    r = http_get(d, "/v1/sandboxes/%s/cmd/%s", sid, cids[0]);
+    expect_error(r, 410, "gone");
+    http_resp_free(r);
+    for (int i = 0; i < 2; i++) {
+        json_decref(cmds[i]);
+        cmd_result_free(logs[i]);
+        free(cids[i]);
+    }
+    free(sid);
+    sbxd_stop(d);
+}
+END_TEST
+
 START_TEST(test_sbxd_lifecycle_sighup_keeps_serving)
 {
     struct sbxd *d = sbxd_start(NULL, NULL);
@@ -626,6 +730,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_lifecycle_max_sandboxes_429);
     tcase_add_test(tc, test_sbxd_lifecycle_sigterm_stops_every_sandbox);
     tcase_add_test(tc, test_sbxd_lifecycle_restart_keeps_records);
+    tcase_add_test(tc, test_sbxd_lifecycle_stopped_output_moves_to_disk);
     tcase_add_test(tc, test_sbxd_lifecycle_restart_after_kill_leaves_nothing);
     tcase_add_test(tc, test_sbxd_lifecycle_concurrent_sandboxes);
     tcase_add_test(tc, test_sbxd_lifecycle_sighup_keeps_serving);

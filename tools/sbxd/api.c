@@ -1037,15 +1037,58 @@ bad:
     return reply_error(r, 400, "bad_request", "%s", err);
 }
 
+/* A command of a stopped sandbox may be in the command store only: a copy
+ * is loaded, without g.lock (it reads a file), and kept with the sandbox
+ * until idle for --spill-after. With a reference, or NULL and errno. */
+static struct command *load_command(struct sandbox *s, const char *id)
+{
+    struct command *c, *loaded = cmdstore_load(s->id, id);
+    int e = errno;
+    pthread_mutex_lock(&g.lock);
+    if (!loaded || !s->cmds_stored) {
+        /* not there, or released meanwhile (--retain-output) */
+        if (loaded)
+            command_unref(loaded);
+        c = command_find(s, id);
+        if (c)
+            command_ref(c);
+        pthread_mutex_unlock(&g.lock);
+        errno = loaded ? ENOENT : e;
+        return c;
+    }
+    c = command_find(s, id); /* another read loaded it first */
+    if (c) {
+        command_unref(loaded);
+    } else {
+        c = loaded;
+        c->sbx = s;
+        c->next = s->commands;
+        s->commands = c;
+    }
+    command_ref(c);
+    s->cmds_used_at = now_ms();
+    pthread_mutex_unlock(&g.lock);
+    return c;
+}
+
 static struct command *get_command(struct http_req *r, struct sandbox *s, const char *id,
                                    enum MHD_Result *ret)
 {
     struct command *c;
-    bool released;
+    bool released, stored;
     pthread_mutex_lock(&g.lock);
     c = command_find(s, id);
     if (c)
         command_ref(c);
+    stored = !c && s->cmds_stored;
+    pthread_mutex_unlock(&g.lock);
+    if (stored && !(c = load_command(s, id)) && errno != ENOENT) {
+        sbxd_log(LOG_WARN, "cannot read command %s of sandbox %s from the state directory: %s", id, s->id,
+                 strerror(errno));
+        *ret = reply_error(r, 500, "internal", "cannot read command %s of stopped sandbox %s", id, s->id);
+        return NULL;
+    }
+    pthread_mutex_lock(&g.lock);
     released = !c && s->status == SBXD_STOPPED && s->ncommands == 0 &&
                now_ms() - s->stopped_at >= g.cfg.retain_stopped_ms;
     pthread_mutex_unlock(&g.lock);

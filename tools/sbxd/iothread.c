@@ -185,10 +185,17 @@ static void fire_timeouts(void)
     command_fire_timeouts(now);
 }
 
+/* Every 10 s, or as often as --spill-after asks, down to every second. */
+static int64_t janitor_period(void)
+{
+    int64_t ms = g.cfg.spill_after_ms;
+    return ms < 1000 ? 1000 : ms > JANITOR_MS ? JANITOR_MS : ms;
+}
+
 static void *io_main(void *arg)
 {
     struct epoll_event evs[64];
-    int64_t next_janitor = mono_ms() + JANITOR_MS;
+    int64_t next_janitor = mono_ms() + janitor_period();
     (void)arg;
 
     pthread_mutex_lock(&g.lock);
@@ -217,7 +224,7 @@ static void *io_main(void *arg)
         fire_timeouts();
         if (mono_ms() >= next_janitor) {
             sandbox_janitor();
-            next_janitor = mono_ms() + JANITOR_MS;
+            next_janitor = mono_ms() + janitor_period();
         }
         free_dead();
     }

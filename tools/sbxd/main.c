@@ -81,6 +81,8 @@ static void usage(FILE *out)
 "                          deleted, 0 = forever [7d]\n"
 "  --retain-output T       output of a stopped sandbox's commands is kept this\n"
 "                          long [30m]\n"
+"  --spill-after T         ... in memory until nothing has read it for this long,\n"
+"                          then in the state directory [10s]\n"
 "  --log-level LEVEL       error, warn, info or debug [info]\n"
 "  --check                 create a sandbox, report every isolation layer, then exit\n"
 "                          (status 1 when a layer is off without --allow-degraded)\n"
@@ -607,7 +609,7 @@ enum {
     O_LISTEN = 1000, O_STATE, O_TOKEN, O_BWRAP, O_INIT, O_DEFTIMEOUT, O_MAXTIMEOUT, O_MAXSBX,
     O_MAXVCPU, O_PIDS, O_MAXLOG, O_MAXSBXLOG, O_MAXUPLOAD, O_SNAPEXP, O_LOGLEVEL, O_CHECK, O_VERSION,
     O_HELP, O_UPSTREAM_CA, O_IDRANGE, O_DISK, O_INODES, O_ADDHOST, O_DEGRADED, O_UNSAFE_NET,
-    O_MAXCONN, O_MAXUNAUTH, O_READTIMEOUT, O_IOTHREADS, O_WORKERS, O_RETAIN, O_RETAIN_OUT
+    O_MAXCONN, O_MAXUNAUTH, O_READTIMEOUT, O_IOTHREADS, O_WORKERS, O_RETAIN, O_RETAIN_OUT, O_SPILL
 };
 
 int main(int argc, char **argv)
@@ -643,6 +645,7 @@ int main(int argc, char **argv)
         {"workers", required_argument, NULL, O_WORKERS},
         {"retain-records", required_argument, NULL, O_RETAIN},
         {"retain-output", required_argument, NULL, O_RETAIN_OUT},
+        {"spill-after", required_argument, NULL, O_SPILL},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -676,6 +679,7 @@ int main(int argc, char **argv)
     c->max_cmd_log = 16u << 20;
     c->max_sandbox_log = 256u << 20;
     c->retain_stopped_ms = 30 * 60 * 1000;
+    c->spill_after_ms = 10 * 1000;
     c->retain_records_ms = 7LL * 24 * 3600 * 1000;
     c->max_unauth = 256;
     c->read_timeout_s = 60;
@@ -729,6 +733,7 @@ int main(int argc, char **argv)
         case O_WORKERS: if (parse_i64("--workers", optarg, 1, &v)) return 2; c->max_workers = (unsigned)(v > 4096 ? 4096 : v); break;
         case O_RETAIN: if (parse_ms("--retain-records", optarg, 0, &c->retain_records_ms)) return 2; break;
         case O_RETAIN_OUT: if (parse_ms("--retain-output", optarg, 0, &c->retain_stopped_ms)) return 2; break;
+        case O_SPILL: if (parse_ms("--spill-after", optarg, 0, &c->spill_after_ms)) return 2; break;
         case O_VERSION: printf("sbxd %s\n", SBXD_VERSION); return 0;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -1280,6 +1280,19 @@ int sandbox_load_all(void)
             s->stop_reason = sbx__strdup("sbxd restarted");
             sandbox_persist_locked(s);
         }
+        /* The commands an earlier sbxd moved to the command store are
+         * still readable for the rest of --retain-output. */
+        {
+            long ncmd = cmdstore_count(s->id);
+            if (ncmd >= 0) {
+                s->cmds_stored = true;
+                s->ncommands = (size_t)ncmd;
+            }
+            snprintf(rel, sizeof rel, "%s/commands.tmp", e->d_name);
+            if ((path = path_join(dir, rel)) != NULL)
+                unlink(path); /* a write cut short */
+            sbx__free(path);
+        }
         /* Keep the list newest first. */
         for (tail = &g.sandboxes; *tail && (*tail)->created_at > s->created_at; tail = &(*tail)->next)
             ;
@@ -1319,30 +1332,95 @@ int sandbox_prune_records(void)
     return n;
 }
 
+/* Nothing runs or reads them: every command exited, none held but by the
+ * list (no stream, no request). With g.lock held. */
+static bool commands_idle(struct sandbox *s)
+{
+    for (struct command *c = s->commands; c; c = c->next)
+        if (!c->exited || c->refs > 1)
+            return false;
+    return true;
+}
+
+/* Frees the commands only the list holds; those being read stay. */
+static void drop_commands(struct sandbox *s)
+{
+    struct command **pp = &s->commands;
+    while (*pp) {
+        struct command *c = *pp;
+        if (c->refs > 1) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        c->sbx = NULL;
+        command_unref(c);
+    }
+}
+
+#define SPILLS_PER_ROUND 64
+
+/* Moves the commands of the stopped sandboxes in v (each referenced) to
+ * the command store. Entered and left with g.lock held; the files are
+ * written without it: a stopped sandbox's records no longer change, and
+ * only this thread frees them. */
+static void spill_commands(struct sandbox **v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct sandbox *s = v[i];
+        struct command *list = s->commands;
+        int r, e;
+        pthread_mutex_unlock(&g.lock);
+        r = cmdstore_write(s->id, list);
+        e = errno;
+        pthread_mutex_lock(&g.lock);
+        if (r < 0) {
+            static bool warned;
+            s->cmds_store_failed = true;
+            sbxd_log(warned ? LOG_DEBUG : LOG_WARN, "cannot write the commands of stopped sandbox %s to the state directory "
+                     "(%s): their output stays in memory for --retain-output", s->id, strerror(e));
+            warned = true;
+        } else {
+            s->cmds_stored = true;
+            if (commands_idle(s))
+                drop_commands(s);
+        }
+        sandbox_unref(s);
+    }
+}
+
 /* Periodic housekeeping on the I/O thread: timeouts are handled there
- * directly; here, command output of long-stopped sandboxes is released. */
+ * directly; here, the commands of stopped sandboxes move to the command
+ * store once idle (--spill-after) and go for good after --retain-output. */
 void sandbox_janitor(void)
 {
+    struct sandbox *spill[SPILLS_PER_ROUND];
     int64_t now = now_ms();
-    int n;
+    int n, nspill = 0;
     for (struct sandbox *s = g.sandboxes; s; s = s->next) {
+        int64_t used = s->stopped_at > s->cmds_used_at ? s->stopped_at : s->cmds_used_at;
         if (s->status != SBXD_STOPPED && s->status != SBXD_FAILED)
             continue;
-        if (!s->commands || now - s->stopped_at < g.cfg.retain_stopped_ms)
+        if (now - s->stopped_at >= g.cfg.retain_stopped_ms) {
+            if (s->cmds_stored)
+                cmdstore_remove(s->id);
+            s->cmds_stored = false;
+            drop_commands(s);
+            s->ncommands = 0;
+            for (struct command *c = s->commands; c; c = c->next)
+                s->ncommands++;
             continue;
-        struct command **pp = &s->commands;
-        while (*pp) {
-            struct command *c = *pp;
-            if (c->refs > 1) {
-                pp = &c->next;
-                continue;
-            }
-            *pp = c->next;
-            c->sbx = NULL;
-            s->ncommands--;
-            command_unref(c);
+        }
+        if (!s->commands || now - used < g.cfg.spill_after_ms || !commands_idle(s))
+            continue;
+        if (s->cmds_stored)
+            drop_commands(s); /* copies that reads loaded */
+        else if (!s->cmds_store_failed && nspill < SPILLS_PER_ROUND) {
+            sandbox_ref(s);
+            spill[nspill++] = s;
         }
     }
+    spill_commands(spill, nspill);
     snapshot_expire();
     n = sandbox_prune_records();
     if (n)

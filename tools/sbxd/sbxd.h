@@ -96,6 +96,7 @@ struct sbxd_config {
     size_t max_cmd_log;        /* stored output per command */
     size_t max_sandbox_log;    /* stored output per sandbox */
     int64_t retain_stopped_ms; /* keep command logs of stopped sandboxes */
+    int64_t spill_after_ms;    /* ... in memory this long, then in the command store */
     int64_t retain_records_ms; /* keep records of stopped sandboxes, 0 = forever */
     unsigned max_conns;        /* connections served; past it a 503 */
     unsigned max_unauth;       /* connections without a valid token yet */
@@ -225,7 +226,11 @@ struct sandbox {
     int64_t snap_ttl_ms;      /* that snapshot's expiration, -1: sbxd's default */
     char *stop_reason;        /* "timeout", "stop", "snapshot", "failed" */
     struct command *commands;
-    size_t ncommands;
+    size_t ncommands;         /* kept, in memory or in the command store */
+    bool cmds_stored;         /* all of them are in the command store (cmdstore.c);
+                               * those in memory are copies loaded by reads */
+    bool cmds_store_failed;   /* a write failed: they stay in memory */
+    int64_t cmds_used_at;     /* when a read last loaded one back */
     size_t log_bytes;
     int64_t deadline_mono;    /* monotonic ms when the timeout stops it */
     struct limits *limits;
@@ -479,6 +484,16 @@ int sandbox_set_network(struct sandbox *s, struct netpolicy *p, char *err, size_
 struct command *command_find(struct sandbox *s, const char *id); /* needs g.lock */
 void command_ref(struct command *c);
 void command_unref(struct command *c);
+
+/* cmdstore.c: a stopped sandbox's commands on disk. Write: the list
+ * (whose records no longer change) into sandboxes/ID/commands, 0 or -1
+ * with errno. Load: a copy of one command (refs 1, in no list), or NULL
+ * with errno (ENOENT: not there). Count: how many the file holds, -1
+ * without a valid one. None needs g.lock. */
+int cmdstore_write(const char *sandbox_id, struct command *list);
+struct command *cmdstore_load(const char *sandbox_id, const char *command_id);
+long cmdstore_count(const char *sandbox_id);
+void cmdstore_remove(const char *sandbox_id);
 /* Start a command; returns it (with a reference) or NULL with the HTTP status and message set. */
 struct command *command_start(struct sandbox *s, const char *name, sbx__strlist *args,
                               const char *cwd, sbx__strlist *env, bool sudo, int64_t timeout_ms,
