@@ -261,12 +261,12 @@ run 0 "the transcript verifies" -- transcript verify "$dir/run.jsonl"
 grep -q '"verdict":"failed"' "$dir/run.jsonl" && ok "the transcript has the verdict" || not_ok "verdict" "$(tail -2 "$dir/run.jsonl")"
 grep -q '"type":"run"' "$dir/run.jsonl" && ok "the transcript's job is the run" || not_ok "run header" "$(head -2 "$dir/run.jsonl")"
 # What was verified: the base commit and each patch's id (git patch-id's).
-base=$(git -C "$demo" rev-parse HEAD) pid=$(git patch-id --stable <"$patches/break-test.patch" | cut -d' ' -f1)
+base=$(git -C "$demo" rev-parse HEAD) patchid=$(git patch-id --stable <"$patches/break-test.patch" | cut -d' ' -f1)
 if head -1 "$dir/run.jsonl" | python3 -c '
 import json, sys
 i = json.load(sys.stdin)["job"]["inputs"]
 assert i["baseCommit"] == sys.argv[1] and i["patchIds"] == sys.argv[2], i
-' "$base" "$pid" 2>"$dir/pyerr"; then ok "the transcript names the base commit and the patch id"
+' "$base" "$patchid" 2>"$dir/pyerr"; then ok "the transcript names the base commit and the patch id"
 else not_ok "transcript inputs" "$(tail -3 "$dir/pyerr")"; fi
 head -1 "$dir/run.jsonl" | grep -q '"policy":{"jobs":\[{"allow"' && ok "the transcript has the policies used" ||
   not_ok "transcript policies" "$(head -1 "$dir/run.jsonl")"
