@@ -565,6 +565,7 @@ out:
     n_workers--;
     pthread_cond_broadcast(&wq_gone);
     pthread_mutex_unlock(&wq_lock);
+    thread_stack_release();
     return NULL;
 }
 

@@ -62,21 +62,43 @@ void relay(int a, int b, uint64_t *ab, uint64_t *ba)
     }
 }
 
+struct spawned {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *spawned_main(void *p)
+{
+    struct spawned sp = *(struct spawned *)p;
+    sbx__free(p);
+    sp.fn(sp.arg);
+    thread_stack_release();
+    return NULL;
+}
+
 int spawn_detached(void *(*fn)(void *), void *arg)
 {
     pthread_t t;
     pthread_attr_t attr;
     sigset_t all, old;
+    struct spawned *sp = sbx__malloc(sizeof *sp);
     int r;
+
+    if (!sp)
+        return -1;
+    sp->fn = fn;
+    sp->arg = arg;
 
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = pthread_create(&t, &attr, fn, arg);
+    r = pthread_create(&t, &attr, spawned_main, sp);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (r != 0)
+        sbx__free(sp);
     return r == 0 ? 0 : -1;
 }
 

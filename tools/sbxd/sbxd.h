@@ -332,6 +332,11 @@ int rm_rf_at(int dirfd, const char *name);
 /* Replace path's contents via a temp file and rename; `durable` adds an fsync
  * (for records worth a disk flush; never while holding g.lock). */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, bool durable);
+/* For a thread about to end: the pages of its stack below the caller's
+ * frame go back to the kernel. glibc keeps ended threads' stacks (up to
+ * 40 MiB) for new threads, resident as they were left: after a burst, 64
+ * workers' stacks held some 3 MB. */
+void thread_stack_release(void);
 /* Create or truncate path with these contents, no rename, no fsync. */
 int write_file(const char *path, const void *data, size_t len, mode_t mode);
 /* All of data to fd (EINTR retried); 0 or -1 with errno. */

@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -350,4 +352,23 @@ int records_each(const char *sub, const char *prefix, int (*each)(const char *id
     closedir(d);
     sbx__free(dir);
     return n;
+}
+
+void thread_stack_release(void)
+{
+    pthread_attr_t a;
+    void *lo;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t start = ((uintptr_t)lo + page - 1) & ~(page - 1);
+        /* two pages below this frame for the calls still to come here;
+         * deeper ones only fault in zeroed pages */
+        uintptr_t end = ((uintptr_t)__builtin_frame_address(0) - 2 * page) & ~(page - 1);
+        if (end > start && end - start <= size)
+            madvise((void *)start, end - start, MADV_DONTNEED);
+    }
+    pthread_attr_destroy(&a);
 }
