@@ -987,6 +987,10 @@ START_TEST(test_sbxd_layers_wide_cidr_does_not_open_host)
     ck_assert_msg(contains(c->out, "STATUS 200"), "0.0.0.0/0 does not reach the outside: %s%s", c->out, c->err);
     cmd_result_free(c);
     for (size_t i = 0; addrs[i]; i++) {
+        /* Other tests' networks (10.213.0.0/16, testnet.c) come and go
+         * while this one runs: only this test's own is there to stay. */
+        if (strncmp(addrs[i], "10.213.", 7) == 0 && strcmp(addrs[i], t->host_addr) != 0)
+            continue;
         c = proxy_fetch(d, sid, addrs[i], any->port);
         ck_assert_msg(contains(c->out, "STATUS 403"), "0.0.0.0/0 reached the host at %s: %s%s", addrs[i], c->out,
                       c->err);
