@@ -1189,6 +1189,21 @@ static shape_result match_cli(const char *buf, size_t len, int prev, bool more,
         return SBX__SHAPE_NO;
     prog = buf[0] == 'c' ? CURL : buf[0] == 'd' ? DOCKER : buf[0] == 'm' ? MYSQL : SSHPASS;
     i = prog == CURL ? 4 : prog == DOCKER ? 12 : prog == MYSQL ? 5 : 7;
+    {
+        /* Every answer but NO needs an option holding "-u" (curl: -u,
+         * -uUSER:PASS, --user) or "-p" (the others) before the line's end,
+         * past which the options below are never read: without one on a
+         * line already whole, the answer is NO (a command line without a
+         * password costs a search, not a parse). */
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - buf) : len;
+        const char *d = buf + i, *stop = buf + e;
+        char want = prog == CURL ? 'u' : 'p';
+        while ((d = memchr(d, '-', (size_t)(stop - d))) && d + 1 < stop && d[1] != want)
+            d++;
+        if ((nl || !more) && !(d && d + 1 < stop))
+            return SBX__SHAPE_NO;
+    }
     if (prog == MYSQL) /* mysqldump, mysqladmin, mysqlsh... */
         while (i < len && is_alpha((unsigned char)buf[i]))
             i++;
