@@ -1220,7 +1220,9 @@ static shape_result match_cli(const char *buf, size_t len, int prev, bool more,
         os = i;
         if (cli_word(buf, len, i, more, &wend, &ws, &we) == BYTE_NEED)
             return SBX__SHAPE_MORE;
-        i = wend;
+        /* an empty word (an ESC, which ends words) is passed over a byte
+         * at a time: taking no byte here looped for ever */
+        i = wend > os ? wend : os + 1;
         if (buf[os] != '-')
             continue;
         {
