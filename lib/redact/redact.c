@@ -650,20 +650,31 @@ static size_t tri_alts(const struct cand *c, sbx__tri_alt *a)
     size_t n = 0;
     memset(a, 0, TRI_ALTS * sizeof *a);
     if (!c->dec) {
-        for (size_t j = 0; j < 3; j++) {
-            if (j >= c->tlen) {
-                memset(a[0].b[j], 0xff, sizeof a->b[j]);
-                continue;
-            }
-            set_bit(a[0].b[j], t[j]);
-            if (c->icase) {
-                set_bit(a[0].b[j], lower(t[j]));
-                set_bit(a[0].b[j], upper(t[j]));
-            }
-        }
+        /* A token with a quick reject is described by its bytes 0, 1
+         * and 3 (sbx__tri_alt): a separator there ("npm_", "api_org_")
+         * keeps "npm WARN" and "/api/" out; a byte past the trigger is
+         * one of the body's class where the quick reject covers it. */
         shape_probe(c, &a[0].need_from, &a[0].need_n, &a[0].need);
         if (!a[0].need_n)
             a[0].need = 0; /* no quick reject: an ordinary alternative */
+        for (size_t j = 0; j < 3; j++) {
+            size_t at = a[0].need && j == 2 ? 3 : j;
+            if (at >= c->tlen) {
+                if (a[0].need && at >= a[0].need_from && at < (size_t)a[0].need_from + a[0].need_n) {
+                    for (unsigned b = 0; b < 128; b++)
+                        if (sbx__kclass[b] & a[0].need)
+                            set_bit(a[0].b[j], (unsigned char)b);
+                } else {
+                    memset(a[0].b[j], 0xff, sizeof a->b[j]);
+                }
+                continue;
+            }
+            set_bit(a[0].b[j], t[at]);
+            if (c->icase) {
+                set_bit(a[0].b[j], lower(t[at]));
+                set_bit(a[0].b[j], upper(t[at]));
+            }
+        }
         return 1;
     }
     /* raw, raw, raw or an escape */

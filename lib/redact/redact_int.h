@@ -101,7 +101,8 @@ extern const size_t sbx__nshapes;
 #include <sbxrun/common.h>
 
 /* One way a candidate can begin: the bytes each of its first three
- * positions can hold (256-bit sets). */
+ * positions can hold (256-bit sets); for a token shape with a quick
+ * reject (need not 0), its positions 0, 1 and 3. */
 typedef struct sbx__tri_alt {
     uint64_t b[3][4];
     /* A token shape's quick reject, when need is not 0: the bytes
@@ -110,7 +111,7 @@ typedef struct sbx__tri_alt {
     uint8_t need_from, need_n, need;
 } sbx__tri_alt;
 typedef struct sbx__tri sbx__tri;
-/* The bytes sbx__tri_block reads: 64 positions and the two after the last;
+/* The bytes sbx__tri_block reads: 64 positions and the three after the last;
  * given SBX__TRI_NEED or more (the needed bytes of a token starting at any
  * of the 64), it also applies the shapes' quick rejects. */
 #define SBX__TRI_SPAN 70

@@ -16,11 +16,15 @@
  * keep those products small for the bytes that are common in logs.
  *
  * Token shapes with a quick reject (`ghp_` needs alphanumerics from byte
- * 4) get buckets of their own, one per need_from. A position that only
- * such buckets let through goes on only where the bytes its bucket needs
- * have that class, tested from the classes of the 128 bytes at hand: a
- * near miss (`ghp_short`) then never leaves the block, which is what keeps
- * input dense with near misses within 3x of clean text.
+ * 4) get the first 8 buckets, one per need_from while they last (then
+ * sharing one, with the overlap of their needs). Those buckets are looked
+ * up by a token's bytes 0, 1 and 3: the fourth is often its separator
+ * (`npm_`, `api_org_`), which keeps `npm WARN` and `/api/` away from the
+ * class test. A position that only such buckets let through goes on only
+ * where the bytes its bucket needs have that class, tested from the
+ * classes of the 128 bytes at hand: a near miss (`ghp_short`) then never
+ * leaves the block, which is what keeps input dense with near misses
+ * within 3x of clean text.
  *
  * Where the CPU has AVX2 but not VBMI, a second prefilter splits the work
  * by what it looks for (sbx__tri_build_avx2):
@@ -104,6 +108,10 @@ struct sbx__tri {
      * goes on only where its bytes pass that. */
     uint32_t needs; /* which buckets */
     uint8_t need_from[NB * 8], need_n[NB * 8], need[NB * 8];
+    /* The first 8 buckets hold the tokens with a quick reject, by their
+     * bytes 0, 1 and 3 (sbx__tri_alt): their third lookup reads the
+     * block from its fourth byte on. */
+    bool shift;
     void *mem; /* the allocation this is aligned within */
 };
 
@@ -194,6 +202,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
     uint8_t bfrom[NBUCKETS], bn[NBUCKETS], bneed[NBUCKETS];
     double w[256], wall = 0, wsum[NBUCKETS][3], rate = 0;
     size_t *order;
+    bool shifted = false;
     sbx__tri *t;
     *out = NULL;
     if (!n || !sbx__tri_supported())
@@ -204,44 +213,57 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
     memset(wsum, 0, sizeof wsum);
     if (!(order = widest_first(alts, n)))
         return SBX_E_NOMEM;
-    /* Two passes: the shapes with a quick reject first, into buckets of
-     * their own (one per need_from), then the rest into the others. */
+    /* Two passes: the shapes with a quick reject first, into the first 8
+     * buckets (one per need_from while there are buckets left), then the
+     * rest into the others. */
     memset(bfrom, 0, sizeof bfrom);
     memset(bn, 0, sizeof bn);
     memset(bneed, 0, sizeof bneed);
+    for (size_t i = 0; i < n; i++)
+        shifted |= alts[i].need != 0;
     for (size_t o = 0; o < 2 * n; o++) {
         const sbx__tri_alt *a = &alts[order[o % n]];
         double best = 0;
         int bk = -1;
         bool keyed = false; /* its quick reject has a bucket already */
+        /* the tokens' alternatives describe other bytes: the first 8
+         * buckets are theirs alone (all 32 are the others' when there
+         * are none) */
+        unsigned lo = a->need ? 0 : shifted ? 8 : 0, hi = a->need ? 8 : NBUCKETS;
         if ((o < n) != (a->need != 0))
             continue;
-        for (unsigned q = 0; a->need && q < NBUCKETS; q++)
-            keyed |= bneed[q] && bfrom[q] == a->need_from;
-        for (unsigned k = 0; k < NBUCKETS; k++) {
-            double g[3], before = 1, after = 1;
-            bool empty = wsum[k][0] == 0;
-            if (a->need ? (empty ? keyed : !(bneed[k] && bfrom[k] == a->need_from)) : bneed[k] != 0)
-                continue; /* a new bucket only for a new quick reject */
-            for (unsigned j = 0; j < 3; j++) {
-                g[j] = gain(set[k][j], a->b[j], w, wall, wsum[k][j]);
-                before *= wsum[k][j];
-                after *= wsum[k][j] + g[j];
+        for (unsigned q = lo; a->need && q < hi; q++)
+            keyed |= bn[q] && bfrom[q] == a->need_from;
+        for (int merge = 0; merge < 2 && bk < 0; merge++)
+            for (unsigned k = lo; k < hi; k++) {
+                double g[3], before = 1, after = 1;
+                bool empty = wsum[k][0] == 0;
+                /* a token goes with the tokens of its need_from, else to
+                 * a bucket of its own; when none is left, into the
+                 * cheapest, whose reject then covers what both need */
+                if (a->need && !merge && (empty ? keyed : !(bn[k] && bfrom[k] == a->need_from)))
+                    continue;
+                for (unsigned j = 0; j < 3; j++) {
+                    g[j] = gain(set[k][j], a->b[j], w, wall, wsum[k][j]);
+                    before *= wsum[k][j];
+                    after *= wsum[k][j] + g[j];
+                }
+                if (bk < 0 || after - before < best) {
+                    best = after - before;
+                    bk = (int)k;
+                }
             }
-            if (bk < 0 || after - before < best) {
-                best = after - before;
-                bk = (int)k;
-            }
-        }
-        if (bk < 0) {
-            /* more kinds of quick reject than buckets: give the filter up */
-            sbx__free(order);
-            return SBX_OK;
-        }
         if (a->need) {
+            bool first = wsum[bk][0] == 0;
+            unsigned from = a->need_from, to = (unsigned)a->need_from + a->need_n;
+            if (!first) { /* the overlap of both ranges */
+                unsigned bto = (unsigned)bfrom[bk] + bn[bk];
+                from = from > bfrom[bk] ? from : bfrom[bk];
+                to = to < bto ? to : bto;
+            }
             bneed[bk] |= a->need; /* any of the classes: implied by each */
-            bfrom[bk] = a->need_from;
-            bn[bk] = bn[bk] && bn[bk] < a->need_n ? bn[bk] : a->need_n;
+            bfrom[bk] = (uint8_t)from;
+            bn[bk] = (uint8_t)(to > from ? to - from : 0);
         }
         for (unsigned j = 0; j < 3; j++) {
             wsum[bk][j] += gain(set[bk][j], a->b[j], w, wall, wsum[bk][j]);
@@ -264,10 +286,11 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
         t = (sbx__tri *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
         t->mem = mem;
         t->kind = SBX__PF_TRI;
+        t->shift = shifted;
     }
     for (unsigned k = 0; k < NBUCKETS; k++) {
         uint8_t bit = (uint8_t)(1u << (k & 7));
-        if (bneed[k]) {
+        if (bneed[k] && bn[k]) {
             t->needs |= (uint32_t)1 << k;
             t->need_from[k] = bfrom[k];
             t->need_n[k] = bn[k];
@@ -483,21 +506,27 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbm
                                                                                    const unsigned char *p, size_t avail)
 {
     __m512i v0 = _mm512_loadu_si512((const void *)p), v1 = _mm512_loadu_si512((const void *)(p + 1)),
-            v2 = _mm512_loadu_si512((const void *)(p + 2)), ones = _mm512_set1_epi8(-1),
-            any = _mm512_setzero_si512(), needs = _mm512_setzero_si512(), acc[NB];
-    __mmask64 h0 = _mm512_movepi8_mask(v0), h1 = _mm512_movepi8_mask(v1), h2 = _mm512_movepi8_mask(v2);
+            v2 = _mm512_loadu_si512((const void *)(p + 2)), v3 = _mm512_loadu_si512((const void *)(p + 3)),
+            ones = _mm512_set1_epi8(-1), any = _mm512_setzero_si512(), needs = _mm512_setzero_si512(), acc[NB];
+    __mmask64 h0 = _mm512_movepi8_mask(v0), h1 = _mm512_movepi8_mask(v1), h2 = _mm512_movepi8_mask(v2),
+              h3 = _mm512_movepi8_mask(v3);
     uint64_t pass, todo;
     for (unsigned k = 0; k < NB; k++) {
         const uint8_t *a0 = t->t0[k], *a1 = t->t12[0][k], *a2 = t->t12[1][k];
+        /* the tokens' buckets look at byte 3 where the others look at
+         * byte 2 */
+        bool s = k == 0 && t->shift;
+        __m512i x2 = s ? v3 : v2;
+        __mmask64 m2 = s ? h3 : h2;
         /* vpermi2b looks up 128 entries by the low 7 bits of each byte */
         __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
         __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0 + 128), v0, _mm512_loadu_si512(a0 + 192));
         __m512i a = _mm512_mask_blend_epi8(h0, lo, hi);
         __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
-        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), v2, _mm512_loadu_si512(a2 + 64));
+        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), x2, _mm512_loadu_si512(a2 + 64));
         __m512i nb = _mm512_set1_epi8((char)(t->needs >> (8 * k)));
         b = _mm512_mask_mov_epi8(b, h1, ones);
-        c = _mm512_mask_mov_epi8(c, h2, ones);
+        c = _mm512_mask_mov_epi8(c, m2, ones);
         acc[k] = _mm512_ternarylogic_epi32(a, b, c, 0x80);           /* a & b & c */
         any = _mm512_ternarylogic_epi32(any, acc[k], nb, 0xF4);       /* any | (acc & ~nb) */
         needs = _mm512_ternarylogic_epi32(needs, acc[k], nb, 0xF8);   /* needs | (acc & nb) */
