@@ -507,29 +507,35 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbm
 {
     __m512i v0 = _mm512_loadu_si512((const void *)p), v1 = _mm512_loadu_si512((const void *)(p + 1)),
             v2 = _mm512_loadu_si512((const void *)(p + 2)), v3 = _mm512_loadu_si512((const void *)(p + 3)),
-            ones = _mm512_set1_epi8(-1), any = _mm512_setzero_si512(), needs = _mm512_setzero_si512(), acc[NB];
+            any, needs, acc[NB];
     __mmask64 h0 = _mm512_movepi8_mask(v0), h1 = _mm512_movepi8_mask(v1), h2 = _mm512_movepi8_mask(v2),
               h3 = _mm512_movepi8_mask(v3);
     uint64_t pass, todo;
+    /* unrolled: the lookups of the four tables of buckets interleave and
+     * the accumulators stay in registers */
+#pragma GCC unroll 4
     for (unsigned k = 0; k < NB; k++) {
         const uint8_t *a0 = t->t0[k], *a1 = t->t12[0][k], *a2 = t->t12[1][k];
         /* the tokens' buckets look at byte 3 where the others look at
          * byte 2 */
         bool s = k == 0 && t->shift;
-        __m512i x2 = s ? v3 : v2;
-        __mmask64 m2 = s ? h3 : h2;
-        /* vpermi2b looks up 128 entries by the low 7 bits of each byte */
+        /* vpermi2b looks up 128 entries by the low 7 bits of each byte; a
+         * byte of 128 or more passes every bucket at positions 1 and 2 */
         __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
         __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0 + 128), v0, _mm512_loadu_si512(a0 + 192));
-        __m512i a = _mm512_mask_blend_epi8(h0, lo, hi);
         __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
-        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), x2, _mm512_loadu_si512(a2 + 64));
-        __m512i nb = _mm512_set1_epi8((char)(t->needs >> (8 * k)));
-        b = _mm512_mask_mov_epi8(b, h1, ones);
-        c = _mm512_mask_mov_epi8(c, m2, ones);
-        acc[k] = _mm512_ternarylogic_epi32(a, b, c, 0x80);           /* a & b & c */
-        any = _mm512_ternarylogic_epi32(any, acc[k], nb, 0xF4);       /* any | (acc & ~nb) */
-        needs = _mm512_ternarylogic_epi32(needs, acc[k], nb, 0xF8);   /* needs | (acc & nb) */
+        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), s ? v3 : v2, _mm512_loadu_si512(a2 + 64));
+        b = _mm512_mask_mov_epi8(b, h1, _mm512_set1_epi8(-1));
+        c = _mm512_mask_mov_epi8(c, s ? h3 : h2, _mm512_set1_epi8(-1));
+        acc[k] = _mm512_ternarylogic_epi32(_mm512_mask_blend_epi8(h0, lo, hi), b, c, 0x80); /* a & b & c */
+    }
+    {
+        /* the buckets with a quick reject are all among the first 8
+         * (sbx__tri_build) */
+        __m512i nb = _mm512_set1_epi8((char)t->needs);
+        any = _mm512_ternarylogic_epi32(acc[1], acc[2], acc[3], 0xFE);       /* acc1 | acc2 | acc3 */
+        any = _mm512_ternarylogic_epi32(any, acc[0], nb, 0xF4);              /* any | (acc0 & ~nb) */
+        needs = _mm512_and_si512(acc[0], nb);
     }
     pass = (uint64_t)_mm512_test_epi8_mask(any, any);
     todo = (uint64_t)_mm512_test_epi8_mask(needs, needs) & ~pass;
@@ -546,7 +552,7 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbm
         __m512i c1 = _mm512_maskz_permutex2var_epi8(~_mm512_movepi8_mask(w1), k0, w1, k1);
         for (uint32_t bs = t->needs; bs && todo; bs &= bs - 1) {
             unsigned q = (unsigned)__builtin_ctz(bs);
-            uint64_t here = todo & (uint64_t)_mm512_test_epi8_mask(acc[q >> 3], _mm512_set1_epi8((char)(1u << (q & 7))));
+            uint64_t here = todo & (uint64_t)_mm512_test_epi8_mask(acc[0], _mm512_set1_epi8((char)(1u << q)));
             __m512i cls = _mm512_set1_epi8((char)t->need[q]);
             unsigned __int128 bad;
             uint64_t want = ((uint64_t)1 << t->need_n[q]) - 1;
