@@ -83,6 +83,8 @@ struct slot {
 #define PAIR_LIT 4
 #define NEED_PROBE 16 /* how many of a shape's needed bytes at() tests itself */
 #define TRI_ALTS 12    /* most prefilter alternatives a candidate has (tri_alts) */
+#define RUN_SLOTS 8    /* bytes whose runs know what follows them (struct rules) */
+#define RUN_NEXT 16    /* and the run lengths they know it for */
 
 /* The compiled rules: immutable once built, shared by streams through a
  * reference count, so a redactor can change while streams keep theirs. */
@@ -106,6 +108,13 @@ struct rules {
      * (bit 63: 63 or more) of run_ok[c] is set, when run_skip[c]. */
     uint64_t run_ok[256];
     bool run_skip[256];
+    /* and, for a byte c with run_slot[c] (1 to RUN_SLOTS), the bytes that
+     * may follow such a run of length k < RUN_NEXT (a shape's trigger
+     * goes on with one of them): run_next[slot - 1][k]; run_any[c] when
+     * some candidate's run cannot be told so (a literal's, a long one) */
+    uint8_t run_slot[256];
+    bool run_any[256];
+    uint64_t run_next[RUN_SLOTS][RUN_NEXT][4];
     sbx__tri *tri;           /* the three-byte prefilter in front, or NULL (redact_simd.c) */
     const char **kinds;      /* kinds[0] = "secret", then the shapes' kinds */
     char **markers;          /* "[REDACTED:kind]" for each */
@@ -594,6 +603,7 @@ static void slot_set(struct slot *sl, const struct cand *c, uint32_t i)
  */
 static void index_runs(struct rules *r)
 {
+    unsigned slots = 0;
     for (unsigned c = 0; c < 256; c++)
         r->run_skip[c] = !r->intro[c] && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
     for (size_t i = 0; i < r->ncands; i++) {
@@ -604,12 +614,26 @@ static void index_runs(struct rules *r)
             continue;
         while (k < cd->tlen && (unsigned char)cd->trig[k] == c)
             k++;
-        if (k == cd->tlen)
+        if (k == cd->tlen) {
             r->run_skip[c] = false;
-        else if (!cd->dec)
+        } else if (!cd->dec) {
+            unsigned char next = (unsigned char)cd->trig[k];
             r->run_ok[c] |= (uint64_t)1 << (k < 63 ? k : 63);
-        else
+            if (!r->run_slot[c] && slots < RUN_SLOTS)
+                r->run_slot[c] = (uint8_t)++slots;
+            if (!r->run_slot[c] || k >= RUN_NEXT) {
+                r->run_any[c] = true;
+                continue;
+            }
+            set_bit(r->run_next[r->run_slot[c] - 1][k], next);
+            if (cd->icase) {
+                set_bit(r->run_next[r->run_slot[c] - 1][k], lower(next));
+                set_bit(r->run_next[r->run_slot[c] - 1][k], upper(next));
+            }
+        } else {
             r->run_ok[c] |= k < 63 ? (((uint64_t)1 << (k + 1)) - 1) : ~(uint64_t)0;
+            r->run_any[c] = true;
+        }
     }
 }
 
@@ -2006,6 +2030,17 @@ done:
     return CONT_DONE;
 }
 
+/* Whether a candidate can start a run of len bytes c followed by the
+ * byte next (-1: none yet). */
+static inline bool run_fits(const struct rules *r, unsigned char c, size_t len, int next)
+{
+    if (!((r->run_ok[c] >> (len < 63 ? len : 63)) & 1))
+        return false;
+    if (next < 0 || r->run_any[c] || !r->run_slot[c] || len >= RUN_NEXT)
+        return true;
+    return bit_set(r->run_next[r->run_slot[c] - 1][len], (unsigned)next);
+}
+
 /* Where to look next after nothing matched at p[i]: i + 1, or in a run of
  * one byte (a separator line) the first position whose run length some
  * candidate can start with (index_runs), when the run's end is known. */
@@ -2020,7 +2055,7 @@ static inline size_t after_miss(const struct rules *r, const unsigned char *p, s
         e++;
     if (e == n && more)
         return i + 1;
-    while (j + 1 < e && !((r->run_ok[c] >> (e - j < 63 ? e - j : 63)) & 1))
+    while (j + 1 < e && !run_fits(r, c, e - j, e < n ? p[e] : -1))
         j++;
     return j;
 }
