@@ -610,6 +610,7 @@ static inline __attribute__((target("avx2"), always_inline)) void teddy(const st
     __m256i f = _mm256_set1_epi8(0x0f);
     for (unsigned q = 0; q < AVX2_SETS; q++)
         r[q] = _mm256_set1_epi8(-1);
+#pragma GCC unroll 4
     for (unsigned j = 0; j < SBX__AVX2_BYTES; j++) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(p + j));
         __m256i lo = _mm256_and_si256(v, f), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), f);
