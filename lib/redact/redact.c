@@ -1800,10 +1800,24 @@ at(const sbx_redact_stream *s, const unsigned char *base, size_t i, size_t n, si
     return wait ? AT_WAIT : found ? AT_MATCH : AT_NONE;
 }
 
+/* sbx__buf_append() to the output, with its common case (room already
+ * there, no limit) inline: a match appends twice, text and marker. */
+static inline sbx_status out_append(sbx_redact_stream *s, const void *p, size_t n)
+{
+    sbx__buf *b = &s->out;
+    if (__builtin_expect(!b->limit && b->data && n < b->cap - b->len, 1)) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return SBX_OK;
+    }
+    return sbx__buf_append(b, p, n);
+}
+
 static sbx_status emit_marker(sbx_redact_stream *s, unsigned kind)
 {
     s->counts[kind]++;
-    return sbx__buf_append(&s->out, s->r->markers[kind], s->r->marker_len[kind]);
+    return out_append(s, s->r->markers[kind], s->r->marker_len[kind]);
 }
 
 /* The input byte k places before p[i] (k = 1..HIST), from p or the
@@ -2100,7 +2114,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         }
         if (widen(s, p, n, i, more, last_end, kind, &ms, &me, &cont, &pre_base, &pre_mask) != AT_MATCH)
             break; /* something inside needs more bytes: hold from i */
-        if (sbx__buf_append(&s->out, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
+        if (out_append(s, p + emit, i + ms - emit) != SBX_OK || emit_marker(s, kind) != SBX_OK)
             return SBX_E_NOMEM;
         i = emit = last_end = i + me;
         if (cont != SBX__CONT_NONE) {
@@ -2114,7 +2128,7 @@ static sbx_status scan(sbx_redact_stream *s, const unsigned char *p, size_t n, b
         }
     }
 out:
-    if (sbx__buf_append(&s->out, p + emit, i - emit) != SBX_OK)
+    if (out_append(s, p + emit, i - emit) != SBX_OK)
         return SBX_E_NOMEM;
     if (i > 0) {
         /* Remember the last bytes decided, for the next boundaries. */
