@@ -540,10 +540,12 @@ static void stop_sbxd(void)
     sbxd_pid = 0;
 }
 
-/* sbxd's threads, fds and RSS, sampled while a child runs */
+/* sbxd's threads, fds and RSS, sampled while a child runs; and what the
+ * RSS of the last sample is made of: anonymous memory (heap, stacks) and
+ * pages of files (code and libraries, resident once first run), in MB */
 struct server_peak {
     int threads, fds;
-    double rss_mb;
+    double rss_mb, anon_mb, file_mb;
 };
 
 static void sample_server(struct server_peak *sp)
@@ -558,6 +560,10 @@ static void sample_server(struct server_peak *sp)
                 sp->threads = atoi(line + 8);
             if (strncmp(line, "VmRSS:", 6) == 0 && atof(line + 6) / 1024 > sp->rss_mb)
                 sp->rss_mb = atof(line + 6) / 1024;
+            if (strncmp(line, "RssAnon:", 8) == 0)
+                sp->anon_mb = atof(line + 8) / 1024;
+            if (strncmp(line, "RssFile:", 8) == 0)
+                sp->file_mb = atof(line + 8) / 1024;
         }
         fclose(f);
     }
@@ -846,40 +852,14 @@ static int scale_run(const char *self, const char *kind, int k, int total, int s
 
 /* ---- soak: bursts of followed commands, idle connections ------------------ */
 
-static double server_rss_mb(void)
+/* sbxd's RSS now, as "RSS MB (anonymous MB, files MB)" in buf; its MB in
+ * *mb */
+static const char *server_rss(double *mb, char *buf, size_t cap)
 {
     struct server_peak sp = {0};
     sample_server(&sp);
-    return sp.rss_mb;
-}
-
-/* What sbxd's RSS is made of: anonymous memory (its heap, stacks) and
- * pages of files (its code and its libraries', resident once first run),
- * in MB, from /proc/PID/status. */
-static void server_rss_parts(double *anon, double *file)
-{
-    char path[64], line[256];
-    FILE *f;
-    long kb;
-    *anon = *file = 0;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)sbxd_pid);
-    if (!(f = fopen(path, "r")))
-        return;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "RssAnon: %ld", &kb) == 1)
-            *anon = kb / 1024.0;
-        else if (sscanf(line, "RssFile: %ld", &kb) == 1)
-            *file = kb / 1024.0;
-    }
-    fclose(f);
-}
-
-/* "RSS MB (anonymous MB, files MB)" */
-static const char *rss_text(double rss, char *buf, size_t cap)
-{
-    double anon, file;
-    server_rss_parts(&anon, &file);
-    snprintf(buf, cap, "%.1f MB (anonymous %.1f, files %.1f)", rss, anon, file);
+    *mb = sp.rss_mb;
+    snprintf(buf, cap, "%.1f MB (anonymous %.1f, files %.1f)", sp.rss_mb, sp.anon_mb, sp.file_mb);
     return buf;
 }
 
@@ -935,17 +915,16 @@ static int soak(const char *self, int nsbx, int per, int bursts, int sleep_s, in
            bursts, nsbx, per, sleep_s, follow, conns);
     run_lib(self, 4, 50, 16, "true"); /* warm-up: sbxd's first sandboxes, its pool */
     sleep(40);                         /* idle workers exit after 30 s */
-    before = server_rss_mb();
     printf("  sbxd RSS before the first burst (after a warm-up and 40 s idle): %s\n",
-           rss_text(before, text, sizeof text));
+           server_rss(&before, text, sizeof text));
     scale_cmd_header();
     for (int b = 0; b < bursts; b++) {
         if (scale_run(self, "cmd", nsbx * per, nsbx * per, sleep_s, per, follow) < 0)
             failed++;
         sleep(40);
-        after = server_rss_mb();
-        printf("  burst %d: sbxd RSS 40 s after it %s: %.0f%% of before (target <= 120%%)\n", b + 1,
-               rss_text(after, text, sizeof text), 100.0 * after / before);
+        server_rss(&after, text, sizeof text);
+        printf("  burst %d: sbxd RSS 40 s after it %s: %.0f%% of before (target <= 120%%)\n", b + 1, text,
+               100.0 * after / before);
     }
     printf("  After %d bursts: sbxd RSS %.1f MB against %.1f MB before: %s\n", bursts, after, before,
            after <= before * 1.2 ? "met" : "NOT met");
