@@ -9,8 +9,13 @@
  * Each candidate is described by a few alternatives, a set of bytes for
  * each of its first three positions (a literal raw, or beginning with an
  * escape). Alternatives are put into 32 buckets; a byte's table entry says
- * which buckets allow it at that position, and a position passes when one
- * bucket allows all three of its bytes. A bucket allows the product of its
+ * which buckets do not allow it at that position, and a position passes
+ * when one bucket is in none of its three bytes' entries. The tables have
+ * 128 entries (one vpermi2b each): a byte of 128 or more is looked up as
+ * 0 at positions 1 and 2 (a zeroing lookup: every bucket allows it), and
+ * at position 0 as every bucket but those whose set holds one (hi0). The
+ * lookups are most of the filter's cost: a third of the time on build
+ * logs, so each one saved counts. A bucket allows the product of its
  * sets, more than its alternatives, so the filter lets through a superset:
  * the scalar checks behind it decide. The buckets are chosen greedily to
  * keep those products small for the bytes that are common in logs.
@@ -98,10 +103,17 @@ static inline bool bits_has(const uint32_t *set, uint32_t h)
 struct sbx__tri {
     int kind; /* SBX__PF_TRI or SBX__PF_AVX2 */
     struct avx2 *x;
-    /* position 0: all 256 bytes; positions 1 and 2: ASCII (a byte of 128
-     * or more passes there for every bucket) */
-    uint8_t t0[NB][256];
+    /* positions 0, 1 and 2: ASCII; a byte of 128 or more passes at
+     * position 0 the buckets that allow one of them there (hi0), at
+     * positions 1 and 2 every bucket */
+    uint8_t t0[NB][128];
     uint8_t t12[2][NB][128];
+    uint8_t hi0[NB];
+    /* the same, as the block reads them: ~hi0[k] in each of 64 bytes,
+     * and the quick-reject buckets (needs) in each (loads, where a
+     * broadcast from a register would take the shuffle port) */
+    _Alignas(64) uint8_t hi0v[NB][64];
+    _Alignas(64) uint8_t needsv[64];
     /* Buckets of token shapes with a quick reject, one per need_from:
      * the union of their classes and the least of their need_n, which
      * each member's own reject implies. A position they alone let through
@@ -297,13 +309,26 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
             t->need[k] = bneed[k];
         }
         for (unsigned b = 0; b < 256; b++) {
-            if (has(set[k][0], b))
+            if (has(set[k][0], b) && b < 128)
                 t->t0[k >> 3][b] |= bit;
+            else if (has(set[k][0], b))
+                t->hi0[k >> 3] |= bit;
             for (unsigned j = 1; j < 3; j++)
                 if (b < 128 && has(set[k][j], b))
                     t->t12[j - 1][k >> 3][b] |= bit;
         }
     }
+    /* the tables say which buckets do not allow a byte: a byte of 128 or
+     * more then reads 0 at positions 1 and 2 (a zeroing lookup) */
+    for (unsigned q = 0; q < NB; q++)
+        for (unsigned b = 0; b < 128; b++) {
+            t->t0[q][b] = (uint8_t)~t->t0[q][b];
+            t->t12[0][q][b] = (uint8_t)~t->t12[0][q][b];
+            t->t12[1][q][b] = (uint8_t)~t->t12[1][q][b];
+        }
+    for (unsigned q = 0; q < NB; q++)
+        memset(t->hi0v[q], (uint8_t)~t->hi0[q], sizeof t->hi0v[q]);
+    memset(t->needsv, (uint8_t)t->needs, sizeof t->needsv);
     *out = t;
     return SBX_OK;
 }
@@ -519,20 +544,20 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbm
         /* the tokens' buckets look at byte 3 where the others look at
          * byte 2 */
         bool s = k == 0 && t->shift;
-        /* vpermi2b looks up 128 entries by the low 7 bits of each byte; a
-         * byte of 128 or more passes every bucket at positions 1 and 2 */
-        __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
-        __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0 + 128), v0, _mm512_loadu_si512(a0 + 192));
-        __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
-        __m512i c = _mm512_permutex2var_epi8(_mm512_loadu_si512(a2), s ? v3 : v2, _mm512_loadu_si512(a2 + 64));
-        b = _mm512_mask_mov_epi8(b, h1, _mm512_set1_epi8(-1));
-        c = _mm512_mask_mov_epi8(c, s ? h3 : h2, _mm512_set1_epi8(-1));
-        acc[k] = _mm512_ternarylogic_epi32(_mm512_mask_blend_epi8(h0, lo, hi), b, c, 0x80); /* a & b & c */
+        /* vpermi2b looks up 128 entries by the low 7 bits of each byte;
+         * a byte of 128 or more passes by hi0 at position 0, and every
+         * bucket at positions 1 and 2 */
+        __m512i a = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
+        __m512i b = _mm512_maskz_permutex2var_epi8(~h1, _mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
+        __m512i c = _mm512_maskz_permutex2var_epi8(s ? ~h3 : ~h2, _mm512_loadu_si512(a2), s ? v3 : v2,
+                                                   _mm512_loadu_si512(a2 + 64));
+        a = _mm512_mask_loadu_epi8(a, h0, t->hi0v[k]);
+        acc[k] = _mm512_ternarylogic_epi32(a, b, c, 0x01); /* ~(a | b | c) */
     }
     {
         /* the buckets with a quick reject are all among the first 8
          * (sbx__tri_build) */
-        __m512i nb = _mm512_set1_epi8((char)t->needs);
+        __m512i nb = _mm512_load_si512((const void *)t->needsv);
         any = _mm512_ternarylogic_epi32(acc[1], acc[2], acc[3], 0xFE);       /* acc1 | acc2 | acc3 */
         any = _mm512_ternarylogic_epi32(any, acc[0], nb, 0xF4);              /* any | (acc0 & ~nb) */
         needs = _mm512_and_si512(acc[0], nb);
