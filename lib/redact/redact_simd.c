@@ -13,7 +13,7 @@
  * when one bucket is in none of its three bytes' entries. The tables have
  * 128 entries (one vpermi2b each): a byte of 128 or more is looked up as
  * 0 at positions 1 and 2 (a zeroing lookup: every bucket allows it), and
- * at position 0 as every bucket but those whose set holds one (hi0). The
+ * at position 0 as every bucket but those whose set holds one (hi0v). The
  * lookups are most of the filter's cost: a third of the time on build
  * logs, so each one saved counts. A bucket allows the product of its
  * sets, more than its alternatives, so the filter lets through a superset:
@@ -104,14 +104,14 @@ struct sbx__tri {
     int kind; /* SBX__PF_TRI or SBX__PF_AVX2 */
     struct avx2 *x;
     /* positions 0, 1 and 2: ASCII; a byte of 128 or more passes at
-     * position 0 the buckets that allow one of them there (hi0), at
+     * position 0 the buckets that allow one of them there (hi0v), at
      * positions 1 and 2 every bucket */
     uint8_t t0[NB][128];
     uint8_t t12[2][NB][128];
-    uint8_t hi0[NB];
-    /* the same, as the block reads them: ~hi0[k] in each of 64 bytes,
-     * and the quick-reject buckets (needs) in each (loads, where a
-     * broadcast from a register would take the shuffle port) */
+    /* as the block reads them, in each of 64 bytes (loads, where a
+     * broadcast from a register would take the shuffle port): at
+     * position 0, for a byte of 128 or more, the buckets whose set holds
+     * none; and the quick-reject buckets (needs) */
     _Alignas(64) uint8_t hi0v[NB][64];
     _Alignas(64) uint8_t needsv[64];
     /* Buckets of token shapes with a quick reject, one per need_from:
@@ -211,7 +211,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
 {
     enum { NBUCKETS = NB * 8 };
     uint64_t set[NBUCKETS][3][4];
-    uint8_t bfrom[NBUCKETS], bn[NBUCKETS], bneed[NBUCKETS];
+    uint8_t bfrom[NBUCKETS], bn[NBUCKETS], bneed[NBUCKETS], hi0[NB] = {0};
     double w[256], wall = 0, wsum[NBUCKETS][3], rate = 0;
     size_t *order;
     bool shifted = false;
@@ -309,10 +309,12 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
             t->need[k] = bneed[k];
         }
         for (unsigned b = 0; b < 256; b++) {
-            if (has(set[k][0], b) && b < 128)
-                t->t0[k >> 3][b] |= bit;
-            else if (has(set[k][0], b))
-                t->hi0[k >> 3] |= bit;
+            if (has(set[k][0], b)) {
+                if (b < 128)
+                    t->t0[k >> 3][b] |= bit;
+                else
+                    hi0[k >> 3] |= bit;
+            }
             for (unsigned j = 1; j < 3; j++)
                 if (b < 128 && has(set[k][j], b))
                     t->t12[j - 1][k >> 3][b] |= bit;
@@ -327,7 +329,7 @@ sbx_status sbx__tri_build(const sbx__tri_alt *alts, size_t n, sbx__tri **out)
             t->t12[1][q][b] = (uint8_t)~t->t12[1][q][b];
         }
     for (unsigned q = 0; q < NB; q++)
-        memset(t->hi0v[q], (uint8_t)~t->hi0[q], sizeof t->hi0v[q]);
+        memset(t->hi0v[q], (uint8_t)~hi0[q], sizeof t->hi0v[q]);
     memset(t->needsv, (uint8_t)t->needs, sizeof t->needsv);
     *out = t;
     return SBX_OK;
@@ -545,7 +547,7 @@ static __attribute__((target("avx512f,avx512bw,avx512vbmi"))) uint64_t block_vbm
          * byte 2 */
         bool s = k == 0 && t->shift;
         /* vpermi2b looks up 128 entries by the low 7 bits of each byte;
-         * a byte of 128 or more passes by hi0 at position 0, and every
+         * a byte of 128 or more passes by hi0v at position 0, and every
          * bucket at positions 1 and 2 */
         __m512i a = _mm512_permutex2var_epi8(_mm512_loadu_si512(a0), v0, _mm512_loadu_si512(a0 + 64));
         __m512i b = _mm512_maskz_permutex2var_epi8(~h1, _mm512_loadu_si512(a1), v1, _mm512_loadu_si512(a1 + 64));
