@@ -798,6 +798,43 @@ START_TEST(test_redact_prefilter_alignments)
 }
 END_TEST
 
+/* Values with a byte of 128 or more (UTF-8) as their first, second or
+ * third byte, at each alignment to the prefilters' blocks, among words
+ * that hold such bytes too: the three-byte filter looks those bytes up
+ * apart from the ASCII ones (hi0v at the first position, a zeroing lookup
+ * at the others). The same output as the pair filter alone, each value
+ * redacted. */
+START_TEST(test_redact_prefilter_high_bytes)
+{
+    const char *vals[] = {"\xc3\xa9t\xc3\xa9-secret-v4lue", "k\xc3\xb8ln-secret-v4lue", "ab\xe2\x82\xac-secret-v4lue"};
+    char piece[128], text[512];
+    sbx_redactor *none = pf_redactor(SBX__PF_NONE, false, vals, SBX__ARRAY_LEN(vals)),
+                 *r[] = {pf_redactor(SBX__PF_TRI, false, vals, SBX__ARRAY_LEN(vals)),
+                         pf_redactor(SBX__PF_AVX2, false, vals, SBX__ARRAY_LEN(vals))};
+    ck_assert_int_eq(sbx__redact_prefilter(r[0]), sbx__tri_supported() ? SBX__PF_TRI : SBX__PF_NONE);
+    ck_assert_int_eq(sbx__redact_prefilter(r[1]), sbx__tri_avx2_supported() ? SBX__PF_AVX2 : SBX__PF_NONE);
+    for (size_t v = 0; v < SBX__ARRAY_LEN(vals); v++) {
+        /* UTF-8 words around it: high bytes at every position near it */
+        size_t n = (size_t)snprintf(piece, sizeof piece, "\xc3\xa9\xc3\xa9 %s \xe2\x82\xac\xc3\xb8", vals[v]);
+        for (size_t pad = 0; pad < 72; pad += pad_step()) {
+            size_t len = pf_place(text, pad, piece, n, 80);
+            for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++) {
+                char *with = chunked(r[f], text, len, len), *without = chunked(none, text, len, len);
+                ck_assert_msg(strcmp(with, without) == 0, "prefilter %d, value %zu at %zu: \"%s\" vs \"%s\"",
+                              sbx__redact_prefilter(r[f]), v, pad, with, without);
+                ck_assert_msg(strstr(with, "[REDACTED:secret]") && !strstr(with, "-secret-v4lue"),
+                              "value %zu at %zu not redacted: \"%s\"", v, pad, with);
+                free(with);
+                free(without);
+            }
+        }
+    }
+    for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++)
+        sbx_redactor_free(r[f]);
+    sbx_redactor_free(none);
+}
+END_TEST
+
 /* Every shape case (tokens at their shortest, near misses, prose) at each
  * alignment to the prefilters' blocks, followed by a space or the end:
  * the same output behind each prefilter as with the pair filter alone (the
@@ -1187,6 +1224,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_counts);
     tcase_add_test(tc, test_redact_prefilter_alignments);
     tcase_add_test(tc, test_redact_prefilter_shape_alignments);
+    tcase_add_test(tc, test_redact_prefilter_high_bytes);
     tcase_add_test(tc, test_redact_stream_keeps_its_rules);
     tcase_add_loop_test(tc, test_redact_any_chunking_same_output, 0, 4);
     tcase_add_test(tc, test_redact_shared_between_threads);
