@@ -5,7 +5,8 @@
  * connections without a token are capped, oldest closed first; past the
  * connection limit a 503 with Retry-After; silent connections time out;
  * command lines up to execve's limits run whole, larger ones are refused
- * before anything runs; old records are pruned.
+ * before anything runs; old records are pruned; SIGTERM under load exits
+ * cleanly.
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -389,6 +391,85 @@ START_TEST(test_sbxd_conns_old_records_pruned)
 }
 END_TEST
 
+/* A client that keeps sbxd busy until it is killed: the requests in reqs
+ * (pipelined, the last one closing), on one connection after another, the
+ * answers read and dropped. A forked child: no ck_assert here. */
+static void busy_client(const struct sbxd *d, const char *reqs)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    char buf[65536];
+    memcpy(sa.sun_path, d->sock, strlen(d->sock) + 1);
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            if (fd >= 0)
+                close(fd);
+            usleep(1000);
+            continue;
+        }
+        if (send(fd, reqs, strlen(reqs), MSG_NOSIGNAL) > 0)
+            while (read(fd, buf, sizeof buf) > 0)
+                ;
+        close(fd);
+    }
+}
+
+/* SIGTERM while requests keep coming on open connections, workers answer,
+ * long polls and log streams wait: sbxd ends with status 0 every time. A
+ * request that arrived while sbxd was stopping used to leave its connection
+ * suspended when the HTTP server was stopped, and libmicrohttpd aborted the
+ * process ("MHD_stop_daemon() called while we have suspended connections"). */
+START_TEST(test_sbxd_conns_sigterm_under_load)
+{
+    enum { ROUNDS = 8, KINDS = 4, KIDS = 9 };
+    for (int round = 0; round < ROUNDS; round++) {
+        struct sbxd *d = sbxd_start(NULL, NULL);
+        char *sid = sbx_create(d, NULL), *cid = sbx_detach_sh(d, sid, "sleep 600");
+        char reqs[KINDS][4096];
+        pid_t kids[KIDS];
+        const char *body = "{\"runtime\":\"node22\"}";
+        size_t o = 0;
+
+        /* many short requests on each connection */
+        for (int i = 0; i < 30; i++)
+            o += (size_t)snprintf(reqs[0] + o, sizeof reqs[0] - o,
+                                  "GET /v2/sandboxes?limit=1 HTTP/1.1\r\nHost: sbxd\r\nAuthorization: Bearer %s\r\n%s\r\n",
+                                  d->token, i == 29 ? "Connection: close\r\n" : "");
+        /* creates, each booting a sandbox while the stop begins */
+        snprintf(reqs[1], sizeof reqs[1],
+                 "POST /v2/sandboxes HTTP/1.1\r\nHost: sbxd\r\nAuthorization: Bearer %s\r\n"
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 d->token, strlen(body), body);
+        /* a long poll and a log stream on the running command */
+        snprintf(reqs[2], sizeof reqs[2],
+                 "GET /v1/sandboxes/%s/cmd/%s?wait=true HTTP/1.1\r\nHost: sbxd\r\nAuthorization: Bearer %s\r\n"
+                 "Connection: close\r\n\r\n",
+                 sid, cid, d->token);
+        snprintf(reqs[3], sizeof reqs[3],
+                 "GET /v1/sandboxes/%s/cmd/%s/logs HTTP/1.1\r\nHost: sbxd\r\nAuthorization: Bearer %s\r\n"
+                 "Connection: close\r\n\r\n",
+                 sid, cid, d->token);
+        for (int k = 0; k < KIDS; k++) {
+            kids[k] = fork();
+            ck_assert_int_ge(kids[k], 0);
+            if (kids[k] == 0) {
+                busy_client(d, reqs[k < KIDS - KINDS + 1 ? 0 : k - (KIDS - KINDS)]);
+                _exit(0);
+            }
+        }
+        usleep((useconds_t)(200 + 100 * (round % 5)) * 1000);
+        sbxd_terminate(d); /* asserts a clean exit */
+        for (int k = 0; k < KIDS; k++) {
+            kill(kids[k], SIGKILL);
+            waitpid(kids[k], NULL, 0);
+        }
+        free(cid);
+        free(sid);
+        sbxd_stop(d);
+    }
+}
+END_TEST
+
 Suite *sbx_test_suite(void)
 {
     Suite *s = suite_create("sbxd_conns");
@@ -401,6 +482,9 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_sbxd_conns_silent_connection_times_out);
     tcase_add_test(tc, test_sbxd_conns_large_command_lines);
     tcase_add_test(tc, test_sbxd_conns_old_records_pruned);
+    suite_add_tcase(s, tc);
+    tc = sbx_tcase("sigterm_under_load", 180);
+    tcase_add_test(tc, test_sbxd_conns_sigterm_under_load);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -514,13 +514,23 @@ static pthread_cond_t wq_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t wq_gone = PTHREAD_COND_INITIALIZER;
 static struct http_req *wq_head, *wq_tail;
 static unsigned wq_len, n_workers, n_idle;
+/* Requests handed to the workers and not yet answered, parked ones among
+ * them: sbxd stops only after the last (their connections are suspended,
+ * and libmicrohttpd aborts the process if it is stopped with one). */
+static unsigned n_inflight;
 static bool wq_stop;
+/* Set (with g.lock) when sbxd stops: nothing parks any more. */
+static bool closing;
 
 /* A request whose answer is ready (or that is to be closed): the I/O
- * thread takes it from here. */
+ * thread takes it from here. r may be gone once this returns. */
 static void answer_ready(struct http_req *r)
 {
     MHD_resume_connection(r->conn);
+    pthread_mutex_lock(&wq_lock);
+    if (--n_inflight == 0)
+        pthread_cond_broadcast(&wq_gone);
+    pthread_mutex_unlock(&wq_lock);
 }
 
 static void run_request(struct http_req *r)
@@ -656,6 +666,12 @@ enum MHD_Result http_park_request(struct http_req *r, struct waitq *q)
     r->w.req = r;
     r->w.conn = r->conn;
     r->w.gone = false;
+    if (closing) {
+        /* sbxd is stopping: closed now, as the stop closes the parked ones */
+        r->close = true;
+        answer_ready(r);
+        return HTTP_PARKED;
+    }
     park_locked(q, &r->w);
     return HTTP_PARKED;
 }
@@ -664,6 +680,11 @@ void http_park_stream(struct waiter *w, struct waitq *q, struct MHD_Connection *
 {
     w->req = NULL;
     w->conn = conn;
+    if (closing) {
+        /* sbxd is stopping: the reader, called again, ends the stream */
+        w->gone = true;
+        return;
+    }
     MHD_suspend_connection(conn);
     park_locked(q, w);
 }
@@ -795,10 +816,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         struct MHD_Response *resp = r->resp;
         enum MHD_Result ret;
         if (!resp) {
-            if (r->close)
-                return MHD_NO;
-            MHD_suspend_connection(conn); /* not ready: cannot happen, but never spin */
-            return MHD_YES;
+            /* A close; or asked again after MHD_queue_response() took
+             * nothing: libmicrohttpd does that once MHD_stop_daemon() has
+             * begun (it returns MHD_YES and drops the response), and the
+             * connection is closed then anyway. Never suspended here: the
+             * stop would find it so and abort the process. */
+            return MHD_NO;
         }
         r->resp = NULL;
         ret = MHD_queue_response(conn, r->resp_status, resp);
@@ -806,6 +829,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         return ret;
     }
     split_path(r);
+    pthread_mutex_lock(&wq_lock);
+    if (wq_stop) {
+        /* On a connection opened before the stop: no worker takes it. */
+        pthread_mutex_unlock(&wq_lock);
+        return reply_error(r, 503, "unavailable", "sbxd is stopping");
+    }
+    n_inflight++;
+    pthread_mutex_unlock(&wq_lock);
     r->dispatched = true;
     MHD_suspend_connection(conn);
     work_push(r);
@@ -1021,22 +1052,27 @@ int http_start(void)
 void http_stop(void)
 {
     if (daemon_) {
-        /* No new work (new connections refused); parked requests and
-         * streams answered (closed), and the workers finished: MHD must not
-         * stop with a connection suspended or a worker still holding one. */
+        /* No new work: new connections refused, requests on open ones
+         * answered 503 instead of handed to a worker, nothing parked any
+         * more. Then the parked requests and streams are closed and every
+         * request handed out is answered, and the workers finish: MHD must
+         * not stop with a connection suspended or a worker still holding
+         * one. */
         atomic_store(&refusing, true);
+        pthread_mutex_lock(&g.lock);
+        closing = true;
+        pthread_mutex_unlock(&g.lock);
         pthread_mutex_lock(&wq_lock);
         wq_stop = true;
         pthread_cond_broadcast(&wq_cond);
         pthread_mutex_unlock(&wq_lock);
         wake_all_gone();
         pthread_mutex_lock(&wq_lock);
-        while (n_workers > 0) {
+        while (n_inflight > 0 || n_workers > 0) {
             if (cond_wait_ms(&wq_gone, &wq_lock, 5000) == ETIMEDOUT)
-                sbxd_log(LOG_INFO, "http: waiting for %u requests to finish", n_workers);
+                sbxd_log(LOG_INFO, "http: waiting for %u requests to finish", n_inflight);
         }
         pthread_mutex_unlock(&wq_lock);
-        wake_all_gone();
         /* It closes the listen socket it was given (not quiesced). */
         MHD_stop_daemon(daemon_);
         listen_fd = -1;
