@@ -11,11 +11,12 @@
  * extended regex per rule (the shapes and the 20 values), each applied
  * over the whole buffer in turn. Best of RUNS.
  *
- * usage: bench-redact [--only clean|dense|near|near-shapes] [--path pair|vbmi|avx2] [--mb N]
+ * usage: bench-redact [--only clean|dense|near|near-shapes|near-values] [--path pair|vbmi|avx2] [--mb N]
  *   --only  one input, ours alone (no peer): for a profiler, or for
  *           `valgrind --tool=callgrind`, whose instruction counts do not
  *           depend on what else the machine is doing; near-shapes is (c)
- *           without its values' lines, text with nothing to redact
+ *           without its values' lines, text with nothing to redact;
+ *           near-values is those lines alone, every one redacted
  *   --path  with --only: that scan path [the one the library picks]
  *   --mb    input size in MiB [16]
  */
@@ -73,10 +74,11 @@ static size_t fill(char *buf, size_t size, int kind)
             line = clean[i % 7];
         } else if (kind == 1) {
             line = i % 2 ? dense[(i / 2) % 4] : (snprintf(tmp, sizeof tmp, "value %s in line\n", values[i % 20]), tmp);
-        } else if (kind == 2) {
-            /* a value cut one byte short, and the prefixes */
-            line = i % 3 ? near[i % 2] : (snprintf(tmp, sizeof tmp, "%.*s\n", (int)strlen(values[i % 20]) - 1,
-                                                    values[i % 20]), tmp);
+        } else if (kind == 2 || kind == 4) {
+            /* a value cut one byte short, and the prefixes (4: the values alone) */
+            line = i % 3 && kind == 2 ? near[i % 2]
+                                      : (snprintf(tmp, sizeof tmp, "%.*s\n", (int)strlen(values[i % 20]) - 1,
+                                                  values[i % 20]), tmp);
         } else {
             line = near[i % 2]; /* the prefixes alone: nothing to redact */
         }
@@ -247,8 +249,8 @@ static void cpu_flags(void)
 int main(int argc, char **argv)
 {
     static const char *const names[] = {"clean build log", "dense secrets", "adversarial near misses",
-                                        "near misses of the shapes alone"};
-    static const char *const keys[] = {"clean", "dense", "near", "near-shapes"};
+                                        "near misses of the shapes alone", "values cut one byte short alone"};
+    static const char *const keys[] = {"clean", "dense", "near", "near-shapes", "near-values"};
     int only = -1, path = SBX__PF_AUTO;
     size_t size = SIZE;
     regex_t res[40];
@@ -260,11 +262,11 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) {
             a++;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 5; k++)
                 if (strcmp(argv[a], keys[k]) == 0)
                     only = k;
             if (only < 0) {
-                fprintf(stderr, "bench-redact: --only clean|dense|near|near-shapes\n");
+                fprintf(stderr, "bench-redact: --only clean|dense|near|near-shapes|near-values\n");
                 return 2;
             }
         } else if (strcmp(argv[a], "--path") == 0 && a + 1 < argc) {
@@ -279,7 +281,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[a], "--mb") == 0 && a + 1 < argc && atoi(argv[a + 1]) > 0) {
             size = (size_t)atoi(argv[++a]) << 20;
         } else {
-            fprintf(stderr, "usage: bench-redact [--only clean|dense|near|near-shapes] [--path pair|vbmi|avx2] [--mb N]\n");
+            fprintf(stderr, "usage: bench-redact [--only clean|dense|near|near-shapes|near-values] [--path pair|vbmi|avx2] [--mb N]\n");
             return 2;
         }
     }
