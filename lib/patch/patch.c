@@ -548,6 +548,92 @@ static void id_abandon(struct id_job *j)
     j->threaded = false;
 }
 
+/* The path a file section of git's form names (sec, n bytes): its "+++ "
+ * line's, else its "--- " line's (a deletion), else its "diff --git a/P
+ * b/P" line's. Left empty when none can be read. */
+static sbx_status section_path(const char *sec, size_t n, sbx__buf *out)
+{
+    const char *hdr = NULL;
+    size_t hdr_len = 0;
+    sbx__buf old = SBX__BUF_INIT;
+    sbx_status st = SBX_OK;
+    for (size_t o = 0; o < n && st != SBX_E_NOMEM && !out->len;) {
+        const char *l = sec + o, *nl = memchr(l, '\n', n - o);
+        size_t len = nl ? (size_t)(nl - l) : n - o;
+        if (sbx__patch_starts(l, len, "@@") || sbx__patch_starts(l, len, "GIT binary patch"))
+            break; /* past the header */
+        if (o == 0 && sbx__patch_starts(l, len, "diff --git ")) {
+            hdr = l + 11;
+            hdr_len = len - 11;
+        } else if (sbx__patch_starts(l, len, "--- ")) {
+            st = sbx__patch_header_path(l + 4, len - 4, true, &old);
+        } else if (sbx__patch_starts(l, len, "+++ ")) {
+            st = sbx__patch_header_path(l + 4, len - 4, true, out);
+        }
+        o += len + 1;
+    }
+    if (st != SBX_E_NOMEM && !out->len && old.len)
+        st = sbx__buf_append(out, old.data, old.len);
+    sbx__buf_free(&old);
+    if (st == SBX_E_NOMEM)
+        return st;
+    /* "a/P b/P": the same path twice, unquoted */
+    if (!out->len && hdr && hdr_len >= 7 && hdr_len % 2 == 1) {
+        size_t k = (hdr_len - 1) / 2;
+        if (memcmp(hdr, "a/", 2) == 0 && hdr[k] == ' ' && memcmp(hdr + k + 1, "b/", 2) == 0 &&
+            memcmp(hdr + 2, hdr + k + 3, k - 2) == 0)
+            return sbx__buf_append(out, hdr + 2, k - 2);
+    }
+    return SBX_OK;
+}
+
+/* libgit2 refused t (git's form): the path of the first file section it
+ * refuses on its own, into out, so that the message can name the file
+ * (empty when each section reads alone: the fault is between them). Only
+ * on the way to an error, so each section is parsed again. */
+static sbx_status malformed_path(const char *t, size_t len, sbx__buf *out)
+{
+    size_t start = SIZE_MAX;
+    for (size_t o = 0;;) {
+        const char *nl = o < len ? memchr(t + o, '\n', len - o) : NULL;
+        size_t next = nl ? (size_t)(nl - t) + 1 : len;
+        if (o == len || sbx__patch_starts(t + o, len - o, "diff --git ")) {
+            if (start != SIZE_MAX) {
+                git_diff *d = NULL;
+                int r = git_diff_from_buffer(&d, t + start, o - start);
+                git_diff_free(d);
+                if (r < 0)
+                    return section_path(t + start, o - start, out);
+            }
+            start = o;
+        }
+        if (o == len)
+            return SBX_OK;
+        o = next;
+    }
+}
+
+/* "malformed patch: WHY", then the file whose section libgit2 refuses
+ * when one does on its own (WHY is libgit2's message, kept before the
+ * sections are parsed again). */
+static sbx_status malformed(sbx_patch *p, const char *t, size_t len)
+{
+    char why[256];
+    sbx__buf path = SBX__BUF_INIT, shown = SBX__BUF_INIT;
+    snprintf(why, sizeof why, "%s", git_msg());
+    p->verdict = SBX_PATCH_MALFORMED;
+    /* on OOM the message only names no file */
+    if (malformed_path(t, len, &path) == SBX_OK && path.len)
+        sbx__patch_show(&shown, path.data, path.len, 512);
+    if (shown.len)
+        sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s (in the changes to '%s')", why, shown.data);
+    else
+        sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", why);
+    sbx__buf_free(&path);
+    sbx__buf_free(&shown);
+    return SBX_E_PARSE;
+}
+
 /* The text in the form libgit2 reads (into conv when *converted), checked
  * against the path rules, parsed and described. */
 static sbx_status parse_text(sbx_patch *p, const char *data, size_t len, sbx__buf *conv, bool *converted)
@@ -581,11 +667,11 @@ static sbx_status parse_text(sbx_patch *p, const char *data, size_t len, sbx__bu
             return sbx__err_nomem(&p->err);
         }
         r = changed ? git_diff_from_buffer(&p->diff, fixed.data, fixed.len) : git_diff_from_buffer(&p->diff, data, len);
+        if (r < 0)
+            st = malformed(p, changed ? fixed.data : data, changed ? fixed.len : len);
         sbx__buf_free(&fixed);
-        if (r < 0) {
-            p->verdict = SBX_PATCH_MALFORMED;
-            return sbx__err_set(&p->err, SBX_E_PARSE, "malformed patch: %s", git_msg());
-        }
+        if (r < 0)
+            return st;
     }
     if ((n = git_diff_num_deltas(p->diff)) == 0) {
         p->verdict = SBX_PATCH_MALFORMED;

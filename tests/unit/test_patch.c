@@ -805,37 +805,61 @@ static const char truncated_binary[] =
 
 START_TEST(test_patch_malformed)
 {
+    /* where: the file the message names, or NULL when no file section is
+     * at fault on its own */
     static const struct {
-        const char *name, *diff;
+        const char *name, *diff, *where;
     } bad[] = {
         {"truncated hunk", "diff --git a/README b/README\nindex 94954ab..b2c4b9f 100644\n--- a/README\n+++ b/README\n"
-                           "@@ -1,2 +1,2 @@\n hello\n"},
+                           "@@ -1,2 +1,2 @@\n hello\n", "README"},
         {"old count too large, next file follows",
          "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,3 +1,3 @@\n hello\n-world\n+there\n"
          "diff --git a/src/main.c b/src/main.c\n--- a/src/main.c\n+++ b/src/main.c\n@@ -4 +4 @@\n-    int b = 2;\n"
-         "+    int b = 3;\n"},
+         "+    int b = 3;\n", "README"},
+        {"the second file's hunk short",
+         "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2 +1,2 @@\n hello\n-world\n+there\n"
+         "diff --git a/src/main.c b/src/main.c\n--- a/src/main.c\n+++ b/src/main.c\n@@ -4,2 +4,2 @@\n-    int b = 2;\n"
+         "+    int b = 3;\n", "src/main.c"},
+        {"a deletion's hunk short",
+         "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2 +1,2 @@\n hello\n-world\n+there\n"
+         "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n"
+         "-one\n-two\n", "old.txt"},
+        {"a path with a space and a backslash",
+         "diff --git a/my fi\\le.txt b/my fi\\le.txt\n--- a/my fi\\le.txt\n+++ b/my fi\\le.txt\n"
+         "@@ -1,2 +1,2 @@\n hello\n",
+         "my fi\\x5cle.txt"},
+        {"a binary file's header alone names it",
+         "diff --git a/docs/img.png b/docs/img.png\nnew file mode 100644\nGIT binary patch\nliteral 64\nzzz\n\n",
+         "docs/img.png"},
         {"new count too large", "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2 +1,4 @@\n hello\n"
-                                "-world\n+there\n"},
+                                "-world\n+there\n", "README"},
         {"corrupt binary patch",
          "diff --git a/img.bin b/img.bin\n"
          "index 96eb299ab61d459148b19b03f71386abcec74669..60051deb32a631ffe615c785bf60e86782f5220a 100644\n"
-         "GIT binary patch\nliteral 64\nzzzzzzzz\n\nliteral 64\nzcmZQzWMXDvWn\n\n"},
-        {"binary patch with a line of its data left out", truncated_binary},
+         "GIT binary patch\nliteral 64\nzzzzzzzz\n\nliteral 64\nzcmZQzWMXDvWn\n\n", "img.bin"},
+        {"binary patch with a line of its data left out", truncated_binary, "img.bin"},
         {"binary patch without an index line",
          "diff --git a/img.bin b/img.bin\nGIT binary patch\nliteral 64\n"
-         "zcmZQzWMXDvWn<^y<l^Sx<>MC+6cQE@6%&_`l#-T_m6KOcR8m$^Ra4i{)Y8_`)zddH\n\nliteral 0\nHcmV?d00001\n\n"},
-        {"garbage text", "hello, this is not a patch\n"},
-        {"garbage bytes", "\x01\x02\xff\xfe\x7f\x80 @@ --- +++ \x1b[2J\n"},
-        {"hunk without a header", "@@ -1 +1 @@\n-hello\n+bye\n"},
-        {"bad hunk header", "--- a/README\n+++ b/README\n@@ bogus @@\n-hello\n+bye\n"},
+         "zcmZQzWMXDvWn<^y<l^Sx<>MC+6cQE@6%&_`l#-T_m6KOcR8m$^Ra4i{)Y8_`)zddH\n\nliteral 0\nHcmV?d00001\n\n", "img.bin"},
+        {"garbage text", "hello, this is not a patch\n", NULL},
+        {"garbage bytes", "\x01\x02\xff\xfe\x7f\x80 @@ --- +++ \x1b[2J\n", NULL},
+        {"hunk without a header", "@@ -1 +1 @@\n-hello\n+bye\n", NULL},
+        {"bad hunk header", "--- a/README\n+++ b/README\n@@ bogus @@\n-hello\n+bye\n", "README"},
         {"hunk line of no kind", "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2 +1,2 @@\n hello\n"
-                                 "*world\n+there\n"},
+                                 "*world\n+there\n", "README"},
     };
     for (size_t i = 0; i < SBX__ARRAY_LEN(bad); i++) {
         sbx_patch *p = sbx_patch_new();
         sbx_status st = load(p, bad[i].diff);
-        ck_assert_msg(st == SBX_E_PARSE, "%s: %s (%s)", bad[i].name, sbx_status_name(st), sbx_patch_last_error(p));
-        ck_assert_msg(sbx_patch_last_error(p)[0], "%s: no message", bad[i].name);
+        const char *msg = sbx_patch_last_error(p);
+        ck_assert_msg(st == SBX_E_PARSE, "%s: %s (%s)", bad[i].name, sbx_status_name(st), msg);
+        ck_assert_msg(msg[0], "%s: no message", bad[i].name);
+        if (bad[i].where)
+            ck_assert_msg(strstr(msg, bad[i].where) != NULL, "%s: the message names no '%s': %s", bad[i].name,
+                          bad[i].where, msg);
+        else
+            ck_assert_msg(strstr(msg, "in the changes to") == NULL, "%s: %s", bad[i].name, msg);
+        ck_assert_msg(strchr(msg, '\033') == NULL, "%s: a control byte in the message", bad[i].name);
         ck_assert_msg(sbx_patch_get_verdict(p) == SBX_PATCH_MALFORMED, "%s: verdict %s", bad[i].name,
                       sbx_patch_verdict_name(sbx_patch_get_verdict(p)));
         ck_assert_int_ne(sbx_patch_check(p), SBX_OK);
