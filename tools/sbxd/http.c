@@ -518,9 +518,19 @@ static unsigned wq_len, n_workers, n_idle;
  * them: sbxd stops only after the last (their connections are suspended,
  * and libmicrohttpd aborts the process if it is stopped with one). */
 static unsigned n_inflight;
-static bool wq_stop;
-/* Set (with g.lock) when sbxd stops: nothing parks any more. */
-static bool closing;
+static bool wq_stop; /* sbxd is stopping: no new work, nothing parks */
+
+/* Whether sbxd is stopping. The parking paths ask with g.lock held, which
+ * http_stop() takes after setting wq_stop: a waiter parked before it is
+ * then woken, and none parks after. */
+static bool stopping(void)
+{
+    bool v;
+    pthread_mutex_lock(&wq_lock);
+    v = wq_stop;
+    pthread_mutex_unlock(&wq_lock);
+    return v;
+}
 
 /* A request whose answer is ready (or that is to be closed): the I/O
  * thread takes it from here. r may be gone once this returns. */
@@ -666,7 +676,7 @@ enum MHD_Result http_park_request(struct http_req *r, struct waitq *q)
     r->w.req = r;
     r->w.conn = r->conn;
     r->w.gone = false;
-    if (closing) {
+    if (stopping()) {
         /* sbxd is stopping: closed now, as the stop closes the parked ones */
         r->close = true;
         answer_ready(r);
@@ -680,7 +690,7 @@ void http_park_stream(struct waiter *w, struct waitq *q, struct MHD_Connection *
 {
     w->req = NULL;
     w->conn = conn;
-    if (closing) {
+    if (stopping()) {
         /* sbxd is stopping: the reader, called again, ends the stream */
         w->gone = true;
         return;
@@ -828,7 +838,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         MHD_destroy_response(resp);
         return ret;
     }
-    split_path(r);
     pthread_mutex_lock(&wq_lock);
     if (wq_stop) {
         /* On a connection opened before the stop: no worker takes it. */
@@ -837,6 +846,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     }
     n_inflight++;
     pthread_mutex_unlock(&wq_lock);
+    split_path(r);
     r->dispatched = true;
     MHD_suspend_connection(conn);
     work_push(r);
@@ -1059,9 +1069,6 @@ void http_stop(void)
          * not stop with a connection suspended or a worker still holding
          * one. */
         atomic_store(&refusing, true);
-        pthread_mutex_lock(&g.lock);
-        closing = true;
-        pthread_mutex_unlock(&g.lock);
         pthread_mutex_lock(&wq_lock);
         wq_stop = true;
         pthread_cond_broadcast(&wq_cond);
