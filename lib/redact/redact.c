@@ -817,7 +817,7 @@ static sbx_status index_avx2(struct rules *r)
     sbx__trig_sets *alts;
     uint32_t *grams;
     size_t n = 0, nwraps = 0;
-    bool wrap_any = false;
+    bool wrap_any = false, litbyte[256] = {false};
     sbx_status st = SBX_OK;
     for (size_t i = 0; i < r->nlits; i++)
         if (r->lits[i].len < 7)
@@ -850,6 +850,9 @@ static sbx_status index_avx2(struct rules *r)
     for (size_t i = 0; i < r->nlits; i++)
         for (size_t j = 0; j < 4; j++)
             grams[4 * i + j] = sbx__piece((const unsigned char *)r->lits[i].s + j);
+    for (size_t i = 0; i < r->nlits; i++)
+        for (size_t j = 0; j < 6; j++)
+            litbyte[(unsigned char)r->lits[i].s[j]] = true;
     /* a wrapped form's pieces after a line break at offsets 1 to 6 */
     for (size_t i = 0; i < r->nlits; i++) {
         if (!(r->lits[i].dec & DEC_SKIP_NL))
@@ -869,7 +872,8 @@ static sbx_status index_avx2(struct rules *r)
                               .ngrams = 4 * r->nlits,
                               .wrap = grams + 4 * r->nlits,
                               .nwraps = nwraps,
-                              .wrap_any = wrap_any};
+                              .wrap_any = wrap_any,
+                              .litbyte = litbyte};
         st = sbx__tri_build_avx2(&in, &r->tri);
     }
 done:

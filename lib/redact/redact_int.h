@@ -160,6 +160,8 @@ typedef struct sbx__avx2_input {
     const uint32_t *wrap;
     size_t nwraps;
     bool wrap_any;
+    /* the bytes at the literals' offsets 0 to 5 (256 entries) */
+    const bool *litbyte;
 } sbx__avx2_input;
 /* The AVX2 prefilter for in, in *out (NULL where the CPU lacks AVX2). */
 sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out);

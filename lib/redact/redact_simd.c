@@ -33,15 +33,21 @@
  *
  * Where the CPU has AVX2 but not VBMI, a second prefilter splits the work
  * by what it looks for (sbx__tri_build_avx2):
- * - the shapes' triggers, by their first three bytes in 8 buckets of
- *   nibble tables (Teddy: `vpshufb` on the low and the high nibble);
+ * - the shapes' triggers, by their first four bytes in 16 buckets of
+ *   nibble tables (Teddy: `vpshufb` on the low and the high nibble); a
+ *   trigger without a quick reject is kept out of the buckets whose
+ *   members all have one while it can be;
  * - the registered values and their forms, raw: a literal of seven bytes
  *   or more holds, in its first seven, the four bytes at some position
  *   that is a multiple of four; those four bytes, at each of its offsets
- *   0 to 3, are hashed into a 65,536-bit set, tested at every fourth
- *   position with one gather for eight of them;
+ *   0 to 3, are hashed into a set of 32,768 nibbles (the bit of the
+ *   offset), tested at every fourth position with one gather for eight
+ *   of them, which marks the one position the literal would start at;
  * - a literal whose first seven bytes hold an escape (`%`, `\`, ESC, `+`,
- *   a quote): the seven positions up to an escape byte;
+ *   a quote): the positions up to six bytes before an escape byte from
+ *   which every byte up to it is one the literals have there (a nibble
+ *   test of their bytes at offsets 0 to 5), not every byte before a
+ *   quote in a log;
  * - a base64 form wrapped by a line break in its first seven bytes: the
  *   four bytes after a line break, at each of the form's offsets 1 to 6,
  *   hashed into a set of their own; only a break they follow marks the
@@ -63,6 +69,15 @@
 #include <immintrin.h>
 #endif
 
+/* The AVX2 filter's piece set: a 15-bit hash of four bytes (the high
+ * half folded in before the multiply: build-log pieces differ in few
+ * bits, and the bare product's top bits collided on them). */
+#define GSLOTS 32768u
+static inline uint32_t ghash(uint32_t w)
+{
+    w ^= w >> 15;
+    return (w * SBX__PIECE_MUL) >> 17;
+}
 #define NB 4 /* bytes of buckets per table entry: 32 buckets */
 
 /* The AVX2 filter (no VBMI): see sbx__tri_build_avx2. Its trigger
@@ -76,7 +91,14 @@ struct avx2 {
     /* the escape bytes: ilo[l] has bit h when byte h << 4 | l is one
      * (h < 8), ibit[h] is 1 << h (0 for h >= 8) */
     uint8_t ilo[32], ibit[32];
-    uint32_t grams[2048]; /* 65,536 bits: the literals' four-byte pieces, hashed */
+    /* the bytes at the literals' offsets 0 to 5 (as ilo); lit_all: one of
+     * them is 128 or more (then any byte is) */
+    uint8_t llo[32];
+    bool lit_all;
+    /* the literals' four-byte pieces at their offsets 0 to 3: a nibble per
+     * hash (ghash), bit 3 - j for a piece at offset j, so that a hit marks
+     * the one position a literal can start at rather than four */
+    uint32_t grams[GSLOTS / 8];
     /* base64 forms wrapped in their first seven bytes: the four bytes
      * after the line break, at each offset the break can follow */
     uint32_t wraps[2048];
@@ -452,17 +474,26 @@ sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out)
         unsigned bk = 0;
         for (unsigned j = 0; j < NJ; j++)
             nibble_masks(a->b[j], &al[j], &ah[j]);
-        for (unsigned k = 0; k < NBUCKETS; k++) {
-            double before = 1, after = 1;
-            for (unsigned j = 0; j < NJ; j++) {
-                before *= cur[k][j];
-                after *= nibble_weight(lo[k][j] | al[j], hi[k][j] | ah[j], rows);
+        bool found = false;
+        for (int pass = 0; pass < 2 && !found; pass++)
+            for (unsigned k = 0; k < NBUCKETS; k++) {
+                double before = 1, after = 1;
+                /* a trigger without a quick reject joins a bucket whose
+                 * members all have one only if it must: it would take
+                 * the check from all of them (near misses such as
+                 * "AKIAshort" would then leave the block) */
+                if (pass == 0 && (members >> k & 1) && !a->need_n && !(nocheck >> k & 1))
+                    continue;
+                for (unsigned j = 0; j < NJ; j++) {
+                    before *= cur[k][j];
+                    after *= nibble_weight(lo[k][j] | al[j], hi[k][j] | ah[j], rows);
+                }
+                if (!found || after - before < best) {
+                    best = after - before;
+                    bk = k;
+                    found = true;
+                }
             }
-            if (k == 0 || after - before < best) {
-                best = after - before;
-                bk = k;
-            }
-        }
         for (unsigned j = 0; j < NJ; j++) {
             lo[bk][j] |= al[j];
             hi[bk][j] |= ah[j];
@@ -512,11 +543,20 @@ sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out)
         }
     for (unsigned h = 0; h < 8; h++)
         x->ibit[h] = x->ibit[h + 16] = (uint8_t)(1u << h);
-    for (size_t i = 0; i < in->ngrams; i++)
-        bits_add(x->grams, sbx__piece_hash(in->gram[i]));
+    for (size_t i = 0; i < in->ngrams; i++) {
+        uint32_t h = ghash(in->gram[i]);
+        x->grams[h >> 3] |= (uint32_t)(8u >> (i % 4)) << (4 * (h & 7));
+    }
     for (size_t i = 0; i < in->nwraps; i++)
         bits_add(x->wraps, sbx__piece_hash(in->wrap[i]));
     x->wrap_any = in->wrap_any;
+    for (unsigned b = 0; b < 256; b++)
+        if (in->litbyte[b]) {
+            if (b >= 128)
+                x->lit_all = true;
+            else
+                x->llo[b & 15] = x->llo[(b & 15) + 16] = (uint8_t)(x->llo[b & 15] | 1u << (b >> 4));
+        }
     for (unsigned k = 0; k < NBUCKETS; k++)
         if ((members & ~nocheck) >> k & 1 && cfrom[k] < cto[k]) {
             x->checked |= (uint16_t)(1u << k);
@@ -618,14 +658,17 @@ static inline __attribute__((target("avx2"), always_inline)) uint64_t nonzero(__
     return (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_setzero_si256()));
 }
 
-/* Bit k: the hash of the four bytes at 4k (the eight words of v) is in
- * the literals' set, as four bits from 4k. */
+/* Bits 4k to 4k + 3: the four bytes at 4k (the eight words of v) are a
+ * literal's at its offset 3 to 0 (their nibble, ghash). */
 static inline __attribute__((target("avx2"), always_inline)) uint64_t grams(const struct avx2 *x, __m256i v)
 {
-    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)SBX__PIECE_MUL)), 16);
-    __m256i w = _mm256_i32gather_epi32((const int *)x->grams, _mm256_srli_epi32(h, 5), 4);
-    __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_and_si256(h, _mm256_set1_epi32(31))), _mm256_set1_epi32(1));
-    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(bit, _mm256_set1_epi32(1)));
+    v = _mm256_xor_si256(v, _mm256_srli_epi32(v, 15));
+    __m256i h = _mm256_srli_epi32(_mm256_mullo_epi32(v, _mm256_set1_epi32((int)SBX__PIECE_MUL)), 17);
+    __m256i w = _mm256_i32gather_epi32((const int *)x->grams, _mm256_srli_epi32(h, 3), 4);
+    __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(7)), 2)),
+                                   _mm256_set1_epi32(15));
+    /* bit t of the nibble to the top bit of byte t */
+    return (uint32_t)_mm256_movemask_epi8(_mm256_mullo_epi32(nib, _mm256_set1_epi32(0x10204080)));
 }
 
 /* The trigger buckets that allow the bytes at k to k + 3, for the 32
@@ -680,9 +723,9 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
      * (one lands in any literal's first seven bytes), for the four
      * positions that may start one there (first: the lookups take
      * longest, and the rest does not wait for them) */
-    w = sbx__piece_hash(sbx__piece(p + 64));
+    w = ghash(sbx__piece(p + 64));
     sm = (unsigned __int128)(grams(x, a0) | grams(x, b0) << 32) |
-         (unsigned __int128)(bits_has(x->grams, w) ? 0xf : 0) << 64;
+         (unsigned __int128)(x->grams[w >> 3] >> (4 * (w & 7)) & 15) << 64;
     g = (uint64_t)(sm >> 3);
     /* the triggers: one bucket allows the bytes at k to k + 3; where only
      * buckets with a quick reject do, their needed bytes decide */
@@ -749,10 +792,27 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
             }
         }
     }
-    in |= in >> 1;
-    in |= in >> 2;
-    in |= in >> 3;
-    e = (uint64_t)in;
+    if (!in) {
+        e = 0;
+    } else if (x->lit_all) {
+        in |= in >> 1;
+        in |= in >> 2;
+        in |= in >> 3;
+        e = (uint64_t)in;
+    } else {
+        /* back from each by up to six, while the bytes passed over are
+         * bytes a literal has there: a literal starting at k with its
+         * first escape at k + d has its own d bytes before it */
+        unsigned __int128 lit = (unsigned __int128)(nonzero(nibbles(a0, x->llo, x->ibit)) |
+                                                    nonzero(nibbles(b0, x->llo, x->ibit)) << 32) |
+                                (unsigned __int128)nonzero(nibbles(c, x->llo, x->ibit)) << 38;
+        unsigned __int128 run = in;
+        for (unsigned d = 0; d < 6; d++) {
+            run = (run >> 1) & lit;
+            in |= run;
+        }
+        e = (uint64_t)in;
+    }
     return shapes | g | e;
 }
 
