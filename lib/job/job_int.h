@@ -147,6 +147,9 @@ enum sbx__jtype sbx__job_type_find(const char *name);
 const char *sbx__job_type_str(enum sbx__jtype t);
 /* The input's value, NULL when not set. */
 const char *sbx__job_input(const sbx_job *job, const char *key);
+/* The host of a URL (scheme://[user@]host[:port]/...) into buf (an IPv6
+ * address in its brackets); false when it names none or it does not fit. */
+bool sbx__job_url_host(const char *url, char *buf, size_t cap);
 /* The directory the job works in: input "dir", else the type's default. */
 const char *sbx__job_dir(const sbx_job *job);
 

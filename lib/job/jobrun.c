@@ -680,26 +680,6 @@ static char *basic_auth(const char *token)
     return b64;
 }
 
-/* The host of a URL (scheme://[user@]host[:port]/...), into buf. */
-static bool url_host(const char *url, char *buf, size_t cap)
-{
-    const char *p = strstr(url, "://"), *e, *at;
-    size_t n;
-    if (!p)
-        return false;
-    p += 3;
-    e = p + strcspn(p, "/?#");
-    at = memchr(p, '@', (size_t)(e - p));
-    if (at)
-        p = at + 1;
-    n = strcspn(p, ":/?#");
-    if (n == 0 || n >= cap)
-        return false;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return true;
-}
-
 static void child_done(sbx_op *op, void *arg)
 {
     struct jrun *jr = arg;
@@ -787,7 +767,7 @@ static sbx_status job_netpolicy(sbx_job *job, char **json)
     st = sbx_netpolicy_load_preset(np, job->type == J_INSTALL ? "deps.install" : sbx__job_type_str(job->type), n,
                                    keys, vals);
     if (st == SBX_OK && job->type == J_CLONE && sbx__job_input(job, "token") &&
-        url_host(sbx__job_input(job, "url"), host, sizeof host)) {
+        sbx__job_url_host(sbx__job_input(job, "url"), host, sizeof host)) {
         /* The token stays outside: the egress proxy adds it to requests
          * for the git host only. */
         char *auth = basic_auth(sbx__job_input(job, "token"));

@@ -4,6 +4,7 @@
  * other (job.c): the library grants itself nothing. */
 #include "util/internal.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,40 @@ static bool is_sha(const char *s)
     return true;
 }
 
+/* The host of a URL (scheme://[user@]host[:port]/...), into buf: an IPv6
+ * address with its brackets. The user-info ends at the last '@' before the
+ * path, as curl reads it. */
+bool sbx__job_url_host(const char *url, char *buf, size_t cap)
+{
+    const char *p = strstr(url, "://"), *e, *at;
+    size_t n;
+    if (!p)
+        return false;
+    p += 3;
+    e = p + strcspn(p, "/?#");
+    at = memrchr(p, '@', (size_t)(e - p));
+    if (at)
+        p = at + 1;
+    if (*p == '[') {
+        const char *close = memchr(p, ']', (size_t)(e - p));
+        n = close ? (size_t)(close - p) + 1 : 0;
+    } else {
+        n = strcspn(p, ":/?#");
+    }
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return true;
+}
+
+/* Whether a URL's host is an IP address (dotted IPv4 or a bracketed IPv6). */
+static bool ip_host(const char *h)
+{
+    unsigned char addr[16];
+    return h[0] == '[' || inet_pton(AF_INET, h, addr) == 1;
+}
+
 sbx_status sbx__job_plan_validate(sbx_job *job)
 {
     const char *const *keys;
@@ -133,6 +168,16 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
                  "option network_policy=off turns off");
         SBX__ARG(job, !url || strncasecmp(url, "https://", 8) == 0 || strncasecmp(url, "http://", 7) == 0,
                  "input 'token' needs an http:// or https:// 'url' (it is sent as an HTTP header)");
+        if (url) {
+            /* The header goes to a domain name: the policy's injection
+             * rules name domains (as the Vercel API's do), not addresses. */
+            char host[256];
+            SBX__ARG(job, sbx__job_url_host(url, host, sizeof host), "input 'url' names no host the token could go to");
+            SBX__ARG(job, !ip_host(host),
+                     "input 'token' needs a 'url' whose host is a domain name: the network policy adds the "
+                     "header for a domain, and '%s' is an IP address",
+                     host);
+        }
     }
     v = sbx__job_input(job, "packageManager");
     SBX__ARG(job, !v || in_list(package_managers, v), "input 'packageManager': npm, pnpm, yarn or bun, not '%s'", v);

@@ -812,6 +812,25 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
     expect_st(sbx_job_add_secret(j, (const uint8_t *)"ab", 2), SBX_E_INVALID_ARG, sbx_job_last_error, j);
     sbx_job_free(j);
 
+    /* The policy injects the token's header for a domain name: a URL
+     * whose host is an address is refused before the run, not failed in
+     * it. */
+    {
+        static const char *const urls[] = {"http://10.213.0.2/demo.git", "https://u@x@10.0.0.1:8443/r.git",
+                                           "http://[::1]:8080/demo.git", "https://[fd00::5]/demo.git"};
+        for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+            j = sbx_job_new(e.c);
+            ok_j(sbx_job_set_type(j, "repo.clone"), j);
+            ok_j(sbx_job_set_input(j, "url", urls[i]), j);
+            ok_j(sbx_job_set_input(j, "token", "tok-123456"), j);
+            expect_st(sbx_job_run(j, e.s), SBX_E_INVALID_ARG, sbx_job_last_error, j);
+            ck_assert_msg(strstr(sbx_job_last_error(j), "whose host is a domain name"), "%s: %s", urls[i],
+                          sbx_job_last_error(j));
+            ck_assert_msg(!strstr(sbx_job_last_error(j), "tok-123456"), "%s", sbx_job_last_error(j));
+            sbx_job_free(j);
+        }
+    }
+
     /* A token too short to redact would go out unredacted in the
      * clone's output: the job refuses to run with it. */
     j = sbx_job_new(e.c);
