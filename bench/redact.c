@@ -2,15 +2,14 @@
 /*
  * bench/redact: MB/s per core of a redaction stream (64 KiB chunks, the
  * default shapes plus 20 registered values, or --values N) on (a) clean
- * build-log text,
- * (b) text dense with secrets, (c) adversarial near misses (prefixes that
- * fail validation; a third of its lines are values cut one byte short,
- * which are redacted as cut-short values), on each scan path this CPU has (the
- * pair filter alone; the three-byte AVX-512 VBMI prefilter in front of it;
- * the AVX2 one, the path of CPUs without VBMI), against a naive peer
- * measured in the same run: one POSIX
- * extended regex per rule (the shapes and the 20 values), each applied
- * over the whole buffer in turn. Best of RUNS.
+ * build-log text, (b) text dense with secrets, (c) adversarial near misses
+ * (prefixes that fail validation; a third of its lines are values cut one
+ * byte short, which are redacted as cut-short values), on each scan path
+ * this CPU has (the pair filter alone; the three-byte AVX-512 VBMI
+ * prefilter in front of it; the AVX2 one, the path of CPUs without VBMI),
+ * against a naive peer measured in the same run: one POSIX extended regex
+ * per rule (the shapes and the 20 values), each applied over the whole
+ * buffer in turn. Best of RUNS.
  *
  * usage: bench-redact [--only clean|dense|near|near-shapes|near-values] [--path pair|vbmi|avx2] [--mb N]
  *                     [--values N]
@@ -79,12 +78,12 @@ static size_t fill(char *buf, size_t size, int kind)
         if (kind == 0) {
             line = clean[i % 7];
         } else if (kind == 1) {
-            line = i % 2 ? dense[(i / 2) % 4] : (snprintf(tmp, sizeof tmp, "value %s in line\n", values[i % (size_t)nvalues]), tmp);
+            const char *v = values[i % (size_t)nvalues];
+            line = i % 2 ? dense[(i / 2) % 4] : (snprintf(tmp, sizeof tmp, "value %s in line\n", v), tmp);
         } else if (kind == 2 || kind == 4) {
             /* a value cut one byte short, and the prefixes (4: the values alone) */
-            line = i % 3 && kind == 2 ? near[i % 2]
-                                      : (snprintf(tmp, sizeof tmp, "%.*s\n", (int)strlen(values[i % (size_t)nvalues]) - 1,
-                                                  values[i % (size_t)nvalues]), tmp);
+            const char *v = values[i % (size_t)nvalues];
+            line = i % 3 && kind == 2 ? near[i % 2] : (snprintf(tmp, sizeof tmp, "%.*s\n", (int)strlen(v) - 1, v), tmp);
         } else {
             line = near[i % 2]; /* the prefixes alone: nothing to redact */
         }
