@@ -155,6 +155,11 @@ const char *sbx__job_dir(const sbx_job *job);
 
 /* Check the inputs against the type (the message names the input). */
 sbx_status sbx__job_plan_validate(sbx_job *job);
+/* The network policy of the job as JSON in *json (free it with
+ * sbx__free_secret: it may hold the token): its type's preset, with the
+ * token of repo.clone as a header for the git host. The message is on the
+ * job (jobrun.c). */
+sbx_status sbx__job_netpolicy(sbx_job *job, char **json);
 /* Append the steps the job can plan now: all of them, or a detection step
  * first when the package manager must be learnt from the workspace (then
  * again after it, with job->pm set). */
@@ -163,7 +168,8 @@ sbx_status sbx__job_plan(sbx_job *job);
  * with a message for the result. */
 sbx_status sbx__job_plan_detected(sbx_job *job, const char *listing, size_t len);
 /* The policy's verdict on the steps of the job that are known before it
- * runs: SBX_OK, SBX_E_POLICY_DENIED (msg says which step and why). */
+ * runs, then whether its network preset takes its inputs: SBX_OK,
+ * SBX_E_POLICY_DENIED or the preset's error (msg says which and why). */
 sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap);
 /* The job's command policy summary and network policy (header values
  * left out), as its transcript records them; json null for one the job's

@@ -742,9 +742,8 @@ static int artifact_data(const uint8_t *data, size_t len, void *user)
     return a->truncated; /* enough: stop reading */
 }
 
-/* The network policy of the job: its type's preset, with the token of
- * repo.clone as a header for the git host. The message is on the job. */
-static sbx_status job_netpolicy(sbx_job *job, char **json)
+/* The message is on the job. */
+sbx_status sbx__job_netpolicy(sbx_job *job, char **json)
 {
     const char *keys[2], *vals[2], *v;
     size_t n = 0;
@@ -778,8 +777,7 @@ static sbx_status job_netpolicy(sbx_job *job, char **json)
     if (st == SBX_OK)
         st = sbx_netpolicy_to_json(np, json);
     if (st != SBX_OK)
-        st = sbx__err_set(&job->err, st, "the network preset of %s: %s", sbx__job_type_str(job->type),
-                          sbx_netpolicy_last_error(np));
+        st = sbx__err_set(&job->err, st, "the network preset: %s", sbx_netpolicy_last_error(np));
     sbx_netpolicy_free(np);
     return st;
 }
@@ -793,7 +791,7 @@ static sbx_status start_netpolicy(struct jrun *jr, bool *started)
     *started = false;
     if (!job->opt_netpolicy)
         return SBX_OK;
-    if ((st = job_netpolicy(job, &json)) != SBX_OK)
+    if ((st = sbx__job_netpolicy(job, &json)) != SBX_OK)
         return st;
     st = sbx_sandbox_update_network_policy_start(jr->sbx, json, &op);
     sbx__free_secret(json);
@@ -850,7 +848,7 @@ sbx_status sbx__job_policy_summaries(sbx_job *job, json_t **policy, json_t **net
         /* Written into a header, not the job's call: its last error stays. */
         sbx__err saved = {0};
         (void)sbx__err_copy(&saved, &job->err); /* returns the code copied */
-        if ((st = job_netpolicy(job, &text)) != SBX_OK) {
+        if ((st = sbx__job_netpolicy(job, &text)) != SBX_OK) {
             sbx__err_free(&job->err);
             job->err = saved;
         } else {
@@ -1074,6 +1072,22 @@ static bool patch_refused(struct jrun *jr)
     return bad;
 }
 
+/* The job's network preset, built to see that its inputs are ones it
+ * takes (a host it refuses ends a run before a sandbox is made for it). */
+static sbx_status precheck_netpolicy(sbx_job *job, char *msg, size_t cap)
+{
+    char *json;
+    sbx_status st;
+    if (!job->opt_netpolicy)
+        return SBX_OK;
+    if ((st = sbx__job_netpolicy(job, &json)) != SBX_OK) {
+        snprintf(msg, cap, "%s", sbx__err_msg(&job->err));
+        return st;
+    }
+    sbx__free_secret(json);
+    return SBX_OK;
+}
+
 sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap)
 {
     sbx_policy *def = NULL;
@@ -1081,8 +1095,10 @@ sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap)
     sbx_status st = SBX_OK;
     size_t n;
     msg[0] = '\0';
-    if (!job->opt_policy || job->started)
+    if (job->started)
         return SBX_OK;
+    if (!job->opt_policy)
+        return precheck_netpolicy(job, msg, cap);
     if (!p && !(p = def = sbx_policy_new()))
         return SBX_E_NOMEM;
     /* The steps known before the sandbox is looked at (those after a
@@ -1112,7 +1128,7 @@ sbx_status sbx__job_precheck(sbx_job *job, char *msg, size_t cap)
     sbx__free(job->pm);
     job->pm = NULL;
     sbx_policy_free(def);
-    return st;
+    return st == SBX_OK ? precheck_netpolicy(job, msg, cap) : st;
 }
 
 sbx_status sbx_job_run_start(sbx_job *job, sbx_sandbox *s, sbx_op **out)

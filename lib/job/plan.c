@@ -4,12 +4,12 @@
  * other (job.c): the library grants itself nothing. */
 #include "util/internal.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "job/job_int.h"
+#include "policy/netpolicy_sdk.h"
 #include "util/jobtype.h"
 
 /* The job layer numbers the types as the shared table does. */
@@ -114,13 +114,6 @@ bool sbx__job_url_host(const char *url, char *buf, size_t cap)
     return true;
 }
 
-/* Whether a URL's host is an IP address (dotted IPv4 or a bracketed IPv6). */
-static bool ip_host(const char *h)
-{
-    unsigned char addr[16];
-    return h[0] == '[' || inet_pton(AF_INET, h, addr) == 1;
-}
-
 sbx_status sbx__job_plan_validate(sbx_job *job)
 {
     const char *const *keys;
@@ -173,7 +166,7 @@ sbx_status sbx__job_plan_validate(sbx_job *job)
              * rules name domains (as the Vercel API's do), not addresses. */
             char host[256];
             SBX__ARG(job, sbx__job_url_host(url, host, sizeof host), "input 'url' names no host the token could go to");
-            SBX__ARG(job, !ip_host(host),
+            SBX__ARG(job, !sbx__netpolicy_is_address(host, strlen(host)),
                      "input 'token' needs a 'url' whose host is a domain name: the network policy adds the "
                      "header for a domain, and '%s' is an IP address",
                      host);

@@ -155,6 +155,14 @@ static bool ip_literal(const char *s, size_t n, char cidr[CIDR_BUF])
     return false;
 }
 
+bool sbx__netpolicy_is_address(const char *h, size_t n)
+{
+    char cidr[CIDR_BUF];
+    if (n > 1 && h[n - 1] == '.' && h[n - 2] != '.')
+        n--;
+    return ip_literal(h, n, cidr);
+}
+
 /* Why the dotted labels [s, s+n) are not a host name, or NULL; *nlabels
  * gets their count. */
 static const char *labels_why(const char *s, size_t n, size_t *nlabels, char *why, size_t cap)

@@ -817,7 +817,8 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
      * it. */
     {
         static const char *const urls[] = {"http://10.213.0.2/demo.git", "https://u@x@10.0.0.1:8443/r.git",
-                                           "http://[::1]:8080/demo.git", "https://[fd00::5]/demo.git"};
+                                           "http://[::1]:8080/demo.git", "https://[fd00::5]/demo.git",
+                                           "http://10.0.0.1./demo.git"};
         for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
             j = sbx_job_new(e.c);
             ok_j(sbx_job_set_type(j, "repo.clone"), j);
@@ -852,6 +853,25 @@ START_TEST(test_client_job_failure_artifacts_envkeys_precheck)
     ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_DENIED);
     ck_assert_int_eq(faultd_count(f, "POST", "/sandboxes"), 0);
     ck_assert_int_eq(faultd_count(f, "POST", "/cmd"), 0);
+    sbx_run_free(run);
+    /* A host the job's network preset refuses (curl would read this one
+     * as 10.0.0.1) ends the run before a sandbox is made for it. */
+    run = sbx_run_new(c);
+    ck_assert_int_eq(sbx_run_add_job(run, "repo.clone", &j), SBX_OK);
+    ok_j(sbx_job_set_input(j, "url", "http://167772161/demo.git"), j);
+    (void)sbx_run_execute(run);
+    ck_assert_int_eq(sbx_run_verdict(run), SBX_VERDICT_ERROR);
+    {
+        char *out = NULL;
+        ck_assert_int_eq(sbx_run_result_to_json(run, &out), SBX_OK);
+        r = json_loads(out, 0, NULL);
+        sbx_free(out);
+        ck_assert_msg(strstr(jstr(r, "message"), "repo.clone: the network preset: ") &&
+                          strstr(jstr(r, "message"), "all digits"),
+                      "%s", jstr(r, "message"));
+        json_decref(r);
+    }
+    ck_assert_int_eq(faultd_count(f, "POST", "/sandboxes"), 0);
     sbx_run_free(run);
     sbx_client_free(c);
     faultd_stop(f);
