@@ -809,6 +809,28 @@ static sbx_status index_tri(struct rules *r)
 atomic_int sbx__prefilter;
 atomic_ulong sbx__redact_builds;
 
+/* The bytes that may follow the byte b in an escape match_dec_from reads
+ * (every decoding: more is fine, less would miss a value), into set:
+ * percent's hex digit, JSON's and the shell's letters, digits and quotes
+ * after a backslash, a colour code's '[', the shell's forms of a quote
+ * ('"'"' and '\''), and anything after '+' (a space). */
+static void esc_follow(uint64_t *set, unsigned char b)
+{
+    const char *s = "";
+    switch (b) {
+    case '%': s = "0123456789abcdefABCDEF"; break;
+    case '\\': s = "\"\\/bfnrtu" /* JSON, and a run of them deeper */
+                   "xeE0" /* colour codes: \x1b, \e, \E, \033 */
+                   "'1234567"; /* the shell's \' and octal */
+        break;
+    case 0x1b: s = "["; break;
+    case '\'': s = "\"\\"; break;
+    default: memset(set, 0xff, 4 * sizeof *set); return;
+    }
+    for (; *s; s++)
+        set_bit(set, (unsigned char)*s);
+}
+
 /* The AVX2 prefilter: the shapes' triggers by their first four bytes;
  * the literals by their first seven, raw (a four-byte piece at every
  * fourth position) or with an escape byte among them. */
@@ -818,6 +840,7 @@ static sbx_status index_avx2(struct rules *r)
     uint32_t *grams;
     size_t n = 0, nwraps = 0;
     bool wrap_any = false, litbyte[256] = {false};
+    uint64_t follow[256][4] = {{0}};
     sbx_status st = SBX_OK;
     for (size_t i = 0; i < r->nlits; i++)
         if (r->lits[i].len < 7)
@@ -853,6 +876,9 @@ static sbx_status index_avx2(struct rules *r)
     for (size_t i = 0; i < r->nlits; i++)
         for (size_t j = 0; j < 6; j++)
             litbyte[(unsigned char)r->lits[i].s[j]] = true;
+    for (unsigned b = 0; b < 256; b++)
+        if (r->intro[b])
+            esc_follow(follow[b], (unsigned char)b);
     /* a wrapped form's pieces after a line break at offsets 1 to 6 */
     for (size_t i = 0; i < r->nlits; i++) {
         if (!(r->lits[i].dec & DEC_SKIP_NL))
@@ -873,7 +899,8 @@ static sbx_status index_avx2(struct rules *r)
                               .wrap = grams + 4 * r->nlits,
                               .nwraps = nwraps,
                               .wrap_any = wrap_any,
-                              .litbyte = litbyte};
+                              .litbyte = litbyte,
+                              .follow = (const uint64_t(*)[4])follow};
         st = sbx__tri_build_avx2(&in, &r->tri);
     }
 done:

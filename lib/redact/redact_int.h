@@ -162,6 +162,9 @@ typedef struct sbx__avx2_input {
     bool wrap_any;
     /* the bytes at the literals' offsets 0 to 5 (256 entries) */
     const bool *litbyte;
+    /* follow[b]: the bytes that may come next after the intro byte b in
+     * an escape (bit n of follow[b][n >> 6]; 256 rows) */
+    const uint64_t (*follow)[4];
 } sbx__avx2_input;
 /* The AVX2 prefilter for in, in *out (NULL where the CPU lacks AVX2). */
 sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out);

@@ -44,10 +44,11 @@
  *   offset), tested at every fourth position with one gather for eight
  *   of them, which marks the one position the literal would start at;
  * - a literal whose first seven bytes hold an escape (`%`, `\`, ESC, `+`,
- *   a quote): the positions up to six bytes before an escape byte from
- *   which every byte up to it is one the literals have there (a nibble
- *   test of their bytes at offsets 0 to 5), not every byte before a
- *   quote in a log;
+ *   a quote): the positions up to six bytes before an escape byte that
+ *   the next byte goes on (a hex digit after `%`, `[` after ESC: "42%]"
+ *   holds none), from which every byte up to it is one the literals
+ *   have there (a nibble test of their bytes at offsets 0 to 5), not
+ *   every byte before a quote in a log;
  * - a base64 form wrapped by a line break in its first seven bytes: the
  *   four bytes after a line break, at each of the form's offsets 1 to 6,
  *   hashed into a set of their own; only a break they follow marks the
@@ -91,6 +92,10 @@ struct avx2 {
     /* the escape bytes: ilo[l] has bit h when byte h << 4 | l is one
      * (h < 8), ibit[h] is 1 << h (0 for h >= 8) */
     uint8_t ilo[32], ibit[32];
+    /* what may follow each escape byte b in an escape: the bytes of
+     * fol[fid[b]] (row 0: every byte) */
+    uint8_t fid[128];
+    uint64_t fol[8][4];
     /* the bytes at the literals' offsets 0 to 5 (as ilo); lit_all: one of
      * them is 128 or more (then any byte is) */
     uint8_t llo[32];
@@ -543,6 +548,12 @@ sbx_status sbx__tri_build_avx2(const sbx__avx2_input *in, sbx__tri **out)
         }
     for (unsigned h = 0; h < 8; h++)
         x->ibit[h] = x->ibit[h + 16] = (uint8_t)(1u << h);
+    memset(x->fol[0], 0xff, sizeof x->fol[0]);
+    for (unsigned b = 0, id = 1; b < 128; b++)
+        if (intro[b] && b != '\n' && b != '\r' && id < 8) {
+            x->fid[b] = (uint8_t)id;
+            memcpy(x->fol[id++], in->follow[b], sizeof x->fol[0]);
+        }
     for (size_t i = 0; i < in->ngrams; i++) {
         uint32_t h = ghash(in->gram[i]);
         x->grams[h >> 3] |= (uint32_t)(8u >> (i % 4)) << (4 * (h & 7));
@@ -759,6 +770,16 @@ static __attribute__((target("avx2"))) uint64_t block_avx2(const sbx__tri *t, co
      * up to six bytes before an escape byte */
     in = (unsigned __int128)(nonzero(nibbles(a0, x->ilo, x->ibit)) | nonzero(nibbles(b0, x->ilo, x->ibit)) << 32) |
          (unsigned __int128)nonzero(nibbles(c, x->ilo, x->ibit)) << 38;
+    /* only where the next byte goes on an escape ("42%]" holds none) */
+    for (unsigned __int128 m = in; m; m &= m - 1) {
+        unsigned k = (uint64_t)m ? (unsigned)__builtin_ctzll((uint64_t)m) : 64 + (unsigned)__builtin_ctzll((uint64_t)(m >> 64));
+        unsigned char nx;
+        if (k + 1 >= avail)
+            continue;
+        nx = p[k + 1];
+        if (!(x->fol[x->fid[p[k]]][nx >> 6] >> (nx & 63) & 1))
+            in &= ~((unsigned __int128)1 << k);
+    }
     /* a base64 form wrapped there: a line break whose next four bytes
      * are a piece of one (after its first one to six characters) */
     {

@@ -767,13 +767,13 @@ START_TEST(test_redact_prefilter_alignments)
         for (int q = 3; q >= 0; q--)
             form[flen++] = b64[(w >> (6 * q)) & 63];
     }
-    for (int kind = 0; kind < 10; kind++)
+    for (int kind = 0; kind < 15; kind++)
         for (size_t at = 0; at < 9; at++) {
             size_t n = 0;
             if (kind < 4) { /* the base64 form, broken after at + 1 characters */
                 n = (size_t)sprintf(piece, "%.*s%s%.*s", (int)(at + 1), form, breaks[kind], (int)(flen - at - 1),
                                     form + at + 1);
-            } else if (kind >= 7) {
+            } else if (kind >= 7 && kind <= 9) {
                 /* hex, contiguous (7) or spaced (8, 9), broken after at + 1
                  * characters; 9: the break takes the place of a space */
                 char hx[64];
@@ -791,8 +791,17 @@ START_TEST(test_redact_prefilter_alignments)
                     n += (size_t)sprintf(piece + n, "%%%02X", (unsigned char)v[at]);
                 else if (kind == 5)
                     n += (size_t)sprintf(piece + n, "\\u%04x", (unsigned char)v[at]);
-                else
-                    n += (size_t)sprintf(piece + n, "%s%c", at ? "\x1b[31m" : "", v[at]);
+                else if (kind == 14) /* JSON inside a JSON string */
+                    n += (size_t)sprintf(piece + n, "\\\\u%04x", (unsigned char)v[at]);
+                else /* a colour code, raw or written out, before it */
+                    n += (size_t)sprintf(piece + n, "%s%c",
+                                         !at ? ""
+                                         : kind == 6 ? "\x1b[31m"
+                                         : kind == 10 ? "\\x1b[31m"
+                                         : kind == 11 ? "\\u001b[1m"
+                                         : kind == 12 ? "\\033[0m"
+                                                      : "\\e[32m",
+                                         v[at]);
                 n += (size_t)sprintf(piece + n, "%s", v + at + 1);
             }
             for (size_t pad = 0; pad < 72; pad += pad_step()) {
@@ -806,6 +815,39 @@ START_TEST(test_redact_prefilter_alignments)
     for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++)
         sbx_redactor_free(r[f]);
     sbx_redactor_free(none);
+}
+END_TEST
+
+/* A value with a quote at each of its first characters, in each of the
+ * shell's forms of that quote ('"'"' and '\'' inside '...', \', \047, \47
+ * and \x27 inside $'...'), at each alignment: the same output as the pair
+ * filter alone, and the value redacted. */
+START_TEST(test_redact_prefilter_shell_quotes)
+{
+    static const char *const forms[] = {"'\"'\"'", "'\\''", "\\'", "\\047", "\\47", "\\x27"};
+    char val[32], piece[96], text[512];
+    for (size_t at = 1; at < 8; at++) {
+        const char *vals[] = {val};
+        sbx_redactor *none, *r[2];
+        snprintf(val, sizeof val, "Kx9mQyvLp8RtWkzN"); /* no octal digit after \47 */
+        val[at] = '\'';
+        none = pf_redactor(SBX__PF_NONE, false, vals, 1);
+        r[0] = pf_redactor(SBX__PF_TRI, false, vals, 1);
+        r[1] = pf_redactor(SBX__PF_AVX2, false, vals, 1);
+        for (size_t f = 0; f < SBX__ARRAY_LEN(forms); f++) {
+            size_t n = (size_t)sprintf(piece, "%.*s%s%s", (int)at, val, forms[f], val + at + 1);
+            for (size_t pad = 0; pad < 72; pad += pad_step()) {
+                size_t len = pf_place(text, pad, piece, n, 100);
+                char where[64];
+                snprintf(where, sizeof where, "quote at %zu, form %zu, pad %zu", at, f, pad);
+                for (size_t k = 0; k < SBX__ARRAY_LEN(r); k++)
+                    free(pf_same_redacted(r[k], none, text, len, where));
+            }
+        }
+        for (size_t k = 0; k < SBX__ARRAY_LEN(r); k++)
+            sbx_redactor_free(r[k]);
+        sbx_redactor_free(none);
+    }
 }
 END_TEST
 
@@ -1261,6 +1303,7 @@ Suite *sbx_test_suite(void)
     tcase_add_test(tc, test_redact_holds_back_little);
     tcase_add_test(tc, test_redact_counts);
     tcase_add_test(tc, test_redact_prefilter_alignments);
+    tcase_add_test(tc, test_redact_prefilter_shell_quotes);
     tcase_add_test(tc, test_redact_prefilter_shape_alignments);
     tcase_add_test(tc, test_redact_prefilter_high_bytes);
     tcase_add_test(tc, test_redact_stream_keeps_its_rules);
