@@ -747,6 +747,28 @@ static char *pf_same_redacted(const sbx_redactor *r, const sbx_redactor *none, c
     return with;
 }
 
+/* Free the redactors r[0..nr) and none. */
+static void pf_free(sbx_redactor **r, size_t nr, sbx_redactor *none)
+{
+    for (size_t f = 0; f < nr; f++)
+        sbx_redactor_free(r[f]);
+    sbx_redactor_free(none);
+}
+
+/* piece after each number of pad bytes (pf_place), through each of r[0..nr)
+ * and none: pf_same_redacted's checks (label names the case). */
+static void pf_every_pad(sbx_redactor *const *r, size_t nr, const sbx_redactor *none, const char *piece, size_t n,
+                         const char *label)
+{
+    char text[512], where[96];
+    for (size_t pad = 0; pad < 72; pad += pad_step()) {
+        size_t len = pf_place(text, pad, piece, n, 100);
+        snprintf(where, sizeof where, "%s, pad %zu", label, pad);
+        for (size_t f = 0; f < nr; f++)
+            free(pf_same_redacted(r[f], none, text, len, where));
+    }
+}
+
 /* A value with a line break, an escape or a colour code at each of its
  * first characters, at each alignment to the prefilters' 64-byte blocks
  * (the AVX2 one samples four bytes at every fourth position and looks up
@@ -757,7 +779,7 @@ START_TEST(test_redact_prefilter_alignments)
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     static const char *const breaks[] = {"\n", "\r\n", "\\n", "\\r\\n"};
     const char *vals[] = {"Kx9mQ2vLp8RtW4zN"}, *in = "Kx9mQ2vLp8RtW4zN!?"; /* 18 bytes: 24 characters */
-    char form[64], piece[96], text[512];
+    char form[64], piece[96], where[64];
     size_t flen = 0;
     sbx_redactor *none = pf_redactor(SBX__PF_NONE, false, vals, 1),
                  *r[] = {pf_redactor(SBX__PF_TRI, false, vals, 1), pf_redactor(SBX__PF_AVX2, false, vals, 1)};
@@ -804,17 +826,10 @@ START_TEST(test_redact_prefilter_alignments)
                                          v[at]);
                 n += (size_t)sprintf(piece + n, "%s", v + at + 1);
             }
-            for (size_t pad = 0; pad < 72; pad += pad_step()) {
-                size_t len = pf_place(text, pad, piece, n, 100);
-                char where[64];
-                snprintf(where, sizeof where, "form %d at %zu, pad %zu", kind, at, pad);
-                for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++)
-                    free(pf_same_redacted(r[f], none, text, len, where));
-            }
+            snprintf(where, sizeof where, "form %d at %zu", kind, at);
+            pf_every_pad(r, SBX__ARRAY_LEN(r), none, piece, n, where);
         }
-    for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++)
-        sbx_redactor_free(r[f]);
-    sbx_redactor_free(none);
+    pf_free(r, SBX__ARRAY_LEN(r), none);
 }
 END_TEST
 
@@ -825,7 +840,7 @@ END_TEST
 START_TEST(test_redact_prefilter_shell_quotes)
 {
     static const char *const forms[] = {"'\"'\"'", "'\\''", "\\'", "\\047", "\\47", "\\x27"};
-    char val[32], piece[96], text[512];
+    char val[32], piece[96];
     for (size_t at = 1; at < 8; at++) {
         const char *vals[] = {val};
         sbx_redactor *none, *r[2];
@@ -836,17 +851,11 @@ START_TEST(test_redact_prefilter_shell_quotes)
         r[1] = pf_redactor(SBX__PF_AVX2, false, vals, 1);
         for (size_t f = 0; f < SBX__ARRAY_LEN(forms); f++) {
             size_t n = (size_t)sprintf(piece, "%.*s%s%s", (int)at, val, forms[f], val + at + 1);
-            for (size_t pad = 0; pad < 72; pad += pad_step()) {
-                size_t len = pf_place(text, pad, piece, n, 100);
-                char where[64];
-                snprintf(where, sizeof where, "quote at %zu, form %zu, pad %zu", at, f, pad);
-                for (size_t k = 0; k < SBX__ARRAY_LEN(r); k++)
-                    free(pf_same_redacted(r[k], none, text, len, where));
-            }
+            char where[64];
+            snprintf(where, sizeof where, "quote at %zu, form %zu", at, f);
+            pf_every_pad(r, SBX__ARRAY_LEN(r), none, piece, n, where);
         }
-        for (size_t k = 0; k < SBX__ARRAY_LEN(r); k++)
-            sbx_redactor_free(r[k]);
-        sbx_redactor_free(none);
+        pf_free(r, SBX__ARRAY_LEN(r), none);
     }
 }
 END_TEST
@@ -880,9 +889,7 @@ START_TEST(test_redact_prefilter_high_bytes)
             }
         }
     }
-    for (size_t f = 0; f < SBX__ARRAY_LEN(r); f++)
-        sbx_redactor_free(r[f]);
-    sbx_redactor_free(none);
+    pf_free(r, SBX__ARRAY_LEN(r), none);
 }
 END_TEST
 
