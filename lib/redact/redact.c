@@ -839,7 +839,7 @@ static sbx_status index_avx2(struct rules *r)
     sbx__trig_sets *alts;
     uint32_t *grams;
     size_t n = 0, nwraps = 0;
-    bool wrap_any = false, litbyte[256] = {false};
+    bool wrap_any = false, space = false, litbyte[256] = {false};
     uint64_t follow[256][4] = {{0}};
     sbx_status st = SBX_OK;
     for (size_t i = 0; i < r->nlits; i++)
@@ -876,8 +876,14 @@ static sbx_status index_avx2(struct rules *r)
     for (size_t i = 0; i < r->nlits; i++)
         for (size_t j = 0; j < 6; j++)
             litbyte[(unsigned char)r->lits[i].s[j]] = true;
+    /* '+' stands for a space only: it opens an escape in a literal's
+     * first seven bytes only where one has a space there (in patches and
+     * C++ builds it is common) */
+    for (size_t i = 0; i < r->nlits; i++)
+        for (size_t j = 0; j < 7 && (r->lits[i].dec & DEC_PERCENT); j++)
+            space |= r->lits[i].s[j] == ' ';
     for (unsigned b = 0; b < 256; b++)
-        if (r->intro[b])
+        if (r->intro[b] && (b != '+' || space))
             esc_follow(follow[b], (unsigned char)b);
     /* a wrapped form's pieces after a line break at offsets 1 to 6 */
     for (size_t i = 0; i < r->nlits; i++) {
